@@ -1,0 +1,71 @@
+// headscope — a loaded transformer and what one forward pass captures.
+//
+// Shape vocabulary (used everywhere in headscope):
+//   n_layer, n_head (query heads), n_kv_head (key/value heads; < n_head under GQA/MQA),
+//   d_model, d_head, d_ff, T (tokens in the sequence).
+// Capture axes: attention is [layer, head, q, k] — row q is the distribution of query token q
+// over the keys k, rows sum to 1 over the keys that q may attend to.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "headscope/tensor.h"
+#include "headscope/tokenizer.h"
+
+namespace headscope {
+
+struct ModelConfig {
+  std::string architecture;  // "bert", "llama", "gpt2", ... (family file in src/models/)
+  std::string name;          // directory name or general.name
+  int n_layer = 0;
+  int n_head = 0;
+  int n_kv_head = 0;
+  int d_model = 0;
+  int d_head = 0;
+  int d_ff = 0;
+  int vocab_size = 0;
+  int max_positions = 0;     // longest sequence the position embeddings allow
+  bool causal = false;       // decoder: query q sees keys k <= q only
+  float norm_eps = 1e-12f;
+};
+
+struct CaptureOptions {
+  bool attention = true;      // [n_layer, n_head, T, T]
+  bool head_outputs = true;   // [n_layer, n_head, T, d_head]
+  bool contributions = true;  // [n_layer, n_head, T, d_model]
+  bool hidden_states = true;  // [n_layer + 1, T, d_model]
+  bool queries_keys = false;  // queries [n_layer, n_head, T, d_head], keys [n_layer, n_kv_head, T, d_head]
+};
+
+struct Capture {
+  int n_layer = 0, n_head = 0, n_kv_head = 0, T = 0, d_head = 0, d_model = 0;
+  Tensor attention;      // [n_layer, n_head, T, T]        softmax(q·kᵀ/√d_head + mask)
+  Tensor head_outputs;   // [n_layer, n_head, T, d_head]   attention · V, per head
+  Tensor contributions;  // [n_layer, n_head, T, d_model]  head_output · W_O[:, h*d_head : (h+1)*d_head]ᵀ
+  Tensor attn_output;    // [n_layer, T, d_model]          Σ_h contributions + b_O (= W_O · concat + b_O)
+  Tensor hidden_states;  // [n_layer + 1, T, d_model]      embeddings, then the output of each layer
+  Tensor queries;        // [n_layer, n_head, T, d_head]     (on request)
+  Tensor keys;           // [n_layer, n_kv_head, T, d_head]  (on request)
+  std::vector<int> kv_head_of;  // query head -> the key/value head it reads (identity without GQA)
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  // Loads a Hugging Face model directory (config.json, *.safetensors, tokenizer.json) or a
+  // .gguf file. Throws Error with a message naming the file and what to do.
+  static std::unique_ptr<Model> load(const std::string& path);
+
+  virtual const ModelConfig& config() const = 0;
+  virtual const Tokenizer& tokenizer() const = 0;
+  // Encodes with the model's template and its position limit (max_length = max_positions).
+  Encoding encode(std::string_view text, bool truncate = false) const;
+  // One forward pass over the whole encoding. Throws Error if it is empty or too long.
+  virtual Capture run(const Encoding& encoding, const CaptureOptions& options = {}) const = 0;
+  // W_O of `layer` as stored by nn.Linear: [d_model, n_head * d_head] (out, in), and its bias.
+  virtual const Tensor& output_projection(int layer) const = 0;
+  virtual const Tensor& output_bias(int layer) const = 0;
+};
+
+}  // namespace headscope

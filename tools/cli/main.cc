@@ -1,0 +1,29 @@
+// headscope — command-line entry point. Subcommands register themselves (commands.h); any
+// headscope::Error they throw becomes a one-line message on stderr and exit code 2.
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "headscope/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"headscope — see what every attention head of a real transformer does"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "headscope 0.1.0");
+  headscope::cli::add_run_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? headscope::cli::kExitOk : headscope::cli::kExitUsage;
+  } catch (const headscope::Error& e) {
+    std::fprintf(stderr, "headscope: error: %s\n", e.what());
+    return headscope::cli::kExitInput;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "headscope: error: out of memory (try a shorter text)\n");
+    return headscope::cli::kExitInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "headscope: internal error: %s\n", e.what());
+    return 3;
+  }
+  return headscope::cli::kExitOk;
+}

@@ -1,0 +1,50 @@
+// headscope analysis — from token-level to word-level attention.
+//
+// A word split into several pieces ("play", "##ing") is one unit for a linguist. Following Clark
+// et al. (2019, "What Does BERT Look At?", section 4.1) we merge the [T, T] token attention into a
+// [U, U] unit attention:
+//   attention TO a unit   = the sum over its pieces   (columns are added: the row still sums to 1)
+//   attention FROM a unit = the mean over its pieces  (rows are averaged: still a distribution)
+// Units are the words plus every special token as a unit of its own, in token order, so nothing is
+// lost and every statistic of statistics.h applies to the merged matrix unchanged.
+#pragma once
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "analysis/statistics.h"
+#include "headscope/tokenizer.h"
+
+namespace headscope::analysis {
+
+struct WordMap {
+  int n_units = 0;
+  std::vector<int32_t> unit_of_token;  // [T] unit index of each token; -1: token dropped
+  std::vector<int32_t> word_of_unit;   // [U] word index of each unit; -1 for a special token
+  std::vector<int32_t> unit_of_word;   // [W] unit of each word; -1: no token fell in the word
+  std::vector<int32_t> first_token;    // [U] first token of each unit (for labels)
+};
+
+// Words as the tokenizer's pre-tokenizer saw them (Token::word); specials become their own units.
+WordMap words_from_encoding(const Encoding& encoding);
+
+// Words given as byte spans [begin, end) of the encoded text (e.g. the gold words of a treebank
+// joined by spaces). A non-special token belongs to the span that contains its first byte; tokens
+// outside every span are dropped (unit -1). Spans must be sorted and must not overlap.
+WordMap words_from_spans(const Encoding& encoding,
+                         const std::vector<std::pair<int64_t, int64_t>>& word_spans);
+
+// attention: [T, T] row-major → returns [U, U] row-major (TO = sum, FROM = mean; see above).
+// Rows of units whose tokens were all dropped and columns of dropped tokens are left out.
+std::vector<float> merge_attention(const float* attention, int T, const WordMap& map);
+
+// Every head at once: [n_layer, n_head, T, T] → [n_layer, n_head, U, U].
+Tensor merge_attention(const Tensor& attention, const WordMap& map);
+
+// The SequenceInfo of the units: a unit is special when its token is, punctuation when all its
+// tokens are, content otherwise; ids are the unit's first token id when it has one piece and -1
+// otherwise (negative ids never count as duplicates, so detection stays token-exact). Causal when the tokens were.
+SequenceInfo describe_units(const SequenceInfo& tokens, const WordMap& map);
+
+}  // namespace headscope::analysis

@@ -1,0 +1,76 @@
+// headscope server — one analysed forward pass per text, and a small cache of the latest ones.
+//
+// The explorer asks several questions about the same sentence (attention of a layer, the
+// statistics, the W_O decomposition of a token), so a run is computed once and kept: the last
+// `capacity` texts stay in memory, most recently used first. The model runs one text at a time
+// (runs are serialised by a mutex: the model is shared read-only, and one run already uses every
+// core); cache look-ups do not wait for a run in progress of another text.
+#pragma once
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "analysis/roles.h"
+#include "analysis/statistics.h"
+#include "analysis/words.h"
+#include "headscope/model.h"
+
+namespace headscope::server {
+
+// Token level: the model's own positions. Word level: pieces merged into words, each special
+// token a unit of its own (analysis/words.h).
+enum class Level { kToken, kWord };
+
+// Statistics and roles of every head over the units of one level.
+struct LevelAnalysis {
+  analysis::SequenceInfo units;                // [U] kinds of the units
+  std::vector<analysis::HeadStats> stats;      // [n_layer * n_head], index layer * n_head + head
+  std::vector<analysis::HeadRoles> roles;      // [n_layer * n_head]
+};
+
+struct RunRecord {
+  std::string text;
+  bool truncate = false;
+  Encoding encoding;                 // T tokens
+  Capture capture;                   // attention, head outputs, contributions, attn_output
+  analysis::WordMap words;           // token → unit
+  Tensor word_attention;             // [n_layer, n_head, U, U]
+  LevelAnalysis token_level, word_level;
+
+  int T() const { return static_cast<int>(encoding.size()); }
+  const Tensor& attention(Level level) const { return level == Level::kToken ? capture.attention : word_attention; }
+  const LevelAnalysis& analysis(Level level) const { return level == Level::kToken ? token_level : word_level; }
+  // Bytes held, for the cache budget.
+  size_t bytes() const;
+};
+
+class RunCache {
+ public:
+  // `capacity`: texts kept; `budget_bytes`: the cache evicts older runs beyond this total
+  // (the latest run is always kept, whatever its size).
+  RunCache(const Model& model, size_t capacity, size_t budget_bytes);
+
+  // The analysed run of `text`, from the cache or computed now. Throws Error on text the model
+  // cannot take (invalid UTF-8, too many tokens without `truncate`, empty encoding).
+  std::shared_ptr<const RunRecord> get(const std::string& text, bool truncate);
+
+  // Number of forward passes computed so far (a cache hit does not count).
+  int64_t runs_computed() const;
+
+ private:
+  std::shared_ptr<const RunRecord> find(const std::string& text, bool truncate);
+  std::shared_ptr<const RunRecord> compute(const std::string& text, bool truncate) const;
+
+  const Model& model_;
+  const size_t capacity_;
+  const size_t budget_bytes_;
+  mutable std::mutex cache_mutex_;  // guards entries_ and runs_computed_
+  std::mutex run_mutex_;            // one forward pass at a time
+  std::list<std::shared_ptr<const RunRecord>> entries_;  // most recently used first
+  int64_t runs_computed_ = 0;
+};
+
+}  // namespace headscope::server

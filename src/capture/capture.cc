@@ -1,0 +1,65 @@
+#include "capture/capture.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ops/matmul.h"
+
+namespace headscope::capture {
+
+Capture allocate(const ModelConfig& c, int T, const CaptureOptions& o, std::vector<int> kv_head_of) {
+  Capture cap;
+  cap.n_layer = c.n_layer;
+  cap.n_head = c.n_head;
+  cap.n_kv_head = c.n_kv_head;
+  cap.T = T;
+  cap.d_head = c.d_head;
+  cap.d_model = c.d_model;
+  cap.kv_head_of = std::move(kv_head_of);
+  const int64_t L = c.n_layer, H = c.n_head, D = c.d_model, Dh = c.d_head;
+  if (o.attention) cap.attention = Tensor({L, H, T, T});
+  if (o.head_outputs) cap.head_outputs = Tensor({L, H, T, Dh});
+  if (o.contributions) cap.contributions = Tensor({L, H, T, D});
+  if (o.contributions || o.head_outputs) cap.attn_output = Tensor({L, T, D});
+  if (o.hidden_states) cap.hidden_states = Tensor({L + 1, T, D});
+  if (o.queries_keys) {
+    cap.queries = Tensor({L, H, T, Dh});
+    cap.keys = Tensor({L, static_cast<int64_t>(c.n_kv_head), T, Dh});
+  }
+  return cap;
+}
+
+float* attention_buffer(Capture& cap, int layer, std::vector<float>& scratch) {
+  const size_t per_layer = size_t(cap.n_head) * cap.T * cap.T;
+  if (!cap.attention.empty()) return cap.attention.ptr() + layer * per_layer;
+  if (scratch.size() < per_layer) scratch.resize(per_layer);
+  return scratch.data();
+}
+
+void project_heads(Capture& cap, int layer, const float* concat, const Tensor& W_O, const float* b_O, float* attn_out) {
+  const int64_t T = cap.T, H = cap.n_head, Dh = cap.d_head, D = cap.d_model, C = H * Dh;
+  W_O.expect_shape({D, C}, "W_O of layer " + std::to_string(layer));
+  ops::linear(concat, T, C, W_O.ptr(), b_O, D, attn_out);  // the model's own path: one GEMM
+  if (!cap.attn_output.empty()) std::memcpy(cap.attn_output.ptr() + layer * T * D, attn_out, sizeof(float) * T * D);
+  if (!cap.head_outputs.empty()) {
+    float* dst = cap.head_outputs.ptr() + layer * H * T * Dh;  // [H, T, Dh] from [T, H·Dh]
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T; ++t) std::memcpy(dst + (h * T + t) * Dh, concat + t * C + h * Dh, sizeof(float) * Dh);
+  }
+  if (!cap.contributions.empty()) {
+    // Head h's share of the output: concat[:, h·Dh:(h+1)·Dh] · W_O[:, h·Dh:(h+1)·Dh]ᵀ — [T, D].
+    // Σ_h of these plus b_O is attn_out (W_O is linear in the concatenation).
+    float* dst = cap.contributions.ptr() + layer * H * T * D;
+#pragma omp parallel for schedule(static)
+    for (int64_t h = 0; h < H; ++h)
+      ops::matmul(concat + h * Dh, C, W_O.ptr() + h * Dh, C, dst + h * T * D, D, T, D, Dh, /*trans_b=*/true);
+  }
+}
+
+void record_hidden(Capture& cap, int index, const float* x) {
+  if (cap.hidden_states.empty()) return;
+  const size_t n = size_t(cap.T) * cap.d_model;
+  std::memcpy(cap.hidden_states.ptr() + index * n, x, sizeof(float) * n);
+}
+
+}  // namespace headscope::capture

@@ -1,0 +1,30 @@
+// headscope — what a forward pass records, written in the data path by the model code.
+// Every family calls these helpers at the same point of its layer, so the captured tensors mean
+// the same thing for BERT, Llama and GPT-2 (shapes in include/headscope/model.h).
+#pragma once
+#include <vector>
+
+#include "headscope/model.h"
+
+namespace headscope::capture {
+
+// Allocates the tensors `options` asks for, for a sequence of T tokens.
+Capture allocate(const ModelConfig& config, int T, const CaptureOptions& options, std::vector<int> kv_head_of);
+
+// Where layer `layer`'s attention probabilities [n_head, T, T] go: the capture buffer when
+// attention is recorded, else `scratch` (resized as needed).
+float* attention_buffer(Capture& capture, int layer, std::vector<float>& scratch);
+
+// The output projection of one layer and what it records:
+//   concat   [T, n_head · d_head]   the head outputs side by side (input of W_O)
+//   W_O      [d_model, n_head · d_head] (nn.Linear layout), b_O [d_model] (may be null)
+//   attn_out [T, d_model]           written: concat · W_Oᵀ + b_O
+// Records head_outputs [h, T, d_head], contributions [h, T, d_model] = concat_h · W_O[:, h]ᵀ
+// and attn_output, as requested in the capture.
+void project_heads(Capture& capture, int layer, const float* concat, const Tensor& W_O, const float* b_O,
+                   float* attn_out);
+
+// Records the residual stream after layer `index − 1` (index 0 = embeddings): x [T, d_model].
+void record_hidden(Capture& capture, int index, const float* x);
+
+}  // namespace headscope::capture

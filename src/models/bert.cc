@@ -1,0 +1,180 @@
+// headscope — BERT-family encoders (Devlin et al. 2019), as in transformers' modeling_bert.py
+// (BertEmbeddings, BertSelfAttention with eager attention, BertSelfOutput, BertIntermediate,
+// BertOutput). Post-LayerNorm blocks:
+//   x   = LN(word_emb[id] + pos_emb[t] + type_emb[0])
+//   a   = MHA(x) = Concat(head_1 … head_h) · W_Oᵀ + b_O
+//   x   = LN(x + a)
+//   x   = LN(x + W_2 · GELU(W_1 · x + b_1) + b_2)
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "capture/capture.h"
+#include "io/safetensors.h"
+#include "models/families.h"
+#include "ops/attention.h"
+#include "ops/matmul.h"
+#include "ops/norm.h"
+
+namespace headscope::models {
+namespace {
+
+struct BertLayer {
+  Tensor w_qkv, b_qkv;        // [3·d_model, d_model], [3·d_model] — Q, K, V fused at load time
+  Tensor w_o, b_o;            // [d_model, d_model], [d_model]
+  Tensor ln_attn_g, ln_attn_b;  // [d_model]
+  Tensor w_up, b_up;          // [d_ff, d_model], [d_ff]
+  Tensor w_down, b_down;      // [d_model, d_ff], [d_model]
+  Tensor ln_ffn_g, ln_ffn_b;  // [d_model]
+};
+
+class BertModel final : public Model {
+ public:
+  BertModel(const std::string& dir, const nlohmann::json& config);
+  const ModelConfig& config() const override { return cfg_; }
+  const Tokenizer& tokenizer() const override { return *tokenizer_; }
+  Capture run(const Encoding& encoding, const CaptureOptions& options) const override;
+  const Tensor& output_projection(int layer) const override { return layers_.at(size_t(layer)).w_o; }
+  const Tensor& output_bias(int layer) const override { return layers_.at(size_t(layer)).b_o; }
+
+ private:
+  ModelConfig cfg_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  Tensor word_emb_, pos_emb_, type_emb_, ln_emb_g_, ln_emb_b_;  // [V, D], [P, D], [2, D], [D], [D]
+  std::vector<BertLayer> layers_;
+};
+
+template <typename T>
+T required(const nlohmann::json& config, const char* key, const std::string& dir) {
+  if (!config.contains(key) || config[key].is_null())
+    throw Error(dir + "/config.json: missing \"" + key + "\"");
+  try {
+    return config[key].get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw Error(dir + "/config.json: \"" + key + "\" has the wrong type");
+  }
+}
+
+Tensor concat_rows(const std::vector<const Tensor*>& parts) {
+  std::vector<int64_t> shape = parts.front()->shape;
+  shape[0] = 0;
+  for (const Tensor* p : parts) shape[0] += p->shape[0];
+  Tensor out(shape);
+  float* dst = out.ptr();
+  for (const Tensor* p : parts) dst = std::copy(p->data.begin(), p->data.end(), dst);
+  return out;
+}
+
+BertModel::BertModel(const std::string& dir, const nlohmann::json& c) {
+  cfg_.architecture = "bert";
+  cfg_.name = std::filesystem::path(dir).filename().string();
+  cfg_.n_layer = required<int>(c, "num_hidden_layers", dir);
+  cfg_.n_head = required<int>(c, "num_attention_heads", dir);
+  cfg_.n_kv_head = cfg_.n_head;
+  cfg_.d_model = required<int>(c, "hidden_size", dir);
+  cfg_.d_ff = required<int>(c, "intermediate_size", dir);
+  cfg_.vocab_size = required<int>(c, "vocab_size", dir);
+  cfg_.max_positions = required<int>(c, "max_position_embeddings", dir);
+  cfg_.norm_eps = c.value("layer_norm_eps", 1e-12f);
+  cfg_.causal = false;
+  if (cfg_.n_layer <= 0 || cfg_.n_head <= 0 || cfg_.d_model <= 0 || cfg_.d_model % cfg_.n_head != 0)
+    throw Error(dir + "/config.json: hidden_size " + std::to_string(cfg_.d_model) +
+                " is not a positive multiple of num_attention_heads " + std::to_string(cfg_.n_head));
+  cfg_.d_head = cfg_.d_model / cfg_.n_head;
+  const std::string act = c.value("hidden_act", std::string("gelu"));
+  if (act != "gelu") throw Error(dir + "/config.json: hidden_act \"" + act + "\" is not supported (only \"gelu\")");
+  const std::string pos = c.value("position_embedding_type", std::string("absolute"));
+  if (pos != "absolute")
+    throw Error(dir + "/config.json: position_embedding_type \"" + pos + "\" is not supported (only \"absolute\")");
+
+  tokenizer_ = Tokenizer::from_model_dir(dir);
+  const io::WeightStore w = io::WeightStore::open_dir(dir);
+  // Checkpoints saved from BertModel have bare names; from BertFor* heads they carry "bert.".
+  const std::string p = w.has("embeddings.word_embeddings.weight") ? "" : "bert.";
+  const int64_t D = cfg_.d_model, F = cfg_.d_ff;
+  auto get = [&](const std::string& name, std::vector<int64_t> shape) { return w.get(p + name, shape); };
+  word_emb_ = get("embeddings.word_embeddings.weight", {cfg_.vocab_size, D});
+  pos_emb_ = get("embeddings.position_embeddings.weight", {cfg_.max_positions, D});
+  type_emb_ = get("embeddings.token_type_embeddings.weight", {-1, D});
+  ln_emb_g_ = get("embeddings.LayerNorm.weight", {D});
+  ln_emb_b_ = get("embeddings.LayerNorm.bias", {D});
+  for (int l = 0; l < cfg_.n_layer; ++l) {
+    const std::string L = "encoder.layer." + std::to_string(l) + ".";
+    BertLayer b;
+    Tensor wq = get(L + "attention.self.query.weight", {D, D}), bq = get(L + "attention.self.query.bias", {D});
+    Tensor wk = get(L + "attention.self.key.weight", {D, D}), bk = get(L + "attention.self.key.bias", {D});
+    Tensor wv = get(L + "attention.self.value.weight", {D, D}), bv = get(L + "attention.self.value.bias", {D});
+    b.w_qkv = concat_rows({&wq, &wk, &wv});
+    b.b_qkv = concat_rows({&bq, &bk, &bv});
+    b.w_o = get(L + "attention.output.dense.weight", {D, D});
+    b.b_o = get(L + "attention.output.dense.bias", {D});
+    b.ln_attn_g = get(L + "attention.output.LayerNorm.weight", {D});
+    b.ln_attn_b = get(L + "attention.output.LayerNorm.bias", {D});
+    b.w_up = get(L + "intermediate.dense.weight", {F, D});
+    b.b_up = get(L + "intermediate.dense.bias", {F});
+    b.w_down = get(L + "output.dense.weight", {D, F});
+    b.b_down = get(L + "output.dense.bias", {D});
+    b.ln_ffn_g = get(L + "output.LayerNorm.weight", {D});
+    b.ln_ffn_b = get(L + "output.LayerNorm.bias", {D});
+    layers_.push_back(std::move(b));
+  }
+}
+
+Capture BertModel::run(const Encoding& enc, const CaptureOptions& options) const {
+  const int64_t T = static_cast<int64_t>(enc.size());
+  const int64_t D = cfg_.d_model, F = cfg_.d_ff, H = cfg_.n_head, Dh = cfg_.d_head;
+  if (T == 0) throw Error("nothing to run: the encoding has no tokens");
+  if (T > cfg_.max_positions)
+    throw Error("the text is " + std::to_string(T) + " tokens; the model allows at most " +
+                std::to_string(cfg_.max_positions));
+  std::vector<int> kv_head_of(static_cast<size_t>(H));
+  for (int h = 0; h < H; ++h) kv_head_of[size_t(h)] = h;
+  Capture cap = capture::allocate(cfg_, static_cast<int>(T), options, kv_head_of);
+
+  // Activations of one layer, reused across layers.
+  std::vector<float> x(T * D), qkv(T * 3 * D), concat(T * D), attn(T * D), up(T * F), down(T * D), scratch;
+
+  // Embeddings: word + position + token type 0, then LayerNorm.        x: [T, D]
+  for (int64_t t = 0; t < T; ++t) {
+    const int32_t id = enc.tokens[size_t(t)].id;
+    if (id < 0 || id >= cfg_.vocab_size) throw Error("token id " + std::to_string(id) + " is outside the vocabulary");
+    for (int64_t i = 0; i < D; ++i)
+      x[t * D + i] = word_emb_.data[id * D + i] + pos_emb_.data[t * D + i] + type_emb_.data[i];
+  }
+  ops::layer_norm(x.data(), T, D, ln_emb_g_.ptr(), ln_emb_b_.ptr(), cfg_.norm_eps, x.data());
+  capture::record_hidden(cap, 0, x.data());
+
+  const ops::AttentionDims dims{T, T, H, H, Dh, 1.0f / std::sqrt(static_cast<float>(Dh))};
+  for (int l = 0; l < cfg_.n_layer; ++l) {
+    const BertLayer& b = layers_[size_t(l)];
+    ops::linear(x.data(), T, D, b.w_qkv.ptr(), b.b_qkv.ptr(), 3 * D, qkv.data());          // [T, 3D]: Q | K | V
+    float* probs = capture::attention_buffer(cap, l, scratch);                              // [H, T, T]
+    ops::attention(qkv.data(), 3 * D, qkv.data() + D, 3 * D, qkv.data() + 2 * D, 3 * D, kv_head_of.data(), dims,
+                   ops::KeyMask{}, 0, probs, concat.data(), D);                             // concat: [T, H·Dh]
+    if (!cap.queries.empty())
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t t = 0; t < T; ++t) {
+          std::memcpy(cap.queries.ptr() + ((l * H + h) * T + t) * Dh, qkv.data() + t * 3 * D + h * Dh, 4 * Dh);
+          std::memcpy(cap.keys.ptr() + ((l * H + h) * T + t) * Dh, qkv.data() + t * 3 * D + D + h * Dh, 4 * Dh);
+        }
+    capture::project_heads(cap, l, concat.data(), b.w_o, b.b_o.ptr(), attn.data());        // attn: [T, D]
+    ops::add_inplace(attn.data(), x.data(), T * D);                                         // residual
+    ops::layer_norm(attn.data(), T, D, b.ln_attn_g.ptr(), b.ln_attn_b.ptr(), cfg_.norm_eps, x.data());
+    ops::linear(x.data(), T, D, b.w_up.ptr(), b.b_up.ptr(), F, up.data());                 // [T, F]
+    ops::gelu_erf(up.data(), T * F);
+    ops::linear(up.data(), T, F, b.w_down.ptr(), b.b_down.ptr(), D, down.data());          // [T, D]
+    ops::add_inplace(down.data(), x.data(), T * D);                                         // residual
+    ops::layer_norm(down.data(), T, D, b.ln_ffn_g.ptr(), b.ln_ffn_b.ptr(), cfg_.norm_eps, x.data());
+    capture::record_hidden(cap, l + 1, x.data());
+  }
+  return cap;
+}
+
+}  // namespace
+
+std::unique_ptr<Model> load_bert(const std::string& dir, const nlohmann::json& config) {
+  return std::make_unique<BertModel>(dir, config);
+}
+
+}  // namespace headscope::models

@@ -1,0 +1,32 @@
+// headscope — scaled dot-product attention over all heads of one layer (Vaswani et al. 2017, eq. 1):
+//   P_h = softmax(scale · Q_h K_{g(h)}ᵀ + mask),   O_h = P_h V_{g(h)}
+// with g(h) = kv_head_of[h] (grouped-query attention; identity for plain multi-head attention).
+// P_h is written straight into the caller's buffer — the capture buffer when attention is
+// being recorded — so capturing costs no extra pass (STYLE.md, "capture in the data path").
+#pragma once
+#include <cstdint>
+
+#include "ops/softmax.h"
+
+namespace headscope::ops {
+
+struct AttentionDims {
+  int64_t T_q = 0;       // query rows in this call
+  int64_t T_k = 0;       // keys (T_q plus any cached past)
+  int64_t n_head = 0;    // query heads
+  int64_t n_kv_head = 0; // key/value heads
+  int64_t d_head = 0;
+  float scale = 0.0f;    // usually 1/√d_head
+};
+
+// q:     [T_q, n_head · d_head]     row stride ldq; head h in columns [h·d_head, (h+1)·d_head)
+// k, v:  [T_k, n_kv_head · d_head]  row strides ldk, ldv
+// kv_head_of: [n_head]
+// probs: [n_head, T_q, T_k]         written (softmax probabilities; masked entries exactly 0)
+// out:   [T_q, n_head · d_head]     row stride ldo — the concatenation of the head outputs
+// Query row r has position mask_first_row + r for the causal / window mask.
+void attention(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v, int64_t ldv,
+               const int* kv_head_of, const AttentionDims& dims, const KeyMask& mask, int64_t mask_first_row,
+               float* probs, float* out, int64_t ldo);
+
+}  // namespace headscope::ops

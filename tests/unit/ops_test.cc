@@ -1,0 +1,140 @@
+// Every fast kernel beside its slow twin (ops/reference), on random inputs of awkward shapes,
+// and at 1 and 2 threads for the head-parallel attention.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "ops/attention.h"
+#include "ops/matmul.h"
+#include "ops/norm.h"
+#include "ops/reference/reference.h"
+
+namespace headscope::ops {
+namespace {
+
+std::vector<float> random_vector(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  float m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
+  return m;
+}
+
+TEST(Matmul, MatchesReferenceWithStridesAndTranspose) {
+  for (bool trans_b : {false, true}) {
+    const int64_t M = 37, N = 29, K = 53, lda = 61, ldb = 70, ldc = 33;
+    auto A = random_vector(M * lda, 1), B = random_vector(70 * 70, 2), C0 = random_vector(M * ldc, 3);
+    auto fast = C0, slow = C0;
+    matmul(A.data(), lda, B.data(), ldb, fast.data(), ldc, M, N, K, trans_b, 0.5f, 0.25f);
+    reference::matmul(A.data(), lda, B.data(), ldb, slow.data(), ldc, M, N, K, trans_b, 0.5f, 0.25f);
+    EXPECT_LT(max_abs_diff(fast, slow), 1e-4f) << "trans_b=" << trans_b;
+  }
+}
+
+TEST(Linear, AddsBiasToEveryRow) {
+  const int64_t T = 5, in = 7, out = 3;
+  auto x = random_vector(T * in, 4), W = random_vector(out * in, 5), b = random_vector(out, 6);
+  std::vector<float> y(T * out);
+  linear(x.data(), T, in, W.data(), b.data(), out, y.data());
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t o = 0; o < out; ++o) {
+      double ref = b[o];
+      for (int64_t i = 0; i < in; ++i) ref += double(x[t * in + i]) * W[o * in + i];
+      EXPECT_NEAR(y[t * out + o], ref, 1e-5);
+    }
+}
+
+TEST(LayerNorm, MatchesReferenceAndNormalises) {
+  const int64_t T = 9, d = 384;
+  auto x = random_vector(T * d, 7, 3.0f), g = random_vector(d, 8), b = random_vector(d, 9);
+  std::vector<float> fast(T * d), slow(T * d), ones(d, 1.0f), zeros(d, 0.0f), plain(T * d);
+  layer_norm(x.data(), T, d, g.data(), b.data(), 1e-12f, fast.data());
+  reference::layer_norm(x.data(), T, d, g.data(), b.data(), 1e-12f, slow.data());
+  EXPECT_LT(max_abs_diff(fast, slow), 1e-5f);
+  layer_norm(x.data(), T, d, ones.data(), zeros.data(), 1e-12f, plain.data());
+  double mean = 0, var = 0;
+  for (int64_t i = 0; i < d; ++i) mean += plain[i];
+  mean /= d;
+  for (int64_t i = 0; i < d; ++i) var += (plain[i] - mean) * (plain[i] - mean);
+  EXPECT_NEAR(mean, 0.0, 1e-6);
+  EXPECT_NEAR(var / d, 1.0, 1e-4);
+}
+
+TEST(Gelu, MatchesErfFormula) {
+  std::vector<float> x = {-3.0f, -1.0f, -0.5f, 0.0f, 0.5f, 1.0f, 3.0f};
+  auto y = x;
+  gelu_erf(y.data(), static_cast<int64_t>(y.size()));
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0))), 1e-6);
+}
+
+struct AttentionCase {
+  int64_t T, n_head, n_kv_head, d_head;
+  bool causal;
+  int64_t window;
+};
+
+class AttentionTest : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(AttentionTest, MatchesReferenceAtOneAndTwoThreads) {
+  const AttentionCase c = GetParam();
+  const int64_t ldq = c.n_head * c.d_head + 3, ldk = c.n_kv_head * c.d_head + 5;  // padded rows
+  auto q = random_vector(c.T * ldq, 11, 2.0f), k = random_vector(c.T * ldk, 12, 2.0f), v = random_vector(c.T * ldk, 13);
+  std::vector<int> kv(c.n_head);
+  for (int64_t h = 0; h < c.n_head; ++h) kv[h] = int(h / (c.n_head / c.n_kv_head));
+  AttentionDims d{c.T, c.T, c.n_head, c.n_kv_head, c.d_head, 1.0f / std::sqrt(float(c.d_head))};
+  KeyMask mask{c.causal, c.window, nullptr};
+  const int64_t ldo = c.n_head * c.d_head;
+  std::vector<float> p_slow(c.n_head * c.T * c.T), o_slow(c.T * ldo);
+  reference::attention(q.data(), ldq, k.data(), ldk, v.data(), ldk, kv.data(), d, mask, 0, p_slow.data(), o_slow.data(), ldo);
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    std::vector<float> p(c.n_head * c.T * c.T, -1.0f), o(c.T * ldo);
+    attention(q.data(), ldq, k.data(), ldk, v.data(), ldk, kv.data(), d, mask, 0, p.data(), o.data(), ldo);
+    EXPECT_LT(max_abs_diff(p, p_slow), 2e-6f) << threads << " threads";
+    EXPECT_LT(max_abs_diff(o, o_slow), 1e-5f) << threads << " threads";
+    for (int64_t h = 0; h < c.n_head; ++h)
+      for (int64_t i = 0; i < c.T; ++i) {
+        double row = 0;
+        for (int64_t j = 0; j < c.T; ++j) {
+          const float pij = p[(h * c.T + i) * c.T + j];
+          row += pij;
+          if (c.causal && j > i) EXPECT_EQ(pij, 0.0f);
+          if (c.window > 0 && j <= i - c.window) EXPECT_EQ(pij, 0.0f);
+        }
+        EXPECT_NEAR(row, 1.0, 1e-5);
+      }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,
+                         ::testing::Values(AttentionCase{1, 2, 2, 16, false, 0}, AttentionCase{17, 12, 12, 32, false, 0},
+                                           AttentionCase{33, 9, 3, 64, true, 0}, AttentionCase{20, 4, 1, 8, true, 0},
+                                           AttentionCase{25, 4, 2, 16, true, 6}));
+
+TEST(Attention, KeyBiasMasksPaddingKeys) {
+  const int64_t T = 6, H = 2, Dh = 4;
+  auto q = random_vector(T * H * Dh, 21), k = random_vector(T * H * Dh, 22), v = random_vector(T * H * Dh, 23);
+  std::vector<float> bias(T, 0.0f);
+  bias[4] = bias[5] = -1e30f;  // two padding keys
+  std::vector<int> kv = {0, 1};
+  AttentionDims d{T, T, H, H, Dh, 0.5f};
+  std::vector<float> p(H * T * T), o(T * H * Dh);
+  attention(q.data(), H * Dh, k.data(), H * Dh, v.data(), H * Dh, kv.data(), d, KeyMask{false, 0, bias.data()}, 0,
+            p.data(), o.data(), H * Dh);
+  for (int64_t r = 0; r < H * T; ++r) {
+    EXPECT_EQ(p[r * T + 4], 0.0f);
+    EXPECT_EQ(p[r * T + 5], 0.0f);
+  }
+}
+
+}  // namespace
+}  // namespace headscope::ops

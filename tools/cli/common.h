@@ -1,0 +1,18 @@
+// headscope CLI — small helpers shared by the subcommands.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "headscope/headscope.h"
+
+namespace headscope::cli {
+
+inline constexpr const char* kDefaultModelDir = "models/all-MiniLM-L6-v2";
+// $HEADSCOPE_MODEL if set, else kDefaultModelDir.
+std::string default_model_dir();
+// Whole file as bytes ('-' = stdin); Error naming the path if it cannot be read or exceeds 16 MiB.
+std::string read_text_file(const std::string& path);
+nlohmann::json model_json(const ModelConfig& config);
+nlohmann::json tokens_json(const Encoding& encoding);
+
+}  // namespace headscope::cli

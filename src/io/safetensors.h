@@ -11,7 +11,8 @@
 // no two tensors overlap. Every error names the file and the tensor.
 //
 // A model directory holds either model.safetensors or shards model-0000i-of-0000n.safetensors
-// listed by model.safetensors.index.json ({"weight_map": {"<tensor>": "<shard file>"}}).
+// listed by model.safetensors.index.json ({"weight_map": {"<tensor>": "<shard file>"}}); every
+// tensor the index lists must be present in its shard.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -23,18 +24,22 @@
 
 namespace headscope::io {
 
-enum class DType { F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL };
-const char* dtype_name(DType);
-size_t dtype_size(DType);
+// The dtypes the safetensors format names (its Rust `Dtype`), minus the sub-byte/exotic float
+// formats no supported checkpoint uses. Only the float ones convert to fp32.
+enum class DType { F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL, U16, U32, U64, F8_E4M3, F8_E5M2 };
+const char* dtype_name(DType);  // the spelling used in safetensors headers, e.g. "BF16"
+size_t dtype_size(DType);       // bytes per element
 
-// A read-only memory mapping of a whole file. Move-only.
+// A read-only memory mapping of a whole file. Move-only; unmapped on destruction.
 class MappedFile {
  public:
   explicit MappedFile(const std::string& path);  // throws Error naming the path
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
-  const uint8_t* data() const { return data_; }
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  const uint8_t* data() const { return data_; }  // nullptr for an empty file
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
@@ -44,22 +49,24 @@ class MappedFile {
   size_t size_ = 0;
 };
 
-// One tensor as stored: a view into a mapped file.
+// One tensor as stored: a view into a mapped file (valid while its file is open). Row-major.
 struct RawTensor {
   std::string name;
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
-  const uint8_t* data = nullptr;
+  const uint8_t* data = nullptr;  // no alignment guarantee
   size_t nbytes = 0;
   std::string file;  // for error messages
 };
 
-// Converts F32/F16/BF16/F64 storage to an owning fp32 Tensor; throws Error for other dtypes.
+// Converts F32/F16/BF16/F64 storage to an owning fp32 Tensor of the same shape; throws Error
+// (naming file and tensor) for other dtypes or if nbytes does not match the shape.
 Tensor to_f32(const RawTensor& raw);
 
 class SafetensorsFile {
  public:
   explicit SafetensorsFile(const std::string& path);  // maps and validates; throws Error
+  const std::string& path() const { return file_->path(); }
   const std::map<std::string, RawTensor>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
@@ -72,16 +79,19 @@ class SafetensorsFile {
 // All the weights of one model directory (single file or sharded), by tensor name.
 class WeightStore {
  public:
-  // Opens model.safetensors or model.safetensors.index.json in `dir`. If the directory has only
-  // pytorch_model.bin / *.bin / *.pt, throws Error explaining how to convert to safetensors.
+  // Opens model.safetensors or model.safetensors.index.json in `dir` (a path to one .safetensors
+  // file or to an index .json also works). If the directory has only pytorch_model.bin / *.bin /
+  // *.pt, throws Error explaining how to convert to safetensors.
   static WeightStore open_dir(const std::string& dir);
   bool has(const std::string& name) const;
   const RawTensor& raw(const std::string& name) const;  // throws Error naming the tensor
   // Converted to fp32; if `shape` is non-empty, throws Error unless the stored shape matches.
   Tensor get(const std::string& name, const std::vector<int64_t>& shape = {}) const;
-  std::vector<std::string> names() const;
+  std::vector<std::string> names() const;  // sorted
+  const std::string& source() const { return source_; }  // the path open_dir was given
 
  private:
+  std::string source_;
   std::vector<std::shared_ptr<SafetensorsFile>> files_;
   std::map<std::string, const RawTensor*> index_;
 };

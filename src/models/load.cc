@@ -1,4 +1,5 @@
 // headscope — Model::load: finds the model's files and hands them to the family's loader.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -19,7 +20,8 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
   std::ifstream in(config_path);
   nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded() || !config.is_object()) throw Error(config_path.string() + ": not a valid JSON object");
-  const std::string type = config.value("model_type", std::string());
+  const std::string type = config.contains("model_type") && config["model_type"].is_string()
+                               ? config["model_type"].get<std::string>() : std::string();
   if (type == "bert") return models::load_bert(path, config);
   throw Error(config_path.string() + ": model_type \"" + type + "\" is not supported (supported: bert)");
 }
@@ -29,7 +31,10 @@ Encoding Model::encode(std::string_view text, bool truncate) const {
   options.add_special_tokens = true;
   options.max_length = config().max_positions;
   options.truncate = truncate;
-  return tokenizer().encode(text, options);
+  Encoding encoding = tokenizer().encode(text, options);
+  const bool any_text = std::any_of(encoding.tokens.begin(), encoding.tokens.end(), [](const Token& t) { return !t.special; });
+  if (!any_text) throw Error("the text is empty (nothing but whitespace or control characters): give some words to analyse");
+  return encoding;
 }
 
 }  // namespace headscope

@@ -44,7 +44,7 @@ def make_texts(tokenizer, n=50, max_tokens=512):
     sentences = pud_sentences()
     rng.shuffle(sentences)
     words = " ".join(sentences).split(" ")
-    specials = ["Ünïcödé café naïve — “quotes”, 東京タワー and emoji 🙂👍🏽!", "x", "", "   spaced\tout\n text  ",
+    specials = ["Ünïcödé café naïve — “quotes”, 東京タワー and emoji 🙂👍🏽!", "x", "   spaced\tout\n text  ",
                 "Numbers: 3.14159, 1,000,000 and 42%... (really?!)"]
     targets = sorted({max(3, int(round(3 * (max_tokens / 3) ** (i / (n - len(specials) - 1)))))
                       for i in range(n - len(specials))})

@@ -1,0 +1,79 @@
+"""headscope against Hugging Face transformers, measured in the same run on this machine.
+
+  .venv/bin/python bench/run.py [--model DIR] [--repeats N]
+
+1. Forward pass with every attention captured, T = 16, 128, 512, at 1 and 2 threads, both sides
+   limited to the same thread count (OMP/OpenBLAS/MKL variables set for both processes).
+2. The compute floor: the forward pass's matrix-multiply FLOPs divided by this machine's fp32
+   GEMM peak, measured here with a 2048³ oneDNN sgemm at the same thread count.
+3. Time from process start to the first result: `headscope run` vs a Python script doing the
+   same with transformers (import, load, run one sentence with output_attentions=True).
+Prints a Markdown table of times and ratios (copy it into docs/performance.md)."""
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+ap = argparse.ArgumentParser()
+ap.add_argument("--model", default=str(ROOT / "models" / "all-MiniLM-L6-v2"))
+ap.add_argument("--repeats", type=int, default=10)
+ap.add_argument("--lengths", default="16,128,512")
+ap.add_argument("--threads", default="1,2")
+args = ap.parse_args()
+BIN = ROOT / "build"
+PY = sys.executable
+lengths = args.lengths.split(",")
+
+
+def env_for(threads):
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = str(threads)
+    env["OMP_WAIT_POLICY"] = "PASSIVE"
+    env["HF_HUB_OFFLINE"] = "1"
+    return env
+
+
+def json_lines(cmd, threads):
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env_for(threads), check=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+rows = []
+for threads in [int(t) for t in args.threads.split(",")]:
+    peak = json_lines([str(BIN / "forward_bench"), "--peak", str(threads)], threads)[0]["peak_gflops"]
+    ours = {r["T"]: r for r in json_lines([str(BIN / "forward_bench"), args.model, str(threads), *lengths,
+                                            "--repeats", str(args.repeats)], threads)}
+    ref = {r["T"]: r for r in json_lines([PY, str(ROOT / "bench" / "reference_forward.py"), args.model,
+                                          str(threads), str(args.repeats), *lengths], threads)}
+    for T in sorted(ours):
+        floor_ms = ours[T]["gflop"] / peak * 1000
+        rows.append((threads, T, ours[T]["median_ms"], ref[T]["median_ms"], floor_ms, peak))
+
+print("| threads | T | headscope ms | transformers ms | speed-up | floor ms (peak GFLOP/s) | headscope / floor |")
+print("|---|---|---|---|---|---|---|")
+for threads, T, ours_ms, ref_ms, floor_ms, peak in rows:
+    print(f"| {threads} | {T} | {ours_ms:.2f} | {ref_ms:.2f} | {ref_ms / ours_ms:.2f}× | {floor_ms:.2f} ({peak:.0f}) "
+          f"| {ours_ms / floor_ms:.2f} |")
+
+text = "The animal didn't cross the street because it was too tired."
+
+
+def wall(cmd, threads, n=5):
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, capture_output=True, env=env_for(threads), check=True)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+ours_first = wall([str(BIN / "headscope"), "run", "--model", args.model, "--text", text, "--quiet"], 2)
+ref_first = wall([PY, str(ROOT / "bench" / "reference_first_result.py"), args.model, text], 2, n=3)
+print(f"\nfirst result (process start to attention of one sentence, 2 threads): headscope {ours_first * 1000:.0f} ms, "
+      f"transformers {ref_first * 1000:.0f} ms, ratio {ref_first / ours_first:.1f}×")

@@ -77,8 +77,8 @@ struct HeadStats {
   double mean_distance = 0;  // Σ a_k |k - q|
   double mean_offset = 0;    // Σ a_k (k - q); negative = looks back
   double self_mass = 0;      // a_q
-  double prev_mass = 0;      // a_{q-1}; queries without an attendable q-1 count 0
-  double next_mass = 0;      // a_{q+1}; same rule
+  double prev_mass = 0;      // a_{q-1}, mean over the queries that may attend to q-1 (= offset(-1))
+  double next_mass = 0;      // a_{q+1}, same rule (= offset(+1)); NaN for causal models
   double local_mass = 0;     // Σ over 1 <= |k - q| <= kLocalWindow
   // Mean of a_{q+d} over the queries for which q + d is attendable, d = slot - kMaxOffset
   // (slot kMaxOffset is d = 0, the self mass). NaN where no query had such a key.

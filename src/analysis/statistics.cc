@@ -1,0 +1,245 @@
+// Per-head attention statistics; formulas in docs/metrics.md.
+#include "analysis/statistics.h"
+
+#include <unicode/uchar.h>
+#include <unicode/utf8.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+
+#include "headscope/error.h"
+
+namespace headscope::analysis {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// Cumulative sums of float weights can fall a hair short of kCoverMass for a row that covers it
+// exactly (ten weights of 0.1); this tolerance keeps keys_90 from counting one key too many.
+constexpr double kCoverTolerance = 1e-6;
+
+// True when every code point of the span is Unicode punctuation (general categories P*), so that
+// "," and "“" and "..." are punctuation but "U.S." and "'s" are not.
+bool all_punct(std::string_view text, int64_t begin, int64_t end) {
+  if (begin < 0 || end > static_cast<int64_t>(text.size()) || begin >= end) return false;
+  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
+  int32_t i = static_cast<int32_t>(begin);
+  const int32_t n = static_cast<int32_t>(end);
+  while (i < n) {
+    UChar32 c;
+    U8_NEXT(s, i, n, c);
+    if (c < 0 || !u_ispunct(c)) return false;
+  }
+  return true;
+}
+
+double mean_or_nan(double sum, int64_t n) { return n > 0 ? sum / static_cast<double>(n) : kNaN; }
+
+}  // namespace
+
+SequenceInfo describe_sequence(const Encoding& encoding, std::string_view text, bool causal) {
+  SequenceInfo seq;
+  seq.causal = causal;
+  seq.kinds.reserve(encoding.size());
+  seq.ids.reserve(encoding.size());
+  for (const Token& t : encoding.tokens) {
+    if (t.special) {
+      seq.kinds.push_back(TokenKind::kSpecial);
+    } else if (all_punct(text, t.begin, t.end)) {
+      seq.kinds.push_back(TokenKind::kPunct);
+    } else {
+      seq.kinds.push_back(TokenKind::kContent);
+    }
+    seq.ids.push_back(t.id);
+  }
+  return seq;
+}
+
+void HeadStatsAccumulator::add(const float* attention, int T, const SequenceInfo& seq) {
+  if (T != seq.T()) {
+    throw Error("head statistics: attention is [" + std::to_string(T) + ", " + std::to_string(T) +
+                "] but the sequence description has " + std::to_string(seq.T()) + " positions");
+  }
+  if (!seq.ids.empty() && static_cast<int>(seq.ids.size()) != T) {
+    throw Error("head statistics: sequence ids have " + std::to_string(seq.ids.size()) +
+                " entries for " + std::to_string(T) + " positions");
+  }
+  if (!seq.attendable.empty() && static_cast<int>(seq.attendable.size()) != T) {
+    throw Error("head statistics: attendable mask has " + std::to_string(seq.attendable.size()) +
+                " entries for " + std::to_string(T) + " positions");
+  }
+  scratch_.resize(static_cast<size_t>(T));
+  for (int q = 0; q < T; ++q) {
+    const float* row = attention + static_cast<int64_t>(q) * T;
+    int n = 0;
+    for (int k = 0; k < T; ++k) {
+      if (seq.may_attend(q, k)) scratch_[static_cast<size_t>(n++)] = row[k];
+    }
+    if (n == 0) continue;  // a padding query under a causal mask, nothing to describe
+    ++n_;
+    const double uniform = 1.0 / n;
+    const double negligible = kSparsityFraction * uniform;
+
+    double h = 0, row_max = 0, sq = 0, overlap = 0, below = 0;
+    for (int i = 0; i < n; ++i) {
+      const double a = scratch_[static_cast<size_t>(i)];
+      if (a > 0) h -= a * std::log2(a);
+      row_max = std::max(row_max, a);
+      sq += a * a;
+      overlap += std::min(a, uniform);
+      if (a < negligible) below += 1;
+    }
+    entropy_ += h;
+    if (n > 1) {
+      entropy_norm_ += h / std::log2(static_cast<double>(n));
+      ++n_norm_;
+    }
+    sparsity_ += below / n;
+    max_ += row_max;
+    avg_ += sq;
+    uniform_ += overlap;
+
+    // Fewest keys covering kCoverMass: the largest weights first.
+    std::sort(scratch_.begin(), scratch_.begin() + n, std::greater<float>());
+    int cover = 0;
+    double cum = 0;
+    while (cover < n && cum < kCoverMass - kCoverTolerance) cum += scratch_[static_cast<size_t>(cover++)];
+    cover = std::max(cover, 1);
+    keys90_ += cover;
+    keys90_share_ += static_cast<double>(cover) / n;
+
+    double dist = 0, off = 0, local = 0, first = 0, special = 0, end_special = 0, sink = 0,
+           punct = 0, content = 0, dup = 0;
+    bool has_dup = false;
+    const bool use_ids = !seq.ids.empty() && seq.ids[static_cast<size_t>(q)] >= 0;
+    for (int k = 0; k < T; ++k) {
+      if (!seq.may_attend(q, k)) continue;
+      const double a = row[k];
+      const int d = k - q;
+      dist += a * std::abs(d);
+      off += a * d;
+      if (d != 0 && std::abs(d) <= kLocalWindow) local += a;
+      if (std::abs(d) <= kMaxOffset) {
+        offset_sum_[static_cast<size_t>(d + kMaxOffset)] += a;
+        offset_n_[static_cast<size_t>(d + kMaxOffset)] += 1;
+      }
+      const TokenKind kind = seq.kinds[static_cast<size_t>(k)];
+      if (k == 0) first += a;
+      if (kind == TokenKind::kSpecial) {
+        special += a;
+        if (k > 0) end_special += a;
+      }
+      if (k == 0 || kind == TokenKind::kSpecial) sink += a;
+      if (kind == TokenKind::kPunct) punct += a;
+      if (kind == TokenKind::kContent && k != q) content += a;
+      if (use_ids && k != q && seq.ids[static_cast<size_t>(k)] == seq.ids[static_cast<size_t>(q)]) {
+        dup += a;
+        has_dup = true;
+      }
+    }
+    distance_ += dist;
+    offset_ += off;
+    local_ += local;
+    first_ += first;
+    special_ += special;
+    end_special_ += end_special;
+    sink_ += sink;
+    punct_ += punct;
+    content_ += content;
+    if (has_dup) {
+      dup_ += dup;
+      ++n_dup_;
+    }
+  }
+}
+
+void HeadStatsAccumulator::merge(const HeadStatsAccumulator& o) {
+  n_ += o.n_;
+  n_norm_ += o.n_norm_;
+  n_dup_ += o.n_dup_;
+  entropy_ += o.entropy_;
+  entropy_norm_ += o.entropy_norm_;
+  sparsity_ += o.sparsity_;
+  keys90_ += o.keys90_;
+  keys90_share_ += o.keys90_share_;
+  max_ += o.max_;
+  avg_ += o.avg_;
+  uniform_ += o.uniform_;
+  distance_ += o.distance_;
+  offset_ += o.offset_;
+  local_ += o.local_;
+  first_ += o.first_;
+  special_ += o.special_;
+  end_special_ += o.end_special_;
+  sink_ += o.sink_;
+  punct_ += o.punct_;
+  content_ += o.content_;
+  dup_ += o.dup_;
+  for (size_t i = 0; i < offset_sum_.size(); ++i) {
+    offset_sum_[i] += o.offset_sum_[i];
+    offset_n_[i] += o.offset_n_[i];
+  }
+}
+
+HeadStats HeadStatsAccumulator::result() const {
+  HeadStats s;
+  s.n_queries = n_;
+  s.entropy_bits = mean_or_nan(entropy_, n_);
+  s.entropy_norm = mean_or_nan(entropy_norm_, n_norm_);
+  s.sparsity = mean_or_nan(sparsity_, n_);
+  s.keys_90 = mean_or_nan(keys90_, n_);
+  s.keys_90_share = mean_or_nan(keys90_share_, n_);
+  s.max_attention = mean_or_nan(max_, n_);
+  s.avg_attention = mean_or_nan(avg_, n_);
+  s.uniform_overlap = mean_or_nan(uniform_, n_);
+  s.mean_distance = mean_or_nan(distance_, n_);
+  s.mean_offset = mean_or_nan(offset_, n_);
+  for (size_t i = 0; i < offset_sum_.size(); ++i) s.offset_mass[i] = mean_or_nan(offset_sum_[i], offset_n_[i]);
+  s.self_mass = s.offset(0);
+  s.prev_mass = s.offset(-1);
+  s.next_mass = s.offset(+1);
+  s.local_mass = mean_or_nan(local_, n_);
+  s.first_mass = mean_or_nan(first_, n_);
+  s.special_mass = mean_or_nan(special_, n_);
+  s.end_special_mass = mean_or_nan(end_special_, n_);
+  s.sink_mass = mean_or_nan(sink_, n_);
+  s.punct_mass = mean_or_nan(punct_, n_);
+  s.content_mass = mean_or_nan(content_, n_);
+  s.duplicate_mass = mean_or_nan(dup_, n_dup_);
+  s.n_duplicate_queries = n_dup_;
+  return s;
+}
+
+HeadStats compute_head_stats(const float* attention, int T, const SequenceInfo& seq) {
+  HeadStatsAccumulator acc;
+  acc.add(attention, T, seq);
+  return acc.result();
+}
+
+ModelStatsAccumulator::ModelStatsAccumulator(int n_layer, int n_head)
+    : n_layer_(n_layer), n_head_(n_head), heads_(static_cast<size_t>(n_layer) * n_head) {
+  if (n_layer <= 0 || n_head <= 0) {
+    throw Error("head statistics: need at least one layer and one head, got " +
+                std::to_string(n_layer) + " x " + std::to_string(n_head));
+  }
+}
+
+void ModelStatsAccumulator::add(const Tensor& attention, const SequenceInfo& seq) {
+  const int T = seq.T();
+  attention.expect_shape({n_layer_, n_head_, T, T}, "attention for head statistics");
+  const int64_t stride = static_cast<int64_t>(T) * T;
+  for (size_t h = 0; h < heads_.size(); ++h) {
+    heads_[h].add(attention.ptr() + static_cast<int64_t>(h) * stride, T, seq);
+  }
+}
+
+std::vector<HeadStats> ModelStatsAccumulator::result() const {
+  std::vector<HeadStats> out;
+  out.reserve(heads_.size());
+  for (const auto& h : heads_) out.push_back(h.result());
+  return out;
+}
+
+}  // namespace headscope::analysis

@@ -1,0 +1,154 @@
+// Token → word merging of attention (Clark et al. 2019, section 4.1); see words.h.
+#include "analysis/words.h"
+
+#include <algorithm>
+#include <string>
+
+#include "headscope/error.h"
+
+namespace headscope::analysis {
+namespace {
+
+// Appends a unit for `word` (-1 for a special token) starting at `token`, returns its index.
+int32_t new_unit(WordMap& map, int32_t word, int32_t token) {
+  map.word_of_unit.push_back(word);
+  map.first_token.push_back(token);
+  return map.n_units++;
+}
+
+}  // namespace
+
+WordMap words_from_encoding(const Encoding& encoding) {
+  WordMap map;
+  int32_t n_words = 0;
+  for (const Token& t : encoding.tokens) n_words = std::max(n_words, t.word + 1);
+  map.unit_of_word.assign(static_cast<size_t>(n_words), -1);
+  map.unit_of_token.reserve(encoding.size());
+  for (size_t i = 0; i < encoding.size(); ++i) {
+    const Token& t = encoding.tokens[i];
+    const auto ti = static_cast<int32_t>(i);
+    if (t.special || t.word < 0) {
+      map.unit_of_token.push_back(new_unit(map, -1, ti));
+      continue;
+    }
+    int32_t& unit = map.unit_of_word[static_cast<size_t>(t.word)];
+    if (unit < 0) unit = new_unit(map, t.word, ti);
+    map.unit_of_token.push_back(unit);
+  }
+  return map;
+}
+
+WordMap words_from_spans(const Encoding& encoding,
+                         const std::vector<std::pair<int64_t, int64_t>>& word_spans) {
+  for (size_t w = 0; w < word_spans.size(); ++w) {
+    const auto [b, e] = word_spans[w];
+    if (b > e || (w > 0 && b < word_spans[w - 1].second)) {
+      throw Error("word spans: span " + std::to_string(w) + " [" + std::to_string(b) + ", " +
+                  std::to_string(e) + ") is empty-reversed or overlaps the one before; spans must be sorted");
+    }
+  }
+  WordMap map;
+  map.unit_of_word.assign(word_spans.size(), -1);
+  map.unit_of_token.reserve(encoding.size());
+  for (size_t i = 0; i < encoding.size(); ++i) {
+    const Token& t = encoding.tokens[i];
+    const auto ti = static_cast<int32_t>(i);
+    if (t.special) {
+      map.unit_of_token.push_back(new_unit(map, -1, ti));
+      continue;
+    }
+    // The last span starting at or before the token's first byte; it must also contain it.
+    auto it = std::upper_bound(word_spans.begin(), word_spans.end(), t.begin,
+                               [](int64_t pos, const std::pair<int64_t, int64_t>& s) { return pos < s.first; });
+    if (it == word_spans.begin() || t.begin >= std::prev(it)->second) {
+      map.unit_of_token.push_back(-1);
+      continue;
+    }
+    const auto w = static_cast<size_t>(std::prev(it) - word_spans.begin());
+    int32_t& unit = map.unit_of_word[w];
+    if (unit < 0) unit = new_unit(map, static_cast<int32_t>(w), ti);
+    map.unit_of_token.push_back(unit);
+  }
+  return map;
+}
+
+std::vector<float> merge_attention(const float* attention, int T, const WordMap& map) {
+  if (static_cast<int>(map.unit_of_token.size()) != T) {
+    throw Error("word merge: the word map covers " + std::to_string(map.unit_of_token.size()) +
+                " tokens but the attention is [" + std::to_string(T) + ", " + std::to_string(T) + "]");
+  }
+  const int U = map.n_units;
+  std::vector<float> out(static_cast<size_t>(U) * U, 0.0f);
+  std::vector<int> pieces(static_cast<size_t>(U), 0);
+  std::vector<double> row(static_cast<size_t>(U));
+  for (int t = 0; t < T; ++t) {
+    const int32_t u = map.unit_of_token[static_cast<size_t>(t)];
+    if (u < 0) continue;
+    ++pieces[static_cast<size_t>(u)];
+    // Attention TO a unit: sum over the unit's pieces (columns).
+    std::fill(row.begin(), row.end(), 0.0);
+    const float* a = attention + static_cast<int64_t>(t) * T;
+    for (int s = 0; s < T; ++s) {
+      const int32_t v = map.unit_of_token[static_cast<size_t>(s)];
+      if (v >= 0) row[static_cast<size_t>(v)] += a[s];
+    }
+    float* o = out.data() + static_cast<int64_t>(u) * U;
+    for (int v = 0; v < U; ++v) o[v] += static_cast<float>(row[static_cast<size_t>(v)]);
+  }
+  // Attention FROM a unit: mean over the unit's pieces (rows).
+  for (int u = 0; u < U; ++u) {
+    const int p = pieces[static_cast<size_t>(u)];
+    if (p <= 1) continue;
+    float* o = out.data() + static_cast<int64_t>(u) * U;
+    for (int v = 0; v < U; ++v) o[v] /= static_cast<float>(p);
+  }
+  return out;
+}
+
+Tensor merge_attention(const Tensor& attention, const WordMap& map) {
+  attention.expect_shape({-1, -1, -1, -1}, "attention for word merging");
+  const int64_t L = attention.dim(0), H = attention.dim(1), T = attention.dim(2);
+  attention.expect_shape({L, H, T, T}, "attention for word merging");
+  const int64_t U = map.n_units;
+  Tensor out({L, H, U, U});
+  for (int64_t lh = 0; lh < L * H; ++lh) {
+    std::vector<float> m = merge_attention(attention.ptr() + lh * T * T, static_cast<int>(T), map);
+    std::copy(m.begin(), m.end(), out.ptr() + lh * U * U);
+  }
+  return out;
+}
+
+SequenceInfo describe_units(const SequenceInfo& tokens, const WordMap& map) {
+  if (static_cast<int>(map.unit_of_token.size()) != tokens.T()) {
+    throw Error("word merge: the word map covers " + std::to_string(map.unit_of_token.size()) +
+                " tokens but the sequence has " + std::to_string(tokens.T()));
+  }
+  const auto U = static_cast<size_t>(map.n_units);
+  SequenceInfo units;
+  units.causal = tokens.causal;
+  units.kinds.assign(U, TokenKind::kPunct);
+  std::vector<int> pieces(U, 0);
+  std::vector<int32_t> id(U, -1);
+  std::vector<uint8_t> attendable(U, 0);
+  for (size_t t = 0; t < map.unit_of_token.size(); ++t) {
+    const int32_t u = map.unit_of_token[t];
+    if (u < 0) continue;
+    const auto ui = static_cast<size_t>(u);
+    const TokenKind k = tokens.kinds[t];
+    if (k == TokenKind::kSpecial) {
+      units.kinds[ui] = TokenKind::kSpecial;
+    } else if (k == TokenKind::kContent && units.kinds[ui] != TokenKind::kSpecial) {
+      units.kinds[ui] = TokenKind::kContent;  // one non-punctuation piece makes the word content
+    }
+    if (++pieces[ui] == 1 && !tokens.ids.empty()) id[ui] = tokens.ids[t];
+    if (tokens.attendable.empty() || tokens.attendable[t]) attendable[ui] = 1;
+  }
+  if (!tokens.ids.empty()) {
+    units.ids.resize(U);
+    for (size_t u = 0; u < U; ++u) units.ids[u] = pieces[u] == 1 ? id[u] : -1;
+  }
+  if (!tokens.attendable.empty()) units.attendable = std::move(attendable);
+  return units;
+}
+
+}  // namespace headscope::analysis

@@ -1,0 +1,191 @@
+// Per-head statistics on hand-built attention matrices; every expected value is worked out by hand
+// in the comments next to it (formulas: docs/metrics.md).
+#include "analysis/statistics.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "headscope/error.h"
+
+namespace headscope::analysis {
+namespace {
+
+constexpr double kTol = 1e-6;
+using K = TokenKind;
+
+// [CLS] a , [SEP]: a bidirectional 4-token sequence, tokens 1 and 2 share an id.
+SequenceInfo four_tokens() {
+  SequenceInfo s;
+  s.kinds = {K::kSpecial, K::kContent, K::kPunct, K::kSpecial};
+  s.ids = {101, 7, 7, 102};
+  return s;
+}
+
+// Rows: q0 on itself; q1 half on [CLS], half on ","; q2 uniform; q3 half on q1, half on q2.
+const std::vector<float> kFour = {
+    1.00f, 0.00f, 0.00f, 0.00f,  //
+    0.50f, 0.00f, 0.50f, 0.00f,  //
+    0.25f, 0.25f, 0.25f, 0.25f,  //
+    0.00f, 0.50f, 0.50f, 0.00f,  //
+};
+
+TEST(AnalysisStatistics, LessonStatisticsOnFourTokens) {
+  const HeadStats s = compute_head_stats(kFour.data(), 4, four_tokens());
+  EXPECT_EQ(s.n_queries, 4);
+  // Entropy per row: 0, 1, 2, 1 bits → mean 1. Normalised by log2(4) = 2: 0, .5, 1, .5 → .5.
+  EXPECT_NEAR(s.entropy_bits, 1.0, kTol);
+  EXPECT_NEAR(s.entropy_norm, 0.5, kTol);
+  // Negligible below 0.1/4 = 0.025: 3, 2, 0, 2 of 4 weights → (.75 + .5 + 0 + .5) / 4.
+  EXPECT_NEAR(s.sparsity, 0.4375, kTol);
+  // Keys for 90 %: 1, 2, 4, 2 → 2.25; as a share of 4 keys: .25, .5, 1, .5 → .5625.
+  EXPECT_NEAR(s.keys_90, 2.25, kTol);
+  EXPECT_NEAR(s.keys_90_share, 0.5625, kTol);
+  // Row maxima 1, .5, .25, .5; Σa² per row the same here: 1, .5, .25, .5.
+  EXPECT_NEAR(s.max_attention, 0.5625, kTol);
+  EXPECT_NEAR(s.avg_attention, 0.5625, kTol);
+  // Σ min(a, 1/4): .25, .5, 1, .5 → .5625.
+  EXPECT_NEAR(s.uniform_overlap, 0.5625, kTol);
+}
+
+TEST(AnalysisStatistics, PositionAndKindMassesOnFourTokens) {
+  const HeadStats s = compute_head_stats(kFour.data(), 4, four_tokens());
+  // |k - q| weighted: 0; .5·1 + .5·1 = 1; .25·(2+1+0+1) = 1; .5·2 + .5·1 = 1.5 → 3.5 / 4.
+  EXPECT_NEAR(s.mean_distance, 0.875, kTol);
+  // (k - q) weighted: 0; 0; .25·(-2-1+0+1) = -.5; .5·(-2) + .5·(-1) = -1.5 → -2 / 4.
+  EXPECT_NEAR(s.mean_offset, -0.5, kTol);
+  EXPECT_NEAR(s.self_mass, (1.0 + 0.0 + 0.25 + 0.0) / 4, kTol);
+  EXPECT_NEAR(s.prev_mass, (0.5 + 0.25 + 0.5) / 3, kTol);  // queries 1..3 have a previous key
+  EXPECT_NEAR(s.next_mass, (0.0 + 0.5 + 0.25) / 3, kTol);  // queries 0..2 have a next key
+  EXPECT_NEAR(s.local_mass, (0.0 + 1.0 + 0.75 + 1.0) / 4, kTol);
+  EXPECT_NEAR(s.offset(-2), (0.25 + 0.5) / 2, kTol);       // queries 2, 3
+  EXPECT_NEAR(s.offset(+2), 0.0, kTol);                    // queries 0, 1
+  EXPECT_NEAR(s.offset(-3), 0.0, kTol);                    // query 3 only
+  EXPECT_TRUE(std::isnan(s.offset(4)));                    // no query has a key 4 away
+  EXPECT_NEAR(s.first_mass, (1.0 + 0.5 + 0.25 + 0.0) / 4, kTol);
+  EXPECT_NEAR(s.special_mass, (1.0 + 0.5 + 0.5 + 0.0) / 4, kTol);
+  EXPECT_NEAR(s.end_special_mass, 0.25 / 4, kTol);          // only q2 looks at [SEP]
+  EXPECT_NEAR(s.sink_mass, s.special_mass, kTol);          // the first token is special here
+  EXPECT_NEAR(s.punct_mass, (0.0 + 0.5 + 0.25 + 0.5) / 4, kTol);
+  EXPECT_NEAR(s.content_mass, (0.0 + 0.0 + 0.25 + 0.5) / 4, kTol);  // key 1, not for query 1 itself
+  // Ids 7 at positions 1 and 2: q1 gives .5 to key 2, q2 gives .25 to key 1.
+  EXPECT_EQ(s.n_duplicate_queries, 2);
+  EXPECT_NEAR(s.duplicate_mass, 0.375, kTol);
+}
+
+TEST(AnalysisStatistics, AverageAttentionDiffersFromMaxWhenTheRowIsUneven) {
+  SequenceInfo seq;
+  seq.kinds = {K::kContent, K::kContent, K::kContent, K::kContent};
+  const std::vector<float> a = {0.5f, 0.25f, 0.25f, 0.0f,   //
+                                0.5f, 0.25f, 0.25f, 0.0f,   //
+                                0.5f, 0.25f, 0.25f, 0.0f,   //
+                                0.5f, 0.25f, 0.25f, 0.0f};
+  const HeadStats s = compute_head_stats(a.data(), 4, seq);
+  EXPECT_NEAR(s.max_attention, 0.5, kTol);
+  EXPECT_NEAR(s.avg_attention, 0.25 + 0.0625 + 0.0625, kTol);  // Σa²
+  EXPECT_NEAR(s.entropy_bits, 1.5, kTol);                      // .5·1 + 2·(.25·2)
+  EXPECT_NEAR(s.keys_90, 3.0, kTol);                           // .5 + .25 < .9
+  EXPECT_NEAR(s.sparsity, 0.25, kTol);                         // one zero of four
+  EXPECT_TRUE(std::isnan(s.duplicate_mass));                   // no ids given
+  EXPECT_NEAR(s.sink_mass, 0.5, kTol);                         // no specials: the first token is the sink
+}
+
+TEST(AnalysisStatistics, CausalMaskExcludesFutureKeys) {
+  SequenceInfo seq;
+  seq.kinds = {K::kContent, K::kContent, K::kContent};
+  seq.causal = true;
+  // Future cells hold 9: they must be ignored, not read.
+  const std::vector<float> a = {1.0f, 9.0f, 9.0f,   //
+                                0.5f, 0.5f, 9.0f,   //
+                                0.5f, 0.25f, 0.25f};
+  const HeadStats s = compute_head_stats(a.data(), 3, seq);
+  EXPECT_EQ(s.n_queries, 3);
+  EXPECT_NEAR(s.entropy_bits, (0.0 + 1.0 + 1.5) / 3, kTol);
+  // q0 has one key and is left out of the normalised mean: (1/1 + 1.5/log2 3) / 2.
+  EXPECT_NEAR(s.entropy_norm, (1.0 + 1.5 / std::log2(3.0)) / 2, kTol);
+  EXPECT_NEAR(s.max_attention, 2.0 / 3, kTol);
+  EXPECT_NEAR(s.prev_mass, (0.5 + 0.25) / 2, kTol);
+  EXPECT_TRUE(std::isnan(s.next_mass));
+  EXPECT_NEAR(s.keys_90, (1 + 2 + 3) / 3.0, kTol);
+  EXPECT_NEAR(s.keys_90_share, 1.0, kTol);
+  EXPECT_NEAR(s.sparsity, 0.0, kTol);
+  // Σ min(a, 1/n): 1; 1; 1/3 + .25 + .25.
+  EXPECT_NEAR(s.uniform_overlap, (2.0 + 1.0 / 3 + 0.5) / 3, kTol);
+  EXPECT_NEAR(s.mean_offset, (0.0 - 0.5 + (-1.0 - 0.25)) / 3, kTol);
+}
+
+TEST(AnalysisStatistics, PaddingKeysAreNotAttendable) {
+  SequenceInfo seq;
+  seq.kinds = {K::kContent, K::kContent, K::kContent};
+  seq.attendable = {1, 1, 0};
+  const std::vector<float> a = {0.5f, 0.5f, 0.0f, 0.5f, 0.5f, 0.0f, 1.0f, 0.0f, 0.0f};
+  const HeadStats s = compute_head_stats(a.data(), 3, seq);
+  // Two keys per row: rows 0, 1 uniform (1 bit, normalised 1), row 2 one-hot.
+  EXPECT_NEAR(s.entropy_norm, 2.0 / 3, kTol);
+  EXPECT_NEAR(s.sparsity, 1.0 / 6, kTol);  // the padding key is not counted as a sparse weight
+  EXPECT_NEAR(s.next_mass, 0.5, kTol);     // only q0 may attend to its next key
+}
+
+TEST(AnalysisStatistics, AccumulatesAcrossSequencesPerQuery) {
+  // Two heads: 0 = identity (self), 1 = uniform. Sequences of 2 and 3 tokens.
+  ModelStatsAccumulator acc(1, 2);
+  for (int T : {2, 3}) {
+    SequenceInfo seq;
+    seq.kinds.assign(static_cast<size_t>(T), K::kContent);
+    Tensor att({1, 2, T, T});
+    for (int q = 0; q < T; ++q) {
+      for (int k = 0; k < T; ++k) {
+        att.data[static_cast<size_t>(q * T + k)] = q == k ? 1.0f : 0.0f;
+        att.data[static_cast<size_t>(T * T + q * T + k)] = 1.0f / static_cast<float>(T);
+      }
+    }
+    acc.add(att, seq);
+  }
+  const auto r = acc.result();
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].n_queries, 5);
+  EXPECT_NEAR(r[0].self_mass, 1.0, kTol);
+  EXPECT_NEAR(r[1].entropy_norm, 1.0, kTol);
+  // Uniform: entropy 1 bit (T=2, 2 queries) and log2 3 bits (T=3, 3 queries), weighted by query.
+  EXPECT_NEAR(r[1].entropy_bits, (2 * 1.0 + 3 * std::log2(3.0)) / 5, 1e-5);
+  EXPECT_NEAR(r[1].self_mass, (2 * 0.5 + 3 / 3.0) / 5, kTol);
+}
+
+TEST(AnalysisStatistics, RejectsMismatchedShapes) {
+  SequenceInfo seq;
+  seq.kinds = {K::kContent, K::kContent};
+  const std::vector<float> a(9, 1.0f / 3);
+  EXPECT_THROW(compute_head_stats(a.data(), 3, seq), Error);
+  ModelStatsAccumulator acc(2, 2);
+  Tensor wrong({2, 3, 2, 2});
+  EXPECT_THROW(acc.add(wrong, seq), Error);
+}
+
+TEST(AnalysisStatistics, DescribesTokenKindsFromTheText) {
+  // "Hi, “U.S.”" — bytes: H0 i1 ,2 space3 “4-6 U7 .8 S9 .10 ”11-13
+  const std::string text = "Hi, \xE2\x80\x9CU.S.\xE2\x80\x9D";
+  Encoding enc;
+  auto tok = [&](int32_t id, int64_t b, int64_t e, bool special) {
+    Token t;
+    t.id = id;
+    t.begin = b;
+    t.end = e;
+    t.special = special;
+    enc.tokens.push_back(t);
+  };
+  tok(101, 0, 0, true);
+  tok(1, 0, 2, false);    // Hi
+  tok(2, 2, 3, false);    // ,
+  tok(3, 4, 7, false);    // “
+  tok(4, 7, 11, false);   // U.S. (letters make it content)
+  tok(5, 11, 14, false);  // ”
+  tok(102, 14, 14, true);
+  const SequenceInfo s = describe_sequence(enc, text, false);
+  const std::vector<K> expect = {K::kSpecial, K::kContent, K::kPunct, K::kPunct, K::kContent, K::kPunct, K::kSpecial};
+  EXPECT_EQ(s.kinds, expect);
+  EXPECT_EQ(s.ids[4], 4);
+  EXPECT_FALSE(s.causal);
+}
+
+}  // namespace
+}  // namespace headscope::analysis

@@ -1,0 +1,105 @@
+// Token → word merging on a hand-built matrix: TO a word = sum over pieces, FROM = mean.
+#include "analysis/words.h"
+
+#include <gtest/gtest.h>
+
+#include "headscope/error.h"
+
+namespace headscope::analysis {
+namespace {
+
+// [CLS] play ##ing ball [SEP] for the text "playing ball".
+Encoding playing_ball() {
+  Encoding enc;
+  auto tok = [&](int32_t id, const char* text, int64_t b, int64_t e, bool special, int32_t word) {
+    Token t;
+    t.id = id;
+    t.text = text;
+    t.begin = b;
+    t.end = e;
+    t.special = special;
+    t.word = word;
+    enc.tokens.push_back(t);
+  };
+  tok(101, "[CLS]", 0, 0, true, -1);
+  tok(2377, "play", 0, 4, false, 0);
+  tok(2075, "##ing", 4, 7, false, 0);
+  tok(3608, "ball", 8, 12, false, 1);
+  tok(102, "[SEP]", 12, 12, true, -1);
+  return enc;
+}
+
+const std::vector<float> kAttention = {
+    0.20f, 0.20f, 0.20f, 0.20f, 0.20f,  // [CLS]
+    0.10f, 0.30f, 0.20f, 0.40f, 0.00f,  // play
+    0.00f, 0.50f, 0.10f, 0.20f, 0.20f,  // ##ing
+    0.25f, 0.25f, 0.25f, 0.25f, 0.00f,  // ball
+    0.00f, 0.00f, 0.00f, 0.00f, 1.00f,  // [SEP]
+};
+
+void expect_units(const WordMap& m) {
+  EXPECT_EQ(m.n_units, 4);
+  EXPECT_EQ(m.unit_of_token, (std::vector<int32_t>{0, 1, 1, 2, 3}));
+  EXPECT_EQ(m.word_of_unit, (std::vector<int32_t>{-1, 0, 1, -1}));
+  EXPECT_EQ(m.unit_of_word, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(m.first_token, (std::vector<int32_t>{0, 1, 3, 4}));
+}
+
+TEST(AnalysisWords, UnitsFromTheTokenizerWords) { expect_units(words_from_encoding(playing_ball())); }
+
+TEST(AnalysisWords, UnitsFromByteSpans) {
+  expect_units(words_from_spans(playing_ball(), {{0, 7}, {8, 12}}));
+}
+
+TEST(AnalysisWords, TokensOutsideEverySpanAreDropped) {
+  const WordMap m = words_from_spans(playing_ball(), {{0, 7}});  // "ball" not a gold word
+  EXPECT_EQ(m.unit_of_token, (std::vector<int32_t>{0, 1, 1, -1, 2}));
+  EXPECT_THROW(words_from_spans(playing_ball(), {{0, 7}, {5, 12}}), Error);  // overlapping spans
+}
+
+TEST(AnalysisWords, MergeSumsColumnsAndAveragesRows) {
+  const WordMap m = words_from_encoding(playing_ball());
+  const std::vector<float> w = merge_attention(kAttention.data(), 5, m);
+  ASSERT_EQ(w.size(), 16u);
+  // [CLS] row: columns play+##ing summed: .2, .4, .2, .2.
+  const std::vector<float> cls = {0.2f, 0.4f, 0.2f, 0.2f};
+  // "playing" = mean of play → (.1, .5, .4, 0) and ##ing → (0, .6, .2, .2).
+  const std::vector<float> playing = {0.05f, 0.55f, 0.30f, 0.10f};
+  const std::vector<float> ball = {0.25f, 0.50f, 0.25f, 0.0f};
+  const std::vector<float> sep = {0.0f, 0.0f, 0.0f, 1.0f};
+  const std::vector<std::vector<float>> rows = {cls, playing, ball, sep};
+  for (int u = 0; u < 4; ++u) {
+    float sum = 0;
+    for (int v = 0; v < 4; ++v) {
+      EXPECT_NEAR(w[static_cast<size_t>(u * 4 + v)], rows[static_cast<size_t>(u)][static_cast<size_t>(v)], 1e-6) << u << "," << v;
+      sum += w[static_cast<size_t>(u * 4 + v)];
+    }
+    EXPECT_NEAR(sum, 1.0f, 1e-6);  // still a distribution
+  }
+}
+
+TEST(AnalysisWords, MergesEveryHeadOfACapture) {
+  const WordMap m = words_from_encoding(playing_ball());
+  Tensor att({1, 2, 5, 5});
+  std::copy(kAttention.begin(), kAttention.end(), att.data.begin());
+  std::copy(kAttention.begin(), kAttention.end(), att.data.begin() + 25);
+  const Tensor w = merge_attention(att, m);
+  EXPECT_EQ(w.shape, (std::vector<int64_t>{1, 2, 4, 4}));
+  EXPECT_NEAR(w.data[16 + 5], 0.55f, 1e-6);  // head 1, "playing" → "playing"
+  EXPECT_THROW(merge_attention(Tensor({1, 1, 4, 4}), m), Error);
+}
+
+TEST(AnalysisWords, DescribesUnits) {
+  const WordMap m = words_from_encoding(playing_ball());
+  SequenceInfo tokens;
+  tokens.kinds = {TokenKind::kSpecial, TokenKind::kContent, TokenKind::kContent, TokenKind::kContent,
+                  TokenKind::kSpecial};
+  tokens.ids = {101, 2377, 2075, 3608, 102};
+  const SequenceInfo units = describe_units(tokens, m);
+  EXPECT_EQ(units.kinds, (std::vector<TokenKind>{TokenKind::kSpecial, TokenKind::kContent, TokenKind::kContent,
+                                                 TokenKind::kSpecial}));
+  EXPECT_EQ(units.ids, (std::vector<int32_t>{101, -1, 3608, 102}));  // two-piece word: no id
+}
+
+}  // namespace
+}  // namespace headscope::analysis

@@ -1,0 +1,108 @@
+// Repeated-random-tokens probe; see probe.h.
+#include "analysis/probe.h"
+
+#include <random>
+#include <set>
+#include <string>
+
+#include "headscope/error.h"
+
+namespace headscope::analysis {
+namespace {
+
+// Vocabulary entries that are markup rather than text: "[CLS]", "[unused12]", "<s>", "<|endoftext|>".
+bool looks_special(const std::string& s) {
+  if (s.size() < 3) return false;
+  return (s.front() == '[' && s.back() == ']') || (s.front() == '<' && s.back() == '>');
+}
+
+}  // namespace
+
+ProbeLayout make_repeated_probe(const Tokenizer& tokenizer, int length, uint32_t seed) {
+  if (length < 2) throw Error("induction probe: length must be at least 2, got " + std::to_string(length));
+  const int32_t vocab = tokenizer.vocab_size();
+  if (vocab < 4 * length) {
+    throw Error("induction probe: the vocabulary (" + std::to_string(vocab) + " entries) is too small for " +
+                std::to_string(length) + " distinct random tokens; use a shorter probe");
+  }
+  // The template's special tokens, taken from a one-word text.
+  const Encoding templ = tokenizer.encode("a", EncodeOptions{});
+  size_t first_text = templ.size(), last_text = 0;
+  std::set<int32_t> special_ids;
+  for (size_t i = 0; i < templ.size(); ++i) {
+    if (templ.tokens[i].special) {
+      special_ids.insert(templ.tokens[i].id);
+    } else {
+      first_text = std::min(first_text, i);
+      last_text = i;
+    }
+  }
+  if (first_text == templ.size()) throw Error("induction probe: the tokenizer produced no token for the text 'a'");
+
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> pick(0, vocab - 1);
+  std::vector<int32_t> ids;
+  std::set<int32_t> used;
+  int attempts = 0;
+  while (static_cast<int>(ids.size()) < length) {
+    if (++attempts > 100 * length) {
+      throw Error("induction probe: could not draw " + std::to_string(length) + " ordinary tokens from the vocabulary");
+    }
+    const int32_t id = pick(rng);
+    if (special_ids.count(id) || used.count(id) || looks_special(tokenizer.token_text(id))) continue;
+    used.insert(id);
+    ids.push_back(id);
+  }
+
+  ProbeLayout layout;
+  layout.length = length;
+  for (size_t i = 0; i < first_text; ++i) layout.encoding.tokens.push_back(templ.tokens[i]);
+  layout.prefix = static_cast<int>(first_text);
+  for (int copy = 0; copy < 2; ++copy) {
+    for (int i = 0; i < length; ++i) {
+      Token t;
+      t.id = ids[static_cast<size_t>(i)];
+      t.text = tokenizer.token_text(t.id);
+      t.word = copy * length + i;
+      layout.encoding.tokens.push_back(std::move(t));
+    }
+  }
+  for (size_t i = last_text + 1; i < templ.size(); ++i) layout.encoding.tokens.push_back(templ.tokens[i]);
+  return layout;
+}
+
+std::vector<ProbeEvidence> score_probe(const Tensor& attention, const ProbeLayout& layout) {
+  const auto T = static_cast<int64_t>(layout.encoding.size());
+  attention.expect_shape({-1, -1, T, T}, "attention of the induction probe");
+  const int64_t P = layout.prefix, L = layout.length;
+  if (P + 2 * L > T) throw Error("induction probe: layout does not fit the attention's " + std::to_string(T) + " tokens");
+  const int64_t n_heads = attention.dim(0) * attention.dim(1);
+  std::vector<ProbeEvidence> out(static_cast<size_t>(n_heads));
+  for (int64_t h = 0; h < n_heads; ++h) {
+    const float* a = attention.ptr() + h * T * T;
+    double induction = 0, duplicate = 0;
+    for (int64_t i = 0; i < L; ++i) {
+      const int64_t q = P + L + i;
+      induction += a[q * T + P + i + 1];
+      duplicate += a[q * T + P + i];
+    }
+    out[static_cast<size_t>(h)] = ProbeEvidence{induction / L, duplicate / L, static_cast<int>(L)};
+  }
+  return out;
+}
+
+std::vector<ProbeEvidence> average_probes(const std::vector<std::vector<ProbeEvidence>>& runs) {
+  if (runs.empty()) return {};
+  std::vector<ProbeEvidence> mean(runs.front().size());
+  for (const auto& run : runs) {
+    if (run.size() != mean.size()) throw Error("induction probe: runs with different head counts cannot be averaged");
+    for (size_t h = 0; h < run.size(); ++h) {
+      mean[h].induction += run[h].induction / static_cast<double>(runs.size());
+      mean[h].duplicate += run[h].duplicate / static_cast<double>(runs.size());
+      mean[h].probe_length = run[h].probe_length;
+    }
+  }
+  return mean;
+}
+
+}  // namespace headscope::analysis

@@ -1,0 +1,288 @@
+// The explorer: owns the view state, asks the API for what the state needs, and hands each view
+// its data. Views report user actions through callbacks; every change goes through setState,
+// which also writes the state into the URL.
+
+import { ApiClient, ApiError, type Decomposition, type ModelInfo, type RunResult } from './lib/api';
+import { SCALES } from './lib/colour';
+import { h } from './lib/dom';
+import { download, exportName, scenePng, sceneSvg, statsToCsv, statsToJson } from './lib/export';
+import { stateFromQuery, stateToQuery, VIEWS, type ViewState } from './lib/state';
+import { unitsOf } from './lib/units';
+import type { Tensor } from './lib/wire';
+import { CompareView } from './views/compare/compare-view';
+import type { ExportableView, ViewContext } from './views/context';
+import { HeadPanel } from './views/head-panel/head-panel';
+import { LayerView } from './views/layer/layer-view';
+import { learningContext } from './views/lesson/learning-context';
+import { WhyHeadsView } from './views/lesson/why-heads';
+import { LinesView } from './views/lines/lines-view';
+import { ModelView } from './views/model/model-view';
+import { ProjectionView } from './views/projection/projection-view';
+import { SentenceView } from './views/sentence/sentence-view';
+import { Toolbar } from './views/toolbar/toolbar';
+
+export class App {
+  private state: ViewState;
+  private generation = 0;
+  private ctx: ViewContext | null = null;
+  private sentence: SentenceView;
+  private toolbar: Toolbar;
+  private layerView: LayerView;
+  private modelView: ModelView;
+  private linesView: LinesView;
+  private compareView: CompareView;
+  private headPanel: HeadPanel;
+  private projection: ProjectionView;
+  private why: WhyHeadsView;
+  private busy: HTMLElement;
+  private help: HTMLElement;
+
+  constructor(
+    private readonly root: HTMLElement,
+    private readonly api: ApiClient,
+    private readonly model: ModelInfo,
+  ) {
+    this.state = stateFromQuery(location.search, model);
+    const change = (patch: Partial<ViewState>) => this.setState(patch);
+    this.sentence = new SentenceView({ analyse: (text) => this.setState({ text, lock: -1 }) }, model.limits.max_tokens);
+    this.toolbar = new Toolbar({ change, exportView: (f) => void this.exportView(f), exportStats: (f) => this.exportStats(f) }, model.n_layer, model.n_head);
+    this.layerView = new LayerView({ selectHead: (head) => this.setState({ head }) });
+    this.modelView = new ModelView({ select: (layer, head) => this.setState({ layer, head }) }, 1080);
+    this.linesView = new LinesView({ lock: (lock) => this.setState({ lock }) });
+    this.compareView = new CompareView({ change });
+    this.headPanel = new HeadPanel((unit) => {
+      const token = this.ctx?.units.tokens[unit]?.[0];
+      if (token !== undefined) this.setState({ token });
+    });
+    this.projection = new ProjectionView({ selectToken: (token) => this.setState({ token }) });
+    this.why = new WhyHeadsView();
+    this.busy = h('span', { class: 'busy', id: 'busy', 'aria-live': 'polite' });
+    this.help = this.helpDialog();
+  }
+
+  mount(): void {
+    const m = this.model;
+    this.root.replaceChildren(
+      h(
+        'header',
+        { class: 'top' },
+        h('span', { class: 'brand' }, 'headscope'),
+        h('span', { class: 'model-chip', id: 'model-chip' }, `${m.name} · ${m.architecture} · ${m.n_layer} layers × ${m.n_head} heads · d_model ${m.d_model} · d_head ${m.d_head}`),
+        this.busy,
+        h('button', { type: 'button', class: 'ghost', onclick: () => this.toggleHelp() }, 'Keys (?)'),
+      ),
+      h(
+        'main',
+        {},
+        h(
+          'section',
+          { class: 'intro' },
+          h('p', { class: 'kicker' }, 'Transformer fundamentals · step 5 of 8'),
+          h('h1', {}, 'Multi-head attention, one head at a time'),
+          h('p', { class: 'lead' }, `${m.n_head} heads in each of the ${m.n_layer} layers of ${m.name} read the same sentence, each with its own weights, and each ends up watching something different: the next word, the sentence boundary, a related word further away.`),
+          h('p', {}, 'A layer does not pick one of these views. It runs all heads in parallel, puts their answers side by side and mixes them with one matrix. Everything below is computed live by the model on the text you give it.'),
+        ),
+        learningContext(m),
+        this.sentence.el,
+        this.toolbar.el,
+        h('div', { class: 'panel views', id: 'views' }, this.layerView.el, this.modelView.el, this.linesView.el, this.compareView.el),
+        this.headPanel.el,
+        this.projection.el,
+        this.why.el,
+        h(
+          'footer',
+          {},
+          h('p', {}, 'headscope explorer · numbers from the model running on this machine; the HTTP API behind this page is described in docs/api.md.'),
+        ),
+      ),
+      this.help,
+    );
+    document.addEventListener('keydown', (e) => this.onKey(e));
+    window.addEventListener('popstate', () => {
+      this.state = stateFromQuery(location.search, this.model);
+      void this.refresh();
+    });
+    void this.refresh();
+  }
+
+  setState(patch: Partial<ViewState>): void {
+    const next = { ...this.state, ...patch };
+    if (patch.level && patch.level !== this.state.level) next.lock = -1;
+    if (patch.text !== undefined && patch.text !== this.state.text) {
+      next.token = Math.min(next.token, 1);
+      next.lock = -1;
+    }
+    this.state = next;
+    const query = stateToQuery(this.state);
+    if (query !== location.search.slice(1)) history.replaceState(null, '', `${location.pathname}?${query}`);
+    void this.refresh();
+  }
+
+  /** Brings every view up to date with the state; a newer call abandons an older one. */
+  private async refresh(): Promise<void> {
+    const gen = ++this.generation;
+    const stale = () => gen !== this.generation;
+    const s = this.state;
+    this.toolbar.update(s);
+    this.busy.textContent = 'computing…';
+    try {
+      const run = await this.api.run(s.text, s.level);
+      if (stale()) return;
+      this.fitState(run);
+      const state = this.state;
+      const units = unitsOf(run, state.level);
+      const ctx: ViewContext = { model: this.model, state, run, units };
+      this.ctx = ctx;
+      this.sentence.update(
+        run.text,
+        `${run.n_tokens} tokens · ${run.words.filter((w) => !w.special).length} words${run.truncated ? ' · truncated to the model limit' : ''}`,
+      );
+      this.toolbar.update(state);
+      const layer = await this.api.attention(state.text, state.level, state.layer);
+      if (stale()) return;
+      for (const v of VIEWS) this.viewElement(v).hidden = v !== state.view;
+      await this.updateMainView(ctx, layer);
+      if (stale()) return;
+      this.headPanel.update(ctx, layer);
+      let dec: Decomposition | null = null;
+      try {
+        dec = await this.api.decompose(state.text, state.layer, state.token);
+      } catch (e) {
+        if (!(e instanceof ApiError)) throw e;
+      }
+      if (stale()) return;
+      this.projection.update(ctx, dec);
+      this.why.update(ctx, dec);
+      this.busy.textContent = '';
+      document.body.setAttribute('data-ready', String(gen));
+    } catch (e) {
+      if (stale()) return;
+      this.busy.textContent = '';
+      const message = e instanceof ApiError ? `${e.message} (${e.code})` : `cannot reach the headscope server: ${(e as Error).message}`;
+      this.sentence.update(s.text, message, true);
+      document.body.setAttribute('data-ready', `error-${gen}`);
+    }
+  }
+
+  /** Keeps indices valid for the current text (a shorter text may not have token 12). */
+  private fitState(run: RunResult): void {
+    const s = this.state;
+    const token = Math.max(0, Math.min(s.token, run.n_tokens - 1));
+    const lock = s.lock < run.n_units ? s.lock : -1;
+    if (token !== s.token || lock !== s.lock) {
+      this.state = { ...s, token, lock };
+      history.replaceState(null, '', `${location.pathname}?${stateToQuery(this.state)}`);
+    }
+  }
+
+  private async updateMainView(ctx: ViewContext, layer: Tensor): Promise<void> {
+    const s = ctx.state;
+    switch (s.view) {
+      case 'layer':
+        return this.layerView.update(ctx, layer);
+      case 'lines':
+        return this.linesView.update(ctx, layer);
+      case 'model':
+        return this.modelView.update(ctx, await this.api.attention(s.text, s.level, null, 'uint8'));
+      case 'compare': {
+        const [a, b] = await Promise.all([this.api.attention(s.text, s.level, s.compareA.layer), this.api.attention(s.text, s.level, s.compareB.layer)]);
+        return this.compareView.update(ctx, a, b);
+      }
+    }
+  }
+
+  private viewElement(v: ViewState['view']): HTMLElement {
+    return { layer: this.layerView.el, model: this.modelView.el, lines: this.linesView.el, compare: this.compareView.el }[v];
+  }
+
+  private activeView(): ExportableView {
+    return { layer: this.layerView, model: this.modelView, lines: this.linesView, compare: this.compareView }[this.state.view];
+  }
+
+  private async exportView(format: 'png' | 'svg'): Promise<void> {
+    const view = this.activeView();
+    const scene = view.scene();
+    if (!scene) return;
+    const name = exportName([this.model.name, ...view.exportParts()], format);
+    if (format === 'svg') download(sceneSvg(scene), name, 'image/svg+xml');
+    else download(await scenePng(scene), name);
+  }
+
+  private exportStats(format: 'csv' | 'json'): void {
+    const run = this.ctx?.run;
+    if (!run) return;
+    const name = exportName([this.model.name, 'stats', run.level], format);
+    if (format === 'csv') download(statsToCsv(run), name, 'text/csv');
+    else download(statsToJson(this.model, run), name, 'application/json');
+  }
+
+  private helpDialog(): HTMLElement {
+    const keys: [string, string][] = [
+      ['← →', 'previous / next head'],
+      ['↑ ↓', 'previous / next layer'],
+      ['[ ]', 'previous / next token for the W_O decomposition'],
+      ['1 2 3 4', 'layer heads · model overview · head lines · compare'],
+      ['w', 'tokens ↔ words'],
+      ['s', 'hide / show special tokens'],
+      ['c', 'next colour scale'],
+      ['Esc', 'release a locked token, close this help'],
+      ['Tab', 'move between controls; Enter or Space activates'],
+    ];
+    return h(
+      'div',
+      { class: 'help', id: 'help', role: 'dialog', 'aria-label': 'keyboard shortcuts', hidden: true },
+      h('h2', {}, 'Keyboard'),
+      h('dl', {}, ...keys.flatMap(([k, v]) => [h('dt', {}, h('kbd', {}, k)), h('dd', {}, v)])),
+      h('button', { type: 'button', class: 'primary', onclick: () => this.toggleHelp(false) }, 'Close'),
+    );
+  }
+
+  private toggleHelp(show = this.help.hidden): void {
+    this.help.hidden = !show;
+  }
+
+  private onKey(e: KeyboardEvent): void {
+    const target = e.target as HTMLElement;
+    if (e.ctrlKey || e.metaKey || e.altKey || ['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName)) return;
+    const s = this.state, m = this.model;
+    const patch: Partial<ViewState> | null = (() => {
+      switch (e.key) {
+        case 'ArrowLeft':
+          return { head: (s.head + m.n_head - 1) % m.n_head };
+        case 'ArrowRight':
+          return { head: (s.head + 1) % m.n_head };
+        case 'ArrowUp':
+          return { layer: (s.layer + m.n_layer - 1) % m.n_layer };
+        case 'ArrowDown':
+          return { layer: (s.layer + 1) % m.n_layer };
+        case '[':
+          return { token: Math.max(0, s.token - 1) };
+        case ']':
+          return { token: Math.min((this.ctx?.run.n_tokens ?? 1) - 1, s.token + 1) };
+        case '1':
+        case '2':
+        case '3':
+        case '4':
+          return { view: VIEWS[Number(e.key) - 1] };
+        case 'w':
+          return { level: s.level === 'token' ? 'word' : 'token' };
+        case 's':
+          return { hideSpecial: !s.hideSpecial };
+        case 'c':
+          return { scale: SCALES[(SCALES.indexOf(s.scale) + 1) % SCALES.length] };
+        case 'Escape':
+          if (!this.help.hidden) this.toggleHelp(false);
+          return s.lock >= 0 ? { lock: -1 } : null;
+        case '?':
+          this.toggleHelp();
+          return null;
+        default:
+          return null;
+      }
+    })();
+    if (patch) {
+      e.preventDefault();
+      this.setState(patch);
+    }
+  }
+}

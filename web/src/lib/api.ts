@@ -1,0 +1,241 @@
+// The explorer's client for the headscope HTTP API (docs/api.md). Types mirror the JSON the
+// server writes (tools/server/api.cc); tensors arrive as binary (attention) or base64 typed
+// arrays (decomposition) and are decoded into Float32Array views with a shape.
+
+import { decodeTensor, decodeTypedArray, type Tensor, type TypedArrayJson } from './wire';
+import type { Level } from './state';
+
+export interface RoleInfo {
+  id: string;
+  name: string;
+  description: string;
+  typical_function: string;
+  literature: string;
+  color: string;
+}
+
+export interface ModelInfo {
+  name: string;
+  architecture: string;
+  n_layer: number;
+  n_head: number;
+  n_kv_head: number;
+  d_model: number;
+  d_head: number;
+  d_ff: number;
+  vocab_size: number;
+  max_positions: number;
+  causal: boolean;
+  kv_head_of: number[];
+  w_o_shape: [number, number];
+  limits: { max_text_bytes: number; max_tokens: number };
+  statistics: { sparsity_fraction: number; cover_mass: number; local_window: number; max_offset: number; min_role_score: number };
+  roles: RoleInfo[];
+}
+
+export interface TokenInfo {
+  id: number;
+  text: string;
+  begin: number;
+  end: number;
+  special: boolean;
+  word: number;
+}
+
+export interface WordUnit {
+  text: string;
+  tokens: number[];
+  special: boolean;
+}
+
+/** Per-head statistics (analysis/statistics.h); null where there was no sample. */
+export interface HeadStats {
+  n_queries: number;
+  entropy_bits: number | null;
+  entropy_norm: number | null;
+  sparsity: number | null;
+  keys_90: number | null;
+  keys_90_share: number | null;
+  max_attention: number | null;
+  avg_attention: number | null;
+  uniform_overlap: number | null;
+  mean_distance: number | null;
+  mean_offset: number | null;
+  self_mass: number | null;
+  prev_mass: number | null;
+  next_mass: number | null;
+  local_mass: number | null;
+  offset_mass: (number | null)[];
+  first_mass: number | null;
+  special_mass: number | null;
+  end_special_mass: number | null;
+  sink_mass: number | null;
+  punct_mass: number | null;
+  content_mass: number | null;
+  duplicate_mass: number | null;
+  n_duplicate_queries: number;
+}
+
+export interface RoleScore {
+  id: string;
+  name: string;
+  score: number | null;
+  detail: string;
+  evidence: string;
+}
+
+export interface HeadRoles {
+  primary: RoleScore;
+  secondary: RoleScore;
+  confidence: number | null;
+  margin: number | null;
+  scores: RoleScore[];
+}
+
+export interface HeadReport {
+  layer: number;
+  head: number;
+  stats: HeadStats;
+  roles: HeadRoles;
+}
+
+export interface RunResult {
+  text: string;
+  truncated: boolean;
+  level: Level;
+  n_tokens: number;
+  n_units: number;
+  tokens: TokenInfo[];
+  words: WordUnit[];
+  /** n_layer × n_head reports, index layer * n_head + head. */
+  heads: HeadReport[];
+}
+
+/** The W_O decomposition of one token in one layer (POST /api/decompose), decoded. */
+export interface Decomposition {
+  layer: number;
+  token: number;
+  n_head: number;
+  d_head: number;
+  d_model: number;
+  w_o_shape: [number, number];
+  head_outputs: Tensor; // [n_head, d_head]
+  head_output_norms: Tensor; // [n_head]
+  concat: Tensor; // [n_head * d_head]
+  projection: Tensor; // [d_model]   W_O · concat
+  bias: Tensor; // [d_model]
+  contributions: Tensor; // [n_head, d_model]
+  contribution_norms: Tensor; // [n_head]
+  attn_output: Tensor; // [d_model]  Σ contributions + bias, as captured
+  attention_rows: Tensor; // [n_head, T]
+  check: { sum_max_abs_error: number; projection_max_abs_error: number };
+}
+
+interface DecompositionJson extends Omit<Decomposition, 'head_outputs' | 'head_output_norms' | 'concat' | 'projection' | 'bias' | 'contributions' | 'contribution_norms' | 'attn_output' | 'attention_rows'> {
+  head_outputs: TypedArrayJson;
+  head_output_norms: TypedArrayJson;
+  concat: TypedArrayJson;
+  projection: TypedArrayJson;
+  bias: TypedArrayJson;
+  contributions: TypedArrayJson;
+  contribution_norms: TypedArrayJson;
+  attn_output: TypedArrayJson;
+  attention_rows: TypedArrayJson;
+}
+
+export function decodeDecomposition(j: DecompositionJson): Decomposition {
+  return {
+    ...j,
+    head_outputs: decodeTypedArray(j.head_outputs),
+    head_output_norms: decodeTypedArray(j.head_output_norms),
+    concat: decodeTypedArray(j.concat),
+    projection: decodeTypedArray(j.projection),
+    bias: decodeTypedArray(j.bias),
+    contributions: decodeTypedArray(j.contributions),
+    contribution_norms: decodeTypedArray(j.contribution_norms),
+    attn_output: decodeTypedArray(j.attn_output),
+    attention_rows: decodeTypedArray(j.attention_rows),
+  };
+}
+
+/** An error reply of the API: {"error": {status, code, message}}. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+async function check(res: Response): Promise<Response> {
+  if (res.ok) return res;
+  let code = 'http_error';
+  let message = `HTTP ${res.status}`;
+  try {
+    const j = await res.json();
+    code = j.error?.code ?? code;
+    message = j.error?.message ?? message;
+  } catch {
+    /* not JSON: keep the status line */
+  }
+  throw new ApiError(res.status, code, message);
+}
+
+/** Keeps the last `capacity` promises by key, so that repeated questions cost nothing. */
+export class PromiseCache<T> {
+  private entries = new Map<string, Promise<T>>();
+  constructor(private readonly capacity: number) {}
+  get(key: string, make: () => Promise<T>): Promise<T> {
+    const hit = this.entries.get(key);
+    if (hit) {
+      this.entries.delete(key);
+      this.entries.set(key, hit);
+      return hit;
+    }
+    const p = make();
+    this.entries.set(key, p);
+    p.catch(() => this.entries.delete(key));
+    while (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value as string);
+    return p;
+  }
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+export class ApiClient {
+  private runs = new PromiseCache<RunResult>(8);
+  private attentions = new PromiseCache<Tensor>(24);
+  private decompositions = new PromiseCache<Decomposition>(32);
+
+  constructor(private readonly base = '') {}
+
+  private post(path: string, body: unknown): Promise<Response> {
+    return fetch(this.base + path, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    }).then(check);
+  }
+
+  async model(): Promise<ModelInfo> {
+    return (await check(await fetch(this.base + '/api/model'))).json();
+  }
+
+  run(text: string, level: Level): Promise<RunResult> {
+    return this.runs.get(JSON.stringify([text, level]), async () => (await this.post('/api/run', { text, level })).json());
+  }
+
+  /** Attention of one layer (or every layer when layer is null): [layers, n_head, U, U]. */
+  attention(text: string, level: Level, layer: number | null, dtype: 'float32' | 'uint8' = 'float32'): Promise<Tensor> {
+    const body = { text, level, layer, dtype };
+    return this.attentions.get(JSON.stringify(body), async () => decodeTensor(await (await this.post('/api/attention', body)).arrayBuffer()));
+  }
+
+  decompose(text: string, layer: number, token: number): Promise<Decomposition> {
+    const body = { text, layer, token };
+    return this.decompositions.get(JSON.stringify(body), async () => decodeDecomposition(await (await this.post('/api/decompose', body)).json()));
+  }
+}

@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import type { HeadStats, RunResult } from './api';
+import { CSV_STATS, csvField, exportName, statsToCsv } from './export';
+import { sceneToSvg, MAX_VECTOR_CELLS, type Scene } from './scene';
+
+function stats(v: number): HeadStats {
+  const s = { n_queries: 3, n_duplicate_queries: 0, offset_mass: [] } as unknown as Record<string, unknown>;
+  for (const k of CSV_STATS) s[k] = v;
+  s.duplicate_mass = null;
+  return s as unknown as HeadStats;
+}
+
+const run: RunResult = {
+  text: 'a, b',
+  truncated: false,
+  level: 'token',
+  n_tokens: 3,
+  n_units: 3,
+  tokens: [],
+  words: [],
+  heads: [0, 1].map((head) => ({
+    layer: 0,
+    head,
+    stats: stats(head === 0 ? 0.125 : 0.5),
+    roles: {
+      primary: { id: 'previous_token', name: 'Previous token', score: 0.8, detail: '', evidence: '80 % goes to the previous token, "a"' },
+      secondary: { id: 'self', name: 'Self', score: 0.1, detail: '', evidence: '' },
+      confidence: 0.8,
+      margin: 0.7,
+      scores: [],
+    },
+  })),
+};
+
+describe('CSV export', () => {
+  it('quotes fields per RFC 4180', () => {
+    expect(csvField('plain')).toBe('plain');
+    expect(csvField('a,b')).toBe('"a,b"');
+    expect(csvField('say "hi"')).toBe('"say ""hi"""');
+    expect(csvField(null)).toBe('');
+    expect(csvField(NaN)).toBe('');
+    expect(csvField(0.1)).toBe('0.1');
+  });
+
+  it('writes one row per head with every statistic at full precision', () => {
+    const lines = statsToCsv(run).trimEnd().split('\r\n');
+    expect(lines).toHaveLength(3);
+    const header = lines[0].split(',');
+    expect(header.slice(0, 4)).toEqual(['layer', 'head', 'level', 'primary_role']);
+    expect(header).toContain('entropy_bits');
+    const first = lines[1];
+    expect(first.startsWith('0,0,token,previous_token,0.8,self,0.1,0.125,')).toBe(true);
+    // The evidence has a comma and quotes, so it is quoted with doubled quotes.
+    expect(first.endsWith(',"80 % goes to the previous token, ""a"""')).toBe(true);
+    // duplicate_mass is null → empty cell, column count stays the same.
+    expect(first.match(/,,/)).not.toBeNull();
+  });
+
+  it('makes safe file names', () => {
+    expect(exportName(['all-MiniLM-L6-v2', 'layer 2', 'head/5'], 'svg')).toBe('headscope-all-MiniLM-L6-v2-layer_2-head_5.svg');
+  });
+});
+
+describe('SVG export', () => {
+  const pixels = { width: 2, height: 1, data: new Uint8ClampedArray([255, 0, 0, 255, 0, 0, 255, 255]) };
+  const scene: Scene = {
+    width: 100,
+    height: 50,
+    background: '#ffffff',
+    items: [
+      { kind: 'text', x: 5, y: 10, text: 'Head 3 – <sink> & "more"', size: 12, fill: '#000000' },
+      { kind: 'image', x: 0, y: 20, w: 20, h: 10, pixels },
+      { kind: 'line', x1: 0, y1: 0, x2: 10, y2: 10, stroke: '#0000ff', width: 2, opacity: 0.5 },
+    ],
+  };
+
+  it('writes small rasters as one rect per cell and escapes text', () => {
+    const svg = sceneToSvg(scene, () => 'data:unused');
+    expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg" width="100" height="50"')).toBe(true);
+    expect(svg).toContain('<rect x="0" y="20" width="10" height="10" fill="#ff0000"/>');
+    expect(svg).toContain('<rect x="10" y="20" width="10" height="10" fill="#0000ff"/>');
+    expect(svg).toContain('Head 3 – &lt;sink&gt; &amp; &quot;more&quot;');
+    expect(svg).toContain('stroke-opacity="0.500"');
+    expect(svg).not.toContain('data:unused');
+  });
+
+  it('embeds large rasters as PNG', () => {
+    const side = Math.ceil(Math.sqrt(MAX_VECTOR_CELLS)) + 1;
+    const big = { width: side, height: side, data: new Uint8ClampedArray(side * side * 4) };
+    const svg = sceneToSvg({ ...scene, items: [{ kind: 'image', x: 0, y: 0, w: 10, h: 10, pixels: big }] }, (p) => `data:image/png;base64,${p.width}`);
+    expect(svg).toContain(`href="data:image/png;base64,${side}"`);
+  });
+});

@@ -1,0 +1,118 @@
+// Exports: the statistics of every head as CSV and JSON, and the current view as SVG and PNG
+// (both drawn from the same Scene).
+
+import type { HeadReport, ModelInfo, RunResult } from './api';
+import { pixelsCanvas } from './heatmap';
+import { drawScene, sceneToSvg, type Scene } from './scene';
+
+/** The statistics columns of the CSV, in order; each is a field of HeadStats. */
+export const CSV_STATS = [
+  'entropy_bits',
+  'entropy_norm',
+  'sparsity',
+  'keys_90',
+  'keys_90_share',
+  'max_attention',
+  'avg_attention',
+  'uniform_overlap',
+  'mean_distance',
+  'mean_offset',
+  'self_mass',
+  'prev_mass',
+  'next_mass',
+  'local_mass',
+  'first_mass',
+  'special_mass',
+  'end_special_mass',
+  'sink_mass',
+  'punct_mass',
+  'content_mass',
+  'duplicate_mass',
+] as const;
+
+/** RFC 4180 quoting: fields with a comma, quote or line break are quoted, quotes doubled. */
+export function csvField(v: string | number | null | undefined): string {
+  if (v === null || v === undefined) return '';
+  const s = typeof v === 'number' ? (Number.isFinite(v) ? String(v) : '') : v;
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+/** One row per head: layer, head, roles, then every statistic at full precision. */
+export function statsToCsv(run: RunResult): string {
+  const header = ['layer', 'head', 'level', 'primary_role', 'primary_score', 'secondary_role', 'secondary_score', ...CSV_STATS, 'evidence'];
+  const lines = [header.join(',')];
+  for (const h of run.heads) {
+    const cells = [
+      h.layer,
+      h.head,
+      run.level,
+      h.roles.primary.id,
+      h.roles.primary.score,
+      h.roles.secondary.id,
+      h.roles.secondary.score,
+      ...CSV_STATS.map((k) => h.stats[k]),
+      h.roles.primary.evidence,
+    ];
+    lines.push(cells.map(csvField).join(','));
+  }
+  return lines.join('\r\n') + '\r\n';
+}
+
+export interface StatsExport {
+  model: Pick<ModelInfo, 'name' | 'architecture' | 'n_layer' | 'n_head' | 'd_model' | 'd_head'>;
+  text: string;
+  level: RunResult['level'];
+  tokens: string[];
+  heads: HeadReport[];
+}
+
+export function statsToJson(model: ModelInfo, run: RunResult): string {
+  const out: StatsExport = {
+    model: {
+      name: model.name,
+      architecture: model.architecture,
+      n_layer: model.n_layer,
+      n_head: model.n_head,
+      d_model: model.d_model,
+      d_head: model.d_head,
+    },
+    text: run.text,
+    level: run.level,
+    tokens: run.tokens.map((t) => t.text),
+    heads: run.heads,
+  };
+  return JSON.stringify(out, null, 2);
+}
+
+/** A file name from parts: "headscope-layer2-head5.svg". */
+export function exportName(parts: (string | number)[], ext: string): string {
+  return ['headscope', ...parts].join('-').replace(/[^A-Za-z0-9._-]+/g, '_') + '.' + ext;
+}
+
+// ---- browser-only helpers below ----
+
+export function sceneSvg(scene: Scene): string {
+  return sceneToSvg(scene, (p) => pixelsCanvas(p).toDataURL('image/png'));
+}
+
+export function scenePng(scene: Scene, pixelRatio = 2): Promise<Blob> {
+  const canvas = document.createElement('canvas');
+  canvas.width = Math.ceil(scene.width * pixelRatio);
+  canvas.height = Math.ceil(scene.height * pixelRatio);
+  const ctx = canvas.getContext('2d')!;
+  ctx.scale(pixelRatio, pixelRatio);
+  drawScene(ctx, scene, pixelsCanvas);
+  return new Promise((resolve, reject) => canvas.toBlob((b) => (b ? resolve(b) : reject(new Error('PNG encoding failed'))), 'image/png'));
+}
+
+export function download(data: Blob | string, filename: string, type = 'text/plain'): void {
+  const blob = typeof data === 'string' ? new Blob([data], { type }) : data;
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = filename;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}

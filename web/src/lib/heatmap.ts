@@ -1,0 +1,55 @@
+// Attention matrices as pixels: one pixel per cell through a colour lookup table, then scaled up
+// on a canvas without smoothing. Building the pixels is a single pass over the matrix, so a
+// layer of 12 heads at 512 tokens (3 M cells) redraws in a few milliseconds.
+
+import { DIVERGING_LUT, SEQUENTIAL_LUT, scaleValue, type ScaleName } from './colour';
+import type { Matrix } from './matrix';
+import type { Pixels } from './scene';
+
+/** Weights in [0, 1] under a colour scale → RGBA pixels (n × n). */
+export function matrixPixels(m: Matrix, scale: ScaleName): Pixels {
+  const size = m.n * m.n;
+  const data = new Uint8ClampedArray(size * 4);
+  const last = SEQUENTIAL_LUT.length / 4 - 1;
+  for (let i = 0; i < size; i++) {
+    const j = Math.round(scaleValue(m.data[i], scale) * last) * 4;
+    data[i * 4] = SEQUENTIAL_LUT[j];
+    data[i * 4 + 1] = SEQUENTIAL_LUT[j + 1];
+    data[i * 4 + 2] = SEQUENTIAL_LUT[j + 2];
+    data[i * 4 + 3] = 255;
+  }
+  return { width: m.n, height: m.n, data };
+}
+
+/** Signed values → diverging colours, ±limit at the ends (for differences of two heads). */
+export function signedPixels(values: ArrayLike<number>, width: number, height: number, limit: number): Pixels {
+  const data = new Uint8ClampedArray(width * height * 4);
+  const last = DIVERGING_LUT.length / 4 - 1;
+  for (let i = 0; i < width * height; i++) {
+    const t = limit > 0 ? 0.5 + 0.5 * Math.max(-1, Math.min(1, values[i] / limit)) : 0.5;
+    const j = Math.round(t * last) * 4;
+    data[i * 4] = DIVERGING_LUT[j];
+    data[i * 4 + 1] = DIVERGING_LUT[j + 1];
+    data[i * 4 + 2] = DIVERGING_LUT[j + 2];
+    data[i * 4 + 3] = 255;
+  }
+  return { width, height, data };
+}
+
+/** A canvas holding the pixels at their own size (source for drawImage). */
+export function pixelsCanvas(p: Pixels): HTMLCanvasElement {
+  const c = document.createElement('canvas');
+  c.width = p.width;
+  c.height = p.height;
+  const ctx = c.getContext('2d')!;
+  const img = ctx.createImageData(p.width, p.height);
+  img.data.set(p.data);
+  ctx.putImageData(img, 0, 0);
+  return c;
+}
+
+/** The cell under a pointer position inside a heatmap drawn at `size` CSS pixels. */
+export function cellAt(offsetX: number, offsetY: number, size: number, n: number): { q: number; k: number } | null {
+  if (offsetX < 0 || offsetY < 0 || offsetX >= size || offsetY >= size || n === 0) return null;
+  return { q: Math.min(n - 1, Math.floor((offsetY / size) * n)), k: Math.min(n - 1, Math.floor((offsetX / size) * n)) };
+}

@@ -1,0 +1,75 @@
+// The colour legend: a 0–1 bar for attention weights under the chosen scale, or a ±limit bar for
+// signed values. Drawn in the page (DOM) and as scene items for exports.
+//
+// The bar is laid out by colour position: position p shows the colour-table entry p, and the
+// tick of weight w sits at scaleValue(w), which is where that weight's colour lies.
+
+import { DIVERGING, SEQUENTIAL, SEQUENTIAL_LUT, lutColour, rgbToHex, scaleTicks, signedColour, type ScaleName } from './colour';
+import { h } from './dom';
+import type { SceneItem } from './scene';
+
+export const SCALE_TITLES: Record<ScaleName, string> = {
+  linear: 'attention weight (linear, 0–1)',
+  log: 'attention weight (log scale, 0.001–1)',
+  contrast: 'attention weight (√ contrast, 0–1)',
+};
+
+/** A legend element for attention weights. */
+export function attentionLegend(scale: ScaleName): HTMLElement {
+  const bar = h('div', { class: 'legend-bar', style: `background: linear-gradient(to right, ${SEQUENTIAL.join(', ')})` });
+  const ticks = h('div', { class: 'legend-ticks' });
+  for (const t of scaleTicks(scale)) ticks.appendChild(h('span', { style: `left: ${(t.position * 100).toFixed(2)}%` }, t.label));
+  return h(
+    'figure',
+    { class: 'legend', 'data-scale': scale, 'aria-label': `colour legend: ${SCALE_TITLES[scale]}` },
+    h('figcaption', {}, SCALE_TITLES[scale]),
+    bar,
+    ticks,
+  );
+}
+
+/** A legend for signed values from −limit to +limit. */
+export function signedLegend(limit: number, caption: string): HTMLElement {
+  const bar = h('div', { class: 'legend-bar', style: `background: linear-gradient(to right, ${DIVERGING.join(', ')})` });
+  const ticks = h('div', { class: 'legend-ticks' });
+  for (const [label, p] of signedTicks(limit)) ticks.appendChild(h('span', { style: `left: ${p * 100}%` }, label));
+  return h('figure', { class: 'legend', 'aria-label': `colour legend: ${caption}` }, h('figcaption', {}, caption), bar, ticks);
+}
+
+function signedTicks(limit: number): [string, number][] {
+  const fmt = (v: number) => (Math.abs(v) >= 0.01 || v === 0 ? v.toFixed(2) : v.toExponential(1));
+  return [
+    [fmt(-limit), 0],
+    ['0', 0.5],
+    [fmt(limit), 1],
+  ];
+}
+
+const BAR_STEPS = 64;
+
+/** Scene items of an attention legend at (x, y), `width` wide, 44 px tall. */
+export function attentionLegendItems(x: number, y: number, width: number, scale: ScaleName, textColour: string): SceneItem[] {
+  const items: SceneItem[] = [{ kind: 'text', x, y: y + 10, text: SCALE_TITLES[scale], size: 11, fill: textColour }];
+  for (let i = 0; i < BAR_STEPS; i++) {
+    const fill = rgbToHex(lutColour(SEQUENTIAL_LUT, (i + 0.5) / BAR_STEPS));
+    items.push({ kind: 'rect', x: x + (i * width) / BAR_STEPS, y: y + 16, w: width / BAR_STEPS + 0.5, h: 10, fill });
+  }
+  for (const t of scaleTicks(scale)) {
+    const tx = x + t.position * width;
+    items.push({ kind: 'line', x1: tx, y1: y + 26, x2: tx, y2: y + 30, stroke: textColour, width: 1 });
+    items.push({ kind: 'text', x: tx, y: y + 41, text: t.label, size: 10, fill: textColour, anchor: 'middle' });
+  }
+  return items;
+}
+
+/** Scene items of a signed legend, same size as the attention legend. */
+export function signedLegendItems(x: number, y: number, width: number, limit: number, caption: string, textColour: string): SceneItem[] {
+  const items: SceneItem[] = [{ kind: 'text', x, y: y + 10, text: caption, size: 11, fill: textColour }];
+  for (let i = 0; i < BAR_STEPS; i++) {
+    const v = (((i + 0.5) / BAR_STEPS) * 2 - 1) * limit;
+    items.push({ kind: 'rect', x: x + (i * width) / BAR_STEPS, y: y + 16, w: width / BAR_STEPS + 0.5, h: 10, fill: signedColour(v, limit) });
+  }
+  for (const [label, p] of signedTicks(limit))
+    items.push({ kind: 'text', x: x + p * width, y: y + 41, text: label, size: 10, fill: textColour, anchor: 'middle' });
+  return items;
+}

@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_STATE, stateFromQuery, stateToQuery, type ViewState } from './state';
+
+const shape = { n_layer: 6, n_head: 12 };
+
+describe('view state in the URL', () => {
+  it('round-trips every field', () => {
+    const s: ViewState = {
+      text: 'Ada wrote the program, & then "again"?',
+      view: 'compare',
+      layer: 4,
+      head: 11,
+      level: 'word',
+      hideSpecial: true,
+      scale: 'log',
+      token: 7,
+      compareA: { layer: 2, head: 3 },
+      compareB: { layer: 5, head: 0 },
+      lock: 3,
+    };
+    expect(stateFromQuery('?' + stateToQuery(s), shape)).toEqual(s);
+  });
+
+  it('keeps URLs short by leaving defaults out', () => {
+    expect(stateToQuery(DEFAULT_STATE)).toBe('layer=0&head=0');
+  });
+
+  it('falls back to defaults on malformed or out-of-range values', () => {
+    const s = stateFromQuery('layer=9&head=-1&view=nope&scale=cubic&level=letters&token=x&a=7.1&b=1.99&lock=abc', shape);
+    expect(s.layer).toBe(DEFAULT_STATE.layer);
+    expect(s.head).toBe(DEFAULT_STATE.head);
+    expect(s.view).toBe('layer');
+    expect(s.scale).toBe('linear');
+    expect(s.level).toBe('token');
+    expect(s.token).toBe(DEFAULT_STATE.token);
+    expect(s.compareA).toEqual(DEFAULT_STATE.compareA);
+    expect(s.compareB).toEqual({ layer: 0, head: 1 });
+    expect(s.lock).toBe(-1);
+  });
+
+  it('treats a blank text as the default sentence', () => {
+    expect(stateFromQuery('text=%20%20', shape).text).toBe(DEFAULT_STATE.text);
+  });
+});

@@ -1,0 +1,115 @@
+// The view state of the explorer, and its round trip through the page URL, so that a view can
+// be bookmarked, shared and restored (?text=…&layer=2&head=5&view=layer…).
+
+import { SCALES, type ScaleName } from './colour';
+
+export type ViewName = 'layer' | 'model' | 'lines' | 'compare';
+export const VIEWS: readonly ViewName[] = ['layer', 'model', 'lines', 'compare'];
+export type Level = 'token' | 'word';
+
+/** A head address: layer and head, both 0-based. */
+export interface HeadRef {
+  layer: number;
+  head: number;
+}
+
+export interface ViewState {
+  text: string;
+  view: ViewName;
+  layer: number;
+  head: number;
+  level: Level;
+  hideSpecial: boolean;
+  scale: ScaleName;
+  /** Token (always a token index, never a word index) whose W_O decomposition is shown. */
+  token: number;
+  /** The two heads of the compare view. */
+  compareA: HeadRef;
+  compareB: HeadRef;
+  /** Query position locked in the head-lines view (-1: none); in the units of `level`. */
+  lock: number;
+}
+
+export const DEFAULT_TEXT = "The animal didn't cross the street because it was too tired.";
+
+export const DEFAULT_STATE: ViewState = {
+  text: DEFAULT_TEXT,
+  view: 'layer',
+  layer: 0,
+  head: 0,
+  level: 'token',
+  hideSpecial: false,
+  scale: 'linear',
+  token: 1,
+  compareA: { layer: 0, head: 0 },
+  compareB: { layer: 0, head: 1 },
+  lock: -1,
+};
+
+export interface ModelShape {
+  n_layer: number;
+  n_head: number;
+}
+
+function headRefToString(r: HeadRef): string {
+  return `${r.layer}.${r.head}`;
+}
+
+function clampInt(raw: string | null, lo: number, hi: number, fallback: number): number {
+  if (raw === null || !/^-?\d+$/.test(raw)) return fallback;
+  const v = Number(raw);
+  return v < lo || v > hi ? fallback : v;
+}
+
+function parseHeadRef(raw: string | null, shape: ModelShape, fallback: HeadRef): HeadRef {
+  const m = raw ? /^(\d+)\.(\d+)$/.exec(raw) : null;
+  if (!m) return fallback;
+  const layer = Number(m[1]), head = Number(m[2]);
+  return layer < shape.n_layer && head < shape.n_head ? { layer, head } : fallback;
+}
+
+/** Serialises the state; fields equal to the default are left out to keep URLs short. */
+export function stateToQuery(s: ViewState): string {
+  const p = new URLSearchParams();
+  const d = DEFAULT_STATE;
+  if (s.text !== d.text) p.set('text', s.text);
+  if (s.view !== d.view) p.set('view', s.view);
+  p.set('layer', String(s.layer));
+  p.set('head', String(s.head));
+  if (s.level !== d.level) p.set('level', s.level);
+  if (s.hideSpecial) p.set('special', 'hide');
+  if (s.scale !== d.scale) p.set('scale', s.scale);
+  if (s.token !== d.token) p.set('token', String(s.token));
+  if (s.view === 'compare') {
+    p.set('a', headRefToString(s.compareA));
+    p.set('b', headRefToString(s.compareB));
+  }
+  if (s.lock >= 0) p.set('lock', String(s.lock));
+  return p.toString();
+}
+
+/**
+ * Reads a state from a query string. Anything missing, malformed or out of the model's range
+ * falls back to the default, so a hand-edited or stale URL still opens a valid view.
+ */
+export function stateFromQuery(query: string, shape: ModelShape): ViewState {
+  const p = new URLSearchParams(query.startsWith('?') ? query.slice(1) : query);
+  const d = DEFAULT_STATE;
+  const text = p.get('text');
+  const view = p.get('view') as ViewName | null;
+  const scale = p.get('scale') as ScaleName | null;
+  const level = p.get('level');
+  return {
+    text: text !== null && text.trim() !== '' ? text : d.text,
+    view: view !== null && VIEWS.includes(view) ? view : d.view,
+    layer: clampInt(p.get('layer'), 0, shape.n_layer - 1, d.layer),
+    head: clampInt(p.get('head'), 0, shape.n_head - 1, d.head),
+    level: level === 'word' ? 'word' : 'token',
+    hideSpecial: p.get('special') === 'hide',
+    scale: scale !== null && SCALES.includes(scale) ? scale : d.scale,
+    token: clampInt(p.get('token'), 0, 1 << 20, d.token),
+    compareA: parseHeadRef(p.get('a'), shape, d.compareA),
+    compareB: parseHeadRef(p.get('b'), shape, { layer: 0, head: Math.min(1, shape.n_head - 1) }),
+    lock: clampInt(p.get('lock'), 0, 1 << 20, -1),
+  };
+}

@@ -1,0 +1,203 @@
+// The selected head: "Head k – <role>", a description built from what was measured, the four
+// statistics of the lesson (entropy, sparsity, max and average attention), the role's typical
+// function, and the head's attention drawn large with labels.
+
+import type { HeadStats } from '../../lib/api';
+import { h, clear } from '../../lib/dom';
+import { fixed, percent, tokenLabel } from '../../lib/format';
+import { matrixPixels } from '../../lib/heatmap';
+import { LabeledHeatmap } from '../../lib/labeled-heatmap';
+import { headMatrix } from '../../lib/matrix';
+import { shownMatrix } from '../../lib/display';
+import type { Scene, SceneItem } from '../../lib/scene';
+import { THEME } from '../../lib/theme';
+import type { Tensor } from '../../lib/wire';
+import { attentionLegend, attentionLegendItems } from '../../lib/legend';
+import { headReport, roleInfo, roleStyle, type ExportableView, type ViewContext } from '../context';
+
+/** The lesson's four statistics: which field, how it is shown, what it means. */
+export const LESSON_STATS: readonly { key: keyof HeadStats; label: string; show: (v: number | null) => string; note: (s: HeadStats) => string }[] = [
+  {
+    key: 'entropy_bits',
+    label: 'Entropy',
+    show: (v) => fixed(v, 2),
+    note: (s) => `bits per row · ${fixed(s.entropy_norm, 2)} of the maximum`,
+  },
+  {
+    key: 'sparsity',
+    label: 'Sparsity',
+    show: (v) => percent(v),
+    note: (s) => `of weights are negligible · 90 % of the mass on ${fixed(s.keys_90, 1)} keys`,
+  },
+  {
+    key: 'max_attention',
+    label: 'Max attention',
+    show: (v) => fixed(v, 2),
+    note: () => 'largest weight of a row, averaged over rows',
+  },
+  {
+    key: 'avg_attention',
+    label: 'Avg attention',
+    show: (v) => fixed(v, 2),
+    note: () => 'weight where the attention lands (Σ a², 1/n if uniform)',
+  },
+];
+
+/** The further measurements, shown in a table under the lesson's four. */
+const MORE_STATS: readonly { key: keyof HeadStats; label: string; show: (v: number | null) => string }[] = [
+  { key: 'prev_mass', label: 'on the previous token', show: (v) => percent(v, 1) },
+  { key: 'self_mass', label: 'on itself', show: (v) => percent(v, 1) },
+  { key: 'next_mass', label: 'on the next token', show: (v) => percent(v, 1) },
+  { key: 'local_mass', label: 'within ±3 positions (not itself)', show: (v) => percent(v, 1) },
+  { key: 'first_mass', label: 'on the first position', show: (v) => percent(v, 1) },
+  { key: 'end_special_mass', label: 'on the closing special token', show: (v) => percent(v, 1) },
+  { key: 'sink_mass', label: 'on first or special tokens (sink)', show: (v) => percent(v, 1) },
+  { key: 'punct_mass', label: 'on punctuation', show: (v) => percent(v, 1) },
+  { key: 'content_mass', label: 'on other content tokens', show: (v) => percent(v, 1) },
+  { key: 'duplicate_mass', label: 'on other copies of the same token', show: (v) => percent(v, 1) },
+  { key: 'mean_distance', label: 'mean distance (positions)', show: (v) => fixed(v, 2) },
+  { key: 'mean_offset', label: 'mean signed offset (− = looks back)', show: (v) => fixed(v, 2) },
+  { key: 'uniform_overlap', label: 'overlap with a uniform row', show: (v) => percent(v, 1) },
+];
+
+function sentence(s: string): string {
+  const t = s.trim();
+  return t === '' || /[.!?]$/.test(t) ? t : t + '.';
+}
+
+export class HeadPanel implements ExportableView {
+  readonly el: HTMLElement;
+  private title: HTMLElement;
+  private kicker: HTMLElement;
+  private heatmap: LabeledHeatmap;
+  private legendSlot: HTMLElement;
+  private info: HTMLElement;
+  private ctx: ViewContext | null = null;
+  /** Unit index of every shown row (special tokens may be hidden). */
+  private shownIndex: number[] = [];
+
+  /** onQuery: a cell was clicked; receives the unit index of its row (the query). */
+  constructor(onQuery: (unit: number) => void) {
+    this.kicker = h('p', { class: 'kicker' });
+    this.title = h('h2', { id: 'head-title' });
+    this.heatmap = new LabeledHeatmap(440, (q) => onQuery(this.shownIndex[q]));
+    this.legendSlot = h('div', { class: 'legend-slot' });
+    this.info = h('div', { class: 'head-info' });
+    this.el = h(
+      'section',
+      { class: 'panel head-panel', id: 'head-panel', 'aria-labelledby': 'head-title' },
+      this.kicker,
+      this.title,
+      h('div', { class: 'head-body' }, h('div', { class: 'head-figure' }, this.heatmap.el, this.legendSlot), this.info),
+    );
+  }
+
+  /** attention: [1, n_head, U, U] of the selected layer. */
+  update(ctx: ViewContext, attention: Tensor): void {
+    this.ctx = ctx;
+    const { model, state, units, run } = ctx;
+    const report = headReport(ctx, state.layer, state.head);
+    const { primary, secondary } = report.roles;
+    const role = roleInfo(model, primary.id);
+    const detail = primary.detail ? ` (${primary.detail})` : '';
+    this.kicker.textContent = `Layer ${state.layer} of ${model.n_layer} · head ${state.head} of ${model.n_head} · ${model.name}`;
+    clear(this.title);
+    this.title.append(`Head ${state.head} – `, h('span', { class: 'role-name', style: `--role: ${role.color}` }, primary.name + detail));
+    this.title.setAttribute('data-role', primary.id);
+
+    const shown = shownMatrix(headMatrix(attention, 0, state.head), units, state.hideSpecial);
+    this.shownIndex = shown.index;
+    this.heatmap.update({
+      matrix: shown.matrix,
+      pixels: matrixPixels(shown.matrix, state.scale),
+      labels: shown.labels,
+      describe: (q, k, v) => [
+        `${tokenLabel(shown.labels[q], 24)} → ${tokenLabel(shown.labels[k], 24)}`,
+        `weight ${v.toFixed(4)}${state.hideSpecial ? ' (renormalised without special tokens)' : ''}`,
+        `query ${shown.index[q]}, key ${shown.index[k]} (${units.level}s)`,
+      ],
+    });
+    clear(this.legendSlot);
+    this.legendSlot.appendChild(attentionLegend(state.scale));
+
+    const s = report.stats;
+    const stats = h('div', { class: 'stat-grid', id: 'head-stats' });
+    for (const st of LESSON_STATS) {
+      const v = s[st.key] as number | null;
+      stats.appendChild(
+        h(
+          'div',
+          { class: 'stat', 'data-stat': st.key, 'data-value': v === null ? '' : String(v) },
+          h('span', { class: 'stat-value' }, st.show(v)),
+          h('span', { class: 'stat-label' }, st.label),
+          h('span', { class: 'stat-note' }, st.note(s)),
+        ),
+      );
+    }
+    const more = h('table', { class: 'more-stats' });
+    for (const st of MORE_STATS) {
+      const v = s[st.key] as number | null;
+      more.appendChild(h('tr', { 'data-stat': st.key, 'data-value': v === null ? '' : String(v) }, h('th', {}, st.label), h('td', {}, st.show(v))));
+    }
+    const scores = h('ul', { class: 'score-list' });
+    for (const sc of report.roles.scores.slice(0, 6)) {
+      const r = roleInfo(model, sc.id);
+      scores.appendChild(
+        h(
+          'li',
+          { title: sc.evidence },
+          h('span', { class: 'score-name' }, sc.name + (sc.detail ? ` (${sc.detail})` : '')),
+          h('span', { class: 'score-bar' }, h('span', { style: `width: ${((sc.score ?? 0) * 100).toFixed(1)}%; background: ${r.color}` })),
+          h('span', { class: 'score-value' }, fixed(sc.score, 2)),
+        ),
+      );
+    }
+
+    const secondaryRole = roleInfo(model, secondary.id);
+    clear(this.info);
+    this.info.append(
+      h('h3', {}, 'Description'),
+      h(
+        'p',
+        { id: 'head-description' },
+        sentence(primary.evidence),
+        secondary.evidence ? ` Next strongest pattern, ${secondary.name.toLowerCase()}: ${sentence(secondary.evidence)}` : '',
+      ),
+      h('p', { class: 'muted' }, h('span', { class: 'badge', style: roleStyle(role.color) }, primary.name), ' ', sentence(role.description)),
+      h('p', { class: 'muted small' }, `Measured on this text, over all ${s.n_queries} query ${run.level}s (special tokens included). Confidence ${fixed(report.roles.confidence, 2)}, ${fixed(report.roles.margin, 2)} ahead of ${secondaryRole.name.toLowerCase()}.`),
+      h('h3', {}, 'Statistics'),
+      stats,
+      h('h3', {}, 'Typical function'),
+      h('p', { id: 'head-function' }, sentence(role.typical_function)),
+      role.literature ? h('p', { class: 'muted small' }, 'See: ', role.literature) : '',
+      h('details', { class: 'more' }, h('summary', {}, 'Role scores and more measurements'), scores, more),
+    );
+  }
+
+  exportParts(): (string | number)[] {
+    return this.ctx ? [`layer${this.ctx.state.layer}`, `head${this.ctx.state.head}`] : ['head'];
+  }
+
+  scene(): Scene | null {
+    if (!this.ctx) return null;
+    const { model, state } = this.ctx;
+    const report = headReport(this.ctx, state.layer, state.head);
+    const { width: hw, height: hh } = this.heatmap.size;
+    const pad = 18;
+    const infoX = pad + hw + 24;
+    const width = Math.max(infoX + 320, 560);
+    const height = Math.max(hh + 110, 330);
+    const items: SceneItem[] = [
+      { kind: 'text', x: pad, y: 26, text: `Head ${state.head} – ${report.roles.primary.name}`, size: 17, fill: THEME.text, weight: 'bold' },
+      { kind: 'text', x: pad, y: 44, text: `${model.name} · layer ${state.layer} · ${state.level}s`, size: 11, fill: THEME.muted },
+      ...this.heatmap.sceneItems(pad, 56),
+      ...attentionLegendItems(pad, 56 + hh + 6, Math.min(300, hw), state.scale, THEME.text),
+    ];
+    LESSON_STATS.forEach((st, i) => {
+      const y = 80 + i * 56;
+      items.push({ kind: 'text', x: infoX, y, text: st.show(report.stats[st.key] as number | null), size: 22, fill: THEME.accent, weight: 'bold' });
+      items.push({ kind: 'text', x: infoX, y: y + 18, text: `${st.label} — ${st.note(report.stats)}`, size: 11, fill: THEME.muted });
+    });
+    return { width, height, background: THEME.panel, items };
+  }
+}

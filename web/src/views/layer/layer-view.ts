@@ -1,0 +1,132 @@
+// All heads of the chosen layer side by side, as heatmaps on one 0–1 colour scale.
+
+import { h, clear, hideTooltip, showTooltip, sizeCanvas } from '../../lib/dom';
+import { cellAt, matrixPixels, pixelsCanvas } from '../../lib/heatmap';
+import { attentionLegend, attentionLegendItems } from '../../lib/legend';
+import { headMatrix } from '../../lib/matrix';
+import { shownMatrix, type ShownMatrix } from '../../lib/display';
+import type { Pixels, Scene, SceneItem } from '../../lib/scene';
+import { THEME } from '../../lib/theme';
+import type { Tensor } from '../../lib/wire';
+import { tokenLabel } from '../../lib/format';
+import { headReport, roleBadge, roleInfo, roleStyle, type ExportableView, type ViewContext } from '../context';
+import { readableOn } from '../../lib/colour';
+
+const TILE = 168;
+
+interface Tile {
+  shown: ShownMatrix;
+  pixels: Pixels;
+}
+
+export interface LayerCallbacks {
+  selectHead(head: number): void;
+}
+
+export class LayerView implements ExportableView {
+  readonly el: HTMLElement;
+  private heading: HTMLElement;
+  private grid: HTMLElement;
+  private legendSlot: HTMLElement;
+  private tiles: Tile[] = [];
+  private ctx: ViewContext | null = null;
+
+  constructor(private readonly callbacks: LayerCallbacks) {
+    this.heading = h('h2', { id: 'layer-title' });
+    this.grid = h('div', { class: 'head-grid', id: 'head-grid' });
+    this.legendSlot = h('div', { class: 'legend-slot' });
+    this.el = h(
+      'section',
+      { class: 'view layer-view', 'aria-labelledby': 'layer-title' },
+      h('div', { class: 'view-head' }, this.heading, this.legendSlot),
+      h('p', { class: 'muted' }, 'Each square is one head: row = the token that looks (query), column = the token looked at (key). Click a head to study it below; hover for exact weights.'),
+      this.grid,
+    );
+  }
+
+  /** attention: [1, n_head, U, U], the chosen layer at the chosen level. */
+  update(ctx: ViewContext, attention: Tensor): void {
+    this.ctx = ctx;
+    const { model, state, units } = ctx;
+    this.heading.textContent = `Layer ${state.layer}: all ${model.n_head} heads side by side`;
+    clear(this.legendSlot);
+    this.legendSlot.appendChild(attentionLegend(state.scale));
+    clear(this.grid);
+    this.tiles = [];
+    for (let head = 0; head < model.n_head; head++) {
+      const shown = shownMatrix(headMatrix(attention, 0, head), units, state.hideSpecial);
+      const pixels = matrixPixels(shown.matrix, state.scale);
+      this.tiles.push({ shown, pixels });
+      const report = headReport(ctx, state.layer, head);
+      const role = roleInfo(model, report.roles.primary.id);
+      const canvas = document.createElement('canvas');
+      const c2d = sizeCanvas(canvas, TILE, TILE);
+      c2d.imageSmoothingEnabled = false;
+      c2d.drawImage(pixelsCanvas(pixels), 0, 0, TILE, TILE);
+      canvas.addEventListener('mousemove', (e) => {
+        const cell = cellAt(e.offsetX, e.offsetY, TILE, shown.matrix.n);
+        if (!cell) return hideTooltip();
+        const v = shown.matrix.data[cell.q * shown.matrix.n + cell.k];
+        showTooltip(e.clientX, e.clientY, [
+          `Layer ${state.layer} · head ${head}`,
+          `${tokenLabel(shown.labels[cell.q], 24)} → ${tokenLabel(shown.labels[cell.k], 24)}`,
+          `weight ${v.toFixed(4)}`,
+        ]);
+      });
+      canvas.addEventListener('mouseleave', hideTooltip);
+      const selected = head === state.head;
+      this.grid.appendChild(
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'head-tile' + (selected ? ' selected' : ''),
+            'data-head': head,
+            'aria-pressed': String(selected),
+            'aria-label': `head ${head}: ${report.roles.primary.name}`,
+            onclick: () => this.callbacks.selectHead(head),
+          },
+          h(
+            'span',
+            { class: 'tile-head' },
+            h('span', { class: 'tile-name' }, `H${head}`),
+            h('span', { class: 'badge', style: roleStyle(role.color), title: report.roles.primary.evidence }, report.roles.primary.name),
+          ),
+          canvas,
+        ),
+      );
+    }
+  }
+
+  exportParts(): (string | number)[] {
+    return this.ctx ? [`layer${this.ctx.state.layer}`, 'heads'] : ['layer'];
+  }
+
+  scene(): Scene | null {
+    if (!this.ctx) return null;
+    const { model, state } = this.ctx;
+    const cols = Math.min(model.n_head, 6);
+    const rows = Math.ceil(model.n_head / cols);
+    const gap = 18, top = 52, tileHead = 18;
+    const width = cols * TILE + (cols + 1) * gap;
+    const height = top + rows * (TILE + tileHead + gap) + 60;
+    const items: SceneItem[] = [
+      { kind: 'text', x: gap, y: 24, text: `${model.name} · layer ${state.layer} · ${model.n_head} heads · ${state.level}s`, size: 15, fill: THEME.text, weight: 'bold' },
+      { kind: 'text', x: gap, y: 42, text: this.ctx.run.text, size: 11, fill: THEME.muted },
+    ];
+    this.tiles.forEach((tile, head) => {
+      const x = gap + (head % cols) * (TILE + gap);
+      const y = top + Math.floor(head / cols) * (TILE + tileHead + gap);
+      const report = headReport(this.ctx!, state.layer, head);
+      const role = roleInfo(model, report.roles.primary.id);
+      items.push({ kind: 'text', x, y: y + 12, text: `H${head}`, size: 12, fill: THEME.text, weight: 'bold' });
+      items.push({ kind: 'rect', x: x + 30, y: y + 2, w: 22, h: 13, fill: role.color, rx: 3 });
+      items.push({ kind: 'text', x: x + 41, y: y + 12, text: roleBadge(role.name), size: 9, fill: readableOn(role.color), anchor: 'middle', weight: 'bold' });
+      items.push({ kind: 'text', x: x + 58, y: y + 12, text: report.roles.primary.name, size: 11, fill: THEME.muted });
+      items.push({ kind: 'image', x, y: y + tileHead, w: TILE, h: TILE, pixels: tile.pixels });
+      items.push({ kind: 'rect', x, y: y + tileHead, w: TILE, h: TILE, fill: 'none', stroke: head === state.head ? THEME.focus : THEME.border, strokeWidth: head === state.head ? 2 : 1 });
+    });
+    items.push(...attentionLegendItems(gap, height - 50, Math.min(320, width - 2 * gap), state.scale, THEME.text));
+    return { width, height, background: THEME.panel, items };
+  }
+}

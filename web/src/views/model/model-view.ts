@@ -1,0 +1,160 @@
+// The whole model at a glance: every layer × head as a thumbnail of its attention, badged with
+// the colour and initials of its detected role. Click a thumbnail to study that head.
+
+import { readableOn } from '../../lib/colour';
+import { h, clear, hideTooltip, showTooltip, sizeCanvas } from '../../lib/dom';
+import { fixed } from '../../lib/format';
+import { matrixPixels, pixelsCanvas } from '../../lib/heatmap';
+import { attentionLegend, attentionLegendItems } from '../../lib/legend';
+import { headMatrix, maxPool } from '../../lib/matrix';
+import { shownMatrix } from '../../lib/display';
+import { drawScene, type Pixels, type Scene, type SceneItem } from '../../lib/scene';
+import { THEME } from '../../lib/theme';
+import type { Tensor } from '../../lib/wire';
+import { headReport, roleBadge, roleInfo, roleStyle, type ExportableView, type ViewContext } from '../context';
+
+export interface ModelCallbacks {
+  select(layer: number, head: number): void;
+}
+
+const LABEL_W = 34;
+const HEADER_H = 18;
+const BADGE_H = 14;
+const GAP = 6;
+
+export class ModelView implements ExportableView {
+  readonly el: HTMLElement;
+  private canvas: HTMLCanvasElement;
+  private legendSlot: HTMLElement;
+  private roles: HTMLElement;
+  private ctx: ViewContext | null = null;
+  private thumbs: Pixels[] = [];
+  private thumb = 64;
+
+  constructor(
+    private readonly callbacks: ModelCallbacks,
+    private readonly maxWidth: number,
+  ) {
+    this.canvas = h('canvas', { class: 'model-grid', id: 'model-grid', tabindex: 0, 'aria-label': 'every head of the model; arrow keys move the selection' });
+    this.canvas.addEventListener('mousemove', (e) => this.onMove(e));
+    this.canvas.addEventListener('mouseleave', hideTooltip);
+    this.canvas.addEventListener('click', (e) => {
+      const c = this.cellAt(e.offsetX, e.offsetY);
+      if (c) this.callbacks.select(c.layer, c.head);
+    });
+    this.legendSlot = h('div', { class: 'legend-slot' });
+    this.roles = h('ul', { class: 'role-legend', id: 'role-legend' });
+    this.el = h(
+      'section',
+      { class: 'view model-view', 'aria-labelledby': 'model-title' },
+      h('div', { class: 'view-head' }, h('h2', { id: 'model-title' }, 'Every head of the model'), this.legendSlot),
+      h('p', { class: 'muted' }, 'Rows are layers (input at the top), columns are heads. The coloured strip under each map names the role detected on this text.'),
+      h('div', { class: 'scroll-x' }, this.canvas),
+      this.roles,
+    );
+  }
+
+  /** attention: [n_layer, n_head, U, U] (8-bit is plenty for thumbnails). */
+  update(ctx: ViewContext, attention: Tensor): void {
+    this.ctx = ctx;
+    const { model, state, units } = ctx;
+    this.thumb = Math.max(24, Math.min(72, Math.floor((this.maxWidth - LABEL_W) / model.n_head) - GAP));
+    this.thumbs = [];
+    for (let l = 0; l < model.n_layer; l++)
+      for (let hd = 0; hd < model.n_head; hd++) {
+        const shown = shownMatrix(headMatrix(attention, l, hd), units, state.hideSpecial);
+        this.thumbs.push(matrixPixels(maxPool(shown.matrix, this.thumb * 2), state.scale));
+      }
+    this.draw();
+    clear(this.legendSlot);
+    this.legendSlot.appendChild(attentionLegend(state.scale));
+    const counts = new Map<string, number>();
+    for (const r of ctx.run.heads) counts.set(r.roles.primary.id, (counts.get(r.roles.primary.id) ?? 0) + 1);
+    clear(this.roles);
+    for (const role of model.roles) {
+      const n = counts.get(role.id);
+      if (!n) continue;
+      this.roles.appendChild(h('li', { title: role.description }, h('span', { class: 'badge', style: roleStyle(role.color) }, roleBadge(role.name)), ` ${role.name}: ${n} head${n === 1 ? '' : 's'}`));
+    }
+  }
+
+  private get cellW(): number {
+    return this.thumb + GAP;
+  }
+  private get cellH(): number {
+    return this.thumb + BADGE_H + GAP;
+  }
+
+  private cellAt(x: number, y: number): { layer: number; head: number } | null {
+    if (!this.ctx) return null;
+    const head = Math.floor((x - LABEL_W) / this.cellW), layer = Math.floor((y - HEADER_H) / this.cellH);
+    if (x < LABEL_W || y < HEADER_H || head >= this.ctx.model.n_head || layer >= this.ctx.model.n_layer) return null;
+    return { layer, head };
+  }
+
+  private onMove(e: MouseEvent): void {
+    const c = this.cellAt(e.offsetX, e.offsetY);
+    if (!c || !this.ctx) return hideTooltip();
+    const r = headReport(this.ctx, c.layer, c.head).roles;
+    showTooltip(e.clientX, e.clientY, [`Layer ${c.layer} · head ${c.head}: ${r.primary.name}${r.primary.detail ? ` (${r.primary.detail})` : ''}`, r.primary.evidence, `score ${fixed(r.primary.score, 2)}; then ${r.secondary.name.toLowerCase()} ${fixed(r.secondary.score, 2)}`]);
+  }
+
+  private draw(): void {
+    if (!this.ctx) return;
+    const { model } = this.ctx;
+    const width = LABEL_W + model.n_head * this.cellW, height = HEADER_H + model.n_layer * this.cellH;
+    drawScene(sizeCanvas(this.canvas, width, height), { width, height, background: THEME.panel, items: this.items() }, pixelsCanvas);
+  }
+
+  /** The grid as scene items with its top-left corner at (0, 0). */
+  private items(dx = 0, dy = 0): SceneItem[] {
+    const { model, state } = this.ctx!;
+    const items: SceneItem[] = [];
+    for (let hd = 0; hd < model.n_head; hd++)
+      items.push({ kind: 'text', x: dx + LABEL_W + hd * this.cellW + this.thumb / 2, y: dy + 12, text: `H${hd}`, size: 10, fill: THEME.muted, anchor: 'middle' });
+    for (let l = 0; l < model.n_layer; l++) {
+      const y = dy + HEADER_H + l * this.cellH;
+      items.push({ kind: 'text', x: dx + 4, y: y + this.thumb / 2 + 4, text: `L${l}`, size: 11, fill: THEME.text, weight: 'bold' });
+      for (let hd = 0; hd < model.n_head; hd++) {
+        const x = dx + LABEL_W + hd * this.cellW;
+        const role = roleInfo(model, headReport(this.ctx!, l, hd).roles.primary.id);
+        items.push({ kind: 'image', x, y, w: this.thumb, h: this.thumb, pixels: this.thumbs[l * model.n_head + hd] });
+        items.push({ kind: 'rect', x, y: y + this.thumb, w: this.thumb, h: BADGE_H, fill: role.color });
+        items.push({ kind: 'text', x: x + this.thumb / 2, y: y + this.thumb + 11, text: roleBadge(role.name), size: 9, fill: readableOn(role.color), anchor: 'middle', weight: 'bold' });
+        const selected = l === state.layer && hd === state.head;
+        items.push({ kind: 'rect', x: x - 1, y: y - 1, w: this.thumb + 2, h: this.thumb + BADGE_H + 2, fill: 'none', stroke: selected ? THEME.focus : THEME.border, strokeWidth: selected ? 2.5 : 1 });
+      }
+    }
+    return items;
+  }
+
+  exportParts(): (string | number)[] {
+    return ['model', 'overview'];
+  }
+
+  scene(): Scene | null {
+    if (!this.ctx) return null;
+    const { model, state } = this.ctx;
+    const gridW = LABEL_W + model.n_head * this.cellW, gridH = HEADER_H + model.n_layer * this.cellH;
+    const items: SceneItem[] = [
+      { kind: 'text', x: 12, y: 22, text: `${model.name}: ${model.n_layer} layers × ${model.n_head} heads, coloured by role (${state.level}s)`, size: 14, fill: THEME.text, weight: 'bold' },
+      ...this.items(12, 34),
+      ...attentionLegendItems(12, 34 + gridH + 10, 300, state.scale, THEME.text),
+    ];
+    let lx = 340;
+    const counted = new Set(this.ctx.run.heads.map((r) => r.roles.primary.id));
+    let ly = 34 + gridH + 14;
+    for (const role of model.roles) {
+      if (!counted.has(role.id)) continue;
+      items.push({ kind: 'rect', x: lx, y: ly, w: 22, h: 13, fill: role.color, rx: 3 });
+      items.push({ kind: 'text', x: lx + 11, y: ly + 10, text: roleBadge(role.name), size: 9, fill: readableOn(role.color), anchor: 'middle', weight: 'bold' });
+      items.push({ kind: 'text', x: lx + 28, y: ly + 10, text: role.name, size: 11, fill: THEME.text });
+      lx += 150;
+      if (lx > gridW - 100) {
+        lx = 340;
+        ly += 18;
+      }
+    }
+    return { width: Math.max(gridW + 24, 640), height: ly + 40, background: THEME.panel, items };
+  }
+}

@@ -1,0 +1,252 @@
+// Concat(head₀ … head_{h−1}) · W_O with the model's real sizes, and for one chosen token the real
+// numbers: every head's output, their concatenation, its projection by W_O, and the same output
+// written as a sum of one contribution per head (each with its norm).
+
+import type { Decomposition, ModelInfo, RunResult } from '../../lib/api';
+import { h, clear, hideTooltip, showTooltip, sizeCanvas } from '../../lib/dom';
+import { fixed, signed, subscript, tokenLabel } from '../../lib/format';
+import { pixelsCanvas, signedPixels } from '../../lib/heatmap';
+import { signedLegend, signedLegendItems } from '../../lib/legend';
+import { maxAbs } from '../../lib/matrix';
+import { escapeXml, sceneToSvg, type Scene, type SceneItem } from '../../lib/scene';
+import { THEME } from '../../lib/theme';
+import { row } from '../../lib/wire';
+import { headReport, roleInfo, roleStyle, type ExportableView, type ViewContext } from '../context';
+
+/** Width in CSS px of one number in the long (d_model) strips and in the head-output strips. */
+const WIDE_CELL = 2;
+const HEAD_CELL = 6;
+const STRIP_HEIGHT = 16;
+
+export interface ProjectionCallbacks {
+  selectToken(token: number): void;
+}
+
+/** The formula's title with subscripts: Concat(head₀, …, head₁₁) · W_O. */
+export function concatFormula(nHead: number): string {
+  return `Concat(head${subscript(0)}, …, head${subscript(nHead - 1)}) · W_O`;
+}
+
+/** The diagram of the formula with the model's sizes (also used in exports). */
+export function diagramScene(model: ModelInfo, roleColours: string[], width: number): Scene {
+  const items: SceneItem[] = [];
+  const concatDim = model.n_head * model.d_head;
+  const [woOut, woIn] = model.w_o_shape;
+  const y = 20, boxH = 46;
+  const headW = Math.max(16, Math.min(30, (width * 0.36) / model.n_head - 4));
+  let x = 10;
+  for (let i = 0; i < model.n_head; i++) {
+    const colour = roleColours[i] ?? THEME.accent;
+    items.push({ kind: 'rect', x, y, w: headW, h: boxH, fill: colour, rx: 3 });
+    items.push({ kind: 'text', x: x + headW / 2, y: y + boxH / 2 + 4, text: `H${i}`, size: headW > 24 ? 11 : 9, fill: '#ffffff', anchor: 'middle', weight: 'bold' });
+    x += headW + 4;
+  }
+  items.push({ kind: 'text', x: 10, y: y + boxH + 18, text: `${model.n_head} heads × d_head ${model.d_head}`, size: 12, fill: THEME.muted });
+  const arrow = (ax: number) => items.push({ kind: 'text', x: ax, y: y + boxH / 2 + 7, text: '→', size: 22, fill: THEME.muted, anchor: 'middle' });
+  const box = (bx: number, bw: number, title: string, sub: string, fill: string) => {
+    items.push({ kind: 'rect', x: bx, y, w: bw, h: boxH, fill, stroke: THEME.border, rx: 6 });
+    items.push({ kind: 'text', x: bx + bw / 2, y: y + 20, text: title, size: 13, fill: THEME.text, anchor: 'middle', weight: 'bold' });
+    items.push({ kind: 'text', x: bx + bw / 2, y: y + 37, text: sub, size: 12, fill: THEME.text, anchor: 'middle' });
+  };
+  x += 18;
+  arrow(x);
+  x += 18;
+  box(x, 150, 'Concat', `${model.n_head} × ${model.d_head} = ${concatDim} dim`, THEME.panelAlt);
+  x += 150 + 16;
+  items.push({ kind: 'text', x, y: y + boxH / 2 + 6, text: '×', size: 18, fill: THEME.muted, anchor: 'middle' });
+  x += 16;
+  box(x, 110, 'W_O', `${woOut} × ${woIn}`, THEME.codeBg);
+  x += 110 + 18;
+  arrow(x);
+  x += 18;
+  box(x, 120, 'Output', `${model.d_model} dim`, THEME.panelAlt);
+  if (concatDim === model.d_model)
+    items.push({ kind: 'text', x: 10, y: y + boxH + 36, text: `Here h × d_head = ${model.n_head} × ${model.d_head} = d_model = ${model.d_model}: the heads split the model width between them.`, size: 12, fill: THEME.muted });
+  return { width: Math.max(width, x + 130), height: y + boxH + 46, background: THEME.panel, items };
+}
+
+function strip(values: Float32Array, limit: number, cell: number, describe: (i: number, v: number) => string[], segment = 0): HTMLCanvasElement {
+  const canvas = document.createElement('canvas');
+  canvas.className = 'strip';
+  const width = values.length * cell;
+  const ctx = sizeCanvas(canvas, width, STRIP_HEIGHT);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(pixelsCanvas(signedPixels(values, values.length, 1, limit)), 0, 0, width, STRIP_HEIGHT);
+  if (segment > 0) {
+    ctx.fillStyle = THEME.text;
+    for (let s = segment; s < values.length; s += segment) ctx.fillRect(s * cell - 0.5, 0, 1, STRIP_HEIGHT);
+  }
+  canvas.addEventListener('mousemove', (e) => {
+    const i = Math.min(values.length - 1, Math.max(0, Math.floor(e.offsetX / cell)));
+    showTooltip(e.clientX, e.clientY, describe(i, values[i]));
+  });
+  canvas.addEventListener('mouseleave', hideTooltip);
+  return canvas;
+}
+
+function topKey(rowValues: Float32Array, run: RunResult): { token: string; weight: number } {
+  let best = 0;
+  for (let k = 1; k < rowValues.length; k++) if (rowValues[k] > rowValues[best]) best = k;
+  return { token: run.tokens[best]?.text ?? '?', weight: rowValues[best] };
+}
+
+export class ProjectionView implements ExportableView {
+  readonly el: HTMLElement;
+  private title: HTMLElement;
+  private diagram: HTMLElement;
+  private tokens: HTMLElement;
+  private body: HTMLElement;
+  private ctx: ViewContext | null = null;
+  private dec: Decomposition | null = null;
+
+  constructor(private readonly callbacks: ProjectionCallbacks) {
+    this.title = h('h2', { id: 'projection-title' });
+    this.diagram = h('div', { class: 'diagram', id: 'concat-diagram' });
+    this.tokens = h('div', { class: 'chips token-chips', role: 'group', 'aria-label': 'token to decompose' });
+    this.body = h('div', { class: 'decomposition', id: 'decomposition' });
+    this.el = h(
+      'section',
+      { class: 'panel projection', 'aria-labelledby': 'projection-title' },
+      h('p', { class: 'kicker' }, 'Multi-head attention'),
+      this.title,
+      h(
+        'p',
+        {},
+        'Every head returns a short vector per token. The layer lays these vectors side by side and multiplies the result by one learned matrix, W_O. ',
+        'Because the multiplication is linear, the output is exactly the sum of what each head adds on its own, which is how the layer blends the heads.',
+      ),
+      this.diagram,
+      h('h3', {}, 'Follow one token through W_O'),
+      h('p', { class: 'muted' }, 'Pick a token ([ and ] step through them). Colours: red below zero, blue above, white at zero; hover a cell for its value.'),
+      this.tokens,
+      this.body,
+    );
+  }
+
+  update(ctx: ViewContext, dec: Decomposition | null): void {
+    this.ctx = ctx;
+    this.dec = dec;
+    const { model, state, run } = ctx;
+    this.title.textContent = concatFormula(model.n_head);
+    const colours = Array.from({ length: model.n_head }, (_, i) => roleInfo(model, headReport(ctx, state.layer, i).roles.primary.id).color);
+    this.diagram.innerHTML = sceneToSvg(diagramScene(model, colours, 900), () => '');
+    this.diagram.querySelector('svg')?.setAttribute('role', 'img');
+    this.diagram.querySelector('svg')?.setAttribute('aria-label', escapeXml(`${concatFormula(model.n_head)}: ${model.n_head} heads of ${model.d_head} dimensions, W_O ${model.w_o_shape.join(' × ')}, output ${model.d_model}`));
+
+    clear(this.tokens);
+    run.tokens.forEach((t, i) =>
+      this.tokens.appendChild(
+        h('button', { type: 'button', class: 'chip token' + (t.special ? ' special' : ''), 'data-token': i, 'aria-pressed': String(i === state.token), onclick: () => this.callbacks.selectToken(i) }, tokenLabel(t.text, 18)),
+      ),
+    );
+    clear(this.body);
+    if (!dec) {
+      this.body.appendChild(h('p', { class: 'muted' }, 'Loading the decomposition…'));
+      return;
+    }
+    this.renderVectors(ctx, dec);
+  }
+
+  private renderVectors(ctx: ViewContext, dec: Decomposition): void {
+    const { model, run, state } = ctx;
+    const token = run.tokens[dec.token]?.text ?? '?';
+    const H = dec.n_head, dh = dec.d_head, D = dec.d_model;
+    const headLimit = maxAbs(dec.head_outputs.data) || 1;
+    const outLimit = Math.max(maxAbs(dec.attn_output.data), maxAbs(dec.projection.data)) || 1;
+    const contribLimit = maxAbs(dec.contributions.data) || 1;
+    const norms = dec.contribution_norms.data;
+    const maxNorm = Math.max(...norms) || 1;
+    const dim = (what: string) => (i: number, v: number) => [`${what}, dimension ${i}`, signed(v)];
+
+    const grid = h('div', { class: 'vector-grid' });
+    const rowEl = (label: Node | string, canvas: HTMLCanvasElement, value: Node | string, attrs: Record<string, string> = {}) =>
+      grid.appendChild(h('div', { class: 'vector-row', ...attrs }, h('div', { class: 'vector-label' }, label), h('div', { class: 'vector-strip' }, canvas), h('div', { class: 'vector-value' }, value)));
+    const step = (n: number, text: string) => grid.appendChild(h('h4', { class: 'vector-step' }, h('span', { class: 'step-no' }, String(n)), text));
+
+    step(1, `Each head's output for “${tokenLabel(token, 20)}” in layer ${dec.layer}: ${H} vectors of d_head = ${dh} numbers`);
+    for (let i = 0; i < H; i++) {
+      const report = headReport(ctx, state.layer, i);
+      const role = roleInfo(model, report.roles.primary.id);
+      const top = topKey(row(dec.attention_rows, i), run);
+      rowEl(
+        h('span', {}, h('span', { class: 'badge small', style: roleStyle(role.color) }, `H${i}`)),
+        strip(row(dec.head_outputs, i), headLimit, HEAD_CELL, dim(`head ${i} output`)),
+        `‖·‖ ${fixed(dec.head_output_norms.data[i], 2)} · reads “${tokenLabel(top.token, 12)}” ${fixed(top.weight, 2)}`,
+        { 'data-head-output': String(i) },
+      );
+    }
+    step(2, `Concatenation: ${H} × ${dh} = ${H * dh} numbers, head by head`);
+    rowEl('concat', strip(dec.concat.data, headLimit, WIDE_CELL, (i, v) => [`concat ${i} = head ${Math.floor(i / dh)}, dim ${i % dh}`, signed(v)], dh), `${H * dh} dim`);
+    step(3, `Projection by W_O (${dec.w_o_shape[0]} × ${dec.w_o_shape[1]}), plus its bias`);
+    rowEl('W_O · concat', strip(dec.projection.data, outLimit, WIDE_CELL, dim('projection')), `${D} dim`);
+    rowEl('+ b_O', strip(dec.bias.data, outLimit, WIDE_CELL, dim('bias')), `‖b_O‖ ${fixed(Math.hypot(...dec.bias.data), 2)}`);
+    rowEl(
+      '= output',
+      strip(dec.attn_output.data, outLimit, WIDE_CELL, dim('attention output')),
+      h('span', { class: 'check', id: 'projection-check' }, `model's output; differs by ≤ ${dec.check.projection_max_abs_error.toExponential(1)}`),
+    );
+    step(4, `The same output as a sum: W_O applied to each head's slot alone gives that head's contribution (${D} numbers)`);
+    for (let i = 0; i < H; i++) {
+      const bar = h('span', { class: 'norm-bar' }, h('span', { style: `width: ${((norms[i] / maxNorm) * 100).toFixed(1)}%` }));
+      rowEl(
+        `H${i}`,
+        strip(row(dec.contributions, i), contribLimit, WIDE_CELL, dim(`head ${i} contribution`)),
+        h('span', { class: 'norm', 'data-norm': String(norms[i]) }, bar, `‖c‖ ${fixed(norms[i], 3)}`),
+        { 'data-contribution': String(i) },
+      );
+    }
+    const ok = dec.check.sum_max_abs_error <= 1e-3 * Math.max(1, outLimit);
+    grid.appendChild(
+      h(
+        'p',
+        { class: 'sum-check ' + (ok ? 'ok' : 'bad'), id: 'sum-check' },
+        `Σ over the ${H} contributions + b_O = the attention output: largest difference ${dec.check.sum_max_abs_error.toExponential(1)} ${ok ? '✓ (floating-point rounding)' : '✗'}`,
+      ),
+    );
+    this.body.append(
+      h('div', { class: 'legend-row' }, signedLegend(headLimit, 'head outputs and concatenation'), signedLegend(outLimit, 'projection, bias and output'), signedLegend(contribLimit, 'contributions')),
+      grid,
+    );
+  }
+
+  exportParts(): (string | number)[] {
+    return this.ctx ? [`layer${this.ctx.state.layer}`, `token${this.ctx.state.token}`, 'wo'] : ['wo'];
+  }
+
+  scene(): Scene | null {
+    if (!this.ctx) return null;
+    const { model, state, run } = this.ctx;
+    const colours = Array.from({ length: model.n_head }, (_, i) => roleInfo(model, headReport(this.ctx!, state.layer, i).roles.primary.id).color);
+    const diagram = diagramScene(model, colours, 900);
+    const items: SceneItem[] = [
+      { kind: 'text', x: 10, y: 22, text: `${concatFormula(model.n_head)} · ${model.name} · layer ${state.layer}`, size: 15, fill: THEME.text, weight: 'bold' },
+      ...diagram.items.map((it) => ('y' in it ? { ...it, y: it.y + 30 } : it)),
+    ];
+    let y = diagram.height + 40;
+    const dec = this.dec;
+    if (dec) {
+      const token = run.tokens[dec.token]?.text ?? '?';
+      const H = dec.n_head, D = dec.d_model;
+      const contribLimit = maxAbs(dec.contributions.data) || 1;
+      const outLimit = Math.max(maxAbs(dec.attn_output.data), maxAbs(dec.projection.data)) || 1;
+      items.push({ kind: 'text', x: 10, y, text: `Per-head contributions for “${token}” (each ${D} numbers) and their norms`, size: 13, fill: THEME.text, weight: 'bold' });
+      y += 12;
+      for (let i = 0; i < H; i++) {
+        items.push({ kind: 'text', x: 10, y: y + 12, text: `H${i}`, size: 11, fill: THEME.text });
+        items.push({ kind: 'image', x: 44, y, w: D * WIDE_CELL, h: 14, pixels: signedPixels(row(dec.contributions, i), D, 1, contribLimit) });
+        items.push({ kind: 'text', x: 52 + D * WIDE_CELL, y: y + 12, text: `‖c‖ ${fixed(dec.contribution_norms.data[i], 3)}`, size: 11, fill: THEME.muted });
+        y += 18;
+      }
+      y += 6;
+      items.push({ kind: 'text', x: 10, y: y + 12, text: 'out', size: 11, fill: THEME.text, weight: 'bold' });
+      items.push({ kind: 'image', x: 44, y, w: D * WIDE_CELL, h: 14, pixels: signedPixels(dec.attn_output.data, D, 1, outLimit) });
+      items.push({ kind: 'text', x: 52 + D * WIDE_CELL, y: y + 12, text: `Σ c + b_O, max diff ${dec.check.sum_max_abs_error.toExponential(1)}`, size: 11, fill: THEME.muted });
+      y += 30;
+      items.push(...signedLegendItems(44, y, 260, contribLimit, 'contributions', THEME.text));
+      items.push(...signedLegendItems(340, y, 260, outLimit, 'output', THEME.text));
+      y += 50;
+    }
+    return { width: Math.max(diagram.width, 44 + (dec?.d_model ?? 0) * WIDE_CELL + 200), height: y + 10, background: THEME.panel, items };
+  }
+}
+

@@ -1,0 +1,100 @@
+// The controls shared by every view: which view, which layer and head, tokens or words, special
+// tokens shown or hidden, the colour scale, and the exports.
+
+import { h } from '../../lib/dom';
+import { SCALES, type ScaleName } from '../../lib/colour';
+import type { Level, ViewName, ViewState } from '../../lib/state';
+
+export interface ToolbarCallbacks {
+  change(patch: Partial<ViewState>): void;
+  exportView(format: 'png' | 'svg'): void;
+  exportStats(format: 'csv' | 'json'): void;
+}
+
+const VIEW_LABELS: Record<ViewName, string> = {
+  layer: 'Layer heads',
+  model: 'Model overview',
+  lines: 'Head lines',
+  compare: 'Compare heads',
+};
+const SCALE_LABELS: Record<ScaleName, string> = { linear: 'Linear', log: 'Log', contrast: 'Contrast (√)' };
+
+export class Toolbar {
+  readonly el: HTMLElement;
+  private tabs: HTMLElement;
+  private layers: HTMLElement;
+  private head: HTMLSelectElement;
+  private level: HTMLElement;
+  private special: HTMLInputElement;
+  private scale: HTMLSelectElement;
+
+  constructor(
+    callbacks: ToolbarCallbacks,
+    nLayer: number,
+    nHead: number,
+  ) {
+    this.tabs = h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'views' });
+    (Object.keys(VIEW_LABELS) as ViewName[]).forEach((v, i) => {
+      this.tabs.appendChild(
+        h(
+          'button',
+          { class: 'tab', role: 'tab', type: 'button', 'data-view': v, title: `${VIEW_LABELS[v]} (key ${i + 1})`, onclick: () => callbacks.change({ view: v }) },
+          VIEW_LABELS[v],
+        ),
+      );
+    });
+    this.layers = h('div', { class: 'segmented', role: 'group', 'aria-label': 'layer' });
+    for (let l = 0; l < nLayer; l++)
+      this.layers.appendChild(h('button', { type: 'button', 'data-layer': l, title: `layer ${l} (↑/↓)`, onclick: () => callbacks.change({ layer: l }) }, String(l)));
+    this.head = h('select', { id: 'head-select', 'aria-label': 'head' });
+    for (let hh = 0; hh < nHead; hh++) this.head.appendChild(h('option', { value: hh }, `Head ${hh}`));
+    this.head.addEventListener('change', () => callbacks.change({ head: Number(this.head.value) }));
+    this.level = h('div', { class: 'segmented', role: 'group', 'aria-label': 'units' });
+    (['token', 'word'] as Level[]).forEach((lv) =>
+      this.level.appendChild(h('button', { type: 'button', 'data-level': lv, title: 'tokens or whole words (key w)', onclick: () => callbacks.change({ level: lv }) }, lv === 'token' ? 'Tokens' : 'Words')),
+    );
+    this.special = h('input', { type: 'checkbox', id: 'hide-special' });
+    this.special.addEventListener('change', () => callbacks.change({ hideSpecial: this.special.checked }));
+    this.scale = h('select', { id: 'scale-select', 'aria-label': 'colour scale' });
+    for (const s of SCALES) this.scale.appendChild(h('option', { value: s }, SCALE_LABELS[s]));
+    this.scale.addEventListener('change', () => callbacks.change({ scale: this.scale.value as ScaleName }));
+
+    const exportButton = (label: string, id: string, fn: () => void, title: string) => h('button', { type: 'button', class: 'ghost', id, title, onclick: fn }, label);
+    this.el = h(
+      'nav',
+      { class: 'toolbar', 'aria-label': 'view controls' },
+      this.tabs,
+      h(
+        'div',
+        { class: 'controls' },
+        h('label', { class: 'control' }, h('span', {}, 'Layer'), this.layers),
+        h('label', { class: 'control' }, h('span', {}, 'Head'), this.head),
+        h('label', { class: 'control' }, h('span', {}, 'Units'), this.level),
+        h('label', { class: 'control check', for: 'hide-special' }, this.special, h('span', {}, 'Hide special tokens')),
+        h('label', { class: 'control' }, h('span', {}, 'Colour'), this.scale),
+        h(
+          'div',
+          { class: 'control exports', role: 'group', 'aria-label': 'export' },
+          h('span', {}, 'Export'),
+          exportButton('PNG', 'export-png', () => callbacks.exportView('png'), 'the current view as a PNG image'),
+          exportButton('SVG', 'export-svg', () => callbacks.exportView('svg'), 'the current view as an SVG drawing'),
+          exportButton('CSV', 'export-csv', () => callbacks.exportStats('csv'), 'statistics of every head as CSV'),
+          exportButton('JSON', 'export-json', () => callbacks.exportStats('json'), 'statistics and roles of every head as JSON'),
+        ),
+      ),
+    );
+  }
+
+  update(state: ViewState): void {
+    for (const tab of this.tabs.children) {
+      const on = tab.getAttribute('data-view') === state.view;
+      tab.setAttribute('aria-selected', String(on));
+      tab.classList.toggle('active', on);
+    }
+    for (const b of this.layers.children) b.setAttribute('aria-pressed', String(Number(b.getAttribute('data-layer')) === state.layer));
+    for (const b of this.level.children) b.setAttribute('aria-pressed', String(b.getAttribute('data-level') === state.level));
+    this.head.value = String(state.head);
+    this.special.checked = state.hideSpecial;
+    this.scale.value = state.scale;
+  }
+}

@@ -1,0 +1,146 @@
+// headscope — NormalizedString: alignment-tracking text edits, following
+// tokenizers/src/tokenizer/normalizer.rs (transform_range, filter, lowercase, nfd, split).
+#include "tokenizer/normalized_string.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace headscope::tokenizer {
+
+NormalizedString::NormalizedString(const unicode::DecodedText& text, size_t first, size_t last)
+    : chars_(text.chars.substr(first, last - first)), origin_(text.byte_offsets[first]) {
+  align_.reserve(last - first);
+  for (size_t i = first; i < last; ++i) align_.push_back({text.byte_offsets[i], text.byte_offsets[i + 1]});
+}
+
+Span NormalizedString::original_span(size_t first, size_t last) const {
+  return {align_[first].begin, align_[last - 1].end};
+}
+
+void NormalizedString::transform(const std::vector<CharChange>& dest, size_t initial_removed) {
+  // Walk the old characters in step with `dest`: a replacing character takes the alignment of the
+  // old character it replaces; an inserted one takes the alignment of the old character just
+  // before the current position (or the empty span at the start).
+  std::u32string chars;
+  std::vector<Span> align;
+  chars.reserve(dest.size());
+  align.reserve(dest.size());
+  size_t pos = initial_removed;
+  const size_t n_old = align_.size();
+  const Span at_origin{origin_, origin_};
+  for (const CharChange& d : dest) {
+    Span a;
+    if (d.change > 0) {
+      a = pos == 0 ? at_origin : align_[std::min(pos, n_old) - 1];
+    } else {
+      a = pos < n_old ? align_[pos] : (n_old ? Span{align_[n_old - 1].end, align_[n_old - 1].end} : at_origin);
+      pos += 1;
+      if (d.change < 0) pos += static_cast<size_t>(-d.change);
+    }
+    chars.push_back(d.c);
+    align.push_back(a);
+  }
+  chars_ = std::move(chars);
+  align_ = std::move(align);
+}
+
+void NormalizedString::filter(const std::function<bool(char32_t)>& keep) {
+  // A removed character is folded into the kept character before it (change -N); removed
+  // characters at the very start are passed as initial_removed.
+  std::vector<CharChange> dest;
+  dest.reserve(chars_.size());
+  int removed = 0;
+  size_t removed_start = 0;
+  bool have_last = false;
+  char32_t last = 0;
+  for (char32_t c : chars_) {
+    if (keep(c)) {
+      if (have_last) {
+        dest.push_back({last, -removed});
+      } else {
+        removed_start = static_cast<size_t>(removed);
+      }
+      last = c;
+      have_last = true;
+      removed = 0;
+    } else {
+      ++removed;
+    }
+  }
+  if (have_last) dest.push_back({last, -removed});
+  transform(dest, removed_start);
+}
+
+void NormalizedString::map(const std::function<char32_t(char32_t)>& map) {
+  for (char32_t& c : chars_) c = map(c);  // one for one: alignments are unchanged
+}
+
+void NormalizedString::lowercase() {
+  std::vector<CharChange> dest;
+  dest.reserve(chars_.size());
+  std::u32string lower;
+  for (char32_t c : chars_) {
+    lower.clear();
+    unicode::append_lowercase(c, lower);
+    for (size_t i = 0; i < lower.size(); ++i) dest.push_back({lower[i], i == 0 ? 0 : 1});
+  }
+  transform(dest, 0);
+}
+
+void NormalizedString::nfd() {
+  // Decompose each character (its first character replaces it, the others are inserted), then
+  // put combining marks in canonical order: each run that starts at a starter (class 0) is
+  // stably sorted by combining class. The change tags travel with the characters, as in the
+  // unicode-normalization-alignments crate, and transform() then assigns alignments by position.
+  struct Item {
+    uint8_t ccc;
+    char32_t c;
+    int change;
+  };
+  std::vector<Item> items;
+  items.reserve(chars_.size());
+  std::u32string decomposed;
+  for (char32_t c : chars_) {
+    decomposed.clear();
+    unicode::append_canonical_decomposition(c, decomposed);
+    for (size_t i = 0; i < decomposed.size(); ++i) {
+      items.push_back({unicode::canonical_combining_class(decomposed[i]), decomposed[i], i == 0 ? 0 : 1});
+    }
+  }
+  size_t run_start = 0;
+  const auto sort_run = [&](size_t end) {
+    std::stable_sort(items.begin() + static_cast<std::ptrdiff_t>(run_start), items.begin() + static_cast<std::ptrdiff_t>(end),
+                     [](const Item& a, const Item& b) { return a.ccc < b.ccc; });
+    run_start = end;
+  };
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].ccc == 0) sort_run(i);
+  }
+  sort_run(items.size());
+  std::vector<CharChange> dest;
+  dest.reserve(items.size());
+  for (const Item& it : items) dest.push_back({it.c, it.change});
+  transform(dest, 0);
+}
+
+NormalizedString NormalizedString::slice(size_t first, size_t last) const {
+  NormalizedString out;
+  out.chars_ = chars_.substr(first, last - first);
+  out.align_.assign(align_.begin() + static_cast<std::ptrdiff_t>(first), align_.begin() + static_cast<std::ptrdiff_t>(last));
+  out.origin_ = first < last ? align_[first].begin : origin_;
+  return out;
+}
+
+void NormalizedString::split(const std::function<bool(char32_t)>& is_delimiter, Delimiter behavior,
+                             std::vector<NormalizedString>& out) const {
+  size_t start = 0;
+  for (size_t i = 0; i < chars_.size(); ++i) {
+    if (!is_delimiter(chars_[i])) continue;
+    if (start < i) out.push_back(slice(start, i));
+    if (behavior == Delimiter::kIsolated) out.push_back(slice(i, i + 1));
+    start = i + 1;
+  }
+  if (start < chars_.size()) out.push_back(slice(start, chars_.size()));
+}
+
+}  // namespace headscope::tokenizer

@@ -1,0 +1,292 @@
+// headscope — PipelineTokenizer: added tokens, normalizer, pre-tokenizer, model, post-processor.
+// The order of the steps and the rules for added tokens follow tokenizers/src/tokenizer/mod.rs
+// and tokenizers/src/tokenizer/added_vocabulary.rs.
+#include "tokenizer/pipeline.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "headscope/error.h"
+
+namespace headscope::tokenizer {
+
+void Vocab::add(std::string token, int32_t id) {
+  if (id < 0) throw Error("token '" + token + "' has a negative id " + std::to_string(id));
+  if (static_cast<size_t>(id) >= tokens.size()) tokens.resize(static_cast<size_t>(id) + 1);
+  tokens[static_cast<size_t>(id)] = token;
+  ids.insert_or_assign(std::move(token), id);
+}
+
+size_t PostProcessor::added_count() const {
+  size_t n = 0;
+  for (const TemplatePiece& p : single) n += p.ids.size();
+  return n;
+}
+
+void PipelineTokenizer::PatternSet::add(std::u32string text, size_t token) {
+  if (text.empty()) return;  // the library ignores empty added tokens
+  texts.push_back(std::move(text));
+  tokens.push_back(token);
+}
+
+void PipelineTokenizer::PatternSet::index() {
+  by_first_char.clear();
+  for (size_t i = 0; i < texts.size(); ++i) by_first_char[texts[i][0]].push_back(i);
+  for (auto& [c, list] : by_first_char) {
+    std::stable_sort(list.begin(), list.end(), [&](size_t a, size_t b) { return texts[a].size() > texts[b].size(); });
+  }
+}
+
+PipelineTokenizer::PipelineTokenizer(Parts parts) : parts_(std::move(parts)) {
+  if (!parts_.model) throw Error(parts_.source + ": the tokenizer has no model");
+  id_to_text_ = parts_.model->vocab().tokens;
+  for (size_t i = 0; i < parts_.added_tokens.size(); ++i) {
+    const AddedToken& t = parts_.added_tokens[i];
+    if (t.id < 0) throw Error(parts_.source + ": added token '" + t.content + "' has a negative id");
+    if (static_cast<size_t>(t.id) >= id_to_text_.size()) id_to_text_.resize(static_cast<size_t>(t.id) + 1);
+    id_to_text_[static_cast<size_t>(t.id)] = t.content;
+    const unicode::DecodedText content = unicode::decode_utf8(t.content, parts_.source + " added token");
+    if (!t.normalized) {
+      raw_patterns_.add(content.chars, i);
+    } else {
+      // Matched against normalized text, so look for the normalized form of the content.
+      NormalizedString s(content, 0, content.chars.size());
+      if (parts_.normalizer) parts_.normalizer->normalize(s);
+      normalized_patterns_.add(s.chars(), i);
+    }
+  }
+  raw_patterns_.index();
+  normalized_patterns_.index();
+  for (const TemplatePiece& p : parts_.post_processor.single) {
+    for (int32_t id : p.ids) {
+      if (id < 0 || static_cast<size_t>(id) >= id_to_text_.size()) {
+        throw Error(parts_.source + ": post_processor special token id " + std::to_string(id) +
+                    " is outside the vocabulary");
+      }
+    }
+  }
+}
+
+void PipelineTokenizer::split_added(NormalizedString piece, const PatternSet& patterns, std::vector<Piece>& out) const {
+  if (patterns.empty() || piece.empty()) {
+    out.push_back({std::move(piece), -1});
+    return;
+  }
+  const std::u32string& s = piece.chars();
+  const size_t n = s.size();
+  size_t kept_from = 0;  // start of the text not yet emitted
+  size_t pos = 0;        // where the search for the next match starts
+  while (pos < n) {
+    // Leftmost match, longest among those that start there.
+    size_t start = n, length = 0, pattern = 0;
+    for (size_t i = pos; i < n && length == 0; ++i) {
+      const auto it = patterns.by_first_char.find(s[i]);
+      if (it == patterns.by_first_char.end()) continue;
+      for (size_t k : it->second) {
+        const std::u32string& p = patterns.texts[k];
+        if (p.size() <= n - i && s.compare(i, p.size(), p) == 0) {
+          start = i, length = p.size(), pattern = k;
+          break;
+        }
+      }
+    }
+    if (length == 0) break;
+    size_t stop = start + length;
+    pos = stop;  // the search resumes after the match even when the match is discarded below
+    const size_t token_index = patterns.tokens[pattern];
+    const AddedToken& token = parts_.added_tokens[token_index];
+    if (token.single_word) {
+      const bool space_before = start == 0 || !unicode::is_regex_word(s[start - 1]);
+      const bool space_after = stop == n || !unicode::is_regex_word(s[stop]);
+      if (!space_before || !space_after) continue;
+    }
+    if (token.lstrip) {
+      size_t new_start = start;
+      while (new_start > 0 && unicode::is_whitespace(s[new_start - 1])) --new_start;
+      start = std::max(new_start, kept_from);
+    }
+    if (token.rstrip) {
+      while (stop < n && unicode::is_whitespace(s[stop])) ++stop;
+    }
+    if (kept_from < start) out.push_back({piece.slice(kept_from, start), -1});
+    out.push_back({piece.slice(start, stop), static_cast<int64_t>(token_index)});
+    kept_from = stop;
+  }
+  if (kept_from == 0) {
+    out.push_back({std::move(piece), -1});
+  } else if (kept_from < n) {
+    out.push_back({piece.slice(kept_from, n), -1});
+  }
+}
+
+Encoding PipelineTokenizer::encode(std::string_view text, const EncodeOptions& options) const {
+  const unicode::DecodedText decoded = unicode::decode_utf8(text);
+
+  // 1. Added tokens in the raw text; 2. normalize the rest, then look for normalized added tokens.
+  std::vector<Piece> raw_pieces;
+  split_added(NormalizedString(decoded, 0, decoded.chars.size()), raw_patterns_, raw_pieces);
+  std::vector<Piece> pieces;
+  for (Piece& p : raw_pieces) {
+    if (p.added >= 0) {
+      pieces.push_back(std::move(p));
+      continue;
+    }
+    if (parts_.normalizer) parts_.normalizer->normalize(p.text);
+    split_added(std::move(p.text), normalized_patterns_, pieces);
+  }
+
+  // 3. Pre-tokenize into words; 4. tokenize each word. Each added token and each word is a unit
+  // of the word index.
+  Encoding encoding;
+  std::vector<Token>& tokens = encoding.tokens;
+  tokens.reserve(text.size() / 3 + 4);
+  int32_t word = 0;
+  std::vector<NormalizedString> words;
+  std::vector<ModelToken> model_tokens;
+  for (const Piece& p : pieces) {
+    if (p.text.empty()) continue;
+    if (p.added >= 0) {
+      const AddedToken& t = parts_.added_tokens[static_cast<size_t>(p.added)];
+      const Span span = p.text.original_span(0, p.text.size());
+      tokens.push_back({t.id, t.content, span.begin, span.end, false, word++});
+      continue;
+    }
+    words.clear();
+    if (parts_.pre_tokenizer) {
+      parts_.pre_tokenizer->pre_tokenize(p.text, words);
+    } else {
+      words.push_back(p.text);
+    }
+    for (const NormalizedString& w : words) {
+      if (w.empty()) continue;
+      model_tokens.clear();
+      parts_.model->tokenize(w, model_tokens);
+      for (const ModelToken& mt : model_tokens) {
+        const Span span = w.original_span(mt.first, mt.last);
+        tokens.push_back({mt.id, id_to_text_[static_cast<size_t>(mt.id)], span.begin, span.end, false, word});
+      }
+      ++word;
+    }
+  }
+
+  // 5. Length check / truncation, then the template. Truncation keeps the template's special
+  // tokens and cuts the text's tokens from the end, as the library does for a single sequence.
+  const PostProcessor& post = parts_.post_processor;
+  const size_t n_added = options.add_special_tokens ? post.added_count() : 0;
+  const size_t total = tokens.size() + n_added;
+  if (options.max_length > 0 && total > static_cast<size_t>(options.max_length)) {
+    if (!options.truncate) {
+      throw Error("text is " + std::to_string(total) + " tokens, the model allows at most " +
+                  std::to_string(options.max_length) + "; pass --truncate to cut it");
+    }
+    if (static_cast<size_t>(options.max_length) < n_added) {
+      throw Error("max_length " + std::to_string(options.max_length) + " cannot hold the " +
+                  std::to_string(n_added) + " special tokens the template adds; use a larger max_length");
+    }
+    tokens.resize(static_cast<size_t>(options.max_length) - n_added);
+    encoding.truncated = true;
+  }
+  if (n_added > 0) {
+    std::vector<Token> with_specials;
+    with_specials.reserve(total);
+    for (const TemplatePiece& piece : post.single) {
+      if (piece.is_sequence) {
+        for (Token& t : tokens) with_specials.push_back(std::move(t));
+        continue;
+      }
+      for (size_t i = 0; i < piece.ids.size(); ++i) {
+        with_specials.push_back({piece.ids[i], piece.tokens[i], 0, 0, true, -1});
+      }
+    }
+    tokens = std::move(with_specials);
+  }
+  return encoding;
+}
+
+std::string PipelineTokenizer::token_text(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= id_to_text_.size()) {
+    throw Error("token id " + std::to_string(id) + " is outside the vocabulary of " + parts_.source +
+                " (ids 0.." + std::to_string(static_cast<int64_t>(id_to_text_.size()) - 1) + ")");
+  }
+  return id_to_text_[static_cast<size_t>(id)];
+}
+
+int32_t PipelineTokenizer::vocab_size() const { return static_cast<int32_t>(id_to_text_.size()); }
+
+// ---- readers ----
+
+std::vector<AddedToken> read_added_tokens(const nlohmann::json& added, const std::string& path) {
+  std::vector<AddedToken> out;
+  if (added.is_null()) return out;
+  if (!added.is_array()) throw Error(path + ": \"added_tokens\" must be a list");
+  for (const nlohmann::json& entry : added) {
+    if (!entry.is_object() || !entry.contains("content") || !entry.contains("id")) {
+      throw Error(path + ": every entry of \"added_tokens\" needs \"content\" and \"id\"");
+    }
+    AddedToken t;
+    t.content = entry.at("content").get<std::string>();
+    t.id = entry.at("id").get<int32_t>();
+    t.special = entry.value("special", false);
+    t.single_word = entry.value("single_word", false);
+    t.lstrip = entry.value("lstrip", false);
+    t.rstrip = entry.value("rstrip", false);
+    t.normalized = entry.value("normalized", !t.special);  // the library's default
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+PostProcessor read_template_processing(const nlohmann::json& post, const std::string& path) {
+  const nlohmann::json& specials = post.at("special_tokens");
+  PostProcessor out;
+  bool has_sequence = false;
+  for (const nlohmann::json& item : post.at("single")) {
+    TemplatePiece piece;
+    if (item.contains("Sequence")) {
+      if (item["Sequence"].value("id", "A") != "A") {
+        throw Error(path + ": post_processor \"single\" template refers to sequence B");
+      }
+      piece.is_sequence = true;
+      has_sequence = true;
+    } else if (item.contains("SpecialToken")) {
+      const std::string name = item["SpecialToken"].at("id").get<std::string>();
+      if (!specials.contains(name)) {
+        throw Error(path + ": post_processor template uses special token '" + name +
+                    "' which is missing from its \"special_tokens\"");
+      }
+      const nlohmann::json& sp = specials.at(name);
+      piece.ids = sp.at("ids").get<std::vector<int32_t>>();
+      piece.tokens = sp.at("tokens").get<std::vector<std::string>>();
+      if (piece.ids.size() != piece.tokens.size()) {
+        throw Error(path + ": special token '" + name + "' has " + std::to_string(piece.ids.size()) +
+                    " ids but " + std::to_string(piece.tokens.size()) + " tokens");
+      }
+    } else {
+      throw Error(path + ": post_processor template piece is neither Sequence nor SpecialToken");
+    }
+    out.single.push_back(std::move(piece));
+  }
+  if (!has_sequence) throw Error(path + ": post_processor \"single\" template has no $A sequence");
+  return out;
+}
+
+PostProcessor read_bert_processing(const nlohmann::json& post, const std::string& path) {
+  // {"cls": ["[CLS]", 101], "sep": ["[SEP]", 102]}  ->  [CLS] $A [SEP]
+  const auto special = [&](const char* key) {
+    const nlohmann::json& pair = post.at(key);
+    if (!pair.is_array() || pair.size() != 2) {
+      throw Error(path + ": post_processor \"" + key + "\" must be [token, id]");
+    }
+    TemplatePiece piece;
+    piece.tokens = {pair[0].get<std::string>()};
+    piece.ids = {pair[1].get<int32_t>()};
+    return piece;
+  };
+  PostProcessor out;
+  out.single.push_back(special("cls"));
+  out.single.push_back(TemplatePiece{true, {}, {}});
+  out.single.push_back(special("sep"));
+  return out;
+}
+
+}  // namespace headscope::tokenizer

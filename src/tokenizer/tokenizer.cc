@@ -1,0 +1,116 @@
+// headscope — Tokenizer::from_model_dir / from_tokenizer_json: read tokenizer.json and assemble a
+// PipelineTokenizer from its components.
+//
+// tokenizer.json (the Hugging Face `tokenizers` serialization) is one object:
+//   "model":          {"type": "WordPiece" | "BPE" | ..., "vocab": {...}, ...}
+//   "normalizer":     {"type": ...} or null
+//   "pre_tokenizer":  {"type": ...} or null
+//   "post_processor": {"type": ...} or null
+//   "added_tokens":   [{"id", "content", "special", "single_word", "lstrip", "rstrip", "normalized"}]
+//   "truncation", "padding": training/serving defaults of the file; not applied here, the caller
+//                    chooses the length limit through EncodeOptions.
+//   "decoder":        only used to turn ids back into text; not needed for encoding.
+// Each component is read by the function registered for its "type" in the tables below; to support
+// a new type, declare its reader in its own header (e.g. tokenizer/bpe.h) and add one line.
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string_view>
+
+#include "headscope/error.h"
+#include "headscope/tokenizer.h"
+#include "tokenizer/pipeline.h"
+#include "tokenizer/wordpiece.h"
+
+namespace headscope {
+namespace {
+
+using tokenizer::Model;
+using tokenizer::Normalizer;
+using tokenizer::PostProcessor;
+using tokenizer::PreTokenizer;
+
+template <typename Result>
+struct Reader {
+  std::string_view type;
+  Result (*read)(const nlohmann::json& component, const std::string& path);
+};
+
+constexpr Reader<std::unique_ptr<Model>> kModels[] = {
+    {"WordPiece", tokenizer::read_wordpiece_model},
+};
+constexpr Reader<std::unique_ptr<Normalizer>> kNormalizers[] = {
+    {"BertNormalizer", tokenizer::read_bert_normalizer},
+};
+constexpr Reader<std::unique_ptr<PreTokenizer>> kPreTokenizers[] = {
+    {"BertPreTokenizer", tokenizer::read_bert_pre_tokenizer},
+};
+constexpr Reader<PostProcessor> kPostProcessors[] = {
+    {"TemplateProcessing", tokenizer::read_template_processing},
+    {"BertProcessing", tokenizer::read_bert_processing},
+};
+
+// Finds the reader for component["type"]; `what` names the component in messages.
+template <typename Result, size_t N>
+Result read_component(const Reader<Result> (&table)[N], const nlohmann::json& component, std::string_view what,
+                      const std::string& path) {
+  if (!component.is_object() || !component.contains("type") || !component.at("type").is_string()) {
+    throw Error(path + ": \"" + std::string(what) + "\" has no \"type\"");
+  }
+  const std::string type = component.at("type").get<std::string>();
+  std::string known;
+  for (const Reader<Result>& r : table) {
+    if (r.type == type) return r.read(component, path);
+    known += (known.empty() ? "" : ", ") + std::string(r.type);
+  }
+  throw Error(path + ": " + std::string(what) + " type '" + type + "' is not supported (supported: " + known + ")");
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> Tokenizer::from_tokenizer_json(const std::string& path) {
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + ": not valid JSON (" + e.what() + ")");
+  }
+  if (!root.is_object() || !root.contains("model")) throw Error(path + ": not a tokenizer.json (no \"model\")");
+  try {
+    tokenizer::PipelineTokenizer::Parts parts;
+    parts.source = path;
+    parts.model = read_component(kModels, root.at("model"), "model", path);
+    if (root.contains("normalizer") && !root.at("normalizer").is_null()) {
+      parts.normalizer = read_component(kNormalizers, root.at("normalizer"), "normalizer", path);
+    }
+    if (root.contains("pre_tokenizer") && !root.at("pre_tokenizer").is_null()) {
+      parts.pre_tokenizer = read_component(kPreTokenizers, root.at("pre_tokenizer"), "pre_tokenizer", path);
+    }
+    if (root.contains("post_processor") && !root.at("post_processor").is_null()) {
+      parts.post_processor = read_component(kPostProcessors, root.at("post_processor"), "post_processor", path);
+    }
+    if (root.contains("added_tokens")) parts.added_tokens = tokenizer::read_added_tokens(root.at("added_tokens"), path);
+    return std::make_unique<tokenizer::PipelineTokenizer>(std::move(parts));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + ": unexpected content (" + e.what() + ")");
+  }
+}
+
+std::unique_ptr<Tokenizer> Tokenizer::from_model_dir(const std::string& model_dir) {
+  namespace fs = std::filesystem;
+  const fs::path dir(model_dir);
+  if (fs::exists(dir / "tokenizer.json")) return from_tokenizer_json((dir / "tokenizer.json").string());
+  if (fs::exists(dir / "vocab.txt")) return tokenizer::read_wordpiece_vocab_dir(model_dir);
+  throw Error(model_dir + ": no tokenizer.json or vocab.txt in this folder; copy the model's tokenizer files next to its weights");
+}
+
+}  // namespace headscope

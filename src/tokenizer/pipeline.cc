@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "headscope/error.h"
+#include "tokenizer/pre_tokenizers.h"
 
 namespace headscope::tokenizer {
 
@@ -168,6 +169,8 @@ Encoding PipelineTokenizer::encode(std::string_view text, const EncodeOptions& o
       ++word;
     }
   }
+
+  if (parts_.post_processor.trim_offsets) trim_byte_level_offsets(text, tokens, parts_.post_processor.trim_keeps_prefix_space);
 
   // 5. Length check / truncation, then the template. Truncation keeps the template's special
   // tokens and cuts the text's tokens from the end, as the library does for a single sequence.

@@ -92,6 +92,10 @@ struct TemplatePiece {
 };
 struct PostProcessor {
   std::vector<TemplatePiece> single;  // empty: no post-processor, nothing is added
+  // ByteLevel / RobertaProcessing: narrow the spans of tokens that start or end with spaces
+  // (trim_byte_level_offsets in tokenizer/pre_tokenizers.h).
+  bool trim_offsets = false;
+  bool trim_keeps_prefix_space = false;
   size_t added_count() const;
 };
 

@@ -20,7 +20,9 @@
 
 #include "headscope/error.h"
 #include "headscope/tokenizer.h"
+#include "tokenizer/bpe.h"
 #include "tokenizer/pipeline.h"
+#include "tokenizer/pre_tokenizers.h"
 #include "tokenizer/wordpiece.h"
 
 namespace headscope {
@@ -39,16 +41,32 @@ struct Reader {
 
 constexpr Reader<std::unique_ptr<Model>> kModels[] = {
     {"WordPiece", tokenizer::read_wordpiece_model},
+    {"BPE", tokenizer::read_bpe_model},
 };
 constexpr Reader<std::unique_ptr<Normalizer>> kNormalizers[] = {
     {"BertNormalizer", tokenizer::read_bert_normalizer},
+    {"Sequence", tokenizer::read_sequence_normalizer},
+    {"Prepend", tokenizer::read_prepend_normalizer},
+    {"Replace", tokenizer::read_replace_normalizer},
+    {"NFD", tokenizer::read_nfd_normalizer},
+    {"Lowercase", tokenizer::read_lowercase_normalizer},
 };
 constexpr Reader<std::unique_ptr<PreTokenizer>> kPreTokenizers[] = {
     {"BertPreTokenizer", tokenizer::read_bert_pre_tokenizer},
+    {"Sequence", tokenizer::read_sequence_pre_tokenizer},
+    {"ByteLevel", tokenizer::read_byte_level_pre_tokenizer},
+    {"Split", tokenizer::read_split_pre_tokenizer},
+    {"Digits", tokenizer::read_digits_pre_tokenizer},
+    {"Metaspace", tokenizer::read_metaspace_pre_tokenizer},
+    {"Whitespace", tokenizer::read_whitespace_pre_tokenizer},
+    {"WhitespaceSplit", tokenizer::read_whitespace_split_pre_tokenizer},
 };
 constexpr Reader<PostProcessor> kPostProcessors[] = {
     {"TemplateProcessing", tokenizer::read_template_processing},
     {"BertProcessing", tokenizer::read_bert_processing},
+    {"ByteLevel", tokenizer::read_byte_level_processing},
+    {"Sequence", tokenizer::read_sequence_processing},
+    {"RobertaProcessing", tokenizer::read_roberta_processing},
 };
 
 // Finds the reader for component["type"]; `what` names the component in messages.
@@ -76,6 +94,18 @@ std::string read_file(const std::string& path) {
 }
 
 }  // namespace
+
+// One component through its table; the Sequence readers (tokenizer/pre_tokenizers.cc) use these.
+std::unique_ptr<tokenizer::Normalizer> tokenizer::read_normalizer(const nlohmann::json& spec, const std::string& path) {
+  return read_component(kNormalizers, spec, "normalizer", path);
+}
+std::unique_ptr<tokenizer::PreTokenizer> tokenizer::read_pre_tokenizer(const nlohmann::json& spec,
+                                                                       const std::string& path) {
+  return read_component(kPreTokenizers, spec, "pre_tokenizer", path);
+}
+tokenizer::PostProcessor tokenizer::read_post_processor(const nlohmann::json& spec, const std::string& path) {
+  return read_component(kPostProcessors, spec, "post_processor", path);
+}
 
 std::unique_ptr<Tokenizer> Tokenizer::from_tokenizer_json(const std::string& path) {
   nlohmann::json root;

@@ -27,7 +27,11 @@ namespace {
 class TempDir {
  public:
   TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "headscope_st_XXXXXX").string();
+    // Prefer tmpfs: the corruption tests write hundreds of small files, which on a disk-backed
+    // /tmp costs milliseconds each in block discards.
+    std::error_code ec;
+    const fs::path base = fs::is_directory("/dev/shm", ec) ? fs::path("/dev/shm") : fs::temp_directory_path();
+    std::string tmpl = (base / "headscope_st_XXXXXX").string();
     if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
     path_ = tmpl;
   }

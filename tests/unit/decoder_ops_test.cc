@@ -1,0 +1,135 @@
+// Decoder ops (RMSNorm, SwiGLU, GELU-tanh, RoPE) against their slow twins, plus properties that
+// hold independently of any implementation: RoPE scores depend only on the relative position, the
+// two pair layouts agree once the head dimensions are permuted, Llama-3 scaling leaves the high
+// frequencies alone and divides the low ones by the factor.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "ops/decoder_pointwise.h"
+#include "ops/reference/decoder_reference.h"
+#include "ops/rope.h"
+
+namespace {
+
+using namespace headscope::ops;
+
+std::vector<float> random_vector(size_t n, unsigned seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  float m = 0.0f;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
+  return m;
+}
+
+TEST(DecoderOps, RmsNormMatchesTwin) {
+  const int64_t T = 7, d = 96;
+  auto x = random_vector(T * d, 1, 3.0f), g = random_vector(d, 2);
+  std::vector<float> fast(x.size()), slow(x.size());
+  rms_norm(x.data(), T, d, g.data(), 1e-5f, fast.data());
+  reference::rms_norm(x.data(), T, d, g.data(), 1e-5f, slow.data());
+  EXPECT_LT(max_abs_diff(fast, slow), 1e-6f);
+  // Hand check: x = [3, 4], gamma = 1: rms = sqrt(12.5), y = x / rms.
+  const float x2[2] = {3.0f, 4.0f}, g2[2] = {1.0f, 1.0f};
+  float y2[2];
+  rms_norm(x2, 1, 2, g2, 0.0f, y2);
+  EXPECT_NEAR(y2[0], 3.0 / std::sqrt(12.5), 1e-7);
+  EXPECT_NEAR(y2[1], 4.0 / std::sqrt(12.5), 1e-7);
+}
+
+TEST(DecoderOps, ActivationsMatchTwins) {
+  auto gate = random_vector(1000, 3, 4.0f), up = random_vector(1000, 4);
+  auto g_fast = gate, g_slow = gate;
+  silu_mul(g_fast.data(), up.data(), 1000);
+  reference::silu_mul(g_slow.data(), up.data(), 1000);
+  EXPECT_LT(max_abs_diff(g_fast, g_slow), 1e-5f);
+  auto x_fast = gate, x_slow = gate;
+  gelu_tanh(x_fast.data(), 1000);
+  reference::gelu_tanh(x_slow.data(), 1000);
+  EXPECT_LT(max_abs_diff(x_fast, x_slow), 1e-5f);
+  float one = 1.0f;  // GELU-tanh(1) = 0.841191990607...
+  gelu_tanh(&one, 1);
+  EXPECT_NEAR(one, 0.8411919906f, 1e-6f);
+}
+
+TEST(DecoderOps, RopeMatchesTwinInBothLayouts) {
+  const int64_t T = 9, H = 3, Dh = 16;
+  RopeConfig cfg;
+  cfg.d_rot = Dh;
+  cfg.base = 10000.0;
+  const auto inv = rope_inverse_frequencies(cfg);
+  for (RopeLayout layout : {RopeLayout::kHalfSplit, RopeLayout::kInterleaved}) {
+    auto x = random_vector(T * H * Dh, 5);
+    auto fast = x, slow = x;
+    rope_apply(fast.data(), H * Dh, T, H, Dh, rope_table(inv, 4, T), Dh, layout);
+    reference::rope_apply(slow.data(), H * Dh, T, H, Dh, inv.data(), 4, Dh, layout);
+    EXPECT_LT(max_abs_diff(fast, slow), 1e-5f);
+  }
+}
+
+// q·k after rotation depends on p_q − p_k only; and the interleaved layout on permuted vectors
+// gives the same score as the half-split layout.
+TEST(DecoderOps, RopeScoresAreRelativeAndLayoutInvariant) {
+  const int64_t Dh = 32;
+  RopeConfig cfg;
+  cfg.d_rot = Dh;
+  const auto inv = rope_inverse_frequencies(cfg);
+  const auto q = random_vector(Dh, 6), k = random_vector(Dh, 7);
+  const auto score = [&](std::vector<float> a, std::vector<float> b, int64_t pa, int64_t pb, RopeLayout layout) {
+    rope_apply(a.data(), Dh, 1, 1, Dh, rope_table(inv, pa, 1), Dh, layout);
+    rope_apply(b.data(), Dh, 1, 1, Dh, rope_table(inv, pb, 1), Dh, layout);
+    double s = 0.0;
+    for (int64_t i = 0; i < Dh; ++i) s += double(a[size_t(i)]) * b[size_t(i)];
+    return s;
+  };
+  const double s1 = score(q, k, 5, 2, RopeLayout::kHalfSplit), s2 = score(q, k, 13, 10, RopeLayout::kHalfSplit);
+  EXPECT_NEAR(s1, s2, 1e-4);
+  // half-split dimension i pairs with i + Dh/2; interleaved puts them at 2i, 2i + 1.
+  std::vector<float> qi(Dh), ki(Dh);
+  for (int64_t i = 0; i < Dh / 2; ++i) {
+    qi[size_t(2 * i)] = q[size_t(i)], qi[size_t(2 * i + 1)] = q[size_t(i + Dh / 2)];
+    ki[size_t(2 * i)] = k[size_t(i)], ki[size_t(2 * i + 1)] = k[size_t(i + Dh / 2)];
+  }
+  EXPECT_NEAR(score(qi, ki, 5, 2, RopeLayout::kInterleaved), s1, 1e-4);
+}
+
+TEST(DecoderOps, Llama3ScalingRegimes) {
+  RopeConfig plain;
+  plain.d_rot = 64;
+  plain.base = 500000.0;
+  RopeConfig scaled = plain;
+  scaled.llama3_scaling = true;
+  scaled.factor = 8.0;
+  scaled.low_freq_factor = 1.0;
+  scaled.high_freq_factor = 4.0;
+  scaled.original_max_positions = 8192.0;
+  const auto a = rope_inverse_frequencies(plain), b = rope_inverse_frequencies(scaled);
+  int high = 0, low = 0, mid = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double wavelen = 2.0 * M_PI / a[i];
+    if (wavelen < 8192.0 / 4.0) {
+      EXPECT_EQ(b[i], a[i]) << i;
+      ++high;
+    } else if (wavelen > 8192.0 / 1.0) {
+      EXPECT_FLOAT_EQ(b[i], a[i] / 8.0f) << i;
+      ++low;
+    } else {
+      EXPECT_LT(b[i], a[i]);
+      EXPECT_GT(b[i], a[i] / 8.0f);
+      ++mid;
+    }
+  }
+  EXPECT_GT(high, 0);
+  EXPECT_GT(low, 0);
+  EXPECT_GT(mid, 0);
+}
+
+}  // namespace

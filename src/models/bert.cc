@@ -96,7 +96,8 @@ BertModel::BertModel(const std::string& dir, const nlohmann::json& c) {
   auto get = [&](const std::string& name, std::vector<int64_t> shape) { return w.get(p + name, shape); };
   word_emb_ = get("embeddings.word_embeddings.weight", {cfg_.vocab_size, D});
   pos_emb_ = get("embeddings.position_embeddings.weight", {cfg_.max_positions, D});
-  type_emb_ = get("embeddings.token_type_embeddings.weight", {-1, D});
+  type_emb_ = get("embeddings.token_type_embeddings.weight", {});
+  type_emb_.expect_shape({-1, D}, p + "embeddings.token_type_embeddings.weight");
   ln_emb_g_ = get("embeddings.LayerNorm.weight", {D});
   ln_emb_b_ = get("embeddings.LayerNorm.bias", {D});
   for (int l = 0; l < cfg_.n_layer; ++l) {

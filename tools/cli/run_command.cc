@@ -68,7 +68,7 @@ void run(const RunArgs& a) {
     std::printf("model %s: %d layers x %d heads (d_model %d, d_head %d)\n", c.name.c_str(), L, H, c.d_model, c.d_head);
     std::printf("%d tokens%s:", T, enc.truncated ? " (truncated)" : "");
     for (const Token& t : enc.tokens) std::printf(" %s", t.text.c_str());
-    std::printf("\n\n%-5s %-4s %8s %6s %6s  %-16s %s\n", "layer", "head", "entropy", "norm", "max", "pattern",
+    std::printf("\n\n%-5s %-4s %8s %6s %6s  %-22s %s\n", "layer", "head", "entropy", "norm", "max", "pattern",
                 "evidence");
     for (int l = 0; l < L; ++l)
       for (int h = 0; h < H; ++h) {
@@ -76,7 +76,7 @@ void run(const RunArgs& a) {
         const auto& r = roles[size_t(l * H + h)];
         std::string name(analysis::role_info(r.primary.role).name);
         if (!r.primary.detail.empty()) name += " " + r.primary.detail;
-        std::printf("%-5d %-4d %8.3f %6.3f %6.3f  %-16s %s\n", l, h, s.entropy_bits, s.entropy_norm,
+        std::printf("%-5d %-4d %8.3f %6.3f %6.3f  %-22s %s\n", l, h, s.entropy_bits, s.entropy_norm,
                     s.max_attention, name.c_str(), r.primary.evidence.c_str());
       }
   }

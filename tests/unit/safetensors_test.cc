@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "io/float_bits.h"
 
@@ -368,6 +369,43 @@ TEST(SafetensorsCorrupt, EveryTruncationIsAnError) {
   }
   write_raw(dir.file("ok.safetensors"), full);
   EXPECT_EQ(to_f32(SafetensorsFile(dir.file("ok.safetensors")).tensors().at("w")).data, v);
+}
+
+TEST(SafetensorsCorrupt, RandomByteFlipsNeverCrash) {
+  // Mutated headers and lengths: opening either succeeds (then every float tensor converts) or
+  // throws headscope::Error; never another exception, never an out-of-range read.
+  const std::vector<float> a = {1, 2, 3, 4, 5, 6};
+  const std::vector<uint16_t> b = {0x3C00, 0x4000, 0x7C00, 0x0001};
+  const std::string header = R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
+                             R"("b":{"dtype":"F16","shape":[4],"data_offsets":[24,32]}})";
+  const uint64_t n = header.size();
+  const std::string original = std::string(reinterpret_cast<const char*>(&n), 8) + header + bytes_of(a) + bytes_of(b);
+  std::mt19937 rng(7);
+  TempDir dir;
+  const std::string path = dir.file("fuzz.safetensors");
+  int opened = 0, rejected = 0;
+  for (int iter = 0; iter < 2000; ++iter) {
+    std::string bytes = original;
+    const int flips = 1 + static_cast<int>(rng() % 3);
+    for (int k = 0; k < flips; ++k) {
+      const size_t at = rng() % bytes.size();
+      // Half the flips write a JSON-significant character, so mutations get past the parser.
+      static const char kJson[] = "{}[]\",:0123456789-e ";
+      bytes[at] = rng() % 2 ? kJson[rng() % (sizeof kJson - 1)] : static_cast<char>(rng() & 0xFF);
+    }
+    write_raw(path, bytes);
+    try {
+      const SafetensorsFile f(path);
+      for (const auto& [name, raw] : f.tensors())
+        if (raw.dtype == DType::F32 || raw.dtype == DType::F16 || raw.dtype == DType::BF16 || raw.dtype == DType::F64)
+          (void)to_f32(raw);
+      ++opened;
+    } catch (const Error&) {
+      ++rejected;
+    }
+  }
+  EXPECT_GT(rejected, 0);
+  EXPECT_GT(opened, 0);
 }
 
 // ---- the real default model against the `safetensors` package ----

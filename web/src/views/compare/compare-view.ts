@@ -33,7 +33,7 @@ export function meanRowDistance(a: Matrix, b: Matrix): number {
 export class CompareView implements ExportableView {
   readonly el: HTMLElement;
   private pickers: HTMLElement;
-  private maps: LabeledHeatmap[] = [new LabeledHeatmap(300), new LabeledHeatmap(300), new LabeledHeatmap(300)];
+  private maps: LabeledHeatmap[] = [new LabeledHeatmap(250), new LabeledHeatmap(250), new LabeledHeatmap(250)];
   private captions: HTMLElement[] = [h('figcaption'), h('figcaption'), h('figcaption')];
   private legends: HTMLElement[] = [h('div'), h('div'), h('div')];
   private summary: HTMLElement;

@@ -7,6 +7,9 @@ import { h, clear } from '../../lib/dom';
 import { fixed, tokenLabel } from '../../lib/format';
 import { roleInfo, roleStyle, type ViewContext } from '../context';
 
+/** Role id of heads that park their attention on [CLS]/[SEP]/BOS (analysis/roles.h, kSink). */
+const SINK_ROLE = 'sink';
+
 function list(items: number[]): string {
   const s = items.map((i) => String(i));
   return s.length <= 1 ? s.join('') : `${s.slice(0, -1).join(', ')} and ${s[s.length - 1]}`;
@@ -69,6 +72,22 @@ export class WhyHeadsView {
           ? `On this text layer ${state.layer} shows only two patterns, so its heads overlap more than the textbook picture suggests:`
           : `On this text every head of layer ${state.layer} shows the same dominant pattern; the differences between them are in the details (see the role scores of each head):`;
     this.body.append(h('h3', {}, `What the heads of ${model.name} do`), h('p', {}, spread), ul);
+
+    // A head that parks most of its weight on [CLS]/[SEP] still spends the rest somewhere, and
+    // that remainder is where such heads differ: group them by their second pattern.
+    const sinkHeads = layerReports.filter((r) => r.roles.primary.id === SINK_ROLE);
+    if (sinkHeads.length >= 2) {
+      const bySecond = groupByRole(sinkHeads.map((r) => ({ ...r, roles: { ...r.roles, primary: r.roles.secondary } })));
+      this.body.append(
+        h(
+          'p',
+          { id: 'why-sink-split' },
+          `Weight parked on a special token is mostly a way of doing nothing (see the typical function of that role), so the ${sinkHeads.length} sink heads are best told apart by what they do with the rest: `,
+          bySecond.map((g) => `${g.name.toLowerCase()} for ${g.heads.length === 1 ? 'head' : 'heads'} ${list(g.heads)}`).join('; '),
+          '. Hiding the special tokens (key s) shows those second patterns in the heatmaps.',
+        ),
+      );
+    }
 
     if (dec && dec.layer === state.layer) {
       const norms = Array.from(dec.contribution_norms.data);

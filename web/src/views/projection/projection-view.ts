@@ -3,6 +3,7 @@
 // written as a sum of one contribution per head (each with its norm).
 
 import type { Decomposition, ModelInfo, RunResult } from '../../lib/api';
+import { readableOn } from '../../lib/colour';
 import { h, clear, hideTooltip, showTooltip, sizeCanvas } from '../../lib/dom';
 import { fixed, signed, subscript, tokenLabel } from '../../lib/format';
 import { pixelsCanvas, signedPixels } from '../../lib/heatmap';
@@ -15,7 +16,7 @@ import { headReport, roleInfo, roleStyle, type ExportableView, type ViewContext 
 
 /** Width in CSS px of one number in the long (d_model) strips and in the head-output strips. */
 const WIDE_CELL = 2;
-const HEAD_CELL = 6;
+const HEAD_CELL = 12;
 const STRIP_HEIGHT = 16;
 
 export interface ProjectionCallbacks {
@@ -38,7 +39,7 @@ export function diagramScene(model: ModelInfo, roleColours: string[], width: num
   for (let i = 0; i < model.n_head; i++) {
     const colour = roleColours[i] ?? THEME.accent;
     items.push({ kind: 'rect', x, y, w: headW, h: boxH, fill: colour, rx: 3 });
-    items.push({ kind: 'text', x: x + headW / 2, y: y + boxH / 2 + 4, text: `H${i}`, size: headW > 24 ? 11 : 9, fill: '#ffffff', anchor: 'middle', weight: 'bold' });
+    items.push({ kind: 'text', x: x + headW / 2, y: y + boxH / 2 + 4, text: `H${i}`, size: headW > 24 ? 11 : 9, fill: readableOn(colour), anchor: 'middle', weight: 'bold' });
     x += headW + 4;
   }
   items.push({ kind: 'text', x: 10, y: y + boxH + 18, text: `${model.n_head} heads × d_head ${model.d_head}`, size: 12, fill: THEME.muted });

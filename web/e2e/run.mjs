@@ -1,0 +1,55 @@
+// End-to-end tests of the explorer: the real `headscope serve` binary on the real default
+// model, its HTTP API, and the web UI in Debian's Chromium. Run from web/: `node e2e/run.mjs`.
+//   HEADSCOPE_BIN    the binary (default: ../build/headscope)
+//   HEADSCOPE_MODEL  the model directory (default: ../models/all-MiniLM-L6-v2)
+//   CHROMIUM         the browser (default: /usr/bin/chromium)
+// Screenshots, exported files and the server log go to web/test-results/.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { apiTests } from './api.mjs';
+import { browserTests } from './browser.mjs';
+import { startServer, Suite } from './harness.mjs';
+
+const webDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(webDir, '..');
+const bin = path.resolve(root, process.env.HEADSCOPE_BIN ?? 'build/headscope');
+const model = path.resolve(root, process.env.HEADSCOPE_MODEL ?? 'models/all-MiniLM-L6-v2');
+const dist = path.join(webDir, 'dist');
+const outDir = path.join(webDir, 'test-results');
+
+function fail(message) {
+  console.error(`e2e: ${message}`);
+  process.exit(1);
+}
+
+if (!fs.existsSync(bin)) fail(`no headscope binary at ${bin} (build it, or set HEADSCOPE_BIN)`);
+if (!fs.existsSync(path.join(model, 'config.json'))) fail(`no model at ${model} (run scripts/setup.sh, or set HEADSCOPE_MODEL)`);
+if (!fs.existsSync(path.join(dist, 'index.html'))) fail(`no built UI at ${dist} (run \`npm run build\` in web/)`);
+fs.rmSync(outDir, { recursive: true, force: true });
+fs.mkdirSync(outDir, { recursive: true });
+
+const log = fs.createWriteStream(path.join(outDir, 'server.log'));
+log.path = path.join(outDir, 'server.log');
+const server = await startServer({ bin, model, webDir: dist, log });
+console.log(`e2e: ${bin} serving ${path.basename(model)} at ${server.url}`);
+let ok = false;
+try {
+  const apiSuite = new Suite('api');
+  console.log('API');
+  await apiTests(server.url, apiSuite);
+  const uiSuite = new Suite('browser');
+  console.log('Browser (Chromium)');
+  await browserTests(server.url, uiSuite, outDir);
+  const a = apiSuite.summary(), b = uiSuite.summary();
+  ok = a && b;
+  if (server.child.exitCode !== null) {
+    console.error(`e2e: the server exited (code ${server.child.exitCode}) during the tests`);
+    ok = false;
+  }
+} finally {
+  await server.stop();
+  log.end();
+}
+console.log(`e2e: screenshots and exports in ${path.relative(process.cwd(), outDir) || outDir}`);
+process.exit(ok ? 0 : 1);

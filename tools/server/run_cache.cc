@@ -3,19 +3,26 @@
 
 #include <utility>
 
+#include "analysis/atlas.h"
+#include "headscope/error.h"
+
 namespace headscope::server {
 namespace {
 
-LevelAnalysis analyse(const Tensor& attention, analysis::SequenceInfo units, int n_layer, int n_head) {
+LevelAnalysis analyse(const Tensor& attention, analysis::SequenceInfo units, int n_layer, int n_head,
+                      const std::vector<analysis::ProbeEvidence>& probe) {
   LevelAnalysis out;
   analysis::ModelStatsAccumulator acc(n_layer, n_head);
   acc.add(attention, units);
   out.stats = acc.result();
-  // Roles from this text alone: the positional and token-kind evidence of its statistics.
-  // Roles that need a probe or gold data (induction, syntax, coreference) are measured by
-  // `headscope atlas` over a corpus, not per sentence.
+  // Roles from this text's statistics (positional and token-kind evidence) plus the model's probe
+  // (induction, duplicate token). Syntactic and coreference roles need gold data and a corpus:
+  // `headscope atlas` measures those.
   std::vector<analysis::HeadEvidence> evidence(out.stats.size());
-  for (size_t i = 0; i < out.stats.size(); ++i) evidence[i].stats = out.stats[i];
+  for (size_t i = 0; i < out.stats.size(); ++i) {
+    evidence[i].stats = out.stats[i];
+    if (i < probe.size()) evidence[i].probe = probe[i];
+  }
   out.roles = analysis::assign_roles(evidence);
   out.units = std::move(units);
   return out;
@@ -23,14 +30,31 @@ LevelAnalysis analyse(const Tensor& attention, analysis::SequenceInfo units, int
 
 }  // namespace
 
+std::vector<analysis::ProbeEvidence> measure_probe(const Model& model) {
+  const analysis::AtlasOptions settings;  // the atlas's probe length, count and seed
+  const ModelConfig& c = model.config();
+  CaptureOptions capture;
+  capture.head_outputs = capture.contributions = capture.hidden_states = false;
+  std::vector<std::vector<analysis::ProbeEvidence>> runs;
+  for (int i = 0; i < settings.probe_count; ++i) {
+    const analysis::ProbeLayout layout =
+        analysis::make_repeated_probe(model.tokenizer(), settings.probe_length, settings.seed + static_cast<uint32_t>(i));
+    if (c.max_positions > 0 && static_cast<int64_t>(layout.encoding.size()) > c.max_positions)
+      throw Error("serve: the induction probe (" + std::to_string(layout.encoding.size()) +
+                  " tokens) is longer than the model's position limit");
+    runs.push_back(analysis::score_probe(model.run(layout.encoding, capture).attention, layout));
+  }
+  return analysis::average_probes(runs);
+}
+
 size_t RunRecord::bytes() const {
   auto floats = [](const Tensor& t) { return static_cast<size_t>(t.numel()) * sizeof(float); };
   return floats(capture.attention) + floats(capture.head_outputs) + floats(capture.contributions) +
          floats(capture.attn_output) + floats(word_attention) + text.size();
 }
 
-RunCache::RunCache(const Model& model, size_t capacity, size_t budget_bytes)
-    : model_(model), capacity_(capacity < 1 ? 1 : capacity), budget_bytes_(budget_bytes) {}
+RunCache::RunCache(const Model& model, size_t capacity, size_t budget_bytes, std::vector<analysis::ProbeEvidence> probe)
+    : model_(model), probe_(std::move(probe)), capacity_(capacity < 1 ? 1 : capacity), budget_bytes_(budget_bytes) {}
 
 std::shared_ptr<const RunRecord> RunCache::find(const std::string& text, bool truncate) {
   std::lock_guard lock(cache_mutex_);
@@ -83,8 +107,8 @@ std::shared_ptr<const RunRecord> RunCache::compute(const std::string& text, bool
   analysis::SequenceInfo tokens = analysis::describe_sequence(record->encoding, text, config.causal);
   record->words = analysis::words_from_encoding(record->encoding);
   record->word_attention = analysis::merge_attention(record->capture.attention, record->words);
-  record->word_level = analyse(record->word_attention, analysis::describe_units(tokens, record->words), n_layer, n_head);
-  record->token_level = analyse(record->capture.attention, std::move(tokens), n_layer, n_head);
+  record->word_level = analyse(record->word_attention, analysis::describe_units(tokens, record->words), n_layer, n_head, probe_);
+  record->token_level = analyse(record->capture.attention, std::move(tokens), n_layer, n_head, probe_);
   return record;
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/probe.h"
 #include "analysis/roles.h"
 #include "analysis/statistics.h"
 #include "analysis/words.h"
@@ -47,11 +48,16 @@ struct RunRecord {
   size_t bytes() const;
 };
 
+// Induction and duplicate-token evidence cannot be read off an ordinary sentence: it comes from
+// the repeated-random-tokens probe (analysis/probe.h), run once per model with the atlas's
+// settings (AtlasOptions defaults), and is added to the evidence of every head of every run.
+std::vector<analysis::ProbeEvidence> measure_probe(const Model& model);
+
 class RunCache {
  public:
   // `capacity`: texts kept; `budget_bytes`: the cache evicts older runs beyond this total
-  // (the latest run is always kept, whatever its size).
-  RunCache(const Model& model, size_t capacity, size_t budget_bytes);
+  // (the latest run is always kept, whatever its size). `probe`: [n_layer * n_head] or empty.
+  RunCache(const Model& model, size_t capacity, size_t budget_bytes, std::vector<analysis::ProbeEvidence> probe = {});
 
   // The analysed run of `text`, from the cache or computed now. Throws Error on text the model
   // cannot take (invalid UTF-8, too many tokens without `truncate`, empty encoding).
@@ -65,6 +71,7 @@ class RunCache {
   std::shared_ptr<const RunRecord> compute(const std::string& text, bool truncate) const;
 
   const Model& model_;
+  const std::vector<analysis::ProbeEvidence> probe_;
   const size_t capacity_;
   const size_t budget_bytes_;
   mutable std::mutex cache_mutex_;  // guards entries_ and runs_computed_

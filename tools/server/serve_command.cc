@@ -45,7 +45,12 @@ void serve(const ServeOptions& opt) {
                c.architecture.c_str(), c.n_layer, c.n_head, c.d_model,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 
-  server::RunCache cache(*model, static_cast<size_t>(opt.cache_runs), static_cast<size_t>(opt.cache_mib) << 20);
+  t0 = std::chrono::steady_clock::now();
+  std::vector<analysis::ProbeEvidence> probe = server::measure_probe(*model);
+  std::fprintf(stderr, "headscope: induction probe over %zu heads in %.1f s\n", probe.size(),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  server::RunCache cache(*model, static_cast<size_t>(opt.cache_runs), static_cast<size_t>(opt.cache_mib) << 20,
+                         std::move(probe));
   server::Api api(*model, cache);
 
   httplib::Server http;

@@ -6,6 +6,7 @@
 // Capture axes: attention is [layer, head, q, k] — row q is the distribution of query token q
 // over the keys k, rows sum to 1 over the keys that q may attend to.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,14 @@ struct Capture {
   std::vector<int> kv_head_of;  // query head -> the key/value head it reads (identity without GQA)
 };
 
+// The keys and values a causal model has computed so far (its KV cache). Opaque; made by
+// Model::start() and grown by Model::extend().
+class DecoderState {
+ public:
+  virtual ~DecoderState() = default;
+  virtual int64_t length() const = 0;  // tokens processed so far
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -63,6 +72,14 @@ class Model {
   Encoding encode(std::string_view text, bool truncate = false) const;
   // One forward pass over the whole encoding. Throws Error if it is empty or too long.
   virtual Capture run(const Encoding& encoding, const CaptureOptions& options = {}) const = 0;
+  // Incremental decoding for causal models (config().causal); encoders throw Error. start() gives
+  // an empty state; extend() runs `ids` after the tokens already in `state` and returns what the
+  // new rows capture: T = ids.size(), attention [n_layer, n_head, T, past + T] (every token so far
+  // is a key), head outputs, contributions and hidden states for the new rows only. When
+  // `next_logits` is given it receives the logits [vocab_size] that follow the last id.
+  virtual std::unique_ptr<DecoderState> start() const;
+  virtual Capture extend(DecoderState& state, const std::vector<int32_t>& ids, const CaptureOptions& options,
+                         std::vector<float>* next_logits) const;
   // W_O of `layer` as stored by nn.Linear: [d_model, n_head * d_head] (out, in), and its bias.
   virtual const Tensor& output_projection(int layer) const = 0;
   virtual const Tensor& output_bias(int layer) const = 0;

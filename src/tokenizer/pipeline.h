@@ -139,6 +139,10 @@ class PipelineTokenizer final : public Tokenizer {
   std::vector<std::string> id_to_text_;  // [vocab_size]: model vocabulary and added tokens
 };
 
+// A tokenizer from an already parsed tokenizer.json document (tokenizer.cc); `source` names it in
+// errors. GGUF files describe their tokenizer in this form too (tokenizer/gguf_vocab.h).
+std::unique_ptr<Tokenizer> from_json(const nlohmann::json& root, const std::string& source);
+
 // ---- readers of tokenizer.json components (tables in tokenizer.cc) ----
 
 // Reads "added_tokens". Throws Error naming `path` on malformed entries.

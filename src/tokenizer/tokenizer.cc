@@ -114,6 +114,10 @@ std::unique_ptr<Tokenizer> Tokenizer::from_tokenizer_json(const std::string& pat
   } catch (const nlohmann::json::exception& e) {
     throw Error(path + ": not valid JSON (" + e.what() + ")");
   }
+  return tokenizer::from_json(root, path);
+}
+
+std::unique_ptr<Tokenizer> tokenizer::from_json(const nlohmann::json& root, const std::string& path) {
   if (!root.is_object() || !root.contains("model")) throw Error(path + ": not a tokenizer.json (no \"model\")");
   try {
     tokenizer::PipelineTokenizer::Parts parts;

@@ -1,0 +1,102 @@
+// headscope — the pre-norm causal decoder that the Llama family (Llama, Mistral, Qwen2, SmolLM)
+// and GPT-2 share. A family file (llama.cc, gpt2.cc) only reads its hyper-parameters and fills
+// DecoderWeights from its tensor-name table; the forward pass lives here once:
+//
+//   x = E[ids] (+ P[positions])                                  embeddings        [T, d_model]
+//   for each layer:
+//     h = Norm(x)                                                RMSNorm | LayerNorm
+//     q, k, v = h W_qᵀ, h W_kᵀ, h W_vᵀ (+ biases)                 fused QKV GEMM
+//     q, k = RoPE(q), RoPE(k)                                    Llama family only
+//     o_h = softmax(q_h k_{g(h)}ᵀ / √d_head + causal mask) v_{g(h)}   g = kv_head_of (GQA)
+//     x = x + concat(o_h) W_Oᵀ (+ b_O)
+//     h = Norm(x)
+//     x = x + W_down (silu(W_gate h) ⊙ W_up h)                   SwiGLU (Llama)
+//         | x + W_down GELU_tanh(W_up h + b_up) + b_down          GPT-2
+//   logits = Norm_final(x) · E_outᵀ                              E_out = E when tied
+//
+// The keys and values of every layer are kept (the KV cache), so a later call can add tokens
+// without re-running the earlier ones: `headscope generate` runs the prompt once and then one
+// row per new token.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "headscope/model.h"
+#include "ops/rope.h"
+
+namespace headscope::io {
+class GgufFile;
+}
+
+namespace headscope::models {
+
+struct DecoderLayerWeights {
+  Tensor attn_norm, attn_norm_bias;  // [d_model]; the bias only with LayerNorm
+  Tensor w_qkv, b_qkv;               // [(n_head + 2·n_kv_head)·d_head, d_model], same rows (or empty): Q | K | V
+  Tensor w_o, b_o;                   // [d_model, n_head·d_head], [d_model] (zeros when the family has none)
+  Tensor ffn_norm, ffn_norm_bias;    // [d_model]
+  Tensor w_gate;                     // [d_ff, d_model] (SwiGLU only)
+  Tensor w_up, b_up;                 // [d_ff, d_model], [d_ff] or empty
+  Tensor w_down, b_down;             // [d_model, d_ff], [d_model] or empty
+  int64_t window = 0;                // sliding-window size of this layer (Mistral); 0 = full causal
+};
+
+struct DecoderArch {
+  enum class Norm { kRms, kLayer };
+  enum class Mlp { kSwiGlu, kGeluTanh };
+  Norm norm = Norm::kRms;
+  Mlp mlp = Mlp::kSwiGlu;
+  bool rope = true;             // false: learned absolute positions (GPT-2)
+  ops::RopeConfig rope_config;  // d_rot, base, layout, scaling
+  bool scale_by_inverse_layer = false;  // GPT-2's scale_attn_by_inverse_layer_idx
+};
+
+struct DecoderWeights {
+  Tensor token_embedding;     // [vocab, d_model]
+  Tensor position_embedding;  // [max_positions, d_model] (GPT-2) or empty
+  std::vector<DecoderLayerWeights> layers;
+  Tensor final_norm, final_norm_bias;  // [d_model]
+  Tensor lm_head;             // [vocab, d_model]; empty when tied to token_embedding
+};
+
+// Concatenates row blocks (e.g. W_q, W_k, W_v into W_qkv). All parts share the trailing shape.
+Tensor concat_rows(const std::vector<const Tensor*>& parts);
+// [rows, cols] -> [cols, rows] (GPT-2's Conv1D stores weights as (in, out)).
+Tensor transpose(const Tensor& t);
+
+// Where a family's tensors come from: a Hugging Face safetensors folder or a GGUF file. Both
+// return fp32 in PyTorch's row-major layout and check the shape they are asked for.
+class WeightSource {
+ public:
+  virtual ~WeightSource() = default;
+  virtual bool has(const std::string& name) const = 0;
+  virtual Tensor get(const std::string& name, const std::vector<int64_t>& shape) const = 0;
+  virtual std::string describe() const = 0;  // the file or folder, for messages
+};
+std::unique_ptr<WeightSource> safetensors_source(const std::string& dir);
+std::unique_ptr<WeightSource> gguf_source(std::shared_ptr<const io::GgufFile> file);
+
+class DecoderModel final : public Model {
+ public:
+  DecoderModel(ModelConfig config, DecoderArch arch, DecoderWeights weights, std::unique_ptr<Tokenizer> tokenizer);
+
+  const ModelConfig& config() const override { return cfg_; }
+  const Tokenizer& tokenizer() const override { return *tokenizer_; }
+  Capture run(const Encoding& encoding, const CaptureOptions& options) const override;
+  const Tensor& output_projection(int layer) const override { return w_.layers.at(size_t(layer)).w_o; }
+  const Tensor& output_bias(int layer) const override { return w_.layers.at(size_t(layer)).b_o; }
+  std::unique_ptr<DecoderState> start() const override;
+  Capture extend(DecoderState& state, const std::vector<int32_t>& ids, const CaptureOptions& options,
+                 std::vector<float>* next_logits) const override;
+
+ private:
+  ModelConfig cfg_;
+  DecoderArch arch_;
+  DecoderWeights w_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::vector<float> inv_freq_;  // [d_rot / 2] RoPE frequencies
+  std::vector<int> kv_head_of_;  // [n_head]
+};
+
+}  // namespace headscope::models

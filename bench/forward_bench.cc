@@ -47,7 +47,7 @@ static void measure_peak(int threads) {
 }
 
 int main(int argc, char** argv) {
-  if (argc < 4) {
+  if (argc < 3 || (argc < 4 && std::string(argv[1]) != "--peak")) {
     std::fprintf(stderr, "usage: forward_bench MODEL_DIR THREADS T [T …] [--repeats N] | forward_bench --peak THREADS\n");
     return 1;
   }

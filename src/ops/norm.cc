@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <dnnl.hpp>
+
 namespace headscope::ops {
 
 void layer_norm(const float* x, int64_t T, int64_t d, const float* gamma, const float* beta, float eps, float* y) {
@@ -25,9 +27,16 @@ void layer_norm(const float* x, int64_t T, int64_t d, const float* gamma, const 
 }
 
 void gelu_erf(float* x, int64_t n) {
-  constexpr float kInvSqrt2 = 0.70710678118654752440f;
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
+  // oneDNN's JIT-vectorised eltwise kernel (algorithm eltwise_gelu_erf computes the exact erf
+  // form); a scalar std::erf loop costs as much as a quarter of the BERT forward pass.
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);  // stateless handle, created once
+  dnnl::stream stream(engine);
+  const dnnl::memory::desc md({n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
+  dnnl::memory mem(md, engine, x);
+  const dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_gelu_erf, md);
+  const dnnl::eltwise_forward::primitive_desc pd(desc, engine);
+  dnnl::eltwise_forward(pd).execute(stream, {{DNNL_ARG_SRC, mem}, {DNNL_ARG_DST, mem}});
+  stream.wait();
 }
 
 void add_inplace(float* y, const float* x, int64_t n) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/attention.h"
+#include "ops/exp.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
 #include "ops/reference/reference.h"
@@ -134,6 +135,32 @@ TEST(Attention, KeyBiasMasksPaddingKeys) {
     EXPECT_EQ(p[r * T + 4], 0.0f);
     EXPECT_EQ(p[r * T + 5], 0.0f);
   }
+}
+
+}  // namespace
+}  // namespace headscope::ops
+
+namespace headscope::ops {
+namespace {
+
+TEST(ExpApprox, WithinTwoUlpOfStdExpOverTheSoftmaxRange) {
+  float worst = 0;
+  for (float x = -87.0f; x <= 0.0f; x += 0.001953125f) {
+    const float want = std::exp(x), got = exp_approx(x);
+    worst = std::max(worst, std::abs(got - want) / want);
+  }
+  EXPECT_LT(worst, 2.5e-7f);  // 2 ulp of a float is 2.4e-7 relative
+  EXPECT_EQ(exp_approx(0.0f), 1.0f);
+}
+
+TEST(Gelu, LongArrayMatchesScalarErf) {
+  auto x = random_vector(100003, 31, 3.0f);
+  auto y = x;
+  gelu_erf(y.data(), static_cast<int64_t>(y.size()));
+  float worst = 0;
+  for (size_t i = 0; i < x.size(); ++i)
+    worst = std::max(worst, float(std::abs(y[i] - 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0))))));
+  EXPECT_LT(worst, 1e-6f);
 }
 
 }  // namespace

@@ -32,8 +32,11 @@ test-web: build
 
 test: test-cpp test-web
 
+# Prints one run, then starts the explorer (web UI + API) and prints its URL; Ctrl+C stops it.
+DEMO_PORT ?= 8080
 demo: build
 	@./$(BUILD)/headscope run --model $(MODEL) --text "$(DEMO_TEXT)"
+	@./$(BUILD)/headscope serve --model $(MODEL) --port $(DEMO_PORT)
 
 bench: build
 	@bench/run.sh

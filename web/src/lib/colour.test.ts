@@ -66,3 +66,22 @@ describe('contrast', () => {
     for (const c of [...SEQUENTIAL, ...DIVERGING]) expect(contrastRatio(readableOn(c), c)).toBeGreaterThanOrEqual(4.5);
   });
 });
+
+describe('heatmap pixels', () => {
+  it('colour every cell as attentionColour does, on every scale', async () => {
+    const { matrixPixels } = await import('./heatmap');
+    const { attentionColour } = await import('./colour');
+    const values = [0, 1e-4, 0.0011, 0.004, 0.02, 0.1, 0.33, 0.5, 0.9, 1, 1.2, NaN, -0.1, 0.75, 0.01, 0.25];
+    for (const scale of ['linear', 'log', 'contrast'] as const) {
+      const p = matrixPixels({ n: 4, data: new Float32Array(values) }, scale);
+      values.forEach((v, i) => {
+        const hex = '#' + [0, 1, 2].map((c) => p.data[i * 4 + c].toString(16).padStart(2, '0')).join('');
+        // Quantising the weight to 1/65535 may move a colour by at most one table step.
+        const want = hexToRgb(attentionColour(v, scale));
+        const got = hexToRgb(hex);
+        for (let c = 0; c < 3; c++) expect(Math.abs(got[c] - want[c]), `${scale} ${v}`).toBeLessThanOrEqual(8);
+        expect(p.data[i * 4 + 3]).toBe(255);
+      });
+    }
+  });
+});

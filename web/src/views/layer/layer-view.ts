@@ -30,6 +30,8 @@ export class LayerView implements ExportableView {
   private legendSlot: HTMLElement;
   private tiles: Tile[] = [];
   private ctx: ViewContext | null = null;
+  /** What the tiles were last drawn from. */
+  private drawnFrom: { attention: Tensor; scale: string; hideSpecial: boolean; run: unknown } | null = null;
 
   constructor(private readonly callbacks: LayerCallbacks) {
     this.heading = h('h2', { id: 'layer-title' });
@@ -46,8 +48,19 @@ export class LayerView implements ExportableView {
 
   /** attention: [1, n_head, U, U], the chosen layer at the chosen level. */
   update(ctx: ViewContext, attention: Tensor): void {
-    this.ctx = ctx;
     const { model, state, units } = ctx;
+    // Selecting another head changes only the outline: keep the drawn heatmaps.
+    const drawn = this.drawnFrom;
+    this.ctx = ctx;
+    if (drawn && drawn.attention === attention && drawn.scale === state.scale && drawn.hideSpecial === state.hideSpecial && drawn.run === ctx.run) {
+      for (const tile of this.grid.querySelectorAll<HTMLElement>('.head-tile')) {
+        const selected = Number(tile.dataset.head) === state.head;
+        tile.classList.toggle('selected', selected);
+        tile.setAttribute('aria-pressed', String(selected));
+      }
+      return;
+    }
+    this.drawnFrom = { attention, scale: state.scale, hideSpecial: state.hideSpecial, run: ctx.run };
     this.heading.textContent = `Layer ${state.layer}: all ${model.n_head} heads side by side`;
     clear(this.legendSlot);
     this.legendSlot.appendChild(attentionLegend(state.scale));

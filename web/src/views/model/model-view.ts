@@ -6,7 +6,8 @@ import { h, clear, hideTooltip, showTooltip, sizeCanvas } from '../../lib/dom';
 import { fixed } from '../../lib/format';
 import { matrixPixels, pixelsCanvas } from '../../lib/heatmap';
 import { attentionLegend, attentionLegendItems } from '../../lib/legend';
-import { headMatrix, maxPool } from '../../lib/matrix';
+import { headMatrix, maxPool, type Matrix } from '../../lib/matrix';
+import type { ScaleName } from '../../lib/colour';
 import { shownMatrix } from '../../lib/display';
 import { drawScene, type Pixels, type Scene, type SceneItem } from '../../lib/scene';
 import { THEME } from '../../lib/theme';
@@ -29,6 +30,9 @@ export class ModelView implements ExportableView {
   private roles: HTMLElement;
   private ctx: ViewContext | null = null;
   private thumbs: Pixels[] = [];
+  private pooled: Matrix[] = [];
+  private pooledFrom: { attention: Tensor; hideSpecial: boolean; units: number } | null = null;
+  private thumbScale: ScaleName | null = null;
   private thumb = 64;
 
   constructor(
@@ -59,12 +63,21 @@ export class ModelView implements ExportableView {
     this.ctx = ctx;
     const { model, state, units } = ctx;
     this.thumb = Math.max(24, Math.min(72, Math.floor((this.maxWidth - LABEL_W) / model.n_head) - GAP));
-    this.thumbs = [];
-    for (let l = 0; l < model.n_layer; l++)
-      for (let hd = 0; hd < model.n_head; hd++) {
-        const shown = shownMatrix(headMatrix(attention, l, hd), units, state.hideSpecial);
-        this.thumbs.push(matrixPixels(maxPool(shown.matrix, this.thumb * 2), state.scale));
-      }
+    // Pooling every head is the costly part: redo it only for new data; a new scale only
+    // recolours, and a new selection only redraws.
+    const from = this.pooledFrom;
+    if (!from || from.attention !== attention || from.hideSpecial !== state.hideSpecial || from.units !== units.labels.length) {
+      this.pooled = [];
+      for (let l = 0; l < model.n_layer; l++)
+        for (let hd = 0; hd < model.n_head; hd++)
+          this.pooled.push(maxPool(shownMatrix(headMatrix(attention, l, hd), units, state.hideSpecial).matrix, this.thumb * 2));
+      this.pooledFrom = { attention, hideSpecial: state.hideSpecial, units: units.labels.length };
+      this.thumbScale = null;
+    }
+    if (this.thumbScale !== state.scale) {
+      this.thumbs = this.pooled.map((m) => matrixPixels(m, state.scale));
+      this.thumbScale = state.scale;
+    }
     this.draw();
     clear(this.legendSlot);
     this.legendSlot.appendChild(attentionLegend(state.scale));

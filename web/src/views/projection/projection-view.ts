@@ -99,6 +99,8 @@ export class ProjectionView implements ExportableView {
   private body: HTMLElement;
   private ctx: ViewContext | null = null;
   private dec: Decomposition | null = null;
+  /** The run whose tokens the chips show (rebuilt only for a new text). */
+  private chipsFor: RunResult | null = null;
 
   constructor(private readonly callbacks: ProjectionCallbacks) {
     this.title = h('h2', { id: 'projection-title' });
@@ -134,12 +136,16 @@ export class ProjectionView implements ExportableView {
     this.diagram.querySelector('svg')?.setAttribute('role', 'img');
     this.diagram.querySelector('svg')?.setAttribute('aria-label', escapeXml(`${concatFormula(model.n_head)}: ${model.n_head} heads of ${model.d_head} dimensions, W_O ${model.w_o_shape.join(' × ')}, output ${model.d_model}`));
 
-    clear(this.tokens);
-    run.tokens.forEach((t, i) =>
-      this.tokens.appendChild(
-        h('button', { type: 'button', class: 'chip token' + (t.special ? ' special' : ''), 'data-token': i, 'aria-pressed': String(i === state.token), onclick: () => this.callbacks.selectToken(i) }, tokenLabel(t.text, 18)),
-      ),
-    );
+    if (this.chipsFor !== run) {
+      this.chipsFor = run;
+      clear(this.tokens);
+      run.tokens.forEach((t, i) =>
+        this.tokens.appendChild(
+          h('button', { type: 'button', class: 'chip token' + (t.special ? ' special' : ''), 'data-token': i, onclick: () => this.callbacks.selectToken(i) }, tokenLabel(t.text, 18)),
+        ),
+      );
+    }
+    for (const chip of this.tokens.children) chip.setAttribute('aria-pressed', String(Number(chip.getAttribute('data-token')) === state.token));
     clear(this.body);
     if (!dec) {
       this.body.appendChild(h('p', { class: 'muted' }, 'Loading the decomposition…'));

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "headscope 0.1.0");
   headscope::cli::add_run_command(app);
+  headscope::cli::add_atlas_command(app);
   headscope::cli::add_serve_command(app);
   try {
     app.parse(argc, argv);

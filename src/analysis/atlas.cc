@@ -1,0 +1,237 @@
+// The head atlas: runs the stages listed in atlas.h and joins their evidence into roles.
+#include "analysis/atlas.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+
+#include "analysis/words.h"
+#include "headscope/error.h"
+
+namespace headscope::analysis {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::vector<std::string> read_corpus(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("corpus '" + path + "': cannot open it; pass a text file with one text per line");
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") != std::string::npos) lines.push_back(line);
+  }
+  if (lines.empty()) throw Error("corpus '" + path + "': no non-empty lines");
+  return lines;
+}
+
+// Encodes without truncation; returns false (and the caller skips the text) when the text is too
+// long for the model or has nothing to encode.
+bool encode_whole(const Model& model, const std::string& text, Encoding& out) {
+  try {
+    out = model.encode(text, /*truncate=*/true);
+  } catch (const Error&) {
+    return false;
+  }
+  return !out.truncated;
+}
+
+CaptureOptions attention_only() {
+  CaptureOptions o;
+  o.attention = true;
+  o.head_outputs = false;
+  o.contributions = false;
+  o.hidden_states = false;
+  o.queries_keys = false;
+  return o;
+}
+
+}  // namespace
+
+AtlasResult build_atlas(const Model& model, const std::string& model_path, const AtlasOptions& options) {
+  const auto t_start = Clock::now();
+  const ModelConfig& c = model.config();
+  const int L = c.n_layer, H = c.n_head, N = L * H;
+  const CaptureOptions capture = attention_only();
+  auto progress = [&](std::string_view stage, int64_t done, int64_t total) {
+    if (options.progress) options.progress(stage, done, total);
+  };
+  if (options.report_treebank.empty()) throw Error("atlas: a treebank is required (--treebank FILE.conllu)");
+
+  AtlasResult r;
+  r.config = c;
+  r.model_path = model_path;
+  r.options = options;
+  r.options.progress = nullptr;
+
+  // Read every data file first, so that a wrong path fails before minutes of work.
+  const auto report_tb = read_conllu(options.report_treebank);
+  std::vector<DependencySentence> select_tb;
+  if (!options.select_treebank.empty()) select_tb = read_conllu(options.select_treebank);
+  std::vector<GapExample> report_gap, select_gap;
+  if (!options.report_coref.empty()) report_gap = read_gap_tsv(options.report_coref);
+  if (!options.select_coref.empty()) select_gap = read_gap_tsv(options.select_coref);
+  std::vector<std::string> corpus;
+  if (!options.corpus.empty()) corpus = read_corpus(options.corpus);
+
+  ModelStatsAccumulator token_stats(L, H), word_stats(L, H);
+  auto add_stats = [&](const Capture& cap, const Encoding& enc, const std::string& text, const WordMap& map,
+                       const Tensor& units) {
+    const SequenceInfo seq = describe_sequence(enc, text, c.causal);
+    token_stats.add(cap.attention, seq);
+    word_stats.add(units, describe_units(seq, map));
+    ++r.corpus_texts;
+    r.corpus_tokens += static_cast<int64_t>(enc.size());
+  };
+
+  // ---- syntax (and, without a corpus, the statistics) on the treebanks ----
+  DependencyScorer report_scorer(N), select_scorer(N);
+  auto score_treebank = [&](const std::vector<DependencySentence>& tb, DependencyScorer& scorer, bool with_stats,
+                            std::string_view stage, int64_t& counted) {
+    const auto t0 = Clock::now();
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    Encoding enc;
+    for (size_t i = 0; i < tb.size(); ++i) {
+      const std::string text = join_words(tb[i], &spans);
+      if (!encode_whole(model, text, enc)) {
+        ++r.skipped_sentences;
+      } else {
+        const Capture cap = model.run(enc, capture);
+        const WordMap map = words_from_spans(enc, spans);
+        const Tensor units = merge_attention(cap.attention, map);  // [L, H, U, U]
+        scorer.add(tb[i], units.ptr(), map);
+        ++counted;
+        if (with_stats) add_stats(cap, enc, text, map, units);
+      }
+      progress(stage, static_cast<int64_t>(i + 1), static_cast<int64_t>(tb.size()));
+    }
+    r.seconds_per_stage.emplace_back(std::string(stage), seconds_since(t0));
+  };
+  score_treebank(report_tb, report_scorer, corpus.empty(), "treebank (report)", r.report_sentences);
+  if (!select_tb.empty()) {
+    score_treebank(select_tb, select_scorer, false, "treebank (select)", r.select_sentences);
+  } else {
+    select_scorer = report_scorer;
+    r.select_sentences = r.report_sentences;
+  }
+
+  // ---- statistics over a separate corpus ----
+  if (!corpus.empty()) {
+    const auto t0 = Clock::now();
+    Encoding enc;
+    for (size_t i = 0; i < corpus.size(); ++i) {
+      if (!encode_whole(model, corpus[i], enc)) {
+        ++r.skipped_texts;
+      } else {
+        const Capture cap = model.run(enc, capture);
+        const WordMap map = words_from_encoding(enc);
+        add_stats(cap, enc, corpus[i], map, merge_attention(cap.attention, map));
+      }
+      progress("corpus", static_cast<int64_t>(i + 1), static_cast<int64_t>(corpus.size()));
+    }
+    r.seconds_per_stage.emplace_back("corpus", seconds_since(t0));
+  }
+  r.stats = token_stats.result();
+  r.word_stats = word_stats.result();
+
+  // ---- induction / duplicate probe ----
+  {
+    const auto t0 = Clock::now();
+    std::vector<std::vector<ProbeEvidence>> runs;
+    for (int i = 0; i < options.probe_count; ++i) {
+      const ProbeLayout layout =
+          make_repeated_probe(model.tokenizer(), options.probe_length, options.seed + static_cast<uint32_t>(i));
+      if (c.max_positions > 0 && static_cast<int64_t>(layout.encoding.size()) > c.max_positions) {
+        throw Error("atlas: the probe (" + std::to_string(layout.encoding.size()) +
+                    " tokens) is longer than the model allows; use a shorter --probe-length");
+      }
+      const Capture cap = model.run(layout.encoding, capture);
+      runs.push_back(score_probe(cap.attention, layout));
+      progress("probe", i + 1, options.probe_count);
+    }
+    r.probe = average_probes(runs);
+    r.seconds_per_stage.emplace_back("probe", seconds_since(t0));
+  }
+
+  // ---- coreference ----
+  if (!report_gap.empty()) {
+    auto score_gap = [&](const std::vector<GapExample>& examples, CorefScorer& scorer, std::string_view stage) {
+      const auto t0 = Clock::now();
+      Encoding enc;
+      for (size_t i = 0; i < examples.size(); ++i) {
+        const GapExample& ex = examples[i];
+        // Truncation is harmless here: an example whose mentions were cut off is skipped by the scorer.
+        if (ex.decidable()) {
+          bool ok = true;
+          try {
+            enc = model.encode(ex.text, /*truncate=*/true);
+          } catch (const Error&) {
+            ok = false;
+          }
+          if (ok) scorer.add(ex, enc, model.run(enc, capture).attention);
+        }
+        progress(stage, static_cast<int64_t>(i + 1), static_cast<int64_t>(examples.size()));
+      }
+      r.seconds_per_stage.emplace_back(std::string(stage), seconds_since(t0));
+    };
+    CorefScorer report(N), select(N);
+    score_gap(report_gap, report, "coreference (report)");
+    if (!select_gap.empty()) {
+      score_gap(select_gap, select, "coreference (select)");
+    } else {
+      select = report;
+    }
+    CorefResult cr;
+    cr.support_report = report.support();
+    cr.support_select = select.support();
+    cr.skipped = report.skipped();
+    cr.head = 0;
+    for (int h = 1; h < N; ++h) {
+      if (select.correct(h) > select.correct(cr.head)) cr.head = h;
+    }
+    cr.head_select_accuracy = select.accuracy(cr.head);
+    cr.head_report_accuracy = report.accuracy(cr.head);
+    for (int b = 1; b < kCorefBaselineCount; ++b) {
+      const auto cb = static_cast<CorefBaseline>(b);
+      if (select.baseline_correct(cb) > select.baseline_correct(cr.baseline)) cr.baseline = cb;
+    }
+    cr.baseline_select_accuracy = select.baseline_accuracy(cr.baseline);
+    cr.baseline_report_accuracy = report.baseline_accuracy(cr.baseline);
+    for (int h = 0; h < N; ++h) cr.head_report_accuracies.push_back(report.accuracy(h));
+    for (int b = 0; b < kCorefBaselineCount; ++b) {
+      cr.baseline_report_accuracies.push_back(report.baseline_accuracy(static_cast<CorefBaseline>(b)));
+    }
+    r.coref = cr;
+  }
+
+  // ---- relations and roles ----
+  r.relations = select_and_report(select_scorer, report_scorer, options.min_support);
+  r.head_syntax.resize(static_cast<size_t>(N));
+  r.evidence.resize(static_cast<size_t>(N));
+  for (int h = 0; h < N; ++h) {
+    const auto i = static_cast<size_t>(h);
+    r.head_syntax[i] = best_relation_of_head(select_scorer, report_scorer, h, options.role_min_support);
+    HeadEvidence& e = r.evidence[i];
+    e.stats = r.stats[i];
+    e.probe = r.probe[i];
+    const HeadSyntax& hs = r.head_syntax[i];
+    if (!hs.relation.empty()) {
+      e.syntax = SyntaxEvidence{hs.relation, hs.direction == Direction::kHeadToDependent, hs.accuracy,
+                                hs.baseline_accuracy, hs.baseline_offset, hs.support};
+    }
+    if (r.coref && r.coref->support_report > 0) {
+      e.coref = CorefEvidence{r.coref->head_report_accuracies[i], r.coref->baseline_report_accuracy,
+                              std::string(coref_baseline_name(r.coref->baseline)), r.coref->support_report};
+    }
+  }
+  r.roles = assign_roles(r.evidence);
+  r.seconds_total = seconds_since(t_start);
+  return r;
+}
+
+}  // namespace headscope::analysis

@@ -1,0 +1,79 @@
+// headscope analysis — the head atlas: one model over a corpus, the gold data and the probe, every
+// head's statistics, role scores and evidence in one result.
+//
+// Stages (each reports progress through AtlasOptions::progress):
+//   1. statistics: token- and word-level HeadStats over the corpus (a text file, one text a line;
+//      by default the sentences of the report treebank);
+//   2. probe: `probe_count` repeated-random-token sequences (probe.h) for induction/duplicate scores;
+//   3. syntax: Clark et al. dependency scoring on the selection treebank (UD EWT dev) and the
+//      report treebank (UD PUD) (syntax.h); heads, directions and offsets chosen on the first;
+//   4. coreference: GAP pronoun → candidate (coref.h), chosen on one file, reported on the other;
+//   5. roles: assign_roles() per head with all the evidence above.
+// A sentence longer than the model's position limit is skipped and counted, never truncated
+// (truncation would cut dependency arcs). The only file access is through the data readers.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/coref.h"
+#include "analysis/probe.h"
+#include "analysis/roles.h"
+#include "analysis/statistics.h"
+#include "analysis/syntax.h"
+#include "headscope/model.h"
+
+namespace headscope::analysis {
+
+struct AtlasOptions {
+  std::string report_treebank;  // CoNLL-U; required
+  std::string select_treebank;  // CoNLL-U; empty: select on the report treebank (in-sample)
+  std::string report_coref;     // GAP TSV; empty: no coreference stage
+  std::string select_coref;     // GAP TSV; empty: select on the report file (in-sample)
+  std::string corpus;           // text file, one text a line; empty: report treebank sentences
+  int probe_length = 50;        // tokens per copy
+  int probe_count = 4;          // probes averaged
+  uint32_t seed = 1234;
+  int64_t min_support = 100;    // relations with fewer dependents (in either set) are not reported
+  int64_t role_min_support = 50;  // relations a head's syntactic role may be based on
+  // Called with the stage name, items done and items in the stage, after every item.
+  std::function<void(std::string_view stage, int64_t done, int64_t total)> progress;
+};
+
+struct CorefResult {
+  int64_t support_select = 0, support_report = 0, skipped = 0;
+  int head = -1;                        // best on the selection file
+  double head_select_accuracy = 0, head_report_accuracy = 0;
+  CorefBaseline baseline = CorefBaseline::kNearest;  // best on the selection file
+  double baseline_select_accuracy = 0, baseline_report_accuracy = 0;
+  std::vector<double> head_report_accuracies;   // [n_layer * n_head]
+  std::vector<double> baseline_report_accuracies;  // [kCorefBaselineCount]
+};
+
+struct AtlasResult {
+  ModelConfig config;
+  std::string model_path;
+  AtlasOptions options;  // as used (progress callback cleared)
+  int64_t corpus_texts = 0, corpus_tokens = 0, skipped_texts = 0;
+  int64_t select_sentences = 0, report_sentences = 0, skipped_sentences = 0;
+  std::vector<HeadStats> stats;       // [n_layer * n_head], token level
+  std::vector<HeadStats> word_stats;  // [n_layer * n_head], word level (words.h)
+  std::vector<ProbeEvidence> probe;   // [n_layer * n_head]
+  std::vector<RelationResult> relations;
+  std::vector<HeadSyntax> head_syntax;  // [n_layer * n_head] best relation per head
+  std::optional<CorefResult> coref;
+  std::vector<HeadEvidence> evidence;   // [n_layer * n_head]
+  std::vector<HeadRoles> roles;         // [n_layer * n_head]
+  double seconds_total = 0;
+  std::vector<std::pair<std::string, double>> seconds_per_stage;
+
+  int n_heads() const { return config.n_layer * config.n_head; }
+};
+
+// Runs every stage. Throws Error for unreadable data files (naming them).
+AtlasResult build_atlas(const Model& model, const std::string& model_path, const AtlasOptions& options);
+
+}  // namespace headscope::analysis

@@ -1,0 +1,547 @@
+// The atlas as JSON, Markdown and a PNG grid; see atlas_report.h.
+#include "analysis/atlas_report.h"
+
+#include <png.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+
+#include "headscope/error.h"
+
+namespace headscope::analysis {
+namespace {
+
+using nlohmann::json;
+
+std::string fmt(const char* f, ...) {
+  char buf[1024];
+  va_list args;
+  va_start(args, f);
+  std::vsnprintf(buf, sizeof buf, f, args);
+  va_end(args);
+  return buf;
+}
+
+std::string pct(double x) { return std::isfinite(x) ? fmt("%.1f", 100.0 * x) : "–"; }
+std::string num(double x, int digits = 2) { return std::isfinite(x) ? fmt("%.*f", digits, x) : "–"; }
+
+std::string head_name(int index, int n_head) { return fmt("L%dH%d", index / n_head, index % n_head); }
+
+// A compact label for tables and the grid: "prev", "sink", "nsubj", "+2".
+std::string short_label(const RoleScore& r) {
+  switch (r.role) {
+    case Role::kPreviousToken: return "prev";
+    case Role::kNextToken: return "next";
+    case Role::kSelf: return "self";
+    case Role::kFixedOffset: return "offset " + r.detail;
+    case Role::kSink: return "sink";
+    case Role::kBroad: return "broad";
+    case Role::kLocalWindow: return "local";
+    case Role::kDuplicateToken: return "dup";
+    case Role::kInduction: return "induction";
+    case Role::kSyntactic: return r.detail.substr(0, r.detail.find(' '));
+    case Role::kCoreference: return "coref";
+    case Role::kMixed: return "mixed";
+  }
+  return "?";
+}
+
+json role_score_json(const RoleScore& r) {
+  return {{"role", role_info(r.role).id}, {"score", r.score}, {"detail", r.detail}, {"evidence", r.evidence}};
+}
+
+// The part of the JSON that a control model repeats.
+json model_part(const AtlasResult& a) {
+  const int H = a.config.n_head;
+  json j;
+  j["model"] = {{"path", a.model_path},        {"name", a.config.name},     {"architecture", a.config.architecture},
+                {"n_layer", a.config.n_layer}, {"n_head", a.config.n_head}, {"causal", a.config.causal}};
+  j["counts"] = {{"corpus_texts", a.corpus_texts},         {"corpus_tokens", a.corpus_tokens},
+                 {"skipped_texts", a.skipped_texts},       {"report_sentences", a.report_sentences},
+                 {"select_sentences", a.select_sentences}, {"skipped_sentences", a.skipped_sentences}};
+  json timing = {{"total", a.seconds_total}};
+  for (const auto& [stage, s] : a.seconds_per_stage) timing[stage] = s;
+  j["seconds"] = timing;
+  json heads = json::array();
+  for (int i = 0; i < a.n_heads(); ++i) {
+    const auto u = static_cast<size_t>(i);
+    const HeadRoles& r = a.roles[u];
+    json scores = json::array();
+    for (const RoleScore& s : r.scores) scores.push_back(role_score_json(s));
+    json h = {{"layer", i / H},
+              {"head", i % H},
+              {"primary", role_score_json(r.primary)},
+              {"secondary", role_score_json(r.secondary)},
+              {"confidence", r.confidence},
+              {"margin", r.margin},
+              {"scores", scores},
+              {"stats", head_stats_json(a.stats[u])},
+              {"word_stats", head_stats_json(a.word_stats[u])},
+              {"probe", {{"induction", a.probe[u].induction}, {"duplicate", a.probe[u].duplicate}}}};
+    const HeadSyntax& hs = a.head_syntax[u];
+    if (!hs.relation.empty()) {
+      h["syntax"] = {{"relation", hs.relation},          {"direction", direction_name(hs.direction)},
+                     {"accuracy", hs.accuracy},          {"baseline_accuracy", hs.baseline_accuracy},
+                     {"baseline_offset", hs.baseline_offset}, {"support", hs.support}};
+    }
+    if (a.coref) h["coref_accuracy"] = a.coref->head_report_accuracies[u];
+    heads.push_back(std::move(h));
+  }
+  j["heads"] = std::move(heads);
+  json rels = json::array();
+  for (const RelationResult& r : a.relations) {
+    rels.push_back({{"relation", r.relation},
+                    {"support_select", r.support_select},
+                    {"support_report", r.support_report},
+                    {"layer", r.head / H},
+                    {"head", r.head % H},
+                    {"direction", direction_name(r.direction)},
+                    {"head_select_accuracy", r.head_select_accuracy},
+                    {"head_report_accuracy", r.head_report_accuracy},
+                    {"baseline_offset", r.baseline_offset},
+                    {"baseline_select_accuracy", r.baseline_select_accuracy},
+                    {"baseline_report_accuracy", r.baseline_report_accuracy}});
+  }
+  j["relations"] = std::move(rels);
+  if (a.coref) {
+    const CorefResult& c = *a.coref;
+    json baselines = json::object();
+    for (int b = 0; b < kCorefBaselineCount; ++b) {
+      baselines[std::string(coref_baseline_name(static_cast<CorefBaseline>(b)))] =
+          c.baseline_report_accuracies[static_cast<size_t>(b)];
+    }
+    j["coreference"] = {{"support_select", c.support_select},
+                        {"support_report", c.support_report},
+                        {"skipped", c.skipped},
+                        {"layer", c.head / H},
+                        {"head", c.head % H},
+                        {"head_select_accuracy", c.head_select_accuracy},
+                        {"head_report_accuracy", c.head_report_accuracy},
+                        {"baseline", coref_baseline_name(c.baseline)},
+                        {"baseline_select_accuracy", c.baseline_select_accuracy},
+                        {"baseline_report_accuracy", c.baseline_report_accuracy},
+                        {"baselines_report", baselines}};
+  }
+  return j;
+}
+
+std::map<Role, int> role_counts(const AtlasResult& a) {
+  std::map<Role, int> n;
+  for (const HeadRoles& r : a.roles) ++n[r.primary.role];
+  return n;
+}
+
+std::string role_count_line(const AtlasResult& a) {
+  std::string s;
+  const auto counts = role_counts(a);
+  std::vector<std::pair<int, Role>> sorted;
+  for (const auto& [role, n] : counts) sorted.emplace_back(-n, role);
+  std::sort(sorted.begin(), sorted.end());
+  for (const auto& [neg, role] : sorted) {
+    if (!s.empty()) s += ", ";
+    s += std::string(role_info(role).name) + " " + std::to_string(-neg);
+  }
+  return s;
+}
+
+// Index of the head with the largest value of `f`.
+template <class F>
+int argmax_head(const AtlasResult& a, F f) {
+  int best = 0;
+  for (int i = 1; i < a.n_heads(); ++i) {
+    if (f(static_cast<size_t>(i)) > f(static_cast<size_t>(best))) best = i;
+  }
+  return best;
+}
+
+const RelationResult* find_relation(const AtlasResult& a, const std::string& rel) {
+  for (const RelationResult& r : a.relations) {
+    if (r.relation == rel) return &r;
+  }
+  return nullptr;
+}
+
+void grid_table(std::string& md, const AtlasResult& a) {
+  const int H = a.config.n_head;
+  md += "| layer |";
+  for (int h = 0; h < H; ++h) md += fmt(" H%d |", h);
+  md += "\n|---|";
+  for (int h = 0; h < H; ++h) md += "---|";
+  md += "\n";
+  for (int l = 0; l < a.config.n_layer; ++l) {
+    md += fmt("| L%d |", l);
+    for (int h = 0; h < H; ++h) {
+      const HeadRoles& r = a.roles[static_cast<size_t>(l * H + h)];
+      const std::string label = short_label(r.primary);
+      md += " " + (r.primary.role == Role::kSyntactic ? "*" + label + "*" : label) + " " + num(r.confidence) + " |";
+    }
+    md += "\n";
+  }
+}
+
+// ---- PNG ----------------------------------------------------------------------------------------
+
+// A 5×7 bitmap font (one byte per row, low 5 bits, most significant = leftmost) for the characters
+// the grid needs; lower case is drawn as upper case, anything else as '?'.
+const std::map<char, std::array<uint8_t, 7>>& font() {
+  static const std::map<char, std::array<uint8_t, 7>> f = {
+      {'A', {0x0E, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11}}, {'B', {0x1E, 0x11, 0x11, 0x1E, 0x11, 0x11, 0x1E}},
+      {'C', {0x0E, 0x11, 0x10, 0x10, 0x10, 0x11, 0x0E}}, {'D', {0x1E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x1E}},
+      {'E', {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x1F}}, {'F', {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x10}},
+      {'G', {0x0E, 0x11, 0x10, 0x17, 0x11, 0x11, 0x0F}}, {'H', {0x11, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11}},
+      {'I', {0x0E, 0x04, 0x04, 0x04, 0x04, 0x04, 0x0E}}, {'J', {0x07, 0x02, 0x02, 0x02, 0x02, 0x12, 0x0C}},
+      {'K', {0x11, 0x12, 0x14, 0x18, 0x14, 0x12, 0x11}}, {'L', {0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x1F}},
+      {'M', {0x11, 0x1B, 0x15, 0x15, 0x11, 0x11, 0x11}}, {'N', {0x11, 0x11, 0x19, 0x15, 0x13, 0x11, 0x11}},
+      {'O', {0x0E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}}, {'P', {0x1E, 0x11, 0x11, 0x1E, 0x10, 0x10, 0x10}},
+      {'Q', {0x0E, 0x11, 0x11, 0x11, 0x15, 0x12, 0x0D}}, {'R', {0x1E, 0x11, 0x11, 0x1E, 0x14, 0x12, 0x11}},
+      {'S', {0x0F, 0x10, 0x10, 0x0E, 0x01, 0x01, 0x1E}}, {'T', {0x1F, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04}},
+      {'U', {0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}}, {'V', {0x11, 0x11, 0x11, 0x11, 0x11, 0x0A, 0x04}},
+      {'W', {0x11, 0x11, 0x11, 0x15, 0x15, 0x15, 0x0A}}, {'X', {0x11, 0x11, 0x0A, 0x04, 0x0A, 0x11, 0x11}},
+      {'Y', {0x11, 0x11, 0x11, 0x0A, 0x04, 0x04, 0x04}}, {'Z', {0x1F, 0x01, 0x02, 0x04, 0x08, 0x10, 0x1F}},
+      {'0', {0x0E, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0E}}, {'1', {0x04, 0x0C, 0x04, 0x04, 0x04, 0x04, 0x0E}},
+      {'2', {0x0E, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1F}}, {'3', {0x1F, 0x02, 0x04, 0x02, 0x01, 0x11, 0x0E}},
+      {'4', {0x02, 0x06, 0x0A, 0x12, 0x1F, 0x02, 0x02}}, {'5', {0x1F, 0x10, 0x1E, 0x01, 0x01, 0x11, 0x0E}},
+      {'6', {0x06, 0x08, 0x10, 0x1E, 0x11, 0x11, 0x0E}}, {'7', {0x1F, 0x01, 0x02, 0x04, 0x08, 0x08, 0x08}},
+      {'8', {0x0E, 0x11, 0x11, 0x0E, 0x11, 0x11, 0x0E}}, {'9', {0x0E, 0x11, 0x11, 0x0F, 0x01, 0x02, 0x0C}},
+      {' ', {0, 0, 0, 0, 0, 0, 0}},                      {'-', {0, 0, 0, 0x1F, 0, 0, 0}},
+      {'+', {0, 0x04, 0x04, 0x1F, 0x04, 0x04, 0}},       {'/', {0, 0x01, 0x02, 0x04, 0x08, 0x10, 0}},
+      {'(', {0x02, 0x04, 0x08, 0x08, 0x08, 0x04, 0x02}}, {')', {0x08, 0x04, 0x02, 0x02, 0x02, 0x04, 0x08}},
+      {'.', {0, 0, 0, 0, 0, 0x0C, 0x0C}},                {',', {0, 0, 0, 0, 0x0C, 0x04, 0x08}},
+      {':', {0, 0x0C, 0x0C, 0, 0x0C, 0x0C, 0}},          {'%', {0x18, 0x19, 0x02, 0x04, 0x08, 0x13, 0x03}},
+      {'_', {0, 0, 0, 0, 0, 0, 0x1F}},                   {'>', {0x08, 0x04, 0x02, 0x01, 0x02, 0x04, 0x08}},
+      {'<', {0x02, 0x04, 0x08, 0x10, 0x08, 0x04, 0x02}}, {'=', {0, 0, 0x1F, 0, 0x1F, 0, 0}},
+      {'?', {0x0E, 0x11, 0x01, 0x02, 0x04, 0, 0x04}},
+  };
+  return f;
+}
+
+struct Image {
+  int width, height;
+  std::vector<uint8_t> rgb;  // [height, width, 3]
+  Image(int w, int h) : width(w), height(h), rgb(static_cast<size_t>(w) * h * 3, 255) {}
+  void fill(int x0, int y0, int w, int h, uint32_t color) {
+    for (int y = std::max(0, y0); y < std::min(height, y0 + h); ++y) {
+      for (int x = std::max(0, x0); x < std::min(width, x0 + w); ++x) {
+        uint8_t* p = &rgb[(static_cast<size_t>(y) * width + x) * 3];
+        p[0] = static_cast<uint8_t>(color >> 16), p[1] = static_cast<uint8_t>(color >> 8), p[2] = static_cast<uint8_t>(color);
+      }
+    }
+  }
+  // Draws `text` with its top-left at (x, y), each font pixel `scale` × `scale`. Returns the width.
+  int text(int x, int y, const std::string& s, uint32_t color, int scale) {
+    const auto& f = font();
+    int cx = x;
+    for (char ch : s) {
+      char key = ch;
+      if (!f.count(key)) key = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      if (!f.count(key)) key = '?';
+      const auto& g = f.at(key);
+      for (int row = 0; row < 7; ++row) {
+        for (int col = 0; col < 5; ++col) {
+          if (g[static_cast<size_t>(row)] & (0x10 >> col)) fill(cx + col * scale, y + row * scale, scale, scale, color);
+        }
+      }
+      cx += 6 * scale;
+    }
+    return cx - x;
+  }
+};
+
+int text_width(const std::string& s, int scale) { return static_cast<int>(s.size()) * 6 * scale; }
+
+uint32_t ink_on(uint32_t background) {
+  const double lum = 0.299 * ((background >> 16) & 0xFF) + 0.587 * ((background >> 8) & 0xFF) + 0.114 * (background & 0xFF);
+  return lum > 140 ? 0x000000 : 0xFFFFFF;
+}
+
+std::vector<uint8_t> encode_png(const Image& img) {
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  if (!png) throw Error("atlas PNG: libpng could not start");
+  png_infop info = png_create_info_struct(png);
+  std::vector<uint8_t> out;
+  if (!info || setjmp(png_jmpbuf(png))) {
+    png_destroy_write_struct(&png, &info);
+    throw Error("atlas PNG: libpng failed while encoding the grid");
+  }
+  png_set_write_fn(
+      png, &out,
+      [](png_structp p, png_bytep data, png_size_t n) {
+        auto* v = static_cast<std::vector<uint8_t>*>(png_get_io_ptr(p));
+        v->insert(v->end(), data, data + n);
+      },
+      nullptr);
+  png_set_IHDR(png, info, static_cast<png_uint_32>(img.width), static_cast<png_uint_32>(img.height), 8,
+               PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_write_info(png, info);
+  for (int y = 0; y < img.height; ++y) {
+    png_write_row(png, const_cast<png_bytep>(&img.rgb[static_cast<size_t>(y) * img.width * 3]));
+  }
+  png_write_end(png, nullptr);
+  png_destroy_write_struct(&png, &info);
+  return out;
+}
+
+}  // namespace
+
+json head_stats_json(const HeadStats& s) {
+  json offsets = json::object();
+  for (int d = -kMaxOffset; d <= kMaxOffset; ++d) offsets[std::to_string(d)] = s.offset(d);
+  return {{"n_queries", s.n_queries},
+          {"entropy_bits", s.entropy_bits},
+          {"entropy_norm", s.entropy_norm},
+          {"sparsity", s.sparsity},
+          {"keys_90", s.keys_90},
+          {"keys_90_share", s.keys_90_share},
+          {"max_attention", s.max_attention},
+          {"avg_attention", s.avg_attention},
+          {"uniform_overlap", s.uniform_overlap},
+          {"mean_distance", s.mean_distance},
+          {"mean_offset", s.mean_offset},
+          {"self_mass", s.self_mass},
+          {"prev_mass", s.prev_mass},
+          {"next_mass", s.next_mass},
+          {"local_mass", s.local_mass},
+          {"offset_mass", offsets},
+          {"first_mass", s.first_mass},
+          {"special_mass", s.special_mass},
+          {"end_special_mass", s.end_special_mass},
+          {"sink_mass", s.sink_mass},
+          {"punct_mass", s.punct_mass},
+          {"content_mass", s.content_mass},
+          {"duplicate_mass", s.duplicate_mass},
+          {"n_duplicate_queries", s.n_duplicate_queries}};
+}
+
+json atlas_json(const AtlasResult& a, const AtlasResult* control) {
+  json j = model_part(a);
+  j["schema"] = "headscope.atlas/1";
+  const AtlasOptions& o = a.options;
+  j["options"] = {{"report_treebank", o.report_treebank}, {"select_treebank", o.select_treebank},
+                  {"report_coref", o.report_coref},       {"select_coref", o.select_coref},
+                  {"corpus", o.corpus},                   {"probe_length", o.probe_length},
+                  {"probe_count", o.probe_count},         {"seed", o.seed},
+                  {"min_support", o.min_support},         {"role_min_support", o.role_min_support}};
+  json cat = json::array();
+  for (const RoleInfo& r : role_catalogue()) {
+    cat.push_back({{"id", r.id},
+                   {"name", r.name},
+                   {"description", r.description},
+                   {"typical_function", r.typical_function},
+                   {"literature", r.literature},
+                   {"color", fmt("#%06x", r.color)}});
+  }
+  j["roles"] = std::move(cat);
+  if (control) j["control"] = model_part(*control);
+  return j;
+}
+
+std::string atlas_markdown(const AtlasResult& a, const AtlasResult* control, const std::string& command_line) {
+  const int H = a.config.n_head;
+  const AtlasOptions& o = a.options;
+  const bool in_sample_syntax = o.select_treebank.empty();
+  std::string md;
+  md += "# Head atlas: " + a.config.name + "\n\n";
+  md += "Generated by `headscope atlas` (do not edit by hand; regenerate with the command below).\n\n";
+  md += "```\n" + command_line + "\n```\n\n";
+  md += fmt("- Model: `%s` (%s, %d layers × %d heads, %s)\n", a.model_path.c_str(), a.config.architecture.c_str(),
+            a.config.n_layer, H, a.config.causal ? "causal" : "bidirectional");
+  if (control) md += fmt("- Control: `%s`, the same architecture with randomly initialised weights\n", control->model_path.c_str());
+  md += fmt("- Report treebank: `%s`, %lld sentences run", o.report_treebank.c_str(), static_cast<long long>(a.report_sentences));
+  md += in_sample_syntax ? " (heads also selected on it: in-sample)\n"
+                         : fmt("; heads selected on `%s` (%lld sentences)\n", o.select_treebank.c_str(),
+                               static_cast<long long>(a.select_sentences));
+  if (a.skipped_sentences) md += fmt("- %lld sentences skipped as longer than the model allows\n", static_cast<long long>(a.skipped_sentences));
+  md += fmt("- Statistics over %lld texts, %lld tokens (%s)\n", static_cast<long long>(a.corpus_texts),
+            static_cast<long long>(a.corpus_tokens), o.corpus.empty() ? "the report treebank's sentences" : o.corpus.c_str());
+  md += fmt("- Probe: %d sequences of %d random tokens, each repeated twice\n", o.probe_count, o.probe_length);
+  md += fmt("- Wall time: %.1f s", a.seconds_total);
+  for (const auto& [stage, s] : a.seconds_per_stage) md += fmt("; %s %.1f s", stage.c_str(), s);
+  md += "\n\nDefinitions of every number: [docs/metrics.md](metrics.md).\n\n";
+
+  // ---- headline ----
+  md += "## Headline\n\n";
+  md += "- Primary roles: " + role_count_line(a) + ".\n";
+  if (control) md += "- Control primary roles: " + role_count_line(*control) + ".\n";
+  int beats = 0, rel_count = 0, control_beats = 0;
+  for (const RelationResult& r : a.relations) {
+    if (r.relation == kAllRelations) continue;
+    ++rel_count;
+    if (r.head_report_accuracy > r.baseline_report_accuracy) ++beats;
+    if (control) {
+      const RelationResult* cr = find_relation(*control, r.relation);
+      if (cr && cr->head_report_accuracy > cr->baseline_report_accuracy) ++control_beats;
+    }
+  }
+  md += fmt("- Dependency relations with at least %lld dependents: in %d of %d the best head (chosen on the selection "
+            "set) beats the best fixed offset on the report set",
+            static_cast<long long>(o.min_support), beats, rel_count);
+  md += control ? fmt("; for the control, %d of %d.\n", control_beats, rel_count) : ".\n";
+  if (const RelationResult* all = find_relation(a, std::string(kAllRelations))) {
+    md += fmt("- All relations pooled: the best single head, %s (%s), finds %s %% of gold heads; the best offset (%+d) %s %%",
+              head_name(all->head, H).c_str(), std::string(direction_name(all->direction)).c_str(),
+              pct(all->head_report_accuracy).c_str(), all->baseline_offset, pct(all->baseline_report_accuracy).c_str());
+    const RelationResult* call = control ? find_relation(*control, std::string(kAllRelations)) : nullptr;
+    md += call ? fmt("; control's best head %s %%.\n", pct(call->head_report_accuracy).c_str()) : ".\n";
+  }
+  if (a.coref) {
+    const CorefResult& c = *a.coref;
+    md += fmt("- Coreference (GAP): best head %s puts more attention on the right name in %s %% of %lld examples; "
+              "the %s baseline %s %%",
+              head_name(c.head, H).c_str(), pct(c.head_report_accuracy).c_str(), static_cast<long long>(c.support_report),
+              std::string(coref_baseline_name(c.baseline)).c_str(), pct(c.baseline_report_accuracy).c_str());
+    md += control && control->coref ? fmt("; control's best head %s %%.\n", pct(control->coref->head_report_accuracy).c_str()) : ".\n";
+  }
+  {
+    const int ind = argmax_head(a, [&](size_t i) { return a.probe[i].induction; });
+    const int dup = argmax_head(a, [&](size_t i) { return a.probe[i].duplicate; });
+    md += fmt("- Probe: strongest induction score %s %% (%s), strongest duplicate-token score %s %% (%s)",
+              pct(a.probe[static_cast<size_t>(ind)].induction).c_str(), head_name(ind, H).c_str(),
+              pct(a.probe[static_cast<size_t>(dup)].duplicate).c_str(), head_name(dup, H).c_str());
+    if (control) {
+      const int cind = argmax_head(*control, [&](size_t i) { return control->probe[i].induction; });
+      md += fmt("; control: %s %% induction at best", pct(control->probe[static_cast<size_t>(cind)].induction).c_str());
+    }
+    md += ".\n\n";
+  }
+
+  // ---- grid ----
+  md += "## Primary role of every head\n\nEach cell: the primary role (for a syntactic head, its relation in italics) "
+        "and the confidence (the role's score, see docs/metrics.md). The PNG grid (`atlas.png`) shows the same with colours.\n\n";
+  grid_table(md, a);
+  if (control) {
+    md += "\nControl (random weights):\n\n";
+    grid_table(md, *control);
+  }
+
+  // ---- relations ----
+  md += "\n## Dependency relations\n\n";
+  md += in_sample_syntax ? "Heads and offsets are selected and scored on the same treebank.\n\n"
+                         : "For each relation the head (and direction) and the fixed offset are chosen on the selection "
+                           "treebank; all accuracies in the table except the \"select\" column are on the report "
+                           "treebank. Accuracy in %.\n\n";
+  md += "| relation | n (report) | best head | direction | select acc | report acc | best offset | offset acc |";
+  if (control) md += " control head | control acc |";
+  md += "\n|---|---|---|---|---|---|---|---|";
+  if (control) md += "---|---|";
+  md += "\n";
+  for (const RelationResult& r : a.relations) {
+    md += fmt("| %s | %lld | %s | %s | %s | **%s** | %+d | %s |", r.relation.c_str(), static_cast<long long>(r.support_report),
+              head_name(r.head, H).c_str(), std::string(direction_name(r.direction)).c_str(),
+              pct(r.head_select_accuracy).c_str(), pct(r.head_report_accuracy).c_str(), r.baseline_offset,
+              pct(r.baseline_report_accuracy).c_str());
+    if (control) {
+      const RelationResult* cr = find_relation(*control, r.relation);
+      md += cr ? fmt(" %s | %s |", head_name(cr->head, H).c_str(), pct(cr->head_report_accuracy).c_str()) : " – | – |";
+    }
+    md += "\n";
+  }
+
+  // ---- coreference ----
+  if (a.coref) {
+    const CorefResult& c = *a.coref;
+    md += "\n## Coreference (GAP)\n\n";
+    md += fmt("Examples with exactly one correct candidate: %lld in the report file, %lld in the selection file "
+              "(%lld skipped for having a mention cut off). Accuracy = share of examples where the pronoun attends "
+              "more to the correct name than to the other.\n\n",
+              static_cast<long long>(c.support_report), static_cast<long long>(c.support_select),
+              static_cast<long long>(c.skipped));
+    md += "| predictor | selected on | select acc | report acc |\n|---|---|---|---|\n";
+    md += fmt("| best head %s | selection file | %s | **%s** |\n", head_name(c.head, H).c_str(),
+              pct(c.head_select_accuracy).c_str(), pct(c.head_report_accuracy).c_str());
+    if (control && control->coref) {
+      const CorefResult& cc = *control->coref;
+      md += fmt("| control best head %s | selection file | %s | %s |\n", head_name(cc.head, H).c_str(),
+                pct(cc.head_select_accuracy).c_str(), pct(cc.head_report_accuracy).c_str());
+    }
+    for (int b = 0; b < kCorefBaselineCount; ++b) {
+      md += fmt("| %s | – | – | %s |\n", std::string(coref_baseline_name(static_cast<CorefBaseline>(b))).c_str(),
+                pct(c.baseline_report_accuracies[static_cast<size_t>(b)]).c_str());
+    }
+  }
+
+  // ---- probe ----
+  md += "\n## Induction and duplicate-token probe\n\n| rank | induction head | score % | duplicate head | score % |\n|---|---|---|---|---|\n";
+  std::vector<int> by_ind(static_cast<size_t>(a.n_heads())), by_dup(static_cast<size_t>(a.n_heads()));
+  for (int i = 0; i < a.n_heads(); ++i) by_ind[static_cast<size_t>(i)] = by_dup[static_cast<size_t>(i)] = i;
+  std::stable_sort(by_ind.begin(), by_ind.end(), [&](int x, int y) { return a.probe[size_t(x)].induction > a.probe[size_t(y)].induction; });
+  std::stable_sort(by_dup.begin(), by_dup.end(), [&](int x, int y) { return a.probe[size_t(x)].duplicate > a.probe[size_t(y)].duplicate; });
+  for (int k = 0; k < std::min(5, a.n_heads()); ++k) {
+    const int i = by_ind[static_cast<size_t>(k)], d = by_dup[static_cast<size_t>(k)];
+    md += fmt("| %d | %s | %s | %s | %s |\n", k + 1, head_name(i, H).c_str(), pct(a.probe[size_t(i)].induction).c_str(),
+              head_name(d, H).c_str(), pct(a.probe[size_t(d)].duplicate).c_str());
+  }
+
+  // ---- every head ----
+  md += "\n## Every head: roles and evidence\n\n| head | primary | confidence | secondary | evidence for the primary role |\n|---|---|---|---|---|\n";
+  for (int i = 0; i < a.n_heads(); ++i) {
+    const HeadRoles& r = a.roles[static_cast<size_t>(i)];
+    std::string primary(role_info(r.primary.role).name), secondary(role_info(r.secondary.role).name);
+    if (!r.primary.detail.empty()) primary += " " + r.primary.detail;
+    if (!r.secondary.detail.empty()) secondary += " " + r.secondary.detail;
+    md += fmt("| %s | %s | %s | %s (%s) | %s |\n", head_name(i, H).c_str(), primary.c_str(), num(r.confidence).c_str(),
+              secondary.c_str(), num(r.secondary.score).c_str(), r.primary.evidence.c_str());
+  }
+
+  // ---- statistics ----
+  md += "\n## Statistics of every head (token level)\n\nEntropy in bits and normalised; sparsity = share of weights "
+        "below a tenth of the uniform share; keys90 = keys holding 90 % of a row; max = mean row maximum; avg = Σa² "
+        "(the weight where the attention lands); masses in %.\n\n"
+        "| head | H | H norm | sparsity | keys90 | max | avg | distance | sink | [SEP]/EOS | prev | next | self | punct |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (int i = 0; i < a.n_heads(); ++i) {
+    const HeadStats& s = a.stats[static_cast<size_t>(i)];
+    md += fmt("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", head_name(i, H).c_str(),
+              num(s.entropy_bits).c_str(), num(s.entropy_norm).c_str(), num(s.sparsity).c_str(), num(s.keys_90, 1).c_str(),
+              num(s.max_attention).c_str(), num(s.avg_attention).c_str(), num(s.mean_distance, 1).c_str(),
+              pct(s.sink_mass).c_str(), pct(s.end_special_mass).c_str(), pct(s.prev_mass).c_str(),
+              pct(s.next_mass).c_str(), pct(s.self_mass).c_str(), pct(s.punct_mass).c_str());
+  }
+  return md;
+}
+
+std::vector<uint8_t> atlas_png(const AtlasResult& a, const std::string& title) {
+  const int L = a.config.n_layer, H = a.config.n_head;
+  constexpr int kCellW = 72, kCellH = 44, kGap = 2, kMargin = 16, kLabelW = 40, kTitleH = 34, kBand = 8;
+  constexpr int kLegendRow = 20;
+  const int grid_w = H * (kCellW + kGap), grid_h = L * (kCellH + kGap);
+  const int legend_rows = kRoleCount;
+  const int width = std::max(kMargin * 2 + kLabelW + grid_w, kMargin * 2 + text_width(title, 2));
+  const int height = kMargin + kTitleH + 16 + grid_h + 16 + legend_rows * kLegendRow + kMargin;
+  Image img(width, height);
+  img.text(kMargin, kMargin, title, 0x000000, 2);
+  const int x0 = kMargin + kLabelW, y0 = kMargin + kTitleH + 16;
+  for (int h = 0; h < H; ++h) img.text(x0 + h * (kCellW + kGap) + kCellW / 2 - 9, y0 - 12, fmt("H%d", h), 0x333333, 1);
+  for (int l = 0; l < L; ++l) {
+    const int y = y0 + l * (kCellH + kGap);
+    img.text(kMargin, y + kCellH / 2 - 7, fmt("L%d", l), 0x333333, 2);
+    for (int h = 0; h < H; ++h) {
+      const HeadRoles& r = a.roles[static_cast<size_t>(l * H + h)];
+      const int x = x0 + h * (kCellW + kGap);
+      const uint32_t c = role_info(r.primary.role).color;
+      img.fill(x, y, kCellW, kCellH, c);
+      img.fill(x, y + kCellH - kBand, kCellW, kBand, role_info(r.secondary.role).color);
+      const uint32_t ink = ink_on(c);
+      std::string label = short_label(r.primary);
+      if (label.size() > 11) label.resize(11);
+      img.text(x + 4, y + 5, label, ink, 1);
+      img.text(x + 4, y + 17, num(r.confidence), ink, 1);
+    }
+  }
+  // Legend: every role with its colour, name and how many heads have it as primary.
+  const auto counts = role_counts(a);
+  int y = y0 + grid_h + 16;
+  for (const RoleInfo& info : role_catalogue()) {
+    img.fill(kMargin, y, 14, 14, info.color);
+    const auto it = counts.find(info.role);
+    img.text(kMargin + 22, y + 1, std::string(info.name) + fmt(" (%d)", it == counts.end() ? 0 : it->second), 0x000000, 2);
+    y += kLegendRow;
+  }
+  img.text(width - kMargin - text_width("BOTTOM BAND: SECONDARY ROLE", 1), y0 + grid_h + 4, "bottom band: secondary role", 0x555555, 1);
+  return encode_png(img);
+}
+
+}  // namespace headscope::analysis

@@ -1,0 +1,26 @@
+// headscope analysis — the atlas written out: JSON (schema "headscope.atlas/1", described in
+// docs/atlas.md), a Markdown report, and a PNG grid of layers × heads coloured by primary role.
+// These only format an AtlasResult; the caller writes the bytes where it wants them.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "analysis/atlas.h"
+
+namespace headscope::analysis {
+
+nlohmann::json head_stats_json(const HeadStats& s);
+
+// `control` (may be null): the same atlas for a control model (e.g. randomly initialised weights),
+// reported beside the main one.
+nlohmann::json atlas_json(const AtlasResult& atlas, const AtlasResult* control);
+std::string atlas_markdown(const AtlasResult& atlas, const AtlasResult* control, const std::string& command_line);
+
+// PNG bytes: one cell per head (rows = layers, columns = heads) filled with the primary role's
+// colour, a band along its bottom in the secondary role's colour, the role's detail and
+// confidence written in the cell, and a legend of the roles below the grid.
+std::vector<uint8_t> atlas_png(const AtlasResult& atlas, const std::string& title);
+
+}  // namespace headscope::analysis

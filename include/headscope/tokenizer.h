@@ -46,6 +46,10 @@ class Tokenizer {
   // Throws Error on invalid UTF-8 and on over-long text (see EncodeOptions).
   virtual Encoding encode(std::string_view text, const EncodeOptions& options) const = 0;
   virtual std::string token_text(int32_t id) const = 0;
+  // The text a sequence of ids stands for, as the tokenizer's decoder writes it: byte-level tokens
+  // turned back into their bytes, SentencePiece's ▁ into spaces, WordPiece's ## pieces joined.
+  // Special tokens are kept as their text. May end inside a UTF-8 character if the ids do.
+  virtual std::string decode(const std::vector<int32_t>& ids) const;
   virtual int32_t vocab_size() const = 0;
   // Reads tokenizer.json in `model_dir` (or vocab.txt for WordPiece models without one).
   static std::unique_ptr<Tokenizer> from_model_dir(const std::string& model_dir);

@@ -175,35 +175,69 @@ std::unique_ptr<Model> read_bpe_model(const nlohmann::json& model, const std::st
   return std::make_unique<Bpe>(std::move(vocab), merges, std::move(options), path);
 }
 
-std::string decode_bpe_tokens(const std::vector<std::string>& token_texts, bool byte_level) {
-  std::string out;
-  for (const std::string& t : token_texts) {
-    if (byte_level) {
-      const std::u32string chars = unicode::decode_utf8(t, "token").chars;
-      for (char32_t c : chars) {
-        const int b = char_to_byte(c);
-        if (b >= 0) {
-          out.push_back(static_cast<char>(b));
-        } else {
-          unicode::append_utf8(c, out);  // added tokens are stored as plain text
-        }
-      }
-      continue;
-    }
-    unsigned byte = 0;
-    if (t.size() == 6 && t.rfind("<0x", 0) == 0 && t[5] == '>' && std::sscanf(t.c_str() + 3, "%2X", &byte) == 1) {
-      out.push_back(static_cast<char>(byte));
-      continue;
-    }
-    for (size_t i = 0; i < t.size(); ++i) {
-      if (t.compare(i, 3, "\u2581") == 0) {
-        out.push_back(' ');
-        i += 2;
-      } else {
-        out.push_back(t[i]);
-      }
+DecodeStyle decode_style_of(const nlohmann::json& decoder) {
+  if (!decoder.is_object() || !decoder.contains("type")) return DecodeStyle::kConcatenate;
+  const std::string type = decoder.at("type").get<std::string>();
+  if (type == "ByteLevel") return DecodeStyle::kByteLevel;
+  if (type == "Metaspace" || type == "ByteFallback") return DecodeStyle::kSentencePiece;
+  if (type == "WordPiece") return DecodeStyle::kWordPiece;
+  if (type == "Replace" && decoder.contains("pattern") && decoder["pattern"].value("String", "") == "\u2581") {
+    return DecodeStyle::kSentencePiece;
+  }
+  if (type == "Sequence" && decoder.contains("decoders")) {
+    for (const nlohmann::json& d : decoder.at("decoders")) {
+      const DecodeStyle style = decode_style_of(d);
+      if (style != DecodeStyle::kConcatenate) return style;
     }
   }
+  return DecodeStyle::kConcatenate;
+}
+
+std::string decode_token_texts(DecodeStyle style, const std::vector<std::string>& token_texts) {
+  std::string out;
+  for (size_t k = 0; k < token_texts.size(); ++k) {
+    const std::string& t = token_texts[k];
+    switch (style) {
+      case DecodeStyle::kByteLevel:
+        for (char32_t c : unicode::decode_utf8(t, "token").chars) {
+          const int b = char_to_byte(c);
+          if (b >= 0) {
+            out.push_back(static_cast<char>(b));
+          } else {
+            unicode::append_utf8(c, out);  // added tokens stored as plain text
+          }
+        }
+        break;
+      case DecodeStyle::kSentencePiece: {
+        unsigned byte = 0;
+        if (t.size() == 6 && t.rfind("<0x", 0) == 0 && t[5] == '>' && std::sscanf(t.c_str() + 3, "%2X", &byte) == 1) {
+          out.push_back(static_cast<char>(byte));
+          break;
+        }
+        for (size_t i = 0; i < t.size(); ++i) {
+          if (t.compare(i, 3, "\u2581") == 0) {
+            out.push_back(' ');
+            i += 2;
+          } else {
+            out.push_back(t[i]);
+          }
+        }
+        break;
+      }
+      case DecodeStyle::kWordPiece:
+        if (t.rfind("##", 0) == 0) {
+          out += t.substr(2);
+        } else {
+          if (k > 0) out.push_back(' ');
+          out += t;
+        }
+        break;
+      case DecodeStyle::kConcatenate:
+        out += t;
+        break;
+    }
+  }
+  if (style == DecodeStyle::kSentencePiece && !out.empty() && out[0] == ' ') out.erase(0, 1);
   return out;
 }
 

@@ -61,9 +61,15 @@ class Bpe final : public Model {
 // Reader for tokenizer.json's "model" when its type is "BPE" (table in tokenizer.cc).
 std::unique_ptr<Model> read_bpe_model(const nlohmann::json& model, const std::string& path);
 
-// Turns ids back into text the way the families' decoders do: byte-level tokens (Ġ, Ċ, ...) are
-// mapped back to their bytes; SentencePiece tokens have ▁ turned into spaces and <0xNN> into bytes.
-// The result may end inside a multi-byte character when the ids do. Used by `headscope generate`.
-std::string decode_bpe_tokens(const std::vector<std::string>& token_texts, bool byte_level);
+// The decode style a tokenizer.json "decoder" describes: ByteLevel -> kByteLevel; Metaspace, or a
+// Sequence with Replace(▁ -> " ") / ByteFallback -> kSentencePiece; WordPiece -> kWordPiece; null
+// or anything else -> kConcatenate.
+DecodeStyle decode_style_of(const nlohmann::json& decoder);
+
+// Token texts back to text: byte-level characters (Ġ, Ċ, ...) to their bytes; SentencePiece ▁ to a
+// space and <0xNN> to the byte (the leading space of the text dropped, as the Strip/Metaspace
+// decoders do); WordPiece pieces joined with spaces, "##" glued to the previous one. The result
+// may end inside a multi-byte character when the tokens do. Used by `headscope generate`.
+std::string decode_token_texts(DecodeStyle style, const std::vector<std::string>& token_texts);
 
 }  // namespace headscope::tokenizer

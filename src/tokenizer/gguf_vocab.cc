@@ -83,6 +83,7 @@ nlohmann::json tokenizer_json_from_gguf(const io::GgufFile& file) {
           {"normalizer", nullptr},
           {"pre_tokenizer", pre},
           {"post_processor", nullptr},
+          {"decoder", {{"type", "ByteLevel"}}},
           {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}, {"byte_fallback", false},
                      {"ignore_merges", false}, {"unk_token", nullptr}}}};
 }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "headscope/error.h"
+#include "tokenizer/bpe.h"
 #include "tokenizer/pre_tokenizers.h"
 
 namespace headscope::tokenizer {
@@ -215,6 +216,13 @@ std::string PipelineTokenizer::token_text(int32_t id) const {
 }
 
 int32_t PipelineTokenizer::vocab_size() const { return static_cast<int32_t>(id_to_text_.size()); }
+
+std::string PipelineTokenizer::decode(const std::vector<int32_t>& ids) const {
+  std::vector<std::string> texts;
+  texts.reserve(ids.size());
+  for (int32_t id : ids) texts.push_back(token_text(id));
+  return decode_token_texts(parts_.decode_style, texts);
+}
 
 // ---- readers ----
 

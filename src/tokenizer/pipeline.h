@@ -99,6 +99,9 @@ struct PostProcessor {
   size_t added_count() const;
 };
 
+// How ids become text again (tokenizer.json "decoder").
+enum class DecodeStyle { kConcatenate, kByteLevel, kSentencePiece, kWordPiece };
+
 class PipelineTokenizer final : public Tokenizer {
  public:
   struct Parts {
@@ -108,12 +111,14 @@ class PipelineTokenizer final : public Tokenizer {
     std::unique_ptr<Model> model;                // required
     std::vector<AddedToken> added_tokens;
     PostProcessor post_processor;
+    DecodeStyle decode_style = DecodeStyle::kConcatenate;  // from "decoder" (decode_style_of in bpe.h)
   };
   explicit PipelineTokenizer(Parts parts);
 
   Encoding encode(std::string_view text, const EncodeOptions& options) const override;
   std::string token_text(int32_t id) const override;
   int32_t vocab_size() const override;
+  std::string decode(const std::vector<int32_t>& ids) const override;
 
  private:
   // Added tokens to look for, indexed by first character, longest first at each character.

@@ -133,10 +133,17 @@ std::unique_ptr<Tokenizer> tokenizer::from_json(const nlohmann::json& root, cons
       parts.post_processor = read_component(kPostProcessors, root.at("post_processor"), "post_processor", path);
     }
     if (root.contains("added_tokens")) parts.added_tokens = tokenizer::read_added_tokens(root.at("added_tokens"), path);
+    if (root.contains("decoder")) parts.decode_style = tokenizer::decode_style_of(root.at("decoder"));
     return std::make_unique<tokenizer::PipelineTokenizer>(std::move(parts));
   } catch (const nlohmann::json::exception& e) {
     throw Error(path + ": unexpected content (" + e.what() + ")");
   }
+}
+
+std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
+  std::string out;
+  for (int32_t id : ids) out += token_text(id);
+  return out;
 }
 
 std::unique_ptr<Tokenizer> Tokenizer::from_model_dir(const std::string& model_dir) {

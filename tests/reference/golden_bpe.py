@@ -176,6 +176,8 @@ def build_tokenizers(corpus):
 
     spm = Tokenizer(models.BPE(unk_token="<unk>", fuse_unk=True))
     spm.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=False)
+    spm.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                     decoders.Strip(" ", 1, 0)])  # Llama-2's decoder
     spm = train(spm, corpus, 3000, ["<unk>", "<s>", "</s>"], limit_alphabet=120)
     spm = with_byte_fallback(spm)
     spm.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", spm.token_to_id("<s>"))])

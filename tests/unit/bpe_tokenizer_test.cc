@@ -125,12 +125,22 @@ TEST(BpeTokenizer, ByteLevelAlphabet) {
   for (int b = 0; b < 256; ++b) EXPECT_EQ(char_to_byte(byte_to_char(static_cast<uint8_t>(b))), b);
 }
 
-// Decoding reverses byte-level and SentencePiece spellings.
+// Decoding reverses byte-level and SentencePiece spellings; through the public API, decoding the
+// ids of a text gives the text back.
 TEST(BpeTokenizer, Decode) {
-  using headscope::tokenizer::decode_bpe_tokens;
-  EXPECT_EQ(decode_bpe_tokens({"Hello", "\xC4\xA0world", "\xC4\x8A"}, true), "Hello world\n");
-  EXPECT_EQ(decode_bpe_tokens({"\xE2\x96\x81Hello", "\xE2\x96\x81world", "<0x0A>", "<0xE2>", "<0x82>", "<0xAC>"}, false),
-            " Hello world\n\xE2\x82\xAC");
+  using headscope::tokenizer::decode_token_texts;
+  using headscope::tokenizer::DecodeStyle;
+  EXPECT_EQ(decode_token_texts(DecodeStyle::kByteLevel, {"Hello", "\xC4\xA0world", "\xC4\x8A"}), "Hello world\n");
+  EXPECT_EQ(decode_token_texts(DecodeStyle::kSentencePiece,
+                               {"\xE2\x96\x81Hello", "\xE2\x96\x81world", "<0x0A>", "<0xE2>", "<0x82>", "<0xAC>"}),
+            "Hello world\n\xE2\x82\xAC");
+  headscope::EncodeOptions plain;
+  plain.add_special_tokens = false;
+  const std::string text = "Les élèves d'été, 2024 — 東京 😀!";
+  for (const char* name : {"gpt2", "llama3", "spm_metaspace", "smollm2"}) {
+    auto tok = Tokenizer::from_tokenizer_json((goldens() / name / "tokenizer.json").string());
+    EXPECT_EQ(tok->decode(tok->encode(text, plain).ids()), text) << name;
+  }
 }
 
 TEST(BpeTokenizer, BadInputIsAnError) {

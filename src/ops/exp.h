@@ -6,18 +6,19 @@
 // Accuracy: within 2 ulp of std::exp over the softmax range (checked in tests/unit/ops_test.cc).
 #pragma once
 #include <bit>
+#include <cmath>
 #include <cstdint>
 
 namespace headscope::ops {
 
-#pragma omp declare simd
+
 inline float exp_approx(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693145751953125f;        // ln 2 split in two (Cody–Waite) so that
   constexpr float kLn2Lo = 1.428606765330187045e-06f; // r keeps full precision
-  const bool underflow = x < -87.0f;                   // e^-87 ≈ 1.6e-38: below, the answer is 0
-  x = underflow ? -87.0f : (x > 88.0f ? 88.0f : x);     // 2^n stays a normal float
-  const float n = __builtin_roundevenf(x * kLog2e);
+  const float keep = x < -87.0f ? 0.0f : 1.0f;         // e^-87 ≈ 1.6e-38: below, the answer is 0
+  x = std::fmin(std::fmax(x, -87.0f), 88.0f);           // 2^n stays a normal float
+  const float n = std::nearbyint(x * kLog2e);  // round to nearest even (default rounding mode)
   const float r = (x - n * kLn2Hi) - n * kLn2Lo;
   float p = 1.0f / 5040.0f;                            // Horner: Σ_{i=0..7} r^i / i!
   p = p * r + 1.0f / 720.0f;
@@ -28,7 +29,7 @@ inline float exp_approx(float x) {
   p = p * r + 1.0f;
   p = p * r + 1.0f;
   const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  return underflow ? 0.0f : p * std::bit_cast<float>(bits);
+  return keep * p * std::bit_cast<float>(bits);
 }
 
 }  // namespace headscope::ops

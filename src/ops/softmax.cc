@@ -18,6 +18,7 @@ void softmax_rows(float* scores, int64_t rows, int64_t cols, int64_t ld, int64_t
       for (int64_t k = lo; k < hi; ++k) s[k] += mask.key_bias[k];
     }
     float m = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : m)
     for (int64_t k = lo; k < hi; ++k) m = std::max(m, s[k]);
     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)

@@ -282,11 +282,12 @@ HttpReply Api::model_info() const {
 
 HttpReply Api::run(std::string_view body) {
   return guarded(body, [&](std::string_view b) {
-    const json j = parse_object(b, {"text", "truncate", "level"});
-    const TextRequest req = parse_text_request(j, limits_, model_);
+    const json j = parse_object(b, {"text", "truncate", "level", "special"});
+    TextRequest req = parse_text_request(j, limits_, model_);
+    req.hide_special = optional_enum(j, "special", {"keep", "hide"}) == "hide";
     const auto record = cache_.get(req.text, req.truncate);
     const ModelConfig& c = model_.config();
-    const LevelAnalysis& a = record->analysis(req.level);
+    const LevelAnalysis& a = record->analysis(req.level, req.hide_special);
     json heads = json::array();
     for (int l = 0; l < c.n_layer; ++l)
       for (int h = 0; h < c.n_head; ++h) {
@@ -297,6 +298,7 @@ HttpReply Api::run(std::string_view body) {
         {"text", record->text},
         {"truncated", record->encoding.truncated},
         {"level", level_name(req.level)},
+        {"special", req.hide_special ? "hide" : "keep"},
         {"n_tokens", record->T()},
         {"n_units", a.units.T()},
         {"tokens", tokens_json(record->encoding)},

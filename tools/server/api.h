@@ -31,6 +31,7 @@ struct TextRequest {
   std::string text;
   bool truncate = false;      // keep the first max_positions tokens instead of refusing
   Level level = Level::kToken;
+  bool hide_special = false;  // statistics and roles without the special tokens (run only)
 };
 struct AttentionRequest {
   TextRequest text;

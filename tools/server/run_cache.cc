@@ -107,7 +107,14 @@ std::shared_ptr<const RunRecord> RunCache::compute(const std::string& text, bool
   analysis::SequenceInfo tokens = analysis::describe_sequence(record->encoding, text, config.causal);
   record->words = analysis::words_from_encoding(record->encoding);
   record->word_attention = analysis::merge_attention(record->capture.attention, record->words);
-  record->word_level = analyse(record->word_attention, analysis::describe_units(tokens, record->words), n_layer, n_head, probe_);
+  analysis::SequenceInfo word_units = analysis::describe_units(tokens, record->words);
+  {
+    analysis::WithoutSpecials plain = analysis::drop_special_units(record->capture.attention, tokens);
+    record->token_plain = analyse(plain.attention, std::move(plain.units), n_layer, n_head, probe_);
+    plain = analysis::drop_special_units(record->word_attention, word_units);
+    record->word_plain = analyse(plain.attention, std::move(plain.units), n_layer, n_head, probe_);
+  }
+  record->word_level = analyse(record->word_attention, std::move(word_units), n_layer, n_head, probe_);
   record->token_level = analyse(record->capture.attention, std::move(tokens), n_layer, n_head, probe_);
   return record;
 }

@@ -16,6 +16,7 @@
 #include "analysis/probe.h"
 #include "analysis/roles.h"
 #include "analysis/statistics.h"
+#include "analysis/without_specials.h"
 #include "analysis/words.h"
 #include "headscope/model.h"
 
@@ -40,10 +41,15 @@ struct RunRecord {
   analysis::WordMap words;           // token → unit
   Tensor word_attention;             // [n_layer, n_head, U, U]
   LevelAnalysis token_level, word_level;
+  // The same with special tokens removed and rows renormalised (analysis/without_specials.h).
+  LevelAnalysis token_plain, word_plain;
 
   int T() const { return static_cast<int>(encoding.size()); }
   const Tensor& attention(Level level) const { return level == Level::kToken ? capture.attention : word_attention; }
-  const LevelAnalysis& analysis(Level level) const { return level == Level::kToken ? token_level : word_level; }
+  const LevelAnalysis& analysis(Level level, bool hide_special = false) const {
+    if (level == Level::kToken) return hide_special ? token_plain : token_level;
+    return hide_special ? word_plain : word_level;
+  }
   // Bytes held, for the cache budget.
   size_t bytes() const;
 };

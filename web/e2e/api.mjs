@@ -132,6 +132,26 @@ export async function apiTests(base, suite) {
     assert.ok(Math.abs(words.heads[0].stats.max_attention - mine.max_attention) < 1e-5);
   });
 
+  await suite.test('special tokens hidden: statistics of the renormalised matrices', async () => {
+    const plain = (await post(base, '/api/run', { text: SENTENCE, special: 'hide' })).payload;
+    assert.equal(plain.special, 'hide');
+    const T = run.n_tokens, K = plain.n_units;
+    assert.equal(K, T - 2, 'without [CLS] and [SEP]');
+    const att = decodeTensor((await post(base, '/api/attention', { text: SENTENCE })).payload);
+    for (const i of [0, 17, 40, 71]) {
+      // Drop rows and columns 0 and T-1, rescale every row to sum to one, recompute.
+      const A = new Float64Array(K * K);
+      for (let q = 0; q < K; q++) {
+        let s = 0;
+        for (let k = 0; k < K; k++) s += att.data[i * T * T + (q + 1) * T + (k + 1)];
+        for (let k = 0; k < K; k++) A[q * K + k] = att.data[i * T * T + (q + 1) * T + (k + 1)] / s;
+      }
+      const mine = lessonStats(A, K, model.statistics.sparsity_fraction);
+      for (const [k, v] of Object.entries(mine)) assert.ok(Math.abs(plain.heads[i].stats[k] - v) < 1e-5, `head ${i} ${k}: API ${plain.heads[i].stats[k]}, recomputed ${v}`);
+    }
+    await expectError(base, '/api/run', { text: SENTENCE, special: 'drop' }, 400, 'bad_field');
+  });
+
   await suite.test('W_O decomposition: concat, projection and contributions add up to the output', async () => {
     const r = await post(base, '/api/decompose', { text: SENTENCE, layer: 3, token: 8 });
     assert.equal(r.status, 200);

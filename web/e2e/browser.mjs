@@ -50,8 +50,8 @@ const FORMAT = {
 };
 
 /** The head panel shows exactly the API's numbers for (layer, head) at `level`. */
-async function checkHeadPanel(page, base, text, level, layer, head) {
-  const run = await api(base, '/api/run', { text, level });
+async function checkHeadPanel(page, base, text, level, layer, head, special = 'keep') {
+  const run = await api(base, '/api/run', { text, level, special });
   const report = run.heads[layer * 12 + head];
   const title = await page.textContent('#head-title');
   assert.ok(title.startsWith(`Head ${head} – ${report.roles.primary.name}`), `title "${title}" for role ${report.roles.primary.name}`);
@@ -222,6 +222,7 @@ export async function browserTests(base, suite, outDir) {
       assert.equal(await page.getAttribute('#head-panel canvas.labeled-heatmap', 'aria-label'), `attention heatmap, ${U} × ${U}`);
       await settle(page, () => page.check('#hide-special'));
       assert.equal(await page.getAttribute('#head-panel canvas.labeled-heatmap', 'aria-label'), `attention heatmap, ${U - specials} × ${U - specials}`);
+      await checkHeadPanel(page, base, typed, 'word', 3, 9, 'hide');
       await settle(page, () => page.selectOption('#scale-select', 'log'));
       assert.equal(await page.getAttribute('.layer-view .legend', 'data-scale'), 'log');
       assert.deepEqual(await page.$$eval('.layer-view .legend-ticks span', (els) => els.map((e) => e.textContent)), ['0.001', '0.01', '0.1', '1.0']);
@@ -242,7 +243,7 @@ export async function browserTests(base, suite, outDir) {
       assert.equal(await page.inputValue('#text-input'), typed);
       assert.equal(await page.isChecked('#hide-special'), true);
       assert.equal(await page.inputValue('#scale-select'), 'log');
-      await checkHeadPanel(page, base, typed, 'word', 3, 9);
+      await checkHeadPanel(page, base, typed, 'word', 3, 9, 'hide');
       await settle(page, () => page.click('.toolbar [data-level="token"]'));
       await settle(page, () => page.uncheck('#hide-special'));
       await settle(page, () => page.selectOption('#scale-select', 'linear'));

@@ -126,7 +126,7 @@ export class App {
     this.toolbar.update(s);
     this.busy.textContent = 'computing…';
     try {
-      const run = await this.api.run(s.text, s.level);
+      const [run, plain] = await Promise.all([this.api.run(s.text, s.level, s.hideSpecial ? 'hide' : 'keep'), this.api.run(s.text, s.level, 'hide')]);
       if (stale()) return;
       this.fitState(run);
       const state = this.state;
@@ -152,7 +152,7 @@ export class App {
       }
       if (stale()) return;
       this.projection.update(ctx, dec);
-      this.why.update(ctx, dec);
+      this.why.update(ctx, dec, plain);
       this.busy.textContent = '';
       document.body.setAttribute('data-ready', String(gen));
     } catch (e) {
@@ -211,7 +211,7 @@ export class App {
   private exportStats(format: 'csv' | 'json'): void {
     const run = this.ctx?.run;
     if (!run) return;
-    const name = exportName([this.model.name, 'stats', run.level], format);
+    const name = exportName([this.model.name, 'stats', run.level, ...(run.special === 'hide' ? ['no-specials'] : [])], format);
     if (format === 'csv') download(statsToCsv(run), name, 'text/csv');
     else download(statsToJson(this.model, run), name, 'application/json');
   }

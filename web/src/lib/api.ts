@@ -99,10 +99,14 @@ export interface HeadReport {
   roles: HeadRoles;
 }
 
+export type SpecialMode = 'keep' | 'hide';
+
 export interface RunResult {
   text: string;
   truncated: boolean;
   level: Level;
+  /** 'hide': statistics and roles computed with special tokens removed, rows renormalised. */
+  special: SpecialMode;
   n_tokens: number;
   n_units: number;
   tokens: TokenInfo[];
@@ -224,8 +228,8 @@ export class ApiClient {
     return (await check(await fetch(this.base + '/api/model'))).json();
   }
 
-  run(text: string, level: Level): Promise<RunResult> {
-    return this.runs.get(JSON.stringify([text, level]), async () => (await this.post('/api/run', { text, level })).json());
+  run(text: string, level: Level, special: SpecialMode = 'keep'): Promise<RunResult> {
+    return this.runs.get(JSON.stringify([text, level, special]), async () => (await this.post('/api/run', { text, level, special })).json());
   }
 
   /** Attention of one layer (or every layer when layer is null): [layers, n_head, U, U]. */

@@ -14,6 +14,7 @@ const run: RunResult = {
   text: 'a, b',
   truncated: false,
   level: 'token',
+  special: 'keep',
   n_tokens: 3,
   n_units: 3,
   tokens: [],
@@ -46,10 +47,10 @@ describe('CSV export', () => {
     const lines = statsToCsv(run).trimEnd().split('\r\n');
     expect(lines).toHaveLength(3);
     const header = lines[0].split(',');
-    expect(header.slice(0, 4)).toEqual(['layer', 'head', 'level', 'primary_role']);
+    expect(header.slice(0, 5)).toEqual(['layer', 'head', 'level', 'special', 'primary_role']);
     expect(header).toContain('entropy_bits');
     const first = lines[1];
-    expect(first.startsWith('0,0,token,previous_token,0.8,self,0.1,0.125,')).toBe(true);
+    expect(first.startsWith('0,0,token,keep,previous_token,0.8,self,0.1,0.125,')).toBe(true);
     // The evidence has a comma and quotes, so it is quoted with doubled quotes.
     expect(first.endsWith(',"80 % goes to the previous token, ""a"""')).toBe(true);
     // duplicate_mass is null → empty cell, column count stays the same.

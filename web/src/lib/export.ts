@@ -39,13 +39,14 @@ export function csvField(v: string | number | null | undefined): string {
 
 /** One row per head: layer, head, roles, then every statistic at full precision. */
 export function statsToCsv(run: RunResult): string {
-  const header = ['layer', 'head', 'level', 'primary_role', 'primary_score', 'secondary_role', 'secondary_score', ...CSV_STATS, 'evidence'];
+  const header = ['layer', 'head', 'level', 'special', 'primary_role', 'primary_score', 'secondary_role', 'secondary_score', ...CSV_STATS, 'evidence'];
   const lines = [header.join(',')];
   for (const h of run.heads) {
     const cells = [
       h.layer,
       h.head,
       run.level,
+      run.special,
       h.roles.primary.id,
       h.roles.primary.score,
       h.roles.secondary.id,
@@ -62,6 +63,7 @@ export interface StatsExport {
   model: Pick<ModelInfo, 'name' | 'architecture' | 'n_layer' | 'n_head' | 'd_model' | 'd_head'>;
   text: string;
   level: RunResult['level'];
+  special: RunResult['special'];
   tokens: string[];
   heads: HeadReport[];
 }
@@ -78,6 +80,7 @@ export function statsToJson(model: ModelInfo, run: RunResult): string {
     },
     text: run.text,
     level: run.level,
+    special: run.special,
     tokens: run.tokens.map((t) => t.text),
     heads: run.heads,
   };

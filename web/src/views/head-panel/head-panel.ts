@@ -164,7 +164,7 @@ export class HeadPanel implements ExportableView {
         secondary.evidence ? ` Next strongest pattern, ${secondary.name.toLowerCase()}: ${sentence(secondary.evidence)}` : '',
       ),
       h('p', { class: 'muted' }, h('span', { class: 'badge', style: roleStyle(role.color) }, primary.name), ' ', sentence(role.description)),
-      h('p', { class: 'muted small' }, `Measured on this text, over all ${s.n_queries} query ${run.level}s (special tokens included). Confidence ${fixed(report.roles.confidence, 2)}, ${fixed(report.roles.margin, 2)} ahead of ${secondaryRole.name.toLowerCase()}.`),
+      h('p', { class: 'muted small' }, `Measured on this text, over all ${s.n_queries} query ${run.level}s (${run.special === 'hide' ? 'special tokens left out, rows renormalised' : 'special tokens included'}). Confidence ${fixed(report.roles.confidence, 2)}, ${fixed(report.roles.margin, 2)} ahead of ${secondaryRole.name.toLowerCase()}.`),
       h('h3', {}, 'Statistics'),
       stats,
       h('h3', {}, 'Typical function'),

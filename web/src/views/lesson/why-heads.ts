@@ -2,7 +2,7 @@
 // current text: the roles found in the selected layer, which heads contribute most to the
 // selected token's output, and how the roles spread over the whole model.
 
-import type { Decomposition, HeadReport } from '../../lib/api';
+import type { Decomposition, HeadReport, RunResult } from '../../lib/api';
 import { h, clear } from '../../lib/dom';
 import { fixed, tokenLabel } from '../../lib/format';
 import { roleInfo, roleStyle, type ViewContext } from '../context';
@@ -48,7 +48,8 @@ export class WhyHeadsView {
     );
   }
 
-  update(ctx: ViewContext, dec: Decomposition | null): void {
+  /** plain: the same run with special tokens left out (its roles say what sink heads do otherwise). */
+  update(ctx: ViewContext, dec: Decomposition | null, plain: RunResult): void {
     const { model, state, run } = ctx;
     clear(this.body);
     const layerReports = run.heads.filter((r) => r.layer === state.layer);
@@ -74,18 +75,26 @@ export class WhyHeadsView {
     this.body.append(h('h3', {}, `What the heads of ${model.name} do`), h('p', {}, spread), ul);
 
     // A head that parks most of its weight on [CLS]/[SEP] still spends the rest somewhere, and
-    // that remainder is where such heads differ: group them by their second pattern.
+    // that remainder is where such heads differ: their roles once the special tokens are left out.
     const sinkHeads = layerReports.filter((r) => r.roles.primary.id === SINK_ROLE);
-    if (sinkHeads.length >= 2) {
-      const bySecond = groupByRole(sinkHeads.map((r) => ({ ...r, roles: { ...r.roles, primary: r.roles.secondary } })));
+    if (sinkHeads.length >= 2 && plain.level === run.level) {
+      const plainReports = sinkHeads.map((r) => plain.heads[r.layer * model.n_head + r.head]);
+      const split = groupByRole(plainReports);
+      const items = h('ul', { class: 'role-groups', id: 'why-sink-split' });
+      for (const g of split) {
+        const info = roleInfo(model, g.id);
+        items.appendChild(
+          h('li', {}, h('span', { class: 'badge', style: roleStyle(info.color) }, g.name), ` ${g.heads.length === 1 ? 'head' : 'heads'} ${list(g.heads)}. Head ${g.example.head}: ${g.example.roles.primary.evidence}`),
+        );
+      }
       this.body.append(
         h(
           'p',
-          { id: 'why-sink-split' },
-          `Weight parked on a special token is mostly a way of doing nothing (see the typical function of that role), so the ${sinkHeads.length} sink heads are best told apart by what they do with the rest: `,
-          bySecond.map((g) => `${g.name.toLowerCase()} for ${g.heads.length === 1 ? 'head' : 'heads'} ${list(g.heads)}`).join('; '),
-          '. Hiding the special tokens (key s) shows those second patterns in the heatmaps.',
+          {},
+          `Weight parked on a special token is mostly a way of doing nothing (see that role's typical function), so the ${sinkHeads.length} sink heads are better told apart by what they do with the rest. `,
+          `With [CLS] and [SEP] left out and each row rescaled to sum to one, they split like this (tick “Hide special tokens” to see it in the heatmaps):`,
         ),
+        items,
       );
     }
 

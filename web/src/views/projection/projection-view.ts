@@ -190,7 +190,7 @@ export class ProjectionView implements ExportableView {
     rowEl(
       '= output',
       strip(dec.attn_output.data, outLimit, WIDE_CELL, dim('attention output')),
-      h('span', { class: 'check', id: 'projection-check' }, `model's output; differs by ≤ ${dec.check.projection_max_abs_error.toExponential(1)}`),
+      h('span', { class: 'output-check', id: 'projection-check' }, `model's output; differs by ≤ ${dec.check.projection_max_abs_error.toExponential(1)}`),
     );
     step(4, `The same output as a sum: W_O applied to each head's slot alone gives that head's contribution (${D} numbers)`);
     for (let i = 0; i < H; i++) {

@@ -1,0 +1,30 @@
+// headscope analysis — attention with the special tokens taken out.
+//
+// BERT-like models park much of their attention on [CLS] and [SEP] (Clark et al. 2019, section
+// 3): a head that does something precise with the rest of its weight can then look like a "sink"
+// head and little else. Removing the special positions and rescaling each remaining row to sum to
+// one shows how the rest of the attention is shared out; statistics and roles of that matrix
+// describe what a head does when it is not parking its weight. The explorer offers it as "hide
+// special tokens".
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "analysis/statistics.h"
+#include "headscope/tensor.h"
+
+namespace headscope::analysis {
+
+struct WithoutSpecials {
+  Tensor attention;            // [n_layer, n_head, K, K], K = kept positions
+  SequenceInfo units;          // [K] kinds, ids and mask of the kept positions
+  std::vector<int32_t> kept;   // [K] original index of each kept position
+};
+
+// attention: [n_layer, n_head, U, U] over the units described by `units` (tokens or words).
+// Keeps every position whose kind is not TokenKind::kSpecial; each kept row is divided by its
+// mass on the kept keys it may attend to (a row with no such mass stays zero). Throws Error
+// when the shapes disagree.
+WithoutSpecials drop_special_units(const Tensor& attention, const SequenceInfo& units);
+
+}  // namespace headscope::analysis

@@ -167,3 +167,23 @@ def test_tiny_random_bert_matches_transformers(tmp_path, name, hidden, heads, la
     out = tmp_path / "out"
     out.mkdir()
     check_model(model_dir, texts, out, hf_model=base)
+
+
+def test_queries_and_keys_on_request(tmp_path):
+    """--qk captures each head's Q and K; they equal the reference's own projections."""
+    text = "The keys of the cabinet are on the table, said the clerk who found them."
+    (tmp_path / "t.txt").write_text(text)
+    proc = subprocess.run([BIN, "run", "--model", str(MODEL), "--file", str(tmp_path / "t.txt"), "--npy",
+                           str(tmp_path), "--qk", "--quiet"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    q, k = np.load(tmp_path / "queries.npy"), np.load(tmp_path / "keys.npy")
+    model = transformers.AutoModel.from_pretrained(MODEL, attn_implementation="eager").eval()
+    ids = transformers.AutoTokenizer.from_pretrained(MODEL)(text)["input_ids"]
+    _, hidden = reference(model, ids)
+    H = model.config.num_attention_heads
+    for l, layer in enumerate(model.encoder.layer):
+        with torch.no_grad():
+            x = torch.from_numpy(hidden[l])
+            ref_q = layer.attention.self.query(x).numpy().reshape(len(ids), H, -1).transpose(1, 0, 2)
+            ref_k = layer.attention.self.key(x).numpy().reshape(len(ids), H, -1).transpose(1, 0, 2)
+        assert np.abs(q[l] - ref_q).max() <= 1e-4 and np.abs(k[l] - ref_k).max() <= 1e-4

@@ -30,6 +30,7 @@ struct RunArgs {
   std::string npy_dir;
   int threads = 0;
   bool quiet = false;
+  bool queries_keys = false;
 };
 
 nlohmann::json stats_json(const analysis::HeadStats& s) {
@@ -52,7 +53,9 @@ void run(const RunArgs& a) {
   const ModelConfig& c = model->config();
   const Encoding enc = model->encode(text, a.truncate);
   if (enc.size() == 0) throw Error("the text produced no tokens");
-  const Capture cap = model->run(enc, CaptureOptions{});
+  CaptureOptions options;
+  options.queries_keys = a.queries_keys;
+  const Capture cap = model->run(enc, options);
   const int T = cap.T, L = c.n_layer, H = c.n_head;
 
   // Per-head statistics and roles from this one text.
@@ -87,6 +90,10 @@ void run(const RunArgs& a) {
     io::write_npy(a.npy_dir + "/head_outputs.npy", cap.head_outputs);
     io::write_npy(a.npy_dir + "/contributions.npy", cap.contributions);
     io::write_npy(a.npy_dir + "/hidden_states.npy", cap.hidden_states);
+    if (a.queries_keys) {
+      io::write_npy(a.npy_dir + "/queries.npy", cap.queries);
+      io::write_npy(a.npy_dir + "/keys.npy", cap.keys);
+    }
     std::ofstream(a.npy_dir + "/tokens.json") << tokens_json(enc).dump(1) << "\n";
   }
   if (!a.json_path.empty()) {
@@ -131,6 +138,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--json-attention", args->json_attention, "Also put the attention tensor into the JSON file");
   cmd->add_option("--npy", args->npy_dir, "Write attentions.npy, head_outputs.npy, contributions.npy, "
                                           "hidden_states.npy and tokens.json into this directory");
+  cmd->add_flag("--qk", args->queries_keys, "Also capture each head's queries and keys (queries.npy, keys.npy with --npy)");
   cmd->add_option("--threads", args->threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
   cmd->add_flag("--quiet,-q", args->quiet, "Print nothing on stdout (with --json / --npy)");
   cmd->callback([args, text_opt, file_opt] {

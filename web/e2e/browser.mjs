@@ -64,7 +64,7 @@ async function checkHeadPanel(page, base, text, level, layer, head, special = 'k
     assert.equal(s.text, FORMAT[s.key](report.stats[s.key]), `${s.key} is displayed as ${s.text}`);
   }
   const description = await page.textContent('#head-description');
-  assert.ok(description.includes(report.roles.primary.evidence.replace(/\.$/, '')), 'the description quotes the measured evidence');
+  assert.ok(description.toLowerCase().includes(report.roles.primary.evidence.toLowerCase().replace(/\.$/, '')), 'the description quotes the measured evidence');
   const fn = await page.textContent('#head-function');
   const role = (await (await fetch(base + '/api/model')).json()).roles.find((r) => r.id === report.roles.primary.id);
   assert.ok(fn.startsWith(role.typical_function.slice(0, 40)), 'typical function of the role');

@@ -3,7 +3,7 @@
 // layer of 12 heads at 512 tokens (3 M cells) redraws in a few milliseconds.
 
 import { DIVERGING_LUT, SEQUENTIAL_LUT, scaleValue, type ScaleName } from './colour';
-import type { Matrix } from './matrix';
+import { maxPool, type Matrix } from './matrix';
 import type { Pixels } from './scene';
 
 /** Weights are quantised to this many steps before the colour look-up (1.5e-5 apart: fine
@@ -43,6 +43,16 @@ export function matrixPixels(m: Matrix, scale: ScaleName): Pixels {
     out[i] = table[v > 0 ? (v < 1 ? (v * WEIGHT_STEPS + 0.5) | 0 : WEIGHT_STEPS) : 0];
   }
   return { width: m.n, height: m.n, data };
+}
+
+/**
+ * Pixels for a heatmap drawn `cssSize` pixels wide: a matrix with more rows than screen pixels is
+ * max-pooled first, so that one-cell lines (a previous-token diagonal at 500 tokens) stay visible
+ * instead of being skipped by the scaling.
+ */
+export function displayPixels(m: Matrix, scale: ScaleName, cssSize: number): Pixels {
+  const screen = Math.ceil(cssSize * (typeof window === 'undefined' ? 1 : Math.min(3, window.devicePixelRatio || 1)));
+  return matrixPixels(m.n > screen ? maxPool(m, screen) : m, scale);
 }
 
 /** Signed values → diverging colours, ±limit at the ends (for differences of two heads). */

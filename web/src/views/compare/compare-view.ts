@@ -3,7 +3,7 @@
 
 import { h, clear } from '../../lib/dom';
 import { fixed, tokenLabel } from '../../lib/format';
-import { matrixPixels, signedPixels } from '../../lib/heatmap';
+import { displayPixels, signedPixels } from '../../lib/heatmap';
 import { LabeledHeatmap } from '../../lib/labeled-heatmap';
 import { attentionLegend, attentionLegendItems, signedLegend, signedLegendItems } from '../../lib/legend';
 import { difference, headMatrix, maxAbs, type Matrix } from '../../lib/matrix';
@@ -13,6 +13,9 @@ import type { HeadRef, ViewState } from '../../lib/state';
 import { THEME } from '../../lib/theme';
 import type { Tensor } from '../../lib/wire';
 import { headReport, type ExportableView, type ViewContext } from '../context';
+
+/** Largest side of each of the three heatmaps, in CSS pixels. */
+const COMPARE_SIZE = 250;
 
 export interface CompareCallbacks {
   change(patch: Partial<ViewState>): void;
@@ -33,7 +36,7 @@ export function meanRowDistance(a: Matrix, b: Matrix): number {
 export class CompareView implements ExportableView {
   readonly el: HTMLElement;
   private pickers: HTMLElement;
-  private maps: LabeledHeatmap[] = [new LabeledHeatmap(250), new LabeledHeatmap(250), new LabeledHeatmap(250)];
+  private maps: LabeledHeatmap[] = [new LabeledHeatmap(COMPARE_SIZE), new LabeledHeatmap(COMPARE_SIZE), new LabeledHeatmap(COMPARE_SIZE)];
   private captions: HTMLElement[] = [h('figcaption'), h('figcaption'), h('figcaption')];
   private legends: HTMLElement[] = [h('div'), h('div'), h('div')];
   private summary: HTMLElement;
@@ -91,8 +94,8 @@ export class CompareView implements ExportableView {
       `${what}: ${v >= 0 && what.includes('−') ? '+' : ''}${v.toFixed(4)}`,
       what.includes('−') ? `A ${sa.matrix.data[q * m.n + k].toFixed(4)}, B ${sb.matrix.data[q * m.n + k].toFixed(4)}` : '',
     ].filter(Boolean);
-    this.maps[0].update({ matrix: sa.matrix, pixels: matrixPixels(sa.matrix, state.scale), labels: sa.labels, describe: describe(sa.matrix, 'A') });
-    this.maps[1].update({ matrix: sb.matrix, pixels: matrixPixels(sb.matrix, state.scale), labels: sb.labels, describe: describe(sb.matrix, 'B') });
+    this.maps[0].update({ matrix: sa.matrix, pixels: displayPixels(sa.matrix, state.scale, COMPARE_SIZE), labels: sa.labels, describe: describe(sa.matrix, 'A') });
+    this.maps[1].update({ matrix: sb.matrix, pixels: displayPixels(sb.matrix, state.scale, COMPARE_SIZE), labels: sb.labels, describe: describe(sb.matrix, 'B') });
     this.maps[2].update({ matrix: diff, pixels: signedPixels(diff.data, diff.n, diff.n, this.limit), labels: sa.labels, describe: describe(diff, 'A − B') });
     const ra = headReport(ctx, a.layer, a.head).roles.primary, rb = headReport(ctx, b.layer, b.head).roles.primary;
     this.captions[0].textContent = `A: layer ${a.layer}, head ${a.head} – ${ra.name}`;

@@ -5,7 +5,7 @@
 import type { HeadStats } from '../../lib/api';
 import { h, clear } from '../../lib/dom';
 import { fixed, percent, tokenLabel } from '../../lib/format';
-import { matrixPixels } from '../../lib/heatmap';
+import { displayPixels } from '../../lib/heatmap';
 import { LabeledHeatmap } from '../../lib/labeled-heatmap';
 import { headMatrix } from '../../lib/matrix';
 import { shownMatrix } from '../../lib/display';
@@ -60,10 +60,20 @@ const MORE_STATS: readonly { key: keyof HeadStats; label: string; show: (v: numb
   { key: 'uniform_overlap', label: 'overlap with a uniform row', show: (v) => percent(v, 1) },
 ];
 
+/** Largest side of the selected head's heatmap, in CSS pixels. */
+const HEATMAP_SIZE = 440;
+
+/** A clause as a sentence: capital first letter, full stop at the end. */
 function sentence(s: string): string {
   const t = s.trim();
-  return t === '' || /[.!?]$/.test(t) ? t : t + '.';
+  if (t === '') return t;
+  const c = t[0].toUpperCase() + t.slice(1);
+  return /[.!?]$/.test(c) ? c : c + '.';
 }
+
+/** Role id given when no pattern is strong enough (analysis/roles.h, kMixed); its evidence
+ *  already names the strongest pattern, which is then also the secondary role. */
+const MIXED_ROLE = 'mixed';
 
 export class HeadPanel implements ExportableView {
   readonly el: HTMLElement;
@@ -80,7 +90,7 @@ export class HeadPanel implements ExportableView {
   constructor(onQuery: (unit: number) => void) {
     this.kicker = h('p', { class: 'kicker' });
     this.title = h('h2', { id: 'head-title' });
-    this.heatmap = new LabeledHeatmap(440, (q) => onQuery(this.shownIndex[q]));
+    this.heatmap = new LabeledHeatmap(HEATMAP_SIZE, (q) => onQuery(this.shownIndex[q]));
     this.legendSlot = h('div', { class: 'legend-slot' });
     this.info = h('div', { class: 'head-info' });
     this.el = h(
@@ -109,7 +119,7 @@ export class HeadPanel implements ExportableView {
     this.shownIndex = shown.index;
     this.heatmap.update({
       matrix: shown.matrix,
-      pixels: matrixPixels(shown.matrix, state.scale),
+      pixels: displayPixels(shown.matrix, state.scale, HEATMAP_SIZE),
       labels: shown.labels,
       describe: (q, k, v) => [
         `${tokenLabel(shown.labels[q], 24)} → ${tokenLabel(shown.labels[k], 24)}`,
@@ -161,7 +171,7 @@ export class HeadPanel implements ExportableView {
         'p',
         { id: 'head-description' },
         sentence(primary.evidence),
-        secondary.evidence ? ` Next strongest pattern, ${secondary.name.toLowerCase()}: ${sentence(secondary.evidence)}` : '',
+        secondary.evidence && primary.id !== MIXED_ROLE ? ` Next strongest pattern, ${secondary.name.toLowerCase()}: ${sentence(secondary.evidence)}` : '',
       ),
       h('p', { class: 'muted' }, h('span', { class: 'badge', style: roleStyle(role.color) }, primary.name), ' ', sentence(role.description)),
       h('p', { class: 'muted small' }, `Measured on this text, over all ${s.n_queries} query ${run.level}s (${run.special === 'hide' ? 'special tokens left out, rows renormalised' : 'special tokens included'}). Confidence ${fixed(report.roles.confidence, 2)}, ${fixed(report.roles.margin, 2)} ahead of ${secondaryRole.name.toLowerCase()}.`),

@@ -1,7 +1,7 @@
 // All heads of the chosen layer side by side, as heatmaps on one 0–1 colour scale.
 
 import { h, clear, hideTooltip, showTooltip, sizeCanvas } from '../../lib/dom';
-import { cellAt, matrixPixels, pixelsCanvas } from '../../lib/heatmap';
+import { cellAt, displayPixels, pixelsCanvas } from '../../lib/heatmap';
 import { attentionLegend, attentionLegendItems } from '../../lib/legend';
 import { headMatrix } from '../../lib/matrix';
 import { shownMatrix, type ShownMatrix } from '../../lib/display';
@@ -68,7 +68,7 @@ export class LayerView implements ExportableView {
     this.tiles = [];
     for (let head = 0; head < model.n_head; head++) {
       const shown = shownMatrix(headMatrix(attention, 0, head), units, state.hideSpecial);
-      const pixels = matrixPixels(shown.matrix, state.scale);
+      const pixels = displayPixels(shown.matrix, state.scale, TILE);
       this.tiles.push({ shown, pixels });
       const report = headReport(ctx, state.layer, head);
       const role = roleInfo(model, report.roles.primary.id);

@@ -70,7 +70,7 @@ export class ModelView implements ExportableView {
       this.pooled = [];
       for (let l = 0; l < model.n_layer; l++)
         for (let hd = 0; hd < model.n_head; hd++)
-          this.pooled.push(maxPool(shownMatrix(headMatrix(attention, l, hd), units, state.hideSpecial).matrix, this.thumb * 2));
+          this.pooled.push(maxPool(shownMatrix(headMatrix(attention, l, hd), units, state.hideSpecial).matrix, Math.ceil(this.thumb * Math.min(3, window.devicePixelRatio || 1))));
       this.pooledFrom = { attention, hideSpecial: state.hideSpecial, units: units.labels.length };
       this.thumbScale = null;
     }

@@ -29,6 +29,7 @@ struct ModelConfig {
   int max_positions = 0;     // longest sequence the position embeddings allow
   bool causal = false;       // decoder: query q sees keys k <= q only
   float norm_eps = 1e-12f;
+  int32_t eos_token_id = -1;  // end of text for generation (decoders); -1 when the files name none
 };
 
 struct CaptureOptions {

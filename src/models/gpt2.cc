@@ -69,8 +69,7 @@ std::unique_ptr<Model> build(ModelConfig m, bool gguf, bool scale_by_layer, cons
   w.final_norm = src.get(global(g.final_norm_w), {D});
   w.final_norm_bias = src.get(global(g.final_norm_b), {D});
   // The head is tied to the token embedding unless the file has its own.
-  const std::string head = gguf ? g.lm_head : std::string(g.lm_head);
-  if (src.has(head)) w.lm_head = src.get(head, {V, D});
+  if (src.has(g.lm_head)) w.lm_head = src.get(g.lm_head, {V, D});
   for (int l = 0; l < m.n_layer; ++l) {
     DecoderLayerWeights b;
     b.attn_norm = get(kLn1W, l, {D});
@@ -120,6 +119,7 @@ std::unique_ptr<Model> load_gpt2(const std::string& dir, const nlohmann::json& c
   m.vocab_size = required<int>(c, "vocab_size", where);
   m.max_positions = required<int>(c, "n_positions", where);
   m.norm_eps = c.value("layer_norm_epsilon", 1e-5f);
+  m.eos_token_id = c.contains("eos_token_id") && c["eos_token_id"].is_number_integer() ? c["eos_token_id"].get<int32_t>() : -1;
   m.causal = true;
   if (m.n_head <= 0 || m.d_model % m.n_head != 0) throw Error(where + ": n_embd must be a multiple of n_head");
   m.d_head = m.d_model / m.n_head;
@@ -145,6 +145,7 @@ std::unique_ptr<Model> load_gpt2_gguf(std::shared_ptr<const io::GgufFile> f) {
   m.max_positions = int(f->get_int("gpt2.context_length"));
   m.norm_eps = float(f->get_float("gpt2.attention.layer_norm_epsilon", 1e-5));
   m.vocab_size = int(f->get_int("gpt2.vocab_size", int64_t(f->value("tokenizer.ggml.tokens").count)));
+  m.eos_token_id = int32_t(f->get_int("tokenizer.ggml.eos_token_id", -1));
   m.causal = true;
   if (m.n_head <= 0 || m.d_model % m.n_head != 0) throw Error(f->path() + ": embedding_length must be a multiple of head_count");
   m.d_head = m.d_model / m.n_head;

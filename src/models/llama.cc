@@ -70,6 +70,15 @@ T required(const nlohmann::json& c, const char* key, const std::string& where) {
   }
 }
 
+// config.json's eos_token_id is an integer, a list (the first is taken) or absent.
+int32_t eos_from_config(const nlohmann::json& c) {
+  if (!c.contains("eos_token_id")) return -1;
+  const nlohmann::json& e = c["eos_token_id"];
+  if (e.is_number_integer()) return e.get<int32_t>();
+  if (e.is_array() && !e.empty() && e[0].is_number_integer()) return e[0].get<int32_t>();
+  return -1;
+}
+
 Hyper hyper_from_config(const std::string& dir, const nlohmann::json& c) {
   const std::string where = dir + "/config.json";
   Hyper hp;
@@ -92,6 +101,7 @@ Hyper hyper_from_config(const std::string& dir, const nlohmann::json& c) {
   if (act != "silu") throw Error(where + ": hidden_act \"" + act + "\" is not supported (the Llama family uses \"silu\")");
   if (c.value("mlp_bias", false)) throw Error(where + ": mlp_bias = true is not supported");
   hp.tied = c.value("tie_word_embeddings", false);
+  m.eos_token_id = eos_from_config(c);
 
   // RoPE: transformers 5 writes "rope_parameters"; older files "rope_theta" and "rope_scaling".
   hp.rope.d_rot = m.d_head;
@@ -160,6 +170,7 @@ Hyper hyper_from_gguf(const io::GgufFile& f) {
     for (auto& w : hp.window) w = window;
   }
   hp.tied = !f.has_tensor(kGgufGlobals.lm_head);
+  m.eos_token_id = int32_t(f.get_int("tokenizer.ggml.eos_token_id", -1));
   return hp;
 }
 

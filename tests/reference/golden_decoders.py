@@ -118,7 +118,14 @@ def run_reference(model, ids_list, golden_dir, texts):
         save_tensor(golden_dir, tensors, f"p{p}_attention", torch.stack([a[0] for a in out.attentions]))
         save_tensor(golden_dir, tensors, f"p{p}_hidden_states", torch.stack([h[0] for h in out.hidden_states]))
         save_tensor(golden_dir, tensors, f"p{p}_logits", out.logits[0])
-        prompts.append({"text": text, "ids": list(ids), "tensors": tensors})
+        # Greedy continuation (what `headscope generate` does with its KV cache).
+        with torch.no_grad():
+            # An explicit mask: BOS shares id 0 with the pad token, which generate() would otherwise mask.
+            generated = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                                       max_new_tokens=8, do_sample=False, min_new_tokens=8, pad_token_id=0,
+                                       eos_token_id=None)
+        prompts.append({"text": text, "ids": list(ids), "tensors": tensors,
+                        "greedy": generated[0, len(ids):].tolist()})
     (golden_dir / "manifest.json").write_text(json.dumps({"prompts": prompts}, indent=1))
 
 

@@ -4,6 +4,7 @@
 // the interleaved RoPE layout), and the real SmolLM2-135M-Instruct Q4_1 GGUF.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -91,7 +92,9 @@ void check_model(const std::string& label, const Model& model, const std::vector
   ASSERT_TRUE(c.causal) << label;
   for (size_t p = 0; p < prompts.size(); ++p) {
     const GoldenPrompt& g = prompts[p];
-    if (check_tokenizer) EXPECT_EQ(model.encode(g.text).ids(), g.ids) << label << " tokenizes '" << g.text << "'";
+    if (check_tokenizer) {
+      EXPECT_EQ(model.encode(g.text).ids(), g.ids) << label << " tokenizes '" << g.text << "'";
+    }
     auto state = model.start();
     std::vector<float> logits;
     const Capture cap = model.extend(*state, g.ids, {}, &logits);
@@ -182,6 +185,28 @@ TEST(Decoders, KvCacheStepsMatchFullRun) {
     }
     EXPECT_EQ(state->length(), T);
     EXPECT_LE(worst, 1e-5f) << name;
+  }
+}
+
+// Greedy decoding through the KV cache picks the tokens transformers' generate() picks.
+TEST(Decoders, GreedyGenerationMatchesTransformers) {
+  for (const std::string name : {"llama_gqa3", "qwen2", "mistral_window", "gpt2"}) {
+    std::ifstream in(goldens() / name / "golden" / "manifest.json");
+    ASSERT_TRUE(in) << name;
+    const nlohmann::json manifest = nlohmann::json::parse(in);
+    const auto model = Model::load((goldens() / name).string());
+    for (const nlohmann::json& p : manifest.at("prompts")) {
+      const auto expected = p.at("greedy").get<std::vector<int32_t>>();
+      auto state = model->start();
+      std::vector<float> logits;
+      model->extend(*state, p.at("ids").get<std::vector<int32_t>>(), {}, &logits);
+      std::vector<int32_t> got;
+      while (got.size() < expected.size()) {
+        got.push_back(static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+        model->extend(*state, {got.back()}, {}, &logits);
+      }
+      EXPECT_EQ(got, expected) << name;
+    }
   }
 }
 

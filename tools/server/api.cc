@@ -230,14 +230,15 @@ TextRequest parse_text_request(const json& j, const ApiLimits& limits, const Mod
                            std::to_string(limits.max_text_bytes) + " bytes"};
   if (r.text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw RequestError{400, "empty_text", "text is empty; send at least one word"};
-  const int max_tokens = model.config().max_positions;
+  const int max_tokens = limits.max_tokens;
   if (!r.truncate && max_tokens > 0) {
     EncodeOptions count_only;  // no length limit: only to report how long the text is
     const size_t n = model.tokenizer().encode(r.text, count_only).size();
     if (n > static_cast<size_t>(max_tokens))
       throw RequestError{413, "text_too_long",
-                         "text is " + std::to_string(n) + " tokens; the model takes at most " +
-                             std::to_string(max_tokens) + " (shorten it or send \"truncate\": true)"};
+                         "text is " + std::to_string(n) + " tokens; at most " + std::to_string(max_tokens) +
+                             " are allowed (serve --max-tokens, up to the model's limit): shorten it or send "
+                             "\"truncate\": true"};
   }
   return r;
 }
@@ -268,7 +269,7 @@ HttpReply Api::model_info() const {
       {"causal", c.causal},
       {"kv_head_of", kv_head_map(c)},
       {"w_o_shape", {c.d_model, c.n_head * c.d_head}},
-      {"limits", {{"max_text_bytes", limits_.max_text_bytes}, {"max_tokens", c.max_positions}}},
+      {"limits", {{"max_text_bytes", limits_.max_text_bytes}, {"max_tokens", limits_.max_tokens}}},
       {"statistics",
        {{"sparsity_fraction", analysis::kSparsityFraction},
         {"cover_mass", analysis::kCoverMass},

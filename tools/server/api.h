@@ -24,6 +24,7 @@ struct HttpReply {
 
 struct ApiLimits {
   size_t max_text_bytes = 64 * 1024;  // longer text: 413 (a 512-token text is a few KiB)
+  int max_tokens = 512;               // longer encoding: 413 unless truncated (<= the model's limit)
 };
 
 // What every endpoint that analyses a text takes.

@@ -53,8 +53,13 @@ size_t RunRecord::bytes() const {
          floats(capture.attn_output) + floats(word_attention) + text.size();
 }
 
-RunCache::RunCache(const Model& model, size_t capacity, size_t budget_bytes, std::vector<analysis::ProbeEvidence> probe)
-    : model_(model), probe_(std::move(probe)), capacity_(capacity < 1 ? 1 : capacity), budget_bytes_(budget_bytes) {}
+RunCache::RunCache(const Model& model, size_t capacity, size_t budget_bytes, int max_tokens,
+                   std::vector<analysis::ProbeEvidence> probe)
+    : model_(model),
+      probe_(std::move(probe)),
+      capacity_(capacity < 1 ? 1 : capacity),
+      budget_bytes_(budget_bytes),
+      max_tokens_(max_tokens) {}
 
 std::shared_ptr<const RunRecord> RunCache::find(const std::string& text, bool truncate) {
   std::lock_guard lock(cache_mutex_);
@@ -96,7 +101,13 @@ std::shared_ptr<const RunRecord> RunCache::compute(const std::string& text, bool
   auto record = std::make_shared<RunRecord>();
   record->text = text;
   record->truncate = truncate;
-  record->encoding = model_.encode(text, truncate);
+  // The model's template with the explorer's length limit, which may be below the model's own
+  // (a capture grows with n_layer · n_head · T²).
+  EncodeOptions encode;
+  encode.add_special_tokens = true;
+  encode.max_length = max_tokens_;
+  encode.truncate = truncate;
+  record->encoding = model_.tokenizer().encode(text, encode);
 
   CaptureOptions options;
   options.hidden_states = false;  // the explorer shows attention and the W_O decomposition only

@@ -62,11 +62,13 @@ std::vector<analysis::ProbeEvidence> measure_probe(const Model& model);
 class RunCache {
  public:
   // `capacity`: texts kept; `budget_bytes`: the cache evicts older runs beyond this total
-  // (the latest run is always kept, whatever its size). `probe`: [n_layer * n_head] or empty.
-  RunCache(const Model& model, size_t capacity, size_t budget_bytes, std::vector<analysis::ProbeEvidence> probe = {});
+  // (the latest run is always kept, whatever its size). `max_tokens`: longest encoding run
+  // (special tokens included). `probe`: [n_layer * n_head] or empty.
+  RunCache(const Model& model, size_t capacity, size_t budget_bytes, int max_tokens,
+           std::vector<analysis::ProbeEvidence> probe = {});
 
   // The analysed run of `text`, from the cache or computed now. Throws Error on text the model
-  // cannot take (invalid UTF-8, too many tokens without `truncate`, empty encoding).
+  // cannot take (invalid UTF-8, more than max_tokens tokens without `truncate`).
   std::shared_ptr<const RunRecord> get(const std::string& text, bool truncate);
 
   // Number of forward passes computed so far (a cache hit does not count).
@@ -80,6 +82,7 @@ class RunCache {
   const std::vector<analysis::ProbeEvidence> probe_;
   const size_t capacity_;
   const size_t budget_bytes_;
+  const int max_tokens_;
   mutable std::mutex cache_mutex_;  // guards entries_ and runs_computed_
   std::mutex run_mutex_;            // one forward pass at a time
   std::list<std::shared_ptr<const RunRecord>> entries_;  // most recently used first

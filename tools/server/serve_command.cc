@@ -1,6 +1,7 @@
 // headscope serve — the explorer: a local HTTP server with the web UI (web/dist, built by Vite
 // during set-up) and the JSON/binary API of docs/api.md. Binds 127.0.0.1 unless told otherwise:
 // it is a desktop tool, not a public service.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -29,6 +30,7 @@ struct ServeOptions {
   int cache_runs = 4;
   int cache_mib = 2048;
   int max_body_kib = 1024;
+  int max_tokens = 512;
 };
 
 void send(httplib::Response& res, const server::HttpReply& reply) {
@@ -49,9 +51,11 @@ void serve(const ServeOptions& opt) {
   std::vector<analysis::ProbeEvidence> probe = server::measure_probe(*model);
   std::fprintf(stderr, "headscope: induction probe over %zu heads in %.1f s\n", probe.size(),
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  server::ApiLimits limits;
+  limits.max_tokens = c.max_positions > 0 ? std::min(opt.max_tokens, c.max_positions) : opt.max_tokens;
   server::RunCache cache(*model, static_cast<size_t>(opt.cache_runs), static_cast<size_t>(opt.cache_mib) << 20,
-                         std::move(probe));
-  server::Api api(*model, cache);
+                         limits.max_tokens, std::move(probe));
+  server::Api api(*model, cache, limits);
 
   httplib::Server http;
   http.set_payload_max_length(static_cast<size_t>(opt.max_body_kib) * 1024);
@@ -134,6 +138,10 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--host", opt->host, "Address to bind; only change it to share the explorer on a trusted network")
       ->capture_default_str();
   cmd->add_option("--web-dir", opt->web_dir, "Folder of the built web UI")->capture_default_str();
+  cmd->add_option("--max-tokens", opt->max_tokens,
+                  "Longest text in tokens (at most the model's position limit); memory grows with its square")
+      ->check(CLI::Range(2, 1 << 16))
+      ->capture_default_str();
   cmd->add_option("--cache-runs", opt->cache_runs, "Texts whose runs stay in memory")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();

@@ -79,7 +79,7 @@ export class App {
           { class: 'intro' },
           h('p', { class: 'kicker' }, 'Transformer fundamentals · step 5 of 8'),
           h('h1', {}, 'Multi-head attention, one head at a time'),
-          h('p', { class: 'lead' }, `${m.n_head} heads in each of the ${m.n_layer} layers of ${m.name} read the same sentence, each with its own weights, and each ends up watching something different: the next word, the sentence boundary, a related word further away.`),
+          h('p', { class: 'lead' }, `${m.n_head} heads in each of the ${m.n_layer} layers of ${m.name} read the same sentence, each with its own weights, and many of them end up watching different things: the next word, the sentence boundary, a related word further away.`),
           h('p', {}, 'A layer does not pick one of these views. It runs all heads in parallel, puts their answers side by side and mixes them with one matrix. Everything below is computed live by the model on the text you give it.'),
         ),
         learningContext(m),

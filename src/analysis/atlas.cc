@@ -211,6 +211,8 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
 
   // ---- relations and roles ----
   r.relations = select_and_report(select_scorer, report_scorer, options.min_support);
+  r.select_counts = select_scorer;
+  r.report_counts = report_scorer;
   r.head_syntax.resize(static_cast<size_t>(N));
   r.evidence.resize(static_cast<size_t>(N));
   for (int h = 0; h < N; ++h) {

@@ -38,7 +38,7 @@ struct AtlasOptions {
   int probe_count = 4;          // probes averaged
   uint32_t seed = 1234;
   int64_t min_support = 100;    // relations with fewer dependents (in either set) are not reported
-  int64_t role_min_support = 50;  // relations a head's syntactic role may be based on
+  int64_t role_min_support = 100;  // relations a head's syntactic role may be based on
   // Called with the stage name, items done and items in the stage, after every item.
   std::function<void(std::string_view stage, int64_t done, int64_t total)> progress;
 };
@@ -63,6 +63,7 @@ struct AtlasResult {
   std::vector<HeadStats> word_stats;  // [n_layer * n_head], word level (words.h)
   std::vector<ProbeEvidence> probe;   // [n_layer * n_head]
   std::vector<RelationResult> relations;
+  DependencyScorer select_counts{0}, report_counts{0};  // raw counts behind `relations`
   std::vector<HeadSyntax> head_syntax;  // [n_layer * n_head] best relation per head
   std::optional<CorefResult> coref;
   std::vector<HeadEvidence> evidence;   // [n_layer * n_head]

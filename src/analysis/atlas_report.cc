@@ -339,7 +339,8 @@ json atlas_json(const AtlasResult& a, const AtlasResult* control) {
   return j;
 }
 
-std::string atlas_markdown(const AtlasResult& a, const AtlasResult* control, const std::string& command_line) {
+std::string atlas_markdown(const AtlasResult& a, const AtlasResult* control, const std::string& command_line,
+                           const std::string& image) {
   const int H = a.config.n_head;
   const AtlasOptions& o = a.options;
   const bool in_sample_syntax = o.select_treebank.empty();
@@ -410,10 +411,14 @@ std::string atlas_markdown(const AtlasResult& a, const AtlasResult* control, con
 
   // ---- grid ----
   md += "## Primary role of every head\n\nEach cell: the primary role (for a syntactic head, its relation in italics) "
-        "and the confidence (the role's score, see docs/metrics.md). The PNG grid (`atlas.png`) shows the same with colours.\n\n";
+        "and the confidence (the role's score, see docs/metrics.md).\n\n";
+  if (!image.empty()) md += "![primary role per head, coloured; bottom band: secondary role](" + image + ")\n\n";
   grid_table(md, a);
   if (control) {
     md += "\nControl (random weights):\n\n";
+    if (image.size() > 4 && image.substr(image.size() - 4) == ".png") {
+      md += "![control: primary role per head](" + image.substr(0, image.size() - 4) + "-control.png)\n\n";
+    }
     grid_table(md, *control);
   }
 

@@ -16,7 +16,9 @@ nlohmann::json head_stats_json(const HeadStats& s);
 // `control` (may be null): the same atlas for a control model (e.g. randomly initialised weights),
 // reported beside the main one.
 nlohmann::json atlas_json(const AtlasResult& atlas, const AtlasResult* control);
-std::string atlas_markdown(const AtlasResult& atlas, const AtlasResult* control, const std::string& command_line);
+// `image` (may be empty): file name of the PNG grid, linked from the report.
+std::string atlas_markdown(const AtlasResult& atlas, const AtlasResult* control, const std::string& command_line,
+                           const std::string& image);
 
 // PNG bytes: one cell per head (rows = layers, columns = heads) filled with the primary role's
 // colour, a band along its bottom in the secondary role's colour, the role's detail and

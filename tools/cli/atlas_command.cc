@@ -23,6 +23,7 @@ struct AtlasArgs {
   std::string model = default_model_dir();
   std::string control;
   std::string out = "atlas";
+  std::string name = "atlas";
   analysis::AtlasOptions options;
   int threads = 0;
   bool quiet = false;
@@ -66,6 +67,7 @@ std::string command_line(const AtlasArgs& a) {
   if (!o.select_coref.empty()) s += " --select-coref " + o.select_coref;
   if (!o.corpus.empty()) s += " --corpus " + o.corpus;
   s += " --out " + a.out;
+  if (a.name != "atlas") s += " --name " + a.name;
   return s;
 }
 
@@ -96,17 +98,18 @@ void run(const AtlasArgs& a) {
   if (ec) throw Error(a.out + ": cannot create the output folder (" + ec.message() + ")");
   const fs::path out(a.out);
   const std::string json = analysis::atlas_json(main, control.get()).dump(1) + "\n";
-  write_file(out / "atlas.json", json.data(), json.size());
-  const std::string md = analysis::atlas_markdown(main, control.get(), command_line(a));
-  write_file(out / "atlas.md", md.data(), md.size());
+  write_file(out / (a.name + ".json"), json.data(), json.size());
+  const std::string md = analysis::atlas_markdown(main, control.get(), command_line(a), a.name + ".png");
+  write_file(out / (a.name + ".md"), md.data(), md.size());
   const auto png = analysis::atlas_png(main, "headscope atlas: " + main.config.name + " - primary role per head");
-  write_file(out / "atlas.png", png.data(), png.size());
+  write_file(out / (a.name + ".png"), png.data(), png.size());
   if (control) {
     const auto cpng = analysis::atlas_png(*control, "control (random weights): primary role per head");
-    write_file(out / "atlas-control.png", cpng.data(), cpng.size());
+    write_file(out / (a.name + "-control.png"), cpng.data(), cpng.size());
   }
-  std::printf("atlas of %s (%d x %d heads) in %.1f s: %s/atlas.json, atlas.md, atlas.png%s\n", main.config.name.c_str(),
-              main.config.n_layer, main.config.n_head, main.seconds_total, a.out.c_str(), control ? ", atlas-control.png" : "");
+  std::printf("atlas of %s (%d x %d heads) in %.1f s: %s/%s.{json,md,png}%s\n", main.config.name.c_str(),
+              main.config.n_layer, main.config.n_head, main.seconds_total, a.out.c_str(), a.name.c_str(),
+              control ? " and the control's grid" : "");
 }
 
 }  // namespace
@@ -125,7 +128,8 @@ void add_atlas_command(CLI::App& app) {
   cmd->add_option("--select-coref", args->options.select_coref, "GAP TSV to choose the coreference head on (default: --coref)");
   cmd->add_option("--corpus", args->options.corpus, "Text file, one text a line, for the statistics (default: the treebank's sentences)");
   cmd->add_option("--control", args->control, "A second model directory (e.g. random weights) reported beside the first");
-  cmd->add_option("--out,-o", args->out, "Output folder for atlas.json, atlas.md, atlas.png (default: atlas)");
+  cmd->add_option("--out,-o", args->out, "Output folder (default: atlas)");
+  cmd->add_option("--name", args->name, "Base name of the files written: NAME.json, NAME.md, NAME.png (default: atlas)");
   cmd->add_option("--probe-length", args->options.probe_length, "Random tokens per copy in the induction probe")
       ->check(CLI::Range(2, 1000));
   cmd->add_option("--probes", args->options.probe_count, "Number of probe sequences averaged")->check(CLI::Range(1, 100));

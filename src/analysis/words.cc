@@ -57,14 +57,16 @@ WordMap words_from_spans(const Encoding& encoding,
       map.unit_of_token.push_back(new_unit(map, -1, ti));
       continue;
     }
-    // The last span starting at or before the token's first byte; it must also contain it.
+    // The first span ending after the token's first byte; the token belongs to it if they overlap.
+    // Overlap rather than containment of the first byte, because byte-level BPE tokens carry the
+    // space before a word (" cat" begins on the space, which no word span covers).
     auto it = std::upper_bound(word_spans.begin(), word_spans.end(), t.begin,
-                               [](int64_t pos, const std::pair<int64_t, int64_t>& s) { return pos < s.first; });
-    if (it == word_spans.begin() || t.begin >= std::prev(it)->second) {
+                               [](int64_t pos, const std::pair<int64_t, int64_t>& s) { return pos < s.second; });
+    if (it == word_spans.end() || it->first >= t.end || t.begin >= t.end) {
       map.unit_of_token.push_back(-1);
       continue;
     }
-    const auto w = static_cast<size_t>(std::prev(it) - word_spans.begin());
+    const auto w = static_cast<size_t>(it - word_spans.begin());
     int32_t& unit = map.unit_of_word[w];
     if (unit < 0) unit = new_unit(map, static_cast<int32_t>(w), ti);
     map.unit_of_token.push_back(unit);

@@ -30,8 +30,9 @@ struct WordMap {
 WordMap words_from_encoding(const Encoding& encoding);
 
 // Words given as byte spans [begin, end) of the encoded text (e.g. the gold words of a treebank
-// joined by spaces). A non-special token belongs to the span that contains its first byte; tokens
-// outside every span are dropped (unit -1). Spans must be sorted and must not overlap.
+// joined by spaces). A non-special token belongs to the first span it overlaps (a byte-level BPE
+// token such as " cat" starts on the space before the word); tokens overlapping no span are
+// dropped (unit -1). Spans must be sorted and must not overlap.
 WordMap words_from_spans(const Encoding& encoding,
                          const std::vector<std::pair<int64_t, int64_t>>& word_spans);
 

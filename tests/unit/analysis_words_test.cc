@@ -51,6 +51,18 @@ TEST(AnalysisWords, UnitsFromByteSpans) {
   expect_units(words_from_spans(playing_ball(), {{0, 7}, {8, 12}}));
 }
 
+TEST(AnalysisWords, ByteLevelTokensWithALeadingSpaceJoinTheirWord) {
+  // GPT-2 style: "Hi there" → "Hi" [0, 2), " there" [2, 8) starting on the space.
+  Encoding enc;
+  Token a, b;
+  a.begin = 0, a.end = 2, a.word = 0;
+  b.begin = 2, b.end = 8, b.word = 1;
+  enc.tokens = {a, b};
+  const WordMap m = words_from_spans(enc, {{0, 2}, {3, 8}});
+  EXPECT_EQ(m.unit_of_token, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(m.unit_of_word, (std::vector<int32_t>{0, 1}));
+}
+
 TEST(AnalysisWords, TokensOutsideEverySpanAreDropped) {
   const WordMap m = words_from_spans(playing_ball(), {{0, 7}});  // "ball" not a gold word
   EXPECT_EQ(m.unit_of_token, (std::vector<int32_t>{0, 1, 1, -1, 2}));

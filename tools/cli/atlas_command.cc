@@ -36,7 +36,6 @@ class ProgressBar {
   void update(std::string_view stage, int64_t done, int64_t total) {
     const int percent = total > 0 ? static_cast<int>(100 * done / total) : 100;
     if (stage == stage_ && percent == percent_) return;
-    if (stage != stage_ && !stage_.empty() && !tty_) std::fputc('\n', stderr);
     stage_ = std::string(stage);
     percent_ = percent;
     if (!tty_ && percent != 100 && percent % 25 != 0) return;  // a log file gets a few lines, not a hundred

@@ -87,14 +87,15 @@ analysis::AtlasResult atlas_of(const std::string& path, const AtlasArgs& a, cons
 
 void run(const AtlasArgs& a) {
   if (a.threads > 0) omp_set_num_threads(a.threads);
-  const analysis::AtlasResult main = atlas_of(a.model, a, "");
-  std::unique_ptr<analysis::AtlasResult> control;
-  if (!a.control.empty()) control = std::make_unique<analysis::AtlasResult>(atlas_of(a.control, a, "control: "));
-
+  // The output folder first: a typo in --out should not cost a whole run.
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(a.out, ec);
   if (ec) throw Error(a.out + ": cannot create the output folder (" + ec.message() + ")");
+  const analysis::AtlasResult main = atlas_of(a.model, a, "");
+  std::unique_ptr<analysis::AtlasResult> control;
+  if (!a.control.empty()) control = std::make_unique<analysis::AtlasResult>(atlas_of(a.control, a, "control: "));
+
   const fs::path out(a.out);
   const std::string json = analysis::atlas_json(main, control.get()).dump(1) + "\n";
   write_file(out / (a.name + ".json"), json.data(), json.size());

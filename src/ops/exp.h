@@ -17,8 +17,9 @@ inline float exp_approx(float x) {
   constexpr float kLn2Hi = 0.693145751953125f;        // ln 2 split in two (Cody–Waite) so that
   constexpr float kLn2Lo = 1.428606765330187045e-06f; // r keeps full precision
   const float keep = x < -87.0f ? 0.0f : 1.0f;         // e^-87 ≈ 1.6e-38: below, the answer is 0
-  x = std::fmin(std::fmax(x, -87.0f), 88.0f);           // 2^n stays a normal float
-  const float n = std::nearbyint(x * kLog2e);  // round to nearest even (default rounding mode)
+  x = x < -87.0f ? -87.0f : x;                         // 2^n stays a normal float
+  x = x > 88.0f ? 88.0f : x;
+  const float n = __builtin_rintf(x * kLog2e);  // round to nearest even (default rounding mode)
   const float r = (x - n * kLn2Hi) - n * kLn2Lo;
   float p = 1.0f / 5040.0f;                            // Horner: Σ_{i=0..7} r^i / i!
   p = p * r + 1.0f / 720.0f;

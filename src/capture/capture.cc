@@ -36,10 +36,12 @@ float* attention_buffer(Capture& cap, int layer, std::vector<float>& scratch) {
   return scratch.data();
 }
 
-void project_heads(Capture& cap, int layer, const float* concat, const Tensor& W_O, const float* b_O, float* attn_out) {
+void project_heads(Capture& cap, int layer, const float* concat, const Tensor& W_O, const float* b_O, float* attn_out,
+                   const ops::PackedLinear* packed) {
   const int64_t T = cap.T, H = cap.n_head, Dh = cap.d_head, D = cap.d_model, C = H * Dh;
   W_O.expect_shape({D, C}, "W_O of layer " + std::to_string(layer));
-  ops::linear(concat, T, C, W_O.ptr(), b_O, D, attn_out);  // the model's own path: one GEMM
+  if (packed != nullptr) packed->forward(concat, T, attn_out);  // the model's own path: one GEMM
+  else ops::linear(concat, T, C, W_O.ptr(), b_O, D, attn_out);
   if (!cap.attn_output.empty()) std::memcpy(cap.attn_output.ptr() + layer * T * D, attn_out, sizeof(float) * T * D);
   if (!cap.head_outputs.empty()) {
     float* dst = cap.head_outputs.ptr() + layer * H * T * Dh;  // [H, T, Dh] from [T, H·Dh]

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "headscope/model.h"
+#include "ops/packed_linear.h"
 
 namespace headscope::capture {
 
@@ -21,8 +22,10 @@ float* attention_buffer(Capture& capture, int layer, std::vector<float>& scratch
 //   attn_out [T, d_model]           written: concat · W_Oᵀ + b_O
 // Records head_outputs [h, T, d_head], contributions [h, T, d_model] = concat_h · W_O[:, h]ᵀ
 // and attn_output, as requested in the capture.
+// `packed`, when given, is W_O (with b_O) prepacked for the model's own GEMM; the per-head
+// contributions always read W_O itself.
 void project_heads(Capture& capture, int layer, const float* concat, const Tensor& W_O, const float* b_O,
-                   float* attn_out);
+                   float* attn_out, const ops::PackedLinear* packed = nullptr);
 
 // Records the residual stream after layer `index − 1` (index 0 = embeddings): x [T, d_model].
 void record_hidden(Capture& capture, int index, const float* x);

@@ -27,6 +27,7 @@ struct BertLayer {
   Tensor w_up, b_up;          // [d_ff, d_model], [d_ff]
   Tensor w_down, b_down;      // [d_model, d_ff], [d_model]
   Tensor ln_ffn_g, ln_ffn_b;  // [d_model]
+  ops::PackedLinear qkv, o, up, down;  // the four GEMMs with their weights prepacked (same values)
 };
 
 class BertModel final : public Model {
@@ -118,6 +119,10 @@ BertModel::BertModel(const std::string& dir, const nlohmann::json& c) {
     b.b_down = get(L + "output.dense.bias", {D});
     b.ln_ffn_g = get(L + "output.LayerNorm.weight", {D});
     b.ln_ffn_b = get(L + "output.LayerNorm.bias", {D});
+    b.qkv = ops::PackedLinear(b.w_qkv, b.b_qkv);
+    b.o = ops::PackedLinear(b.w_o, b.b_o);
+    b.up = ops::PackedLinear(b.w_up, b.b_up);
+    b.down = ops::PackedLinear(b.w_down, b.b_down);
     layers_.push_back(std::move(b));
   }
 }
@@ -149,7 +154,7 @@ Capture BertModel::run(const Encoding& enc, const CaptureOptions& options) const
   const ops::AttentionDims dims{T, T, H, H, Dh, 1.0f / std::sqrt(static_cast<float>(Dh))};
   for (int l = 0; l < cfg_.n_layer; ++l) {
     const BertLayer& b = layers_[size_t(l)];
-    ops::linear(x.data(), T, D, b.w_qkv.ptr(), b.b_qkv.ptr(), 3 * D, qkv.data());          // [T, 3D]: Q | K | V
+    b.qkv.forward(x.data(), T, qkv.data());                                                 // [T, 3D]: Q | K | V
     float* probs = capture::attention_buffer(cap, l, scratch);                              // [H, T, T]
     ops::attention(qkv.data(), 3 * D, qkv.data() + D, 3 * D, qkv.data() + 2 * D, 3 * D, kv_head_of.data(), dims,
                    ops::KeyMask{}, 0, probs, concat.data(), D);                             // concat: [T, H·Dh]
@@ -159,12 +164,12 @@ Capture BertModel::run(const Encoding& enc, const CaptureOptions& options) const
           std::memcpy(cap.queries.ptr() + ((l * H + h) * T + t) * Dh, qkv.data() + t * 3 * D + h * Dh, 4 * Dh);
           std::memcpy(cap.keys.ptr() + ((l * H + h) * T + t) * Dh, qkv.data() + t * 3 * D + D + h * Dh, 4 * Dh);
         }
-    capture::project_heads(cap, l, concat.data(), b.w_o, b.b_o.ptr(), attn.data());        // attn: [T, D]
+    capture::project_heads(cap, l, concat.data(), b.w_o, b.b_o.ptr(), attn.data(), &b.o);  // attn: [T, D]
     ops::add_inplace(attn.data(), x.data(), T * D);                                         // residual
     ops::layer_norm(attn.data(), T, D, b.ln_attn_g.ptr(), b.ln_attn_b.ptr(), cfg_.norm_eps, x.data());
-    ops::linear(x.data(), T, D, b.w_up.ptr(), b.b_up.ptr(), F, up.data());                 // [T, F]
+    b.up.forward(x.data(), T, up.data());                                                   // [T, F]
     ops::gelu_erf(up.data(), T * F);
-    ops::linear(up.data(), T, F, b.w_down.ptr(), b.b_down.ptr(), D, down.data());          // [T, D]
+    b.down.forward(up.data(), T, down.data());                                              // [T, D]
     ops::add_inplace(down.data(), x.data(), T * D);                                         // residual
     ops::layer_norm(down.data(), T, D, b.ln_ffn_g.ptr(), b.ln_ffn_b.ptr(), cfg_.norm_eps, x.data());
     capture::record_hidden(cap, l + 1, x.data());

@@ -165,3 +165,28 @@ TEST(Gelu, LongArrayMatchesScalarErf) {
 
 }  // namespace
 }  // namespace headscope::ops
+
+#include "ops/packed_linear.h"
+
+namespace headscope::ops {
+namespace {
+
+TEST(PackedLinear, MatchesReferenceForManyRowCounts) {
+  const int64_t in = 96, out = 80;
+  Tensor W({out, in}), b({out});
+  W.data = random_vector(out * in, 41);
+  b.data = random_vector(out, 42);
+  const PackedLinear packed(W, b);
+  for (int64_t T : {1, 3, 16, 128, 16}) {  // 16 twice: the cached plan is reused
+    auto x = random_vector(T * in, 43 + T);
+    std::vector<float> fast(T * out), slow(T * out);
+    packed.forward(x.data(), T, fast.data());
+    reference::matmul(x.data(), in, W.ptr(), in, slow.data(), out, T, out, in, /*trans_b=*/true);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t o = 0; o < out; ++o) slow[t * out + o] += b.data[o];
+    EXPECT_LT(max_abs_diff(fast, slow), 1e-4f) << "T=" << T;
+  }
+}
+
+}  // namespace
+}  // namespace headscope::ops

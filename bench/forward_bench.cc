@@ -60,9 +60,17 @@ int main(int argc, char** argv) {
     omp_set_num_threads(threads);
     auto model = headscope::Model::load(argv[1]);
     int repeats = 10;
+    // "all": everything headscope records (attention, head outputs, W_O contributions, hidden
+    // states); "reference": what transformers returns with output_attentions and
+    // output_hidden_states (attention and hidden states), for a like-for-like comparison.
+    headscope::CaptureOptions options;
     std::vector<int64_t> lengths;
     for (int i = 3; i < argc; ++i) {
       if (std::string(argv[i]) == "--repeats" && i + 1 < argc) repeats = std::atoi(argv[++i]);
+      else if (std::string(argv[i]) == "--capture" && i + 1 < argc) {
+        const std::string what = argv[++i];
+        options.head_outputs = options.contributions = what == "all";
+      }
       else lengths.push_back(std::atoll(argv[i]));
     }
     // Real text, long enough for 512 tokens; cut to exactly T tokens ([CLS] … [SEP] kept).
@@ -75,11 +83,11 @@ int main(int argc, char** argv) {
       headscope::Encoding enc;
       enc.tokens.assign(full.tokens.begin(), full.tokens.begin() + (T - 1));
       enc.tokens.push_back(full.tokens.back());
-      model->run(enc);  // warm-up: page in weights, size buffers
+      model->run(enc, options);  // warm-up: page in weights, size buffers
       std::vector<double> times;
       for (int r = 0; r < repeats; ++r) {
         auto t0 = Clock::now();
-        headscope::Capture cap = model->run(enc);
+        headscope::Capture cap = model->run(enc, options);
         times.push_back(ms_since(t0));
       }
       std::sort(times.begin(), times.end());

@@ -12,6 +12,7 @@
 
 #include "capture/capture.h"
 #include "io/safetensors.h"
+#include "models/decoder.h"  // concat_rows, shared with the decoder families
 #include "models/families.h"
 #include "ops/attention.h"
 #include "ops/matmul.h"
@@ -55,16 +56,6 @@ T required(const nlohmann::json& config, const char* key, const std::string& dir
   } catch (const nlohmann::json::exception&) {
     throw Error(dir + "/config.json: \"" + key + "\" has the wrong type");
   }
-}
-
-Tensor concat_rows(const std::vector<const Tensor*>& parts) {
-  std::vector<int64_t> shape = parts.front()->shape;
-  shape[0] = 0;
-  for (const Tensor* p : parts) shape[0] += p->shape[0];
-  Tensor out(shape);
-  float* dst = out.ptr();
-  for (const Tensor* p : parts) dst = std::copy(p->data.begin(), p->data.end(), dst);
-  return out;
 }
 
 BertModel::BertModel(const std::string& dir, const nlohmann::json& c) {

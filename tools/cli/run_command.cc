@@ -2,6 +2,7 @@
 // .npy files with everything that was captured (schema: docs/run-json.md).
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 
 #include "analysis/roles.h"
 #include "analysis/statistics.h"
+#include "analysis/words.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "headscope/headscope.h"
@@ -31,6 +33,7 @@ struct RunArgs {
   int threads = 0;
   bool quiet = false;
   bool queries_keys = false;
+  bool words = false;
 };
 
 nlohmann::json stats_json(const analysis::HeadStats& s) {
@@ -58,10 +61,13 @@ void run(const RunArgs& a) {
   const Capture cap = model->run(enc, options);
   const int T = cap.T, L = c.n_layer, H = c.n_head;
 
-  // Per-head statistics and roles from this one text.
-  const analysis::SequenceInfo seq = analysis::describe_sequence(enc, text, c.causal);
+  // Per-head statistics and roles from this one text, over tokens or (--words) over words:
+  // attention to a word is the sum over its pieces, from a word the mean (analysis/words.h).
+  const analysis::SequenceInfo token_seq = analysis::describe_sequence(enc, text, c.causal);
   analysis::ModelStatsAccumulator acc(L, H);
-  acc.add(cap.attention, seq);
+  const analysis::WordMap word_map = analysis::words_from_encoding(enc);
+  if (a.words) acc.add(analysis::merge_attention(cap.attention, word_map), analysis::describe_units(token_seq, word_map));
+  else acc.add(cap.attention, token_seq);
   const std::vector<analysis::HeadStats> stats = acc.result();
   std::vector<analysis::HeadEvidence> evidence(stats.size());
   for (size_t i = 0; i < stats.size(); ++i) evidence[i].stats = stats[i];
@@ -71,6 +77,17 @@ void run(const RunArgs& a) {
     std::printf("model %s: %d layers x %d heads (d_model %d, d_head %d)\n", c.name.c_str(), L, H, c.d_model, c.d_head);
     std::printf("%d tokens%s:", T, enc.truncated ? " (truncated)" : "");
     for (const Token& t : enc.tokens) std::printf(" %s", t.text.c_str());
+    if (a.words) {
+      std::printf("\n%d words (statistics below are word-level):", word_map.n_units);
+      for (int u = 0; u < word_map.n_units; ++u) {
+        const Token& first = enc.tokens[size_t(word_map.first_token[size_t(u)])];
+        if (first.special) { std::printf(" %s", first.text.c_str()); continue; }
+        int64_t end = first.end;
+        for (size_t t = 0; t < enc.tokens.size(); ++t)
+          if (word_map.unit_of_token[t] == u) end = std::max(end, enc.tokens[t].end);
+        std::printf(" %s", text.substr(size_t(first.begin), size_t(end - first.begin)).c_str());
+      }
+    }
     std::printf("\n\n%-5s %-4s %8s %6s %6s  %-22s %s\n", "layer", "head", "entropy", "norm", "max", "pattern",
                 "evidence");
     for (int l = 0; l < L; ++l)
@@ -103,6 +120,7 @@ void run(const RunArgs& a) {
     j["text"] = text;
     j["truncated"] = enc.truncated;
     j["tokens"] = tokens_json(enc);
+    j["level"] = a.words ? "word" : "token";
     nlohmann::json heads = nlohmann::json::array();
     for (int l = 0; l < L; ++l)
       for (int h = 0; h < H; ++h) {
@@ -138,6 +156,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--json-attention", args->json_attention, "Also put the attention tensor into the JSON file");
   cmd->add_option("--npy", args->npy_dir, "Write attentions.npy, head_outputs.npy, contributions.npy, "
                                           "hidden_states.npy and tokens.json into this directory");
+  cmd->add_flag("--words", args->words, "Statistics and roles over words instead of tokens (pieces merged)");
   cmd->add_flag("--qk", args->queries_keys, "Also capture each head's queries and keys (queries.npy, keys.npy with --npy)");
   cmd->add_option("--threads", args->threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
   cmd->add_flag("--quiet,-q", args->quiet, "Print nothing on stdout (with --json / --npy)");

@@ -137,6 +137,24 @@ def llama_permute(w, n_head):
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
+def llama3_rope_factors(rope, dim):
+    import math
+    freqs = 1.0 / (rope["rope_theta"] ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    factor, low, high = rope["factor"], rope["low_freq_factor"], rope["high_freq_factor"]
+    old = rope["original_max_position_embeddings"]
+    factors = []
+    for f in freqs.tolist():
+        wavelen = 2 * math.pi / f
+        if wavelen < old / high:
+            factors.append(1.0)
+        elif wavelen > old / low:
+            factors.append(factor)
+        else:
+            smooth = (old / wavelen - low) / (high - low)
+            factors.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(factors, dtype=np.float32)
+
+
 def write_gguf(path, arch, model, tok_json, bos_in_template):
     import gguf
     cfg = model.config
@@ -203,6 +221,10 @@ def write_gguf(path, arch, model, tok_json, bos_in_template):
             w.add_tensor(b + "ffn_gate.weight", sd[p + "mlp.gate_proj.weight"])
             w.add_tensor(b + "ffn_up.weight", sd[p + "mlp.up_proj.weight"])
             w.add_tensor(b + "ffn_down.weight", sd[p + "mlp.down_proj.weight"])
+        rope = cfg.rope_parameters
+        if rope.get("rope_type") == "llama3":
+            # convert_hf_to_gguf.py stores Llama-3.1 scaling as per-frequency divisors (rope_freqs).
+            w.add_tensor("rope_freqs.weight", llama3_rope_factors(rope, Dh))
         w.add_tensor("output_norm.weight", sd["model.norm.weight"])
         if not cfg.tie_word_embeddings:
             w.add_tensor("output.weight", sd["lm_head.weight"])
@@ -278,8 +300,8 @@ def main(model_dir: pathlib.Path, out_dir: pathlib.Path) -> None:
         tok.save(str(d / "tokenizer.json"))
         ids_list = [tok.encode(t).ids for t in PROMPTS]
         run_reference(model, ids_list, d / "golden", PROMPTS)
-        if name in ("llama_gqa3", "qwen2", "gpt2"):
-            arch = {"llama_gqa3": "llama", "qwen2": "qwen2", "gpt2": "gpt2"}[name]
+        if name in ("llama_gqa3", "llama3_scaled", "qwen2", "gpt2"):
+            arch = {"llama_gqa3": "llama", "llama3_scaled": "llama", "qwen2": "qwen2", "gpt2": "gpt2"}[name]
             write_gguf(out / f"{name}.gguf", arch, model, json.loads(tok.to_str()), name != "gpt2")
     smollm2_goldens(out)
 

@@ -159,6 +159,7 @@ void check_gguf(const std::string& name) {
 }
 
 TEST(Decoders, LlamaFromGgufInterleavedRope) { check_gguf("llama_gqa3"); }
+TEST(Decoders, Llama3ScalingFromGgufRopeFreqs) { check_gguf("llama3_scaled"); }
 TEST(Decoders, Qwen2FromGguf) { check_gguf("qwen2"); }
 TEST(Decoders, Gpt2FromGguf) { check_gguf("gpt2"); }
 

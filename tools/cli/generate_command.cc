@@ -84,8 +84,12 @@ void generate(const GenerateArgs& a) {
   }
   std::cout << "\n";
   const int64_t T = static_cast<int64_t>(ids.size());
+  const bool at_limit = !stopped_at_eos && T - T0 < a.max_new_tokens;  // the model's position limit came first
   std::fprintf(stderr, "headscope: %lld prompt tokens, %lld generated%s; attention captured at every step (KV cache)\n",
-               static_cast<long long>(T0), static_cast<long long>(T - T0), stopped_at_eos ? " (stopped at end-of-text)" : "");
+               static_cast<long long>(T0), static_cast<long long>(T - T0),
+               stopped_at_eos ? " (stopped at end-of-text)"
+               : at_limit    ? (" (stopped at the model's limit of " + std::to_string(c.max_positions) + " positions)").c_str()
+                             : "");
 
   if (!a.npy_path.empty()) {
     // Trim the preallocated square to the tokens actually produced.

@@ -282,6 +282,56 @@ def smollm2_goldens(out):
     (d / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
+# A template that exercises what headscope's renderer supports beyond SmolLM2's: set, elif/else,
+# loop.last, filters, tests, comments, whitespace control, and the trim_blocks/lstrip_blocks
+# layout transformers compiles templates with.
+RICH_TEMPLATE = """{# a comment #}
+{%- set default_system = 'You are a careful assistant.' -%}
+{% if messages[0]['role'] == 'system' %}
+    {%- set system = messages[0]['content'] | trim -%}
+{% else %}
+    {%- set system = default_system -%}
+{% endif %}
+{{ bos_token }}<<SYS>> {{ system }} <</SYS>>
+{% for message in messages %}
+    {% if message['role'] == 'system' %}
+    {% elif message['role'] == 'user' %}
+[USER {{ loop.index }}/{{ messages | length }}] {{ message['content'] }}
+    {% else %}
+[ASSISTANT] {{ message.content ~ ('' + '') }}{% if not loop.last %}{{ eos_token }}{% endif %}
+
+    {% endif %}
+{% endfor %}
+{%- if add_generation_prompt and eos_token is defined %}[ASSISTANT]{% endif -%}"""
+
+
+def chat_goldens(out):
+    """Chat templates rendered by transformers' apply_chat_template (tokenize=False)."""
+    from transformers import PreTrainedTokenizerFast
+    templates = {"rich": RICH_TEMPLATE}
+    path = smollm2_gguf()
+    if path is not None:
+        import gguf
+        templates["smollm2"] = gguf.GGUFReader(str(path)).fields["tokenizer.chat_template"].contents()
+    conversations = [
+        [{"role": "user", "content": "What is the capital of France?"}],
+        [{"role": "system", "content": "  Answer briefly.  "}, {"role": "user", "content": "Hi!"},
+         {"role": "assistant", "content": "Hello."}, {"role": "user", "content": "Name a colour.\nOne word."}],
+    ]
+    cases = []
+    for name, template in templates.items():
+        tok = PreTrainedTokenizerFast(tokenizer_object=train_tokenizer(bos=False), bos_token="<s>", eos_token="</s>")
+        tok.chat_template = template
+        for messages in conversations:
+            for gen in (False, True):
+                cases.append({"name": name, "template": template, "messages": messages, "add_generation_prompt": gen,
+                              "bos_token": "<s>", "eos_token": "</s>",
+                              "expected": tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=gen)})
+    d = out / "chat"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "cases.json").write_text(json.dumps({"smollm2_gguf": str(path) if path else "", "cases": cases}, indent=1))
+
+
 def main(model_dir: pathlib.Path, out_dir: pathlib.Path) -> None:
     torch.manual_seed(0)
     torch.set_num_threads(2)
@@ -304,6 +354,7 @@ def main(model_dir: pathlib.Path, out_dir: pathlib.Path) -> None:
             arch = {"llama_gqa3": "llama", "llama3_scaled": "llama", "qwen2": "qwen2", "gpt2": "gpt2"}[name]
             write_gguf(out / f"{name}.gguf", arch, model, json.loads(tok.to_str()), name != "gpt2")
     smollm2_goldens(out)
+    chat_goldens(out)
 
 
 if __name__ == "__main__":

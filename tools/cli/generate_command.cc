@@ -2,6 +2,7 @@
 // row captured along the way. The prompt is run once; then each new token is one step of the
 // model's KV cache (Model::extend), which records that token's attention over all earlier ones.
 // The rows of all steps together form the full causal attention of prompt + continuation.
+// --chat renders the model's own chat template (tokenizer/chat_template.h) around the prompt.
 #include <omp.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "cli/common.h"
 #include "headscope/headscope.h"
 #include "io/npy.h"
+#include "tokenizer/chat_template.h"
 
 namespace headscope::cli {
 namespace {
@@ -24,6 +26,8 @@ struct GenerateArgs {
   std::string prompt;
   int max_new_tokens = 20;
   bool ignore_eos = false;
+  bool chat = false;       // wrap the prompt with the model's chat template
+  std::string system;      // optional system message for --chat
   std::string json_path;   // tokens and per-step summary
   std::string npy_path;    // attention [n_layer, n_head, T, T] of prompt + continuation
   int threads = 0;
@@ -39,7 +43,25 @@ void generate(const GenerateArgs& a) {
   auto model = Model::load(a.model);
   const ModelConfig& c = model->config();
   if (!c.causal) throw Error(a.model + " is an encoder (" + c.architecture + "); generate needs a causal model such as Llama or GPT-2");
-  const Encoding prompt = model->encode(a.prompt);
+  Encoding prompt;
+  if (a.chat) {
+    // As transformers' apply_chat_template: render the template, then encode the result without
+    // the tokenizer's own special-token template (the chat template writes what it needs).
+    const std::string tmpl = tokenizer::read_chat_template(a.model);
+    if (tmpl.empty()) throw Error(a.model + ": the model's files declare no chat template; drop --chat and write the prompt out");
+    std::vector<tokenizer::ChatMessage> messages;
+    if (!a.system.empty()) messages.push_back({"system", a.system});
+    messages.push_back({"user", a.prompt});
+    const std::string eos = c.eos_token_id >= 0 ? model->tokenizer().token_text(c.eos_token_id) : std::string();
+    EncodeOptions options;
+    options.add_special_tokens = false;
+    options.max_length = c.max_positions;
+    prompt = model->tokenizer().encode(tokenizer::render_chat_template(tmpl, messages, true, "", eos), options);
+  } else {
+    if (!a.system.empty()) throw Error("--system needs --chat");
+    prompt = model->encode(a.prompt);
+  }
+  if (prompt.size() == 0) throw Error("the prompt produced no tokens");
   const int64_t T0 = static_cast<int64_t>(prompt.size());
   const int64_t T_max = std::min<int64_t>(T0 + a.max_new_tokens, c.max_positions);
   const int64_t L = c.n_layer, H = c.n_head;
@@ -127,6 +149,8 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--prompt", args->prompt, "text to continue")->required();
   cmd->add_option("--max-new-tokens", args->max_new_tokens, "tokens to add (greedy)")->capture_default_str();
   cmd->add_flag("--ignore-eos", args->ignore_eos, "keep going after the end-of-text token");
+  cmd->add_flag("--chat", args->chat, "send the prompt as a user turn through the model's chat template");
+  cmd->add_option("--system", args->system, "system message for --chat");
   cmd->add_option("--json", args->json_path, "write tokens, generated steps and head groups as JSON");
   cmd->add_option("--attention-npy", args->npy_path, "write the attention of prompt + continuation, [layer, head, q, k], as .npy");
   cmd->add_option("--threads", args->threads, "OpenMP threads (default: all cores)");

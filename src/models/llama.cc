@@ -131,7 +131,13 @@ Hyper hyper_from_config(const std::string& dir, const nlohmann::json& c) {
     for (int l = 0; l < m.n_layer; ++l) {
       if (types[size_t(l)] == "sliding_attention") hp.window[size_t(l)] = window;
     }
-  } else if (m.architecture != "qwen2") {
+  } else if (m.architecture == "qwen2") {
+    // Older Qwen2 configs: the window applies from layer max_window_layers on, if enabled.
+    if (c.value("use_sliding_window", false)) {
+      const int first = c.value("max_window_layers", m.n_layer);
+      for (int l = first; l < m.n_layer; ++l) hp.window[size_t(l)] = window;
+    }
+  } else {
     for (auto& w : hp.window) w = window;
   }
   return hp;

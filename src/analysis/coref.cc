@@ -7,22 +7,11 @@
 #include <map>
 #include <sstream>
 
+#include "analysis/tsv.h"
 #include "headscope/error.h"
 
 namespace headscope::analysis {
 namespace {
-
-std::vector<std::string_view> split_tabs(std::string_view line) {
-  std::vector<std::string_view> fields;
-  size_t start = 0;
-  while (true) {
-    const size_t tab = line.find('\t', start);
-    fields.push_back(line.substr(start, tab == std::string_view::npos ? std::string_view::npos : tab - start));
-    if (tab == std::string_view::npos) break;
-    start = tab + 1;
-  }
-  return fields;
-}
 
 // Byte offset of the `cp`-th code point of UTF-8 `text`; -1 when the text is shorter.
 int64_t byte_of_codepoint(std::string_view text, int64_t cp) {

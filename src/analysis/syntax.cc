@@ -6,22 +6,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "analysis/tsv.h"
 #include "headscope/error.h"
 
 namespace headscope::analysis {
 namespace {
-
-std::vector<std::string_view> split_tabs(std::string_view line) {
-  std::vector<std::string_view> fields;
-  size_t start = 0;
-  while (true) {
-    const size_t tab = line.find('\t', start);
-    fields.push_back(line.substr(start, tab == std::string_view::npos ? std::string_view::npos : tab - start));
-    if (tab == std::string_view::npos) break;
-    start = tab + 1;
-  }
-  return fields;
-}
 
 bool parse_int(std::string_view s, int32_t& out) {
   const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);

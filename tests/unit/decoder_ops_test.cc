@@ -4,6 +4,8 @@
 // frequencies alone and divides the low ones by the factor.
 #include <gtest/gtest.h>
 
+#include "test_support.h"
+
 #include <cmath>
 #include <random>
 #include <vector>
@@ -14,21 +16,10 @@
 
 namespace {
 
+using headscope::testing::max_abs_diff;
+using headscope::testing::random_vector;
+
 using namespace headscope::ops;
-
-std::vector<float> random_vector(size_t n, unsigned seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  float m = 0.0f;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
-}
 
 TEST(DecoderOps, RmsNormMatchesTwin) {
   const int64_t T = 7, d = 96;

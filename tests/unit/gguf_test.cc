@@ -5,6 +5,8 @@
 #include "io/gguf.h"
 
 #include <gtest/gtest.h>
+
+#include "test_support.h"
 #include <stdlib.h>
 
 #include <bit>
@@ -24,26 +26,7 @@ using namespace headscope::io;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    // Prefer tmpfs: the corruption tests write hundreds of small files, which on a disk-backed
-    // /tmp costs milliseconds each in block discards.
-    std::error_code ec;
-    const fs::path base = fs::is_directory("/dev/shm", ec) ? fs::path("/dev/shm") : fs::temp_directory_path();
-    std::string tmpl = (base / "headscope_gguf_XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using TempDir = headscope::testing::TempDir;
 
 void write_raw(const std::string& path, const std::string& content) {
   std::ofstream out(path, std::ios::binary);

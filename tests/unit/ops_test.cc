@@ -1,6 +1,8 @@
 // Every fast kernel beside its slow twin (ops/reference), on random inputs of awkward shapes,
 // and at 1 and 2 threads for the head-parallel attention.
 #include <gtest/gtest.h>
+
+#include "test_support.h"
 #include <omp.h>
 
 #include <cmath>
@@ -16,19 +18,8 @@
 namespace headscope::ops {
 namespace {
 
-std::vector<float> random_vector(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  float m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
-}
+using headscope::testing::max_abs_diff;
+using headscope::testing::random_vector;
 
 TEST(Matmul, MatchesReferenceWithStridesAndTranspose) {
   for (bool trans_b : {false, true}) {

@@ -4,6 +4,8 @@
 #include "io/safetensors.h"
 
 #include <gtest/gtest.h>
+
+#include "test_support.h"
 #include <stdlib.h>
 
 #include <bit>
@@ -24,28 +26,7 @@ using namespace headscope::io;
 
 namespace {
 
-// A fresh directory under the system temp dir, removed with everything in it at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    // Prefer tmpfs: the corruption tests write hundreds of small files, which on a disk-backed
-    // /tmp costs milliseconds each in block discards.
-    std::error_code ec;
-    const fs::path base = fs::is_directory("/dev/shm", ec) ? fs::path("/dev/shm") : fs::temp_directory_path();
-    std::string tmpl = (base / "headscope_st_XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using TempDir = headscope::testing::TempDir;
 
 template <class T>
 std::string bytes_of(const std::vector<T>& v) {

@@ -97,11 +97,9 @@ std::vector<GapExample> parse_gap_tsv(std::string_view content, const std::strin
 }
 
 std::vector<GapExample> read_gap_tsv(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("coreference file '" + path + "': cannot open it; pass a GAP TSV file (e.g. ../shared/data/gap/gap-validation.tsv)");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  auto examples = parse_gap_tsv(ss.str(), path);
+  auto examples = parse_gap_tsv(read_gold_file(path, "coreference file",
+                                               "pass a GAP TSV file (e.g. ../shared/data/gap/gap-validation.tsv)"),
+                                path);
   if (examples.empty()) throw Error("coreference file '" + path + "': no examples found");
   return examples;
 }

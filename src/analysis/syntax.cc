@@ -103,11 +103,9 @@ std::vector<DependencySentence> parse_conllu(std::string_view content, const std
 }
 
 std::vector<DependencySentence> read_conllu(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("treebank '" + path + "': cannot open the file; pass a CoNLL-U file (e.g. ../shared/data/ud/en_pud-ud-test.conllu)");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  auto sentences = parse_conllu(ss.str(), path);
+  auto sentences = parse_conllu(read_gold_file(path, "treebank",
+                                               "pass a CoNLL-U file (e.g. ../shared/data/ud/en_pud-ud-test.conllu)"),
+                                path);
   if (sentences.empty()) throw Error("treebank '" + path + "': no sentences found; is this a CoNLL-U file?");
   return sentences;
 }

@@ -1,7 +1,13 @@
-// headscope analysis — splitting the tab-separated lines of the gold data files (CoNLL-U, GAP).
+// headscope analysis — reading the gold data files (CoNLL-U, GAP): whole-file reads and
+// tab-separated fields.
 #pragma once
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <string_view>
 #include <vector>
+
+#include "headscope/error.h"
 
 namespace headscope::analysis {
 
@@ -16,6 +22,15 @@ inline std::vector<std::string_view> split_tabs(std::string_view line) {
     start = tab + 1;
   }
   return fields;
+}
+
+// The whole file; if it cannot be opened, Error("<what> '<path>': cannot open it; <hint>").
+inline std::string read_gold_file(const std::string& path, const std::string& what, const std::string& hint) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(what + " '" + path + "': cannot open it; " + hint);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 }  // namespace headscope::analysis

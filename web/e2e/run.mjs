@@ -2,6 +2,8 @@
 // model, its HTTP API, and the web UI in Debian's Chromium. Run from web/: `node e2e/run.mjs`.
 //   HEADSCOPE_BIN    the binary (default: ../build/headscope)
 //   HEADSCOPE_MODEL  the model directory (default: ../models/all-MiniLM-L6-v2)
+//   HEADSCOPE_DECODER_MODEL  a causal model with grouped-query attention for a short second pass
+//                    (default: ../models/SmolLM2-135M-Instruct; "skip" leaves the pass out)
 //   CHROMIUM         the browser (default: /usr/bin/chromium)
 // Screenshots, exported files and the server log go to web/test-results/.
 import fs from 'node:fs';
@@ -9,12 +11,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { apiTests } from './api.mjs';
 import { browserTests } from './browser.mjs';
+import { decoderTests } from './decoder.mjs';
 import { startServer, Suite } from './harness.mjs';
 
 const webDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const root = path.resolve(webDir, '..');
 const bin = path.resolve(root, process.env.HEADSCOPE_BIN ?? 'build/headscope');
 const model = path.resolve(root, process.env.HEADSCOPE_MODEL ?? 'models/all-MiniLM-L6-v2');
+const decoderEnv = process.env.HEADSCOPE_DECODER_MODEL ?? 'models/SmolLM2-135M-Instruct';
+const decoderModel = decoderEnv === 'skip' ? null : path.resolve(root, decoderEnv);
 const dist = path.join(webDir, 'dist');
 const outDir = path.join(webDir, 'test-results');
 
@@ -25,6 +30,7 @@ function fail(message) {
 
 if (!fs.existsSync(bin)) fail(`no headscope binary at ${bin} (build it, or set HEADSCOPE_BIN)`);
 if (!fs.existsSync(path.join(model, 'config.json'))) fail(`no model at ${model} (run scripts/setup.sh, or set HEADSCOPE_MODEL)`);
+if (decoderModel && !fs.existsSync(decoderModel)) fail(`no decoder model at ${decoderModel} (run scripts/setup.sh, or set HEADSCOPE_DECODER_MODEL=skip)`);
 if (!fs.existsSync(path.join(dist, 'index.html'))) fail(`no built UI at ${dist} (run \`npm run build\` in web/)`);
 fs.rmSync(outDir, { recursive: true, force: true });
 fs.mkdirSync(outDir, { recursive: true });
@@ -50,6 +56,26 @@ try {
 } finally {
   await server.stop();
   log.end();
+}
+if (decoderModel) {
+  // A second, short pass on a causal GQA model: its own server, its own log.
+  const dlog = fs.createWriteStream(path.join(outDir, 'server-decoder.log'));
+  dlog.path = path.join(outDir, 'server-decoder.log');
+  const t0 = Date.now();
+  const dserver = await startServer({ bin, model: decoderModel, webDir: dist, log: dlog });
+  console.log(`Decoder (${path.basename(decoderModel)} at ${dserver.url}, started in ${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+  try {
+    const suite = new Suite('decoder');
+    await decoderTests(dserver.url, suite, outDir);
+    ok = suite.summary() && ok;
+    if (dserver.child.exitCode !== null) {
+      console.error(`e2e: the decoder server exited (code ${dserver.child.exitCode}) during the tests`);
+      ok = false;
+    }
+  } finally {
+    await dserver.stop();
+    dlog.end();
+  }
 }
 console.log(`e2e: screenshots and exports in ${path.relative(process.cwd(), outDir) || outDir}`);
 process.exit(ok ? 0 : 1);

@@ -27,11 +27,28 @@ function packedTable(scale: ScaleName): Uint32Array {
   return table;
 }
 
+/** The two greys of the hatching that marks masked cells (a key after its query in a causal
+ *  model): grey is outside the weight palette, whose lightest colour (weight 0) is near-white, so
+ *  "not allowed to look" never reads as "looked with weight 0". */
+export const MASKED_COLOURS: readonly [string, string] = ['#8d949c', '#c3c8ce'];
+
+function packedGrey(hex: string): number {
+  const bytes = new Uint8Array([parseInt(hex.slice(1, 3), 16), parseInt(hex.slice(3, 5), 16), parseInt(hex.slice(5, 7), 16), 255]);
+  return new Uint32Array(bytes.buffer)[0];
+}
+
+/** Whether cell (q, k) of a causal matrix is masked. Units (words, kept tokens, pooled blocks)
+ *  are in text order, so a unit after the query's unit holds only future tokens. */
+export function isMasked(causal: boolean, q: number, k: number): boolean {
+  return causal && k > q;
+}
+
 /**
  * Weights in [0, 1] under a colour scale → RGBA pixels (n × n). One table look-up and one
- * 32-bit store per cell, so that 12 heads × 512² cells take a few milliseconds.
+ * 32-bit store per cell, so that 12 heads × 512² cells take a few milliseconds. With `causal`,
+ * the cells above the diagonal are drawn hatched grey instead of their (zero) weight.
  */
-export function matrixPixels(m: Matrix, scale: ScaleName): Pixels {
+export function matrixPixels(m: Matrix, scale: ScaleName, causal = false): Pixels {
   const size = m.n * m.n;
   const data = new Uint8ClampedArray(size * 4);
   const out = new Uint32Array(data.buffer);
@@ -42,6 +59,11 @@ export function matrixPixels(m: Matrix, scale: ScaleName): Pixels {
     // v !== v is NaN; weights outside [0, 1] are clamped like scaleValue does.
     out[i] = table[v > 0 ? (v < 1 ? (v * WEIGHT_STEPS + 0.5) | 0 : WEIGHT_STEPS) : 0];
   }
+  if (causal) {
+    // Diagonal stripes: the two greys alternate along anti-diagonals, in bands of two cells.
+    const dark = packedGrey(MASKED_COLOURS[0]), light = packedGrey(MASKED_COLOURS[1]);
+    for (let q = 0; q < m.n; q++) for (let k = q + 1; k < m.n; k++) out[q * m.n + k] = ((q + k) >> 1) & 1 ? dark : light;
+  }
   return { width: m.n, height: m.n, data };
 }
 
@@ -50,9 +72,9 @@ export function matrixPixels(m: Matrix, scale: ScaleName): Pixels {
  * max-pooled first, so that one-cell lines (a previous-token diagonal at 500 tokens) stay visible
  * instead of being skipped by the scaling.
  */
-export function displayPixels(m: Matrix, scale: ScaleName, cssSize: number): Pixels {
+export function displayPixels(m: Matrix, scale: ScaleName, cssSize: number, causal = false): Pixels {
   const screen = Math.ceil(cssSize * (typeof window === 'undefined' ? 1 : Math.min(3, window.devicePixelRatio || 1)));
-  return matrixPixels(m.n > screen ? maxPool(m, screen) : m, scale);
+  return matrixPixels(m.n > screen ? maxPool(m, screen) : m, scale, causal);
 }
 
 /** Signed values → diverging colours, ±limit at the ends (for differences of two heads). */

@@ -6,6 +6,7 @@
 
 import { DIVERGING, SEQUENTIAL, SEQUENTIAL_LUT, lutColour, rgbToHex, scaleTicks, signedColour, type ScaleName } from './colour';
 import { h } from './dom';
+import { MASKED_COLOURS } from './heatmap';
 import type { SceneItem } from './scene';
 
 export const SCALE_TITLES: Record<ScaleName, string> = {
@@ -14,8 +15,12 @@ export const SCALE_TITLES: Record<ScaleName, string> = {
   contrast: 'attention weight (√ contrast, 0–1)',
 };
 
-/** A legend element for attention weights. */
-export function attentionLegend(scale: ScaleName): HTMLElement {
+export const MASKED_LABEL = 'masked (future token)';
+const HATCH = `repeating-linear-gradient(45deg, ${MASKED_COLOURS[0]} 0 4px, ${MASKED_COLOURS[1]} 4px 8px)`;
+
+/** A legend element for attention weights; for a causal model it also explains the hatched
+ *  cells above the diagonal (keys after the query, which the model cannot attend to). */
+export function attentionLegend(scale: ScaleName, causal = false): HTMLElement {
   const bar = h('div', { class: 'legend-bar', style: `background: linear-gradient(to right, ${SEQUENTIAL.join(', ')})` });
   const ticks = h('div', { class: 'legend-ticks' });
   for (const t of scaleTicks(scale)) ticks.appendChild(h('span', { style: `left: ${(t.position * 100).toFixed(2)}%` }, t.label));
@@ -25,6 +30,7 @@ export function attentionLegend(scale: ScaleName): HTMLElement {
     h('figcaption', {}, SCALE_TITLES[scale]),
     bar,
     ticks,
+    ...(causal ? [h('div', { class: 'legend-masked' }, h('span', { class: 'masked-swatch', style: `background: ${HATCH}` }), MASKED_LABEL)] : []),
   );
 }
 
@@ -48,7 +54,7 @@ function signedTicks(limit: number): [string, number][] {
 const BAR_STEPS = 64;
 
 /** Scene items of an attention legend at (x, y), `width` wide, 44 px tall. */
-export function attentionLegendItems(x: number, y: number, width: number, scale: ScaleName, textColour: string): SceneItem[] {
+export function attentionLegendItems(x: number, y: number, width: number, scale: ScaleName, textColour: string, causal = false): SceneItem[] {
   const items: SceneItem[] = [{ kind: 'text', x, y: y + 10, text: SCALE_TITLES[scale], size: 11, fill: textColour }];
   for (let i = 0; i < BAR_STEPS; i++) {
     const fill = rgbToHex(lutColour(SEQUENTIAL_LUT, (i + 0.5) / BAR_STEPS));
@@ -58,6 +64,12 @@ export function attentionLegendItems(x: number, y: number, width: number, scale:
     const tx = x + t.position * width;
     items.push({ kind: 'line', x1: tx, y1: y + 26, x2: tx, y2: y + 30, stroke: textColour, width: 1 });
     items.push({ kind: 'text', x: tx, y: y + 41, text: t.label, size: 10, fill: textColour, anchor: 'middle' });
+  }
+  if (causal) {
+    // Beside the bar title: a small hatched square and its meaning.
+    const sx = x + width - 130;
+    for (let i = 0; i < 4; i++) items.push({ kind: 'rect', x: sx + i * 3, y: y + 1, w: 3, h: 11, fill: MASKED_COLOURS[i % 2] });
+    items.push({ kind: 'text', x: sx + 16, y: y + 10, text: MASKED_LABEL, size: 10, fill: textColour });
   }
   return items;
 }

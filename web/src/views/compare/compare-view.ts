@@ -94,17 +94,17 @@ export class CompareView implements ExportableView {
       `${what}: ${v >= 0 && what.includes('−') ? '+' : ''}${v.toFixed(4)}`,
       what.includes('−') ? `A ${sa.matrix.data[q * m.n + k].toFixed(4)}, B ${sb.matrix.data[q * m.n + k].toFixed(4)}` : '',
     ].filter(Boolean);
-    this.maps[0].update({ matrix: sa.matrix, pixels: displayPixels(sa.matrix, state.scale, COMPARE_SIZE), labels: sa.labels, describe: describe(sa.matrix, 'A') });
-    this.maps[1].update({ matrix: sb.matrix, pixels: displayPixels(sb.matrix, state.scale, COMPARE_SIZE), labels: sb.labels, describe: describe(sb.matrix, 'B') });
+    this.maps[0].update({ matrix: sa.matrix, pixels: displayPixels(sa.matrix, state.scale, COMPARE_SIZE, model.causal), labels: sa.labels, describe: describe(sa.matrix, 'A') });
+    this.maps[1].update({ matrix: sb.matrix, pixels: displayPixels(sb.matrix, state.scale, COMPARE_SIZE, model.causal), labels: sb.labels, describe: describe(sb.matrix, 'B') });
     this.maps[2].update({ matrix: diff, pixels: signedPixels(diff.data, diff.n, diff.n, this.limit), labels: sa.labels, describe: describe(diff, 'A − B') });
     const ra = headReport(ctx, a.layer, a.head).roles.primary, rb = headReport(ctx, b.layer, b.head).roles.primary;
     this.captions[0].textContent = `A: layer ${a.layer}, head ${a.head} – ${ra.name}`;
     this.captions[1].textContent = `B: layer ${b.layer}, head ${b.head} – ${rb.name}`;
     this.captions[2].textContent = 'A − B';
     clear(this.legends[0]);
-    this.legends[0].appendChild(attentionLegend(state.scale));
+    this.legends[0].appendChild(attentionLegend(state.scale, model.causal));
     clear(this.legends[1]);
-    this.legends[1].appendChild(attentionLegend(state.scale));
+    this.legends[1].appendChild(attentionLegend(state.scale, model.causal));
     clear(this.legends[2]);
     this.legends[2].appendChild(signedLegend(this.limit, 'difference (blue: A more, red: B more)'));
     this.summary.textContent = `Mean distance between their rows: ${fixed(this.distance, 3)} (0 = the two heads attend identically, 1 = never to the same ${units.level}s).`;
@@ -131,7 +131,7 @@ export class CompareView implements ExportableView {
       items.push(...m.sceneItems(x, top + 18));
       const ly = top + 24 + maxH;
       const lw = Math.min(220, sizes[i].width);
-      items.push(...(i < 2 ? attentionLegendItems(x, ly, lw, this.ctx!.state.scale, THEME.text) : signedLegendItems(x, ly, lw, this.limit, 'A − B', THEME.text)));
+      items.push(...(i < 2 ? attentionLegendItems(x, ly, lw, this.ctx!.state.scale, THEME.text, this.ctx!.model.causal) : signedLegendItems(x, ly, lw, this.limit, 'A − B', THEME.text)));
       x += sizes[i].width + gap;
     });
     return { width: x, height: top + maxH + 80, background: THEME.panel, items };

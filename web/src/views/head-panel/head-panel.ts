@@ -5,14 +5,15 @@
 import type { HeadStats } from '../../lib/api';
 import { h, clear } from '../../lib/dom';
 import { fixed, percent, tokenLabel } from '../../lib/format';
-import { displayPixels } from '../../lib/heatmap';
+import { displayPixels, isMasked } from '../../lib/heatmap';
+import { kvGroups } from '../../lib/kv-groups';
 import { LabeledHeatmap } from '../../lib/labeled-heatmap';
 import { headMatrix } from '../../lib/matrix';
 import { shownMatrix } from '../../lib/display';
 import type { Scene, SceneItem } from '../../lib/scene';
 import { THEME } from '../../lib/theme';
 import type { Tensor } from '../../lib/wire';
-import { attentionLegend, attentionLegendItems } from '../../lib/legend';
+import { MASKED_LABEL, attentionLegend, attentionLegendItems } from '../../lib/legend';
 import { headReport, roleInfo, roleStyle, type ExportableView, type ViewContext } from '../context';
 
 /** The lesson's four statistics: which field, how it is shown, what it means. */
@@ -110,7 +111,8 @@ export class HeadPanel implements ExportableView {
     const { primary, secondary } = report.roles;
     const role = roleInfo(model, primary.id);
     const detail = primary.detail ? ` (${primary.detail})` : '';
-    this.kicker.textContent = `Layer ${state.layer} of ${model.n_layer} · head ${state.head} of ${model.n_head} · ${model.name}`;
+    const group = kvGroups(model)?.[model.kv_head_of[state.head]];
+    this.kicker.textContent = `Layer ${state.layer} of ${model.n_layer} · head ${state.head} of ${model.n_head}${group ? ` · ${group.label} (shared K and V)` : ''} · ${model.name}`;
     clear(this.title);
     this.title.append(`Head ${state.head} – `, h('span', { class: 'role-name', style: `--role: ${role.color}` }, primary.name + detail));
     this.title.setAttribute('data-role', primary.id);
@@ -119,16 +121,16 @@ export class HeadPanel implements ExportableView {
     this.shownIndex = shown.index;
     this.heatmap.update({
       matrix: shown.matrix,
-      pixels: displayPixels(shown.matrix, state.scale, HEATMAP_SIZE),
+      pixels: displayPixels(shown.matrix, state.scale, HEATMAP_SIZE, model.causal),
       labels: shown.labels,
       describe: (q, k, v) => [
         `${tokenLabel(shown.labels[q], 24)} → ${tokenLabel(shown.labels[k], 24)}`,
-        `weight ${v.toFixed(4)}${state.hideSpecial ? ' (renormalised without special tokens)' : ''}`,
+        isMasked(model.causal, q, k) ? MASKED_LABEL : `weight ${v.toFixed(4)}${state.hideSpecial ? ' (renormalised without special tokens)' : ''}`,
         `query ${shown.index[q]}, key ${shown.index[k]} (${units.level}s)`,
       ],
     });
     clear(this.legendSlot);
-    this.legendSlot.appendChild(attentionLegend(state.scale));
+    this.legendSlot.appendChild(attentionLegend(state.scale, model.causal));
 
     const s = report.stats;
     const stats = h('div', { class: 'stat-grid', id: 'head-stats' });
@@ -201,7 +203,7 @@ export class HeadPanel implements ExportableView {
       { kind: 'text', x: pad, y: 26, text: `Head ${state.head} – ${report.roles.primary.name}`, size: 17, fill: THEME.text, weight: 'bold' },
       { kind: 'text', x: pad, y: 44, text: `${model.name} · layer ${state.layer} · ${state.level}s`, size: 11, fill: THEME.muted },
       ...this.heatmap.sceneItems(pad, 56),
-      ...attentionLegendItems(pad, 56 + hh + 6, Math.min(300, hw), state.scale, THEME.text),
+      ...attentionLegendItems(pad, 56 + hh + 6, Math.min(300, hw), state.scale, THEME.text, this.ctx.model.causal),
     ];
     LESSON_STATS.forEach((st, i) => {
       const y = 80 + i * 56;

@@ -1,8 +1,8 @@
 // All heads of the chosen layer side by side, as heatmaps on one 0–1 colour scale.
 
 import { h, clear, hideTooltip, showTooltip, sizeCanvas } from '../../lib/dom';
-import { cellAt, displayPixels, pixelsCanvas } from '../../lib/heatmap';
-import { attentionLegend, attentionLegendItems } from '../../lib/legend';
+import { cellAt, displayPixels, isMasked, pixelsCanvas } from '../../lib/heatmap';
+import { MASKED_LABEL, attentionLegend, attentionLegendItems } from '../../lib/legend';
 import { headMatrix } from '../../lib/matrix';
 import { shownMatrix, type ShownMatrix } from '../../lib/display';
 import type { Pixels, Scene, SceneItem } from '../../lib/scene';
@@ -11,6 +11,7 @@ import type { Tensor } from '../../lib/wire';
 import { tokenLabel } from '../../lib/format';
 import { headReport, roleBadge, roleInfo, roleStyle, type ExportableView, type ViewContext } from '../context';
 import { readableOn } from '../../lib/colour';
+import { groupColour, kvGroups } from '../../lib/kv-groups';
 
 const TILE = 168;
 
@@ -63,12 +64,30 @@ export class LayerView implements ExportableView {
     this.drawnFrom = { attention, scale: state.scale, hideSpecial: state.hideSpecial, run: ctx.run };
     this.heading.textContent = `Layer ${state.layer}: all ${model.n_head} heads side by side`;
     clear(this.legendSlot);
-    this.legendSlot.appendChild(attentionLegend(state.scale));
+    this.legendSlot.appendChild(attentionLegend(state.scale, model.causal));
     clear(this.grid);
     this.tiles = [];
+    // With grouped-query attention, one framed sub-grid per KV head holds the query heads that
+    // share its keys and values; otherwise all heads sit in one grid.
+    const groups = kvGroups(model);
+    this.grid.classList.toggle('grouped', groups !== null);
+    const slotOf: HTMLElement[] = [];
+    if (groups)
+      for (const g of groups) {
+        const inner = h('div', { class: 'head-grid' });
+        this.grid.appendChild(
+          h(
+            'div',
+            { class: 'kv-group', 'data-kv': g.kv, style: `--kv-colour: ${groupColour(g.kv)}`, role: 'group', 'aria-label': g.label },
+            h('p', { class: 'kv-group-label' }, h('span', { class: 'kv-swatch' }), g.label, h('span', { class: 'muted' }, ' · these query heads share one key and one value projection')),
+            inner,
+          ),
+        );
+        for (const hd of g.heads) slotOf[hd] = inner;
+      }
     for (let head = 0; head < model.n_head; head++) {
       const shown = shownMatrix(headMatrix(attention, 0, head), units, state.hideSpecial);
-      const pixels = displayPixels(shown.matrix, state.scale, TILE);
+      const pixels = displayPixels(shown.matrix, state.scale, TILE, model.causal);
       this.tiles.push({ shown, pixels });
       const report = headReport(ctx, state.layer, head);
       const role = roleInfo(model, report.roles.primary.id);
@@ -81,14 +100,14 @@ export class LayerView implements ExportableView {
         if (!cell) return hideTooltip();
         const v = shown.matrix.data[cell.q * shown.matrix.n + cell.k];
         showTooltip(e.clientX, e.clientY, [
-          `Layer ${state.layer} · head ${head}`,
+          `Layer ${state.layer} · head ${head}${groups ? ` · KV head ${model.kv_head_of[head]}` : ''}`,
           `${tokenLabel(shown.labels[cell.q], 24)} → ${tokenLabel(shown.labels[cell.k], 24)}`,
-          `weight ${v.toFixed(4)}`,
+          isMasked(model.causal, cell.q, cell.k) ? MASKED_LABEL : `weight ${v.toFixed(4)}`,
         ]);
       });
       canvas.addEventListener('mouseleave', hideTooltip);
       const selected = head === state.head;
-      this.grid.appendChild(
+      (slotOf[head] ?? this.grid).appendChild(
         h(
           'button',
           {
@@ -120,26 +139,28 @@ export class LayerView implements ExportableView {
     const { model, state } = this.ctx;
     const cols = Math.min(model.n_head, 6);
     const rows = Math.ceil(model.n_head / cols);
-    const gap = 18, top = 52, tileHead = 18;
+    const groups = kvGroups(model);
+    const gap = 18, top = groups ? 68 : 52, tileHead = 18;
     const width = cols * TILE + (cols + 1) * gap;
     const height = top + rows * (TILE + tileHead + gap) + 60;
     const items: SceneItem[] = [
       { kind: 'text', x: gap, y: 24, text: `${model.name} · layer ${state.layer} · ${model.n_head} heads · ${state.level}s`, size: 15, fill: THEME.text, weight: 'bold' },
       { kind: 'text', x: gap, y: 42, text: this.ctx.run.text, size: 11, fill: THEME.muted },
     ];
+    if (groups) items.push({ kind: 'text', x: gap, y: 58, text: `${groups.map((g) => g.label).join(' · ')} (head names and frames coloured by KV head)`, size: 11, fill: THEME.muted });
     this.tiles.forEach((tile, head) => {
       const x = gap + (head % cols) * (TILE + gap);
       const y = top + Math.floor(head / cols) * (TILE + tileHead + gap);
       const report = headReport(this.ctx!, state.layer, head);
       const role = roleInfo(model, report.roles.primary.id);
-      items.push({ kind: 'text', x, y: y + 12, text: `H${head}`, size: 12, fill: THEME.text, weight: 'bold' });
+      items.push({ kind: 'text', x, y: y + 12, text: `H${head}`, size: 12, fill: groups ? groupColour(model.kv_head_of[head]) : THEME.text, weight: 'bold' });
       items.push({ kind: 'rect', x: x + 30, y: y + 2, w: 22, h: 13, fill: role.color, rx: 3 });
       items.push({ kind: 'text', x: x + 41, y: y + 12, text: roleBadge(role.name), size: 9, fill: readableOn(role.color), anchor: 'middle', weight: 'bold' });
       items.push({ kind: 'text', x: x + 58, y: y + 12, text: report.roles.primary.name, size: 11, fill: THEME.muted });
       items.push({ kind: 'image', x, y: y + tileHead, w: TILE, h: TILE, pixels: tile.pixels });
-      items.push({ kind: 'rect', x, y: y + tileHead, w: TILE, h: TILE, fill: 'none', stroke: head === state.head ? THEME.focus : THEME.border, strokeWidth: head === state.head ? 2 : 1 });
+      items.push({ kind: 'rect', x, y: y + tileHead, w: TILE, h: TILE, fill: 'none', stroke: head === state.head ? THEME.focus : groups ? groupColour(model.kv_head_of[head]) : THEME.border, strokeWidth: head === state.head || groups ? 2 : 1 });
     });
-    items.push(...attentionLegendItems(gap, height - 50, Math.min(320, width - 2 * gap), state.scale, THEME.text));
+    items.push(...attentionLegendItems(gap, height - 50, Math.min(320, width - 2 * gap), state.scale, THEME.text, model.causal));
     return { width, height, background: THEME.panel, items };
   }
 }

@@ -12,6 +12,7 @@ import { shownMatrix } from '../../lib/display';
 import { drawScene, type Pixels, type Scene, type SceneItem } from '../../lib/scene';
 import { THEME } from '../../lib/theme';
 import type { Tensor } from '../../lib/wire';
+import { groupColour, kvGroups } from '../../lib/kv-groups';
 import { headReport, roleBadge, roleInfo, roleStyle, type ExportableView, type ViewContext } from '../context';
 
 export interface ModelCallbacks {
@@ -28,6 +29,7 @@ export class ModelView implements ExportableView {
   private canvas: HTMLCanvasElement;
   private legendSlot: HTMLElement;
   private roles: HTMLElement;
+  private groupsNote: HTMLElement;
   private ctx: ViewContext | null = null;
   private thumbs: Pixels[] = [];
   private pooled: Matrix[] = [];
@@ -48,11 +50,13 @@ export class ModelView implements ExportableView {
     });
     this.legendSlot = h('div', { class: 'legend-slot' });
     this.roles = h('ul', { class: 'role-legend', id: 'role-legend' });
+    this.groupsNote = h('p', { class: 'muted kv-groups-note', id: 'model-kv-groups' });
     this.el = h(
       'section',
       { class: 'view model-view', 'aria-labelledby': 'model-title' },
       h('div', { class: 'view-head' }, h('h2', { id: 'model-title' }, 'Every head of the model'), this.legendSlot),
-      h('p', { class: 'muted' }, 'Rows are layers (input at the top), columns are heads. The coloured strip under each map names the role detected on this text.'),
+      h('p', { class: 'muted' }, 'Rows are layers (input at the top), columns are heads. The coloured strip under each map names the role detected on this text. Under grouped-query attention the top line names the key/value head each column shares.'),
+      this.groupsNote,
       h('div', { class: 'scroll-x' }, this.canvas),
       this.roles,
     );
@@ -75,12 +79,17 @@ export class ModelView implements ExportableView {
       this.thumbScale = null;
     }
     if (this.thumbScale !== state.scale) {
-      this.thumbs = this.pooled.map((m) => matrixPixels(m, state.scale));
+      this.thumbs = this.pooled.map((m) => matrixPixels(m, state.scale, model.causal));
       this.thumbScale = state.scale;
     }
     this.draw();
+    const groups = kvGroups(model);
+    this.groupsNote.hidden = !groups;
+    this.groupsNote.textContent = groups
+      ? `Grouped-query attention: ${model.n_head} query heads share ${model.n_kv_head} key/value heads. ${groups.map((g) => g.label).join('; ')}.`
+      : '';
     clear(this.legendSlot);
-    this.legendSlot.appendChild(attentionLegend(state.scale));
+    this.legendSlot.appendChild(attentionLegend(state.scale, model.causal));
     const counts = new Map<string, number>();
     for (const r of ctx.run.heads) counts.set(r.roles.primary.id, (counts.get(r.roles.primary.id) ?? 0) + 1);
     clear(this.roles);
@@ -89,6 +98,11 @@ export class ModelView implements ExportableView {
       if (!n) continue;
       this.roles.appendChild(h('li', { title: role.description }, h('span', { class: 'badge', style: roleStyle(role.color) }, roleBadge(role.name)), ` ${role.name}: ${n} head${n === 1 ? '' : 's'}`));
     }
+  }
+
+  /** Height of the column headings: one more line for the KV-group labels under GQA. */
+  private get headerH(): number {
+    return this.ctx && kvGroups(this.ctx.model) ? HEADER_H + 18 : HEADER_H;
   }
 
   private get cellW(): number {
@@ -100,8 +114,8 @@ export class ModelView implements ExportableView {
 
   private cellAt(x: number, y: number): { layer: number; head: number } | null {
     if (!this.ctx) return null;
-    const head = Math.floor((x - LABEL_W) / this.cellW), layer = Math.floor((y - HEADER_H) / this.cellH);
-    if (x < LABEL_W || y < HEADER_H || head >= this.ctx.model.n_head || layer >= this.ctx.model.n_layer) return null;
+    const head = Math.floor((x - LABEL_W) / this.cellW), layer = Math.floor((y - this.headerH) / this.cellH);
+    if (x < LABEL_W || y < this.headerH || head >= this.ctx.model.n_head || layer >= this.ctx.model.n_layer) return null;
     return { layer, head };
   }
 
@@ -109,13 +123,13 @@ export class ModelView implements ExportableView {
     const c = this.cellAt(e.offsetX, e.offsetY);
     if (!c || !this.ctx) return hideTooltip();
     const r = headReport(this.ctx, c.layer, c.head).roles;
-    showTooltip(e.clientX, e.clientY, [`Layer ${c.layer} · head ${c.head}: ${r.primary.name}${r.primary.detail ? ` (${r.primary.detail})` : ''}`, r.primary.evidence, `score ${fixed(r.primary.score, 2)}; then ${r.secondary.name.toLowerCase()} ${fixed(r.secondary.score, 2)}`]);
+    showTooltip(e.clientX, e.clientY, [`Layer ${c.layer} · head ${c.head}${kvGroups(this.ctx.model) ? ` (KV head ${this.ctx.model.kv_head_of[c.head]})` : ''}: ${r.primary.name}${r.primary.detail ? ` (${r.primary.detail})` : ''}`, r.primary.evidence, `score ${fixed(r.primary.score, 2)}; then ${r.secondary.name.toLowerCase()} ${fixed(r.secondary.score, 2)}`]);
   }
 
   private draw(): void {
     if (!this.ctx) return;
     const { model } = this.ctx;
-    const width = LABEL_W + model.n_head * this.cellW, height = HEADER_H + model.n_layer * this.cellH;
+    const width = LABEL_W + model.n_head * this.cellW, height = this.headerH + model.n_layer * this.cellH;
     drawScene(sizeCanvas(this.canvas, width, height), { width, height, background: THEME.panel, items: this.items() }, pixelsCanvas);
   }
 
@@ -123,10 +137,22 @@ export class ModelView implements ExportableView {
   private items(dx = 0, dy = 0): SceneItem[] {
     const { model, state } = this.ctx!;
     const items: SceneItem[] = [];
+    const groups = kvGroups(model);
+    const top = groups ? 18 : 0;
+    // Under GQA, a first heading line names each KV head over the query heads that share it,
+    // with a bar in the group's colour; the H labels below take the same colour.
+    if (groups)
+      for (const g of groups) {
+        const first = g.heads[0], last = g.heads[g.heads.length - 1];
+        const consecutive = last - first + 1 === g.heads.length;
+        for (const hd of g.heads) items.push({ kind: 'rect', x: dx + LABEL_W + hd * this.cellW, y: dy + 14, w: this.thumb, h: 3, fill: groupColour(g.kv) });
+        const cx = consecutive ? dx + LABEL_W + ((first + last + 1) * this.cellW - GAP) / 2 : dx + LABEL_W + first * this.cellW;
+        items.push({ kind: 'text', x: cx, y: dy + 11, text: g.heads.length * this.cellW > 120 ? g.label : `KV ${g.kv}`, size: 10, fill: THEME.text, anchor: consecutive ? 'middle' : 'start', weight: 'bold' });
+      }
     for (let hd = 0; hd < model.n_head; hd++)
-      items.push({ kind: 'text', x: dx + LABEL_W + hd * this.cellW + this.thumb / 2, y: dy + 12, text: `H${hd}`, size: 10, fill: THEME.muted, anchor: 'middle' });
+      items.push({ kind: 'text', x: dx + LABEL_W + hd * this.cellW + this.thumb / 2, y: dy + top + 12, text: `H${hd}`, size: 10, fill: THEME.muted, anchor: 'middle' });
     for (let l = 0; l < model.n_layer; l++) {
-      const y = dy + HEADER_H + l * this.cellH;
+      const y = dy + this.headerH + l * this.cellH;
       items.push({ kind: 'text', x: dx + 4, y: y + this.thumb / 2 + 4, text: `L${l}`, size: 11, fill: THEME.text, weight: 'bold' });
       for (let hd = 0; hd < model.n_head; hd++) {
         const x = dx + LABEL_W + hd * this.cellW;
@@ -148,11 +174,11 @@ export class ModelView implements ExportableView {
   scene(): Scene | null {
     if (!this.ctx) return null;
     const { model, state } = this.ctx;
-    const gridW = LABEL_W + model.n_head * this.cellW, gridH = HEADER_H + model.n_layer * this.cellH;
+    const gridW = LABEL_W + model.n_head * this.cellW, gridH = this.headerH + model.n_layer * this.cellH;
     const items: SceneItem[] = [
       { kind: 'text', x: 12, y: 22, text: `${model.name}: ${model.n_layer} layers × ${model.n_head} heads, coloured by role (${state.level}s)`, size: 14, fill: THEME.text, weight: 'bold' },
       ...this.items(12, 34),
-      ...attentionLegendItems(12, 34 + gridH + 10, 300, state.scale, THEME.text),
+      ...attentionLegendItems(12, 34 + gridH + 10, 300, state.scale, THEME.text, model.causal),
     ];
     let lx = 340;
     const counted = new Set(this.ctx.run.heads.map((r) => r.roles.primary.id));

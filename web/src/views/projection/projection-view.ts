@@ -12,6 +12,7 @@ import { maxAbs } from '../../lib/matrix';
 import { escapeXml, sceneToSvg, type Scene, type SceneItem } from '../../lib/scene';
 import { THEME } from '../../lib/theme';
 import { row } from '../../lib/wire';
+import { groupColour, kvGroups } from '../../lib/kv-groups';
 import { headReport, roleInfo, roleStyle, type ExportableView, type ViewContext } from '../context';
 
 /** Width in CSS px of one number in the long (d_model) strips and in the head-output strips. */
@@ -42,7 +43,17 @@ export function diagramScene(model: ModelInfo, roleColours: string[], width: num
     items.push({ kind: 'text', x: x + headW / 2, y: y + boxH / 2 + 4, text: `H${i}`, size: headW > 24 ? 11 : 9, fill: readableOn(colour), anchor: 'middle', weight: 'bold' });
     x += headW + 4;
   }
-  items.push({ kind: 'text', x: 10, y: y + boxH + 18, text: `${model.n_head} heads × d_head ${model.d_head}`, size: 12, fill: THEME.muted });
+  // Under grouped-query attention, a bar under each head in its KV group's colour, the group's
+  // name under the bar, and one line saying what the group shares.
+  const groups = kvGroups(model);
+  const band = groups ? 30 : 0;
+  if (groups)
+    for (const g of groups) {
+      for (const hd of g.heads) items.push({ kind: 'rect', x: 10 + hd * (headW + 4), y: y + boxH + 3, w: headW, h: 6, fill: groupColour(g.kv), rx: 2 });
+      const x0 = 10 + g.heads[0] * (headW + 4), x1 = 10 + g.heads[g.heads.length - 1] * (headW + 4) + headW;
+      items.push({ kind: 'text', x: (x0 + x1) / 2, y: y + boxH + 22, text: `KV ${g.kv}`, size: 11, fill: groupColour(g.kv), anchor: 'middle', weight: 'bold' });
+    }
+  items.push({ kind: 'text', x: 10, y: y + boxH + band + 18, text: `${model.n_head} heads × d_head ${model.d_head}`, size: 12, fill: THEME.muted });
   const arrow = (ax: number) => items.push({ kind: 'text', x: ax, y: y + boxH / 2 + 7, text: '→', size: 22, fill: THEME.muted, anchor: 'middle' });
   const box = (bx: number, bw: number, title: string, sub: string, fill: string) => {
     items.push({ kind: 'rect', x: bx, y, w: bw, h: boxH, fill, stroke: THEME.border, rx: 6 });
@@ -61,9 +72,20 @@ export function diagramScene(model: ModelInfo, roleColours: string[], width: num
   arrow(x);
   x += 18;
   box(x, 120, 'Output', `${model.d_model} dim`, THEME.panelAlt);
-  if (concatDim === model.d_model)
-    items.push({ kind: 'text', x: 10, y: y + boxH + 36, text: `Here h × d_head = ${model.n_head} × ${model.d_head} = d_model = ${model.d_model}: the heads split the model width between them.`, size: 12, fill: THEME.muted });
-  return { width: Math.max(width, x + 130), height: y + boxH + 46, background: THEME.panel, items };
+  let extra = 0;
+  if (concatDim === model.d_model) {
+    items.push({ kind: 'text', x: 10, y: y + boxH + band + 36, text: `Here h × d_head = ${model.n_head} × ${model.d_head} = d_model = ${model.d_model}: the heads split the model width between them.`, size: 12, fill: THEME.muted });
+    extra = 18;
+  }
+  if (groups)
+    groups.forEach((g, i) => {
+      items.push({
+        kind: 'text', x: 10, y: y + boxH + band + 36 + extra + i * 17, size: 12, fill: THEME.text,
+        text: `${g.label} share one K and one V (each head still has its own Q, so its own attention pattern)`,
+      });
+    });
+  const groupLines = groups ? groups.length * 17 : 0;
+  return { width: Math.max(width, x + 130), height: y + boxH + band + 28 + extra + groupLines, background: THEME.panel, items };
 }
 
 function strip(values: Float32Array, limit: number, cell: number, describe: (i: number, v: number) => string[], segment = 0): HTMLCanvasElement {

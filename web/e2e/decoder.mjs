@@ -1,0 +1,72 @@
+// A short second pass on a causal model with grouped-query attention (SmolLM2-135M: 9 query
+// heads sharing 3 KV heads): the API's head map, and the explorer's KV-group frames, causal-mask
+// hatching and W_O diagram labels in Chromium.
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import { CHROMIUM_ARGS } from './browser.mjs';
+
+/** Llama's map (transformers' repeat_kv): query head h reads KV head floor(h / (n_head / n_kv)). */
+function expectedMap(nHead, nKv) {
+  return Array.from({ length: nHead }, (_, h) => Math.floor(h / (nHead / nKv)));
+}
+
+export async function decoderTests(base, suite, outDir) {
+  let model;
+  await suite.test('/api/model reports a causal model and its query → KV head map', async () => {
+    model = await (await fetch(base + '/api/model')).json();
+    assert.equal(model.causal, true);
+    assert.ok(model.n_kv_head < model.n_head, `n_kv_head ${model.n_kv_head} < n_head ${model.n_head}`);
+    assert.deepEqual(model.kv_head_of, expectedMap(model.n_head, model.n_kv_head));
+  });
+  if (!model) return;
+  const perGroup = model.n_head / model.n_kv_head;
+  const labels = Array.from({ length: model.n_kv_head }, (_, g) => `KV head ${g}: heads ${g * perGroup}–${(g + 1) * perGroup - 1}`);
+
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  const page = await (await browser.newContext({ viewport: { width: 1400, height: 1000 }, deviceScaleFactor: 1 })).newPage();
+  const pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  const part = async (selector, name) => {
+    await page.mouse.move(0, 0);
+    const unstick = await page.addStyleTag({ content: 'header.top, .toolbar { position: static !important; }' });
+    await page.locator(selector).screenshot({ path: path.join(outDir, name) });
+    await unstick.evaluate((e) => e.remove());
+  };
+  try {
+    await suite.test('layer view frames the query heads of each KV head, and hatches the causal mask', async () => {
+      await page.goto(base + '/?text=' + encodeURIComponent('The cat sat on the mat because it was warm.'));
+      await page.waitForFunction(() => document.body.hasAttribute('data-ready'), null, { timeout: 120000 });
+      const groups = await page.$$eval('#head-grid .kv-group', (els) =>
+        els.map((g) => ({ label: g.querySelector('.kv-group-label').textContent, heads: [...g.querySelectorAll('.head-tile')].map((t) => Number(t.dataset.head)) })),
+      );
+      assert.equal(groups.length, model.n_kv_head);
+      groups.forEach((g, i) => {
+        assert.ok(g.label.startsWith(labels[i]), `"${g.label}" starts with "${labels[i]}"`);
+        assert.deepEqual(g.heads, model.kv_head_of.map((kv, h) => (kv === i ? h : -1)).filter((h) => h >= 0));
+      });
+      assert.equal(await page.textContent('.layer-view .legend-masked'), 'masked (future token)');
+      // Top-right cell of head 0 (query 0, the last key) is masked: a grey, equal channels ± a few.
+      const [r, g, b] = await page.$eval('#head-grid .head-tile[data-head="0"] canvas', (c) => {
+        const w = c.width;
+        return [...c.getContext('2d').getImageData(w - 3, 2, 1, 1).data];
+      });
+      assert.ok(Math.max(r, g, b) - Math.min(r, g, b) <= 16 && r < 220 && r > 100, `masked cell is grey, got rgb(${r}, ${g}, ${b})`);
+      await part('.layer-view', '20-decoder-kv-groups.png');
+    });
+
+    await suite.test('W_O diagram and model overview name the KV groups', async () => {
+      const diagram = await page.textContent('#concat-diagram');
+      for (const l of labels) assert.ok(diagram.includes(`${l} share one K and one V`), l);
+      await part('#concat-diagram', '21-decoder-wo-groups.png');
+      await page.click('.tab[data-view="model"]');
+      await page.waitForSelector('#model-kv-groups:not([hidden])', { timeout: 120000 });
+      const note = await page.textContent('#model-kv-groups');
+      for (const l of labels) assert.ok(note.includes(l), l);
+      await part('.model-view', '22-decoder-model-overview.png');
+      assert.deepEqual(pageErrors, []);
+    });
+  } finally {
+    await browser.close();
+  }
+}

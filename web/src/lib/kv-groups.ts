@@ -1,0 +1,42 @@
+// Grouped-query attention (Ainslie et al. 2023): several query heads read the same key/value
+// head. The server sends kv_head_of[h] (docs/api.md); this turns it into the groups the explorer
+// draws, one frame per KV head with the query heads that share it.
+
+export interface KvGroup {
+  /** The key/value head index. */
+  kv: number;
+  /** Query heads reading it, in increasing order. */
+  heads: number[];
+  /** "KV head g: heads a–b" (or a list when the heads are not consecutive). */
+  label: string;
+}
+
+/** Query heads grouped by KV head, or null when every query head has its own K and V (plain
+ *  multi-head attention: nothing to group). Throws on a map that does not fit the head counts. */
+export function kvGroups(model: { n_head: number; n_kv_head: number; kv_head_of: number[] }): KvGroup[] | null {
+  const { n_head, n_kv_head, kv_head_of } = model;
+  if (kv_head_of.length !== n_head) throw new Error(`kv_head_of has ${kv_head_of.length} entries for ${n_head} query heads`);
+  if (n_kv_head >= n_head) return null;
+  const groups: KvGroup[] = Array.from({ length: n_kv_head }, (_, kv) => ({ kv, heads: [], label: '' }));
+  kv_head_of.forEach((kv, head) => {
+    if (!Number.isInteger(kv) || kv < 0 || kv >= n_kv_head) throw new Error(`query head ${head} maps to KV head ${kv}, outside 0–${n_kv_head - 1}`);
+    groups[kv].heads.push(head);
+  });
+  for (const g of groups) g.label = `KV head ${g.kv}: ${headRange(g.heads)}`;
+  return groups;
+}
+
+/** "heads 3–5", "head 4", or "heads 0, 2, 4" when not consecutive. */
+export function headRange(heads: number[]): string {
+  if (heads.length === 0) return 'no heads';
+  if (heads.length === 1) return `head ${heads[0]}`;
+  const consecutive = heads.every((hd, i) => i === 0 || hd === heads[i - 1] + 1);
+  return consecutive ? `heads ${heads[0]}–${heads[heads.length - 1]}` : `heads ${heads.join(', ')}`;
+}
+
+/** Distinct colours for KV groups (cycled beyond their number). */
+const GROUP_COLOURS = ['#1f6feb', '#7c3aed', '#15803d', '#0e7490', '#be185d', '#a16207', '#4b5563', '#b91c1c'];
+
+export function groupColour(kv: number): string {
+  return GROUP_COLOURS[kv % GROUP_COLOURS.length];
+}

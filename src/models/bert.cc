@@ -21,14 +21,14 @@
 namespace headscope::models {
 namespace {
 
+// The four GEMMs hold their weights (nn.Linear layout) and a prepacked copy (ops/packed_linear.h).
 struct BertLayer {
-  Tensor w_qkv, b_qkv;        // [3·d_model, d_model], [3·d_model] — Q, K, V fused at load time
-  Tensor w_o, b_o;            // [d_model, d_model], [d_model]
+  ops::PackedLinear qkv;        // W [3·d_model, d_model], b [3·d_model] — Q, K, V fused at load time
+  ops::PackedLinear o;          // W_O [d_model, d_model], b_O [d_model]
   Tensor ln_attn_g, ln_attn_b;  // [d_model]
-  Tensor w_up, b_up;          // [d_ff, d_model], [d_ff]
-  Tensor w_down, b_down;      // [d_model, d_ff], [d_model]
-  Tensor ln_ffn_g, ln_ffn_b;  // [d_model]
-  ops::PackedLinear qkv, o, up, down;  // the four GEMMs with their weights prepacked (same values)
+  ops::PackedLinear up;         // [d_ff, d_model], [d_ff]
+  ops::PackedLinear down;       // [d_model, d_ff], [d_model]
+  Tensor ln_ffn_g, ln_ffn_b;    // [d_model]
 };
 
 class BertModel final : public Model {
@@ -37,8 +37,8 @@ class BertModel final : public Model {
   const ModelConfig& config() const override { return cfg_; }
   const Tokenizer& tokenizer() const override { return *tokenizer_; }
   Capture run(const Encoding& encoding, const CaptureOptions& options) const override;
-  const Tensor& output_projection(int layer) const override { return layers_.at(size_t(layer)).w_o; }
-  const Tensor& output_bias(int layer) const override { return layers_.at(size_t(layer)).b_o; }
+  const Tensor& output_projection(int layer) const override { return layers_.at(size_t(layer)).o.weights(); }
+  const Tensor& output_bias(int layer) const override { return layers_.at(size_t(layer)).o.bias(); }
 
  private:
   ModelConfig cfg_;
@@ -98,22 +98,14 @@ BertModel::BertModel(const std::string& dir, const nlohmann::json& c) {
     Tensor wq = get(L + "attention.self.query.weight", {D, D}), bq = get(L + "attention.self.query.bias", {D});
     Tensor wk = get(L + "attention.self.key.weight", {D, D}), bk = get(L + "attention.self.key.bias", {D});
     Tensor wv = get(L + "attention.self.value.weight", {D, D}), bv = get(L + "attention.self.value.bias", {D});
-    b.w_qkv = concat_rows({&wq, &wk, &wv});
-    b.b_qkv = concat_rows({&bq, &bk, &bv});
-    b.w_o = get(L + "attention.output.dense.weight", {D, D});
-    b.b_o = get(L + "attention.output.dense.bias", {D});
+    b.qkv = ops::PackedLinear(concat_rows({&wq, &wk, &wv}), concat_rows({&bq, &bk, &bv}));
+    b.o = ops::PackedLinear(get(L + "attention.output.dense.weight", {D, D}), get(L + "attention.output.dense.bias", {D}));
     b.ln_attn_g = get(L + "attention.output.LayerNorm.weight", {D});
     b.ln_attn_b = get(L + "attention.output.LayerNorm.bias", {D});
-    b.w_up = get(L + "intermediate.dense.weight", {F, D});
-    b.b_up = get(L + "intermediate.dense.bias", {F});
-    b.w_down = get(L + "output.dense.weight", {D, F});
-    b.b_down = get(L + "output.dense.bias", {D});
+    b.up = ops::PackedLinear(get(L + "intermediate.dense.weight", {F, D}), get(L + "intermediate.dense.bias", {F}));
+    b.down = ops::PackedLinear(get(L + "output.dense.weight", {D, F}), get(L + "output.dense.bias", {D}));
     b.ln_ffn_g = get(L + "output.LayerNorm.weight", {D});
     b.ln_ffn_b = get(L + "output.LayerNorm.bias", {D});
-    b.qkv = ops::PackedLinear(b.w_qkv, b.b_qkv);
-    b.o = ops::PackedLinear(b.w_o, b.b_o);
-    b.up = ops::PackedLinear(b.w_up, b.b_up);
-    b.down = ops::PackedLinear(b.w_down, b.b_down);
     layers_.push_back(std::move(b));
   }
 }
@@ -155,7 +147,7 @@ Capture BertModel::run(const Encoding& enc, const CaptureOptions& options) const
           std::memcpy(cap.queries.ptr() + ((l * H + h) * T + t) * Dh, qkv.data() + t * 3 * D + h * Dh, 4 * Dh);
           std::memcpy(cap.keys.ptr() + ((l * H + h) * T + t) * Dh, qkv.data() + t * 3 * D + D + h * Dh, 4 * Dh);
         }
-    capture::project_heads(cap, l, concat.data(), b.w_o, b.b_o.ptr(), attn.data(), &b.o);  // attn: [T, D]
+    capture::project_heads(cap, l, concat.data(), b.o.weights(), b.o.bias().ptr(), attn.data(), &b.o);  // attn: [T, D]
     ops::add_inplace(attn.data(), x.data(), T * D);                                         // residual
     ops::layer_norm(attn.data(), T, D, b.ln_attn_g.ptr(), b.ln_attn_b.ptr(), cfg_.norm_eps, x.data());
     b.up.forward(x.data(), T, up.data());                                                   // [T, F]

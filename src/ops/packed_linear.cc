@@ -47,12 +47,14 @@ struct PackedLinear::Impl {
   }
 };
 
-PackedLinear::PackedLinear(const Tensor& W, const Tensor& bias) : in_(W.dim(1)), out_(W.dim(0)), impl_(new Impl) {
+PackedLinear::PackedLinear(Tensor W, Tensor bias) : in_(W.dim(1)), out_(W.dim(0)), impl_(new Impl) {
   W.expect_shape({out_, in_}, "PackedLinear weights");
   if (!bias.empty()) bias.expect_shape({out_}, "PackedLinear bias");
-  impl_->weights = W;
-  impl_->bias = bias;
+  impl_->weights = std::move(W);
+  impl_->bias = std::move(bias);
 }
+const Tensor& PackedLinear::weights() const { return impl_->weights; }
+const Tensor& PackedLinear::bias() const { return impl_->bias; }
 PackedLinear::PackedLinear() = default;
 PackedLinear::PackedLinear(PackedLinear&&) noexcept = default;
 PackedLinear& PackedLinear::operator=(PackedLinear&&) noexcept = default;

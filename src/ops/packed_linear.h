@@ -21,14 +21,17 @@ namespace headscope::ops {
 class PackedLinear {
  public:
   PackedLinear();
-  // W: [out, in] (nn.Linear layout), bias: [out] or empty.
-  PackedLinear(const Tensor& W, const Tensor& bias);
+  // W: [out, in] (nn.Linear layout), bias: [out] or empty. Takes both over (they are kept to
+  // repack from, should another T ask for another layout).
+  PackedLinear(Tensor W, Tensor bias);
   PackedLinear(PackedLinear&&) noexcept;
   PackedLinear& operator=(PackedLinear&&) noexcept;
   ~PackedLinear();
 
   // y[T, out] = x[T, in] · Wᵀ + b. Thread-safe.
   void forward(const float* x, int64_t T, float* y) const;
+  const Tensor& weights() const;  // W as given: [out, in]
+  const Tensor& bias() const;     // [out] or empty
   int64_t in() const { return in_; }
   int64_t out() const { return out_; }
 

@@ -52,7 +52,8 @@ void project_heads(Capture& cap, int layer, const float* concat, const Tensor& W
     // Head h's share of the output: concat[:, h·Dh:(h+1)·Dh] · W_O[:, h·Dh:(h+1)·Dh]ᵀ — [T, D].
     // Σ_h of these plus b_O is attn_out (W_O is linear in the concatenation).
     float* dst = cap.contributions.ptr() + layer * H * T * D;
-#pragma omp parallel for schedule(static)
+    constexpr int64_t kMinParallelOutputs = 1 << 16;  // below, a second thread costs more than it saves
+#pragma omp parallel for schedule(static) if (H * T * D >= kMinParallelOutputs)
     for (int64_t h = 0; h < H; ++h)
       ops::matmul(concat + h * Dh, C, W_O.ptr() + h * Dh, C, dst + h * T * D, D, T, D, Dh, /*trans_b=*/true);
   }

@@ -8,7 +8,9 @@ void attention(const float* q, int64_t ldq, const float* k, int64_t ldk, const f
                const int* kv_head_of, const AttentionDims& d, const KeyMask& mask, int64_t mask_first_row,
                float* probs, float* out, int64_t ldo) {
   // One head per thread; the GEMMs inside run single-threaded (oneDNN detects the parallel region).
-#pragma omp parallel for schedule(dynamic, 1)
+  // Short sequences stay on one thread: waking a second one costs more than the work.
+  constexpr int64_t kMinParallelScores = 1 << 15;
+#pragma omp parallel for schedule(dynamic, 1) if (d.n_head * d.T_q * d.T_k >= kMinParallelScores)
   for (int64_t h = 0; h < d.n_head; ++h) {
     const int64_t g = kv_head_of[h];
     float* P = probs + h * d.T_q * d.T_k;                    // [T_q, T_k]

@@ -110,7 +110,9 @@ TEST_P(AttentionTest, MatchesReferenceAtOneAndTwoThreads) {
 INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,
                          ::testing::Values(AttentionCase{1, 2, 2, 16, false, 0}, AttentionCase{17, 12, 12, 32, false, 0},
                                            AttentionCase{33, 9, 3, 64, true, 0}, AttentionCase{20, 4, 1, 8, true, 0},
-                                           AttentionCase{25, 4, 2, 16, true, 6}));
+                                           AttentionCase{25, 4, 2, 16, true, 6},
+                                           // large enough for the head-parallel path (≥ 2^15 scores)
+                                           AttentionCase{96, 6, 2, 16, true, 0}, AttentionCase{80, 8, 8, 8, false, 0}));
 
 TEST(Attention, KeyBiasMasksPaddingKeys) {
   const int64_t T = 6, H = 2, Dh = 4;

@@ -1,6 +1,7 @@
 // headscope server — request parsing, core calls and reply formatting (see api.h, docs/api.md).
 #include "server/api.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -421,6 +422,69 @@ HttpReply Api::decompose(std::string_view body) {
         {"attn_output", typed_array(attn_output, {D})},
         {"attention_rows", typed_array(rows, {H, T})},
         {"check", {{"sum_max_abs_error", sum_error}, {"projection_max_abs_error", projection_error}}},
+    };
+    return json_reply(out);
+  });
+}
+
+HttpReply Api::generate(std::string_view body) {
+  return guarded(body, [&](std::string_view b) {
+    const json j = parse_object(b, {"text", "max_new_tokens"});
+    const ModelConfig& c = model_.config();
+    if (!c.causal)
+      throw RequestError{400, "not_causal",
+                         c.name + " is an encoder (" + c.architecture + "): only causal models (Llama, GPT-2, ...) generate text"};
+    TextRequest req = parse_text_request(j, limits_, model_);
+    const int max_new = optional_int(j, "max_new_tokens").value_or(16);
+    if (max_new < 1 || max_new > limits_.max_new_tokens)
+      throw RequestError{400, "bad_max_new_tokens",
+                         "max_new_tokens must be between 1 and " + std::to_string(limits_.max_new_tokens)};
+    const Encoding prompt = model_.encode(req.text);
+    if (prompt.size() == 0) throw RequestError{400, "empty_text", "the text produced no tokens"};
+    const int64_t T0 = static_cast<int64_t>(prompt.size());
+    const int64_t limit = std::min<int64_t>(c.max_positions, limits_.max_tokens > 0 ? limits_.max_tokens : c.max_positions);
+    const int64_t T_max = std::min<int64_t>(T0 + max_new, limit);
+    // Greedy decoding through the KV cache, as `headscope generate`: the prompt once, then one
+    // extend() per new token. Only the logits are needed here; the explorer shows the attention
+    // of the whole text through /api/run, whose row t equals step t's row in a causal model.
+    CaptureOptions none;
+    none.head_outputs = none.contributions = none.hidden_states = false;
+    const auto lock = cache_.exclusive_model();
+    auto state = model_.start();
+    std::vector<float> logits;
+    model_.extend(*state, prompt.ids(), none, &logits);
+    std::vector<int32_t> ids = prompt.ids();
+    json generated = json::array();
+    bool stopped_at_eos = false;
+    while (static_cast<int64_t>(ids.size()) < T_max) {
+      const auto best = std::max_element(logits.begin(), logits.end());
+      const int32_t next = static_cast<int32_t>(best - logits.begin());
+      ids.push_back(next);
+      generated.push_back({{"position", ids.size() - 1}, {"id", next}, {"text", model_.tokenizer().token_text(next)}, {"logit", number(*best)}});
+      if (next == c.eos_token_id) {
+        stopped_at_eos = true;
+        break;
+      }
+      if (static_cast<int64_t>(ids.size()) < T_max) model_.extend(*state, {next}, none, &logits);
+    }
+    // The continuation as text: what decoding gained over the prompt's own decoding.
+    const std::string before = model_.tokenizer().decode(prompt.ids());
+    const std::string after = model_.tokenizer().decode(ids);
+    const std::string continuation = after.compare(0, before.size(), before) == 0 ? after.substr(before.size()) : std::string();
+    const std::string text = req.text + continuation;
+    // Whether the text encodes back to exactly these ids; if not, an analysis of `text` sees
+    // different tokens than the ones generated (e.g. two pieces that merge when re-encoded).
+    const bool same = model_.encode(text).ids() == ids;
+    json out = {
+        {"prompt", req.text},
+        {"prompt_tokens", T0},
+        {"ids", ids},
+        {"generated", generated},
+        {"continuation", continuation},
+        {"text", text},
+        {"retokenizes_same", same},
+        {"stopped_at_eos", stopped_at_eos},
+        {"stopped_at_limit", !stopped_at_eos && static_cast<int64_t>(ids.size()) - T0 < max_new},
     };
     return json_reply(out);
   });

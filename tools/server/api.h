@@ -25,6 +25,7 @@ struct HttpReply {
 struct ApiLimits {
   size_t max_text_bytes = 64 * 1024;  // longer text: 413 (a 512-token text is a few KiB)
   int max_tokens = 512;               // longer encoding: 413 unless truncated (<= the model's limit)
+  int max_new_tokens = 32;            // /api/generate: more is a 400 (each step is a forward pass)
 };
 
 // What every endpoint that analyses a text takes.
@@ -54,6 +55,7 @@ class Api {
   HttpReply run(std::string_view body);        // POST /api/run
   HttpReply attention(std::string_view body);  // POST /api/attention
   HttpReply decompose(std::string_view body);  // POST /api/decompose
+  HttpReply generate(std::string_view body);   // POST /api/generate (causal models only)
 
   // {"error": {"status", "code", "message"}} with that status.
   static HttpReply error(int status, std::string_view code, std::string_view message);

@@ -74,6 +74,10 @@ class RunCache {
   // Number of forward passes computed so far (a cache hit does not count).
   int64_t runs_computed() const;
 
+  // Holds the forward-pass lock for work outside the cache (generation): one pass at a time,
+  // since one already uses every core.
+  std::unique_lock<std::mutex> exclusive_model() { return std::unique_lock<std::mutex>(run_mutex_); }
+
  private:
   std::shared_ptr<const RunRecord> find(const std::string& text, bool truncate);
   std::shared_ptr<const RunRecord> compute(const std::string& text, bool truncate) const;

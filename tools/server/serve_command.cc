@@ -64,6 +64,8 @@ void serve(const ServeOptions& opt) {
   http.Post("/api/run", [&](const httplib::Request& req, httplib::Response& res) { send(res, api.run(req.body)); });
   http.Post("/api/attention",
             [&](const httplib::Request& req, httplib::Response& res) { send(res, api.attention(req.body)); });
+  http.Post("/api/generate",
+            [&](const httplib::Request& req, httplib::Response& res) { send(res, api.generate(req.body)); });
   http.Post("/api/decompose",
             [&](const httplib::Request& req, httplib::Response& res) { send(res, api.decompose(req.body)); });
   http.Get("/api/health", [&](const httplib::Request&, httplib::Response& res) {

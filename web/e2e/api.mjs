@@ -239,6 +239,12 @@ export async function apiTests(base, suite) {
     await expectAlive(base);
   });
 
+  await suite.test('/api/generate on an encoder → 400 not_causal', async () => {
+    const r = await fetch(base + '/api/generate', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ text: 'The cat sat', max_new_tokens: 4 }) });
+    assert.equal(r.status, 400);
+    assert.equal((await r.json()).error.code, 'not_causal');
+  });
+
   await suite.test('unknown path and wrong method → 404 JSON', async () => {
     const r = await fetch(base + '/api/nothing');
     assert.equal(r.status, 404);

@@ -20,6 +20,32 @@ export async function decoderTests(base, suite, outDir) {
     assert.deepEqual(model.kv_head_of, expectedMap(model.n_head, model.n_kv_head));
   });
   if (!model) return;
+
+  const post = (p, body) => fetch(base + p, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const PROMPT = 'The capital of France is';
+  await suite.test('/api/generate continues the prompt greedily; the text re-encodes to the same ids', async () => {
+    const res = await post('/api/generate', { text: PROMPT, max_new_tokens: 6 });
+    assert.equal(res.status, 200);
+    const g = await res.json();
+    const run = await (await post('/api/run', { text: PROMPT })).json();
+    assert.equal(g.prompt_tokens, run.n_tokens);
+    assert.deepEqual(g.ids.slice(0, g.prompt_tokens), run.tokens.map((t) => t.id));
+    assert.ok(g.generated.length >= 1 && g.generated.length <= 6);
+    assert.deepEqual(g.generated.map((s) => s.position), g.generated.map((_, i) => g.prompt_tokens + i));
+    assert.deepEqual(g.ids.slice(g.prompt_tokens), g.generated.map((s) => s.id));
+    assert.equal(g.text, PROMPT + g.continuation);
+    assert.ok(g.continuation.length > 0);
+    if (g.retokenizes_same) {
+      const full = await (await post('/api/run', { text: g.text })).json();
+      assert.deepEqual(full.tokens.map((t) => t.id), g.ids);
+    }
+    // Greedy decoding is deterministic: the same request gives the same ids.
+    const again = await (await post('/api/generate', { text: PROMPT, max_new_tokens: 6 })).json();
+    assert.deepEqual(again.ids, g.ids);
+    const bad = await post('/api/generate', { text: PROMPT, max_new_tokens: 33 });
+    assert.equal(bad.status, 400);
+    assert.equal((await bad.json()).error.code, 'bad_max_new_tokens');
+  });
   const perGroup = model.n_head / model.n_kv_head;
   const labels = Array.from({ length: model.n_kv_head }, (_, g) => `KV head ${g}: heads ${g * perGroup}–${(g + 1) * perGroup - 1}`);
 
@@ -64,6 +90,31 @@ export async function decoderTests(base, suite, outDir) {
       const note = await page.textContent('#model-kv-groups');
       for (const l of labels) assert.ok(note.includes(l), l);
       await part('.model-view', '22-decoder-model-overview.png');
+    });
+
+    await suite.test('Generate appends tokens; the step slider locks each generated token as the query', async () => {
+      await page.click('.tab[data-view="lines"]');
+      await page.fill('#text-input', PROMPT);
+      const ready = () => page.evaluate(() => document.body.getAttribute('data-ready'));
+      let before = await ready();
+      await page.click('#analyse');
+      await page.waitForFunction((b) => document.body.getAttribute('data-ready') !== b, before, { timeout: 120000 });
+      before = await ready();
+      await page.click('#generate');
+      await page.waitForFunction((b) => { const v = document.body.getAttribute('data-ready'); return v !== b && !v.startsWith('error'); }, before, { timeout: 120000 });
+      await page.waitForSelector('#step-slider', { timeout: 120000 });
+      const g = await (await post('/api/generate', { text: PROMPT, max_new_tokens: 16 })).json();
+      assert.equal(await page.inputValue('#text-input'), g.text);
+      assert.equal(Number(await page.getAttribute('#step-slider', 'max')), g.generated.length - 1);
+      const step = Math.min(2, g.generated.length - 1);
+      before = await ready();
+      await page.$eval('#step-slider', (el, v) => { el.value = String(v); el.dispatchEvent(new Event('input', { bubbles: true })); }, step);
+      await page.waitForFunction((b) => document.body.getAttribute('data-ready') !== b, before, { timeout: 120000 });
+      const q = new URL(page.url()).searchParams;
+      assert.equal(Number(q.get('token')), g.generated[step].position);
+      assert.equal(Number(q.get('lock')), g.generated[step].position);
+      assert.ok((await page.textContent('#step-label')).includes(`${step + 1} of ${g.generated.length}`));
+      await part('.sentence', '23-decoder-generate-steps.png');
       assert.deepEqual(pageErrors, []);
     });
   } finally {

@@ -44,7 +44,18 @@ export class App {
   ) {
     this.state = stateFromQuery(location.search, model);
     const change = (patch: Partial<ViewState>) => this.setState(patch);
-    this.sentence = new SentenceView({ analyse: (text) => this.setState({ text, lock: -1 }) }, model.limits.max_tokens);
+    this.sentence = new SentenceView(
+      {
+        analyse: (text) => this.setState({ text, lock: -1 }),
+        ...(model.causal
+          ? {
+              generate: (text: string, n: number) => void this.generate(text, n),
+              selectStep: (position: number) => this.setState({ token: position, lock: this.unitOfToken(position) }),
+            }
+          : {}),
+      },
+      model.limits.max_tokens,
+    );
     this.toolbar = new Toolbar({ change, exportView: (f) => void this.exportView(f), exportStats: (f) => this.exportStats(f) }, model.n_layer, model.n_head);
     this.layerView = new LayerView({ selectHead: (head) => this.setState({ head }) });
     this.modelView = new ModelView({ select: (layer, head) => this.setState({ layer, head }) }, 1080);
@@ -136,6 +147,8 @@ export class App {
       this.sentence.update(
         run.text,
         `${run.n_tokens} tokens · ${run.words.filter((w) => !w.special).length} words${run.truncated ? ' · truncated to the model limit' : ''}`,
+        false,
+        state.token,
       );
       this.toolbar.update(state);
       const layer = await this.api.attention(state.text, state.level, state.layer);
@@ -161,6 +174,28 @@ export class App {
       const message = e instanceof ApiError ? `${e.message} (${e.code})` : `cannot reach the headscope server: ${(e as Error).message}`;
       this.sentence.update(s.text, message, true);
       document.body.setAttribute('data-ready', `error-${gen}`);
+    }
+  }
+
+  /** The unit (token or word, at the current level) holding token `t`; -1 if hidden. */
+  private unitOfToken(t: number): number {
+    return this.ctx ? this.ctx.units.tokens.findIndex((toks) => toks.includes(t)) : -1;
+  }
+
+  /** "Generate": the server continues the text greedily; the explorer then analyses prompt +
+   *  continuation and opens on the first generated step. */
+  private async generate(text: string, n: number): Promise<void> {
+    this.busy.textContent = 'generating…';
+    try {
+      const g = await this.api.generate(text, n);
+      this.sentence.setGeneration(g);
+      const first = g.generated[0]?.position ?? 0;
+      this.setState({ text: g.text, token: first, lock: this.state.level === 'token' ? first : -1 });
+    } catch (e) {
+      this.busy.textContent = '';
+      const message = e instanceof ApiError ? `${e.message} (${e.code})` : `cannot reach the headscope server: ${(e as Error).message}`;
+      this.sentence.update(text, message, true);
+      document.body.setAttribute('data-ready', `error-generate`);
     }
   }
 

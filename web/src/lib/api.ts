@@ -33,6 +33,19 @@ export interface ModelInfo {
   roles: RoleInfo[];
 }
 
+/** POST /api/generate: greedy continuation through the KV cache (causal models). */
+export interface GenerateResult {
+  prompt: string;
+  prompt_tokens: number;
+  ids: number[];
+  generated: { position: number; id: number; text: string; logit: number | null }[];
+  continuation: string;
+  text: string;
+  retokenizes_same: boolean;
+  stopped_at_eos: boolean;
+  stopped_at_limit: boolean;
+}
+
 export interface TokenInfo {
   id: number;
   text: string;
@@ -222,6 +235,10 @@ export class ApiClient {
       headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify(body),
     }).then(check);
+  }
+
+  async generate(text: string, maxNewTokens: number): Promise<GenerateResult> {
+    return (await this.post('/api/generate', { text, max_new_tokens: maxNewTokens })).json();
   }
 
   async model(): Promise<ModelInfo> {

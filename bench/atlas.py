@@ -8,12 +8,14 @@ reference forward passes.
 Prints a Markdown table. Not a test: nothing is asserted.
 """
 import argparse
-import os
 import pathlib
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from bench_env import env_for  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ap = argparse.ArgumentParser()
@@ -24,13 +26,6 @@ ap.add_argument("--bin", default=str(ROOT / "build" / "headscope"))
 args = ap.parse_args()
 
 
-def env_for(threads):
-    env = dict(os.environ)
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[var] = str(threads)
-    env["OMP_WAIT_POLICY"] = "PASSIVE"
-    env["HF_HUB_OFFLINE"] = "1"
-    return env
 
 
 def sentences(path):
@@ -53,6 +48,7 @@ def sentences(path):
 REFERENCE = r'''
 import sys, time, torch
 from transformers import AutoModel, AutoTokenizer
+
 model_dir, threads, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 torch.set_num_threads(threads)
 texts = [line.rstrip("\n") for line in open(path, encoding="utf-8")]

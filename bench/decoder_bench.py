@@ -12,10 +12,12 @@ MKL variables set for both processes, torch.set_num_threads for transformers). R
 Prints a Markdown table of medians and ratios (copy it into docs/performance.md)."""
 import argparse
 import json
-import os
 import pathlib
 import subprocess
 import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from bench_env import env_for  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ap = argparse.ArgumentParser()
@@ -29,13 +31,6 @@ threads = [int(t) for t in args.threads.split(",")]
 lengths = args.lengths.split(",")
 
 
-def env_for(n):
-    env = dict(os.environ)
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[var] = str(n)
-    env["OMP_WAIT_POLICY"] = "PASSIVE"
-    env["HF_HUB_OFFLINE"] = "1"
-    return env
 
 
 def json_lines(cmd, env):

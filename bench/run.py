@@ -11,12 +11,14 @@
 Prints a Markdown table of times and ratios (copy it into docs/performance.md)."""
 import argparse
 import json
-import os
 import pathlib
 import statistics
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from bench_env import env_for  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ap = argparse.ArgumentParser()
@@ -30,13 +32,6 @@ PY = sys.executable
 lengths = args.lengths.split(",")
 
 
-def env_for(threads):
-    env = dict(os.environ)
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[var] = str(threads)
-    env["OMP_WAIT_POLICY"] = "PASSIVE"
-    env["HF_HUB_OFFLINE"] = "1"
-    return env
 
 
 def json_lines(cmd, threads):

@@ -1,14 +1,20 @@
 // Helpers shared by the GoogleTest programs of tests/unit/.
 #pragma once
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "headscope/error.h"
 
 namespace headscope::testing {
 
@@ -50,6 +56,40 @@ inline float max_abs_diff(const std::vector<float>& a, const std::vector<float>&
   float m = 0.0f;
   for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
   return m;
+}
+
+// The value of an environment variable that `make test` sets (HEADSCOPE_GOLDENS, HEADSCOPE_MODEL,
+// HEADSCOPE_DATA); a test failure and "" when it is missing, so the test fails rather than skips.
+inline std::string env_or_fail(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') {
+    ADD_FAILURE() << name << " is not set; run the tests through `make test` (it generates the goldens first)";
+    return "";
+  }
+  return v;
+}
+
+// $HEADSCOPE_GOLDENS/<sub>, where tests/reference/golden_*.py wrote this test's goldens.
+inline std::filesystem::path goldens_dir(const std::string& sub) {
+  const std::string dir = env_or_fail("HEADSCOPE_GOLDENS");
+  return dir.empty() ? std::filesystem::path("/nonexistent") : std::filesystem::path(dir) / sub;
+}
+
+inline void write_raw(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(content.data(), static_cast<std::streamsize>(content.size()));
+}
+
+// `fn` must throw headscope::Error whose message contains every one of `parts`.
+inline void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
+  try {
+    fn();
+  } catch (const headscope::Error& e) {
+    const std::string msg = e.what();
+    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "message lacks '" << p << "': " << msg;
+    return;
+  }
+  ADD_FAILURE() << "expected headscope::Error";
 }
 
 }  // namespace headscope::testing

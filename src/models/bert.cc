@@ -47,27 +47,17 @@ class BertModel final : public Model {
   std::vector<BertLayer> layers_;
 };
 
-template <typename T>
-T required(const nlohmann::json& config, const char* key, const std::string& dir) {
-  if (!config.contains(key) || config[key].is_null())
-    throw Error(dir + "/config.json: missing \"" + key + "\"");
-  try {
-    return config[key].get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw Error(dir + "/config.json: \"" + key + "\" has the wrong type");
-  }
-}
-
 BertModel::BertModel(const std::string& dir, const nlohmann::json& c) {
+  const std::string where = dir + "/config.json";
   cfg_.architecture = "bert";
   cfg_.name = std::filesystem::path(dir).filename().string();
-  cfg_.n_layer = required<int>(c, "num_hidden_layers", dir);
-  cfg_.n_head = required<int>(c, "num_attention_heads", dir);
+  cfg_.n_layer = required<int>(c, "num_hidden_layers", where);
+  cfg_.n_head = required<int>(c, "num_attention_heads", where);
   cfg_.n_kv_head = cfg_.n_head;
-  cfg_.d_model = required<int>(c, "hidden_size", dir);
-  cfg_.d_ff = required<int>(c, "intermediate_size", dir);
-  cfg_.vocab_size = required<int>(c, "vocab_size", dir);
-  cfg_.max_positions = required<int>(c, "max_position_embeddings", dir);
+  cfg_.d_model = required<int>(c, "hidden_size", where);
+  cfg_.d_ff = required<int>(c, "intermediate_size", where);
+  cfg_.vocab_size = required<int>(c, "vocab_size", where);
+  cfg_.max_positions = required<int>(c, "max_position_embeddings", where);
   cfg_.norm_eps = c.value("layer_norm_eps", 1e-12f);
   cfg_.causal = false;
   if (cfg_.n_layer <= 0 || cfg_.n_head <= 0 || cfg_.d_model <= 0 || cfg_.d_model % cfg_.n_head != 0)

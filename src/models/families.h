@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "headscope/error.h"
 #include "headscope/model.h"
 
 namespace headscope::io {
@@ -14,6 +15,18 @@ class GgufFile;
 }
 
 namespace headscope::models {
+
+// A config.json field every family needs; Error naming `where` (the config file) and the key
+// when it is missing, null or of the wrong type.
+template <typename T>
+T required(const nlohmann::json& c, const char* key, const std::string& where) {
+  if (!c.contains(key) || c[key].is_null()) throw Error(where + ": missing \"" + key + "\"");
+  try {
+    return c[key].get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw Error(where + ": \"" + key + "\" has the wrong type");
+  }
+}
 
 // bert.cc — BERT / sentence-transformers encoders ("bert", also MiniLM checkpoints).
 std::unique_ptr<Model> load_bert(const std::string& dir, const nlohmann::json& config);

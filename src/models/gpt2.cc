@@ -94,16 +94,6 @@ std::unique_ptr<Model> build(ModelConfig m, bool gguf, bool scale_by_layer, cons
   return std::make_unique<DecoderModel>(std::move(m), arch, std::move(w), std::move(tokenizer));
 }
 
-template <typename T>
-T required(const nlohmann::json& c, const char* key, const std::string& where) {
-  if (!c.contains(key) || c[key].is_null()) throw Error(where + ": missing \"" + key + "\"");
-  try {
-    return c[key].get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw Error(where + ": \"" + key + "\" has the wrong type");
-  }
-}
-
 }  // namespace
 
 std::unique_ptr<Model> load_gpt2(const std::string& dir, const nlohmann::json& c) {

@@ -60,16 +60,6 @@ struct Hyper {
   bool gguf = false;
 };
 
-template <typename T>
-T required(const nlohmann::json& c, const char* key, const std::string& where) {
-  if (!c.contains(key) || c[key].is_null()) throw Error(where + ": missing \"" + key + "\"");
-  try {
-    return c[key].get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw Error(where + ": \"" + key + "\" has the wrong type");
-  }
-}
-
 // config.json's eos_token_id is an integer, a list (the first is taken) or absent.
 int32_t eos_from_config(const nlohmann::json& c) {
   if (!c.contains("eos_token_id")) return -1;

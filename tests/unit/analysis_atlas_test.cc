@@ -4,6 +4,8 @@
 #include "analysis/atlas.h"
 
 #include <gtest/gtest.h>
+
+#include "test_support.h"
 #include <omp.h>
 
 #include <cmath>
@@ -17,11 +19,7 @@
 namespace headscope::analysis {
 namespace {
 
-std::string env_or_fail(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) ADD_FAILURE() << name << " is not set; run the tests through `make test`";
-  return v ? v : "";
-}
+using headscope::testing::env_or_fail;
 
 // One atlas build serves every check below (ctest runs each TEST in its own process, and a build
 // is the expensive part). One thread: the sequences are tiny and the CI machine is shared.

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test_support.h"
+
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -99,11 +101,7 @@ TEST(AnalysisCoref, ScorerCountsHeadsAndBaselines) {
   EXPECT_THROW(scorer.add(ex, enc, Tensor({1, 1, 9, 9})), Error);
 }
 
-std::string env_or_fail(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) ADD_FAILURE() << name << " is not set; run the tests through `make test`";
-  return v ? v : "";
-}
+using headscope::testing::env_or_fail;
 
 TEST(AnalysisCoref, BaselinesMatchTheIndependentPythonCount) {
   const std::string goldens = env_or_fail("HEADSCOPE_GOLDENS"), data = env_or_fail("HEADSCOPE_DATA");

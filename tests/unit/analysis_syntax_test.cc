@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test_support.h"
+
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -127,11 +129,7 @@ TEST(AnalysisSyntax, SelectsOnOneSetAndReportsOnTheOther) {
   EXPECT_DOUBLE_EQ(hs.accuracy, 1.0);
 }
 
-std::string env_or_fail(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) ADD_FAILURE() << name << " is not set; run the tests through `make test`";
-  return v ? v : "";
-}
+using headscope::testing::env_or_fail;
 
 // The fixed-offset baseline counts of the C++ scorer equal the plain-Python count on the real
 // treebanks, relation by relation and offset by offset.

@@ -3,6 +3,8 @@
 // library's encodings into $HEADSCOPE_GOLDENS/bpe/<name>/).
 #include <gtest/gtest.h>
 
+#include "test_support.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -20,14 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using headscope::Tokenizer;
 
-fs::path goldens() {
-  const char* dir = std::getenv("HEADSCOPE_GOLDENS");
-  if (dir == nullptr) {
-    ADD_FAILURE() << "HEADSCOPE_GOLDENS is not set; run `make test` (it generates the goldens first)";
-    return {};
-  }
-  return fs::path(dir) / "bpe";
-}
+fs::path goldens() { return headscope::testing::goldens_dir("bpe"); }
 
 nlohmann::json read_json(const fs::path& path) {
   std::ifstream in(path);

@@ -4,6 +4,8 @@
 // the interleaved RoPE layout), and the real SmolLM2-135M-Instruct Q4_1 GGUF.
 #include <gtest/gtest.h>
 
+#include "test_support.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -22,14 +24,7 @@ using headscope::Encoding;
 using headscope::Model;
 using headscope::Tensor;
 
-fs::path goldens() {
-  const char* dir = std::getenv("HEADSCOPE_GOLDENS");
-  if (dir == nullptr) {
-    ADD_FAILURE() << "HEADSCOPE_GOLDENS is not set; run `make test` (it generates the goldens first)";
-    return fs::path("/nonexistent");
-  }
-  return fs::path(dir) / "decoders";
-}
+fs::path goldens() { return headscope::testing::goldens_dir("decoders"); }
 
 struct GoldenPrompt {
   std::string text;

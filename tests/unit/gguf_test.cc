@@ -27,26 +27,12 @@ using namespace headscope::io;
 namespace {
 
 using TempDir = headscope::testing::TempDir;
-
-void write_raw(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(content.data(), static_cast<std::streamsize>(content.size()));
-}
+using headscope::testing::expect_error;
+using headscope::testing::write_raw;
 
 std::string read_raw(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "message lacks '" << p << "': " << msg;
-    return;
-  }
-  ADD_FAILURE() << "expected headscope::Error";
 }
 
 uint32_t bits_of(float f) { return std::bit_cast<uint32_t>(f); }

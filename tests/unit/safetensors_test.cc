@@ -27,15 +27,12 @@ using namespace headscope::io;
 namespace {
 
 using TempDir = headscope::testing::TempDir;
+using headscope::testing::expect_error;
+using headscope::testing::write_raw;
 
 template <class T>
 std::string bytes_of(const std::vector<T>& v) {
   return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
-}
-
-void write_raw(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(content.data(), static_cast<std::streamsize>(content.size()));
 }
 
 // Writes [u64 header length][header][data] exactly as given (no validation: tests corrupt it).
@@ -48,17 +45,6 @@ void write_safetensors(const std::string& path, const std::string& header, const
 uint32_t bits_of(float f) { return std::bit_cast<uint32_t>(f); }
 
 // Runs fn, expects headscope::Error whose message contains every one of `parts`.
-void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "message lacks '" << p << "': " << msg;
-    return;
-  }
-  ADD_FAILURE() << "expected headscope::Error";
-}
-
 // ---- dtype conversion: hand-picked bit patterns with independently known fp32 results ----
 
 TEST(SafetensorsConvert, F16BitPatterns) {
@@ -391,15 +377,10 @@ TEST(SafetensorsCorrupt, RandomByteFlipsNeverCrash) {
 
 // ---- the real default model against the `safetensors` package ----
 
-std::string require_env(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') throw std::runtime_error(std::string(name) + " is not set; run the tests with `make test`");
-  return v;
-}
-
 TEST(SafetensorsModel, MatchesPythonSafetensors) {
-  const std::string model = require_env("HEADSCOPE_MODEL");
-  const std::string goldens = require_env("HEADSCOPE_GOLDENS");
+  const std::string model = headscope::testing::env_or_fail("HEADSCOPE_MODEL");
+  const std::string goldens = headscope::testing::env_or_fail("HEADSCOPE_GOLDENS");
+  ASSERT_FALSE(model.empty() || goldens.empty());
   std::ifstream in(goldens + "/safetensors_model.json");
   ASSERT_TRUE(in) << "missing golden " << goldens << "/safetensors_model.json (run tests/reference/make_goldens.py)";
   const nlohmann::json g = nlohmann::json::parse(in);

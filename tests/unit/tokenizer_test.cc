@@ -4,6 +4,8 @@
 // options and the vocab.txt fallback; BertNormalizer on every code point; and the error paths.
 #include <gtest/gtest.h>
 
+#include "test_support.h"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -27,14 +29,7 @@ using headscope::Encoding;
 using headscope::Error;
 using headscope::Tokenizer;
 
-fs::path goldens() {
-  const char* dir = std::getenv("HEADSCOPE_GOLDENS");
-  if (dir == nullptr) {
-    ADD_FAILURE() << "HEADSCOPE_GOLDENS is not set; run `make test` (it generates the goldens first)";
-    return {};
-  }
-  return fs::path(dir) / "tokenizer";
-}
+fs::path goldens() { return headscope::testing::goldens_dir("tokenizer"); }
 
 fs::path model_dir() {
   const char* dir = std::getenv("HEADSCOPE_MODEL");

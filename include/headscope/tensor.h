@@ -2,39 +2,64 @@
 // shape. Weights of every dtype are converted to fp32 at load time, so model code never
 // branches on storage (STYLE.md, "declare each tensor once").
 #pragma once
-#include <sys/mman.h>
-
 #include <cstdint>
 #include <initializer_list>
+#include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "headscope/error.h"
 
 namespace headscope {
 
+namespace detail {
+// Storage behind every Tensor (src/tensor/buffers.cc). Buffers of 4 MiB and more are aligned to
+// 2 MiB and marked for transparent huge pages (about 4× faster first touch than 4 KiB pages, see
+// ../shared/PERFORMANCE.md); when released, a bounded number of them is kept and handed out again
+// for a request of the same size. Runs of the same length ask for the same capture sizes, so a
+// second run writes into memory that is already mapped instead of faulting in fresh pages.
+void* acquire_buffer(size_t bytes);
+void release_buffer(void* p, size_t bytes) noexcept;
+size_t cached_buffer_bytes() noexcept;  // what the cache holds now (tests)
+
+template <class T>
+struct BufferAllocator {
+  using value_type = T;
+  BufferAllocator() = default;
+  template <class U>
+  BufferAllocator(const BufferAllocator<U>&) noexcept {}
+  T* allocate(size_t n) { return static_cast<T*>(acquire_buffer(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) noexcept { release_buffer(p, n * sizeof(T)); }
+  // resize(n) without a value leaves floats uninitialised (Tensor::Uninitialized); with a value, fills.
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... A>
+  void construct(U* p, A&&... a) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+  }
+  friend bool operator==(const BufferAllocator&, const BufferAllocator&) noexcept { return true; }
+};
+}  // namespace detail
+
 struct Tensor {
   std::vector<int64_t> shape;
-  std::vector<float> data;
+  std::vector<float, detail::BufferAllocator<float>> data;
 
   Tensor() = default;
-  // Zero-filled. Large buffers (attention maps) are first reserved and marked for transparent
-  // huge pages, so that the zero-fill faults in 2 MiB pages rather than 4 KiB ones (about 4×
-  // faster first touch on Linux; see ../shared/PERFORMANCE.md).
+  // Zero-filled.
   explicit Tensor(std::vector<int64_t> shape_in) : shape(std::move(shape_in)) {
-    const size_t n = static_cast<size_t>(count(shape));
-    data.reserve(n);
-    advise_huge_pages(data.data(), n * sizeof(float));
-    data.resize(n, 0.0f);
+    data.resize(static_cast<size_t>(count(shape)), 0.0f);
+  }
+  // Contents undefined: for buffers the caller overwrites completely (the capture of a run), where
+  // a zero-fill would cost a full extra pass over memory.
+  struct Uninitialized {};
+  Tensor(std::vector<int64_t> shape_in, Uninitialized) : shape(std::move(shape_in)) {
+    data.resize(static_cast<size_t>(count(shape)));
   }
 
-  static void advise_huge_pages(void* p, size_t bytes) {
-    constexpr uintptr_t kHuge = uintptr_t(2) << 20;
-    if (bytes < 2 * kHuge) return;
-    const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
-    const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
-    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-  }
   static int64_t count(const std::vector<int64_t>& s) {
     int64_t n = 1;
     for (int64_t d : s) n *= d;
@@ -44,6 +69,7 @@ struct Tensor {
   int rank() const { return static_cast<int>(shape.size()); }
   int64_t dim(int i) const { return shape.at(static_cast<size_t>(i < 0 ? i + rank() : i)); }
   bool empty() const { return data.empty(); }
+  std::vector<float> values() const { return {data.begin(), data.end()}; }  // a plain copy
   float* ptr() { return data.data(); }
   const float* ptr() const { return data.data(); }
   std::string shape_str() const {

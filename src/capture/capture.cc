@@ -17,11 +17,12 @@ Capture allocate(const ModelConfig& c, int T, const CaptureOptions& o, std::vect
   cap.d_model = c.d_model;
   cap.kv_head_of = std::move(kv_head_of);
   const int64_t L = c.n_layer, H = c.n_head, D = c.d_model, Dh = c.d_head;
-  if (o.attention) cap.attention = Tensor({L, H, T, T});
-  if (o.head_outputs) cap.head_outputs = Tensor({L, H, T, Dh});
-  if (o.contributions) cap.contributions = Tensor({L, H, T, D});
-  if (o.contributions || o.head_outputs) cap.attn_output = Tensor({L, T, D});
-  if (o.hidden_states) cap.hidden_states = Tensor({L + 1, T, D});
+  const Tensor::Uninitialized fully_written;  // every element below is written by the run
+  if (o.attention) cap.attention = Tensor({L, H, T, T}, fully_written);
+  if (o.head_outputs) cap.head_outputs = Tensor({L, H, T, Dh}, fully_written);
+  if (o.contributions) cap.contributions = Tensor({L, H, T, D}, fully_written);
+  if (o.contributions || o.head_outputs) cap.attn_output = Tensor({L, T, D}, fully_written);
+  if (o.hidden_states) cap.hidden_states = Tensor({L + 1, T, D}, fully_written);
   if (o.queries_keys) {
     cap.queries = Tensor({L, H, T, Dh});
     cap.keys = Tensor({L, static_cast<int64_t>(c.n_kv_head), T, Dh});

@@ -209,7 +209,7 @@ std::unique_ptr<Model> build(Hyper hp, const WeightSource& src, std::unique_ptr<
   }
   if (hp.gguf && src.has("rope_freqs.weight")) {
     const Tensor f = src.get("rope_freqs.weight", {hp.rope.d_rot / 2});
-    hp.rope.freq_divisors = f.data;
+    hp.rope.freq_divisors.assign(f.data.begin(), f.data.end());
   }
   DecoderArch arch;
   arch.norm = DecoderArch::Norm::kRms;

@@ -167,8 +167,9 @@ namespace {
 TEST(PackedLinear, MatchesReferenceForManyRowCounts) {
   const int64_t in = 96, out = 80;
   Tensor W({out, in}), b({out});
-  W.data = random_vector(out * in, 41);
-  b.data = random_vector(out, 42);
+  const std::vector<float> w_values = random_vector(out * in, 41), b_values = random_vector(out, 42);
+  W.data.assign(w_values.begin(), w_values.end());
+  b.data.assign(b_values.begin(), b_values.end());
   const PackedLinear packed(W, b);
   for (int64_t T : {1, 3, 16, 128, 16}) {  // 16 twice: the cached plan is reused
     auto x = random_vector(T * in, 43 + T);

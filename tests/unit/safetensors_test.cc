@@ -186,7 +186,7 @@ TEST(SafetensorsDir, SingleFileStoreGetAndShapeCheck) {
   EXPECT_FALSE(ws.has("enc.layer.1.w"));
   EXPECT_EQ(ws.names(), (std::vector<std::string>{"enc.layer.0.w"}));
   const Tensor t = ws.get("enc.layer.0.w", {2, 3});
-  EXPECT_EQ(t.data, a);
+  EXPECT_EQ(t.values(), a);
   expect_error([&] { ws.get("enc.layer.0.w", {3, 2}); },
                {dir.file("model.safetensors"), "'enc.layer.0.w'", "stored shape [2, 3], expected [3, 2]"});
   expect_error([&] { ws.raw("enc.layer.1.w"); }, {dir.path().string(), "no tensor 'enc.layer.1.w'", "closest: 'enc.layer.0.w'"});
@@ -210,9 +210,9 @@ TEST(SafetensorsDir, ShardedIndex) {
                      R"("b":"model-00002-of-00002.safetensors"}})");
   const WeightStore ws = WeightStore::open_dir(dir.path().string());
   EXPECT_EQ(ws.names(), (std::vector<std::string>{"a", "b"}));
-  EXPECT_EQ(ws.get("a").data, (std::vector<float>{1.5f, -2.5f}));
+  EXPECT_EQ(ws.get("a").values(), (std::vector<float>{1.5f, -2.5f}));
   const Tensor b = ws.get("b", {1, 3});
-  EXPECT_EQ(b.data, (std::vector<float>{0.25f, 0.5f, 0.75f}));
+  EXPECT_EQ(b.values(), (std::vector<float>{0.25f, 0.5f, 0.75f}));
   EXPECT_NE(ws.raw("b").file.find("model-00002-of-00002.safetensors"), std::string::npos);
 }
 
@@ -335,7 +335,7 @@ TEST(SafetensorsCorrupt, EveryTruncationIsAnError) {
     EXPECT_THROW(SafetensorsFile f(path), Error) << "cut at " << cut;
   }
   write_raw(dir.file("ok.safetensors"), full);
-  EXPECT_EQ(to_f32(SafetensorsFile(dir.file("ok.safetensors")).tensors().at("w")).data, v);
+  EXPECT_EQ(to_f32(SafetensorsFile(dir.file("ok.safetensors")).tensors().at("w")).values(), v);
 }
 
 TEST(SafetensorsCorrupt, RandomByteFlipsNeverCrash) {

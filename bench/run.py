@@ -1,6 +1,6 @@
 """headscope against Hugging Face transformers, measured in the same run on this machine.
 
-  .venv/bin/python bench/run.py [--model DIR] [--repeats N]
+  .venv/bin/python bench/run.py [--model DIR] [--repeats N] [--rounds R] [--passive]
 
 1. Forward pass with every attention captured, T = 16, 128, 512, at 1 and 2 threads, both sides
    limited to the same thread count (OMP/OpenBLAS/MKL variables set for both processes).
@@ -8,7 +8,10 @@
    GEMM peak, measured here with a 2048³ oneDNN sgemm at the same thread count.
 3. Time from process start to the first result: `headscope run` vs a Python script doing the
    same with transformers (import, load, run one sentence with output_attentions=True).
-Prints a Markdown table of times and ratios (copy it into docs/performance.md)."""
+The machine is shared and its speed drifts by ±10 % over minutes, so the measurements are taken
+in R interleaved rounds (peak, headscope, transformers, then again); each figure is the median
+over rounds of the per-round medians. Prints a Markdown table (copy it into docs/performance.md).
+--passive runs both sides with OMP_WAIT_POLICY=PASSIVE."""
 import argparse
 import json
 import pathlib
@@ -26,6 +29,8 @@ ap.add_argument("--model", default=str(ROOT / "models" / "all-MiniLM-L6-v2"))
 ap.add_argument("--repeats", type=int, default=10)
 ap.add_argument("--lengths", default="16,128,512")
 ap.add_argument("--threads", default="1,2")
+ap.add_argument("--rounds", type=int, default=3)
+ap.add_argument("--passive", action="store_true", help="OMP_WAIT_POLICY=PASSIVE for both sides")
 args = ap.parse_args()
 BIN = ROOT / "build"
 PY = sys.executable
@@ -35,23 +40,31 @@ lengths = args.lengths.split(",")
 
 
 def json_lines(cmd, threads):
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env_for(threads), check=True).stdout
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env_for(threads, args.passive), check=True).stdout
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
+median = statistics.median
 rows = []
 for threads in [int(t) for t in args.threads.split(",")]:
-    peak = json_lines([str(BIN / "forward_bench"), "--peak", str(threads)], threads)[0]["peak_gflops"]
-    ours = {r["T"]: r for r in json_lines([str(BIN / "forward_bench"), args.model, str(threads), *lengths,
-                                            "--repeats", str(args.repeats), "--capture", "all"], threads)}
-    same = {r["T"]: r for r in json_lines([str(BIN / "forward_bench"), args.model, str(threads), *lengths,
-                                            "--repeats", str(args.repeats), "--capture", "reference"], threads)}
-    ref = {r["T"]: r for r in json_lines([PY, str(ROOT / "bench" / "reference_forward.py"), args.model,
-                                          str(threads), str(args.repeats), *lengths], threads)}
+    peaks, ours, same, ref = [], {}, {}, {}
+    for _ in range(args.rounds):
+        peaks.append(json_lines([str(BIN / "forward_bench"), "--peak", str(threads)], threads)[0]["peak_gflops"])
+        for capture, into in (("all", ours), ("reference", same)):
+            for r in json_lines([str(BIN / "forward_bench"), args.model, str(threads), *lengths,
+                                 "--repeats", str(args.repeats), "--capture", capture], threads):
+                into.setdefault(r["T"], []).append(r)
+        for r in json_lines([PY, str(ROOT / "bench" / "reference_forward.py"), args.model,
+                             str(threads), str(args.repeats), *lengths], threads):
+            ref.setdefault(r["T"], []).append(r)
+    peak = median(peaks)
     for T in sorted(ours):
-        floor_ms = ours[T]["gflop"] / peak * 1000
-        rows.append((threads, T, same[T]["median_ms"], ours[T]["median_ms"], ref[T]["median_ms"], floor_ms, peak))
+        floor_ms = ours[T][0]["gflop"] / peak * 1000
+        rows.append((threads, T, median(r["median_ms"] for r in same[T]), median(r["median_ms"] for r in ours[T]),
+                     median(r["median_ms"] for r in ref[T]), floor_ms, peak))
 
+print(f"OMP_WAIT_POLICY: {'PASSIVE' if args.passive else 'runtime default'}; {args.rounds} rounds of "
+      f"{args.repeats} runs per side.")
 print("headscope (same outputs): attention + hidden states, as transformers returns them;")
 print("headscope (all): also every head's output and W_O contribution.\n")
 print("| threads | T | transformers ms | headscope (same outputs) ms | speed-up | headscope (all) ms | speed-up "
@@ -68,7 +81,7 @@ def wall(cmd, threads, n=5):
     times = []
     for _ in range(n):
         t0 = time.perf_counter()
-        subprocess.run(cmd, capture_output=True, env=env_for(threads), check=True)
+        subprocess.run(cmd, capture_output=True, env=env_for(threads, args.passive), check=True)
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 

@@ -52,9 +52,15 @@ inline std::vector<float> random_vector(size_t n, unsigned seed, float scale = 1
   return v;
 }
 
+// Largest |a − b|; infinity when the sizes differ or any difference is NaN (a NaN must fail a bound).
 inline float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return INFINITY;
   float m = 0.0f;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
+  for (size_t i = 0; i < a.size(); ++i) {
+    const float d = std::abs(a[i] - b[i]);
+    if (std::isnan(d)) return INFINITY;
+    m = std::max(m, d);
+  }
   return m;
 }
 

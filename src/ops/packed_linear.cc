@@ -1,5 +1,7 @@
 #include "ops/packed_linear.h"
 
+#include <omp.h>
+
 #include <dnnl.hpp>
 
 namespace headscope::ops {
@@ -18,6 +20,49 @@ struct PackedLinear::Impl {
   };
   mutable std::mutex mutex;
   mutable std::map<int64_t, Plan> plans;                   // by T
+  struct SlicePlan {
+    dnnl::matmul primitive;
+    memory packed_weights;
+    int64_t first = 0, n = 0;
+  };
+  mutable std::map<std::pair<int64_t, int>, std::vector<SlicePlan>> slice_plans;  // by (T, parts)
+  mutable std::map<std::pair<int, int>, std::vector<memory>> slice_packed;         // by (parts, slice): per layout
+
+  // Column slices of W, one per thread, each with its own single-threaded primitive writing
+  // into y's columns [first, first + n) (row stride out).
+  const std::vector<SlicePlan>& slices(int64_t T, int64_t in, int64_t out, int parts) const {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = slice_plans.find({T, parts});
+    if (it != slice_plans.end()) return it->second;
+    std::vector<SlicePlan> v;
+    const int64_t blocks = (out + 15) / 16;
+    for (int i = 0; i < parts; ++i) {
+      SlicePlan sp;
+      sp.first = std::min(out, blocks * i / parts * 16);
+      sp.n = std::min(out, blocks * (i + 1) / parts * 16) - sp.first;
+      const memory::desc src({T, in}, dt::f32, tag::ab);
+      const memory::desc wei_any({in, sp.n}, dt::f32, tag::any);
+      const memory::desc dst({T, sp.n}, dt::f32, memory::dims{out, 1});
+      const memory::desc bias_md({1, sp.n}, dt::f32, tag::ab);
+      const dnnl::matmul::desc desc = bias.empty() ? dnnl::matmul::desc(src, wei_any, dst)
+                                                   : dnnl::matmul::desc(src, wei_any, bias_md, dst);
+      const dnnl::matmul::primitive_desc pd(desc, engine);
+      std::vector<memory>& copies = slice_packed[{parts, i}];
+      for (const memory& m : copies)
+        if (m.get_desc() == pd.weights_desc()) sp.packed_weights = m;
+      if (!sp.packed_weights) {
+        memory user(memory::desc({in, sp.n}, dt::f32, tag::ba), engine, const_cast<float*>(weights.ptr() + sp.first * in));
+        sp.packed_weights = memory(pd.weights_desc(), engine);
+        dnnl::stream stream(engine);
+        dnnl::reorder(user, sp.packed_weights).execute(stream, user, sp.packed_weights);
+        stream.wait();
+        copies.push_back(sp.packed_weights);
+      }
+      sp.primitive = dnnl::matmul(pd);
+      v.push_back(std::move(sp));
+    }
+    return slice_plans.emplace(std::make_pair(T, parts), std::move(v)).first->second;
+  }
   mutable std::vector<memory> packed;                      // one per distinct weights layout
 
   const Plan& plan(int64_t T, int64_t in, int64_t out) const {
@@ -62,6 +107,27 @@ PackedLinear::~PackedLinear() = default;
 
 void PackedLinear::forward(const float* x, int64_t T, float* y) const {
   if (T == 0) return;
+  // Several threads: each multiplies by its own column slice of W with a single-threaded
+  // primitive (oneDNN runs sequentially inside a parallel region). Each thread then reads only
+  // its share of the weights, which is what bounds short inputs, and there is one fork per GEMM.
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (threads > 1 && out_ >= 32 * threads) {
+    const auto& parts = impl_->slices(T, in_, out_, threads);
+#pragma omp parallel num_threads(threads)
+    for (int i = omp_get_thread_num(); i < threads; i += omp_get_num_threads()) {  // all slices, however many threads came
+      const Impl::SlicePlan& sp = parts[size_t(i)];
+      dnnl::stream stream(impl_->engine);
+      memory src(memory::desc({T, in_}, dt::f32, tag::ab), impl_->engine, const_cast<float*>(x));
+      memory dst(memory::desc({T, sp.n}, dt::f32, memory::dims{out_, 1}), impl_->engine, y + sp.first);
+      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, sp.packed_weights}, {DNNL_ARG_DST, dst}};
+      if (!impl_->bias.empty())
+        args.emplace(DNNL_ARG_BIAS, memory(memory::desc({1, sp.n}, dt::f32, tag::ab), impl_->engine,
+                                           const_cast<float*>(impl_->bias.ptr() + sp.first)));
+      sp.primitive.execute(stream, args);
+      stream.wait();
+    }
+    return;
+  }
   const Impl::Plan& p = impl_->plan(T, in_, out_);
   dnnl::stream stream(impl_->engine);
   memory src(memory::desc({T, in_}, dt::f32, tag::ab), impl_->engine, const_cast<float*>(x));

@@ -5,7 +5,8 @@
 // rewriting every weight once per call. A oneDNN matmul primitive with weights in `format_tag::any`
 // lets the library choose its layout; we reorder W into it once and keep it. Primitives depend on
 // the number of rows T, so they are created on first use for each T and cached (with the packed
-// copy for the layout each one wants — in practice one layout per matrix).
+// copy for the layout each one wants — in practice one layout per matrix). With several OpenMP
+// threads, W is cut into one column slice per thread, each with its own primitive and packed copy.
 // The slow twin is ops::reference::matmul (tests/unit/ops_test.cc compares them).
 #pragma once
 #include <cstdint>

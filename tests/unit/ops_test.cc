@@ -164,22 +164,29 @@ TEST(Gelu, LongArrayMatchesScalarErf) {
 namespace headscope::ops {
 namespace {
 
-TEST(PackedLinear, MatchesReferenceForManyRowCounts) {
+TEST(PackedLinear, MatchesReferenceForManyRowCountsAndThreadCounts) {
+  // 1 thread: one primitive over all of W; 2 and 3: a column slice per thread (80 columns =
+  // 5 blocks of 16, so 3 threads get uneven slices); 8 > 80 / 32: back to one primitive.
   const int64_t in = 96, out = 80;
   Tensor W({out, in}), b({out});
   const std::vector<float> w_values = random_vector(out * in, 41), b_values = random_vector(out, 42);
   W.data.assign(w_values.begin(), w_values.end());
   b.data.assign(b_values.begin(), b_values.end());
   const PackedLinear packed(W, b);
-  for (int64_t T : {1, 3, 16, 128, 16}) {  // 16 twice: the cached plan is reused
-    auto x = random_vector(T * in, 43 + T);
-    std::vector<float> fast(T * out), slow(T * out);
-    packed.forward(x.data(), T, fast.data());
-    reference::matmul(x.data(), in, W.ptr(), in, slow.data(), out, T, out, in, /*trans_b=*/true);
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t o = 0; o < out; ++o) slow[t * out + o] += b.data[o];
-    EXPECT_LT(max_abs_diff(fast, slow), 1e-4f) << "T=" << T;
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 2, 3, 8}) {
+    omp_set_num_threads(threads);
+    for (int64_t T : {1, 3, 16, 128, 16}) {  // 16 twice: the cached plan is reused
+      auto x = random_vector(T * in, 43 + T);
+      std::vector<float> fast(T * out, std::nanf("")), slow(T * out);
+      packed.forward(x.data(), T, fast.data());
+      reference::matmul(x.data(), in, W.ptr(), in, slow.data(), out, T, out, in, /*trans_b=*/true);
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t o = 0; o < out; ++o) slow[t * out + o] += b.data[o];
+      EXPECT_LT(max_abs_diff(fast, slow), 1e-4f) << "T=" << T << " threads=" << threads;  // NaN fails: every column written
+    }
   }
+  omp_set_num_threads(saved);
 }
 
 }  // namespace

@@ -739,7 +739,7 @@ Tensor GgufFile::to_f32(const std::string& name, const std::vector<int64_t>& sha
     throw Error(path() + ": tensor '" + name + "' is stored as " + tr.name +
                 ", which headscope cannot dequantize (supported: F32 F16 BF16 F64 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K "
                 "Q4_K Q5_K Q6_K)");
-  Tensor out(stored);
+  Tensor out(stored, Tensor::Uninitialized{});  // dequantize_row writes every value
   // One sequential pass: conversion runs near memory speed (about 3 ns per value on the
   // reference machine for a whole Q4_1 model, half of it first-touch page faults of `out`), so
   // threads would buy little at load time and contend with everything else on two cores.

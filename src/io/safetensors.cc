@@ -111,7 +111,7 @@ Tensor to_f32(const RawTensor& raw) {
     throw Error(where + ": " + std::to_string(raw.nbytes) + " bytes do not hold shape " + shape_str(raw.shape) +
                 " of " + dtype_name(raw.dtype));
 
-  Tensor out(raw.shape);
+  Tensor out(raw.shape, Tensor::Uninitialized{});  // every element is written below (or we throw)
   float* dst = out.ptr();
   const size_t n = static_cast<size_t>(numel);
   switch (raw.dtype) {

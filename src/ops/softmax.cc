@@ -19,7 +19,7 @@ void softmax_rows(float* scores, int64_t rows, int64_t cols, int64_t ld, int64_t
     }
     float m = -std::numeric_limits<float>::infinity();
 #pragma omp simd reduction(max : m)
-    for (int64_t k = lo; k < hi; ++k) m = std::max(m, s[k]);
+    for (int64_t k = lo; k < hi; ++k) m = s[k] > m ? s[k] : m;  // (std::max here stays scalar in GCC 12)
     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
     for (int64_t k = lo; k < hi; ++k) {

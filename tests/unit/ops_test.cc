@@ -164,6 +164,31 @@ TEST(Gelu, LongArrayMatchesScalarErf) {
 namespace headscope::ops {
 namespace {
 
+TEST(PackedLinear, WideningMatrixInSlicesMatchesReference) {
+  // out ≥ 4·in: at one thread and up to 256 rows it runs as ~384-column slices (1000 columns:
+  // two slices, the last one not a multiple of 16); at 300 rows, whole; at two threads, per thread.
+  const int64_t in = 48, out = 1000;
+  Tensor W({out, in}), b({out});
+  const std::vector<float> w_values = random_vector(out * in, 51), b_values = random_vector(out, 52);
+  W.data.assign(w_values.begin(), w_values.end());
+  b.data.assign(b_values.begin(), b_values.end());
+  const PackedLinear packed(W, b);
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    for (int64_t T : {1, 16, 256, 300}) {
+      auto x = random_vector(T * in, 53 + T);
+      std::vector<float> fast(T * out, std::nanf("")), slow(T * out);
+      packed.forward(x.data(), T, fast.data());
+      reference::matmul(x.data(), in, W.ptr(), in, slow.data(), out, T, out, in, /*trans_b=*/true);
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t o = 0; o < out; ++o) slow[t * out + o] += b.data[o];
+      EXPECT_LT(max_abs_diff(fast, slow), 1e-4f) << "T=" << T << " threads=" << threads;
+    }
+  }
+  omp_set_num_threads(saved);
+}
+
 TEST(PackedLinear, MatchesReferenceForManyRowCountsAndThreadCounts) {
   // 1 thread: one primitive over all of W; 2 and 3: a column slice per thread (80 columns =
   // 5 blocks of 16, so 3 threads get uneven slices); 8 > 80 / 32: back to one primitive.

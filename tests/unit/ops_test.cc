@@ -165,8 +165,8 @@ namespace headscope::ops {
 namespace {
 
 TEST(PackedLinear, WideningMatrixInSlicesMatchesReference) {
-  // out ≥ 4·in: at one thread and up to 256 rows it runs as ~384-column slices (1000 columns:
-  // two slices, the last one not a multiple of 16); at 300 rows, whole; at two threads, per thread.
+  // A wide matrix whose width is not a multiple of the 8-channel weight blocks (1000 = 125 · 8,
+  // not a multiple of 16), at several T and both thread counts.
   const int64_t in = 48, out = 1000;
   Tensor W({out, in}), b({out});
   const std::vector<float> w_values = random_vector(out * in, 51), b_values = random_vector(out, 52);
@@ -190,8 +190,8 @@ TEST(PackedLinear, WideningMatrixInSlicesMatchesReference) {
 }
 
 TEST(PackedLinear, MatchesReferenceForManyRowCountsAndThreadCounts) {
-  // 1 thread: one primitive over all of W; 2 and 3: a column slice per thread (80 columns =
-  // 5 blocks of 16, so 3 threads get uneven slices); 8 > 80 / 32: back to one primitive.
+  // The same primitive at every thread count, including more threads than cores and than
+  // 8-channel blocks per thread would fill evenly (80 columns = 10 blocks over 3 threads).
   const int64_t in = 96, out = 80;
   Tensor W({out, in}), b({out});
   const std::vector<float> w_values = random_vector(out * in, 41), b_values = random_vector(out, 42);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "headscope/headscope.h"
+#include "timing.h"
 
 using Clock = std::chrono::steady_clock;
 
@@ -21,15 +22,7 @@ static double ms_since(Clock::time_point t0) { return std::chrono::duration<doub
 
 template <typename F>
 static double median_ms(int repeats, F&& f) {
-  f();  // warm-up
-  std::vector<double> t;
-  for (int r = 0; r < repeats; ++r) {
-    const auto t0 = Clock::now();
-    f();
-    t.push_back(ms_since(t0));
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return headscope::bench::median(headscope::bench::sorted_times_ms(repeats, f));
 }
 
 int main(int argc, char** argv) {
@@ -56,8 +49,7 @@ int main(int argc, char** argv) {
               "at the verb of a sentence, others at punctuation or at the first token. ";
     }
     const std::vector<int32_t> all_ids = model->encode(text, true).ids();
-    headscope::CaptureOptions attention_only;
-    attention_only.head_outputs = attention_only.contributions = attention_only.hidden_states = false;
+    const headscope::CaptureOptions attention_only = headscope::CaptureOptions::attention_only();
     for (int64_t T : lengths) {
       if (T > static_cast<int64_t>(all_ids.size())) throw headscope::Error("text too short for T");
       const std::vector<int32_t> ids(all_ids.begin(), all_ids.begin() + T);

@@ -14,12 +14,7 @@
 
 #include "headscope/headscope.h"
 #include "ops/matmul.h"
-
-using Clock = std::chrono::steady_clock;
-
-static double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+#include "timing.h"
 
 // Matrix-multiply FLOPs of one encoder forward pass (what the compute floor counts).
 static double forward_gflop(const headscope::ModelConfig& c, int64_t T) {
@@ -35,14 +30,8 @@ static void measure_peak(int threads) {
   omp_set_num_threads(threads);
   const int64_t n = 2048;
   std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n);
-  headscope::ops::matmul(a.data(), n, b.data(), n, c.data(), n, n, n, n, false);  // warm-up
-  std::vector<double> times;
-  for (int i = 0; i < 5; ++i) {
-    auto t0 = Clock::now();
-    headscope::ops::matmul(a.data(), n, b.data(), n, c.data(), n, n, n, n, false);
-    times.push_back(ms_since(t0));
-  }
-  std::sort(times.begin(), times.end());
+  const std::vector<double> times = headscope::bench::sorted_times_ms(
+      5, [&] { headscope::ops::matmul(a.data(), n, b.data(), n, c.data(), n, n, n, n, false); });
   std::printf("{\"peak_gflops\": %.1f, \"threads\": %d}\n", 2.0 * n * n * n / (times[0] * 1e6), threads);
 }
 
@@ -83,14 +72,7 @@ int main(int argc, char** argv) {
       headscope::Encoding enc;
       enc.tokens.assign(full.tokens.begin(), full.tokens.begin() + (T - 1));
       enc.tokens.push_back(full.tokens.back());
-      model->run(enc, options);  // warm-up: page in weights, size buffers
-      std::vector<double> times;
-      for (int r = 0; r < repeats; ++r) {
-        auto t0 = Clock::now();
-        headscope::Capture cap = model->run(enc, options);
-        times.push_back(ms_since(t0));
-      }
-      std::sort(times.begin(), times.end());
+      const std::vector<double> times = headscope::bench::sorted_times_ms(repeats, [&] { model->run(enc, options); });
       std::printf("{\"T\": %lld, \"threads\": %d, \"median_ms\": %.3f, \"min_ms\": %.3f, \"gflop\": %.4f}\n",
                   static_cast<long long>(T), threads, times[times.size() / 2], times[0],
                   forward_gflop(model->config(), T));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ops/packed_linear.h"
+#include "timing.h"
 
 int main(int argc, char** argv) {
   if (argc < 3) {
@@ -40,14 +41,7 @@ int main(int argc, char** argv) {
     const headscope::ops::PackedLinear lin(std::move(W), std::move(b));
     std::vector<float> x(size_t(T * s.in)), y(size_t(T * s.out));
     for (float& v : x) v = u(rng);
-    lin.forward(x.data(), T, y.data());
-    std::vector<double> ms;
-    for (int r = 0; r < repeats; ++r) {
-      const auto t0 = std::chrono::steady_clock::now();
-      lin.forward(x.data(), T, y.data());
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(ms.begin(), ms.end());
+    const std::vector<double> ms = headscope::bench::sorted_times_ms(repeats, [&] { lin.forward(x.data(), T, y.data()); });
     const double gflop = 2.0 * T * s.in * s.out / 1e9;
     std::printf("{\"shape\": \"%s\", \"T\": %lld, \"threads\": %d, \"median_ms\": %.4f, \"gflops\": %.1f}\n", s.name,
                 static_cast<long long>(T), threads, ms[ms.size() / 2], gflop / (ms[ms.size() / 2] / 1e3));

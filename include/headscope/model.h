@@ -38,6 +38,13 @@ struct CaptureOptions {
   bool contributions = true;  // [n_layer, n_head, T, d_model]
   bool hidden_states = true;  // [n_layer + 1, T, d_model]
   bool queries_keys = false;  // queries [n_layer, n_head, T, d_head], keys [n_layer, n_kv_head, T, d_head]
+
+  // Attention maps only: what the statistics, the probe and generation steps read.
+  static CaptureOptions attention_only() {
+    CaptureOptions o;
+    o.head_outputs = o.contributions = o.hidden_states = false;
+    return o;
+  }
 };
 
 struct Capture {

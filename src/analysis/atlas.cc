@@ -41,23 +41,13 @@ bool encode_whole(const Model& model, const std::string& text, Encoding& out) {
   return !out.truncated;
 }
 
-CaptureOptions attention_only() {
-  CaptureOptions o;
-  o.attention = true;
-  o.head_outputs = false;
-  o.contributions = false;
-  o.hidden_states = false;
-  o.queries_keys = false;
-  return o;
-}
-
 }  // namespace
 
 AtlasResult build_atlas(const Model& model, const std::string& model_path, const AtlasOptions& options) {
   const auto t_start = Clock::now();
   const ModelConfig& c = model.config();
   const int L = c.n_layer, H = c.n_head, N = L * H;
-  const CaptureOptions capture = attention_only();
+  const CaptureOptions capture = CaptureOptions::attention_only();
   auto progress = [&](std::string_view stage, int64_t done, int64_t total) {
     if (options.progress) options.progress(stage, done, total);
   };

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 
+#include "analysis/format.h"
 #include "headscope/error.h"
 
 namespace headscope::analysis {
@@ -71,15 +71,6 @@ constexpr std::array<RoleInfo, kRoleCount> kCatalogue = {{
 std::string pct(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.0f %%", 100.0 * x);
-  return buf;
-}
-
-std::string format(const char* fmt, ...) {
-  char buf[512];
-  va_list args;
-  va_start(args, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, args);
-  va_end(args);
   return buf;
 }
 

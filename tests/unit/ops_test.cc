@@ -164,20 +164,20 @@ TEST(Gelu, LongArrayMatchesScalarErf) {
 namespace headscope::ops {
 namespace {
 
-TEST(PackedLinear, WideningMatrixInSlicesMatchesReference) {
-  // A wide matrix whose width is not a multiple of the 8-channel weight blocks (1000 = 125 · 8,
-  // not a multiple of 16), at several T and both thread counts.
-  const int64_t in = 48, out = 1000;
+// A random W [out, in] and b, packed once; y = x · Wᵀ + b against the slow twin at every thread
+// count and row count given (the output starts as NaN, so an unwritten column fails).
+void expect_packed_linear_matches_reference(int64_t in, int64_t out, unsigned seed, std::initializer_list<int> thread_counts,
+                                            std::initializer_list<int64_t> row_counts) {
   Tensor W({out, in}), b({out});
-  const std::vector<float> w_values = random_vector(out * in, 51), b_values = random_vector(out, 52);
+  const std::vector<float> w_values = random_vector(out * in, seed), b_values = random_vector(out, seed + 1);
   W.data.assign(w_values.begin(), w_values.end());
   b.data.assign(b_values.begin(), b_values.end());
   const PackedLinear packed(W, b);
   const int saved = omp_get_max_threads();
-  for (int threads : {1, 2}) {
+  for (int threads : thread_counts) {
     omp_set_num_threads(threads);
-    for (int64_t T : {1, 16, 256, 300}) {
-      auto x = random_vector(T * in, 53 + T);
+    for (int64_t T : row_counts) {
+      auto x = random_vector(T * in, seed + 2 + unsigned(T));
       std::vector<float> fast(T * out, std::nanf("")), slow(T * out);
       packed.forward(x.data(), T, fast.data());
       reference::matmul(x.data(), in, W.ptr(), in, slow.data(), out, T, out, in, /*trans_b=*/true);
@@ -189,29 +189,15 @@ TEST(PackedLinear, WideningMatrixInSlicesMatchesReference) {
   omp_set_num_threads(saved);
 }
 
+TEST(PackedLinear, WideMatrixMatchesReference) {
+  // A width that is not a multiple of the 8-channel weight blocks' pairs (1000 = 125 · 8).
+  expect_packed_linear_matches_reference(48, 1000, 51, {1, 2}, {1, 16, 256, 300});
+}
+
 TEST(PackedLinear, MatchesReferenceForManyRowCountsAndThreadCounts) {
-  // The same primitive at every thread count, including more threads than cores and than
-  // 8-channel blocks per thread would fill evenly (80 columns = 10 blocks over 3 threads).
-  const int64_t in = 96, out = 80;
-  Tensor W({out, in}), b({out});
-  const std::vector<float> w_values = random_vector(out * in, 41), b_values = random_vector(out, 42);
-  W.data.assign(w_values.begin(), w_values.end());
-  b.data.assign(b_values.begin(), b_values.end());
-  const PackedLinear packed(W, b);
-  const int saved = omp_get_max_threads();
-  for (int threads : {1, 2, 3, 8}) {
-    omp_set_num_threads(threads);
-    for (int64_t T : {1, 3, 16, 128, 16}) {  // 16 twice: the cached plan is reused
-      auto x = random_vector(T * in, 43 + T);
-      std::vector<float> fast(T * out, std::nanf("")), slow(T * out);
-      packed.forward(x.data(), T, fast.data());
-      reference::matmul(x.data(), in, W.ptr(), in, slow.data(), out, T, out, in, /*trans_b=*/true);
-      for (int64_t t = 0; t < T; ++t)
-        for (int64_t o = 0; o < out; ++o) slow[t * out + o] += b.data[o];
-      EXPECT_LT(max_abs_diff(fast, slow), 1e-4f) << "T=" << T << " threads=" << threads;  // NaN fails: every column written
-    }
-  }
-  omp_set_num_threads(saved);
+  // More threads than cores, and than 8-channel blocks fill evenly (80 columns = 10 blocks over
+  // 3 threads); T = 16 twice: the cached plan is reused.
+  expect_packed_linear_matches_reference(96, 80, 41, {1, 2, 3, 8}, {1, 3, 16, 128, 16});
 }
 
 }  // namespace

@@ -66,8 +66,7 @@ void generate(const GenerateArgs& a) {
   const int64_t T_max = std::min<int64_t>(T0 + a.max_new_tokens, c.max_positions);
   const int64_t L = c.n_layer, H = c.n_head;
 
-  CaptureOptions only_attention;
-  only_attention.head_outputs = only_attention.contributions = only_attention.hidden_states = false;
+  const CaptureOptions only_attention = CaptureOptions::attention_only();
   auto state = model->start();
   std::vector<float> logits;
   // full: the attention rows of every token so far, assembled as [L, H, T_max, T_max].

@@ -447,8 +447,7 @@ HttpReply Api::generate(std::string_view body) {
     // Greedy decoding through the KV cache, as `headscope generate`: the prompt once, then one
     // extend() per new token. Only the logits are needed here; the explorer shows the attention
     // of the whole text through /api/run, whose row t equals step t's row in a causal model.
-    CaptureOptions none;
-    none.head_outputs = none.contributions = none.hidden_states = false;
+    const CaptureOptions none = CaptureOptions::attention_only();
     const auto lock = cache_.exclusive_model();
     auto state = model_.start();
     std::vector<float> logits;

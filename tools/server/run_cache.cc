@@ -33,8 +33,7 @@ LevelAnalysis analyse(const Tensor& attention, analysis::SequenceInfo units, int
 std::vector<analysis::ProbeEvidence> measure_probe(const Model& model) {
   const analysis::AtlasOptions settings;  // the atlas's probe length, count and seed
   const ModelConfig& c = model.config();
-  CaptureOptions capture;
-  capture.head_outputs = capture.contributions = capture.hidden_states = false;
+  const CaptureOptions capture = CaptureOptions::attention_only();
   std::vector<std::vector<analysis::ProbeEvidence>> runs;
   for (int i = 0; i < settings.probe_count; ++i) {
     const analysis::ProbeLayout layout =

@@ -11,13 +11,11 @@ MKL variables set for both processes, torch.set_num_threads for transformers). R
   step       one generation step through the KV cache after T tokens, attention row captured
 Prints a Markdown table of medians and ratios (copy it into docs/performance.md)."""
 import argparse
-import json
 import pathlib
-import subprocess
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from bench_env import env_for  # noqa: E402
+from bench_env import env_for, json_lines  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ap = argparse.ArgumentParser()
@@ -31,11 +29,6 @@ threads = [int(t) for t in args.threads.split(",")]
 lengths = args.lengths.split(",")
 
 
-
-
-def json_lines(cmd, env):
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout
-    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
 ours = {}

@@ -13,7 +13,6 @@ in R interleaved rounds (peak, headscope, transformers, then again); each figure
 over rounds of the per-round medians. Prints a Markdown table (copy it into docs/performance.md).
 --passive runs both sides with OMP_WAIT_POLICY=PASSIVE."""
 import argparse
-import json
 import pathlib
 import statistics
 import subprocess
@@ -21,7 +20,7 @@ import sys
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from bench_env import env_for  # noqa: E402
+from bench_env import env_for, json_lines  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ap = argparse.ArgumentParser()
@@ -39,9 +38,8 @@ lengths = args.lengths.split(",")
 
 
 
-def json_lines(cmd, threads):
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env_for(threads, args.passive), check=True).stdout
-    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+def run_json(cmd, threads):
+    return json_lines(cmd, env_for(threads, args.passive))
 
 
 median = statistics.median
@@ -49,12 +47,12 @@ rows = []
 for threads in [int(t) for t in args.threads.split(",")]:
     peaks, ours, same, ref = [], {}, {}, {}
     for _ in range(args.rounds):
-        peaks.append(json_lines([str(BIN / "forward_bench"), "--peak", str(threads)], threads)[0]["peak_gflops"])
+        peaks.append(run_json([str(BIN / "forward_bench"), "--peak", str(threads)], threads)[0]["peak_gflops"])
         for capture, into in (("all", ours), ("reference", same)):
-            for r in json_lines([str(BIN / "forward_bench"), args.model, str(threads), *lengths,
+            for r in run_json([str(BIN / "forward_bench"), args.model, str(threads), *lengths,
                                  "--repeats", str(args.repeats), "--capture", capture], threads):
                 into.setdefault(r["T"], []).append(r)
-        for r in json_lines([PY, str(ROOT / "bench" / "reference_forward.py"), args.model,
+        for r in run_json([PY, str(ROOT / "bench" / "reference_forward.py"), args.model,
                              str(threads), str(args.repeats), *lengths], threads):
             ref.setdefault(r["T"], []).append(r)
     peak = median(peaks)

@@ -99,8 +99,12 @@ TEST_P(AttentionTest, MatchesReferenceAtOneAndTwoThreads) {
         for (int64_t j = 0; j < c.T; ++j) {
           const float pij = p[(h * c.T + i) * c.T + j];
           row += pij;
-          if (c.causal && j > i) EXPECT_EQ(pij, 0.0f);
-          if (c.window > 0 && j <= i - c.window) EXPECT_EQ(pij, 0.0f);
+          if (c.causal && j > i) {
+            EXPECT_EQ(pij, 0.0f);
+          }
+          if (c.window > 0 && j <= i - c.window) {
+            EXPECT_EQ(pij, 0.0f);
+          }
         }
         EXPECT_NEAR(row, 1.0, 1e-5);
       }

@@ -1,7 +1,10 @@
 // The linear layers of a forward pass alone: y = x · Wᵀ + b through ops::PackedLinear, for the
 // shapes of a model (default: all-MiniLM-L6-v2 — d_model 384, d_ff 1536), at a given T and
 // thread count. Prints GFLOP/s per shape: compare with `forward_bench --peak`.
-//   linear_bench THREADS T [D F] [--repeats N]
+// With --layers L, also times L distinct sets of the four layers run in forward order (qkv, o,
+// up, down per set) — as in a forward pass, where all the weights do not stay in cache.
+// --kernel blocked|panels forces one of PackedLinear's two kernels (default: its own choice by T).
+//   linear_bench THREADS T [D F] [--repeats N] [--layers L] [--kernel K]
 #include <omp.h>
 
 #include <algorithm>
@@ -23,10 +26,17 @@ int main(int argc, char** argv) {
   const int threads = std::atoi(argv[1]);
   const int64_t T = std::atoll(argv[2]);
   int64_t D = 384, F = 1536;
-  int repeats = 200;
+  int repeats = 200, layers = 0;
+  using Kernel = headscope::ops::PackedLinear::Kernel;
+  Kernel kernel = Kernel::automatic;
   std::vector<std::string> rest(argv + 3, argv + argc);
   for (size_t i = 0; i < rest.size(); ++i) {
     if (rest[i] == "--repeats" && i + 1 < rest.size()) repeats = std::atoi(rest[++i].c_str());
+    else if (rest[i] == "--layers" && i + 1 < rest.size()) layers = std::atoi(rest[++i].c_str());
+    else if (rest[i] == "--kernel" && i + 1 < rest.size()) {
+      const std::string k = rest[++i];
+      kernel = k == "blocked" ? Kernel::blocked : k == "panels" ? Kernel::panels : Kernel::automatic;
+    }
     else if (i == 0) D = std::atoll(rest[i].c_str());
     else if (i == 1) F = std::atoll(rest[i].c_str());
   }
@@ -34,17 +44,37 @@ int main(int argc, char** argv) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   struct Shape { const char* name; int64_t in, out; };
-  for (const Shape& s : {Shape{"qkv", D, 3 * D}, Shape{"o", D, D}, Shape{"up", D, F}, Shape{"down", F, D}}) {
+  const Shape shapes[] = {{"qkv", D, 3 * D}, {"o", D, D}, {"up", D, F}, {"down", F, D}};
+  auto make = [&](const Shape& s) {
     headscope::Tensor W({s.out, s.in}), b({s.out});
     for (float& v : W.data) v = u(rng);
     for (float& v : b.data) v = u(rng);
-    const headscope::ops::PackedLinear lin(std::move(W), std::move(b));
+    return headscope::ops::PackedLinear(std::move(W), std::move(b));
+  };
+  for (const Shape& s : shapes) {
+    const headscope::ops::PackedLinear lin = make(s);
     std::vector<float> x(size_t(T * s.in)), y(size_t(T * s.out));
     for (float& v : x) v = u(rng);
-    const std::vector<double> ms = headscope::bench::sorted_times_ms(repeats, [&] { lin.forward(x.data(), T, y.data()); });
+    const std::vector<double> ms = headscope::bench::sorted_times_ms(repeats, [&] { lin.forward(x.data(), T, y.data(), kernel); });
     const double gflop = 2.0 * T * s.in * s.out / 1e9;
     std::printf("{\"shape\": \"%s\", \"T\": %lld, \"threads\": %d, \"median_ms\": %.4f, \"gflops\": %.1f}\n", s.name,
                 static_cast<long long>(T), threads, ms[ms.size() / 2], gflop / (ms[ms.size() / 2] / 1e3));
+  }
+  if (layers > 0) {
+    std::vector<headscope::ops::PackedLinear> stack;
+    double gflop = 0;
+    for (int l = 0; l < layers; ++l)
+      for (const Shape& s : shapes) {
+        stack.push_back(make(s));
+        gflop += 2.0 * T * s.in * s.out / 1e9;
+      }
+    std::vector<float> x(size_t(T * std::max(D, F))), y(size_t(T * std::max(3 * D, F)));
+    for (float& v : x) v = u(rng);
+    const std::vector<double> ms = headscope::bench::sorted_times_ms(repeats, [&] {
+      for (const headscope::ops::PackedLinear& lin : stack) lin.forward(x.data(), T, y.data(), kernel);
+    });
+    std::printf("{\"shape\": \"%d layers\", \"T\": %lld, \"threads\": %d, \"median_ms\": %.4f, \"gflops\": %.1f}\n",
+                layers, static_cast<long long>(T), threads, ms[ms.size() / 2], gflop / (ms[ms.size() / 2] / 1e3));
   }
   return 0;
 }

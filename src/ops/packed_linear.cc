@@ -2,6 +2,8 @@
 
 #include <dnnl.hpp>
 
+#include "ops/panel_linear.h"
+
 namespace headscope::ops {
 
 using dnnl::memory;
@@ -24,6 +26,13 @@ struct PackedLinear::Impl {
   mutable std::mutex mutex;
   mutable std::map<int64_t, Plan> plans;  // by T
   mutable std::vector<memory> packed;     // one per distinct weights layout
+  mutable Tensor panels;                  // ops::pack_panels(weights), made on first use
+
+  const Tensor& panel_weights() const {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (panels.empty()) panels = pack_panels(weights);
+    return panels;
+  }
 
   static memory::desc image(int64_t T, int64_t channels) { return {{1, channels, T, 1}, dt::f32, tag::nhwc}; }
 
@@ -69,8 +78,14 @@ PackedLinear::PackedLinear(PackedLinear&&) noexcept = default;
 PackedLinear& PackedLinear::operator=(PackedLinear&&) noexcept = default;
 PackedLinear::~PackedLinear() = default;
 
-void PackedLinear::forward(const float* x, int64_t T, float* y) const {
+void PackedLinear::forward(const float* x, int64_t T, float* y, Kernel kernel) const {
   if (T == 0) return;
+  if (kernel == Kernel::automatic)
+    kernel = T >= kPanelMinRows && T <= kPanelMaxRows && panel_linear_available() ? Kernel::panels : Kernel::blocked;
+  if (kernel == Kernel::panels) {
+    panel_linear(impl_->panel_weights(), impl_->bias.empty() ? nullptr : impl_->bias.ptr(), in_, out_, x, T, y);
+    return;
+  }
   const Impl::Plan& p = impl_->plan(T, in_, out_);
   dnnl::stream stream(impl_->engine);
   memory src(Impl::image(T, in_), impl_->engine, const_cast<float*>(x));

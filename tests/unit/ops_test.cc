@@ -164,14 +164,17 @@ TEST(Gelu, LongArrayMatchesScalarErf) {
 }  // namespace headscope::ops
 
 #include "ops/packed_linear.h"
+#include "ops/panel_linear.h"
 
 namespace headscope::ops {
 namespace {
 
-// A random W [out, in] and b, packed once; y = x · Wᵀ + b against the slow twin at every thread
-// count and row count given (the output starts as NaN, so an unwritten column fails).
+// A random W [out, in] and b, packed once; y = x · Wᵀ + b against the slow twin with each
+// kernel (the automatic choice, the blocked 1×1 convolution and the panel kernel), at every
+// thread count and row count given (the output starts as NaN, so an unwritten column fails).
 void expect_packed_linear_matches_reference(int64_t in, int64_t out, unsigned seed, std::initializer_list<int> thread_counts,
                                             std::initializer_list<int64_t> row_counts) {
+  using Kernel = PackedLinear::Kernel;
   Tensor W({out, in}), b({out});
   const std::vector<float> w_values = random_vector(out * in, seed), b_values = random_vector(out, seed + 1);
   W.data.assign(w_values.begin(), w_values.end());
@@ -182,12 +185,16 @@ void expect_packed_linear_matches_reference(int64_t in, int64_t out, unsigned se
     omp_set_num_threads(threads);
     for (int64_t T : row_counts) {
       auto x = random_vector(T * in, seed + 2 + unsigned(T));
-      std::vector<float> fast(T * out, std::nanf("")), slow(T * out);
-      packed.forward(x.data(), T, fast.data());
+      std::vector<float> slow(T * out);
       reference::matmul(x.data(), in, W.ptr(), in, slow.data(), out, T, out, in, /*trans_b=*/true);
       for (int64_t t = 0; t < T; ++t)
         for (int64_t o = 0; o < out; ++o) slow[t * out + o] += b.data[o];
-      EXPECT_LT(max_abs_diff(fast, slow), 1e-4f) << "T=" << T << " threads=" << threads;
+      for (Kernel kernel : {Kernel::automatic, Kernel::blocked, Kernel::panels}) {
+        if (kernel == Kernel::panels && !panel_linear_available()) continue;
+        std::vector<float> fast(T * out, std::nanf(""));
+        packed.forward(x.data(), T, fast.data(), kernel);
+        EXPECT_LT(max_abs_diff(fast, slow), 1e-4f) << "T=" << T << " threads=" << threads << " kernel=" << int(kernel);
+      }
     }
   }
   omp_set_num_threads(saved);
@@ -196,6 +203,27 @@ void expect_packed_linear_matches_reference(int64_t in, int64_t out, unsigned se
 TEST(PackedLinear, WideMatrixMatchesReference) {
   // A width that is not a multiple of the 8-channel weight blocks' pairs (1000 = 125 · 8).
   expect_packed_linear_matches_reference(48, 1000, 51, {1, 2}, {1, 16, 256, 300});
+}
+
+TEST(PackedLinear, PanelKernelCoversPartialPanelsAndRowBlocks) {
+  // 83 outputs = 13 full panels of 6 and one of 5; 37 inputs (odd, not a multiple of 8); row
+  // counts below, at and past one 16-row block, and over several blocks with a partial last one.
+  expect_packed_linear_matches_reference(37, 83, 61, {1, 2, 3}, {1, 2, 11, 15, 16, 17, 40});
+  // More panels than the kernel's threading threshold: 1152 outputs = 192 panels.
+  expect_packed_linear_matches_reference(384, 1152, 71, {1, 2}, {12, 16});
+}
+
+TEST(PanelLinear, RejectsWeightsPackedForAnotherShape) {
+  Tensor W({10, 8});
+  W.data.assign(80, 0.5f);
+  const Tensor panels = pack_panels(W);
+  std::vector<float> x(16 * 9, 1.0f), y(16 * 10);
+  if (panel_linear_available()) {
+    EXPECT_THROW(panel_linear(panels, nullptr, /*in=*/9, /*out=*/10, x.data(), 16, y.data()), Error);
+  }
+  EXPECT_EQ(panels.shape, (std::vector<int64_t>{2, 8, kPanel}));
+  EXPECT_EQ(panels.data[(1 * 8 + 3) * kPanel + 3], 0.5f);  // output 9 (the last), input 3
+  EXPECT_EQ(panels.data[(1 * 8 + 3) * kPanel + 4], 0.0f);  // padding: there is no output 10
 }
 
 TEST(PackedLinear, MatchesReferenceForManyRowCountsAndThreadCounts) {

@@ -82,6 +82,37 @@ inline void panel_tile(const float* w, const float* bias, int64_t in, const floa
     for (int64_t j = 0; j < cols; ++j) y[t * out + j] = tile[j][t];
 }
 
+// xᵀ block [in][16] from `rows` ≤ 16 rows of x [rows, in] (the block's other rows stay as they
+// are: zero). Eight rows × eight features at a time through registers, the rest one by one.
+inline void transpose_rows(const float* x, int64_t rows, int64_t in, float* xT) {
+  int64_t t0 = 0;
+  for (; t0 + 8 <= rows; t0 += 8) {
+    int64_t k0 = 0;
+    for (; k0 + 8 <= in; k0 += 8) {
+      __m256 r[8];
+      for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(x + (t0 + i) * in + k0);
+      // 8 × 8 transpose: interleave pairs, then quads, then swap 128-bit halves.
+      const __m256 a0 = _mm256_unpacklo_ps(r[0], r[1]), a1 = _mm256_unpackhi_ps(r[0], r[1]);
+      const __m256 a2 = _mm256_unpacklo_ps(r[2], r[3]), a3 = _mm256_unpackhi_ps(r[2], r[3]);
+      const __m256 a4 = _mm256_unpacklo_ps(r[4], r[5]), a5 = _mm256_unpackhi_ps(r[4], r[5]);
+      const __m256 a6 = _mm256_unpacklo_ps(r[6], r[7]), a7 = _mm256_unpackhi_ps(r[6], r[7]);
+      const __m256 b0 = _mm256_shuffle_ps(a0, a2, 0x44), b1 = _mm256_shuffle_ps(a0, a2, 0xEE);
+      const __m256 b2 = _mm256_shuffle_ps(a1, a3, 0x44), b3 = _mm256_shuffle_ps(a1, a3, 0xEE);
+      const __m256 b4 = _mm256_shuffle_ps(a4, a6, 0x44), b5 = _mm256_shuffle_ps(a4, a6, 0xEE);
+      const __m256 b6 = _mm256_shuffle_ps(a5, a7, 0x44), b7 = _mm256_shuffle_ps(a5, a7, 0xEE);
+      const __m256 c[8] = {_mm256_permute2f128_ps(b0, b4, 0x20), _mm256_permute2f128_ps(b1, b5, 0x20),
+                           _mm256_permute2f128_ps(b2, b6, 0x20), _mm256_permute2f128_ps(b3, b7, 0x20),
+                           _mm256_permute2f128_ps(b0, b4, 0x31), _mm256_permute2f128_ps(b1, b5, 0x31),
+                           _mm256_permute2f128_ps(b2, b6, 0x31), _mm256_permute2f128_ps(b3, b7, 0x31)};
+      for (int i = 0; i < 8; ++i) _mm256_storeu_ps(xT + (k0 + i) * kRows + t0, c[i]);
+    }
+    for (; k0 < in; ++k0)
+      for (int64_t t = t0; t < t0 + 8; ++t) xT[k0 * kRows + t] = x[t * in + k0];
+  }
+  for (int64_t t = t0; t < rows; ++t)
+    for (int64_t k = 0; k < in; ++k) xT[k * kRows + t] = x[t * in + k];
+}
+
 }  // namespace
 
 void panel_linear(const Tensor& panels, const float* bias, int64_t in, int64_t out, const float* x, int64_t T,
@@ -92,9 +123,8 @@ void panel_linear(const Tensor& panels, const float* bias, int64_t in, int64_t o
   // xᵀ in blocks of 16 rows: [blocks, in, 16], rows past T zero.
   const int64_t blocks = (T + kRows - 1) / kRows;
   std::vector<float> xT(static_cast<size_t>(blocks * in * kRows), 0.0f);
-  for (int64_t b = 0; b < blocks; ++b)
-    for (int64_t t = b * kRows; t < std::min(T, (b + 1) * kRows); ++t)
-      for (int64_t k = 0; k < in; ++k) xT[size_t((b * in + k) * kRows + (t - b * kRows))] = x[t * in + k];
+  for (int64_t b = 0; b < blocks; ++b) transpose_rows(x + b * kRows * in, std::min(kRows, T - b * kRows), in,
+                                                      xT.data() + b * in * kRows);
   const float* w = panels.ptr();
 #pragma omp parallel for schedule(static) if (n_panels >= 16)
   for (int64_t p = 0; p < n_panels; ++p) {

@@ -8,9 +8,12 @@
    GEMM peak, measured here with a 2048³ oneDNN sgemm at the same thread count.
 3. Time from process start to the first result: `headscope run` vs a Python script doing the
    same with transformers (import, load, run one sentence with output_attentions=True).
-The machine is shared and its speed drifts by ±10 % over minutes, so the measurements are taken
-in R interleaved rounds (peak, headscope, transformers, then again); each figure is the median
-over rounds of the per-round medians. Prints a Markdown table (copy it into docs/performance.md).
+The machine is shared and its speed drifts by ±10 % over minutes (and, when neighbours load
+memory, a 16-token pass can take 50 % longer for some seconds), so the measurements are taken in
+R interleaved rounds (peak, headscope, transformers, then again). Times are the median over rounds
+of the per-round medians; a speed-up is the median over rounds of the ratio within each round
+(the two sides measured seconds apart), with the lowest and highest round beside it.
+Prints a Markdown table (copy it into docs/performance.md).
 --passive runs both sides with OMP_WAIT_POLICY=PASSIVE."""
 import argparse
 import pathlib
@@ -28,7 +31,7 @@ ap.add_argument("--model", default=str(ROOT / "models" / "all-MiniLM-L6-v2"))
 ap.add_argument("--repeats", type=int, default=10)
 ap.add_argument("--lengths", default="16,128,512")
 ap.add_argument("--threads", default="1,2")
-ap.add_argument("--rounds", type=int, default=3)
+ap.add_argument("--rounds", type=int, default=5)
 ap.add_argument("--passive", action="store_true", help="OMP_WAIT_POLICY=PASSIVE for both sides")
 args = ap.parse_args()
 BIN = ROOT / "build"
@@ -58,21 +61,30 @@ for threads in [int(t) for t in args.threads.split(",")]:
     peak = median(peaks)
     for T in sorted(ours):
         floor_ms = ours[T][0]["gflop"] / peak * 1000
+        same_ratios = [r["median_ms"] / s["median_ms"] for r, s in zip(ref[T], same[T])]
+        all_ratios = [r["median_ms"] / s["median_ms"] for r, s in zip(ref[T], ours[T])]
         rows.append((threads, T, median(r["median_ms"] for r in same[T]), median(r["median_ms"] for r in ours[T]),
-                     median(r["median_ms"] for r in ref[T]), floor_ms, peak, min(r["min_ms"] for r in same[T])))
+                     median(r["median_ms"] for r in ref[T]), floor_ms, peak, min(r["min_ms"] for r in same[T]),
+                     same_ratios, all_ratios))
 
 print(f"OMP_WAIT_POLICY: {'PASSIVE' if args.passive else 'runtime default'}; {args.rounds} rounds of "
       f"{args.repeats} runs per side.")
 print("headscope (same outputs): attention + hidden states, as transformers returns them;")
 print("headscope (all): also every head's output and W_O contribution.\n")
-print("| threads | T | transformers ms | headscope (same outputs) ms | speed-up | headscope (all) ms | speed-up "
-      "| floor ms (measured peak GFLOP/s) | (same outputs) / floor | best (same outputs) / floor |")
+print("| threads | T | transformers ms | headscope (same outputs) ms | speed-up (rounds) | headscope (all) ms "
+      "| speed-up (rounds) | floor ms (measured peak GFLOP/s) | (same outputs) / floor | best (same outputs) / floor |")
 print("|---|---|---|---|---|---|---|---|---|---|")
-for threads, T, same_ms, all_ms, ref_ms, floor_ms, peak, best_ms in rows:
-    print(f"| {threads} | {T} | {ref_ms:.2f} | {same_ms:.2f} | {ref_ms / same_ms:.2f}× | {all_ms:.2f} | "
-          f"{ref_ms / all_ms:.2f}× | {floor_ms:.2f} ({peak:.0f}) | {same_ms / floor_ms:.2f} | {best_ms / floor_ms:.2f} |")
-print("\n(same outputs) / floor uses the median time; best / floor the fastest run, as the peak is the "
-      "fastest of its runs.")
+
+
+def speedup(ratios):
+    return f"{median(ratios):.2f}× ({min(ratios):.2f}–{max(ratios):.2f})"
+
+
+for threads, T, same_ms, all_ms, ref_ms, floor_ms, peak, best_ms, same_ratios, all_ratios in rows:
+    print(f"| {threads} | {T} | {ref_ms:.2f} | {same_ms:.2f} | {speedup(same_ratios)} | {all_ms:.2f} | "
+          f"{speedup(all_ratios)} | {floor_ms:.2f} ({peak:.0f}) | {same_ms / floor_ms:.2f} | {best_ms / floor_ms:.2f} |")
+print("\nSpeed-up: median of the rounds' ratios (lowest–highest round). (same outputs) / floor uses the "
+      "median time; best / floor the fastest run, as the peak is the fastest of its runs.")
 
 text = "The animal didn't cross the street because it was too tired."
 

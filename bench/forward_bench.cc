@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
       enc.tokens.push_back(full.tokens.back());
       const std::vector<double> times = headscope::bench::sorted_times_ms(repeats, [&] { model->run(enc, options); });
       std::printf("{\"T\": %lld, \"threads\": %d, \"median_ms\": %.3f, \"min_ms\": %.3f, \"gflop\": %.4f}\n",
-                  static_cast<long long>(T), threads, times[times.size() / 2], times[0],
+                  static_cast<long long>(T), threads, headscope::bench::median(times), times[0],
                   forward_gflop(model->config(), T));
       std::fflush(stdout);
     }

@@ -20,7 +20,7 @@
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: linear_bench THREADS T [D F] [--repeats N]\n");
+    std::fprintf(stderr, "usage: linear_bench THREADS T [D F] [--repeats N] [--layers L] [--kernel blocked|panels]\n");
     return 1;
   }
   const int threads = std::atoi(argv[1]);
@@ -45,6 +45,11 @@ int main(int argc, char** argv) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   struct Shape { const char* name; int64_t in, out; };
   const Shape shapes[] = {{"qkv", D, 3 * D}, {"o", D, D}, {"up", D, F}, {"down", F, D}};
+  auto report = [&](const std::string& name, const std::vector<double>& sorted_ms, double gflop) {
+    const double ms = headscope::bench::median(sorted_ms);
+    std::printf("{\"shape\": \"%s\", \"T\": %lld, \"threads\": %d, \"median_ms\": %.4f, \"gflops\": %.1f}\n",
+                name.c_str(), static_cast<long long>(T), threads, ms, gflop / (ms / 1e3));
+  };
   auto make = [&](const Shape& s) {
     headscope::Tensor W({s.out, s.in}), b({s.out});
     for (float& v : W.data) v = u(rng);
@@ -55,10 +60,8 @@ int main(int argc, char** argv) {
     const headscope::ops::PackedLinear lin = make(s);
     std::vector<float> x(size_t(T * s.in)), y(size_t(T * s.out));
     for (float& v : x) v = u(rng);
-    const std::vector<double> ms = headscope::bench::sorted_times_ms(repeats, [&] { lin.forward(x.data(), T, y.data(), kernel); });
-    const double gflop = 2.0 * T * s.in * s.out / 1e9;
-    std::printf("{\"shape\": \"%s\", \"T\": %lld, \"threads\": %d, \"median_ms\": %.4f, \"gflops\": %.1f}\n", s.name,
-                static_cast<long long>(T), threads, ms[ms.size() / 2], gflop / (ms[ms.size() / 2] / 1e3));
+    report(s.name, headscope::bench::sorted_times_ms(repeats, [&] { lin.forward(x.data(), T, y.data(), kernel); }),
+           2.0 * T * s.in * s.out / 1e9);
   }
   if (layers > 0) {
     std::vector<headscope::ops::PackedLinear> stack;
@@ -70,11 +73,9 @@ int main(int argc, char** argv) {
       }
     std::vector<float> x(size_t(T * std::max(D, F))), y(size_t(T * std::max(3 * D, F)));
     for (float& v : x) v = u(rng);
-    const std::vector<double> ms = headscope::bench::sorted_times_ms(repeats, [&] {
-      for (const headscope::ops::PackedLinear& lin : stack) lin.forward(x.data(), T, y.data(), kernel);
-    });
-    std::printf("{\"shape\": \"%d layers\", \"T\": %lld, \"threads\": %d, \"median_ms\": %.4f, \"gflops\": %.1f}\n",
-                layers, static_cast<long long>(T), threads, ms[ms.size() / 2], gflop / (ms[ms.size() / 2] / 1e3));
+    report(std::to_string(layers) + " layers", headscope::bench::sorted_times_ms(repeats, [&] {
+             for (const headscope::ops::PackedLinear& lin : stack) lin.forward(x.data(), T, y.data(), kernel);
+           }), gflop);
   }
   return 0;
 }

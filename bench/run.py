@@ -61,11 +61,7 @@ for threads in [int(t) for t in args.threads.split(",")]:
     peak = median(peaks)
     for T in sorted(ours):
         floor_ms = ours[T][0]["gflop"] / peak * 1000
-        same_ratios = [r["median_ms"] / s["median_ms"] for r, s in zip(ref[T], same[T])]
-        all_ratios = [r["median_ms"] / s["median_ms"] for r, s in zip(ref[T], ours[T])]
-        rows.append((threads, T, median(r["median_ms"] for r in same[T]), median(r["median_ms"] for r in ours[T]),
-                     median(r["median_ms"] for r in ref[T]), floor_ms, peak, min(r["min_ms"] for r in same[T]),
-                     same_ratios, all_ratios))
+        rows.append((threads, T, same[T], ours[T], ref[T], floor_ms, peak))
 
 print(f"OMP_WAIT_POLICY: {'PASSIVE' if args.passive else 'runtime default'}; {args.rounds} rounds of "
       f"{args.repeats} runs per side.")
@@ -76,13 +72,21 @@ print("| threads | T | transformers ms | headscope (same outputs) ms | speed-up 
 print("|---|---|---|---|---|---|---|---|---|---|")
 
 
-def speedup(ratios):
+def median_ms(runs):
+    return median(r["median_ms"] for r in runs)
+
+
+def speedup(ref_runs, our_runs):
+    """Median and range over rounds of transformers' time / ours, each round's pair measured together."""
+    ratios = [r["median_ms"] / o["median_ms"] for r, o in zip(ref_runs, our_runs)]
     return f"{median(ratios):.2f}× ({min(ratios):.2f}–{max(ratios):.2f})"
 
 
-for threads, T, same_ms, all_ms, ref_ms, floor_ms, peak, best_ms, same_ratios, all_ratios in rows:
-    print(f"| {threads} | {T} | {ref_ms:.2f} | {same_ms:.2f} | {speedup(same_ratios)} | {all_ms:.2f} | "
-          f"{speedup(all_ratios)} | {floor_ms:.2f} ({peak:.0f}) | {same_ms / floor_ms:.2f} | {best_ms / floor_ms:.2f} |")
+for threads, T, same_runs, all_runs, ref_runs, floor_ms, peak in rows:
+    same_ms, best_ms = median_ms(same_runs), min(r["min_ms"] for r in same_runs)
+    print(f"| {threads} | {T} | {median_ms(ref_runs):.2f} | {same_ms:.2f} | {speedup(ref_runs, same_runs)} | "
+          f"{median_ms(all_runs):.2f} | {speedup(ref_runs, all_runs)} | {floor_ms:.2f} ({peak:.0f}) | "
+          f"{same_ms / floor_ms:.2f} | {best_ms / floor_ms:.2f} |")
 print("\nSpeed-up: median of the rounds' ratios (lowest–highest round). (same outputs) / floor uses the "
       "median time; best / floor the fastest run, as the peak is the fastest of its runs.")
 

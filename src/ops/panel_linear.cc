@@ -1,7 +1,6 @@
 #include "ops/panel_linear.h"
 
 #include <algorithm>
-#include <vector>
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -82,8 +81,8 @@ inline void panel_tile(const float* w, const float* bias, int64_t in, const floa
     for (int64_t j = 0; j < cols; ++j) y[t * out + j] = tile[j][t];
 }
 
-// xᵀ block [in][16] from `rows` ≤ 16 rows of x [rows, in] (the block's other rows stay as they
-// are: zero). Eight rows × eight features at a time through registers, the rest one by one.
+// xᵀ block [in][16] from `rows` ≤ 16 rows of x [rows, in], the block's other rows zero. Eight
+// rows × eight features at a time through registers, the rest one by one.
 inline void transpose_rows(const float* x, int64_t rows, int64_t in, float* xT) {
   int64_t t0 = 0;
   for (; t0 + 8 <= rows; t0 += 8) {
@@ -111,6 +110,8 @@ inline void transpose_rows(const float* x, int64_t rows, int64_t in, float* xT) 
   }
   for (int64_t t = t0; t < rows; ++t)
     for (int64_t k = 0; k < in; ++k) xT[k * kRows + t] = x[t * in + k];
+  for (int64_t k = 0; k < in && rows < kRows; ++k)
+    for (int64_t t = rows; t < kRows; ++t) xT[k * kRows + t] = 0.0f;
 }
 
 }  // namespace
@@ -120,17 +121,18 @@ void panel_linear(const Tensor& panels, const float* bias, int64_t in, int64_t o
   const int64_t n_panels = (out + kPanel - 1) / kPanel;
   panels.expect_shape({n_panels, in, kPanel}, "panel_linear weights");
   if (T <= 0) return;
-  // xᵀ in blocks of 16 rows: [blocks, in, 16], rows past T zero.
+  // xᵀ in blocks of 16 rows: [blocks, in, 16], rows past T zero (written by transpose_rows, so
+  // the buffer needs no fill of its own).
   const int64_t blocks = (T + kRows - 1) / kRows;
-  std::vector<float> xT(static_cast<size_t>(blocks * in * kRows), 0.0f);
+  Tensor xT({blocks, in, kRows}, Tensor::Uninitialized{});
   for (int64_t b = 0; b < blocks; ++b) transpose_rows(x + b * kRows * in, std::min(kRows, T - b * kRows), in,
-                                                      xT.data() + b * in * kRows);
+                                                      xT.ptr() + b * in * kRows);
   const float* w = panels.ptr();
 #pragma omp parallel for schedule(static) if (n_panels >= 16)
   for (int64_t p = 0; p < n_panels; ++p) {
     const int64_t cols = std::min(kPanel, out - p * kPanel);
     for (int64_t b = 0; b < blocks; ++b)
-      panel_tile(w + p * in * kPanel, bias ? bias + p * kPanel : nullptr, in, xT.data() + b * in * kRows,
+      panel_tile(w + p * in * kPanel, bias ? bias + p * kPanel : nullptr, in, xT.ptr() + b * in * kRows,
                  std::min(kRows, T - b * kRows), cols, y + b * kRows * out + p * kPanel, out);
   }
 }

@@ -12,4 +12,12 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 
+// A request that is well-formed but would need more than headscope allows or the machine has
+// (memory estimated before allocating, a budget such as the template output size, a length
+// limit). Frontends answer it like other errors (exit 2), the server with HTTP 413.
+class ResourceError : public Error {
+ public:
+  explicit ResourceError(const std::string& what) : Error(what) {}
+};
+
 }  // namespace headscope

@@ -8,7 +8,7 @@ BUILD := build
 GOLDENS := $(BUILD)/goldens
 DEMO_TEXT := The animal didn't cross the street because it was too tired.
 
-.PHONY: all setup build goldens test test-cpp test-web demo bench clean
+.PHONY: all setup build goldens test test-cpp test-web test-sanitize test-fuzz fuzz fuzz-build demo bench clean
 
 all: build
 
@@ -30,7 +30,34 @@ test-cpp: build goldens
 test-web: build
 	@if [ -f web/package.json ]; then cd web && npm test --silent; fi
 
-test: test-cpp test-web
+# The same C++ and reference tests on a build with AddressSanitizer and UndefinedBehaviorSanitizer
+# (preset "sanitize"): any out-of-bounds access, use after free, leak or undefined behaviour fails.
+SANITIZE := $(BUILD)-sanitize
+test-sanitize: setup goldens
+	@[ -f $(SANITIZE)/build.ninja ] || cmake --preset sanitize >/dev/null
+	@cmake --build --preset sanitize
+	@cd $(SANITIZE) && HEADSCOPE_GOLDENS=$(abspath $(GOLDENS)) HEADSCOPE_MODEL=$(abspath $(MODEL)) \
+	  HEADSCOPE_DATA=$(abspath ../shared/data) ASAN_OPTIONS=detect_leaks=1 \
+	  LSAN_OPTIONS=suppressions=$(abspath fuzz/lsan.supp):print_suppressions=0 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j2
+
+# libFuzzer targets (fuzz/*_fuzzer.cc, clang, ASan + UBSan), seeded from the real model and data
+# files. `make fuzz` runs each for FUZZ_SECONDS; `make test` runs each for 20 s.
+FUZZ_SECONDS ?= 300
+fuzz-build: setup
+	@[ -f $(BUILD)-fuzz/build.ninja ] || cmake --preset fuzz >/dev/null
+	@cmake --build --preset fuzz --target fuzzers
+	@if [ ! -f $(BUILD)-fuzz/seeds/.stamp ] || [ fuzz/make_seeds.py -nt $(BUILD)-fuzz/seeds/.stamp ]; then \
+	  rm -rf $(BUILD)-fuzz/seeds && HF_HUB_OFFLINE=1 $(PY) fuzz/make_seeds.py --out $(BUILD)-fuzz/seeds 2>/dev/null && \
+	  touch $(BUILD)-fuzz/seeds/.stamp; fi
+
+fuzz: fuzz-build
+	@fuzz/run.sh $(FUZZ_SECONDS)
+
+test-fuzz: fuzz-build
+	@fuzz/run.sh 20
+
+test: test-cpp test-web test-sanitize test-fuzz
 
 # Prints one run, then starts the explorer (web UI + API) and prints its URL; Ctrl+C stops it.
 DEMO_PORT ?= 8080
@@ -42,4 +69,4 @@ bench: build
 	@bench/run.sh
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-debug
+	rm -rf $(BUILD) $(BUILD)-debug $(BUILD)-sanitize $(BUILD)-fuzz

@@ -1,0 +1,196 @@
+"""Seed corpora for the fuzz targets of fuzz/, made from the project's real files.
+
+    .venv/bin/python fuzz/make_seeds.py --out build-fuzz/seeds
+
+Writes one folder per target. Every seed is a small valid input cut from a real file, so that the
+fuzzer starts inside the formats instead of having to discover them:
+  safetensors     the default model's own header and bytes, a few real tensors per seed, in F32,
+                  F16 and BF16
+  gguf            the SmolLM2 GGUF's real metadata (vocabulary cut to its first tokens and merges)
+                  with real rows of its F32, Q8_0 and Q4_1 tensors
+  config          the default model's config.json and the configs transformers writes for the
+                  other supported families
+  tokenizer_json  the default model's tokenizer.json with its vocabulary cut down, and a byte-level
+                  BPE tokenizer.json written by the tokenizers library
+  chat_template   the SmolLM2 chat template and small variations
+  encode          sentences of the gold treebanks and GAP
+  conllu, gap     the first sentences / rows of the gold data files
+  http            requests as the explorer sends them (docs/api.md), raw HTTP/1.1
+Deterministic: the same files give the same seeds.
+"""
+import argparse
+import json
+import pathlib
+import struct
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+ap = argparse.ArgumentParser()
+ap.add_argument("--out", type=pathlib.Path, required=True)
+ap.add_argument("--model", type=pathlib.Path, default=ROOT / "models/all-MiniLM-L6-v2")
+ap.add_argument("--decoder", type=pathlib.Path, default=ROOT / "models/SmolLM2-135M-Instruct")
+ap.add_argument("--data", type=pathlib.Path, default=ROOT.parent / "shared/data")
+args = ap.parse_args()
+
+
+def folder(name: str) -> pathlib.Path:
+    d = args.out / name
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def write(name: str, seed: str, data) -> None:
+    (folder(name) / seed).write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+
+
+# ---- safetensors: real tensors of the default model, re-serialised by the reference library ----
+def safetensors_seeds() -> None:
+    import torch
+    from safetensors import safe_open
+    from safetensors.torch import save
+
+    with safe_open(str(args.model / "model.safetensors"), "pt") as f:
+        names = sorted(f.keys())
+        small = [n for n in names if "LayerNorm" in n or n.endswith("attention.self.query.bias")][:6]
+        tensors = {n: f.get_tensor(n) for n in small}
+        emb = f.get_tensor("embeddings.position_embeddings.weight")[:4].clone()
+    write("safetensors", "f32", save(tensors, metadata={"format": "pt"}))
+    write("safetensors", "f16", save({n: t.half() for n, t in list(tensors.items())[:3]}))
+    write("safetensors", "bf16", save({n: t.bfloat16() for n, t in list(tensors.items())[:3]}))
+    write("safetensors", "matrix", save({"embeddings.position_embeddings.weight": emb}))
+    write("safetensors", "empty", save({}))
+
+
+# ---- GGUF: the real decoder's metadata and rows of its tensors ----
+def gguf_seeds() -> None:
+    import gguf
+
+    path = next(args.decoder.glob("*.gguf"))
+    reader = gguf.GGUFReader(str(path))
+
+    def field_value(field):
+        if field.types[0] == gguf.GGUFValueType.ARRAY:
+            return [field.contents(i) for i in range(min(len(field.data), 300))], field.types[1]
+        return field.contents(), field.types[0]
+
+    def build(seed: str, tensor_names, n_rows: int) -> None:
+        out = args.out / "gguf" / seed
+        out.parent.mkdir(parents=True, exist_ok=True)
+        w = gguf.GGUFWriter(str(out), arch=reader.fields["general.architecture"].contents())
+        for key, field in reader.fields.items():
+            if key.startswith("GGUF.") or key == "general.architecture":
+                continue
+            value, vtype = field_value(field)
+            if field.types[0] == gguf.GGUFValueType.ARRAY:
+                w.add_key_value(key, value, gguf.GGUFValueType.ARRAY, sub_type=vtype)
+            else:
+                w.add_key_value(key, value, vtype)
+        for t in reader.tensors:
+            if t.name not in tensor_names:
+                continue
+            data = np.asarray(t.data)
+            rows = data[:n_rows] if data.ndim > 1 else data  # quantized: [rows, bytes per row]
+            w.add_tensor(t.name, np.ascontiguousarray(rows), raw_dtype=t.tensor_type)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+
+    build("norms_f32", {"blk.0.attn_norm.weight", "output_norm.weight"}, 1)
+    build("q4_1_rows", {"blk.0.attn_k.weight", "blk.0.attn_norm.weight"}, 2)
+    build("q8_0_rows", {"token_embd.weight"}, 2)
+
+
+# ---- config.json: the default model's and those transformers writes for the other families ----
+def config_seeds() -> None:
+    from transformers import GPT2Config, LlamaConfig, MistralConfig, Qwen2Config
+
+    write("config", "bert", (args.model / "config.json").read_bytes())
+    small = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, vocab_size=100, max_position_embeddings=64)
+    for name, cls in (("llama", LlamaConfig), ("mistral", MistralConfig), ("qwen2", Qwen2Config)):
+        write("config", name, cls(**small).to_json_string())
+    write("config", "gpt2", GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=100, n_positions=64).to_json_string())
+
+
+# ---- tokenizer.json: the real one with a small vocabulary, and a byte-level BPE ----
+def tokenizer_seeds() -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers, decoders
+
+    real = json.loads((args.model / "tokenizer.json").read_text())
+    vocab = real["model"]["vocab"]
+    keep = {k: v for k, v in vocab.items() if v < 1200}
+    real["model"]["vocab"] = keep
+    write("tokenizer_json", "wordpiece", json.dumps(real))
+
+    bpe = Tokenizer(models.BPE(unk_token=None))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  special_tokens=["<|endoftext|>"])
+    bpe.train_from_iterator(sentences(200), trainer=trainer)
+    write("tokenizer_json", "bytelevel_bpe", bpe.to_str())
+
+
+def sentences(n: int):
+    out = []
+    for line in (args.data / "ud/en_pud-ud-test.conllu").read_text().splitlines():
+        if line.startswith("# text = "):
+            out.append(line[len("# text = "):])
+            if len(out) == n:
+                break
+    return out
+
+
+# ---- chat templates ----
+def template_seeds() -> None:
+    import gguf
+
+    path = next(args.decoder.glob("*.gguf"))
+    reader = gguf.GGUFReader(str(path))
+    real = reader.fields["tokenizer.chat_template"].contents()
+    write("chat_template", "smollm2", real)
+    write("chat_template", "loop", "{% for m in messages %}{{ loop.index0 }}:{{ m['role'] | trim }} {{ m.content }}\n{% endfor %}")
+    write("chat_template", "set", "{% set s = 'a' %}{% if messages | length > 1 and not false %}{{ s ~ bos_token }}{% endif %}")
+
+
+# ---- texts to encode, and the gold data readers ----
+def data_seeds() -> None:
+    for i, s in enumerate(sentences(40)):
+        write("encode", f"pud_{i:02d}", s)
+    gap_lines = (args.data / "gap/gap-development.tsv").read_text().splitlines()
+    for i, line in enumerate(gap_lines[1:11]):
+        write("encode", f"gap_{i:02d}", line.split("\t")[1])
+    write("gap", "development", "\n".join(gap_lines[:6]) + "\n")
+    write("gap", "validation", "\n".join((args.data / "gap/gap-validation.tsv").read_text().splitlines()[:4]) + "\n")
+    for name in ("en_pud-ud-test", "en_ewt-ud-dev"):
+        text = (args.data / f"ud/{name}.conllu").read_text()
+        blocks = text.split("\n\n")
+        write("conllu", name, "\n\n".join(blocks[:4]) + "\n\n")
+
+
+# ---- raw HTTP requests, as the explorer sends them ----
+def http_seeds() -> None:
+    def post(path: str, body: dict) -> str:
+        data = json.dumps(body)
+        return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nOrigin: http://127.0.0.1:8080\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(data.encode())}\r\n\r\n{data}")
+
+    text = "The trophy didn't fit in the suitcase because it was too big."
+    write("http", "get_model", "GET /api/model HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n")
+    write("http", "get_health", "GET /api/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+    write("http", "get_index", "GET /index.html HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nRange: bytes=0-10\r\n\r\n")
+    write("http", "run", post("/api/run", {"text": text, "level": "word"}))
+    write("http", "attention", post("/api/attention", {"text": text, "layer": 2, "head": 8, "dtype": "uint8"}))
+    write("http", "decompose", post("/api/decompose", {"text": text, "layer": 3, "token": 8}))
+    write("http", "generate", post("/api/generate", {"text": text, "max_new_tokens": 2}))
+    chunked = '{"text": "Heads attend."}'
+    write("http", "chunked", "POST /api/run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+          f"Transfer-Encoding: chunked\r\n\r\n{len(chunked):x}\r\n{chunked}\r\n0\r\n\r\n")
+
+
+for make in (safetensors_seeds, gguf_seeds, config_seeds, tokenizer_seeds, template_seeds, data_seeds, http_seeds):
+    make()
+for d in sorted(args.out.iterdir()):
+    print(f"seeds: {d.name}: {len(list(d.iterdir()))} files, {sum(f.stat().st_size for f in d.iterdir())} bytes")

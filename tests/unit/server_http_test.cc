@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <nlohmann/json.hpp>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -38,7 +39,7 @@ class LiveServer {
  public:
   explicit LiveServer(ApiLimits limits = {}, HttpOptions options = {})
       : cache_(minilm(), 4, size_t{1} << 30, 512), api_(minilm(), cache_, limits) {
-    port_ = http_.bind_to_any_port("127.0.0.1");
+    port_ = bind_http(http_, "127.0.0.1", 0);
     if (port_ <= 0) throw std::runtime_error("cannot bind a port on 127.0.0.1");
     options.host = "127.0.0.1";
     options.port = port_;
@@ -306,6 +307,41 @@ TEST(ServerHttp, SlowClientsDoNotStallOthers) {
   trickling = false;
   trickle.join();
   EXPECT_EQ(r.status, 200) << "a normal request got no answer while slow clients were connected";
+}
+
+TEST(ServerHttp, BurstOfConnectionsIsQueuedByTheKernel) {
+  // cpp-httplib listens with a backlog of 5: in a burst the kernel dropped further connection
+  // attempts, and each client retried 1 s later (the 1 s p99 of /api/health under load). Nobody
+  // accepts here, so only the kernel's queue can hold the handshakes.
+  httplib::Server http;
+  const int port = bind_http(http, "127.0.0.1", 0);
+  ASSERT_GT(port, 0);
+  constexpr int kBurst = 48;
+  std::vector<int> fds;
+  for (int i = 0; i < kBurst; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    fds.push_back(fd);
+  }
+  int connected = 0;
+  for (int attempt = 0; attempt < 10 && connected < kBurst; ++attempt) {  // up to ~0.5 s
+    std::vector<pollfd> polls;
+    for (int fd : fds) polls.push_back({fd, POLLOUT, 0});
+    ::poll(polls.data(), polls.size(), 50);
+    connected = 0;
+    for (const pollfd& p : polls) {
+      int err = -1;
+      socklen_t len = sizeof err;
+      if ((p.revents & POLLOUT) && ::getsockopt(p.fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0) ++connected;
+    }
+    if (connected < kBurst) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (int fd : fds) ::close(fd);
+  EXPECT_EQ(connected, kBurst);
 }
 
 TEST(ServerHttp, SilentClientIsDropped) {

@@ -3,7 +3,9 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include "headscope/error.h"
 #include "server/gate.h"
@@ -69,6 +71,18 @@ std::optional<HttpReply> read_body(const httplib::ContentReader& reader, size_t 
 using Endpoint = HttpReply (Api::*)(std::string_view);
 
 }  // namespace
+
+int bind_http(httplib::Server& http, const std::string& host, int port) {
+  // The options callback sees each socket cpp-httplib tries; the last one is the one it bound.
+  auto bound = std::make_shared<int>(-1);
+  http.set_socket_options([bound](socket_t sock) {
+    httplib::default_socket_options(sock);
+    *bound = sock;
+  });
+  const int result = port == 0 ? http.bind_to_any_port(host) : (http.bind_to_port(host, port) ? port : -1);
+  if (result > 0 && *bound >= 0) ::listen(*bound, SOMAXCONN);
+  return result;
+}
 
 void configure_http(httplib::Server& http, Api& api, const HttpOptions& options) {
   // Connection threads: each open connection holds one while its request arrives, so the pool is

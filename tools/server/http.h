@@ -34,6 +34,11 @@ struct HttpOptions {
   bool log_requests = true;              // one stderr line per /api/ request
 };
 
+// Binds `http` to host:port (port 0: any free port) and returns the port, or -1. cpp-httplib 0.11.4
+// listens with a backlog of 5, so a burst of clients saw dropped connection attempts (each retried
+// by the kernel after 1 s); this listens again on the bound socket with the system's maximum.
+int bind_http(httplib::Server& http, const std::string& host, int port);
+
 // Configures `http` to serve `api` (and the UI in options.web_dir). `api` must outlive the server.
 // Throws Error when options.web_dir exists but cannot be served.
 void configure_http(httplib::Server& http, Api& api, const HttpOptions& options);

@@ -69,14 +69,11 @@ void serve(const ServeOptions& opt) {
   server::Api api(*model, cache, limits);
 
   httplib::Server http;
-  int port = opt.port;
-  if (port == 0) {
-    port = http.bind_to_any_port(opt.host);
-    if (port < 0) throw Error("--host " + opt.host + ": cannot bind a port on this address");
-  } else if (!http.bind_to_port(opt.host, port)) {
-    throw Error("--port " + std::to_string(port) + " on " + opt.host +
+  const int port = server::bind_http(http, opt.host, opt.port);
+  if (port < 0 && opt.port == 0) throw Error("--host " + opt.host + ": cannot bind a port on this address");
+  if (port < 0)
+    throw Error("--port " + std::to_string(opt.port) + " on " + opt.host +
                 ": cannot bind (in use? try another port, or --port 0 for any free one)");
-  }
   server::HttpOptions http_options;
   http_options.host = opt.host;
   http_options.port = port;

@@ -217,6 +217,14 @@ TEST(ServerHttp, DeclaredOversizeBodyIsRefusedBeforeItIsSent) {
   EXPECT_EQ(r.headers.at("connection"), "close");
 }
 
+TEST(ServerHttp, RefusedBodyIsNotInvitedWith100Continue) {
+  LiveServer server;
+  Connection c(server.port(), 5.0);
+  c.send("POST /api/run HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+         "Content-Length: 4294967296\r\nExpect: 100-continue\r\n\r\n");
+  EXPECT_EQ(c.receive_reply().status, 413);  // not "100 Continue"
+}
+
 TEST(ServerHttp, CompressedBodyIs415) {
   LiveServer server;
   const Reply r = exchange(server.port(), post("/api/run", "\x1f\x8b", "Content-Encoding: gzip\r\n"));

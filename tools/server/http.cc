@@ -116,6 +116,22 @@ void configure_http(httplib::Server& http, Api& api, const HttpOptions& options)
     return httplib::Server::HandlerResponse::Handled;
   });
 
+  // "Expect: 100-continue" is answered before routing: run the gate there too, so that a refused
+  // body is never invited.
+  http.set_expect_100_continue_handler([gate](const httplib::Request& req, httplib::Response& res) {
+    try {
+      const auto rejection = check_request(head_of(req), gate);
+      if (!rejection) return 100;
+      send(res, Api::error(rejection->status, rejection->code, rejection->message));
+      if (!rejection->allow.empty()) res.set_header("Allow", rejection->allow);
+      res.set_header("Connection", "close");
+      return rejection->status;
+    } catch (...) {
+      send_fallback(res);
+      return 500;
+    }
+  });
+
   http.Get("/api/model", [&api](const httplib::Request&, httplib::Response& res) { send(res, api.model_info()); });
   http.Get("/api/health", [&api](const httplib::Request&, httplib::Response& res) { send(res, api.health()); });
   const size_t max_body = options.max_body_bytes;

@@ -26,6 +26,44 @@ namespace headscope::limits {
 
 
 // ---- the HTTP server ----
+// `headscope serve` listens on loopback for one user's browser; these bound what one client, or a
+// web page that tries to reach the server, can make it hold (tools/server/http.cc).
+
+// Request body (JSON). The longest useful request is a 64 KiB text, escaped: 1 MiB is ample.
+inline constexpr size_t kMaxRequestBodyBytes = size_t{1} << 20;
+// After a body goes over the limit, this much more is read and discarded so that the client is
+// still listening when the 413 arrives; past it the server stops reading that body.
+inline constexpr size_t kMaxDiscardedBodyBytes = size_t{16} << 20;
+// Nesting depth of a request's JSON. Requests are flat objects (depth 1); 32 leaves room for any
+// client and keeps a body of a million '[' from building a million nested values.
+inline constexpr int kMaxRequestJsonDepth = 32;
+// Text of one request, in bytes (a 512-token text is a few KiB).
+inline constexpr size_t kMaxTextBytes = size_t{64} << 10;
+// /api/generate: new tokens per request (each one is a forward step).
+inline constexpr int kMaxNewTokens = 32;
+// Connection threads. Every open connection holds one while it sends its request, so a few slow
+// clients must not take them all; threads that wait cost little memory.
+inline constexpr int kConnectionThreads = 64;
+// Seconds one read from a client may wait for bytes (headers or body) before the connection is
+// dropped. A browser on loopback never pauses this long within a request.
+inline constexpr int kReadTimeoutSeconds = 3;
+// Seconds one write to a client may block (a client that does not read its reply).
+inline constexpr int kWriteTimeoutSeconds = 5;
+// Seconds an idle keep-alive connection keeps its thread, and requests per connection.
+inline constexpr int kKeepAliveTimeoutSeconds = 2;
+inline constexpr int kKeepAliveMaxCount = 10;
+// Heavy requests (run, attention, decompose, generate) that may compute or format at once. The
+// forward passes themselves run one at a time (each uses every core); the second slot lets a
+// cached answer go out while a pass runs.
+inline constexpr int kComputeSlots = 2;
+// Heavy requests that may wait for a slot. More get 503 at once: a queue that grows without bound
+// only turns into timeouts. 30 waiters let the explorer's bursts (a few requests per view) and
+// several tabs through.
+inline constexpr int kMaxComputeWaiters = 30;
+// Seconds a heavy request may wait for a slot before it gets 503 (a browser would give up anyway).
+inline constexpr int kMaxComputeWaitSeconds = 60;
+// Retry-After of a 503, in seconds.
+inline constexpr int kRetryAfterSeconds = 2;
 
 
 

@@ -24,6 +24,14 @@ struct RequestError {
   std::string message;
 };
 
+// A heavy request that found no compute slot: 503 with Retry-After.
+struct Busy {
+  std::string message;
+};
+
+// Text for a JSON string: invalid UTF-8 becomes U+FFFD instead of making dump() throw.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 json parse_object(std::string_view body, std::initializer_list<std::string_view> allowed) {
   size_t bad = 0;
   if (!is_valid_utf8(body, &bad))
@@ -31,9 +39,18 @@ json parse_object(std::string_view body, std::initializer_list<std::string_view>
                        "request body is not valid UTF-8 (first bad byte at offset " + std::to_string(bad) +
                            "); send the text encoded as UTF-8"};
   json j;
+  // Requests are flat objects; refusing deep nesting while parsing keeps a body of a million '['
+  // from building a million nested values.
+  const json::parser_callback_t depth_limit = [](int depth, json::parse_event_t, json&) {
+    if (depth > limits::kMaxRequestJsonDepth)
+      throw RequestError{400, "bad_json", "request body nests deeper than " +
+                                              std::to_string(limits::kMaxRequestJsonDepth) + " levels; send a flat object"};
+    return true;
+  };
   try {
-    j = json::parse(body);
-  } catch (const json::parse_error& e) {
+    j = json::parse(body, depth_limit);
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for numbers such as 1e999 that no double holds.
     throw RequestError{400, "bad_json", std::string("request body is not valid JSON: ") + e.what()};
   }
   if (!j.is_object()) throw RequestError{400, "bad_request", "request body must be a JSON object, e.g. {\"text\": \"...\"}"};
@@ -58,7 +75,7 @@ std::optional<int> optional_int(const json& j, const char* key) {
     throw RequestError{400, "bad_field", std::string("field \"") + key + "\" must be an integer"};
   const int64_t x = v.get<int64_t>();
   if (x < INT32_MIN || x > INT32_MAX)
-    throw RequestError{400, std::string("unknown_") + key, std::string(key) + " " + v.dump() + " is out of range"};
+    throw RequestError{400, std::string("unknown_") + key, std::string(key) + " " + dump(v) + " is out of range"};
   return static_cast<int>(x);
 }
 
@@ -193,15 +210,28 @@ std::vector<int> kv_head_map(const ModelConfig& c) {
   return map;
 }
 
-HttpReply json_reply(const json& j) { return {200, "application/json", j.dump()}; }
+HttpReply json_reply(const json& j) { return {200, "application/json", dump(j), {}}; }
 
 }  // namespace
 
-Api::Api(const Model& model, RunCache& cache, ApiLimits limits) : model_(model), cache_(cache), limits_(limits) {}
+Api::Api(const Model& model, RunCache& cache, ApiLimits limits)
+    : model_(model),
+      cache_(cache),
+      limits_(limits),
+      queue_(limits.compute_slots, limits.max_compute_waiters, limits.max_compute_wait) {}
 
-HttpReply Api::error(int status, std::string_view code, std::string_view message) {
-  json j = {{"error", {{"status", status}, {"code", code}, {"message", message}}}};
-  return {status, "application/json", j.dump()};
+HttpReply Api::error(int status, std::string_view code, std::string_view message) noexcept {
+  try {
+    json j = {{"error", {{"status", status}, {"code", code}, {"message", message}}}};
+    return {status, "application/json", dump(j), {}};
+  } catch (...) {
+    // Only std::bad_alloc can get here; a fixed reply needs no allocation beyond its own.
+  }
+  try {
+    return {500, "application/json", R"({"error":{"status":500,"code":"internal_error","message":"out of memory"}})", {}};
+  } catch (...) {
+    return {};
+  }
 }
 
 template <typename Handler>
@@ -210,12 +240,42 @@ HttpReply Api::guarded(std::string_view body, Handler&& handler) {
     return handler(body);
   } catch (const RequestError& e) {
     return error(e.status, e.code, e.message);
+  } catch (const Busy& e) {
+    HttpReply reply = error(503, "busy", e.message);
+    reply.headers.emplace_back("Retry-After", std::to_string(limits::kRetryAfterSeconds));
+    return reply;
+  } catch (const ResourceError& e) {
+    // Well-formed, but over a budget or the machine's memory (estimated before allocating).
+    return error(413, "too_large", e.what());
   } catch (const Error& e) {
     // The core refused the input (e.g. a text its tokenizer cannot take).
     return error(422, "rejected_by_model", e.what());
   } catch (const std::bad_alloc&) {
     return error(413, "too_large", "not enough memory for this request; try a shorter text");
+  } catch (const json::exception& e) {
+    return error(400, "bad_request", std::string("the request could not be read: ") + e.what());
+  } catch (const std::exception& e) {
+    return error(500, "internal_error", std::string("internal error (the server keeps running): ") + e.what());
+  } catch (...) {
+    return error(500, "internal_error", "internal error (the server keeps running)");
   }
+}
+
+std::optional<ComputeQueue::Ticket> Api::admit() {
+  auto ticket = queue_.enter();
+  if (!ticket)
+    throw Busy{"the server is busy with other analyses (" + std::to_string(queue_.busy()) + " running, " +
+               std::to_string(queue_.waiting()) + " waiting); retry in a few seconds"};
+  return ticket;
+}
+
+HttpReply Api::health() const {
+  const json j = {{"ok", true},
+                  {"runs_computed", cache_.runs_computed()},
+                  {"busy", queue_.busy()},
+                  {"waiting", queue_.waiting()},
+                  {"turned_away", queue_.turned_away()}};
+  return json_reply(j);
 }
 
 namespace {
@@ -287,6 +347,7 @@ HttpReply Api::run(std::string_view body) {
     const json j = parse_object(b, {"text", "truncate", "level", "special"});
     TextRequest req = parse_text_request(j, limits_, model_);
     req.hide_special = optional_enum(j, "special", {"keep", "hide"}) == "hide";
+    const auto ticket = admit();
     const auto record = cache_.get(req.text, req.truncate);
     const ModelConfig& c = model_.config();
     const LevelAnalysis& a = record->analysis(req.level, req.hide_special);
@@ -323,6 +384,7 @@ HttpReply Api::attention(std::string_view body) {
     if (req.head) check_index(*req.head, c.n_head, "head", "heads per layer");
     req.dtype = optional_enum(j, "dtype", {"float32", "uint8"}) == "uint8" ? WireDtype::kUint8 : WireDtype::kFloat32;
 
+    const auto ticket = admit();
     const auto record = cache_.get(req.text.text, req.text.truncate);
     const Tensor& att = record->attention(req.text.level);  // [n_layer, n_head, U, U]
     const int64_t U = att.dim(2), block = U * U;
@@ -335,7 +397,7 @@ HttpReply Api::attention(std::string_view body) {
         const float* src = att.ptr() + (static_cast<int64_t>(l) * c.n_head + h) * block;
         values.insert(values.end(), src, src + block);
       }
-    return HttpReply{200, "application/octet-stream", encode_tensor(values, {nl, nh, U, U}, req.dtype)};
+    return HttpReply{200, "application/octet-stream", encode_tensor(values, {nl, nh, U, U}, req.dtype), {}};
   });
 }
 
@@ -350,6 +412,7 @@ HttpReply Api::decompose(std::string_view body) {
     if (!layer) throw RequestError{400, "missing_field", "field \"layer\" is required"};
     if (!token) throw RequestError{400, "missing_field", "field \"token\" is required"};
     req.layer = check_index(*layer, c.n_layer, "layer", "layers");
+    const auto ticket = admit();
     const auto record = cache_.get(req.text.text, req.text.truncate);
     req.token = check_index(*token, record->T(), "token", "tokens in this text");
 
@@ -448,6 +511,7 @@ HttpReply Api::generate(std::string_view body) {
     // extend() per new token. Only the logits are needed here; the explorer shows the attention
     // of the whole text through /api/run, whose row t equals step t's row in a causal model.
     const CaptureOptions none = CaptureOptions::attention_only();
+    const auto ticket = admit();
     const auto lock = cache_.exclusive_model();
     auto state = model_.start();
     std::vector<float> logits;
@@ -469,11 +533,18 @@ HttpReply Api::generate(std::string_view body) {
     // The continuation as text: what decoding gained over the prompt's own decoding.
     const std::string before = model_.tokenizer().decode(prompt.ids());
     const std::string after = model_.tokenizer().decode(ids);
-    const std::string continuation = after.compare(0, before.size(), before) == 0 ? after.substr(before.size()) : std::string();
+    std::string continuation = after.compare(0, before.size(), before) == 0 ? after.substr(before.size()) : std::string();
+    // Byte-level tokens can stop inside a multi-byte character (the first bytes of an emoji, say):
+    // the reply holds those bytes back, so that text and continuation end at the last whole
+    // character and stay valid UTF-8; held_back_bytes says how many were left out.
+    const size_t held_back = incomplete_utf8_tail(continuation);
+    continuation.resize(continuation.size() - held_back);
     const std::string text = req.text + continuation;
     // Whether the text encodes back to exactly these ids; if not, an analysis of `text` sees
-    // different tokens than the ones generated (e.g. two pieces that merge when re-encoded).
-    const bool same = model_.encode(text).ids() == ids;
+    // different tokens than the ones generated (e.g. two pieces that merge when re-encoded, or a
+    // held-back tail). A text that is still not UTF-8 (the model emitted a stray byte) is not
+    // encoded: it cannot give back the ids, and the reply writes its bad bytes as U+FFFD.
+    const bool same = held_back == 0 && is_valid_utf8(text) && model_.encode(text).ids() == ids;
     json out = {
         {"prompt", req.text},
         {"prompt_tokens", T0},
@@ -481,6 +552,7 @@ HttpReply Api::generate(std::string_view body) {
         {"generated", generated},
         {"continuation", continuation},
         {"text", text},
+        {"held_back_bytes", held_back},
         {"retokenizes_same", same},
         {"stopped_at_eos", stopped_at_eos},
         {"stopped_at_limit", !stopped_at_eos && static_cast<int64_t>(ids.size()) - T0 < max_new},

@@ -2,15 +2,20 @@
 //
 // This is the only place that knows JSON. Each handler parses the request into a native struct
 // first (TextRequest, AttentionRequest, DecomposeRequest), calls the core through RunCache, and
-// formats the reply. serve_command.cc binds these handlers to routes with cpp-httplib; keeping
+// formats the reply. http.cc binds these handlers to routes with cpp-httplib; keeping
 // them free of httplib types makes the contract (docs/api.md) readable in one file.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
+#include "headscope/limits.h"
 #include "headscope/model.h"
+#include "server/compute_queue.h"
 #include "server/run_cache.h"
 #include "server/wire.h"
 
@@ -20,12 +25,17 @@ struct HttpReply {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra headers (Retry-After of a 503)
 };
 
 struct ApiLimits {
-  size_t max_text_bytes = 64 * 1024;  // longer text: 413 (a 512-token text is a few KiB)
-  int max_tokens = 512;               // longer encoding: 413 unless truncated (<= the model's limit)
-  int max_new_tokens = 32;            // /api/generate: more is a 400 (each step is a forward pass)
+  size_t max_text_bytes = limits::kMaxTextBytes;  // longer text: 413
+  int max_tokens = 512;                           // longer encoding: 413 unless truncated (<= the model's limit)
+  int max_new_tokens = limits::kMaxNewTokens;     // /api/generate: more is a 400 (each step is a forward pass)
+  // Heavy requests working at once, waiting for a slot, and how long one may wait (then 503).
+  int compute_slots = limits::kComputeSlots;
+  int max_compute_waiters = limits::kMaxComputeWaiters;
+  std::chrono::milliseconds max_compute_wait{limits::kMaxComputeWaitSeconds * 1000};
 };
 
 // What every endpoint that analyses a text takes.
@@ -52,22 +62,31 @@ class Api {
   Api(const Model& model, RunCache& cache, ApiLimits limits = {});
 
   HttpReply model_info() const;                // GET  /api/model
+  HttpReply health() const;                    // GET  /api/health
   HttpReply run(std::string_view body);        // POST /api/run
   HttpReply attention(std::string_view body);  // POST /api/attention
   HttpReply decompose(std::string_view body);  // POST /api/decompose
   HttpReply generate(std::string_view body);   // POST /api/generate (causal models only)
 
-  // {"error": {"status", "code", "message"}} with that status.
-  static HttpReply error(int status, std::string_view code, std::string_view message);
+  // {"error": {"status", "code", "message"}} with that status. Never throws: text that is not
+  // UTF-8 (a decoded URL, a header) is written with U+FFFD in place of the bad bytes.
+  static HttpReply error(int status, std::string_view code, std::string_view message) noexcept;
+
+  // The admission of heavy requests (run, attention, decompose, generate), for the tests.
+  ComputeQueue& compute_queue() { return queue_; }
 
  private:
-  // Wraps a handler: request errors become their 4xx reply, model errors 422.
+  // Wraps a handler: request errors become their 4xx reply, model errors 422, requests over a
+  // budget 413, a full compute queue 503; nothing escapes (anything else is a 500).
   template <typename Handler>
   HttpReply guarded(std::string_view body, Handler&& handler);
+  // A compute slot for a heavy request; throws (→ 503 with Retry-After) when the queue is full.
+  std::optional<ComputeQueue::Ticket> admit();
 
   const Model& model_;
   RunCache& cache_;
   ApiLimits limits_;
+  ComputeQueue queue_;
 };
 
 }  // namespace headscope::server

@@ -1,6 +1,7 @@
 // headscope server — analysed runs and their cache (see run_cache.h).
 #include "server/run_cache.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "analysis/atlas.h"
@@ -44,6 +45,25 @@ std::vector<analysis::ProbeEvidence> measure_probe(const Model& model) {
     runs.push_back(analysis::score_probe(model.run(layout.encoding, capture).attention, layout));
   }
   return analysis::average_probes(runs);
+}
+
+uint64_t run_bytes(const ModelConfig& c, int64_t T) {
+  const uint64_t L = static_cast<uint64_t>(std::max(c.n_layer, 0)), H = static_cast<uint64_t>(std::max(c.n_head, 0));
+  const uint64_t t = static_cast<uint64_t>(std::max<int64_t>(T, 0));
+  const uint64_t floats = 2 * L * H * t * t + L * H * t * static_cast<uint64_t>(std::max(c.d_head, 0)) +
+                          L * H * t * static_cast<uint64_t>(std::max(c.d_model, 0)) +
+                          L * t * static_cast<uint64_t>(std::max(c.d_model, 0));
+  return floats * sizeof(float);
+}
+
+int64_t max_tokens_within(const ModelConfig& config, uint64_t budget_bytes) {
+  // run_bytes grows with T, so a binary search over [0, 2^20] finds the largest T that fits.
+  int64_t lo = 0, hi = int64_t{1} << 20;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (run_bytes(config, mid) <= budget_bytes) lo = mid; else hi = mid - 1;
+  }
+  return lo;
 }
 
 size_t RunRecord::bytes() const {

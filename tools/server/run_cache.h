@@ -54,6 +54,15 @@ struct RunRecord {
   size_t bytes() const;
 };
 
+// Bytes one analysed run of T tokens holds (what RunRecord::bytes() will count): the attention
+// n_layer·n_head·T² floats at token level and again at word level (at most T units), which
+// dominate, plus head outputs n_layer·n_head·T·d_head, contributions n_layer·n_head·T·d_model and
+// the attention output n_layer·T·d_model. Used to refuse a --max-tokens whose run would not fit
+// in --cache-mib before any run is made.
+uint64_t run_bytes(const ModelConfig& config, int64_t T);
+// The largest T whose run_bytes fits in `budget_bytes` (0 when not even one token fits).
+int64_t max_tokens_within(const ModelConfig& config, uint64_t budget_bytes);
+
 // Induction and duplicate-token evidence cannot be read off an ordinary sentence: it comes from
 // the repeated-random-tokens probe (analysis/probe.h), run once per model with the atlas's
 // settings (AtlasOptions defaults), and is added to the evidence of every head of every run.

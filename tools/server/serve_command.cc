@@ -8,11 +8,15 @@
 #include <httplib.h>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "headscope/error.h"
 #include "headscope/model.h"
+#include "headscope/limits.h"
 #include "server/api.h"
+#include "server/gate.h"
+#include "server/http.h"
 #include "server/run_cache.h"
 
 #ifndef HEADSCOPE_WEB_DIST
@@ -26,17 +30,16 @@ struct ServeOptions {
   std::string model = "models/all-MiniLM-L6-v2";
   std::string host = "127.0.0.1";
   int port = 8080;
+  std::vector<std::string> allow_hosts;
   std::string web_dir = HEADSCOPE_WEB_DIST;
   int cache_runs = 4;
   int cache_mib = 2048;
-  int max_body_kib = 1024;
+  int max_body_kib = static_cast<int>(limits::kMaxRequestBodyBytes >> 10);
   int max_tokens = 512;
 };
 
-void send(httplib::Response& res, const server::HttpReply& reply) {
-  res.status = reply.status;
-  res.set_content(reply.body, reply.content_type.c_str());
-  res.set_header("Cache-Control", "no-store");
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void serve(const ServeOptions& opt) {
@@ -44,88 +47,55 @@ void serve(const ServeOptions& opt) {
   std::unique_ptr<Model> model = Model::load(opt.model);
   const ModelConfig& c = model->config();
   std::fprintf(stderr, "headscope: loaded %s (%s, %d layers x %d heads, d_model %d) in %.1f s\n", c.name.c_str(),
-               c.architecture.c_str(), c.n_layer, c.n_head, c.d_model,
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+               c.architecture.c_str(), c.n_layer, c.n_head, c.d_model, seconds_since(t0));
+
+  server::ApiLimits limits;
+  limits.max_tokens = c.max_positions > 0 ? std::min(opt.max_tokens, c.max_positions) : opt.max_tokens;
+  // One run of max_tokens must fit in the cache's budget (the latest run is always kept), or a
+  // long text would take more memory than the user allowed: refuse before loading anything more.
+  const uint64_t budget = static_cast<uint64_t>(opt.cache_mib) << 20;
+  const uint64_t need = server::run_bytes(c, limits.max_tokens);
+  if (need > budget)
+    throw ResourceError("--max-tokens " + std::to_string(limits.max_tokens) + ": one run of that length on " + c.name +
+                        " keeps " + std::to_string((need + (1 << 20) - 1) >> 20) +
+                        " MiB (attention alone is 2 x n_layer x n_head x T^2 floats), over --cache-mib " +
+                        std::to_string(opt.cache_mib) + "; use --max-tokens " +
+                        std::to_string(server::max_tokens_within(c, budget)) + " or raise --cache-mib");
 
   t0 = std::chrono::steady_clock::now();
   std::vector<analysis::ProbeEvidence> probe = server::measure_probe(*model);
-  std::fprintf(stderr, "headscope: induction probe over %zu heads in %.1f s\n", probe.size(),
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  server::ApiLimits limits;
-  limits.max_tokens = c.max_positions > 0 ? std::min(opt.max_tokens, c.max_positions) : opt.max_tokens;
-  server::RunCache cache(*model, static_cast<size_t>(opt.cache_runs), static_cast<size_t>(opt.cache_mib) << 20,
-                         limits.max_tokens, std::move(probe));
+  std::fprintf(stderr, "headscope: induction probe over %zu heads in %.1f s\n", probe.size(), seconds_since(t0));
+  server::RunCache cache(*model, static_cast<size_t>(opt.cache_runs), budget, limits.max_tokens, std::move(probe));
   server::Api api(*model, cache, limits);
 
   httplib::Server http;
-  http.set_payload_max_length(static_cast<size_t>(opt.max_body_kib) * 1024);
-
-  http.Get("/api/model", [&](const httplib::Request&, httplib::Response& res) { send(res, api.model_info()); });
-  http.Post("/api/run", [&](const httplib::Request& req, httplib::Response& res) { send(res, api.run(req.body)); });
-  http.Post("/api/attention",
-            [&](const httplib::Request& req, httplib::Response& res) { send(res, api.attention(req.body)); });
-  http.Post("/api/generate",
-            [&](const httplib::Request& req, httplib::Response& res) { send(res, api.generate(req.body)); });
-  http.Post("/api/decompose",
-            [&](const httplib::Request& req, httplib::Response& res) { send(res, api.decompose(req.body)); });
-  http.Get("/api/health", [&](const httplib::Request&, httplib::Response& res) {
-    send(res, {200, "application/json", "{\"ok\":true,\"runs_computed\":" + std::to_string(cache.runs_computed()) + "}"});
-  });
-
-  // Errors that never reached a handler (unknown route, body over the size limit, wrong method)
-  // get the same JSON shape as the API's own errors. httplib calls this for every status >= 400,
-  // so a reply that already has a body is left alone.
-  http.set_error_handler([&](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    if (res.status == 413) {
-      send(res, server::Api::error(413, "body_too_large",
-                                   "request body is over " + std::to_string(opt.max_body_kib) + " KiB"));
-    } else if (res.status == 404) {
-      send(res, server::Api::error(404, "not_found", "no such path: " + req.method + " " + req.path + " (see docs/api.md)"));
-    } else {
-      send(res, server::Api::error(res.status, "http_error", "request failed with HTTP status " + std::to_string(res.status)));
-    }
-  });
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown error";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    send(res, server::Api::error(500, "internal_error", what));
-  });
-  http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
-    if (req.path.rfind("/api/", 0) == 0)
-      std::fprintf(stderr, "headscope: %s %s -> %d (%zu bytes)\n", req.method.c_str(), req.path.c_str(), res.status,
-                   res.body.size());
-  });
-
-  const bool has_ui = std::filesystem::exists(std::filesystem::path(opt.web_dir) / "index.html");
-  if (has_ui) {
-    if (!http.set_mount_point("/", opt.web_dir))
-      throw Error("--web-dir " + opt.web_dir + ": cannot serve this folder");
-  } else {
+  const int port = server::bind_http(http, opt.host, opt.port);
+  if (port < 0 && opt.port == 0) throw Error("--host " + opt.host + ": cannot bind a port on this address");
+  if (port < 0)
+    throw Error("--port " + std::to_string(opt.port) + " on " + opt.host +
+                ": cannot bind (in use? try another port, or --port 0 for any free one)");
+  server::HttpOptions http_options;
+  http_options.host = opt.host;
+  http_options.port = port;
+  http_options.allow_hosts = opt.allow_hosts;
+  http_options.web_dir = opt.web_dir;
+  http_options.max_body_bytes = static_cast<size_t>(opt.max_body_kib) << 10;
+  server::configure_http(http, api, http_options);
+  if (!std::filesystem::exists(std::filesystem::path(opt.web_dir) / "index.html"))
     std::fprintf(stderr,
                  "headscope: warning: no web UI at %s/index.html (run `npm run build` in web/, or pass --web-dir); "
                  "serving the API only\n",
                  opt.web_dir.c_str());
-    http.Get("/", [&](const httplib::Request&, httplib::Response& res) {
-      res.set_content("headscope API is running; the web UI was not built (see web/README.md).\n", "text/plain");
-    });
-  }
+  if (!server::is_loopback_host(opt.host))
+    std::fprintf(stderr,
+                 "headscope: WARNING: --host %s is not a loopback address: every machine that can reach it can read "
+                 "the model's analyses and make it compute, with no password and no encryption. Use it only on a "
+                 "network you trust; the default is 127.0.0.1.\n",
+                 opt.host.c_str());
 
-  int port = opt.port;
-  if (port == 0) {
-    port = http.bind_to_any_port(opt.host);
-    if (port < 0) throw Error("--host " + opt.host + ": cannot bind a port on this address");
-  } else if (!http.bind_to_port(opt.host, port)) {
-    throw Error("--port " + std::to_string(port) + " on " + opt.host +
-                ": cannot bind (in use? try another port, or --port 0 for any free one)");
-  }
   // One line on stdout, flushed, so that scripts (make demo, the end-to-end tests) can read it.
-  std::printf("headscope explorer: http://%s:%d/\n", opt.host.c_str(), port);
+  const bool v6 = opt.host.find(':') != std::string::npos;
+  std::printf("headscope explorer: http://%s%s%s:%d/\n", v6 ? "[" : "", opt.host.c_str(), v6 ? "]" : "", port);
   std::fflush(stdout);
   if (!http.listen_after_bind()) throw Error("the server stopped unexpectedly on port " + std::to_string(port));
 }
@@ -139,9 +109,13 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--port", opt->port, "TCP port; 0 picks a free one")->check(CLI::Range(0, 65535))->capture_default_str();
   cmd->add_option("--host", opt->host, "Address to bind; only change it to share the explorer on a trusted network")
       ->capture_default_str();
+  cmd->add_option("--allow-host", opt->allow_hosts,
+                  "Another name the server may be called by in the Host header (besides 127.0.0.1, localhost, [::1] "
+                  "and --host); repeat for several");
   cmd->add_option("--web-dir", opt->web_dir, "Folder of the built web UI")->capture_default_str();
   cmd->add_option("--max-tokens", opt->max_tokens,
-                  "Longest text in tokens (at most the model's position limit); memory grows with its square")
+                  "Longest text in tokens (at most the model's position limit); one run keeps about "
+                  "8 x n_layer x n_head x T^2 bytes of attention, which must fit in --cache-mib")
       ->check(CLI::Range(2, 1 << 16))
       ->capture_default_str();
   cmd->add_option("--cache-runs", opt->cache_runs, "Texts whose runs stay in memory")

@@ -116,4 +116,28 @@ bool is_valid_utf8(std::string_view text, size_t* bad_offset) {
   return true;
 }
 
+size_t incomplete_utf8_tail(std::string_view text) {
+  // Walk back over at most three continuation bytes to the lead byte of the last sequence.
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  size_t start = n;
+  while (start > 0 && n - start < 3 && (s[start - 1] & 0xC0) == 0x80) --start;
+  if (start == 0) return 0;
+  const unsigned char lead = s[start - 1];
+  const size_t have = n - start + 1;  // lead byte and the continuation bytes after it
+  const size_t need = lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3 : lead >= 0xF0 && lead <= 0xF4 ? 4 : 0;
+  if (need == 0 || have >= need) return 0;
+  // Held back only if what is there can still become a character: the second byte's range rules
+  // out overlong forms, surrogates and code points above U+10FFFF (as in is_valid_utf8).
+  if (have >= 2) {
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (lead == 0xE0) lo = 0xA0;
+    if (lead == 0xED) hi = 0x9F;
+    if (lead == 0xF0) lo = 0x90;
+    if (lead == 0xF4) hi = 0x8F;
+    if (s[start] < lo || s[start] > hi) return 0;
+  }
+  return have;
+}
+
 }  // namespace headscope::server

@@ -39,4 +39,9 @@ std::string base64_floats(std::span<const float> values);
 // Sets `bad_offset` to the byte offset of the first bad sequence when it is not.
 bool is_valid_utf8(std::string_view text, size_t* bad_offset = nullptr);
 
+// The number of bytes (0 to 3) at the end of `text` that begin a multi-byte character without
+// completing it, e.g. 1 for "caf\xC3" and 2 for "\xF0\x9F". 0 when the text ends on a whole
+// character or on bytes that can never become one (those are not held back: no later byte fixes them).
+size_t incomplete_utf8_tail(std::string_view text);
+
 }  // namespace headscope::server

@@ -1,6 +1,7 @@
 // API checks against the live server: contract, numbers cross-checked between endpoints, and
 // every kind of bad request answered with a clear 4xx JSON error while the server stays up.
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { decodeB64, decodeTensor } from './harness.mjs';
 
 export const SENTENCE = "The animal didn't cross the street because it was too tired.";
@@ -285,5 +286,42 @@ export async function apiTests(base, suite) {
     }
     const after = (await expectAlive(base)).runs_computed;
     assert.equal(after - before, texts.length, 'each distinct text is computed once; the rest come from the cache');
+  });
+  await suite.test('hostile requests: each refused with JSON, the server stays up (docs/api.md, "Who may call the API")', async () => {
+    const port = new URL(base).port;
+    // Raw bytes over a socket, for what fetch will not send (a foreign Host, an undecodable path).
+    const raw = (request) => new Promise((resolve, reject) => {
+      const socket = net.connect(Number(port), '127.0.0.1', () => socket.write(request));
+      let data = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (d) => {
+        data += d;
+        const end = data.indexOf('\r\n\r\n');
+        const m = /content-length: (\d+)/i.exec(data);
+        if (end >= 0 && m && data.length >= end + 4 + Number(m[1])) {
+          socket.destroy();
+          resolve({ status: Number(data.slice(9, 12)), head: data.slice(0, end), body: JSON.parse(data.slice(end + 4)) });
+        }
+      });
+      socket.on('error', reject);
+      socket.setTimeout(10000, () => reject(new Error('no reply')));
+    });
+    const ff = await raw('GET /%ff HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    assert.equal(ff.status, 404);
+    assert.equal(ff.body.error.code, 'not_found');
+    const rebound = await raw('GET /api/model HTTP/1.1\r\nHost: attacker.example\r\n\r\n');
+    assert.equal(rebound.status, 403);
+    assert.equal(rebound.body.error.code, 'forbidden_host');
+    const cross = await raw(`POST /api/run HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nOrigin: http://evil.example\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{"text":"hi"}`);
+    assert.equal(cross.status, 403);
+    assert.equal(cross.body.error.code, 'forbidden_origin');
+    const plain = await fetch(base + '/api/run', { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: JSON.stringify({ text: 'hi' }) });
+    assert.equal(plain.status, 415);
+    assert.equal((await plain.json()).error.code, 'unsupported_media_type');
+    const put = await fetch(base + '/api/run', { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+    assert.equal(put.status, 405);
+    assert.equal(put.headers.get('allow'), 'POST');
+    await expectError(base, '/api/attention', '{"text": "hi", "layer": 1e999}', 400, 'bad_json', true);
+    await expectAlive(base);
   });
 }

@@ -1,0 +1,375 @@
+// The configured cpp-httplib server (configure_http) on 127.0.0.1, port 0, in this process, driven
+// with raw bytes over sockets: each test reproduces one way a hostile client or web page could
+// kill, stall or misuse `headscope serve`, and checks the answer and that the server stays up.
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <nlohmann/json.hpp>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "headscope/model.h"
+#include "server/api.h"
+#include "server/http.h"
+#include "server/run_cache.h"
+#include "test_support.h"
+
+namespace headscope::server {
+namespace {
+
+using json = nlohmann::json;
+
+const Model& minilm() {
+  static std::unique_ptr<Model> model = [] {
+    const std::string dir = testing::env_or_fail("HEADSCOPE_MODEL");
+    return dir.empty() ? nullptr : Model::load(dir);
+  }();
+  if (!model) throw std::runtime_error("HEADSCOPE_MODEL is not set");
+  return *model;
+}
+
+// A server as `headscope serve` configures it, listening on a free port until destroyed.
+class LiveServer {
+ public:
+  explicit LiveServer(ApiLimits limits = {}, HttpOptions options = {})
+      : cache_(minilm(), 4, size_t{1} << 30, 512), api_(minilm(), cache_, limits) {
+    port_ = bind_http(http_, "127.0.0.1", 0);
+    if (port_ <= 0) throw std::runtime_error("cannot bind a port on 127.0.0.1");
+    options.host = "127.0.0.1";
+    options.port = port_;
+    options.log_requests = false;
+    configure_http(http_, api_, options);
+    thread_ = std::thread([this] { http_.listen_after_bind(); });
+    while (!http_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~LiveServer() {
+    http_.stop();
+    thread_.join();
+  }
+  int port() const { return port_; }
+  Api& api() { return api_; }
+
+ private:
+  RunCache cache_;
+  Api api_;
+  httplib::Server http_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+struct Reply {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+  size_t length = 0;  // Content-Length
+};
+
+// The first response in `raw`.
+Reply parse_reply(const std::string& raw) {
+  Reply r;
+  const size_t end = raw.find("\r\n\r\n");
+  if (raw.rfind("HTTP/1.1 ", 0) != 0 || end == std::string::npos) return r;
+  r.status = std::stoi(raw.substr(9, 3));
+  size_t pos = raw.find("\r\n") + 2;
+  while (pos < end) {
+    const size_t eol = raw.find("\r\n", pos), colon = raw.find(':', pos);
+    std::string name = raw.substr(pos, colon - pos);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    r.headers[name] = raw.substr(colon + 2, eol - colon - 2);
+    pos = eol + 2;
+  }
+  r.length = r.headers.count("content-length") ? std::stoul(r.headers.at("content-length")) : 0;
+  r.body = raw.substr(end + 4, r.length);
+  return r;
+}
+
+// A blocking TCP connection to the server with a receive timeout.
+class Connection {
+ public:
+  explicit Connection(int port, double timeout_s = 10) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    timeval tv{static_cast<time_t>(timeout_s), static_cast<suseconds_t>((timeout_s - static_cast<time_t>(timeout_s)) * 1e6)};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) throw std::runtime_error("connect failed");
+  }
+  ~Connection() { ::close(fd_); }
+  bool send(std::string_view bytes) {
+    while (!bytes.empty()) {
+      const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      bytes.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
+  int fd() const { return fd_; }
+  // One whole response (headers and Content-Length bytes of body), or what came before the
+  // server closed or the timeout. (The client must not half-close its side: cpp-httplib takes a
+  // peer that has shut down writing for gone and drops the reply.)
+  Reply receive_reply() {
+    std::string raw;
+    char buf[65536];
+    for (;;) {
+      const Reply r = parse_reply(raw);
+      if (r.status != 0 && r.body.size() >= r.length) return r;
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return r;
+      raw.append(buf, static_cast<size_t>(n));
+    }
+  }
+  // < 0 on timeout, 0 when the server closed, else the byte count.
+  ssize_t receive_some() {
+    char buf[4096];
+    return ::recv(fd_, buf, sizeof buf, 0);
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Sends one raw request on a fresh connection and reads the reply.
+Reply exchange(int port, const std::string& request) {
+  Connection c(port);
+  c.send(request);
+  return c.receive_reply();
+}
+
+std::string post(const std::string& path, const std::string& body, const std::string& extra_headers = "",
+                 const std::string& type = "application/json") {
+  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: " + type +
+         "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + extra_headers + "\r\n" + body;
+}
+
+const char* kHealth = "GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+
+std::string error_code(const Reply& r) {
+  const json j = json::parse(r.body, nullptr, false);
+  return j.is_discarded() ? "(not JSON: " + r.body + ")" : j["error"]["code"].get<std::string>();
+}
+
+void expect_alive(int port) { EXPECT_EQ(exchange(port, kHealth).status, 200) << "the server stopped answering"; }
+
+// Resident memory of this process, in bytes.
+size_t rss_bytes() {
+  std::ifstream in("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  in >> pages >> resident;
+  return resident * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+TEST(ServerHttp, UndecodablePathIsA404NotACrash) {
+  // Any web page could send these (<img src="http://127.0.0.1:8080/%ff">); the 404 handler used to
+  // throw on the invalid UTF-8 of the decoded path, and the exception ended the process.
+  LiveServer server;
+  for (const char* path : {"/%ff", "/%c0%ae%c0%ae/etc/passwd", "/api/%ff%fe", "/%00%1b[31m"}) {
+    const Reply r = exchange(server.port(), std::string("GET ") + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    EXPECT_EQ(r.status, 404) << path;
+    EXPECT_EQ(error_code(r), "not_found") << path;
+  }
+  expect_alive(server.port());
+}
+
+TEST(ServerHttp, ChunkedBodyOverTheLimitIs413WhileItArrives) {
+  LiveServer server;
+  // 12 MiB in 64 KiB chunks: the server used to buffer every chunk before looking at the size.
+  const std::string chunk(64 << 10, 'x');
+  std::string request = "POST /api/run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                        "Transfer-Encoding: chunked\r\n\r\n";
+  const size_t rss_before = rss_bytes();
+  std::atomic<size_t> rss_peak{rss_before};
+  std::atomic<bool> sending{true};
+  std::thread sampler([&] {
+    while (sending) {
+      rss_peak = std::max(rss_peak.load(), rss_bytes());
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  Connection c(server.port());
+  c.send(request);
+  for (int i = 0; i < 192; ++i) c.send("10000\r\n" + chunk + "\r\n");
+  c.send("0\r\n\r\n");
+  const Reply r = c.receive_reply();
+  sending = false;
+  sampler.join();
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(error_code(r), "body_too_large");
+  // Held: the 1 MiB limit and a read buffer, not the 12 MiB that arrived.
+  EXPECT_LT(rss_peak - rss_before, size_t{6} << 20);
+  expect_alive(server.port());
+}
+
+TEST(ServerHttp, DeclaredOversizeBodyIsRefusedBeforeItIsSent) {
+  LiveServer server;
+  Connection c(server.port(), 5.0);
+  c.send("POST /api/run HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 4294967296\r\n\r\n");
+  // The reply comes at once: the server neither waits for nor reads the 4 GiB.
+  const Reply r = c.receive_reply();
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(r.headers.at("connection"), "close");
+}
+
+TEST(ServerHttp, RefusedBodyIsNotInvitedWith100Continue) {
+  LiveServer server;
+  Connection c(server.port(), 5.0);
+  c.send("POST /api/run HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+         "Content-Length: 4294967296\r\nExpect: 100-continue\r\n\r\n");
+  EXPECT_EQ(c.receive_reply().status, 413);  // not "100 Continue"
+}
+
+TEST(ServerHttp, CompressedBodyIs415) {
+  LiveServer server;
+  const Reply r = exchange(server.port(), post("/api/run", "\x1f\x8b", "Content-Encoding: gzip\r\n"));
+  EXPECT_EQ(r.status, 415);
+  EXPECT_EQ(error_code(r), "unsupported_encoding");
+}
+
+TEST(ServerHttp, HugeNumberIs400) {
+  LiveServer server;
+  const Reply r = exchange(server.port(), post("/api/attention", R"({"text": "The cat sat.", "layer": 1e999})"));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(error_code(r), "bad_json");
+}
+
+TEST(ServerHttp, ForeignHostAndOriginAre403) {
+  LiveServer server;
+  const Reply rebound = exchange(server.port(), "GET /api/model HTTP/1.1\r\nHost: attacker.example\r\n\r\n");
+  EXPECT_EQ(rebound.status, 403);
+  EXPECT_EQ(error_code(rebound), "forbidden_host");
+  const Reply cross = exchange(server.port(), post("/api/run", R"({"text": "hi"})", "Origin: http://evil.example\r\n"));
+  EXPECT_EQ(cross.status, 403);
+  EXPECT_EQ(error_code(cross), "forbidden_origin");
+  const std::string own = "Origin: http://localhost:" + std::to_string(server.port()) + "\r\n";
+  EXPECT_EQ(exchange(server.port(), post("/api/run", R"({"text": "hi"})", own)).status, 200);
+}
+
+TEST(ServerHttp, TextPlainPostIs415AndNotComputed) {
+  // What a cross-site <form> or no-cors fetch can send without a preflight.
+  LiveServer server;
+  const Reply r = exchange(server.port(), post("/api/run", R"({"text": "hi"})", "", "text/plain"));
+  EXPECT_EQ(r.status, 415);
+  EXPECT_EQ(error_code(r), "unsupported_media_type");
+  const json health = json::parse(exchange(server.port(), kHealth).body);
+  EXPECT_EQ(health["runs_computed"], 0);
+}
+
+TEST(ServerHttp, WrongMethodIs405WithAllow) {
+  LiveServer server;
+  const Reply put = exchange(server.port(), "PUT /api/run HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(put.status, 405);
+  EXPECT_EQ(put.headers.at("allow"), "POST");
+  const Reply del = exchange(server.port(), "DELETE /api/model HTTP/1.1\r\nHost: localhost\r\n\r\n");
+  EXPECT_EQ(del.status, 405);
+  EXPECT_EQ(del.headers.at("allow"), "GET, HEAD");
+  const Reply options = exchange(server.port(), "OPTIONS /api/run HTTP/1.1\r\nHost: localhost\r\n\r\n");
+  EXPECT_EQ(options.status, 405);  // no CORS preflight is ever granted
+  // A method cpp-httplib does not know is refused by its request-line parser, as JSON too.
+  const Reply brew = exchange(server.port(), "BREW /api/run HTTP/1.1\r\nHost: localhost\r\n\r\n");
+  EXPECT_EQ(brew.status, 400);
+  EXPECT_EQ(error_code(brew), "http_error");
+  expect_alive(server.port());
+}
+
+TEST(ServerHttp, FullQueueIs503WithRetryAfter) {
+  ApiLimits limits;
+  limits.compute_slots = 1;
+  limits.max_compute_waiters = 0;
+  LiveServer server(limits);
+  auto held = server.api().compute_queue().enter();  // a long analysis in progress
+  const Reply r = exchange(server.port(), post("/api/run", R"({"text": "The cat sat."})"));
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.headers.at("retry-after"), "2");
+  EXPECT_EQ(error_code(r), "busy");
+  expect_alive(server.port());  // light endpoints do not queue behind heavy work
+  held.reset();
+  EXPECT_EQ(exchange(server.port(), post("/api/run", R"({"text": "The cat sat."})")).status, 200);
+}
+
+TEST(ServerHttp, SlowClientsDoNotStallOthers) {
+  // 16 clients sending their headers a byte at a time used to hold all 8 of cpp-httplib's threads;
+  // every other request waited for them.
+  LiveServer server;
+  constexpr int kSlow = 16;
+  std::vector<std::unique_ptr<Connection>> slow;
+  for (int i = 0; i < kSlow; ++i) slow.push_back(std::make_unique<Connection>(server.port()));
+  const std::string partial = "GET /api/health HTTP/1.1\r\nHost: localhost\r\nX-Slow: ";
+  std::atomic<bool> trickling{true};
+  std::thread trickle([&] {
+    for (size_t k = 0; trickling && k < 400; ++k) {
+      for (auto& c : slow) c->send(std::string(1, k < partial.size() ? partial[k] : 'a'));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // every slow client is mid-request
+  Connection quick(server.port(), 2.0);
+  quick.send(kHealth);
+  const Reply r = quick.receive_reply();
+  trickling = false;
+  trickle.join();
+  EXPECT_EQ(r.status, 200) << "a normal request got no answer while slow clients were connected";
+}
+
+TEST(ServerHttp, BurstOfConnectionsIsQueuedByTheKernel) {
+  // cpp-httplib listens with a backlog of 5: in a burst the kernel dropped further connection
+  // attempts, and each client retried 1 s later (the 1 s p99 of /api/health under load). Nobody
+  // accepts here, so only the kernel's queue can hold the handshakes.
+  httplib::Server http;
+  const int port = bind_http(http, "127.0.0.1", 0);
+  ASSERT_GT(port, 0);
+  constexpr int kBurst = 48;
+  std::vector<int> fds;
+  for (int i = 0; i < kBurst; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    fds.push_back(fd);
+  }
+  int connected = 0;
+  for (int attempt = 0; attempt < 10 && connected < kBurst; ++attempt) {  // up to ~0.5 s
+    std::vector<pollfd> polls;
+    for (int fd : fds) polls.push_back({fd, POLLOUT, 0});
+    ::poll(polls.data(), polls.size(), 50);
+    connected = 0;
+    for (const pollfd& p : polls) {
+      int err = -1;
+      socklen_t len = sizeof err;
+      if ((p.revents & POLLOUT) && ::getsockopt(p.fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0) ++connected;
+    }
+    if (connected < kBurst) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (int fd : fds) ::close(fd);
+  EXPECT_EQ(connected, kBurst);
+}
+
+TEST(ServerHttp, SilentClientIsDropped) {
+  HttpOptions options;
+  options.read_timeout = std::chrono::milliseconds(300);
+  LiveServer server({}, options);
+  Connection c(server.port(), 5.0);
+  c.send("GET /api/health HTTP/1.1\r\nHost: localh");  // and then nothing
+  const auto t0 = std::chrono::steady_clock::now();
+  // After the read timeout the request is answered as incomplete (400) and the connection closed.
+  EXPECT_EQ(c.receive_reply().status, 400);
+  EXPECT_EQ(c.receive_some(), 0) << "the server should close the connection";
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));
+}
+
+TEST(ServerHttp, MultipleRangesAre416) {
+  LiveServer server;
+  const Reply r = exchange(server.port(), "GET /api/model HTTP/1.1\r\nHost: localhost\r\nRange: bytes=0-,0-,0-\r\n\r\n");
+  EXPECT_EQ(r.status, 416);
+}
+
+}  // namespace
+}  // namespace headscope::server

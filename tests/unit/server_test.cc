@@ -1,0 +1,346 @@
+// The server without sockets: the request gate, the heavy-request queue, the UTF-8 tail of
+// generation, the run-size rule of --max-tokens, and each endpoint's reply on the default model.
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <thread>
+
+#include "headscope/error.h"
+#include "headscope/model.h"
+#include "server/api.h"
+#include "server/compute_queue.h"
+#include "server/gate.h"
+#include "server/run_cache.h"
+#include "server/wire.h"
+#include "test_support.h"
+
+namespace headscope::server {
+namespace {
+
+using json = nlohmann::json;
+
+// ---- the request gate ----
+
+RequestHead head(std::string method, std::string path, std::vector<std::pair<std::string, std::string>> headers) {
+  return RequestHead{std::move(method), std::move(path), std::move(headers)};
+}
+
+GateOptions gate_options() {
+  GateOptions o;
+  o.bound_host = "127.0.0.1";
+  o.port = 8080;
+  o.max_body_bytes = 1000;
+  return o;
+}
+
+// A well-formed POST from the explorer's own page, with one header replaced or added.
+RequestHead post_with(const std::string& name, const std::string& value) {
+  RequestHead r = head("POST", "/api/run",
+                       {{"Host", "127.0.0.1:8080"}, {"Content-Type", "application/json"}, {"Content-Length", "20"},
+                        {"Origin", "http://127.0.0.1:8080"}});
+  bool replaced = false;
+  for (auto& [k, v] : r.headers)
+    if (k == name) v = value, replaced = true;
+  if (!replaced) r.headers.emplace_back(name, value);
+  return r;
+}
+
+int status_of(const RequestHead& r, const GateOptions& o = gate_options()) {
+  const auto rejection = check_request(r, o);
+  return rejection ? rejection->status : 0;
+}
+
+TEST(ServerGate, LoopbackNamesAndTheBoundHostPass) {
+  for (const char* host : {"127.0.0.1", "127.0.0.1:8080", "localhost", "LocalHost:8080", "[::1]", "[::1]:8080"})
+    EXPECT_EQ(status_of(head("GET", "/api/health", {{"Host", host}})), 0) << host;
+  GateOptions lan = gate_options();
+  lan.bound_host = "192.168.1.20";
+  EXPECT_EQ(status_of(head("GET", "/", {{"Host", "192.168.1.20:8080"}}), lan), 0);
+  lan.extra_hosts = {"workstation.lan"};
+  EXPECT_EQ(status_of(head("GET", "/", {{"Host", "workstation.lan:8080"}}), lan), 0);
+}
+
+TEST(ServerGate, ForeignHostIsRefused) {
+  // DNS rebinding: the page's own name arrives in Host even though it resolves to 127.0.0.1.
+  const auto r = check_request(head("GET", "/api/model", {{"Host", "attacker.example:8080"}}), gate_options());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_EQ(r->code, "forbidden_host");
+  EXPECT_NE(r->message.find("attacker.example"), std::string::npos);
+  for (const char* host : {"127.0.0.1.attacker.example", "localhost.attacker.example", "::1", "[::1", "127.0.0.1:99999", ""})
+    EXPECT_GE(status_of(head("GET", "/", {{"Host", host}})), 400) << host;
+  EXPECT_EQ(status_of(head("GET", "/", {})), 400);                                             // no Host
+  EXPECT_EQ(status_of(head("GET", "/", {{"Host", "localhost"}, {"Host", "evil.example"}})), 400);  // two
+}
+
+TEST(ServerGate, OriginMustBeThisServer) {
+  EXPECT_EQ(status_of(post_with("Origin", "http://localhost:8080")), 0);
+  EXPECT_EQ(status_of(post_with("Origin", "http://[::1]:8080")), 0);
+  for (const char* origin : {"http://evil.example", "http://127.0.0.1:9999", "http://127.0.0.1", "null",
+                             "https://127.0.0.1:8080", "http://127.0.0.1:8080.evil.example"}) {
+    const auto r = check_request(post_with("Origin", origin), gate_options());
+    ASSERT_TRUE(r) << origin;
+    EXPECT_EQ(r->status, 403) << origin;
+    EXPECT_EQ(r->code, "forbidden_origin") << origin;
+  }
+  // A GET carrying a foreign Origin (a cross-site fetch) is refused as well.
+  EXPECT_EQ(status_of(head("GET", "/api/model", {{"Host", "localhost:8080"}, {"Origin", "http://evil.example"}})), 403);
+}
+
+TEST(ServerGate, WrongMethodOnAKnownPathIs405WithAllow) {
+  const auto put = check_request(head("PUT", "/api/run", {{"Host", "localhost"}}), gate_options());
+  ASSERT_TRUE(put);
+  EXPECT_EQ(put->status, 405);
+  EXPECT_EQ(put->allow, "POST");
+  const auto del = check_request(head("DELETE", "/api/model", {{"Host", "localhost"}}), gate_options());
+  ASSERT_TRUE(del);
+  EXPECT_EQ(del->status, 405);
+  EXPECT_EQ(del->allow, "GET, HEAD");
+  const auto get = check_request(head("GET", "/api/attention", {{"Host", "localhost"}}), gate_options());
+  ASSERT_TRUE(get);
+  EXPECT_EQ(get->allow, "POST");
+  EXPECT_EQ(status_of(head("POST", "/index.html", {{"Host", "localhost"}, {"Content-Length", "0"}})), 405);
+  EXPECT_EQ(status_of(head("HEAD", "/api/model", {{"Host", "localhost"}})), 0);
+  // An unknown API path is left to the router (404), whatever the method.
+  EXPECT_EQ(status_of(head("PUT", "/api/nothing", {{"Host", "localhost"}})), 0);
+}
+
+TEST(ServerGate, PostBodiesMustBeJsonOfKnownLength) {
+  EXPECT_EQ(status_of(post_with("Content-Type", "application/json; charset=utf-8")), 0);
+  EXPECT_EQ(status_of(post_with("Content-Type", "text/plain")), 415);  // a cross-site "simple" request
+  EXPECT_EQ(status_of(post_with("Content-Type", "application/x-www-form-urlencoded")), 415);
+  EXPECT_EQ(status_of(post_with("Content-Type", "multipart/form-data; boundary=x")), 415);
+  EXPECT_EQ(status_of(post_with("Content-Encoding", "gzip")), 415);
+  EXPECT_EQ(status_of(post_with("Content-Encoding", "br")), 415);
+  EXPECT_EQ(status_of(post_with("Content-Encoding", "identity")), 0);
+  EXPECT_EQ(status_of(post_with("Content-Length", "1001")), 413);
+  EXPECT_EQ(status_of(post_with("Content-Length", "99999999999999999999999")), 400);
+  EXPECT_EQ(status_of(post_with("Content-Length", "-1")), 400);
+  EXPECT_EQ(status_of(post_with("Content-Length", "0x10")), 400);
+  RequestHead chunked = post_with("Transfer-Encoding", "chunked");
+  std::erase_if(chunked.headers, [](const auto& h) { return h.first == "Content-Length"; });
+  EXPECT_EQ(status_of(chunked), 0);  // allowed: the body is then read with the limit
+  EXPECT_EQ(status_of(post_with("Transfer-Encoding", "chunked")), 400);  // and a Content-Length: ambiguous
+  RequestHead gzip_te = chunked;
+  gzip_te.headers.back().second = "gzip, chunked";
+  EXPECT_EQ(status_of(gzip_te), 400);
+  RequestHead no_length = chunked;
+  no_length.headers.pop_back();
+  EXPECT_EQ(status_of(no_length), 411);
+  // An oversized body is reported as such even when its type is wrong too (the e2e test's case).
+  EXPECT_EQ(status_of(head("POST", "/api/run", {{"Host", "localhost"}, {"Content-Length", "2097152"}})), 413);
+  EXPECT_EQ(status_of(head("GET", "/api/model", {{"Host", "localhost"}, {"Content-Length", "5"}})), 400);
+}
+
+TEST(ServerGate, OnlyOneByteRange) {
+  EXPECT_EQ(status_of(head("GET", "/app.js", {{"Host", "localhost"}, {"Range", "bytes=0-99"}})), 0);
+  EXPECT_EQ(status_of(head("GET", "/app.js", {{"Host", "localhost"}, {"Range", "bytes=0-,0-,0-"}})), 416);
+}
+
+// ---- UTF-8 tails ----
+
+TEST(ServerUtf8, IncompleteTailIsMeasured) {
+  EXPECT_EQ(incomplete_utf8_tail(""), 0u);
+  EXPECT_EQ(incomplete_utf8_tail("caf\xC3\xA9"), 0u);
+  EXPECT_EQ(incomplete_utf8_tail("caf\xC3"), 1u);
+  EXPECT_EQ(incomplete_utf8_tail("\xE3\x80"), 2u);          // first two bytes of 、 (E3 80 81)
+  EXPECT_EQ(incomplete_utf8_tail("x\xF0\x9F\x98"), 3u);     // 😀 is F0 9F 98 80
+  EXPECT_EQ(incomplete_utf8_tail("\xF0\x9F\x98\x80"), 0u);
+  EXPECT_EQ(incomplete_utf8_tail("a\x80"), 0u);             // a stray continuation byte: never completes
+  EXPECT_EQ(incomplete_utf8_tail("a\xE0\x80"), 0u);         // overlong form: never completes
+  EXPECT_EQ(incomplete_utf8_tail("a\xED\xA0"), 0u);         // surrogate: never completes
+  EXPECT_EQ(incomplete_utf8_tail("a\xF5"), 0u);             // not a lead byte
+  // What is left is valid UTF-8 whenever the rest was.
+  const std::string s = "日本\xE3\x80";
+  EXPECT_TRUE(is_valid_utf8(s.substr(0, s.size() - incomplete_utf8_tail(s))));
+}
+
+// ---- heavy-request queue ----
+
+TEST(ServerQueue, FullQueueTurnsAwayAtOnce) {
+  ComputeQueue queue(1, 1, std::chrono::seconds(30));
+  auto first = queue.enter();
+  ASSERT_TRUE(first);
+  std::atomic<bool> waiter_got{false};
+  std::thread waiter([&] { waiter_got = queue.enter().has_value(); });
+  while (queue.waiting() == 0) std::this_thread::yield();
+  EXPECT_FALSE(queue.enter());  // slot taken and the one waiting place too
+  EXPECT_EQ(queue.turned_away(), 1);
+  first.reset();                // the waiter gets the slot
+  waiter.join();
+  EXPECT_TRUE(waiter_got);
+  EXPECT_EQ(queue.busy(), 0);
+}
+
+TEST(ServerQueue, WaitIsBounded) {
+  ComputeQueue queue(1, 4, std::chrono::milliseconds(20));
+  auto first = queue.enter();
+  EXPECT_FALSE(queue.enter());  // waited 20 ms for a slot that never came
+  EXPECT_EQ(queue.turned_away(), 1);
+}
+
+// ---- the run-size rule of --max-tokens ----
+
+TEST(ServerLimits, RunBytesCountsTheCapture) {
+  ModelConfig c;
+  c.n_layer = 6, c.n_head = 12, c.d_head = 32, c.d_model = 384;  // all-MiniLM-L6-v2
+  const uint64_t T = 512;
+  const uint64_t expected = 4 * (2 * 6 * 12 * T * T + 6 * 12 * T * 32 + 6 * 12 * T * 384 + 6 * T * 384);
+  EXPECT_EQ(run_bytes(c, 512), expected);
+  c.n_layer = 30, c.n_head = 9, c.d_head = 64, c.d_model = 576;  // SmolLM2-135M
+  // 2,300 tokens (the length that got the server killed) need ~11 GiB: far over the default 2 GiB.
+  EXPECT_GT(run_bytes(c, 2300), uint64_t{11} << 30);
+  const int64_t fit = max_tokens_within(c, uint64_t{2048} << 20);
+  EXPECT_LE(run_bytes(c, fit), uint64_t{2048} << 20);
+  EXPECT_GT(run_bytes(c, fit + 1), uint64_t{2048} << 20);
+}
+
+// ---- the API on the default model ----
+
+const Model& minilm() {
+  static std::unique_ptr<Model> model = [] {
+    const std::string dir = testing::env_or_fail("HEADSCOPE_MODEL");
+    return dir.empty() ? nullptr : Model::load(dir);
+  }();
+  if (!model) throw std::runtime_error("HEADSCOPE_MODEL is not set");
+  return *model;
+}
+
+struct ApiFixture {
+  explicit ApiFixture(const Model& model, ApiLimits limits = {})
+      : cache(model, 4, size_t{1} << 30, 512), api(model, cache, limits) {}
+  RunCache cache;
+  Api api;
+};
+
+json body_of(const HttpReply& r) { return json::parse(r.body); }
+std::string error_code(const HttpReply& r) { return body_of(r)["error"]["code"].get<std::string>(); }
+
+constexpr const char* kSentence = R"({"text": "The animal didn't cross the street because it was too tired."})";
+
+TEST(ServerApi, EndpointsAnswerOnTheDefaultModel) {
+  ApiFixture f(minilm());
+  const ModelConfig& c = minilm().config();
+  const HttpReply run = f.api.run(kSentence);
+  ASSERT_EQ(run.status, 200) << run.body;
+  const json j = body_of(run);
+  const int T = j["n_tokens"].get<int>();
+  EXPECT_EQ(T, static_cast<int>(minilm().encode("The animal didn't cross the street because it was too tired.").size()));
+  EXPECT_EQ(j["heads"].size(), static_cast<size_t>(c.n_layer * c.n_head));
+
+  const HttpReply att = f.api.attention(R"({"text": "The animal didn't cross the street because it was too tired.", "layer": 2})");
+  ASSERT_EQ(att.status, 200);
+  EXPECT_EQ(att.content_type, "application/octet-stream");
+  EXPECT_EQ(att.body.size(), 12 + 4 * 4 + sizeof(float) * static_cast<size_t>(c.n_head * T * T));
+
+  const HttpReply dec = f.api.decompose(R"({"text": "The animal didn't cross the street because it was too tired.", "layer": 3, "token": 2})");
+  ASSERT_EQ(dec.status, 200);
+  EXPECT_LT(body_of(dec)["check"]["sum_max_abs_error"].get<double>(), 1e-4);
+
+  const json health = body_of(f.api.health());
+  EXPECT_EQ(health["runs_computed"], 1);  // three questions, one forward pass
+  EXPECT_EQ(health["busy"], 0);
+  EXPECT_EQ(body_of(f.api.model_info())["n_layer"], c.n_layer);
+  EXPECT_EQ(error_code(f.api.generate(R"({"text": "x"})")), "not_causal");
+}
+
+TEST(ServerApi, MalformedBodiesAre400) {
+  ApiFixture f(minilm());
+  // nlohmann throws out_of_range (not parse_error) for a number no double holds: was a 500.
+  for (const char* body : {R"({"text": "a", "layer": 1e999})", R"({"text": "a", "layer": -1e999})", R"({"text": 1e400})"}) {
+    const HttpReply r = f.api.attention(body);
+    EXPECT_EQ(r.status, 400) << body << " " << r.body;
+    EXPECT_EQ(error_code(r), "bad_json");
+  }
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const HttpReply r = f.api.run(deep);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(body_of(r)["error"]["message"].get<std::string>().find("deeper than"), std::string::npos);
+  EXPECT_EQ(f.api.run(R"({"text": "a", "layer": 18446744073709551615})").status, 400);
+  EXPECT_EQ(f.api.run("").status, 400);
+}
+
+TEST(ServerApi, ErrorRepliesAreJsonEvenForBytesThatAreNotUtf8) {
+  // The 404 of GET /%ff carries the decoded path; dump() used to throw on it and end the process.
+  const HttpReply r = Api::error(404, "not_found", "no such path: GET /\xff\xc0\xae");
+  EXPECT_EQ(r.status, 404);
+  const json j = json::parse(r.body);
+  EXPECT_EQ(j["error"]["message"].get<std::string>(), "no such path: GET /\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+TEST(ServerApi, FullQueueIs503WithRetryAfter) {
+  ApiLimits limits;
+  limits.compute_slots = 1;
+  limits.max_compute_waiters = 0;
+  ApiFixture f(minilm(), limits);
+  auto held = f.api.compute_queue().enter();  // another request is computing
+  ASSERT_TRUE(held);
+  const HttpReply r = f.api.run(kSentence);
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(error_code(r), "busy");
+  ASSERT_EQ(r.headers.size(), 1u);
+  EXPECT_EQ(r.headers[0].first, "Retry-After");
+  // Bad requests are answered without waiting for a slot; light endpoints never wait.
+  EXPECT_EQ(f.api.run(R"({"text": ""})").status, 400);
+  EXPECT_EQ(f.api.health().status, 200);
+  held.reset();
+  EXPECT_EQ(f.api.run(kSentence).status, 200);
+}
+
+// The real model, except that a forward pass refuses with ResourceError, as Model::run does when
+// the capture would not fit in memory.
+class OutOfMemoryModel : public Model {
+ public:
+  explicit OutOfMemoryModel(const Model& real) : real_(real) {}
+  const ModelConfig& config() const override { return real_.config(); }
+  const Tokenizer& tokenizer() const override { return real_.tokenizer(); }
+  Capture run(const Encoding&, const CaptureOptions&) const override {
+    throw ResourceError("capture of 9 tokens needs 64 GiB; 2 GiB are available: send a shorter text");
+  }
+  const Tensor& output_projection(int layer) const override { return real_.output_projection(layer); }
+  const Tensor& output_bias(int layer) const override { return real_.output_bias(layer); }
+
+ private:
+  const Model& real_;
+};
+
+TEST(ServerApi, ResourceErrorIs413WithItsMessage) {
+  OutOfMemoryModel model(minilm());
+  ApiFixture f(model);
+  const HttpReply r = f.api.run(kSentence);
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(error_code(r), "too_large");
+  EXPECT_NE(body_of(r)["error"]["message"].get<std::string>().find("64 GiB"), std::string::npos);
+  EXPECT_EQ(f.api.compute_queue().busy(), 0);  // the slot was given back
+}
+
+// Greedy generation on SmolLM2 stops inside a multi-byte character for some prompts: the reply
+// used to be 422 "not valid UTF-8". Two new tokens after this prompt end inside the second
+// character; three complete it (greedy, so the two-token reply is a prefix of the three-token one).
+TEST(ServerApi, GenerateHoldsBackAnIncompleteCharacter) {
+  const std::string path =
+      std::string(HEADSCOPE_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf";
+  const auto model = Model::load(path);
+  ApiFixture f(*model);
+  const HttpReply two = f.api.generate(R"({"text": "日本の首都は", "max_new_tokens": 2})");
+  ASSERT_EQ(two.status, 200) << two.body;
+  const HttpReply three = f.api.generate(R"({"text": "日本の首都は", "max_new_tokens": 3})");
+  ASSERT_EQ(three.status, 200) << three.body;
+  const json a = body_of(two), b = body_of(three);
+  const std::string full = model->tokenizer().decode(a["ids"].get<std::vector<int32_t>>());
+  const std::string prompt = model->tokenizer().decode(model->encode("日本の首都は").ids());
+  ASSERT_EQ(full.compare(0, prompt.size(), prompt), 0);
+  const std::string raw = full.substr(prompt.size());  // the decoded bytes, incomplete tail included
+  ASSERT_FALSE(is_valid_utf8(raw)) << "the prompt no longer stops inside a character";
+  const std::string continuation = a["continuation"].get<std::string>();
+  EXPECT_TRUE(is_valid_utf8(continuation));
+  EXPECT_EQ(a["held_back_bytes"].get<size_t>(), raw.size() - continuation.size());
+  EXPECT_EQ(raw.compare(0, continuation.size(), continuation), 0);
+  EXPECT_EQ(b["continuation"].get<std::string>().rfind(continuation, 0), 0u);
+  EXPECT_EQ(b["held_back_bytes"], 0);
+  EXPECT_EQ(a["text"].get<std::string>(), "日本の首都は" + continuation);
+  EXPECT_FALSE(a["retokenizes_same"].get<bool>());
+}
+
+}  // namespace
+}  // namespace headscope::server

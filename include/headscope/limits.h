@@ -22,6 +22,47 @@ namespace headscope::limits {
 
 
 // ---- tokenizers (tokenizer.json, GGUF vocabularies) and chat templates ----
+// Largest tokenizer.json / tokenizer_config.json read whole into memory; real ones are under 40 MB.
+inline constexpr int64_t kMaxTokenizerFileBytes = 512ll << 20;
+// Deepest nesting of arrays and objects in tokenizer.json. Real files nest 5 levels (a Sequence
+// inside a Sequence is 6); the readers of Sequence components recurse once per level.
+inline constexpr int kMaxTokenizerJsonDepth = 64;
+// Largest token id and number of ids (vocabulary plus added tokens); the largest real vocabularies
+// hold ~260K entries. Each id costs a string slot, so this caps the table at ~130 MB.
+inline constexpr int64_t kMaxVocabSize = 1ll << 22;
+// How far ids may run past the number of entries (vocabulary + added tokens): a real file leaves at
+// most a few unused ids; a sparse one would make us allocate slots for ids no entry has.
+inline constexpr int64_t kMaxVocabIdSlack = 1 << 16;
+// Most BPE merges; real files have at most about the vocabulary size (~260K).
+inline constexpr int64_t kMaxBpeMerges = 1ll << 22;
+// Normalized text, in characters, relative to the characters of the input it came from (real
+// normalizers and byte-level spelling grow text at most ~9-fold: NFD of Hangul into 3 jamo of 3
+// bytes each) plus room for prefixes, and at most this many characters in all (20 bytes each).
+inline constexpr int64_t kMaxNormalizedGrowth = 16;
+inline constexpr int64_t kMaxNormalizedSlack = 1024;
+inline constexpr int64_t kMaxNormalizedChars = 1ll << 24;
+// ICU regex work allowed per character of the text a tokenizer.json pattern is matched against (in
+// ICU's match-engine ticks, see Regex::find_all), and at least this many ticks in all; the split
+// patterns of real tokenizers use well under 1 % of it.
+inline constexpr int64_t kMaxRegexTicksPerChar = 1;
+inline constexpr int64_t kMinRegexTicks = 1000;
+
+// Chat template source (tokenizer_config.json / GGUF metadata); real ones are under 20 KB.
+inline constexpr int64_t kMaxChatTemplateBytes = 1 << 20;
+// Nesting of parentheses, subscripts and `not` in one template expression, and of {% if %} /
+// {% for %} blocks; each level is a few frames of the recursive parser and renderer. Real
+// templates nest under 10 deep.
+inline constexpr int kMaxTemplateExpressionDepth = 64;
+inline constexpr int kMaxTemplateBlockDepth = 64;
+// Steps of one rendering (a piece of text or tag rendered, a loop iteration, an operand or
+// operator evaluated): a conversation of 10,000 messages takes ~500K with real templates.
+inline constexpr int64_t kMaxTemplateSteps = 10'000'000;
+// Largest string a template may build (concatenation, trim), and largest rendered prompt.
+inline constexpr int64_t kMaxTemplateStringBytes = 16ll << 20;
+inline constexpr int64_t kMaxTemplateOutputBytes = 16ll << 20;
+// Bytes that string operations of one rendering may copy, compare or scan in all, so that a loop
+// over large strings cannot run for minutes within the step budget.
+inline constexpr int64_t kMaxTemplateWorkBytes = 1ll << 30;
 
 
 

@@ -23,9 +23,12 @@ struct ChatMessage {
 };
 
 // Renders `source` with messages, add_generation_prompt, bos_token and eos_token defined.
+// Throws Error on unsupported or malformed syntax, on integer overflow and on nesting deeper than
+// limits.h allows, ResourceError when the rendering goes over a budget (steps, string sizes, output);
+// messages start with `origin` (e.g. the file the template came from) when it is not empty.
 std::string render_chat_template(const std::string& source, const std::vector<ChatMessage>& messages,
                                  bool add_generation_prompt, const std::string& bos_token = "",
-                                 const std::string& eos_token = "");
+                                 const std::string& eos_token = "", const std::string& origin = "");
 
 // The chat template of a model: tokenizer_config.json "chat_template" (a string, or a list of
 // {"name", "template"} of which "default" is taken) in a folder, "tokenizer.chat_template" in a GGUF

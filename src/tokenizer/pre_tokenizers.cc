@@ -242,6 +242,7 @@ bool is_numeric(char32_t c) {
 
 void prepend(NormalizedString& s, const std::u32string& prefix) {
   if (s.empty() || prefix.empty()) return;
+  s.check_size(s.size() + prefix.size(), "a prepended prefix");
   // The first prefix character takes over the first character's alignment (change 0); the rest of
   // the prefix and the old first character are insertions aligned to it.
   std::vector<CharChange> dest;
@@ -259,6 +260,10 @@ namespace {
 void replace_matches(NormalizedString& s, const std::vector<std::pair<size_t, size_t>>& matches,
                      const std::u32string& content) {
   if (matches.empty()) return;
+  size_t matched = 0;
+  for (const auto& [b, e] : matches) matched += e - b;
+  // Checked before building: one Replace can multiply the text by the length of its content.
+  s.check_size(s.size() - matched + matches.size() * content.size(), "a Replace normalizer");
   std::vector<CharChange> dest;
   dest.reserve(s.size() + matches.size() * content.size());
   size_t initial_removed = 0;
@@ -342,7 +347,14 @@ class SequencePreTokenizer final : public PreTokenizer {
     std::vector<NormalizedString> current{piece}, next;
     for (const auto& step : steps) {
       next.clear();
-      for (const NormalizedString& w : current) step->pre_tokenize(w, next);
+      // The words of one piece, together, stay within the piece's size limit; checked after each
+      // word so that steps which multiply the text (a chain of ByteLevel) stop early.
+      size_t total = 0, counted = 0;
+      for (const NormalizedString& w : current) {
+        step->pre_tokenize(w, next);
+        for (; counted < next.size(); ++counted) total += next[counted].size();
+        piece.check_size(total, "a Sequence pre-tokenizer");
+      }
       std::swap(current, next);
     }
     for (NormalizedString& w : current) {

@@ -55,8 +55,8 @@ inline constexpr int64_t kMaxChatTemplateBytes = 1 << 20;
 inline constexpr int kMaxTemplateExpressionDepth = 64;
 inline constexpr int kMaxTemplateBlockDepth = 64;
 // Steps of one rendering (a piece of text or tag rendered, a loop iteration, an operand or
-// operator evaluated): a conversation of 10,000 messages takes ~500K with real templates.
-inline constexpr int64_t kMaxTemplateSteps = 10'000'000;
+// operator evaluated): SmolLM2's template takes 31 per message; a runaway stops within a second.
+inline constexpr int64_t kMaxTemplateSteps = 2'000'000;
 // Largest string a template may build (concatenation, trim), and largest rendered prompt.
 inline constexpr int64_t kMaxTemplateStringBytes = 16ll << 20;
 inline constexpr int64_t kMaxTemplateOutputBytes = 16ll << 20;

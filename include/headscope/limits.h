@@ -41,11 +41,11 @@ inline constexpr int64_t kMaxBpeMerges = 1ll << 22;
 inline constexpr int64_t kMaxNormalizedGrowth = 16;
 inline constexpr int64_t kMaxNormalizedSlack = 1024;
 inline constexpr int64_t kMaxNormalizedChars = 1ll << 24;
-// ICU regex work allowed per character of the text a tokenizer.json pattern is matched against (in
-// ICU's match-engine ticks, see Regex::find_all), and at least this many ticks in all; the split
-// patterns of real tokenizers use well under 1 % of it.
+// Backtracking allowed to a tokenizer.json regex, in ICU ticks (10,000 saved states each) per
+// character of the text: real split patterns save a few states per character, so this is ~1000x.
 inline constexpr int64_t kMaxRegexTicksPerChar = 1;
-inline constexpr int64_t kMinRegexTicks = 1000;
+// ... and at least this many ticks for any text (~50 ms of matching), for short texts.
+inline constexpr int64_t kMinRegexTicks = 100;
 
 // Chat template source (tokenizer_config.json / GGUF metadata); real ones are under 20 KB.
 inline constexpr int64_t kMaxChatTemplateBytes = 1 << 20;

@@ -10,6 +10,7 @@
 #include <array>
 
 #include "headscope/error.h"
+#include "headscope/limits.h"
 #include "tokenizer/unicode.h"
 
 namespace headscope::tokenizer {
@@ -117,12 +118,29 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(const std::u32string& tex
   unit_to_char[unit] = static_cast<uint32_t>(text.size());
   UErrorCode status = U_ZERO_ERROR;
   std::unique_ptr<icu::RegexMatcher> matcher(impl_->pattern->matcher(input, status));
+  // A pattern from tokenizer.json may backtrack exponentially ("(a+)+b"). ICU calls back once per
+  // TIMER_INITIAL_VALUE (10,000) saved backtracking states; the whole text gets a number of such
+  // ticks proportional to its length (limits.h), after which the match stops with an error.
+  struct Ticks {
+    int64_t used = 0;
+    int64_t limit = 0;
+  } ticks{0, std::max(limits::kMinRegexTicks, static_cast<int64_t>(text.size()) * limits::kMaxRegexTicksPerChar)};
+  const URegexMatchCallback* on_tick = [](const void* context, int32_t) -> UBool {
+    Ticks* t = const_cast<Ticks*>(static_cast<const Ticks*>(context));
+    return ++t->used <= t->limit;
+  };
+  if (U_SUCCESS(status)) matcher->setMatchCallback(on_tick, &ticks, status);
   while (U_SUCCESS(status) && matcher->find(status)) {
     const int32_t begin = matcher->start(status);
     const int32_t end = matcher->end(status);
     if (U_FAILURE(status)) break;
     if (begin == end) continue;  // an empty match cuts nothing
     matches.emplace_back(unit_to_char[static_cast<size_t>(begin)], unit_to_char[static_cast<size_t>(end)]);
+  }
+  if (status == U_REGEX_STOPPED_BY_CALLER) {
+    throw ResourceError("tokenizer: regex \"" + impl_->source + "\" backtracks too much on a text of " +
+                        std::to_string(text.size()) + " characters (more than " + std::to_string(ticks.limit) +
+                        " ticks of ICU's matcher, kMaxRegexTicksPerChar); the tokenizer's pattern is pathological");
   }
   if (U_FAILURE(status)) {
     throw Error("tokenizer: regex \"" + impl_->source + "\" failed: " + u_errorName(status));

@@ -469,6 +469,24 @@ TEST(TokenizerHostile, NormalizersAndPreTokenizersCannotMultiplyTheText) {
   EXPECT_THROW(spelled->encode("\xC3\xA9t\xC3\xA9", {}), headscope::ResourceError);
 }
 
+// Found by review: a split regex from tokenizer.json that backtracks exponentially ran for hours
+// (ICU has no memo); the matcher now has a budget of backtracking proportional to the text.
+TEST(TokenizerHostile, CatastrophicRegexIsStopped) {
+  const auto split = [](const std::string& pattern) {
+    return Tokenizer::from_json_string(tiny_tokenizer(R"("pre_tokenizer": {"type": "Split", "pattern": {"Regex": ")" +
+                                                      pattern + R"("}, "behavior": "Isolated"})"),
+                                       "regex.json");
+  };
+  const auto bomb = split("(a+)+b");
+  EXPECT_THROW(bomb->encode(std::string(40, 'a'), {}), headscope::ResourceError);
+  EXPECT_NE(error_of([&] { bomb->encode(std::string(40, 'a'), {}); }).find("regex.json: tokenizer: regex"),
+            std::string::npos);
+  // The same pattern where it matches quickly, and a long text with an ordinary pattern.
+  EXPECT_EQ(bomb->encode("aab", {}).ids(), (std::vector<int32_t>{1, 2, 4}));  // one piece: a ##a ##b
+  const auto words = split("a+");
+  EXPECT_EQ(words->encode(std::string(100000, 'a') + "b" + std::string(100000, 'a'), {}).size(), 200001u);
+}
+
 // Found by review: WordPiece tried every end of a word from the last character down, O(n²) lookups
 // for a word of n characters when max_input_chars_per_word is large; 300,000 letters took minutes.
 // Now the search starts at the longest piece an entry could match.

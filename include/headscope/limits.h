@@ -22,49 +22,40 @@ namespace headscope::limits {
 
 
 // ---- tokenizers (tokenizer.json, GGUF vocabularies) and chat templates ----
-// Largest tokenizer.json / tokenizer_config.json read whole into memory; real ones are under 40 MB.
+// Bytes of a tokenizer.json / tokenizer_config.json / vocab.txt read whole; real ones are under 40 MB.
 inline constexpr int64_t kMaxTokenizerFileBytes = 512ll << 20;
-// Deepest nesting of arrays and objects in tokenizer.json. Real files nest 5 levels (a Sequence
-// inside a Sequence is 6); the readers of Sequence components recurse once per level.
+// Nesting of tokenizer.json (Sequence readers recurse per level); real files nest 6 levels at most.
 inline constexpr int kMaxTokenizerJsonDepth = 64;
-// Largest token id and number of ids (vocabulary plus added tokens); the largest real vocabularies
-// hold ~260K entries. Each id costs a string slot, so this caps the table at ~130 MB.
+// Token ids and vocabulary entries (one string slot each, ~130 MB here); real vocabularies < 300K.
 inline constexpr int64_t kMaxVocabSize = 1ll << 22;
-// How far ids may run past the number of entries (vocabulary + added tokens): a real file leaves at
-// most a few unused ids; a sparse one would make us allocate slots for ids no entry has.
+// Ids may run this far past the number of entries (gaps filled by added tokens); real files: a few.
 inline constexpr int64_t kMaxVocabIdSlack = 1 << 16;
-// Most BPE merges; real files have at most about the vocabulary size (~260K).
+// BPE merges in tokenizer.json or GGUF; real files have about as many as vocabulary entries.
 inline constexpr int64_t kMaxBpeMerges = 1ll << 22;
-// Normalized text, in characters, relative to the characters of the input it came from (real
-// normalizers and byte-level spelling grow text at most ~9-fold: NFD of Hangul into 3 jamo of 3
-// bytes each) plus room for prefixes, and at most this many characters in all (20 bytes each).
+// Normalized characters per input character; real pipelines grow text < 10x (NFD Hangul, bytes).
 inline constexpr int64_t kMaxNormalizedGrowth = 16;
+// Normalized characters allowed beyond that ratio, for prefixes added to short texts (Prepend "▁").
 inline constexpr int64_t kMaxNormalizedSlack = 1024;
+// Normalized characters of one text in all (20 bytes each with alignments: 320 MB).
 inline constexpr int64_t kMaxNormalizedChars = 1ll << 24;
-// Backtracking allowed to a tokenizer.json regex, in ICU ticks (10,000 saved states each) per
-// character of the text: real split patterns save a few states per character, so this is ~1000x.
+// ICU regex backtracking per text character, in ticks of 10,000 saved states; real patterns: ~0.001.
 inline constexpr int64_t kMaxRegexTicksPerChar = 1;
-// ... and at least this many ticks for any text (~50 ms of matching), for short texts.
+// ICU regex ticks allowed for any text however short (about 50 ms of backtracking).
 inline constexpr int64_t kMinRegexTicks = 100;
-
-// Chat template source (tokenizer_config.json / GGUF metadata); real ones are under 20 KB.
+// Bytes of a chat template source (tokenizer_config.json, GGUF metadata); real ones are < 20 KB.
 inline constexpr int64_t kMaxChatTemplateBytes = 1 << 20;
-// Nesting of parentheses, subscripts and `not` in one template expression, and of {% if %} /
-// {% for %} blocks; each level is a few frames of the recursive parser and renderer. Real
-// templates nest under 10 deep.
+// Nesting of parentheses and subscripts in a template expression (parser recursion); real: < 5.
 inline constexpr int kMaxTemplateExpressionDepth = 64;
+// Nesting of {% if %} / {% for %} blocks (renderer recursion); real templates: < 6.
 inline constexpr int kMaxTemplateBlockDepth = 64;
-// Steps of one rendering (a piece of text or tag rendered, a loop iteration, an operand or
-// operator evaluated): SmolLM2's template takes 31 per message; a runaway stops within a second.
+// Steps of one rendering (pieces, iterations, operands, operators); SmolLM2's takes 31 per message.
 inline constexpr int64_t kMaxTemplateSteps = 2'000'000;
-// Largest string a template may build (concatenation, trim), and largest rendered prompt.
+// Bytes of any string a template builds (~ and + of strings); far above any prompt we can run.
 inline constexpr int64_t kMaxTemplateStringBytes = 16ll << 20;
+// Bytes of a rendered prompt; the same reasoning.
 inline constexpr int64_t kMaxTemplateOutputBytes = 16ll << 20;
-// Bytes that string operations of one rendering may copy, compare or scan in all, so that a loop
-// over large strings cannot run for minutes within the step budget.
+// Bytes copied, compared or scanned by one rendering's string operations (about a second of work).
 inline constexpr int64_t kMaxTemplateWorkBytes = 1ll << 30;
-
-
 
 // ---- the HTTP server ----
 

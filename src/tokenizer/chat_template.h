@@ -10,7 +10,9 @@
 //         (concatenation), == != and or not in, `is defined`, `is none`, parentheses, the filters
 //         trim and length; loop.first/last/index/index0/length inside for.
 // Anything else throws Error naming the construct, so a template is either rendered exactly or
-// refused.
+// refused. Templates come from model files and may be hostile: nesting, integer arithmetic, steps,
+// string sizes and the output are bounded (headscope/limits.h), and going past a bound is an Error
+// (ResourceError for the budgets), never a crash or a runaway.
 #pragma once
 #include <string>
 #include <vector>

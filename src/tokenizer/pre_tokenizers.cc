@@ -625,10 +625,11 @@ void trim_byte_level_offsets(std::string_view text, std::vector<Token>& tokens, 
     }
     return b;
   };
-  const auto chars_before = [&](int64_t b) {
-    int64_t n = 0;
-    for (int64_t i = 0; i < b; ++i) n += is_char_start(i);
-    return n;
+  // Whether at least `n` characters start before byte b: walks back at most n characters, so a
+  // text of many space tokens stays linear (counting from the start was quadratic).
+  const auto has_chars_before = [&](int64_t b, int64_t n) {
+    for (int64_t i = b - 1; i >= 0 && n > 0; --i) n -= is_char_start(i);
+    return n <= 0;
   };
   std::u32string chars;
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -646,7 +647,7 @@ void trim_byte_level_offsets(std::string_view text, std::vector<Token>& tokens, 
       if (is_first && keeps_prefix_space && leading == 1) leading = 0;
       t.begin = std::min(forward(t.begin, leading), t.end);
     }
-    if (trailing > 0 && chars_before(t.end) >= trailing) t.end = std::max(backward(t.end, trailing), t.begin);
+    if (trailing > 0 && has_chars_before(t.end, trailing)) t.end = std::max(backward(t.end, trailing), t.begin);
   }
 }
 

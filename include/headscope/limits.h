@@ -22,8 +22,40 @@ namespace headscope::limits {
 
 
 // ---- tokenizers (tokenizer.json, GGUF vocabularies) and chat templates ----
-
-
+// Bytes of a tokenizer.json / tokenizer_config.json / vocab.txt read whole; real ones are under 40 MB.
+inline constexpr int64_t kMaxTokenizerFileBytes = 512ll << 20;
+// Nesting of tokenizer.json (Sequence readers recurse per level); real files nest 6 levels at most.
+inline constexpr int kMaxTokenizerJsonDepth = 64;
+// Token ids and vocabulary entries (one string slot each, ~130 MB here); real vocabularies < 300K.
+inline constexpr int64_t kMaxVocabSize = 1ll << 22;
+// Ids may run this far past the number of entries (gaps filled by added tokens); real files: a few.
+inline constexpr int64_t kMaxVocabIdSlack = 1 << 16;
+// BPE merges in tokenizer.json or GGUF; real files have about as many as vocabulary entries.
+inline constexpr int64_t kMaxBpeMerges = 1ll << 22;
+// Normalized characters per input character; real pipelines grow text < 10x (NFD Hangul, bytes).
+inline constexpr int64_t kMaxNormalizedGrowth = 16;
+// Normalized characters allowed beyond that ratio, for prefixes added to short texts (Prepend "▁").
+inline constexpr int64_t kMaxNormalizedSlack = 1024;
+// Normalized characters of one text in all (20 bytes each with alignments: 320 MB).
+inline constexpr int64_t kMaxNormalizedChars = 1ll << 24;
+// ICU regex backtracking per text character, in ticks of 10,000 saved states; real patterns: ~0.001.
+inline constexpr int64_t kMaxRegexTicksPerChar = 1;
+// ICU regex ticks allowed for any text however short (about 50 ms of backtracking).
+inline constexpr int64_t kMinRegexTicks = 100;
+// Bytes of a chat template source (tokenizer_config.json, GGUF metadata); real ones are < 20 KB.
+inline constexpr int64_t kMaxChatTemplateBytes = 1 << 20;
+// Nesting of parentheses and subscripts in a template expression (parser recursion); real: < 5.
+inline constexpr int kMaxTemplateExpressionDepth = 64;
+// Nesting of {% if %} / {% for %} blocks (renderer recursion); real templates: < 6.
+inline constexpr int kMaxTemplateBlockDepth = 64;
+// Steps of one rendering (pieces, iterations, operands, operators); SmolLM2's takes 31 per message.
+inline constexpr int64_t kMaxTemplateSteps = 2'000'000;
+// Bytes of any string a template builds (~ and + of strings); far above any prompt we can run.
+inline constexpr int64_t kMaxTemplateStringBytes = 16ll << 20;
+// Bytes of a rendered prompt; the same reasoning.
+inline constexpr int64_t kMaxTemplateOutputBytes = 16ll << 20;
+// Bytes copied, compared or scanned by one rendering's string operations (about a second of work).
+inline constexpr int64_t kMaxTemplateWorkBytes = 1ll << 30;
 
 // ---- the HTTP server ----
 // `headscope serve` listens on loopback for one user's browser; these bound what one client, or a

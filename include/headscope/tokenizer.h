@@ -54,6 +54,9 @@ class Tokenizer {
   // Reads tokenizer.json in `model_dir` (or vocab.txt for WordPiece models without one).
   static std::unique_ptr<Tokenizer> from_model_dir(const std::string& model_dir);
   static std::unique_ptr<Tokenizer> from_tokenizer_json(const std::string& path);
+  // The same from the contents of a tokenizer.json; `source` names it in error messages.
+  static std::unique_ptr<Tokenizer> from_json_string(std::string_view contents,
+                                                     const std::string& source = "tokenizer.json");
 };
 
 }  // namespace headscope

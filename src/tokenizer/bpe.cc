@@ -6,6 +6,7 @@
 #include <queue>
 
 #include "headscope/error.h"
+#include "headscope/limits.h"
 #include "tokenizer/pre_tokenizers.h"
 #include "tokenizer/unicode.h"
 
@@ -145,12 +146,15 @@ std::unique_ptr<Model> read_bpe_model(const nlohmann::json& model, const std::st
     throw Error(path + ": BPE dropout makes tokenization random; set \"dropout\" to null to use this file");
   }
   if (!model.contains("vocab") || !model.at("vocab").is_object()) throw Error(path + ": BPE model has no \"vocab\" object");
-  Vocab vocab;
-  for (const auto& [token, id] : model.at("vocab").items()) vocab.add(token, id.get<int32_t>());
+  Vocab vocab = read_vocab(model.at("vocab"), "model.vocab", path);
 
   std::vector<std::pair<std::string, std::string>> merges;
   if (model.contains("merges")) {
     const nlohmann::json& list = model.at("merges");
+    if (list.size() > static_cast<size_t>(limits::kMaxBpeMerges)) {
+      throw ResourceError(path + ": model.merges has " + std::to_string(list.size()) + " entries, more than the " +
+                          std::to_string(limits::kMaxBpeMerges) + " allowed");
+    }
     merges.reserve(list.size());
     for (const nlohmann::json& m : list) {
       if (m.is_string()) {

@@ -10,7 +10,9 @@
 //         (concatenation), == != and or not in, `is defined`, `is none`, parentheses, the filters
 //         trim and length; loop.first/last/index/index0/length inside for.
 // Anything else throws Error naming the construct, so a template is either rendered exactly or
-// refused.
+// refused. Templates come from model files and may be hostile: nesting, integer arithmetic, steps,
+// string sizes and the output are bounded (headscope/limits.h), and going past a bound is an Error
+// (ResourceError for the budgets), never a crash or a runaway.
 #pragma once
 #include <string>
 #include <vector>
@@ -23,9 +25,12 @@ struct ChatMessage {
 };
 
 // Renders `source` with messages, add_generation_prompt, bos_token and eos_token defined.
+// Throws Error on unsupported or malformed syntax, on integer overflow and on nesting deeper than
+// limits.h allows, ResourceError when the rendering goes over a budget (steps, string sizes, output);
+// messages start with `origin` (e.g. the file the template came from) when it is not empty.
 std::string render_chat_template(const std::string& source, const std::vector<ChatMessage>& messages,
                                  bool add_generation_prompt, const std::string& bos_token = "",
-                                 const std::string& eos_token = "");
+                                 const std::string& eos_token = "", const std::string& origin = "");
 
 // The chat template of a model: tokenizer_config.json "chat_template" (a string, or a list of
 // {"name", "template"} of which "default" is taken) in a folder, "tokenizer.chat_template" in a GGUF

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "headscope/error.h"
+#include "headscope/limits.h"
 #include "tokenizer/pipeline.h"
 #include "tokenizer/pre_tokenizers.h"
 #include "tokenizer/unicode.h"
@@ -41,6 +42,13 @@ nlohmann::json tokenizer_json_from_gguf(const io::GgufFile& file) {
                 "' is not supported (only byte-level BPE, 'gpt2'); use the model's Hugging Face folder instead");
   }
   const std::vector<std::string> tokens = file.get_string_array("tokenizer.ggml.tokens");
+  const auto check_count = [&](const char* key, size_t n, int64_t limit) {
+    if (n > static_cast<size_t>(limit)) {
+      throw ResourceError(file.path() + ": " + key + " has " + std::to_string(n) + " entries, more than the " +
+                          std::to_string(limit) + " allowed");
+    }
+  };
+  check_count("tokenizer.ggml.tokens", tokens.size(), limits::kMaxVocabSize);
   std::vector<int64_t> types;
   if (file.has("tokenizer.ggml.token_type")) types = file.get_int_array("tokenizer.ggml.token_type");
   if (!types.empty() && types.size() != tokens.size()) {
@@ -68,7 +76,9 @@ nlohmann::json tokenizer_json_from_gguf(const io::GgufFile& file) {
   }
   nlohmann::json merges = nlohmann::json::array();
   if (file.has("tokenizer.ggml.merges")) {
-    for (const std::string& m : file.get_string_array("tokenizer.ggml.merges")) merges.push_back(m);
+    const std::vector<std::string> list = file.get_string_array("tokenizer.ggml.merges");
+    check_count("tokenizer.ggml.merges", list.size(), limits::kMaxBpeMerges);
+    for (const std::string& m : list) merges.push_back(m);
   }
   nlohmann::json pre;
   if (const char* pattern = split_pattern_for(file.get_string("tokenizer.ggml.pre", ""))) {

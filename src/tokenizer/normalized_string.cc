@@ -5,12 +5,26 @@
 #include <algorithm>
 #include <tuple>
 
+#include "headscope/error.h"
+
 namespace headscope::tokenizer {
 
 NormalizedString::NormalizedString(const unicode::DecodedText& text, size_t first, size_t last)
     : chars_(text.chars.substr(first, last - first)), origin_(text.byte_offsets[first]) {
+  const int64_t n = static_cast<int64_t>(last - first);
+  max_size_ = static_cast<size_t>(std::min(limits::kMaxNormalizedChars,
+                                           n * limits::kMaxNormalizedGrowth + limits::kMaxNormalizedSlack));
   align_.reserve(last - first);
   for (size_t i = first; i < last; ++i) align_.push_back({text.byte_offsets[i], text.byte_offsets[i + 1]});
+}
+
+void NormalizedString::check_size(size_t n, const char* what) const {
+  if (n <= max_size_) return;
+  throw ResourceError(std::string(what) + " would make the text " + std::to_string(n) + " characters long, more than the " +
+                      std::to_string(max_size_) + " allowed for this input (" +
+                      std::to_string(limits::kMaxNormalizedGrowth) + " per input character, at most " +
+                      std::to_string(limits::kMaxNormalizedChars) +
+                      "); the tokenizer's normalizer or pre-tokenizer multiplies the text");
 }
 
 Span NormalizedString::original_span(size_t first, size_t last) const {
@@ -21,6 +35,7 @@ void NormalizedString::transform(const std::vector<CharChange>& dest, size_t ini
   // Walk the old characters in step with `dest`: a replacing character takes the alignment of the
   // old character it replaces; an inserted one takes the alignment of the old character just
   // before the current position (or the empty span at the start).
+  check_size(dest.size(), "normalization");
   std::u32string chars;
   std::vector<Span> align;
   chars.reserve(dest.size());
@@ -128,6 +143,7 @@ NormalizedString NormalizedString::slice(size_t first, size_t last) const {
   out.chars_ = chars_.substr(first, last - first);
   out.align_.assign(align_.begin() + static_cast<std::ptrdiff_t>(first), align_.begin() + static_cast<std::ptrdiff_t>(last));
   out.origin_ = first < last ? align_[first].begin : origin_;
+  out.max_size_ = max_size_;
   return out;
 }
 

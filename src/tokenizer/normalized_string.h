@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "headscope/limits.h"
 #include "tokenizer/unicode.h"
 
 namespace headscope::tokenizer {
@@ -43,6 +44,12 @@ class NormalizedString {
   size_t size() const { return chars_.size(); }
   bool empty() const { return chars_.empty(); }
   std::string utf8() const { return unicode::to_utf8(chars_); }
+  // The most characters this string (and any list of words cut from it) may grow to:
+  // kMaxNormalizedGrowth per character of the input it was made from, plus kMaxNormalizedSlack, and
+  // at most kMaxNormalizedChars (limits.h). Slices keep the limit of the text they come from.
+  size_t max_size() const { return max_size_; }
+  // Throws ResourceError when `n` characters would exceed max_size(); `what` names the step.
+  void check_size(size_t n, const char* what) const;
   // Original span of character i.
   const Span& alignment(size_t i) const { return align_[i]; }
 
@@ -51,6 +58,7 @@ class NormalizedString {
   Span original_span(size_t first, size_t last) const;
 
   // Replaces the characters with `dest`; the first `initial_removed` old characters are dropped.
+  // Throws ResourceError when `dest` is longer than max_size().
   void transform(const std::vector<CharChange>& dest, size_t initial_removed);
 
   // Keeps the characters for which keep(c) is true.
@@ -77,6 +85,7 @@ class NormalizedString {
   // Original byte offset where this string starts: characters inserted before the first one are
   // aligned to the empty span here.
   int64_t origin_ = 0;
+  size_t max_size_ = static_cast<size_t>(limits::kMaxNormalizedChars);
 };
 
 }  // namespace headscope::tokenizer

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "headscope/error.h"
+#include "headscope/limits.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/pre_tokenizers.h"
 
@@ -14,6 +15,10 @@ namespace headscope::tokenizer {
 
 void Vocab::add(std::string token, int32_t id) {
   if (id < 0) throw Error("token '" + token + "' has a negative id " + std::to_string(id));
+  if (id >= limits::kMaxVocabSize) {
+    throw ResourceError("token '" + token + "' has the id " + std::to_string(id) + ", beyond the " +
+                        std::to_string(limits::kMaxVocabSize) + " ids a vocabulary may have");
+  }
   if (static_cast<size_t>(id) >= tokens.size()) tokens.resize(static_cast<size_t>(id) + 1);
   tokens[static_cast<size_t>(id)] = token;
   ids.insert_or_assign(std::move(token), id);
@@ -42,9 +47,18 @@ void PipelineTokenizer::PatternSet::index() {
 PipelineTokenizer::PipelineTokenizer(Parts parts) : parts_(std::move(parts)) {
   if (!parts_.model) throw Error(parts_.source + ": the tokenizer has no model");
   id_to_text_ = parts_.model->vocab().tokens;
+  // Added tokens may extend the vocabulary, by about their number (kMaxVocabIdSlack in limits.h).
+  const int64_t id_limit = std::min<int64_t>(
+      limits::kMaxVocabSize,
+      static_cast<int64_t>(id_to_text_.size() + parts_.added_tokens.size()) + limits::kMaxVocabIdSlack);
   for (size_t i = 0; i < parts_.added_tokens.size(); ++i) {
     const AddedToken& t = parts_.added_tokens[i];
     if (t.id < 0) throw Error(parts_.source + ": added token '" + t.content + "' has a negative id");
+    if (t.id >= id_limit) {
+      throw ResourceError(parts_.source + ": added token '" + t.content + "' has the id " + std::to_string(t.id) +
+                          ", far beyond the vocabulary's " + std::to_string(id_to_text_.size()) + " ids (at most " +
+                          std::to_string(id_limit - 1) + " allowed); the file is corrupt");
+    }
     if (static_cast<size_t>(t.id) >= id_to_text_.size()) id_to_text_.resize(static_cast<size_t>(t.id) + 1);
     id_to_text_[static_cast<size_t>(t.id)] = t.content;
     const unicode::DecodedText content = unicode::decode_utf8(t.content, parts_.source + " added token");
@@ -122,18 +136,31 @@ void PipelineTokenizer::split_added(NormalizedString piece, const PatternSet& pa
 }
 
 Encoding PipelineTokenizer::encode(std::string_view text, const EncodeOptions& options) const {
+  try {
+    return encode_unchecked(text, options);
+  } catch (const ResourceError& e) {
+    throw ResourceError(parts_.source + ": " + e.what());
+  }
+}
+
+Encoding PipelineTokenizer::encode_unchecked(std::string_view text, const EncodeOptions& options) const {
   const unicode::DecodedText decoded = unicode::decode_utf8(text);
+  NormalizedString whole(decoded, 0, decoded.chars.size());
+  const NormalizedString limit = whole.slice(0, 0);  // empty, with the whole text's size limit
 
   // 1. Added tokens in the raw text; 2. normalize the rest, then look for normalized added tokens.
   std::vector<Piece> raw_pieces;
-  split_added(NormalizedString(decoded, 0, decoded.chars.size()), raw_patterns_, raw_pieces);
+  split_added(std::move(whole), raw_patterns_, raw_pieces);
   std::vector<Piece> pieces;
+  size_t normalized_total = 0;  // all pieces together stay within the limit of the whole text
   for (Piece& p : raw_pieces) {
     if (p.added >= 0) {
       pieces.push_back(std::move(p));
       continue;
     }
     if (parts_.normalizer) parts_.normalizer->normalize(p.text);
+    normalized_total += p.text.size();
+    limit.check_size(normalized_total, "the normalizer");
     split_added(std::move(p.text), normalized_patterns_, pieces);
   }
 
@@ -144,6 +171,7 @@ Encoding PipelineTokenizer::encode(std::string_view text, const EncodeOptions& o
   tokens.reserve(text.size() / 3 + 4);
   int32_t word = 0;
   std::vector<NormalizedString> words;
+  size_t word_total = 0;
   std::vector<ModelToken> model_tokens;
   for (const Piece& p : pieces) {
     if (p.text.empty()) continue;
@@ -159,6 +187,8 @@ Encoding PipelineTokenizer::encode(std::string_view text, const EncodeOptions& o
     } else {
       words.push_back(p.text);
     }
+    for (const NormalizedString& w : words) word_total += w.size();
+    limit.check_size(word_total, "the pre-tokenizer");
     for (const NormalizedString& w : words) {
       if (w.empty()) continue;
       model_tokens.clear();
@@ -226,6 +256,37 @@ std::string PipelineTokenizer::decode(const std::vector<int32_t>& ids) const {
 
 // ---- readers ----
 
+int32_t read_token_id(const nlohmann::json& value, int64_t limit, const std::string& what, const std::string& path) {
+  limit = std::min(limit, limits::kMaxVocabSize);
+  if (!value.is_number_integer()) throw Error(path + ": " + what + " has an id that is not an integer");
+  // Unsigned JSON numbers above INT64_MAX read as negative here and are refused as such.
+  const int64_t id = value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)
+                         ? -1
+                         : value.get<int64_t>();
+  if (id < 0) throw Error(path + ": " + what + " has a negative id " + value.dump());
+  if (id >= limit) {
+    throw ResourceError(path + ": " + what + " has the id " + std::to_string(id) + "; ids must be below " +
+                        std::to_string(limit) + " (the number of entries plus " +
+                        std::to_string(limits::kMaxVocabIdSlack) + ", at most " +
+                        std::to_string(limits::kMaxVocabSize) + "); the file is corrupt");
+  }
+  return static_cast<int32_t>(id);
+}
+
+Vocab read_vocab(const nlohmann::json& vocab, const std::string& where, const std::string& path) {
+  if (vocab.size() > static_cast<size_t>(limits::kMaxVocabSize)) {
+    throw ResourceError(path + ": " + where + " has " + std::to_string(vocab.size()) + " entries, more than the " +
+                        std::to_string(limits::kMaxVocabSize) + " a vocabulary may have");
+  }
+  const int64_t limit = static_cast<int64_t>(vocab.size()) + limits::kMaxVocabIdSlack;
+  Vocab out;
+  out.ids.reserve(vocab.size());
+  for (const auto& [token, id] : vocab.items()) {
+    out.add(token, read_token_id(id, limit, where + " entry '" + token + "'", path));
+  }
+  return out;
+}
+
 std::vector<AddedToken> read_added_tokens(const nlohmann::json& added, const std::string& path) {
   std::vector<AddedToken> out;
   if (added.is_null()) return out;
@@ -236,7 +297,7 @@ std::vector<AddedToken> read_added_tokens(const nlohmann::json& added, const std
     }
     AddedToken t;
     t.content = entry.at("content").get<std::string>();
-    t.id = entry.at("id").get<int32_t>();
+    t.id = read_token_id(entry.at("id"), limits::kMaxVocabSize, "added token '" + t.content + "'", path);
     t.special = entry.value("special", false);
     t.single_word = entry.value("single_word", false);
     t.lstrip = entry.value("lstrip", false);
@@ -266,7 +327,9 @@ PostProcessor read_template_processing(const nlohmann::json& post, const std::st
                     "' which is missing from its \"special_tokens\"");
       }
       const nlohmann::json& sp = specials.at(name);
-      piece.ids = sp.at("ids").get<std::vector<int32_t>>();
+      for (const nlohmann::json& id : sp.at("ids")) {
+        piece.ids.push_back(read_token_id(id, limits::kMaxVocabSize, "post_processor special token '" + name + "'", path));
+      }
       piece.tokens = sp.at("tokens").get<std::vector<std::string>>();
       if (piece.ids.size() != piece.tokens.size()) {
         throw Error(path + ": special token '" + name + "' has " + std::to_string(piece.ids.size()) +
@@ -290,7 +353,7 @@ PostProcessor read_bert_processing(const nlohmann::json& post, const std::string
     }
     TemplatePiece piece;
     piece.tokens = {pair[0].get<std::string>()};
-    piece.ids = {pair[1].get<int32_t>()};
+    piece.ids = {read_token_id(pair[1], limits::kMaxVocabSize, std::string("post_processor \"") + key + "\"", path)};
     return piece;
   };
   PostProcessor out;

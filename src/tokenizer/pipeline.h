@@ -137,6 +137,8 @@ class PipelineTokenizer final : public Tokenizer {
   // Cuts the matches of `patterns` out of `piece` (leftmost-longest, non-overlapping) and appends
   // the pieces in order.
   void split_added(NormalizedString piece, const PatternSet& patterns, std::vector<Piece>& out) const;
+  // encode() without naming the file in ResourceErrors (encode adds it).
+  Encoding encode_unchecked(std::string_view text, const EncodeOptions& options) const;
 
   Parts parts_;
   PatternSet raw_patterns_;         // added tokens matched in the original text
@@ -149,6 +151,14 @@ class PipelineTokenizer final : public Tokenizer {
 std::unique_ptr<Tokenizer> from_json(const nlohmann::json& root, const std::string& source);
 
 // ---- readers of tokenizer.json components (tables in tokenizer.cc) ----
+
+// A token id from tokenizer.json: an integer in [0, limit), limit at most limits::kMaxVocabSize.
+// Throws Error naming `path` and `what` (e.g. "model.vocab entry 'foo'") otherwise.
+int32_t read_token_id(const nlohmann::json& value, int64_t limit, const std::string& what, const std::string& path);
+// A model's "vocab" object ({token: id}). Ids may leave gaps (filled by added tokens) but must stay
+// below the number of entries plus limits::kMaxVocabIdSlack, so a stray id of 100,000,000 cannot
+// make the id table that large.
+Vocab read_vocab(const nlohmann::json& vocab, const std::string& where, const std::string& path);
 
 // Reads "added_tokens". Throws Error naming `path` on malformed entries.
 std::vector<AddedToken> read_added_tokens(const nlohmann::json& added, const std::string& path);

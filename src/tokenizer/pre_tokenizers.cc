@@ -10,6 +10,7 @@
 #include <array>
 
 #include "headscope/error.h"
+#include "headscope/limits.h"
 #include "tokenizer/unicode.h"
 
 namespace headscope::tokenizer {
@@ -117,12 +118,29 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(const std::u32string& tex
   unit_to_char[unit] = static_cast<uint32_t>(text.size());
   UErrorCode status = U_ZERO_ERROR;
   std::unique_ptr<icu::RegexMatcher> matcher(impl_->pattern->matcher(input, status));
+  // A pattern from tokenizer.json may backtrack exponentially ("(a+)+b"). ICU calls back once per
+  // TIMER_INITIAL_VALUE (10,000) saved backtracking states; the whole text gets a number of such
+  // ticks proportional to its length (limits.h), after which the match stops with an error.
+  struct Ticks {
+    int64_t used = 0;
+    int64_t limit = 0;
+  } ticks{0, std::max(limits::kMinRegexTicks, static_cast<int64_t>(text.size()) * limits::kMaxRegexTicksPerChar)};
+  const URegexMatchCallback* on_tick = [](const void* context, int32_t) -> UBool {
+    Ticks* t = const_cast<Ticks*>(static_cast<const Ticks*>(context));
+    return ++t->used <= t->limit;
+  };
+  if (U_SUCCESS(status)) matcher->setMatchCallback(on_tick, &ticks, status);
   while (U_SUCCESS(status) && matcher->find(status)) {
     const int32_t begin = matcher->start(status);
     const int32_t end = matcher->end(status);
     if (U_FAILURE(status)) break;
     if (begin == end) continue;  // an empty match cuts nothing
     matches.emplace_back(unit_to_char[static_cast<size_t>(begin)], unit_to_char[static_cast<size_t>(end)]);
+  }
+  if (status == U_REGEX_STOPPED_BY_CALLER) {
+    throw ResourceError("tokenizer: regex \"" + impl_->source + "\" backtracks too much on a text of " +
+                        std::to_string(text.size()) + " characters (more than " + std::to_string(ticks.limit) +
+                        " ticks of ICU's matcher, kMaxRegexTicksPerChar); the tokenizer's pattern is pathological");
   }
   if (U_FAILURE(status)) {
     throw Error("tokenizer: regex \"" + impl_->source + "\" failed: " + u_errorName(status));
@@ -242,6 +260,7 @@ bool is_numeric(char32_t c) {
 
 void prepend(NormalizedString& s, const std::u32string& prefix) {
   if (s.empty() || prefix.empty()) return;
+  s.check_size(s.size() + prefix.size(), "a prepended prefix");
   // The first prefix character takes over the first character's alignment (change 0); the rest of
   // the prefix and the old first character are insertions aligned to it.
   std::vector<CharChange> dest;
@@ -259,6 +278,10 @@ namespace {
 void replace_matches(NormalizedString& s, const std::vector<std::pair<size_t, size_t>>& matches,
                      const std::u32string& content) {
   if (matches.empty()) return;
+  size_t matched = 0;
+  for (const auto& [b, e] : matches) matched += e - b;
+  // Checked before building: one Replace can multiply the text by the length of its content.
+  s.check_size(s.size() - matched + matches.size() * content.size(), "a Replace normalizer");
   std::vector<CharChange> dest;
   dest.reserve(s.size() + matches.size() * content.size());
   size_t initial_removed = 0;
@@ -342,7 +365,14 @@ class SequencePreTokenizer final : public PreTokenizer {
     std::vector<NormalizedString> current{piece}, next;
     for (const auto& step : steps) {
       next.clear();
-      for (const NormalizedString& w : current) step->pre_tokenize(w, next);
+      // The words of one piece, together, stay within the piece's size limit; checked after each
+      // word so that steps which multiply the text (a chain of ByteLevel) stop early.
+      size_t total = 0, counted = 0;
+      for (const NormalizedString& w : current) {
+        step->pre_tokenize(w, next);
+        for (; counted < next.size(); ++counted) total += next[counted].size();
+        piece.check_size(total, "a Sequence pre-tokenizer");
+      }
       std::swap(current, next);
     }
     for (NormalizedString& w : current) {
@@ -595,10 +625,11 @@ void trim_byte_level_offsets(std::string_view text, std::vector<Token>& tokens, 
     }
     return b;
   };
-  const auto chars_before = [&](int64_t b) {
-    int64_t n = 0;
-    for (int64_t i = 0; i < b; ++i) n += is_char_start(i);
-    return n;
+  // Whether at least `n` characters start before byte b: walks back at most n characters, so a
+  // text of many space tokens stays linear (counting from the start was quadratic).
+  const auto has_chars_before = [&](int64_t b, int64_t n) {
+    for (int64_t i = b - 1; i >= 0 && n > 0; --i) n -= is_char_start(i);
+    return n <= 0;
   };
   std::u32string chars;
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -616,7 +647,7 @@ void trim_byte_level_offsets(std::string_view text, std::vector<Token>& tokens, 
       if (is_first && keeps_prefix_space && leading == 1) leading = 0;
       t.begin = std::min(forward(t.begin, leading), t.end);
     }
-    if (trailing > 0 && chars_before(t.end) >= trailing) t.end = std::max(backward(t.end, trailing), t.begin);
+    if (trailing > 0 && has_chars_before(t.end, trailing)) t.end = std::max(backward(t.end, trailing), t.begin);
   }
 }
 

@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "headscope/error.h"
+#include "headscope/limits.h"
 #include "headscope/tokenizer.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/pipeline.h"
@@ -86,11 +87,49 @@ Result read_component(const Reader<Result> (&table)[N], const nlohmann::json& co
 }
 
 std::string read_file(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > static_cast<uintmax_t>(limits::kMaxTokenizerFileBytes)) {
+    throw ResourceError(path + ": " + std::to_string(size) + " bytes, more than the " +
+                        std::to_string(limits::kMaxTokenizerFileBytes) + " a tokenizer file may have");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot open file");
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// The readers recurse once per level of a Sequence component, so the document's nesting is
+// bounded before any of them runs. Walks with an explicit stack; names the first value found
+// deeper than the limit by its path, e.g. pre_tokenizer.pretokenizers[0].pretokenizers[0]...
+void check_nesting(const nlohmann::json& root, const std::string& path) {
+  struct Frame {
+    const nlohmann::json* value;
+    std::string where;
+    int depth;
+  };
+  std::vector<Frame> stack{{&root, "", 0}};
+  while (!stack.empty()) {
+    Frame f = std::move(stack.back());
+    stack.pop_back();
+    if (!f.value->is_structured()) continue;
+    if (f.depth >= limits::kMaxTokenizerJsonDepth) {
+      throw Error(path + ": " + (f.where.empty() ? std::string("the document") : f.where) + " is nested deeper than " +
+                  std::to_string(limits::kMaxTokenizerJsonDepth) + " levels; the file is corrupt or hostile");
+    }
+    if (f.value->is_object()) {
+      for (const auto& [key, child] : f.value->items()) {
+        if (child.is_structured()) stack.push_back({&child, f.where + (f.where.empty() ? "" : ".") + key, f.depth + 1});
+      }
+    } else {
+      size_t i = 0;
+      for (const nlohmann::json& child : *f.value) {
+        if (child.is_structured()) stack.push_back({&child, f.where + "[" + std::to_string(i) + "]", f.depth + 1});
+        ++i;
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -108,17 +147,26 @@ tokenizer::PostProcessor tokenizer::read_post_processor(const nlohmann::json& sp
 }
 
 std::unique_ptr<Tokenizer> Tokenizer::from_tokenizer_json(const std::string& path) {
+  return from_json_string(read_file(path), path);
+}
+
+std::unique_ptr<Tokenizer> Tokenizer::from_json_string(std::string_view contents, const std::string& source) {
+  if (contents.size() > static_cast<size_t>(limits::kMaxTokenizerFileBytes)) {
+    throw ResourceError(source + ": " + std::to_string(contents.size()) + " bytes, more than the " +
+                        std::to_string(limits::kMaxTokenizerFileBytes) + " a tokenizer file may have");
+  }
   nlohmann::json root;
   try {
-    root = nlohmann::json::parse(read_file(path));
+    root = nlohmann::json::parse(contents);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": not valid JSON (" + e.what() + ")");
+    throw Error(source + ": not valid JSON (" + e.what() + ")");
   }
-  return tokenizer::from_json(root, path);
+  return tokenizer::from_json(root, source);
 }
 
 std::unique_ptr<Tokenizer> tokenizer::from_json(const nlohmann::json& root, const std::string& path) {
   if (!root.is_object() || !root.contains("model")) throw Error(path + ": not a tokenizer.json (no \"model\")");
+  check_nesting(root, path);
   try {
     tokenizer::PipelineTokenizer::Parts parts;
     parts.source = path;

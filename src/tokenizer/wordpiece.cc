@@ -1,12 +1,15 @@
 // headscope — BertNormalizer, BertPreTokenizer, WordPiece and the vocab.txt reader.
 #include "tokenizer/wordpiece.h"
 
+#include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "headscope/error.h"
+#include "headscope/limits.h"
 #include "tokenizer/unicode.h"
 
 namespace headscope::tokenizer {
@@ -31,6 +34,12 @@ bool is_chinese_char(char32_t c) {
 bool is_bert_punctuation(char32_t c) { return unicode::is_ascii_punctuation(c) || unicode::is_legacy_punctuation(c); }
 
 std::string read_text_file(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > static_cast<uintmax_t>(limits::kMaxTokenizerFileBytes)) {
+    throw ResourceError(path + ": " + std::to_string(size) + " bytes, more than the " +
+                        std::to_string(limits::kMaxTokenizerFileBytes) + " a tokenizer file may have");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot open file");
   std::ostringstream ss;
@@ -133,7 +142,12 @@ void WordPiece::tokenize(const NormalizedString& word, std::vector<ModelToken>& 
   size_t start = 0;
   while (start < n) {
     std::optional<int32_t> found;
-    size_t end = n;
+    // Start from the longest piece that can fit in the longest entry, so a long word costs
+    // O(length x longest entry) lookups instead of O(length^2).
+    const size_t prefix_bytes = start > 0 ? prefix.size() : 0;
+    const size_t room = max_entry_bytes_ > prefix_bytes ? max_entry_bytes_ - prefix_bytes : 0;
+    size_t end = static_cast<size_t>(std::upper_bound(byte_at.begin() + static_cast<std::ptrdiff_t>(start), byte_at.end(),
+                                                      byte_at[start] + room) - byte_at.begin()) - 1;
     for (; end > start; --end) {
       const std::string_view piece(utf8.data() + byte_at[start], byte_at[end] - byte_at[start]);
       const size_t length = piece.size() + (start > 0 ? prefix.size() : 0);
@@ -176,12 +190,13 @@ std::unique_ptr<Model> read_wordpiece_model(const nlohmann::json& j, const std::
   if (!j.contains("vocab") || !j.at("vocab").is_object()) {
     throw Error(path + ": WordPiece model has no \"vocab\" object");
   }
-  Vocab vocab;
-  vocab.ids.reserve(j.at("vocab").size());
-  for (const auto& [token, id] : j.at("vocab").items()) vocab.add(token, id.get<int32_t>());
+  Vocab vocab = read_vocab(j.at("vocab"), "model.vocab", path);
   WordPieceOptions o;
   o.unk_token = j.value("unk_token", std::string("[UNK]"));
   o.continuing_subword_prefix = j.value("continuing_subword_prefix", std::string("##"));
+  if (j.contains("max_input_chars_per_word") && !j.at("max_input_chars_per_word").is_number_unsigned()) {
+    throw Error(path + ": model.max_input_chars_per_word must be a non-negative integer");
+  }
   o.max_input_chars_per_word = j.value("max_input_chars_per_word", size_t{100});
   return std::make_unique<WordPiece>(std::move(vocab), std::move(o), path);
 }
@@ -247,7 +262,13 @@ std::unique_ptr<Tokenizer> read_wordpiece_vocab_dir(const std::string& dir) {
     if (config.contains("added_tokens_decoder") && config.at("added_tokens_decoder").is_object()) {
       for (const auto& [id, entry] : config.at("added_tokens_decoder").items()) {
         AddedToken t;
-        t.id = std::stoi(id);
+        int64_t value = -1;
+        const auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), value);
+        if (ec != std::errc() || end != id.data() + id.size()) {
+          throw Error(config_path + ": added_tokens_decoder key '" + id + "' is not a token id");
+        }
+        t.id = read_token_id(nlohmann::json(value), static_cast<int64_t>(vocab.tokens.size()) + limits::kMaxVocabIdSlack,
+                             "added_tokens_decoder entry '" + id + "'", config_path);
         t.content = entry.at("content").get<std::string>();
         t.special = entry.value("special", false);
         t.single_word = entry.value("single_word", false);

@@ -138,6 +138,19 @@ TEST(BpeTokenizer, Decode) {
   }
 }
 
+// Found by review: ByteLevel offset trimming counted the characters before each token that ends in
+// spaces from the start of the text, quadratic in a text of many such tokens (600 KB took minutes).
+TEST(BpeTokenizer, ManySpaceTokensStayLinear) {
+  std::unique_ptr<Tokenizer> tok = Tokenizer::from_tokenizer_json((goldens() / "gpt2" / "tokenizer.json").string());
+  const size_t per_unit = tok->encode("  a", {}).size();
+  ASSERT_GT(per_unit, 0u);
+  std::string text;
+  for (int i = 0; i < 200000; ++i) text += "  a";
+  const headscope::Encoding e = tok->encode(text, {});
+  EXPECT_EQ(e.size(), 200000 * per_unit);
+  EXPECT_EQ(e.tokens.back().end, static_cast<int64_t>(text.size()));
+}
+
 TEST(BpeTokenizer, BadInputIsAnError) {
   const fs::path dir = goldens() / "gpt2";
   std::unique_ptr<Tokenizer> tok = Tokenizer::from_tokenizer_json((dir / "tokenizer.json").string());

@@ -11,12 +11,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <unistd.h>
 
 #include "headscope/error.h"
+#include "headscope/limits.h"
 #include "headscope/tokenizer.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/wordpiece.h"
@@ -365,6 +367,136 @@ TEST(Tokenizer, MinimalTokenizerJsonWithoutNormalizer) {
   EXPECT_EQ(e.tokens[3].begin, 10);
   EXPECT_EQ(e.tokens[3].end, 13);
   EXPECT_EQ(e.tokens[3].word, 1);
+}
+
+
+// ---- hostile tokenizer.json files: refused with an Error naming the file, never a crash ----
+
+// A WordPiece model with single letters and their ## continuations, around `rest` (more keys).
+std::string tiny_tokenizer(const std::string& rest) {
+  return R"({"model": {"type": "WordPiece", "unk_token": "[UNK]", "max_input_chars_per_word": 1000000000,
+             "vocab": {"[UNK]": 0, "a": 1, "##a": 2, "b": 3, "##b": 4}})" +
+         (rest.empty() ? std::string() : ", " + rest) + "}";
+}
+
+// `depth` Sequences of `key`, each holding the next, around `leaf`.
+std::string nested(const std::string& key, int depth, const std::string& leaf) {
+  std::string open, close;
+  for (int i = 0; i < depth; ++i) {
+    open += R"({"type": "Sequence", ")" + key + R"(": [)";
+    close += "]}";
+  }
+  return open + leaf + close;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Found by mutation: 20,000 nested Sequences overflowed the stack of the recursive readers.
+TEST(TokenizerHostile, DeepSequencesAreRefusedWithTheirPath) {
+  const struct {
+    const char* component;
+    const char* key;
+    const char* leaf;
+  } cases[] = {{"pre_tokenizer", "pretokenizers", R"({"type": "Whitespace"})"},
+               {"normalizer", "normalizers", R"({"type": "Lowercase"})"},
+               {"post_processor", "processors", R"({"type": "ByteLevel"})"},
+               {"decoder", "decoders", R"({"type": "ByteLevel"})"}};
+  for (const auto& c : cases) {
+    const std::string json = tiny_tokenizer("\"" + std::string(c.component) + "\": " + nested(c.key, 20000, c.leaf));
+    const std::string message = error_of([&] { Tokenizer::from_json_string(json, "hostile.json"); });
+    EXPECT_EQ(message.rfind("hostile.json: ", 0), 0u) << message;
+    const std::string path = std::string(c.component) + "." + c.key + "[0]." + c.key + "[0]";
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    EXPECT_NE(message.find(std::to_string(headscope::limits::kMaxTokenizerJsonDepth)), std::string::npos) << message;
+    // A few levels are fine and behave as the leaf alone.
+    const auto tok = Tokenizer::from_json_string(tiny_tokenizer("\"" + std::string(c.component) + "\": " + nested(c.key, 5, c.leaf)));
+    EXPECT_EQ(tok->encode("a", {}).ids(), std::vector<int32_t>{1}) << c.component;
+  }
+}
+
+// Found by mutation: a vocabulary id of 100,000,000 resized the id table to it (6.4 GB).
+TEST(TokenizerHostile, SparseOrHugeIdsAreRefused) {
+  const auto message = [](const std::string& json) {
+    try {
+      Tokenizer::from_json_string(json, "ids.json");
+    } catch (const headscope::ResourceError& e) {
+      return std::string(e.what());
+    } catch (const Error& e) {
+      return "(Error, not ResourceError) " + std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  const std::string vocab_bomb = R"({"model": {"type": "WordPiece", "vocab": {"[UNK]": 0, "a": 100000000}}})";
+  EXPECT_NE(message(vocab_bomb).find("ids.json: model.vocab entry 'a' has the id 100000000"), std::string::npos)
+      << message(vocab_bomb);
+  const std::string added_bomb = tiny_tokenizer(R"("added_tokens": [{"id": 100000000, "content": "<x>"}])");
+  EXPECT_NE(message(added_bomb).find("'<x>' has the id 100000000"), std::string::npos) << message(added_bomb);
+  EXPECT_THROW(Tokenizer::from_json_string(R"({"model": {"type": "BPE", "vocab": {"a": 3e300}}})"), Error);
+  EXPECT_THROW(Tokenizer::from_json_string(R"({"model": {"type": "BPE", "vocab": {"a": 18446744073709551615}}})"), Error);
+  EXPECT_THROW(Tokenizer::from_json_string(tiny_tokenizer(R"("added_tokens": [{"id": -1, "content": "<x>"}])")), Error);
+  // A few unused ids are fine: the table has one slot per id up to the largest.
+  const auto tok = Tokenizer::from_json_string(tiny_tokenizer(R"("added_tokens": [{"id": 40, "content": "<x>"}])"));
+  EXPECT_EQ(tok->vocab_size(), 41);
+}
+
+// Found by mutation: a Sequence of Replace normalizers, each doubling the text, grew without bound;
+// so did a chain of ByteLevel pre-tokenizers (each doubles non-ASCII text).
+TEST(TokenizerHostile, NormalizersAndPreTokenizersCannotMultiplyTheText) {
+  const std::string doubling = R"({"type": "Replace", "pattern": {"String": "a"}, "content": "aa"})";
+  const auto chain = [&](int n) {
+    std::string steps;
+    for (int i = 0; i < n; ++i) steps += (i ? ", " : "") + doubling;
+    return tiny_tokenizer(R"("normalizer": {"type": "Sequence", "normalizers": [)" + steps + "]}");
+  };
+  // Three doublings of "a": 8 letters, one token each (a ##a ##a ...).
+  EXPECT_EQ(Tokenizer::from_json_string(chain(3))->encode("a", {}).size(), 8u);
+  const auto bomb = Tokenizer::from_json_string(chain(40), "replace.json");
+  EXPECT_THROW(bomb->encode("aaaa", {}), headscope::ResourceError);
+  EXPECT_NE(error_of([&] { bomb->encode("aaaa", {}); }).find("replace.json: a Replace normalizer"), std::string::npos)
+      << error_of([&] { bomb->encode("aaaa", {}); });
+
+  std::string byte_levels;
+  for (int i = 0; i < 40; ++i) byte_levels += std::string(i ? ", " : "") + R"({"type": "ByteLevel", "use_regex": false})";
+  const auto spelled = Tokenizer::from_json_string(
+      tiny_tokenizer(R"("pre_tokenizer": {"type": "Sequence", "pretokenizers": [)" + byte_levels + "]}"));
+  EXPECT_THROW(spelled->encode("\xC3\xA9t\xC3\xA9", {}), headscope::ResourceError);
+}
+
+// Found by review: a split regex from tokenizer.json that backtracks exponentially ran for hours
+// (ICU has no memo); the matcher now has a budget of backtracking proportional to the text.
+TEST(TokenizerHostile, CatastrophicRegexIsStopped) {
+  const auto split = [](const std::string& pattern) {
+    return Tokenizer::from_json_string(tiny_tokenizer(R"("pre_tokenizer": {"type": "Split", "pattern": {"Regex": ")" +
+                                                      pattern + R"("}, "behavior": "Isolated"})"),
+                                       "regex.json");
+  };
+  const auto bomb = split("(a+)+b");
+  EXPECT_THROW(bomb->encode(std::string(40, 'a'), {}), headscope::ResourceError);
+  EXPECT_NE(error_of([&] { bomb->encode(std::string(40, 'a'), {}); }).find("regex.json: tokenizer: regex"),
+            std::string::npos);
+  // The same pattern where it matches quickly, and a long text with an ordinary pattern.
+  EXPECT_EQ(bomb->encode("aab", {}).ids(), (std::vector<int32_t>{1, 2, 4}));  // one piece: a ##a ##b
+  const auto words = split("a+");
+  EXPECT_EQ(words->encode(std::string(100000, 'a') + "b" + std::string(100000, 'a'), {}).size(), 200001u);
+}
+
+// Found by review: WordPiece tried every end of a word from the last character down, O(n²) lookups
+// for a word of n characters when max_input_chars_per_word is large; 300,000 letters took minutes.
+// Now the search starts at the longest piece an entry could match.
+TEST(TokenizerHostile, LongWordIsLinear) {
+  const auto tok = Tokenizer::from_json_string(tiny_tokenizer(""));
+  const headscope::Encoding e = tok->encode(std::string(300000, 'a'), {});
+  ASSERT_EQ(e.size(), 300000u);
+  EXPECT_EQ(e.tokens[0].id, 1);
+  EXPECT_EQ(e.tokens[1].id, 2);
+  EXPECT_EQ(e.tokens.back().begin, 299999);
 }
 
 }  // namespace

@@ -5,9 +5,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace headscope;
-  fuzz::MemFile file({reinterpret_cast<const char*>(data), size}, "tokenizer.json");
   fuzz::expect_ok_or_error([&] {
-    auto tok = Tokenizer::from_tokenizer_json(file.path());
+    auto tok = Tokenizer::from_json_string({reinterpret_cast<const char*>(data), size}, "tokenizer.json");
     EncodeOptions options;
     options.max_length = 64;
     options.truncate = true;

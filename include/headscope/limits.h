@@ -33,6 +33,8 @@ constexpr uint64_t kRunMemoryMarginBytes = uint64_t{512} << 20;
 // The safetensors reference implementation (huggingface/safetensors, MAX_HEADER_SIZE) refuses
 // headers above 100 MB; a corrupt length cannot send more to the JSON parser.
 constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
+// config.json is read whole into a JSON tree; real ones are 1-10 KB.
+constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
 // Load warnings kept (one per tensor with non-finite values); the rest are counted in one line.
 constexpr size_t kMaxLoadWarnings = 16;
 

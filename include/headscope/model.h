@@ -67,12 +67,31 @@ class DecoderState {
   virtual int64_t length() const = 0;  // tokens processed so far
 };
 
+// How Model::load treats what it reads.
+struct LoadOptions {
+  // Weights holding NaN or ±Inf: by default the model loads and warnings() names each such
+  // tensor; strict refuses the model with an Error instead.
+  bool strict = false;
+  // Bytes one run (Model::run / extend) may allocate; 0 = what the system has available
+  // (MemAvailable in /proc/meminfo, less limits::kRunMemoryMarginBytes), or the environment
+  // variable HEADSCOPE_MEMORY_BUDGET (bytes) when it is set.
+  uint64_t run_memory_budget = 0;
+};
+
 class Model {
  public:
   virtual ~Model() = default;
   // Loads a Hugging Face model directory (config.json, *.safetensors, tokenizer.json) or a
-  // .gguf file. Throws Error with a message naming the file and what to do.
-  static std::unique_ptr<Model> load(const std::string& path);
+  // .gguf file. Throws Error with a message naming the file and what to do. Every hyper-parameter
+  // is checked (type, range, the budgets of headscope/limits.h) before anything is sized from
+  // it, and every weight once for NaN/Inf.
+  static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& options = {});
+  // What the load found suspect but not fatal (one line each, e.g. a tensor with NaN values).
+  std::vector<std::string> warnings() const { return warnings_; }
+  // The bytes a run over T tokens allocates: the capture tensors `options` asks for plus the
+  // pass's working memory (activations, attention scratch, the KV cache). Model::run and extend
+  // throw ResourceError before allocating when this exceeds the run memory budget.
+  virtual uint64_t run_bytes(int64_t T, const CaptureOptions& options = {}) const = 0;
 
   virtual const ModelConfig& config() const = 0;
   virtual const Tokenizer& tokenizer() const = 0;
@@ -91,6 +110,18 @@ class Model {
   // W_O of `layer` as stored by nn.Linear: [d_model, n_head * d_head] (out, in), and its bias.
   virtual const Tensor& output_projection(int layer) const = 0;
   virtual const Tensor& output_bias(int layer) const = 0;
+
+ protected:
+  // The run memory budget in bytes (see LoadOptions::run_memory_budget), resolved per call so
+  // that a long-lived server follows what the system has free.
+  uint64_t run_memory_budget() const;
+  // Throws ResourceError when `bytes` (what a run up to `T` tokens in all would allocate) exceeds
+  // the budget, with the estimate, what is available and the longest text that would fit.
+  void check_run_memory(int64_t T, uint64_t bytes, const CaptureOptions& options) const;
+
+ private:
+  std::vector<std::string> warnings_;
+  LoadOptions options_;
 };
 
 }  // namespace headscope

@@ -7,6 +7,27 @@
 
 namespace headscope::capture {
 
+uint64_t capture_bytes(const ModelConfig& c, int64_t T, int64_t Tk, const CaptureOptions& o) {
+  // limits.h bounds every factor, but L·H·T·Tk can still pass 2^64 (2^10 · 2^10 · 2^24 · 2^24):
+  // the sum saturates instead of wrapping, so a huge T always reads as "too much".
+  const uint64_t L = uint64_t(c.n_layer), H = uint64_t(c.n_head), Hkv = uint64_t(c.n_kv_head), D = uint64_t(c.d_model),
+                 Dh = uint64_t(c.d_head), t = uint64_t(T), tk = uint64_t(Tk);
+  uint64_t floats = 0;
+  const auto add = [&floats](std::initializer_list<uint64_t> factors) {
+    uint64_t p = 1;
+    for (uint64_t f : factors)
+      if (__builtin_mul_overflow(p, f, &p)) p = UINT64_MAX / 8;
+    floats = std::min(UINT64_MAX / 8, floats + std::min(p, UINT64_MAX / 8));
+  };
+  if (o.attention) add({L, H, t, tk});
+  if (o.head_outputs) add({L, H, t, Dh});
+  if (o.contributions) add({L, H, t, D});
+  if (o.contributions || o.head_outputs) add({L, t, D});
+  if (o.hidden_states) add({L + 1, t, D});
+  if (o.queries_keys) add({L, H + Hkv, t, Dh});
+  return floats * sizeof(float);
+}
+
 Capture allocate(const ModelConfig& c, int T, const CaptureOptions& o, std::vector<int> kv_head_of) {
   Capture cap;
   cap.n_layer = c.n_layer;

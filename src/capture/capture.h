@@ -9,6 +9,13 @@
 
 namespace headscope::capture {
 
+// The bytes of the capture tensors `options` asks for, T query rows over Tk keys (T = Tk for a
+// whole run; Model::extend records attention over every key so far):
+//   attention L·H·T·Tk, head outputs L·H·T·d_head, contributions L·H·T·d_model, attention
+//   output L·T·d_model (with either of the two before), hidden states (L+1)·T·d_model,
+//   queries and keys (L·H + L·n_kv_head)·T·d_head — all fp32.
+uint64_t capture_bytes(const ModelConfig& config, int64_t T, int64_t Tk, const CaptureOptions& options);
+
 // Allocates the tensors `options` asks for, for a sequence of T tokens.
 Capture allocate(const ModelConfig& config, int T, const CaptureOptions& options, std::vector<int> kv_head_of);
 

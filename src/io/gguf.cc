@@ -603,15 +603,33 @@ GgufFile::GgufFile(const std::string& path) : file_(std::make_unique<MappedFile>
                   " bytes; truncated download?)");
     info.data = file_->data() + data_offset_ + info.offset;
   }
+  // Writers (gguf-py, llama.cpp) place the tensors one after another, each padded to the
+  // alignment. So in order of offset, a tensor's bytes (from its type and shape) must fill the
+  // space up to the next tensor but for less than `alignment` bytes of padding: a type changed to
+  // a smaller one, or a wrong dimension, leaves a larger gap and would be read as garbage; a
+  // larger one overlaps the next tensor. The file ends at the last tensor's end, or at that end
+  // rounded up to the alignment (both writers pad after every tensor, the last included).
   std::vector<const GgufTensorInfo*> by_offset;
   for (const auto& [name, info] : tensors_)
     if (info.nbytes > 0) by_offset.push_back(&info);
   std::sort(by_offset.begin(), by_offset.end(),
             [](const GgufTensorInfo* a, const GgufTensorInfo* b) { return a->offset < b->offset; });
-  for (size_t i = 1; i < by_offset.size(); ++i)
-    if (by_offset[i]->offset < by_offset[i - 1]->offset + by_offset[i - 1]->nbytes)
-      throw Error(p + ": tensor '" + by_offset[i]->name + "': data overlaps tensor '" + by_offset[i - 1]->name +
+  for (size_t i = 0; i < by_offset.size(); ++i) {
+    const GgufTensorInfo& t = *by_offset[i];
+    const uint64_t end = t.offset + t.nbytes;  // <= data_size, checked above
+    const bool last = i + 1 == by_offset.size();
+    const uint64_t next = last ? data_size : by_offset[i + 1]->offset;
+    const std::string next_name = last ? std::string("the end of the file") : "tensor '" + by_offset[i + 1]->name + "'";
+    if (!last && end > next)
+      throw Error(p + ": tensor '" + by_offset[i + 1]->name + "': data overlaps tensor '" + t.name +
                   "' (corrupt tensor offsets)");
+    const uint64_t padded_end = (end + alignment_ - 1) / alignment_ * alignment_;
+    if (last ? next != end && next != padded_end : next - end >= alignment_)
+      throw Error(p + ": tensor '" + t.name + "': its " + ggml_type_name(t.type) + " data of shape " +
+                  dims_str(t.shape()) + " is " + std::to_string(t.nbytes) + " bytes, but " + next_name + " is " +
+                  std::to_string(next - t.offset) + " bytes after its start (not just the padding to the alignment; " +
+                  "corrupt type or dimensions)");
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

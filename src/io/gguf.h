@@ -27,8 +27,10 @@
 //
 // Validated on open: magic, version, every count/length against the bytes left (so a corrupt
 // count cannot cause a huge allocation), known value and tensor types, dims (ne[0] a multiple
-// of the block size, no overflow), offsets aligned and inside the file, no overlapping tensors,
-// no duplicate keys or names. Every error names the file, and the key or tensor.
+// of the block size, no overflow), offsets aligned and inside the file, and, in order of offset,
+// each tensor's bytes (from its type and shape) reach the next tensor but for the padding to the
+// alignment, the last one the end of the file (so a type or a dimension changed in the infos is
+// caught); no duplicate keys or names. Every error names the file, and the key or tensor.
 #pragma once
 #include <cstdint>
 #include <map>

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "headscope/limits.h"
 #include "io/float_bits.h"
 
 namespace headscope::io {
@@ -21,10 +22,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-// The safetensors reference implementation refuses headers above 100 MB; so do we, which also
-// keeps a corrupt length from sending a garbage gigabyte to the JSON parser.
-constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
 struct DTypeInfo {
   DType dtype;
@@ -146,11 +143,14 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_uniq
                 " bytes; it must start with an 8-byte header length)");
   uint64_t header_len;
   std::memcpy(&header_len, base, sizeof header_len);
+  if (header_len > limits::kMaxSafetensorsHeaderBytes)
+    throw Error(path + ": header length " + std::to_string(header_len) + " exceeds the format's limit of " +
+                std::to_string(limits::kMaxSafetensorsHeaderBytes) + " bytes (corrupt file, or not a safetensors file)");
   if (header_len > size - 8)
     throw Error(path + ": header length " + std::to_string(header_len) + " exceeds the " + std::to_string(size - 8) +
                 " bytes after the length field (truncated download, or not a safetensors file)");
-  if (header_len > kMaxHeaderBytes)
-    throw Error(path + ": header length " + std::to_string(header_len) + " exceeds the format's 100 MB limit");
+  if (header_len < 2 || base[8] != '{')
+    throw Error(path + ": the header does not start with '{' (corrupt header length, or not a safetensors file)");
 
   json header;
   try {
@@ -214,18 +214,33 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_uniq
     tensors_.emplace(name, std::move(raw));
   }
 
-  // No two non-empty tensors may share bytes: sort by start, each must begin at or after the
-  // previous one's end.
+  // The tensors tile the byte buffer exactly, as the reference reader's Metadata::validate
+  // demands: in order of data_offsets, each begins where the previous one ended (the first at 0),
+  // and the last ends at the end of the file. A gap, an overlap or bytes left over mean the header
+  // and the data disagree; a header length a few bytes short (the header is padded with spaces,
+  // so its JSON still parses) shows up here as a buffer longer than the tensors.
   std::vector<const RawTensor*> by_offset;
-  for (const auto& [name, raw] : tensors_)
-    if (raw.nbytes > 0) by_offset.push_back(&raw);
-  std::sort(by_offset.begin(), by_offset.end(), [](const RawTensor* a, const RawTensor* b) { return a->data < b->data; });
-  for (size_t i = 1; i < by_offset.size(); ++i) {
-    const RawTensor* prev = by_offset[i - 1];
-    const RawTensor* cur = by_offset[i];
-    if (cur->data < prev->data + prev->nbytes)
-      throw Error(tensor_where(path, cur->name) + ": data overlaps tensor '" + prev->name + "' (corrupt header)");
+  for (const auto& [name, raw] : tensors_) by_offset.push_back(&raw);
+  std::sort(by_offset.begin(), by_offset.end(), [](const RawTensor* a, const RawTensor* b) {
+    return a->data != b->data ? a->data < b->data : a->nbytes < b->nbytes;
+  });
+  uint64_t expected = 0;
+  const RawTensor* prev = nullptr;
+  for (const RawTensor* t : by_offset) {
+    const uint64_t begin = static_cast<uint64_t>(t->data - buffer);
+    const std::string after = prev ? "tensor '" + prev->name + "'" : std::string("the start of the data buffer");
+    if (begin < expected)
+      throw Error(tensor_where(path, t->name) + ": data overlaps tensor '" + prev->name + "' (begins at byte " +
+                  std::to_string(begin) + ", before its end " + std::to_string(expected) + "; corrupt header)");
+    if (begin > expected)
+      throw Error(tensor_where(path, t->name) + ": data begins at byte " + std::to_string(begin) + ", leaving a gap of " +
+                  std::to_string(begin - expected) + " bytes after " + after + " (corrupt header)");
+    expected = begin + t->nbytes;
+    prev = t;
   }
+  if (expected != buffer_size)
+    throw Error(path + ": the tensors cover " + std::to_string(expected) + " bytes but the data buffer holds " +
+                std::to_string(buffer_size) + " (corrupt header length, or a truncated or padded file)");
 }
 
 namespace {

@@ -6,9 +6,12 @@
 //                     "shape": [d0, d1, ...], "data_offsets": [begin, end]}, ...,
 //                     optional "__metadata__": {string: string} }
 //   [8 + N, EOF)    the byte buffer; data_offsets are relative to its start
-// Validated on open: N fits in the file, the header is a JSON object, every dtype is known,
-// shape product × dtype size == end − begin (no overflow), begin <= end <= buffer size, and
-// no two tensors overlap. Every error names the file and the tensor.
+// Validated on open, by the rules of the reference reader (safetensors/src/tensor.rs,
+// SafeTensors::read_metadata and Metadata::validate): N <= 100 MB and fits in the file, the
+// header starts with '{' and is a UTF-8 JSON object, every dtype is known, shape product × dtype
+// size == end − begin (no overflow), and the tensors, in order of data_offsets, tile the data
+// buffer exactly: the first begins at 0, each begins where the previous ended, the last ends at
+// the end of the file. Every error names the file and the tensor.
 //
 // A model directory holds either model.safetensors or shards model-0000i-of-0000n.safetensors
 // listed by model.safetensors.index.json ({"weight_map": {"<tensor>": "<shard file>"}}); every

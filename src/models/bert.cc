@@ -11,7 +11,9 @@
 #include <filesystem>
 
 #include "capture/capture.h"
+#include "headscope/limits.h"
 #include "io/safetensors.h"
+#include "models/config_values.h"
 #include "models/decoder.h"  // concat_rows, shared with the decoder families
 #include "models/families.h"
 #include "ops/attention.h"
@@ -33,55 +35,47 @@ struct BertLayer {
 
 class BertModel final : public Model {
  public:
-  BertModel(const std::string& dir, const nlohmann::json& config);
+  BertModel(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
   const ModelConfig& config() const override { return cfg_; }
   const Tokenizer& tokenizer() const override { return *tokenizer_; }
   Capture run(const Encoding& encoding, const CaptureOptions& options) const override;
+  uint64_t run_bytes(int64_t T, const CaptureOptions& options) const override;
   const Tensor& output_projection(int layer) const override { return layers_.at(size_t(layer)).o.weights(); }
   const Tensor& output_bias(int layer) const override { return layers_.at(size_t(layer)).o.bias(); }
 
  private:
   ModelConfig cfg_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  Tensor word_emb_, pos_emb_, type_emb_, ln_emb_g_, ln_emb_b_;  // [V, D], [P, D], [2, D], [D], [D]
+  Tensor word_emb_, pos_emb_, type_emb_, ln_emb_g_, ln_emb_b_;  // [V, D], [P, D], [types, D], [D], [D]
   std::vector<BertLayer> layers_;
 };
 
-BertModel::BertModel(const std::string& dir, const nlohmann::json& c) {
-  const std::string where = dir + "/config.json";
-  cfg_.architecture = "bert";
+BertModel::BertModel(const std::string& dir, const nlohmann::json& c, WeightCheck& check) {
+  cfg_ = bert_config(c, dir + "/config.json");
   cfg_.name = std::filesystem::path(dir).filename().string();
-  cfg_.n_layer = required<int>(c, "num_hidden_layers", where);
-  cfg_.n_head = required<int>(c, "num_attention_heads", where);
-  cfg_.n_kv_head = cfg_.n_head;
-  cfg_.d_model = required<int>(c, "hidden_size", where);
-  cfg_.d_ff = required<int>(c, "intermediate_size", where);
-  cfg_.vocab_size = required<int>(c, "vocab_size", where);
-  cfg_.max_positions = required<int>(c, "max_position_embeddings", where);
-  cfg_.norm_eps = c.value("layer_norm_eps", 1e-12f);
-  cfg_.causal = false;
-  if (cfg_.n_layer <= 0 || cfg_.n_head <= 0 || cfg_.d_model <= 0 || cfg_.d_model % cfg_.n_head != 0)
-    throw Error(dir + "/config.json: hidden_size " + std::to_string(cfg_.d_model) +
-                " is not a positive multiple of num_attention_heads " + std::to_string(cfg_.n_head));
-  cfg_.d_head = cfg_.d_model / cfg_.n_head;
-  const std::string act = c.value("hidden_act", std::string("gelu"));
-  if (act != "gelu") throw Error(dir + "/config.json: hidden_act \"" + act + "\" is not supported (only \"gelu\")");
-  const std::string pos = c.value("position_embedding_type", std::string("absolute"));
-  if (pos != "absolute")
-    throw Error(dir + "/config.json: position_embedding_type \"" + pos + "\" is not supported (only \"absolute\")");
 
   tokenizer_ = Tokenizer::from_model_dir(dir);
   const io::WeightStore w = io::WeightStore::open_dir(dir);
   // Checkpoints saved from BertModel have bare names; from BertFor* heads they carry "bert.".
   const std::string p = w.has("embeddings.word_embeddings.weight") ? "" : "bert.";
   const int64_t D = cfg_.d_model, F = cfg_.d_ff;
-  auto get = [&](const std::string& name, std::vector<int64_t> shape) { return w.get(p + name, shape); };
+  auto get = [&](const std::string& name, std::vector<int64_t> shape) {
+    Tensor t = w.get(p + name, shape);
+    check(t, p + name, w.raw(p + name).file);
+    return t;
+  };
+  // Every layer's tensors must be there before per-layer storage is sized from the config.
+  const std::string last = "encoder.layer." + std::to_string(cfg_.n_layer - 1) + ".output.LayerNorm.bias";
+  if (!w.has(p + last))
+    throw Error(dir + ": config.json declares " + std::to_string(cfg_.n_layer) + " layers but the weights have no '" +
+                p + last + "'");
   word_emb_ = get("embeddings.word_embeddings.weight", {cfg_.vocab_size, D});
   pos_emb_ = get("embeddings.position_embeddings.weight", {cfg_.max_positions, D});
   type_emb_ = get("embeddings.token_type_embeddings.weight", {});
   type_emb_.expect_shape({-1, D}, p + "embeddings.token_type_embeddings.weight");
   ln_emb_g_ = get("embeddings.LayerNorm.weight", {D});
   ln_emb_b_ = get("embeddings.LayerNorm.bias", {D});
+  layers_.reserve(size_t(cfg_.n_layer));
   for (int l = 0; l < cfg_.n_layer; ++l) {
     const std::string L = "encoder.layer." + std::to_string(l) + ".";
     BertLayer b;
@@ -100,6 +94,17 @@ BertModel::BertModel(const std::string& dir, const nlohmann::json& c) {
   }
 }
 
+// What run() allocates for T tokens: the capture (capture::capture_bytes), the activations of
+// one layer — x, attention output, concat and down [T, d_model] each, qkv [T, 3·d_model],
+// up [T, d_ff] — and, when attention is not captured, one layer's probabilities [n_head, T, T].
+// The packed GEMMs' per-call buffers are small next to these and are not counted.
+uint64_t BertModel::run_bytes(int64_t T, const CaptureOptions& options) const {
+  const uint64_t t = uint64_t(T), D = uint64_t(cfg_.d_model), F = uint64_t(cfg_.d_ff), H = uint64_t(cfg_.n_head);
+  uint64_t floats = t * (7 * D + F);
+  if (!options.attention) floats += H * t * t;
+  return capture::capture_bytes(cfg_, T, T, options) + floats * sizeof(float);
+}
+
 Capture BertModel::run(const Encoding& enc, const CaptureOptions& options) const {
   const int64_t T = static_cast<int64_t>(enc.size());
   const int64_t D = cfg_.d_model, F = cfg_.d_ff, H = cfg_.n_head, Dh = cfg_.d_head;
@@ -107,6 +112,7 @@ Capture BertModel::run(const Encoding& enc, const CaptureOptions& options) const
   if (T > cfg_.max_positions)
     throw Error("the text is " + std::to_string(T) + " tokens; the model allows at most " +
                 std::to_string(cfg_.max_positions));
+  check_run_memory(T, run_bytes(T, options), options);
   std::vector<int> kv_head_of(static_cast<size_t>(H));
   for (int h = 0; h < H; ++h) kv_head_of[size_t(h)] = h;
   Capture cap = capture::allocate(cfg_, static_cast<int>(T), options, kv_head_of);
@@ -152,8 +158,35 @@ Capture BertModel::run(const Encoding& enc, const CaptureOptions& options) const
 
 }  // namespace
 
-std::unique_ptr<Model> load_bert(const std::string& dir, const nlohmann::json& config) {
-  return std::make_unique<BertModel>(dir, config);
+ModelConfig bert_config(const nlohmann::json& c, const std::string& where) {
+  using limits::kMaxLayers, limits::kMaxHeads, limits::kMaxModelWidth, limits::kMaxFeedForward, limits::kMaxVocabulary,
+      limits::kMaxPositions;
+  ModelConfig m;
+  m.architecture = "bert";
+  m.n_layer = int(json_int(c, "num_hidden_layers", where, 1, kMaxLayers));
+  m.n_head = int(json_int(c, "num_attention_heads", where, 1, kMaxHeads));
+  m.n_kv_head = m.n_head;
+  m.d_model = int(json_int(c, "hidden_size", where, 1, kMaxModelWidth));
+  m.d_ff = int(json_int(c, "intermediate_size", where, 1, kMaxFeedForward));
+  m.vocab_size = int(json_int(c, "vocab_size", where, 1, kMaxVocabulary));
+  m.max_positions = int(json_int(c, "max_position_embeddings", where, 1, kMaxPositions));
+  m.norm_eps = norm_epsilon(json_number(c, "layer_norm_eps", where, 1e-12), where + ": \"layer_norm_eps\"");
+  m.causal = false;
+  if (m.d_model % m.n_head != 0)
+    throw Error(where + ": hidden_size " + std::to_string(m.d_model) + " is not a multiple of num_attention_heads " +
+                std::to_string(m.n_head));
+  m.d_head = m.d_model / m.n_head;
+  const std::string act = json_string(c, "hidden_act", where, "gelu");
+  if (act != "gelu") throw Error(where + ": hidden_act \"" + act + "\" is not supported (only \"gelu\")");
+  const std::string pos = json_string(c, "position_embedding_type", where, "absolute");
+  if (pos != "absolute")
+    throw Error(where + ": position_embedding_type \"" + pos + "\" is not supported (only \"absolute\")");
+  check_model_shape(m, where);
+  return m;
+}
+
+std::unique_ptr<Model> load_bert(const std::string& dir, const nlohmann::json& config, WeightCheck& check) {
+  return std::make_unique<BertModel>(dir, config, check);
 }
 
 }  // namespace headscope::models

@@ -8,6 +8,7 @@
 #include "capture/capture.h"
 #include "io/gguf.h"
 #include "io/safetensors.h"
+#include "models/families.h"
 #include "ops/attention.h"
 #include "ops/decoder_pointwise.h"
 #include "ops/matmul.h"
@@ -47,24 +48,27 @@ namespace {
 
 class SafetensorsSource final : public WeightSource {
  public:
-  explicit SafetensorsSource(const std::string& dir) : dir_(dir), store_(io::WeightStore::open_dir(dir)) {}
+  SafetensorsSource(const std::string& dir, WeightCheck& check)
+      : WeightSource(check), dir_(dir), store_(io::WeightStore::open_dir(dir)) {}
   bool has(const std::string& name) const override { return store_.has(name); }
-  Tensor get(const std::string& name, const std::vector<int64_t>& shape) const override { return store_.get(name, shape); }
   std::string describe() const override { return dir_; }
 
  private:
+  Tensor read(const std::string& name, const std::vector<int64_t>& shape) const override { return store_.get(name, shape); }
+  std::string file_of(const std::string& name) const override { return store_.raw(name).file; }
   std::string dir_;
   io::WeightStore store_;
 };
 
 class GgufSource final : public WeightSource {
  public:
-  explicit GgufSource(std::shared_ptr<const io::GgufFile> file) : file_(std::move(file)) {}
+  GgufSource(std::shared_ptr<const io::GgufFile> file, WeightCheck& check) : WeightSource(check), file_(std::move(file)) {}
   bool has(const std::string& name) const override { return file_->has_tensor(name); }
-  Tensor get(const std::string& name, const std::vector<int64_t>& shape) const override { return file_->to_f32(name, shape); }
   std::string describe() const override { return file_->path(); }
 
  private:
+  Tensor read(const std::string& name, const std::vector<int64_t>& shape) const override { return file_->to_f32(name, shape); }
+  std::string file_of(const std::string&) const override { return file_->path(); }
   std::shared_ptr<const io::GgufFile> file_;
 };
 
@@ -87,9 +91,17 @@ class Cache final : public DecoderState {
 
 }  // namespace
 
-std::unique_ptr<WeightSource> safetensors_source(const std::string& dir) { return std::make_unique<SafetensorsSource>(dir); }
-std::unique_ptr<WeightSource> gguf_source(std::shared_ptr<const io::GgufFile> file) {
-  return std::make_unique<GgufSource>(std::move(file));
+Tensor WeightSource::get(const std::string& name, const std::vector<int64_t>& shape) const {
+  Tensor t = read(name, shape);
+  check_(t, name, file_of(name));
+  return t;
+}
+
+std::unique_ptr<WeightSource> safetensors_source(const std::string& dir, WeightCheck& check) {
+  return std::make_unique<SafetensorsSource>(dir, check);
+}
+std::unique_ptr<WeightSource> gguf_source(std::shared_ptr<const io::GgufFile> file, WeightCheck& check) {
+  return std::make_unique<GgufSource>(std::move(file), check);
 }
 
 DecoderModel::DecoderModel(ModelConfig config, DecoderArch arch, DecoderWeights weights, std::unique_ptr<Tokenizer> tokenizer)
@@ -113,6 +125,28 @@ std::unique_ptr<DecoderState> DecoderModel::start() const {
   return std::make_unique<Cache>(cfg_.n_layer, int64_t(cfg_.n_kv_head) * cfg_.d_head);
 }
 
+// What extend() allocates, in fp32 values:
+//   capture          capture::capture_bytes(T rows over Tk = past + T keys)
+//   activations      x, h, attention output [T, d_model] each; qkv [T, (n_head + 2·n_kv_head)·d_head];
+//                    concat [T, n_head·d_head]; up and gate [T, d_ff]
+//   probabilities    [n_head, T, Tk] scratch when attention is not captured
+//   KV cache         when Tk exceeds `capacity`, keys and values of every layer are reallocated to
+//                    max(Tk, 2·capacity) rows of n_kv_head·d_head (the old rows are kept while
+//                    they are copied, so both count)
+//   RoPE table       cos and sin [T, d_head/2]
+//   logits           [vocab]
+uint64_t DecoderModel::extend_bytes(int64_t past, int64_t capacity, int64_t T, const CaptureOptions& options) const {
+  const uint64_t t = uint64_t(T), tk = uint64_t(past + T), L = uint64_t(cfg_.n_layer), D = uint64_t(cfg_.d_model),
+                 F = uint64_t(cfg_.d_ff), H = uint64_t(cfg_.n_head), Dh = uint64_t(cfg_.d_head),
+                 KV = uint64_t(cfg_.n_kv_head) * Dh;
+  uint64_t floats = t * (3 * D + (H + 2 * uint64_t(cfg_.n_kv_head)) * Dh + H * Dh + 2 * F);
+  if (!options.attention) floats += H * t * tk;
+  if (int64_t(tk) > capacity) floats += 2 * L * KV * (std::max(tk, 2 * uint64_t(capacity)) + uint64_t(capacity));
+  if (arch_.rope) floats += t * Dh;
+  floats += uint64_t(cfg_.vocab_size);
+  return capture::capture_bytes(cfg_, T, past + T, options) + floats * sizeof(float);
+}
+
 Capture DecoderModel::run(const Encoding& encoding, const CaptureOptions& options) const {
   auto state = start();
   return extend(*state, encoding.ids(), options, nullptr);
@@ -134,6 +168,7 @@ Capture DecoderModel::extend(DecoderState& state, const std::vector<int32_t>& id
   for (int32_t id : ids) {
     if (id < 0 || id >= V) throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(V - 1) + ")");
   }
+  check_run_memory(Tk, extend_bytes(past, cache->capacity, T, options), options);
   cache->reserve(Tk);
 
   // What this call records: T query rows, Tk keys (model.h, Model::extend).

@@ -65,17 +65,28 @@ Tensor concat_rows(const std::vector<const Tensor*>& parts);
 // [rows, cols] -> [cols, rows] (GPT-2's Conv1D stores weights as (in, out)).
 Tensor transpose(const Tensor& t);
 
+class WeightCheck;  // families.h
+
 // Where a family's tensors come from: a Hugging Face safetensors folder or a GGUF file. Both
-// return fp32 in PyTorch's row-major layout and check the shape they are asked for.
+// return fp32 in PyTorch's row-major layout, check the shape they are asked for, and pass every
+// tensor through the load's WeightCheck (zero dimensions, NaN/Inf).
 class WeightSource {
  public:
+  explicit WeightSource(WeightCheck& check) : check_(check) {}
   virtual ~WeightSource() = default;
   virtual bool has(const std::string& name) const = 0;
-  virtual Tensor get(const std::string& name, const std::vector<int64_t>& shape) const = 0;
+  Tensor get(const std::string& name, const std::vector<int64_t>& shape) const;
   virtual std::string describe() const = 0;  // the file or folder, for messages
+
+ protected:
+  virtual Tensor read(const std::string& name, const std::vector<int64_t>& shape) const = 0;
+  virtual std::string file_of(const std::string& name) const = 0;  // the file holding `name`
+
+ private:
+  WeightCheck& check_;
 };
-std::unique_ptr<WeightSource> safetensors_source(const std::string& dir);
-std::unique_ptr<WeightSource> gguf_source(std::shared_ptr<const io::GgufFile> file);
+std::unique_ptr<WeightSource> safetensors_source(const std::string& dir, WeightCheck& check);
+std::unique_ptr<WeightSource> gguf_source(std::shared_ptr<const io::GgufFile> file, WeightCheck& check);
 
 class DecoderModel final : public Model {
  public:
@@ -84,11 +95,15 @@ class DecoderModel final : public Model {
   const ModelConfig& config() const override { return cfg_; }
   const Tokenizer& tokenizer() const override { return *tokenizer_; }
   Capture run(const Encoding& encoding, const CaptureOptions& options) const override;
+  uint64_t run_bytes(int64_t T, const CaptureOptions& options) const override { return extend_bytes(0, 0, T, options); }
   const Tensor& output_projection(int layer) const override { return w_.layers.at(size_t(layer)).w_o; }
   const Tensor& output_bias(int layer) const override { return w_.layers.at(size_t(layer)).b_o; }
   std::unique_ptr<DecoderState> start() const override;
   Capture extend(DecoderState& state, const std::vector<int32_t>& ids, const CaptureOptions& options,
                  std::vector<float>* next_logits) const override;
+
+  // What extend() allocates to add T tokens after `past` ones to a cache of `capacity` rows.
+  uint64_t extend_bytes(int64_t past, int64_t capacity, int64_t T, const CaptureOptions& options) const;
 
  private:
   ModelConfig cfg_;

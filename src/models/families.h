@@ -1,14 +1,20 @@
 // headscope — the model families, one file each, and the loader that picks one.
 // Model::load (load.cc) reads config.json's "model_type" (or a GGUF's general.architecture)
 // and calls the family's loader below.
+//
+// Each family reads its hyper-parameters in a pure function (no weights, no files beyond the
+// parsed config or the GGUF metadata), so that they can be tested and fuzzed on their own; every
+// value is checked there (models/config_values.h) before the loader sizes anything from it.
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "headscope/error.h"
 #include "headscope/model.h"
+#include "ops/rope.h"
 
 namespace headscope::io {
 class GgufFile;
@@ -16,28 +22,48 @@ class GgufFile;
 
 namespace headscope::models {
 
-// A config.json field every family needs; Error naming `where` (the config file) and the key
-// when it is missing, null or of the wrong type.
-template <typename T>
-T required(const nlohmann::json& c, const char* key, const std::string& where) {
-  if (!c.contains(key) || c[key].is_null()) throw Error(where + ": missing \"" + key + "\"");
-  try {
-    return c[key].get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw Error(where + ": \"" + key + "\" has the wrong type");
-  }
-}
+// Checks every weight as it is loaded: a tensor with a zero dimension is refused (Error naming
+// it); NaN or ±Inf values give one warning per tensor, or an Error when loading strictly.
+class WeightCheck {
+ public:
+  explicit WeightCheck(bool strict) : strict_(strict) {}
+  // `name` is the tensor, `file` where it was read from.
+  void operator()(const Tensor& t, const std::string& name, const std::string& file);
+  // The warnings so far (at most limits::kMaxLoadWarnings, then one line counting the rest).
+  std::vector<std::string> warnings() const;
+
+ private:
+  bool strict_;
+  std::vector<std::string> warnings_;
+  size_t more_ = 0;  // warnings beyond the limit
+};
+
+// The hyper-parameters of a causal decoder family, as read from config.json or GGUF metadata.
+struct DecoderHyper {
+  ModelConfig cfg;                  // name left empty: the loader sets it
+  ops::RopeConfig rope;             // Llama family
+  std::vector<int64_t> window;      // [n_layer] sliding window per layer (0 = none)
+  bool tied = false;                // Llama family: output head tied to the token embedding
+  bool scale_by_inverse_layer = false;  // GPT-2's scale_attn_by_inverse_layer_idx
+};
+
+// Pure readers of the hyper-parameters; `where` names the config file in messages.
+ModelConfig bert_config(const nlohmann::json& config, const std::string& where);
+DecoderHyper llama_config(const nlohmann::json& config, const std::string& where);
+DecoderHyper llama_config(const io::GgufFile& file);  // also needs the tensor list (tied head)
+DecoderHyper gpt2_config(const nlohmann::json& config, const std::string& where);
+DecoderHyper gpt2_config(const io::GgufFile& file);
 
 // bert.cc — BERT / sentence-transformers encoders ("bert", also MiniLM checkpoints).
-std::unique_ptr<Model> load_bert(const std::string& dir, const nlohmann::json& config);
+std::unique_ptr<Model> load_bert(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
 
 // llama.cc — the Llama family: "llama", "mistral", "qwen2" (and SmolLM, which is "llama").
-std::unique_ptr<Model> load_llama(const std::string& dir, const nlohmann::json& config);
+std::unique_ptr<Model> load_llama(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
 // gpt2.cc — GPT-2.
-std::unique_ptr<Model> load_gpt2(const std::string& dir, const nlohmann::json& config);
+std::unique_ptr<Model> load_gpt2(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
 
 // The same families from a GGUF file (general.architecture "llama", "qwen2", "gpt2").
-std::unique_ptr<Model> load_llama_gguf(std::shared_ptr<const io::GgufFile> file);
-std::unique_ptr<Model> load_gpt2_gguf(std::shared_ptr<const io::GgufFile> file);
+std::unique_ptr<Model> load_llama_gguf(std::shared_ptr<const io::GgufFile> file, WeightCheck& check);
+std::unique_ptr<Model> load_gpt2_gguf(std::shared_ptr<const io::GgufFile> file, WeightCheck& check);
 
 }  // namespace headscope::models

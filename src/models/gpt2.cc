@@ -6,10 +6,13 @@
 // keeps its projections as Conv1D, whose weight is (in, out) — the transpose of nn.Linear — so
 // c_attn, c_proj, c_fc and mlp.c_proj are transposed here; GGUF files already hold them as
 // (out, in). The fused c_attn (Q | K | V along the output axis) is used as it is.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
+#include "headscope/limits.h"
 #include "io/gguf.h"
+#include "models/config_values.h"
 #include "models/decoder.h"
 #include "models/families.h"
 #include "tokenizer/gguf_vocab.h"
@@ -52,14 +55,18 @@ std::string layer_name(const char* pattern, int layer) {
 
 std::unique_ptr<Model> build(ModelConfig m, bool gguf, bool scale_by_layer, const WeightSource& src,
                              std::unique_ptr<Tokenizer> tokenizer) {
+
   const int64_t D = m.d_model, F = m.d_ff, V = m.vocab_size, P = m.max_positions;
   // Checkpoints saved from GPT2LMHeadModel prefix the body with "transformer.", GPT2Model's do not.
   const std::string prefix = gguf || !src.has("transformer.wte.weight") ? "" : "transformer.";
   const GlobalNames& g = gguf ? kGgufGlobals : kHfGlobals;
   const auto global = [&](const char* n) { return gguf ? std::string(n) : prefix + n; };
+  const auto layer_tensor = [&](Role r, int l) {
+    return gguf ? layer_name(kLayerTensors[r].gguf, l) : prefix + layer_name(kLayerTensors[r].hf, l);
+  };
   const auto get = [&](Role r, int l, std::vector<int64_t> shape) {
     const TensorName& t = kLayerTensors[r];
-    const std::string name = gguf ? layer_name(t.gguf, l) : prefix + layer_name(t.hf, l);
+    const std::string name = layer_tensor(r, l);
     if (!gguf && t.conv1d) return transpose(src.get(name, {shape[1], shape[0]}));
     return src.get(name, shape);
   };
@@ -70,6 +77,12 @@ std::unique_ptr<Model> build(ModelConfig m, bool gguf, bool scale_by_layer, cons
   w.final_norm_bias = src.get(global(g.final_norm_b), {D});
   // The head is tied to the token embedding unless the file has its own.
   if (src.has(g.lm_head)) w.lm_head = src.get(g.lm_head, {V, D});
+  // The declared layers must all be in the file before storage is sized for them.
+  for (Role r : {kLn1W, kQkvW, kMlpProjB})
+    if (!src.has(layer_tensor(r, m.n_layer - 1)))
+      throw Error(src.describe() + ": the hyper-parameters declare " + std::to_string(m.n_layer) +
+                  " layers but there is no tensor '" + layer_tensor(r, m.n_layer - 1) + "'");
+  w.layers.reserve(size_t(m.n_layer));
   for (int l = 0; l < m.n_layer; ++l) {
     DecoderLayerWeights b;
     b.attn_norm = get(kLn1W, l, {D});
@@ -96,52 +109,78 @@ std::unique_ptr<Model> build(ModelConfig m, bool gguf, bool scale_by_layer, cons
 
 }  // namespace
 
-std::unique_ptr<Model> load_gpt2(const std::string& dir, const nlohmann::json& c) {
-  const std::string where = dir + "/config.json";
-  ModelConfig m;
+DecoderHyper gpt2_config(const nlohmann::json& c, const std::string& where) {
+  using limits::kMaxLayers, limits::kMaxHeads, limits::kMaxModelWidth, limits::kMaxFeedForward, limits::kMaxVocabulary,
+      limits::kMaxPositions;
+  DecoderHyper hp;
+  ModelConfig& m = hp.cfg;
   m.architecture = "gpt2";
-  m.name = std::filesystem::path(dir).filename().string();
-  m.n_layer = required<int>(c, "n_layer", where);
-  m.n_head = required<int>(c, "n_head", where);
+  m.n_layer = int(json_int(c, "n_layer", where, 1, kMaxLayers));
+  m.n_head = int(json_int(c, "n_head", where, 1, kMaxHeads));
   m.n_kv_head = m.n_head;
-  m.d_model = required<int>(c, "n_embd", where);
-  m.d_ff = c.contains("n_inner") && !c["n_inner"].is_null() ? c["n_inner"].get<int>() : 4 * m.d_model;
-  m.vocab_size = required<int>(c, "vocab_size", where);
-  m.max_positions = required<int>(c, "n_positions", where);
-  m.norm_eps = c.value("layer_norm_epsilon", 1e-5f);
-  m.eos_token_id = c.contains("eos_token_id") && c["eos_token_id"].is_number_integer() ? c["eos_token_id"].get<int32_t>() : -1;
+  m.d_model = int(json_int(c, "n_embd", where, 1, kMaxModelWidth));
+  m.d_ff = int(json_int(c, "n_inner", where, 1, kMaxFeedForward, std::min<int64_t>(4 * int64_t(m.d_model), kMaxFeedForward)));
+  m.vocab_size = int(json_int(c, "vocab_size", where, 1, kMaxVocabulary));
+  m.max_positions = int(json_int(c, "n_positions", where, 1, kMaxPositions));
+  m.norm_eps = norm_epsilon(json_number(c, "layer_norm_epsilon", where, 1e-5), where + ": \"layer_norm_epsilon\"");
+  // An integer, or a list whose first entry is taken (as the Llama family); absent or null: none.
+  nlohmann::json eos = c.contains("eos_token_id") && c["eos_token_id"].is_array() && !c["eos_token_id"].empty()
+                           ? nlohmann::json{{"eos_token_id", c["eos_token_id"][0]}} : c;
+  m.eos_token_id = int32_t(json_int(eos, "eos_token_id", where, 0, kMaxVocabulary, -1));
   m.causal = true;
-  if (m.n_head <= 0 || m.d_model % m.n_head != 0) throw Error(where + ": n_embd must be a multiple of n_head");
+  if (m.d_model % m.n_head != 0)
+    throw Error(where + ": n_embd " + std::to_string(m.d_model) + " is not a multiple of n_head " + std::to_string(m.n_head));
   m.d_head = m.d_model / m.n_head;
-  const std::string act = c.value("activation_function", std::string("gelu_new"));
+  const std::string act = json_string(c, "activation_function", where, "gelu_new");
   if (act != "gelu_new" && act != "gelu_pytorch_tanh") {
     throw Error(where + ": activation_function \"" + act + "\" is not supported (gelu_new is)");
   }
-  if (!c.value("scale_attn_weights", true)) throw Error(where + ": scale_attn_weights = false is not supported");
-  auto tokenizer = Tokenizer::from_model_dir(dir);
-  auto src = safetensors_source(dir);
-  return build(std::move(m), false, c.value("scale_attn_by_inverse_layer_idx", false), *src, std::move(tokenizer));
+  if (!json_bool(c, "scale_attn_weights", where, true)) throw Error(where + ": scale_attn_weights = false is not supported");
+  hp.scale_by_inverse_layer = json_bool(c, "scale_attn_by_inverse_layer_idx", where, false);
+  check_model_shape(m, where);
+  return hp;
 }
 
-std::unique_ptr<Model> load_gpt2_gguf(std::shared_ptr<const io::GgufFile> f) {
-  ModelConfig m;
+DecoderHyper gpt2_config(const io::GgufFile& f) {
+  using limits::kMaxLayers, limits::kMaxHeads, limits::kMaxModelWidth, limits::kMaxFeedForward, limits::kMaxVocabulary,
+      limits::kMaxPositions;
+  DecoderHyper hp;
+  ModelConfig& m = hp.cfg;
   m.architecture = "gpt2";
-  m.name = f->get_string("general.name", std::filesystem::path(f->path()).stem().string());
-  m.n_layer = int(f->get_int("gpt2.block_count"));
-  m.n_head = int(f->get_int("gpt2.attention.head_count"));
+  m.n_layer = int(gguf_int(f, "gpt2.block_count", 1, kMaxLayers));
+  m.n_head = int(gguf_int(f, "gpt2.attention.head_count", 1, kMaxHeads));
   m.n_kv_head = m.n_head;
-  m.d_model = int(f->get_int("gpt2.embedding_length"));
-  m.d_ff = int(f->get_int("gpt2.feed_forward_length"));
-  m.max_positions = int(f->get_int("gpt2.context_length"));
-  m.norm_eps = float(f->get_float("gpt2.attention.layer_norm_epsilon", 1e-5));
-  m.vocab_size = int(f->get_int("gpt2.vocab_size", int64_t(f->value("tokenizer.ggml.tokens").count)));
-  m.eos_token_id = int32_t(f->get_int("tokenizer.ggml.eos_token_id", -1));
+  m.d_model = int(gguf_int(f, "gpt2.embedding_length", 1, kMaxModelWidth));
+  m.d_ff = int(gguf_int(f, "gpt2.feed_forward_length", 1, kMaxFeedForward));
+  m.max_positions = int(gguf_int(f, "gpt2.context_length", 1, kMaxPositions));
+  m.norm_eps = norm_epsilon(gguf_number(f, "gpt2.attention.layer_norm_epsilon", 1e-5),
+                            f.path() + ": metadata 'gpt2.attention.layer_norm_epsilon'");
+  const int64_t n_tokens = f.has("tokenizer.ggml.tokens") ? int64_t(f.value("tokenizer.ggml.tokens").count) : 0;
+  m.vocab_size = int(gguf_int(f, "gpt2.vocab_size", 1, kMaxVocabulary, std::min(n_tokens, kMaxVocabulary + 1)));
+  m.eos_token_id = int32_t(gguf_int(f, "tokenizer.ggml.eos_token_id", 0, kMaxVocabulary, -1));
   m.causal = true;
-  if (m.n_head <= 0 || m.d_model % m.n_head != 0) throw Error(f->path() + ": embedding_length must be a multiple of head_count");
+  if (m.d_model % m.n_head != 0)
+    throw Error(f.path() + ": embedding_length " + std::to_string(m.d_model) + " is not a multiple of head_count " +
+                std::to_string(m.n_head));
   m.d_head = m.d_model / m.n_head;
+  check_model_shape(m, f.path());
+  return hp;
+}
+
+std::unique_ptr<Model> load_gpt2(const std::string& dir, const nlohmann::json& c, WeightCheck& check) {
+  DecoderHyper hp = gpt2_config(c, dir + "/config.json");
+  hp.cfg.name = std::filesystem::path(dir).filename().string();
+  auto tokenizer = Tokenizer::from_model_dir(dir);
+  auto src = safetensors_source(dir, check);
+  return build(std::move(hp.cfg), false, hp.scale_by_inverse_layer, *src, std::move(tokenizer));
+}
+
+std::unique_ptr<Model> load_gpt2_gguf(std::shared_ptr<const io::GgufFile> f, WeightCheck& check) {
+  DecoderHyper hp = gpt2_config(*f);
+  hp.cfg.name = f->get_string("general.name", std::filesystem::path(f->path()).stem().string());
   auto tokenizer = tokenizer::tokenizer_from_gguf(*f);
-  auto src = gguf_source(f);
-  return build(std::move(m), true, false, *src, std::move(tokenizer));
+  auto src = gguf_source(f, check);
+  return build(std::move(hp.cfg), true, false, *src, std::move(tokenizer));
 }
 
 }  // namespace headscope::models

@@ -3,10 +3,14 @@
 // (transformers' modeling_llama.py; Qwen2 adds Q/K/V biases, Mistral a sliding window).
 // The forward pass is the shared decoder (decoder.h); this file reads hyper-parameters and
 // tensors, from a Hugging Face folder or a GGUF file, through one tensor-name table.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
+#include "headscope/limits.h"
 #include "io/gguf.h"
+#include "models/config_values.h"
 #include "models/decoder.h"
 #include "models/families.h"
 #include "tokenizer/gguf_vocab.h"
@@ -51,81 +55,100 @@ std::string layer_name(const char* pattern, int layer) {
   return buf;
 }
 
-// What the two file formats tell us, in one place.
-struct Hyper {
-  ModelConfig cfg;
-  ops::RopeConfig rope;
-  std::vector<int64_t> window;  // [n_layer] sliding window per layer (0 = none)
-  bool tied = false;
-  bool gguf = false;
-};
+// Sliding-window sizes and window-layer counts: at most the longest position limit we accept.
+constexpr int64_t kMaxWindow = limits::kMaxPositions;
 
-// config.json's eos_token_id is an integer, a list (the first is taken) or absent.
-int32_t eos_from_config(const nlohmann::json& c) {
-  if (!c.contains("eos_token_id")) return -1;
+// config.json's eos_token_id is an integer, a list (the first is taken), or absent/null.
+int32_t eos_from_config(const nlohmann::json& c, const std::string& where) {
+  if (!c.contains("eos_token_id") || c["eos_token_id"].is_null()) return -1;
   const nlohmann::json& e = c["eos_token_id"];
-  if (e.is_number_integer()) return e.get<int32_t>();
-  if (e.is_array() && !e.empty() && e[0].is_number_integer()) return e[0].get<int32_t>();
-  return -1;
+  if (e.is_array()) {
+    if (e.empty()) return -1;
+    return int32_t(json_int(nlohmann::json{{"eos_token_id", e[0]}}, "eos_token_id", where, 0, limits::kMaxVocabulary));
+  }
+  return int32_t(json_int(c, "eos_token_id", where, 0, limits::kMaxVocabulary));
 }
 
-Hyper hyper_from_config(const std::string& dir, const nlohmann::json& c) {
-  const std::string where = dir + "/config.json";
-  Hyper hp;
+}  // namespace
+
+DecoderHyper llama_config(const nlohmann::json& c, const std::string& where) {
+  using limits::kMaxLayers, limits::kMaxHeads, limits::kMaxModelWidth, limits::kMaxHeadWidth, limits::kMaxFeedForward,
+      limits::kMaxVocabulary, limits::kMaxPositions;
+  DecoderHyper hp;
   ModelConfig& m = hp.cfg;
-  m.architecture = c.value("model_type", std::string("llama"));
-  m.name = std::filesystem::path(dir).filename().string();
-  m.n_layer = required<int>(c, "num_hidden_layers", where);
-  m.n_head = required<int>(c, "num_attention_heads", where);
-  m.n_kv_head = c.contains("num_key_value_heads") && !c["num_key_value_heads"].is_null()
-                    ? c["num_key_value_heads"].get<int>() : m.n_head;
-  m.d_model = required<int>(c, "hidden_size", where);
-  m.d_ff = required<int>(c, "intermediate_size", where);
-  m.vocab_size = required<int>(c, "vocab_size", where);
-  m.max_positions = required<int>(c, "max_position_embeddings", where);
-  m.norm_eps = c.value("rms_norm_eps", 1e-6f);
+  m.architecture = json_string(c, "model_type", where, "llama");
+  m.n_layer = int(json_int(c, "num_hidden_layers", where, 1, kMaxLayers));
+  m.n_head = int(json_int(c, "num_attention_heads", where, 1, kMaxHeads));
+  m.n_kv_head = int(json_int(c, "num_key_value_heads", where, 1, m.n_head, m.n_head));
+  m.d_model = int(json_int(c, "hidden_size", where, 1, kMaxModelWidth));
+  m.d_ff = int(json_int(c, "intermediate_size", where, 1, kMaxFeedForward));
+  m.vocab_size = int(json_int(c, "vocab_size", where, 1, kMaxVocabulary));
+  m.max_positions = int(json_int(c, "max_position_embeddings", where, 1, kMaxPositions));
+  m.norm_eps = norm_epsilon(json_number(c, "rms_norm_eps", where, 1e-6), where + ": \"rms_norm_eps\"");
   m.causal = true;
-  if (m.n_head <= 0 || m.d_model <= 0) throw Error(where + ": num_attention_heads and hidden_size must be positive");
-  m.d_head = c.contains("head_dim") && !c["head_dim"].is_null() ? c["head_dim"].get<int>() : m.d_model / m.n_head;
-  const std::string act = c.value("hidden_act", std::string("silu"));
+  if (!c.contains("head_dim") || c["head_dim"].is_null()) {
+    if (m.d_model % m.n_head != 0)
+      throw Error(where + ": hidden_size " + std::to_string(m.d_model) + " is not a multiple of num_attention_heads " +
+                  std::to_string(m.n_head) + " and there is no head_dim");
+    m.d_head = m.d_model / m.n_head;
+  } else {
+    m.d_head = int(json_int(c, "head_dim", where, 1, kMaxHeadWidth));
+  }
+  if (m.d_head % 2 != 0) throw Error(where + ": the head width " + std::to_string(m.d_head) + " is odd; RoPE rotates pairs");
+  const std::string act = json_string(c, "hidden_act", where, "silu");
   if (act != "silu") throw Error(where + ": hidden_act \"" + act + "\" is not supported (the Llama family uses \"silu\")");
-  if (c.value("mlp_bias", false)) throw Error(where + ": mlp_bias = true is not supported");
-  hp.tied = c.value("tie_word_embeddings", false);
-  m.eos_token_id = eos_from_config(c);
+  if (json_bool(c, "mlp_bias", where, false)) throw Error(where + ": mlp_bias = true is not supported");
+  hp.tied = json_bool(c, "tie_word_embeddings", where, false);
+  m.eos_token_id = eos_from_config(c, where);
+  check_model_shape(m, where);
 
   // RoPE: transformers 5 writes "rope_parameters"; older files "rope_theta" and "rope_scaling".
   hp.rope.d_rot = m.d_head;
   hp.rope.layout = ops::RopeLayout::kHalfSplit;  // HF checkpoints use rotate_half
-  nlohmann::json rp = c.contains("rope_parameters") && c["rope_parameters"].is_object() ? c["rope_parameters"]
-                      : c.contains("rope_scaling") && c["rope_scaling"].is_object() ? c["rope_scaling"]
-                                                                                    : nlohmann::json::object();
-  hp.rope.base = rp.value("rope_theta", c.value("rope_theta", 10000.0));
-  const std::string rope_type = rp.value("rope_type", rp.value("type", std::string("default")));
+  const char* rope_key = c.contains("rope_parameters") && !c["rope_parameters"].is_null() ? "rope_parameters"
+                         : c.contains("rope_scaling") && !c["rope_scaling"].is_null()   ? "rope_scaling"
+                                                                                         : nullptr;
+  if (rope_key != nullptr && !c[rope_key].is_object())
+    throw Error(where + ": \"" + rope_key + "\" is " + c[rope_key].type_name() + ", expected an object");
+  const nlohmann::json rp = rope_key != nullptr ? c[rope_key] : nlohmann::json::object();
+  const std::string rp_where = where + (rope_key != nullptr ? std::string(" ") + rope_key : std::string());
+  hp.rope.base = rope_base(json_number(rp, "rope_theta", rp_where, json_number(c, "rope_theta", where, 10000.0)),
+                           where + ": \"rope_theta\"");
+  const std::string rope_type = json_string(rp, "rope_type", rp_where, json_string(rp, "type", rp_where, "default"));
   if (rope_type == "llama3") {
     hp.rope.llama3_scaling = true;
-    hp.rope.factor = required<double>(rp, "factor", where + " rope_parameters");
-    hp.rope.low_freq_factor = required<double>(rp, "low_freq_factor", where + " rope_parameters");
-    hp.rope.high_freq_factor = required<double>(rp, "high_freq_factor", where + " rope_parameters");
-    hp.rope.original_max_positions = required<double>(rp, "original_max_position_embeddings", where + " rope_parameters");
+    hp.rope.factor = json_number(rp, "factor", rp_where);
+    hp.rope.low_freq_factor = json_number(rp, "low_freq_factor", rp_where);
+    hp.rope.high_freq_factor = json_number(rp, "high_freq_factor", rp_where);
+    hp.rope.original_max_positions = double(json_int(rp, "original_max_position_embeddings", rp_where, 1, kMaxPositions));
+    // The blend divides by high − low and by each factor (ops/rope.cc, after transformers).
+    if (!(hp.rope.factor > 0 && hp.rope.low_freq_factor > 0 && hp.rope.high_freq_factor > hp.rope.low_freq_factor))
+      throw Error(rp_where + ": llama3 rope scaling needs factor > 0 and high_freq_factor > low_freq_factor > 0");
   } else if (rope_type != "default") {
     throw Error(where + ": rope type \"" + rope_type + "\" is not supported (default and llama3 are)");
   }
-  if (c.value("partial_rotary_factor", 1.0) != 1.0) throw Error(where + ": partial rotary embeddings are not supported");
+  if (json_number(c, "partial_rotary_factor", where, 1.0) != 1.0) throw Error(where + ": partial rotary embeddings are not supported");
 
   // Sliding window: Qwen2-style per-layer "layer_types", else Mistral's one window for all layers.
+  // n_layer is within limits::kMaxLayers here, so sizing `window` from it is safe.
   hp.window.assign(size_t(m.n_layer), 0);
-  const int64_t window = c.contains("sliding_window") && c["sliding_window"].is_number() ? c["sliding_window"].get<int64_t>() : 0;
-  if (c.contains("layer_types") && c["layer_types"].is_array()) {
+  const int64_t window = json_int(c, "sliding_window", where, 0, kMaxWindow, 0);
+  if (c.contains("layer_types") && !c["layer_types"].is_null()) {
     const auto& types = c["layer_types"];
-    if (types.size() != size_t(m.n_layer)) throw Error(where + ": layer_types has the wrong length");
+    if (!types.is_array() || types.size() != size_t(m.n_layer))
+      throw Error(where + ": \"layer_types\" must be a list of " + std::to_string(m.n_layer) + " strings, one per layer");
     for (int l = 0; l < m.n_layer; ++l) {
-      if (types[size_t(l)] == "sliding_attention") hp.window[size_t(l)] = window;
+      const nlohmann::json& t = types[size_t(l)];
+      if (t == "sliding_attention") hp.window[size_t(l)] = window;
+      else if (t != "full_attention")
+        throw Error(where + ": \"layer_types\"[" + std::to_string(l) + "] is " + t.dump() +
+                    ", expected \"full_attention\" or \"sliding_attention\"");
     }
   } else if (m.architecture == "qwen2") {
     // Older Qwen2 configs: the window applies from layer max_window_layers on, if enabled.
-    if (c.value("use_sliding_window", false)) {
-      const int first = c.value("max_window_layers", m.n_layer);
-      for (int l = first; l < m.n_layer; ++l) hp.window[size_t(l)] = window;
+    if (json_bool(c, "use_sliding_window", where, false)) {
+      const int64_t first = json_int(c, "max_window_layers", where, 0, kMaxLayers, m.n_layer);
+      for (int64_t l = first; l < m.n_layer; ++l) hp.window[size_t(l)] = window;
     }
   } else {
     for (auto& w : hp.window) w = window;
@@ -133,48 +156,53 @@ Hyper hyper_from_config(const std::string& dir, const nlohmann::json& c) {
   return hp;
 }
 
-Hyper hyper_from_gguf(const io::GgufFile& f) {
-  Hyper hp;
-  hp.gguf = true;
+DecoderHyper llama_config(const io::GgufFile& f) {
+  using limits::kMaxLayers, limits::kMaxHeads, limits::kMaxModelWidth, limits::kMaxHeadWidth, limits::kMaxFeedForward,
+      limits::kMaxVocabulary, limits::kMaxPositions;
+  DecoderHyper hp;
   ModelConfig& m = hp.cfg;
   const std::string arch = f.get_string("general.architecture");
   const std::string p = arch + ".";
   m.architecture = arch;
-  m.name = f.get_string("general.name", std::filesystem::path(f.path()).stem().string());
-  m.n_layer = int(f.get_int(p + "block_count"));
-  m.n_head = int(f.get_int(p + "attention.head_count"));
-  m.n_kv_head = int(f.get_int(p + "attention.head_count_kv", m.n_head));
-  m.d_model = int(f.get_int(p + "embedding_length"));
-  m.d_ff = int(f.get_int(p + "feed_forward_length"));
-  m.max_positions = int(f.get_int(p + "context_length"));
-  m.norm_eps = float(f.get_float(p + "attention.layer_norm_rms_epsilon", 1e-5));
+  m.n_layer = int(gguf_int(f, p + "block_count", 1, kMaxLayers));
+  m.n_head = int(gguf_int(f, p + "attention.head_count", 1, kMaxHeads));
+  m.n_kv_head = int(gguf_int(f, p + "attention.head_count_kv", 1, m.n_head, m.n_head));
+  m.d_model = int(gguf_int(f, p + "embedding_length", 1, kMaxModelWidth));
+  m.d_ff = int(gguf_int(f, p + "feed_forward_length", 1, kMaxFeedForward));
+  m.max_positions = int(gguf_int(f, p + "context_length", 1, kMaxPositions));
+  m.norm_eps = norm_epsilon(gguf_number(f, p + "attention.layer_norm_rms_epsilon", 1e-5),
+                            f.path() + ": metadata '" + p + "attention.layer_norm_rms_epsilon'");
   m.causal = true;
-  if (m.n_head <= 0 || m.d_model <= 0) throw Error(f.path() + ": head_count and embedding_length must be positive");
-  m.d_head = int(f.get_int(p + "attention.key_length", m.d_model / m.n_head));
-  m.vocab_size = int(f.get_int(p + "vocab_size", int64_t(f.value("tokenizer.ggml.tokens").count)));
-  hp.rope.d_rot = int(f.get_int(p + "rope.dimension_count", m.d_head));
+  m.d_head = int(gguf_int(f, p + "attention.key_length", 1, kMaxHeadWidth, m.d_model / m.n_head));
+  if (m.d_head % 2 != 0) throw Error(f.path() + ": the head width " + std::to_string(m.d_head) + " is odd; RoPE rotates pairs");
+  const int64_t n_tokens = f.has("tokenizer.ggml.tokens") ? int64_t(f.value("tokenizer.ggml.tokens").count) : 0;
+  m.vocab_size = int(gguf_int(f, p + "vocab_size", 1, kMaxVocabulary, std::min(n_tokens, kMaxVocabulary + 1)));
+  hp.rope.d_rot = gguf_int(f, p + "rope.dimension_count", 1, kMaxHeadWidth, m.d_head);
   if (hp.rope.d_rot != m.d_head) throw Error(f.path() + ": partial rotary embeddings are not supported");
-  hp.rope.base = f.get_float(p + "rope.freq_base", 10000.0);
+  hp.rope.base = rope_base(gguf_number(f, p + "rope.freq_base", 10000.0), f.path() + ": metadata '" + p + "rope.freq_base'");
   // llama.cpp's convert script permutes Llama's Q/K rows into the interleaved layout (rope type
   // NORM); Qwen2 keeps Hugging Face's half-split layout (rope type NEOX).
   hp.rope.layout = arch == "qwen2" ? ops::RopeLayout::kHalfSplit : ops::RopeLayout::kInterleaved;
   const std::string scaling = f.get_string(p + "rope.scaling.type", "none");
   if (scaling != "none") throw Error(f.path() + ": rope scaling '" + scaling + "' in GGUF is not supported");
+  m.eos_token_id = int32_t(gguf_int(f, "tokenizer.ggml.eos_token_id", 0, kMaxVocabulary, -1));
+  check_model_shape(m, f.path());
   hp.window.assign(size_t(m.n_layer), 0);
-  const int64_t window = f.get_int(p + "attention.sliding_window", 0);
+  const int64_t window = gguf_int(f, p + "attention.sliding_window", 0, kMaxWindow, 0);
   if (arch != "qwen2") {
     for (auto& w : hp.window) w = window;
   }
   hp.tied = !f.has_tensor(kGgufGlobals.lm_head);
-  m.eos_token_id = int32_t(f.get_int("tokenizer.ggml.eos_token_id", -1));
   return hp;
 }
 
-std::unique_ptr<Model> build(Hyper hp, const WeightSource& src, std::unique_ptr<Tokenizer> tokenizer) {
+namespace {
+
+std::unique_ptr<Model> build(DecoderHyper hp, bool gguf, const WeightSource& src, std::unique_ptr<Tokenizer> tokenizer) {
   const ModelConfig& m = hp.cfg;
   const int64_t D = m.d_model, F = m.d_ff, H = m.n_head, Hkv = m.n_kv_head, Dh = m.d_head, V = m.vocab_size;
-  const GlobalNames& g = hp.gguf ? kGgufGlobals : kHfGlobals;
-  const auto name = [&](Role r, int l) { return layer_name(hp.gguf ? kLayerTensors[r].gguf : kLayerTensors[r].hf, l); };
+  const GlobalNames& g = gguf ? kGgufGlobals : kHfGlobals;
+  const auto name = [&](Role r, int l) { return layer_name(gguf ? kLayerTensors[r].gguf : kLayerTensors[r].hf, l); };
   DecoderWeights w;
   w.token_embedding = src.get(g.embedding, {V, D});
   w.final_norm = src.get(g.final_norm, {D});
@@ -184,6 +212,12 @@ std::unique_ptr<Model> build(Hyper hp, const WeightSource& src, std::unique_ptr<
     }
     w.lm_head = src.get(g.lm_head, {V, D});
   }
+  // The declared layers must all be in the file before storage is sized for them.
+  for (Role r : {kAttnNorm, kQ, kDown})
+    if (!src.has(name(r, m.n_layer - 1)))
+      throw Error(src.describe() + ": the hyper-parameters declare " + std::to_string(m.n_layer) +
+                  " layers but there is no tensor '" + name(r, m.n_layer - 1) + "'");
+  w.layers.reserve(size_t(m.n_layer));
   for (int l = 0; l < m.n_layer; ++l) {
     DecoderLayerWeights b;
     const auto get = [&](Role r, std::vector<int64_t> shape) {
@@ -207,8 +241,12 @@ std::unique_ptr<Model> build(Hyper hp, const WeightSource& src, std::unique_ptr<
     b.window = hp.window[size_t(l)];
     w.layers.push_back(std::move(b));
   }
-  if (hp.gguf && src.has("rope_freqs.weight")) {
+  if (gguf && src.has("rope_freqs.weight")) {
     const Tensor f = src.get("rope_freqs.weight", {hp.rope.d_rot / 2});
+    for (float d : f.data)
+      if (!(d > 0.0f) || !std::isfinite(d))
+        throw Error(src.describe() + ": tensor 'rope_freqs.weight' holds " + std::to_string(d) +
+                    "; RoPE frequency divisors must be positive and finite");
     hp.rope.freq_divisors.assign(f.data.begin(), f.data.end());
   }
   DecoderArch arch;
@@ -221,18 +259,20 @@ std::unique_ptr<Model> build(Hyper hp, const WeightSource& src, std::unique_ptr<
 
 }  // namespace
 
-std::unique_ptr<Model> load_llama(const std::string& dir, const nlohmann::json& config) {
-  Hyper hp = hyper_from_config(dir, config);
+std::unique_ptr<Model> load_llama(const std::string& dir, const nlohmann::json& config, WeightCheck& check) {
+  DecoderHyper hp = llama_config(config, dir + "/config.json");
+  hp.cfg.name = std::filesystem::path(dir).filename().string();
   auto tokenizer = Tokenizer::from_model_dir(dir);
-  auto src = safetensors_source(dir);
-  return build(std::move(hp), *src, std::move(tokenizer));
+  auto src = safetensors_source(dir, check);
+  return build(std::move(hp), false, *src, std::move(tokenizer));
 }
 
-std::unique_ptr<Model> load_llama_gguf(std::shared_ptr<const io::GgufFile> file) {
-  Hyper hp = hyper_from_gguf(*file);
+std::unique_ptr<Model> load_llama_gguf(std::shared_ptr<const io::GgufFile> file, WeightCheck& check) {
+  DecoderHyper hp = llama_config(*file);
+  hp.cfg.name = file->get_string("general.name", std::filesystem::path(file->path()).stem().string());
   auto tokenizer = tokenizer::tokenizer_from_gguf(*file);
-  auto src = gguf_source(file);
-  return build(std::move(hp), *src, std::move(tokenizer));
+  auto src = gguf_source(file, check);
+  return build(std::move(hp), true, *src, std::move(tokenizer));
 }
 
 }  // namespace headscope::models

@@ -120,3 +120,111 @@ def test_help_and_version():
 def test_unwritable_output(tmp_path):
     assert_clean_error(run("run", "--model", MODEL, "--text", "hi there", "--json", tmp_path / "no" / "dir" / "x.json",
                            "--quiet"), "x.json")
+
+
+# ---- hostile model files: refused with a one-line error naming the problem, never exit 3 ----
+
+SMOLLM = ROOT / "models" / "SmolLM2-135M-Instruct" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def edit_config(d, **changes):
+    import json
+    cfg = json.loads((d / "config.json").read_text())
+    cfg.update(changes)
+    (d / "config.json").write_text(json.dumps(cfg))
+
+
+def test_header_length_a_few_bytes_short(tmp_path):
+    # The header is padded with spaces: N − k still parses, but every tensor would shift by k bytes.
+    import struct
+    d = model_copy(tmp_path)
+    data = bytearray((d / "model.safetensors").read_bytes())
+    n = struct.unpack("<Q", data[:8])[0]
+    assert data[8 + n - 1:8 + n] == b" "  # the published file has padding to cut into
+    data[:8] = struct.pack("<Q", n - 1)
+    (d / "model.safetensors").write_bytes(bytes(data))
+    assert_clean_error(run("run", "--model", d, "--text", "hi"), "model.safetensors", "cover")
+
+
+def test_zero_rows_token_type_embeddings(tmp_path):
+    # A [0, 384] tensor used to pass the shape check and be read as null (SIGSEGV).
+    import numpy as np
+    from safetensors.numpy import load_file, save_file
+    d = model_copy(tmp_path)
+    weights = load_file(d / "model.safetensors")
+    weights["embeddings.token_type_embeddings.weight"] = np.zeros((0, 384), np.float32)
+    save_file(weights, d / "model.safetensors")
+    assert_clean_error(run("run", "--model", d, "--text", "hi"), "token_type_embeddings", "[0, 384]", "positive")
+
+
+def test_nan_weights_warn_or_refuse_under_strict(tmp_path):
+    import numpy as np
+    from safetensors.numpy import load_file, save_file
+    d = model_copy(tmp_path)
+    weights = load_file(d / "model.safetensors")
+    w = weights["encoder.layer.2.intermediate.dense.weight"].copy()
+    w[0, :3] = np.nan
+    w[1, 0] = np.inf
+    weights["encoder.layer.2.intermediate.dense.weight"] = w
+    save_file(weights, d / "model.safetensors")
+    ok = run("run", "--model", d, "--text", "hi there", "--quiet")
+    err = ok.stderr.decode()
+    assert ok.returncode == 0, err
+    assert "headscope: warning:" in err and "encoder.layer.2.intermediate.dense.weight" in err
+    assert "4 non-finite values (3 NaN, 1 Inf)" in err
+    assert_clean_error(run("run", "--model", d, "--text", "hi there", "--strict"),
+                       "encoder.layer.2.intermediate.dense.weight", "--strict")
+
+
+def test_fractional_head_count(tmp_path):
+    d = model_copy(tmp_path)
+    edit_config(d, num_attention_heads=384.7)
+    assert_clean_error(run("run", "--model", d, "--text", "hi"), "config.json", "num_attention_heads", "whole number")
+
+
+def test_layer_count_bomb_in_config(tmp_path):
+    d = model_copy(tmp_path)
+    edit_config(d, num_hidden_layers=2**31 - 1)
+    assert_clean_error(run("run", "--model", d, "--text", "hi"), "num_hidden_layers", "limit")
+
+
+def test_more_layers_declared_than_stored(tmp_path):
+    d = model_copy(tmp_path)
+    edit_config(d, num_hidden_layers=7)
+    assert_clean_error(run("run", "--model", d, "--text", "hi"), "7 layers", "encoder.layer.6")
+
+
+@pytest.mark.parametrize("key,value", [
+    ("hidden_size", "384"), ("num_hidden_layers", [6]), ("vocab_size", {"n": 1}), ("layer_norm_eps", "1e-12"),
+    ("layer_norm_eps", 0), ("layer_norm_eps", -1e-12), ("hidden_act", 1), ("max_position_embeddings", True),
+    ("intermediate_size", 1536.5), ("position_embedding_type", None),
+])
+def test_wrongly_typed_config_value(tmp_path, key, value):
+    d = model_copy(tmp_path)
+    edit_config(d, **{key: value})
+    proc = run("run", "--model", d, "--text", "hi", "--quiet")
+    if proc.returncode == 0:  # a value the loader may take (null = the default)
+        assert value is None
+        return
+    assert_clean_error(proc, "config.json", key)
+
+
+def test_gguf_block_count_bomb(tmp_path):
+    # The 4-byte edit: llama.block_count = 0x7FFFFFFF. Refused before any per-layer storage.
+    import struct
+    data = bytearray(SMOLLM.read_bytes())
+    key = b"llama.block_count"
+    at = data.index(struct.pack("<Q", len(key)) + key) + 8 + len(key)
+    assert struct.unpack("<I", data[at:at + 4])[0] == 4  # UINT32
+    data[at + 4:at + 8] = struct.pack("<I", 0x7FFFFFFF)
+    f = tmp_path / "bomb.gguf"
+    f.write_bytes(bytes(data))
+    assert_clean_error(run("run", "--model", f, "--text", "hi"), "llama.block_count", "2147483647", "limit")
+
+
+def test_long_text_is_refused_before_allocating(tmp_path):
+    # With a forced 64 MB budget a 500-token run of MiniLM (≈ 80 MB of capture) does not fit.
+    env = dict(os.environ, HEADSCOPE_MEMORY_BUDGET=str(64 << 20))
+    proc = subprocess.run([BIN, "run", "--model", str(MODEL), "--text", "word " * 500], capture_output=True,
+                          timeout=120, env=env)
+    assert_clean_error(proc, "502 tokens", "available", "longest text that fits is about")

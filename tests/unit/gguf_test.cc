@@ -386,6 +386,14 @@ TEST(GgufCorrupt, EachCaseIsAClearError) {
       {"overlap", [](Spec& s) { s.infos[1] = tinfo("q", {32}, 8, 224); }, {"tensor 'q'", "overlaps tensor 'w'"}},
       {"duplicate tensor", [](Spec& s) { s.infos[1] = tinfo("w", {32}, 8, 256); }, {"tensor 'w'", "duplicate tensor name"}},
       {"data truncated", [](Spec& s) { s.data.resize(200); }, {"tensor", "past the end", "truncated"}},
+      // A type changed to a smaller one (F32 -> F16; Q8_0 -> Q4_0 on the last tensor) or a shrunk
+      // dimension leaves bytes that no tensor owns: the data would be dequantized as garbage.
+      {"type made smaller", [](Spec& s) { s.infos[0] = tinfo("w", {32, 2}, 1, 0); },
+       {"tensor 'w'", "F16", "128 bytes", "tensor 'q' is 256 bytes after its start"}},
+      {"last type made smaller", [](Spec& s) { s.infos[1] = tinfo("q", {32}, 2, 256); },
+       {"tensor 'q'", "Q4_0", "18 bytes", "the end of the file is 34 bytes after"}},
+      {"dimension made smaller", [](Spec& s) { s.infos[0] = tinfo("w", {32, 1}, 0, 0); }, {"tensor 'w'", "128 bytes"}},
+      {"trailing bytes", [](Spec& s) { s.data += std::string(64, '\0'); }, {"tensor 'q'", "the end of the file"}},
   };
   TempDir dir;
   for (const auto& c : cases) {
@@ -398,6 +406,16 @@ TEST(GgufCorrupt, EachCaseIsAClearError) {
     expect.push_back(path);
     expect_error([&] { GgufFile f(path); }, expect);
   }
+}
+
+TEST(GgufHandBuilt, PaddingAfterEachTensorIsAccepted) {
+  // As gguf-py writes it: the last tensor padded to the alignment too.
+  Spec s = valid_spec();
+  s.data.resize(320, '\0');
+  TempDir dir;
+  write_raw(dir.file("padded.gguf"), build(s));
+  const GgufFile f(dir.file("padded.gguf"));
+  EXPECT_EQ(f.to_f32("q").data[31], 15.0f);
 }
 
 TEST(GgufCorrupt, TinyAndMissingFiles) {

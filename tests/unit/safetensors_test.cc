@@ -271,7 +271,8 @@ struct Corrupt {
 TEST(SafetensorsCorrupt, HeaderCases) {
   const std::vector<Corrupt> cases = {
       {"not json", "{\"w\": [1, 2", 0, {"not valid JSON"}},
-      {"array header", "[1, 2]", 0, {"must be a JSON object", "array"}},
+      {"array header", "[1, 2]", 0, {"does not start with '{'"}},
+      {"string header", "\"{}\"", 0, {"does not start with '{'"}},
       {"unknown dtype", R"({"w":{"dtype":"F12","shape":[1],"data_offsets":[0,4]}})", 4, {"'w'", "unknown dtype \"F12\""}},
       {"size mismatch", R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})", 24,
        {"'w'", "[2, 3]", "needs 24 bytes", "span 20"}},
@@ -283,6 +284,8 @@ TEST(SafetensorsCorrupt, HeaderCases) {
       {"begin after end", R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[8,4]}})", 16, {"'w'", "begin after end"}},
       {"overlap", R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})",
        16, {"'b'", "overlaps tensor 'a'"}},
+      {"overlap, b first in offset order", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[4,12]},"b":{"dtype":"F32","shape":[3],"data_offsets":[0,12]}})",
+       12, {"overlaps tensor 'b'"}},
       {"negative dim", R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4, {"'w'", "shape", "non-negative"}},
       {"missing offsets", R"({"w":{"dtype":"F32","shape":[1]}})", 4, {"'w'", "missing \"data_offsets\""}},
       {"three offsets", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4,8]}})", 8, {"'w'", "[begin, end]"}},
@@ -320,6 +323,48 @@ TEST(SafetensorsCorrupt, FileLevelCases) {
 
   expect_error([&] { SafetensorsFile f(dir.path().string()); }, {dir.path().string(), "not a regular file"});
   expect_error([&] { SafetensorsFile f(dir.file("absent.safetensors")); }, {"absent.safetensors", "cannot open"});
+}
+
+// The reference reader's rule: the tensors, in order of data_offsets, tile the data buffer with
+// no gap, no overlap and nothing left over.
+TEST(SafetensorsCorrupt, TensorsMustCoverTheBufferExactly) {
+  const std::vector<Corrupt> cases = {
+      {"gap between tensors",
+       R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[12,16]}})", 16,
+       {"'b'", "gap of 4 bytes after tensor 'a'"}},
+      {"first tensor not at 0", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8,
+       {"'w'", "gap of 4 bytes after the start"}},
+      {"bytes left over", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 12,
+       {"cover 4 bytes", "holds 12"}},
+      {"no tensors but data", R"({})", 4, {"cover 0 bytes", "holds 4"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.label);
+    TempDir dir;
+    const std::string path = dir.file("bad.safetensors");
+    write_safetensors(path, c.header, std::string(c.data_bytes, '\0'));
+    std::vector<std::string> expect = c.expect;
+    expect.push_back(path);
+    expect_error([&] { SafetensorsFile f(path); }, expect);
+  }
+}
+
+// A header length shortened by 1-7 bytes still parses (the header is padded with spaces to a
+// multiple of 8, as safetensors writes it) but would shift every tensor by those bytes.
+TEST(SafetensorsCorrupt, ShortenedHeaderLengthIsRefused) {
+  std::string header = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  header.resize((header.size() + 7) / 8 * 8 + 8, ' ');  // at least 8 spaces of padding
+  const std::vector<float> v = {1.5f, -2.0f};
+  TempDir dir;
+  const std::string path = dir.file("w.safetensors");
+  write_safetensors(path, header, bytes_of(v));
+  EXPECT_EQ(to_f32(SafetensorsFile(path).tensors().at("w")).values(), v);  // the intact file reads
+  for (uint64_t shorter = 1; shorter <= 7; ++shorter) {
+    SCOPED_TRACE(shorter);
+    const uint64_t n = header.size() - shorter;
+    write_raw(path, std::string(reinterpret_cast<const char*>(&n), 8) + header + bytes_of(v));
+    expect_error([&] { SafetensorsFile f(path); }, {path, "cover 8 bytes", "holds " + std::to_string(8 + shorter)});
+  }
 }
 
 TEST(SafetensorsCorrupt, EveryTruncationIsAnError) {

@@ -20,6 +20,7 @@ namespace headscope::cli {
 namespace {
 
 struct AtlasArgs {
+  LoadOptions load;
   std::string model = default_model_dir();
   std::string control;
   std::string out = "atlas";
@@ -78,7 +79,7 @@ void write_file(const std::filesystem::path& path, const void* data, size_t size
 }
 
 analysis::AtlasResult atlas_of(const std::string& path, const AtlasArgs& a, const std::string& label) {
-  auto model = Model::load(path);
+  auto model = load_model(path, a.load);
   analysis::AtlasOptions options = a.options;
   auto bar = std::make_shared<ProgressBar>(label);
   if (!a.quiet) options.progress = [bar](std::string_view s, int64_t d, int64_t t) { bar->update(s, d, t); };
@@ -117,6 +118,7 @@ void run(const AtlasArgs& a) {
 void add_atlas_command(CLI::App& app) {
   auto args = std::make_shared<AtlasArgs>();
   CLI::App* cmd = app.add_subcommand("atlas", "Map what every head of a model does, checked on gold-annotated data");
+  add_load_flags(cmd, args->load);
   cmd->add_option("--model,-m", args->model, "Hugging Face model directory (default: $HEADSCOPE_MODEL or " +
                                                  std::string(kDefaultModelDir) + ")");
   cmd->add_option("--treebank", args->options.report_treebank,

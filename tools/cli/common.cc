@@ -1,5 +1,6 @@
 #include "cli/common.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -24,6 +25,17 @@ std::string read_text_file(const std::string& path) {
   }
   if (text.size() > kMaxBytes) throw Error(path + ": text file is larger than 16 MiB");
   return text;
+}
+
+void add_load_flags(CLI::App* command, LoadOptions& options) {
+  command->add_flag("--strict", options.strict,
+                    "Refuse a model whose weights hold NaN or Inf (by default it loads with a warning)");
+}
+
+std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& options) {
+  std::unique_ptr<Model> model = Model::load(path, options);
+  for (const std::string& w : model->warnings()) std::fprintf(stderr, "headscope: warning: %s\n", w.c_str());
+  return model;
 }
 
 nlohmann::json model_json(const ModelConfig& c) {

@@ -1,5 +1,7 @@
 // headscope CLI — small helpers shared by the subcommands.
 #pragma once
+#include <CLI/CLI.hpp>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -12,6 +14,10 @@ inline constexpr const char* kDefaultModelDir = "models/all-MiniLM-L6-v2";
 std::string default_model_dir();
 // Whole file as bytes ('-' = stdin); Error naming the path if it cannot be read or exceeds 16 MiB.
 std::string read_text_file(const std::string& path);
+// The --strict flag of every subcommand that loads a model: refuse weights with NaN/Inf.
+void add_load_flags(CLI::App* command, LoadOptions& options);
+// Model::load, then each of the model's load warnings on stderr as "headscope: warning: ...".
+std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& options);
 nlohmann::json model_json(const ModelConfig& config);
 nlohmann::json tokens_json(const Encoding& encoding);
 

@@ -22,6 +22,7 @@ namespace headscope::cli {
 namespace {
 
 struct GenerateArgs {
+  LoadOptions load;
   std::string model = default_model_dir();
   std::string prompt;
   int max_new_tokens = 20;
@@ -40,7 +41,7 @@ int32_t argmax(const std::vector<float>& logits) {
 void generate(const GenerateArgs& a) {
   if (a.threads > 0) omp_set_num_threads(a.threads);
   if (a.max_new_tokens < 0) throw Error("--max-new-tokens must be 0 or more");
-  auto model = Model::load(a.model);
+  auto model = load_model(a.model, a.load);
   const ModelConfig& c = model->config();
   if (!c.causal) throw Error(a.model + " is an encoder (" + c.architecture + "); generate needs a causal model such as Llama or GPT-2");
   Encoding prompt;
@@ -144,6 +145,7 @@ void generate(const GenerateArgs& a) {
 void add_generate_command(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
   CLI::App* cmd = app.add_subcommand("generate", "greedy continuation of a prompt by a causal model, capturing attention at every step");
+  add_load_flags(cmd, args->load);
   cmd->add_option("--model", args->model, "model folder (config.json, *.safetensors, tokenizer.json) or .gguf file");
   cmd->add_option("--prompt", args->prompt, "text to continue")->required();
   cmd->add_option("--max-new-tokens", args->max_new_tokens, "tokens to add (greedy)")->capture_default_str();

@@ -23,6 +23,7 @@ namespace headscope::cli {
 namespace {
 
 struct RunArgs {
+  LoadOptions load;
   std::string model = default_model_dir();
   std::string text;
   std::string text_file;
@@ -52,7 +53,7 @@ nlohmann::json role_json(const analysis::RoleScore& r) {
 void run(const RunArgs& a) {
   if (a.threads > 0) omp_set_num_threads(a.threads);
   const std::string text = a.text_file.empty() ? a.text : read_text_file(a.text_file);
-  auto model = Model::load(a.model);
+  auto model = load_model(a.model, a.load);
   const ModelConfig& c = model->config();
   const Encoding enc = model->encode(text, a.truncate);
   if (enc.size() == 0) throw Error("the text produced no tokens");
@@ -146,6 +147,7 @@ void run(const RunArgs& a) {
 void add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Run a text through a model and show what every head does");
+  add_load_flags(cmd, args->load);
   cmd->add_option("--model,-m", args->model, "Hugging Face model directory (default: $HEADSCOPE_MODEL or " +
                                                  std::string(kDefaultModelDir) + ")");
   auto* text_opt = cmd->add_option("--text,-t", args->text, "The text to analyse");

@@ -1,0 +1,71 @@
+// headscope — the memory check every run makes before it allocates (Model::check_run_memory).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "headscope/limits.h"
+#include "headscope/model.h"
+
+namespace headscope {
+
+namespace {
+
+// MemAvailable from /proc/meminfo in bytes: the kernel's estimate of what can be allocated
+// without swapping. 0 when it cannot be read (not Linux): then no check is made.
+uint64_t mem_available() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("MemAvailable:", 0) != 0) continue;
+    std::istringstream fields(line.substr(13));
+    uint64_t kib = 0;
+    fields >> kib;
+    return kib * 1024;
+  }
+  return 0;
+}
+
+std::string gib(uint64_t bytes) {
+  char buf[32];
+  if (bytes >= (uint64_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(1 << 30));
+  else std::snprintf(buf, sizeof buf, "%.0f MiB", double(bytes) / double(1 << 20));
+  return buf;
+}
+
+}  // namespace
+
+uint64_t Model::run_memory_budget() const {
+  if (options_.run_memory_budget > 0) return options_.run_memory_budget;
+  if (const char* env = std::getenv("HEADSCOPE_MEMORY_BUDGET"); env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(env, &end, 10);
+    if (end == env || *end != '\0')
+      throw Error(std::string("HEADSCOPE_MEMORY_BUDGET is '") + env + "', expected a number of bytes");
+    return v;
+  }
+  const uint64_t available = mem_available();
+  if (available == 0) return UINT64_MAX;  // unknown: let the allocator decide
+  return available > limits::kRunMemoryMarginBytes ? available - limits::kRunMemoryMarginBytes : 0;
+}
+
+void Model::check_run_memory(int64_t T, uint64_t bytes, const CaptureOptions& options) const {
+  const uint64_t budget = run_memory_budget();
+  if (bytes <= budget) return;
+  // run_bytes grows with T: the longest whole run that fits, by bisection.
+  int64_t lo = 0, hi = std::min<int64_t>(T, config().max_positions);
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (run_bytes(mid, options) <= budget) lo = mid;
+    else hi = mid - 1;
+  }
+  const std::string fits = lo > 0 ? "the longest text that fits is about " + std::to_string(lo) + " tokens"
+                                   : "not even one token fits";
+  throw ResourceError("a run over " + std::to_string(T) + " tokens needs about " + gib(bytes) +
+                      " (captured tensors and working memory) but " + gib(budget) + " is available; " + fits +
+                      " (shorten the text, or capture less)");
+}
+
+}  // namespace headscope

@@ -1,0 +1,170 @@
+// Model::load and Model::run on damaged weights and over-long inputs: the tiny random-weight
+// Llama of the decoder goldens and the default MiniLM, rewritten in the test with one tensor
+// changed. A zero dimension is an Error naming the tensor (it used to be read as null); NaN/Inf
+// weights give a warning naming the tensor and its count, or an Error with LoadOptions::strict;
+// a run past the memory budget is a ResourceError before anything is allocated.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "headscope/model.h"
+#include "io/safetensors.h"
+#include "test_support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using headscope::CaptureOptions;
+using headscope::Error;
+using headscope::LoadOptions;
+using headscope::Model;
+using headscope::ResourceError;
+using headscope::Tensor;
+using headscope::testing::expect_error;
+using headscope::testing::TempDir;
+using headscope::testing::write_raw;
+
+// Writes `tensors` as an F32 safetensors file (offsets in name order, as the format allows).
+void write_f32_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors) {
+  nlohmann::json header = nlohmann::json::object();
+  std::string data;
+  for (const auto& [name, t] : tensors) {
+    const size_t begin = data.size();
+    data.append(reinterpret_cast<const char*>(t.ptr()), t.data.size() * sizeof(float));
+    header[name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {begin, data.size()}}};
+  }
+  std::string h = header.dump();
+  h.resize((h.size() + 7) / 8 * 8, ' ');
+  const uint64_t n = h.size();
+  write_raw(path, std::string(reinterpret_cast<const char*>(&n), 8) + h + data);
+}
+
+// A copy of model directory `src` in `dst` whose weights went through `edit`.
+void copy_with_edit(const fs::path& src, const fs::path& dst, const std::function<void(std::map<std::string, Tensor>&)>& edit) {
+  for (const auto& entry : fs::directory_iterator(src))
+    if (entry.is_regular_file() && entry.path().extension() != ".safetensors") fs::copy(entry.path(), dst / entry.path().filename());
+  const headscope::io::SafetensorsFile file((src / "model.safetensors").string());
+  std::map<std::string, Tensor> tensors;
+  using headscope::io::DType;
+  for (const auto& [name, raw] : file.tensors())  // integer buffers (BERT's position_ids) are not weights
+    if (raw.dtype == DType::F32 || raw.dtype == DType::F16 || raw.dtype == DType::BF16)
+      tensors[name] = headscope::io::to_f32(raw);
+  edit(tensors);
+  write_f32_safetensors((dst / "model.safetensors").string(), tensors);
+}
+
+fs::path tiny_llama() { return headscope::testing::goldens_dir("decoders") / "llama_mha"; }
+fs::path minilm() { return headscope::testing::env_or_fail("HEADSCOPE_MODEL"); }
+
+TEST(Load, RewrittenWeightsStillLoad) {
+  // The helper itself: an unchanged rewrite loads and runs like the original.
+  TempDir dir;
+  copy_with_edit(tiny_llama(), dir.path(), [](auto&) {});
+  const auto model = Model::load(dir.path().string());
+  EXPECT_TRUE(model->warnings().empty());
+  EXPECT_EQ(model->config().n_layer, 2);
+}
+
+TEST(Load, ZeroDimensionIsRefusedNamingTheTensor) {
+  TempDir dir;
+  copy_with_edit(minilm(), dir.path(), [](auto& t) { t["embeddings.token_type_embeddings.weight"] = Tensor({0, 384}); });
+  expect_error([&] { Model::load(dir.path().string()); },
+               {"embeddings.token_type_embeddings.weight", "[0, 384]", "positive"});
+}
+
+TEST(Load, NonFiniteWeightsWarnOrAreRefusedWhenStrict) {
+  TempDir dir;
+  const std::string name = "model.layers.1.mlp.down_proj.weight";
+  copy_with_edit(tiny_llama(), dir.path(), [&](auto& t) {
+    t[name].data[0] = NAN;
+    t[name].data[7] = -INFINITY;
+    t[name].data[8] = NAN;
+  });
+  const auto model = Model::load(dir.path().string());
+  ASSERT_EQ(model->warnings().size(), 1u);
+  const std::string w = model->warnings()[0];
+  EXPECT_NE(w.find(name), std::string::npos) << w;
+  EXPECT_NE(w.find("3 non-finite values (2 NaN, 1 Inf) among 6144"), std::string::npos) << w;  // [64, 96]
+  LoadOptions strict;
+  strict.strict = true;
+  expect_error([&] { Model::load(dir.path().string(), strict); }, {name, "non-finite", "strict"});
+}
+
+TEST(Load, MissingDeclaredLayerIsRefusedBeforeSizingLayers) {
+  TempDir dir;
+  copy_with_edit(tiny_llama(), dir.path(), [](auto&) {});
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(dir.file("config.json")));
+  config["num_hidden_layers"] = 3;
+  std::ofstream(dir.file("config.json")) << config.dump();
+  expect_error([&] { Model::load(dir.path().string()); }, {"declare 3 layers", "model.layers.2."});
+}
+
+// ---- the memory estimate and the budget ----
+
+// The bytes of what a capture holds, from the tensors a run actually returned.
+uint64_t captured_bytes(const headscope::Capture& c) {
+  uint64_t n = 0;
+  for (const Tensor* t : {&c.attention, &c.head_outputs, &c.contributions, &c.attn_output, &c.hidden_states, &c.queries, &c.keys})
+    n += t->data.size() * sizeof(float);
+  return n;
+}
+
+TEST(RunMemory, EstimateCoversTheCaptureAndTheWorkingMemory) {
+  // The estimate is at least what the run returned; the rest is working memory, which for a
+  // real model's full capture is a few percent (MiniLM, 120 tokens: activations of one layer,
+  // 0.5M floats next to 5.2M captured), and for the tiny Llama (d_model 64, a KV cache and
+  // logits of the same order as its capture) at most as much again.
+  for (const auto& [path, slack] : std::vector<std::pair<fs::path, double>>{{minilm(), 0.12}, {tiny_llama(), 1.0}}) {
+    SCOPED_TRACE(path.string());
+    const auto model = Model::load(path.string());
+    headscope::Encoding enc;
+    enc.tokens.assign(120, headscope::Token{5, "x", 0, 1, false, 0});
+    for (CaptureOptions options : {CaptureOptions{}, CaptureOptions::attention_only()}) {
+      options.queries_keys = !options.head_outputs;
+      const uint64_t captured = captured_bytes(model->run(enc, options));
+      const uint64_t estimate = model->run_bytes(120, options);
+      EXPECT_GE(estimate, captured);
+      if (options.head_outputs) EXPECT_LE(double(estimate), double(captured) * (1.0 + slack));
+      else EXPECT_LE(double(estimate), double(captured) * 2.0);
+    }
+  }
+}
+
+TEST(RunMemory, OverTheBudgetIsAResourceErrorWithTheLongestThatFits) {
+  LoadOptions options;
+  const CaptureOptions all;
+  {
+    const auto probe = Model::load(minilm().string());
+    options.run_memory_budget = probe->run_bytes(100, all);  // exactly 100 tokens fit
+  }
+  const auto model = Model::load(minilm().string(), options);
+  EXPECT_NO_THROW(model->run(model->encode("a b c")));
+  headscope::Encoding enc;
+  enc.tokens.assign(101, headscope::Token{1000, "x", 0, 1, false, 0});
+  EXPECT_THROW(model->run(enc), ResourceError);
+  expect_error([&] { model->run(enc); }, {"101 tokens", "available", "the longest text that fits is about 100 tokens"});
+  enc.tokens.resize(100);
+  EXPECT_NO_THROW(model->run(enc));
+}
+
+TEST(RunMemory, ExtendChecksTheBudgetToo) {
+  LoadOptions options;
+  {
+    const auto probe = Model::load(tiny_llama().string());
+    options.run_memory_budget = probe->run_bytes(40, CaptureOptions::attention_only());
+  }
+  const auto model = Model::load(tiny_llama().string(), options);
+  auto state = model->start();
+  std::vector<float> logits;
+  EXPECT_NO_THROW(model->extend(*state, std::vector<int32_t>(30, 3), CaptureOptions::attention_only(), &logits));
+  EXPECT_THROW(model->extend(*state, std::vector<int32_t>(30, 3), CaptureOptions::attention_only(), &logits),
+               ResourceError);
+  EXPECT_EQ(state->length(), 30);  // nothing was run or cached by the refused call
+}
+
+}  // namespace

@@ -1,8 +1,9 @@
 // libFuzzer target: a .gguf file (header, metadata of every value type, tensor infos, data) →
 // GgufFile, every metadata value read through the typed getters, every small tensor dequantized,
-// and the tokenizer rebuilt from the metadata.
+// the family's hyper-parameters read from it, and the tokenizer rebuilt from the metadata.
 #include "fuzz_support.h"
 #include "io/gguf.h"
+#include "models/families.h"
 #include "tokenizer/gguf_vocab.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -27,6 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (numel <= (int64_t{1} << 18)) (void)gguf.to_f32(name);
       });
     }
+    fuzz::expect_ok_or_error([&] { (void)models::llama_config(gguf); });
+    fuzz::expect_ok_or_error([&] { (void)models::gpt2_config(gguf); });
     fuzz::expect_ok_or_error([&] {
       auto tok = tokenizer::tokenizer_from_gguf(gguf);
       EncodeOptions options;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "headscope/error.h"
 #include "headscope/model.h"
 #include "headscope/limits.h"
@@ -36,6 +37,7 @@ struct ServeOptions {
   int cache_mib = 2048;
   int max_body_kib = static_cast<int>(limits::kMaxRequestBodyBytes >> 10);
   int max_tokens = 512;
+  LoadOptions load;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -44,7 +46,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 void serve(const ServeOptions& opt) {
   auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<Model> model = Model::load(opt.model);
+  std::unique_ptr<Model> model = load_model(opt.model, opt.load);
   const ModelConfig& c = model->config();
   std::fprintf(stderr, "headscope: loaded %s (%s, %d layers x %d heads, d_model %d) in %.1f s\n", c.name.c_str(),
                c.architecture.c_str(), c.n_layer, c.n_head, c.d_model, seconds_since(t0));
@@ -105,6 +107,7 @@ void serve(const ServeOptions& opt) {
 void add_serve_command(CLI::App& app) {
   auto opt = std::make_shared<ServeOptions>();
   CLI::App* cmd = app.add_subcommand("serve", "Start the explorer: web UI and HTTP API (docs/api.md) on one model");
+  add_load_flags(cmd, opt->load);
   cmd->add_option("--model", opt->model, "Model directory (Hugging Face files) or .gguf file")->capture_default_str();
   cmd->add_option("--port", opt->port, "TCP port; 0 picks a free one")->check(CLI::Range(0, 65535))->capture_default_str();
   cmd->add_option("--host", opt->host, "Address to bind; only change it to share the explorer on a trusted network")

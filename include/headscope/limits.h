@@ -44,8 +44,8 @@ constexpr size_t kMaxLoadWarnings = 16;
 inline constexpr int64_t kMaxTokenizerFileBytes = 512ll << 20;
 // Nesting of tokenizer.json (Sequence readers recurse per level); real files nest 6 levels at most.
 inline constexpr int kMaxTokenizerJsonDepth = 64;
-// Token ids and vocabulary entries (one string slot each, ~130 MB here); real vocabularies < 300K.
-inline constexpr int64_t kMaxVocabSize = 1ll << 22;
+// Token ids and vocabulary entries of a tokenizer: the same budget as the model's vocab_size above
+// (kMaxVocabulary, one string slot each: ~130 MB at the limit).
 // Ids may run this far past the number of entries (gaps filled by added tokens); real files: a few.
 inline constexpr int64_t kMaxVocabIdSlack = 1 << 16;
 // BPE merges in tokenizer.json or GGUF; real files have about as many as vocabulary entries.

@@ -48,7 +48,7 @@ nlohmann::json tokenizer_json_from_gguf(const io::GgufFile& file) {
                           std::to_string(limit) + " allowed");
     }
   };
-  check_count("tokenizer.ggml.tokens", tokens.size(), limits::kMaxVocabSize);
+  check_count("tokenizer.ggml.tokens", tokens.size(), limits::kMaxVocabulary);
   std::vector<int64_t> types;
   if (file.has("tokenizer.ggml.token_type")) types = file.get_int_array("tokenizer.ggml.token_type");
   if (!types.empty() && types.size() != tokens.size()) {

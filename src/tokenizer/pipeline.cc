@@ -15,9 +15,9 @@ namespace headscope::tokenizer {
 
 void Vocab::add(std::string token, int32_t id) {
   if (id < 0) throw Error("token '" + token + "' has a negative id " + std::to_string(id));
-  if (id >= limits::kMaxVocabSize) {
+  if (id >= limits::kMaxVocabulary) {
     throw ResourceError("token '" + token + "' has the id " + std::to_string(id) + ", beyond the " +
-                        std::to_string(limits::kMaxVocabSize) + " ids a vocabulary may have");
+                        std::to_string(limits::kMaxVocabulary) + " ids a vocabulary may have");
   }
   if (static_cast<size_t>(id) >= tokens.size()) tokens.resize(static_cast<size_t>(id) + 1);
   tokens[static_cast<size_t>(id)] = token;
@@ -49,7 +49,7 @@ PipelineTokenizer::PipelineTokenizer(Parts parts) : parts_(std::move(parts)) {
   id_to_text_ = parts_.model->vocab().tokens;
   // Added tokens may extend the vocabulary, by about their number (kMaxVocabIdSlack in limits.h).
   const int64_t id_limit = std::min<int64_t>(
-      limits::kMaxVocabSize,
+      limits::kMaxVocabulary,
       static_cast<int64_t>(id_to_text_.size() + parts_.added_tokens.size()) + limits::kMaxVocabIdSlack);
   for (size_t i = 0; i < parts_.added_tokens.size(); ++i) {
     const AddedToken& t = parts_.added_tokens[i];
@@ -257,7 +257,7 @@ std::string PipelineTokenizer::decode(const std::vector<int32_t>& ids) const {
 // ---- readers ----
 
 int32_t read_token_id(const nlohmann::json& value, int64_t limit, const std::string& what, const std::string& path) {
-  limit = std::min(limit, limits::kMaxVocabSize);
+  limit = std::min(limit, limits::kMaxVocabulary);
   if (!value.is_number_integer()) throw Error(path + ": " + what + " has an id that is not an integer");
   // Unsigned JSON numbers above INT64_MAX read as negative here and are refused as such.
   const int64_t id = value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)
@@ -268,15 +268,15 @@ int32_t read_token_id(const nlohmann::json& value, int64_t limit, const std::str
     throw ResourceError(path + ": " + what + " has the id " + std::to_string(id) + "; ids must be below " +
                         std::to_string(limit) + " (the number of entries plus " +
                         std::to_string(limits::kMaxVocabIdSlack) + ", at most " +
-                        std::to_string(limits::kMaxVocabSize) + "); the file is corrupt");
+                        std::to_string(limits::kMaxVocabulary) + "); the file is corrupt");
   }
   return static_cast<int32_t>(id);
 }
 
 Vocab read_vocab(const nlohmann::json& vocab, const std::string& where, const std::string& path) {
-  if (vocab.size() > static_cast<size_t>(limits::kMaxVocabSize)) {
+  if (vocab.size() > static_cast<size_t>(limits::kMaxVocabulary)) {
     throw ResourceError(path + ": " + where + " has " + std::to_string(vocab.size()) + " entries, more than the " +
-                        std::to_string(limits::kMaxVocabSize) + " a vocabulary may have");
+                        std::to_string(limits::kMaxVocabulary) + " a vocabulary may have");
   }
   const int64_t limit = static_cast<int64_t>(vocab.size()) + limits::kMaxVocabIdSlack;
   Vocab out;
@@ -297,7 +297,7 @@ std::vector<AddedToken> read_added_tokens(const nlohmann::json& added, const std
     }
     AddedToken t;
     t.content = entry.at("content").get<std::string>();
-    t.id = read_token_id(entry.at("id"), limits::kMaxVocabSize, "added token '" + t.content + "'", path);
+    t.id = read_token_id(entry.at("id"), limits::kMaxVocabulary, "added token '" + t.content + "'", path);
     t.special = entry.value("special", false);
     t.single_word = entry.value("single_word", false);
     t.lstrip = entry.value("lstrip", false);
@@ -328,7 +328,7 @@ PostProcessor read_template_processing(const nlohmann::json& post, const std::st
       }
       const nlohmann::json& sp = specials.at(name);
       for (const nlohmann::json& id : sp.at("ids")) {
-        piece.ids.push_back(read_token_id(id, limits::kMaxVocabSize, "post_processor special token '" + name + "'", path));
+        piece.ids.push_back(read_token_id(id, limits::kMaxVocabulary, "post_processor special token '" + name + "'", path));
       }
       piece.tokens = sp.at("tokens").get<std::vector<std::string>>();
       if (piece.ids.size() != piece.tokens.size()) {
@@ -353,7 +353,7 @@ PostProcessor read_bert_processing(const nlohmann::json& post, const std::string
     }
     TemplatePiece piece;
     piece.tokens = {pair[0].get<std::string>()};
-    piece.ids = {read_token_id(pair[1], limits::kMaxVocabSize, std::string("post_processor \"") + key + "\"", path)};
+    piece.ids = {read_token_id(pair[1], limits::kMaxVocabulary, std::string("post_processor \"") + key + "\"", path)};
     return piece;
   };
   PostProcessor out;

@@ -152,7 +152,7 @@ std::unique_ptr<Tokenizer> from_json(const nlohmann::json& root, const std::stri
 
 // ---- readers of tokenizer.json components (tables in tokenizer.cc) ----
 
-// A token id from tokenizer.json: an integer in [0, limit), limit at most limits::kMaxVocabSize.
+// A token id from tokenizer.json: an integer in [0, limit), limit at most limits::kMaxVocabulary.
 // Throws Error naming `path` and `what` (e.g. "model.vocab entry 'foo'") otherwise.
 int32_t read_token_id(const nlohmann::json& value, int64_t limit, const std::string& what, const std::string& path);
 // A model's "vocab" object ({token: id}). Ids may leave gaps (filled by added tokens) but must stay

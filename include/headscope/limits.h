@@ -22,7 +22,7 @@ constexpr int64_t kMaxHeads = 1024;           // n_head, n_kv_head: the widest h
 constexpr int64_t kMaxModelWidth = 65536;     // d_model: 4x the largest public model (16,384)
 constexpr int64_t kMaxHeadWidth = 4096;       // d_head: real models use 64-256
 constexpr int64_t kMaxFeedForward = 1 << 20;  // d_ff: ~53K in the largest dense models, with room
-constexpr int64_t kMaxVocabulary = 1 << 22;   // vocab_size: ~260K is the largest known; 4M ids
+constexpr int64_t kMaxVocabulary = 1 << 22;   // vocab_size and tokenizer vocabularies/ids: ~260K is the largest known
 constexpr int64_t kMaxPositions = 1 << 24;    // max_positions: 1M-token contexts exist; 16M ids
 // What `Model::run` leaves free of the memory the kernel reports available (MemAvailable), for
 // the rest of the process (weights already loaded, the analysis, the server) and the system.
@@ -44,8 +44,6 @@ constexpr size_t kMaxLoadWarnings = 16;
 inline constexpr int64_t kMaxTokenizerFileBytes = 512ll << 20;
 // Nesting of tokenizer.json (Sequence readers recurse per level); real files nest 6 levels at most.
 inline constexpr int kMaxTokenizerJsonDepth = 64;
-// Token ids and vocabulary entries of a tokenizer: the same budget as the model's vocab_size above
-// (kMaxVocabulary, one string slot each: ~130 MB at the limit).
 // Ids may run this far past the number of entries (gaps filled by added tokens); real files: a few.
 inline constexpr int64_t kMaxVocabIdSlack = 1 << 16;
 // BPE merges in tokenizer.json or GGUF; real files have about as many as vocabulary entries.

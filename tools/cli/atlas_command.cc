@@ -1,6 +1,7 @@
 // `headscope atlas` — every head of a model over a corpus, gold treebanks, GAP and the induction
 // probe: statistics, role scores and evidence, written as atlas.json, atlas.md and atlas.png
-// (method: src/analysis/atlas.h; numbers: docs/metrics.md).
+// (method: src/analysis/atlas.h; numbers: docs/metrics.md). The work is the pipeline's
+// make_atlas(); this file parses the options, draws the progress bar and writes the files.
 #include <unistd.h>
 #include <omp.h>
 
@@ -10,11 +11,10 @@
 #include <memory>
 #include <string>
 
-#include "analysis/atlas.h"
-#include "analysis/atlas_report.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "headscope/headscope.h"
+#include "headscope/pipeline.h"
 
 namespace headscope::cli {
 namespace {
@@ -77,14 +77,6 @@ void write_file(const std::filesystem::path& path, const void* data, size_t size
   if (!out) throw Error(path.string() + ": write failed (disk full?)");
 }
 
-analysis::AtlasResult atlas_of(const std::string& path, const AtlasArgs& a, const std::string& label) {
-  auto model = Model::load(path);
-  analysis::AtlasOptions options = a.options;
-  auto bar = std::make_shared<ProgressBar>(label);
-  if (!a.quiet) options.progress = [bar](std::string_view s, int64_t d, int64_t t) { bar->update(s, d, t); };
-  return analysis::build_atlas(*model, path, options);
-}
-
 void run(const AtlasArgs& a) {
   if (a.threads > 0) omp_set_num_threads(a.threads);
   // The output folder first: a typo in --out should not cost a whole run.
@@ -92,24 +84,20 @@ void run(const AtlasArgs& a) {
   std::error_code ec;
   fs::create_directories(a.out, ec);
   if (ec) throw Error(a.out + ": cannot create the output folder (" + ec.message() + ")");
-  const analysis::AtlasResult main = atlas_of(a.model, a, "");
-  std::unique_ptr<analysis::AtlasResult> control;
-  if (!a.control.empty()) control = std::make_unique<analysis::AtlasResult>(atlas_of(a.control, a, "control: "));
+  analysis::AtlasOptions options = a.options;
+  auto bar = std::make_shared<ProgressBar>("");
+  if (!a.quiet) options.progress = [bar](std::string_view s, int64_t d, int64_t t) { bar->update(s, d, t); };
+  const AtlasFiles files = make_atlas(a.model, a.control, options, command_line(a), a.name + ".png");
 
   const fs::path out(a.out);
-  const std::string json = analysis::atlas_json(main, control.get()).dump(1) + "\n";
-  write_file(out / (a.name + ".json"), json.data(), json.size());
-  const std::string md = analysis::atlas_markdown(main, control.get(), command_line(a), a.name + ".png");
-  write_file(out / (a.name + ".md"), md.data(), md.size());
-  const auto png = analysis::atlas_png(main, "headscope atlas: " + main.config.name + " - primary role per head");
-  write_file(out / (a.name + ".png"), png.data(), png.size());
-  if (control) {
-    const auto cpng = analysis::atlas_png(*control, "control (random weights): primary role per head");
-    write_file(out / (a.name + "-control.png"), cpng.data(), cpng.size());
-  }
-  std::printf("atlas of %s (%d x %d heads) in %.1f s: %s/%s.{json,md,png}%s\n", main.config.name.c_str(),
-              main.config.n_layer, main.config.n_head, main.seconds_total, a.out.c_str(), a.name.c_str(),
-              control ? " and the control's grid" : "");
+  write_file(out / (a.name + ".json"), files.json.data(), files.json.size());
+  write_file(out / (a.name + ".md"), files.markdown.data(), files.markdown.size());
+  write_file(out / (a.name + ".png"), files.png.data(), files.png.size());
+  if (!files.control_png.empty())
+    write_file(out / (a.name + "-control.png"), files.control_png.data(), files.control_png.size());
+  std::printf("atlas of %s (%d x %d heads) in %.1f s: %s/%s.{json,md,png}%s\n", files.config.name.c_str(),
+              files.config.n_layer, files.config.n_head, files.seconds, a.out.c_str(), a.name.c_str(),
+              files.control_png.empty() ? "" : " and the control's grid");
 }
 
 }  // namespace

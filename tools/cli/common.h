@@ -1,6 +1,5 @@
 // headscope CLI — small helpers shared by the subcommands.
 #pragma once
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "headscope/headscope.h"
@@ -12,7 +11,5 @@ inline constexpr const char* kDefaultModelDir = "models/all-MiniLM-L6-v2";
 std::string default_model_dir();
 // Whole file as bytes ('-' = stdin); Error naming the path if it cannot be read or exceeds 16 MiB.
 std::string read_text_file(const std::string& path);
-nlohmann::json model_json(const ModelConfig& config);
-nlohmann::json tokens_json(const Encoding& encoding);
 
 }  // namespace headscope::cli

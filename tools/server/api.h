@@ -44,6 +44,7 @@ struct TextRequest {
   bool truncate = false;      // keep the first max_positions tokens instead of refusing
   Level level = Level::kToken;
   bool hide_special = false;  // statistics and roles without the special tokens (run only)
+  Encoding encoding;          // the text encoded once, under the server's token limit
 };
 struct AttentionRequest {
   TextRequest text;

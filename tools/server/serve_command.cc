@@ -12,8 +12,9 @@
 
 #include "cli/commands.h"
 #include "headscope/error.h"
-#include "headscope/model.h"
 #include "headscope/limits.h"
+#include "headscope/model.h"
+#include "headscope/pipeline.h"
 #include "server/api.h"
 #include "server/gate.h"
 #include "server/http.h"
@@ -63,7 +64,7 @@ void serve(const ServeOptions& opt) {
                         std::to_string(server::max_tokens_within(c, budget)) + " or raise --cache-mib");
 
   t0 = std::chrono::steady_clock::now();
-  std::vector<analysis::ProbeEvidence> probe = server::measure_probe(*model);
+  std::vector<analysis::ProbeEvidence> probe = headscope::probe(*model);
   std::fprintf(stderr, "headscope: induction probe over %zu heads in %.1f s\n", probe.size(), seconds_since(t0));
   server::RunCache cache(*model, static_cast<size_t>(opt.cache_runs), budget, limits.max_tokens, std::move(probe));
   server::Api api(*model, cache, limits);

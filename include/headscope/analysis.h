@@ -54,14 +54,14 @@ struct HeadStats {
   int64_t n_queries = 0;  // queries averaged over (each with >= 1 attendable key)
 
   // The four statistics of the lesson page.
-  double entropy_bits = 0;   // H(row) = -Σ a log2 a, mean over queries
-  double entropy_norm = 0;   // H / log2(n), in [0, 1]; queries with n = 1 are left out of this mean
-  double sparsity = 0;       // share of attendable weights below kSparsityFraction / n
-  double keys_90 = 0;        // fewest keys covering kCoverMass of the row (mean count)
-  double keys_90_share = 0;  // keys_90 / n, in (0, 1]
-  double max_attention = 0;  // mean of row maxima
-  double avg_attention = 0;  // Σ_k a_k² per row: the average weight *where the attention lands*
-                             // (uniform: 1/n, one-hot: 1); see docs/metrics.md for why
+  double entropy_bits = 0;     // H(row) = -Σ a log2 a, mean over queries
+  double entropy_norm = 0;     // H / log2(n), in [0, 1]; queries with n = 1 are left out of this mean
+  double sparsity = 0;         // share of attendable weights below kSparsityFraction / n
+  double keys_90 = 0;          // fewest keys covering kCoverMass of the row (mean count)
+  double keys_90_share = 0;    // keys_90 / n, in (0, 1]
+  double max_attention = 0;    // mean of row maxima
+  double avg_attention = 0;    // Σ_k a_k² per row: the average weight *where the attention lands*
+                               // (uniform: 1/n, one-hot: 1); see docs/metrics.md for why
   double uniform_overlap = 0;  // Σ_k min(a_k, 1/n): share of the row that a uniform row shares
 
   // Position.
@@ -97,15 +97,15 @@ enum class Role : uint8_t {
   kPreviousToken = 0,
   kNextToken,
   kSelf,
-  kFixedOffset,    // a fixed offset other than -1, 0, +1 (detail: "+2", "-3", ...)
-  kSink,           // first token / special tokens ([CLS], [SEP], BOS)
-  kBroad,          // near-uniform over the attendable keys
-  kLocalWindow,    // spread over the neighbours within kLocalWindow, no single offset dominating
-  kDuplicateToken, // earlier/other occurrences of the same token
-  kInduction,      // the token after the previous occurrence of the current token
-  kSyntactic,      // the gold dependency head / dependent (detail: relation and direction)
-  kCoreference,    // the antecedent of a pronoun (GAP)
-  kMixed,          // no role scores at least kMinRoleScore
+  kFixedOffset,     // a fixed offset other than -1, 0, +1 (detail: "+2", "-3", ...)
+  kSink,            // first token / special tokens ([CLS], [SEP], BOS)
+  kBroad,           // near-uniform over the attendable keys
+  kLocalWindow,     // spread over the neighbours within kLocalWindow, no single offset dominating
+  kDuplicateToken,  // earlier/other occurrences of the same token
+  kInduction,       // the token after the previous occurrence of the current token
+  kSyntactic,       // the gold dependency head / dependent (detail: relation and direction)
+  kCoreference,     // the antecedent of a pronoun (GAP)
+  kMixed,           // no role scores at least kMinRoleScore
 };
 inline constexpr int kRoleCount = 12;
 inline constexpr double kMinRoleScore = 0.25;
@@ -127,20 +127,20 @@ const RoleInfo& role_info(Role role);
 Role role_from_id(std::string_view id);
 
 // Evidence measured outside the corpus statistics; every part is optional.
-struct ProbeEvidence {      // from a run over random tokens repeated twice (see probe.h)
-  double induction = 0;     // mean attention from a second-copy token to the token after its first copy
-  double duplicate = 0;     // mean attention from a second-copy token to its own first copy
-  int probe_length = 0;     // tokens in one copy
+struct ProbeEvidence {   // from a run over random tokens repeated twice (see probe.h)
+  double induction = 0;  // mean attention from a second-copy token to the token after its first copy
+  double duplicate = 0;  // mean attention from a second-copy token to its own first copy
+  int probe_length = 0;  // tokens in one copy
 };
-struct SyntaxEvidence {     // the head's best dependency relation (see syntax.h)
-  std::string relation;     // "nsubj"
+struct SyntaxEvidence {            // the head's best dependency relation (see syntax.h)
+  std::string relation;            // "nsubj"
   bool head_to_dependent = false;  // false: dependent attends to its head
-  double accuracy = 0;      // on the report set (PUD)
-  double baseline_accuracy = 0;  // best fixed offset for this relation, same set
+  double accuracy = 0;             // on the report set (PUD)
+  double baseline_accuracy = 0;    // best fixed offset for this relation, same set
   int baseline_offset = 0;
-  int64_t support = 0;      // dependents of this relation in the report set
+  int64_t support = 0;  // dependents of this relation in the report set
 };
-struct CorefEvidence {      // GAP pronoun → correct candidate (see coref.h)
+struct CorefEvidence {  // GAP pronoun → correct candidate (see coref.h)
   double accuracy = 0;
   double baseline_accuracy = 0;
   std::string baseline_name;  // "nearest candidate"
@@ -148,7 +148,7 @@ struct CorefEvidence {      // GAP pronoun → correct candidate (see coref.h)
 };
 
 struct HeadEvidence {
-  HeadStats stats;          // token level, over the corpus
+  HeadStats stats;  // token level, over the corpus
   std::optional<ProbeEvidence> probe;
   std::optional<SyntaxEvidence> syntax;
   std::optional<CorefEvidence> coref;
@@ -156,17 +156,17 @@ struct HeadEvidence {
 
 struct RoleScore {
   Role role = Role::kMixed;
-  double score = 0;         // [0, 1], see the top of this file
-  std::string detail;       // "+2" for kFixedOffset, "nsubj (dependent → head)" for kSyntactic
-  std::string evidence;     // one sentence in words: "62 % of its attention goes to the previous token"
+  double score = 0;      // [0, 1], see the top of this file
+  std::string detail;    // "+2" for kFixedOffset, "nsubj (dependent → head)" for kSyntactic
+  std::string evidence;  // one sentence in words: "62 % of its attention goes to the previous token"
 };
 
 struct HeadRoles {
   std::vector<RoleScore> scores;  // every role that could be scored, best first
   RoleScore primary;
   RoleScore secondary;
-  double confidence = 0;    // primary.score (for kMixed: the best score that fell short)
-  double margin = 0;        // primary.score - secondary.score
+  double confidence = 0;  // primary.score (for kMixed: the best score that fell short)
+  double margin = 0;      // primary.score - secondary.score
 };
 
 // ---- words (src/analysis/words.cc): pieces merged into words, specials as units of their own ----
@@ -190,7 +190,7 @@ struct AtlasOptions {
   int probe_length = 50;        // tokens per copy
   int probe_count = 4;          // probes averaged
   uint32_t seed = 1234;
-  int64_t min_support = 100;    // relations with fewer dependents (in either set) are not reported
+  int64_t min_support = 100;       // relations with fewer dependents (in either set) are not reported
   int64_t role_min_support = 100;  // relations a head's syntactic role may be based on
   // Called with the stage name, items done and items in the stage, after every item.
   std::function<void(std::string_view stage, int64_t done, int64_t total)> progress;

@@ -38,11 +38,11 @@ struct LevelAnalysis {
 // One analysed text.
 struct RunAnalysis {
   std::string text;
-  bool truncate = false;             // the caller allowed truncation (a cache key; analyse() leaves it)
-  Encoding encoding;                 // T tokens
-  Capture capture;                   // as asked by AnalyseOptions::capture
-  analysis::WordMap words;           // token → unit
-  Tensor word_attention;             // [n_layer, n_head, U, U]
+  bool truncate = false;    // the caller allowed truncation (a cache key; analyse() leaves it)
+  Encoding encoding;        // T tokens
+  Capture capture;          // as asked by AnalyseOptions::capture
+  analysis::WordMap words;  // token → unit
+  Tensor word_attention;    // [n_layer, n_head, U, U]
   LevelAnalysis token_level, word_level;
   // The same with special tokens removed and rows renormalised (empty unless asked for).
   LevelAnalysis token_plain, word_plain;
@@ -122,7 +122,7 @@ struct GeneratedToken {
 };
 struct GenerateOptions {
   int max_new_tokens = 20;
-  int64_t max_length = 0;          // prompt + continuation; 0: the model's max_positions
+  int64_t max_length = 0;  // prompt + continuation; 0: the model's max_positions
   bool stop_at_eos = true;
   bool capture_attention = false;  // assemble Generation::attention
   // Called after each new token with it and all ids so far (for printing as it goes).
@@ -130,11 +130,11 @@ struct GenerateOptions {
 };
 struct Generation {
   int64_t prompt_tokens = 0;
-  std::vector<int32_t> ids;               // prompt + continuation
+  std::vector<int32_t> ids;  // prompt + continuation
   std::vector<GeneratedToken> generated;
   bool stopped_at_eos = false;
-  bool stopped_at_limit = false;          // the length limit came before max_new_tokens
-  Tensor attention;                       // [n_layer, n_head, T, T] with capture_attention
+  bool stopped_at_limit = false;  // the length limit came before max_new_tokens
+  Tensor attention;               // [n_layer, n_head, T, T] with capture_attention
 };
 // Greedy decoding (argmax) through the KV cache: the prompt once, then one Model::extend() per
 // token. Throws Error for an encoder or an empty prompt.

@@ -49,8 +49,8 @@ std::vector<analysis::ProbeEvidence> probe(const Model& model, const ProbeOption
 size_t RunAnalysis::bytes() const {
   auto floats = [](const Tensor& t) { return static_cast<size_t>(t.numel()) * sizeof(float); };
   return floats(capture.attention) + floats(capture.head_outputs) + floats(capture.contributions) +
-         floats(capture.attn_output) + floats(capture.hidden_states) + floats(capture.queries) +
-         floats(capture.keys) + floats(word_attention) + text.size();
+         floats(capture.attn_output) + floats(capture.hidden_states) + floats(capture.queries) + floats(capture.keys) +
+         floats(word_attention) + text.size();
 }
 
 RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
@@ -83,7 +83,8 @@ std::vector<WordUnit> word_units(const RunAnalysis& run) {
   const analysis::WordMap& map = run.words;
   std::vector<WordUnit> units(static_cast<size_t>(std::max(map.n_units, 0)));
   for (size_t t = 0; t < map.unit_of_token.size(); ++t)
-    if (map.unit_of_token[t] >= 0) units[static_cast<size_t>(map.unit_of_token[t])].tokens.push_back(static_cast<int>(t));
+    if (map.unit_of_token[t] >= 0)
+      units[static_cast<size_t>(map.unit_of_token[t])].tokens.push_back(static_cast<int>(t));
   for (WordUnit& u : units) {
     if (u.tokens.empty()) continue;
     const Token& first = run.encoding.tokens[static_cast<size_t>(u.tokens.front())];

@@ -12,7 +12,8 @@ Decomposition decompose(const Model& model, const Capture& cap, int layer, int t
   const ModelConfig& c = model.config();
   const int H = c.n_head, dh = c.d_head, D = c.d_model, T = cap.T, L = layer, t = token;
   if (L < 0 || L >= c.n_layer)
-    throw Error("decompose: layer " + std::to_string(L) + " does not exist (0 to " + std::to_string(c.n_layer - 1) + ")");
+    throw Error("decompose: layer " + std::to_string(L) + " does not exist (0 to " + std::to_string(c.n_layer - 1) +
+                ")");
   if (t < 0 || t >= T)
     throw Error("decompose: token " + std::to_string(t) + " does not exist (0 to " + std::to_string(T - 1) + ")");
   cap.head_outputs.expect_shape({c.n_layer, H, T, dh}, "captured head outputs");

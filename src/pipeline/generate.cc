@@ -10,11 +10,13 @@ namespace headscope {
 Generation generate(const Model& model, const Encoding& prompt, const GenerateOptions& options) {
   const ModelConfig& c = model.config();
   if (!c.causal)
-    throw Error(c.name + " is an encoder (" + c.architecture + "); generation needs a causal model such as Llama or GPT-2");
+    throw Error(c.name + " is an encoder (" + c.architecture +
+                "); generation needs a causal model such as Llama or GPT-2");
   if (prompt.size() == 0) throw Error("the prompt produced no tokens");
   if (options.max_new_tokens < 0) throw Error("max_new_tokens must be 0 or more");
   const int64_t T0 = static_cast<int64_t>(prompt.size());
-  const int64_t limit = options.max_length > 0 ? std::min<int64_t>(options.max_length, c.max_positions) : c.max_positions;
+  const int64_t limit =
+      options.max_length > 0 ? std::min<int64_t>(options.max_length, c.max_positions) : c.max_positions;
   const int64_t T_max = std::max(T0, std::min<int64_t>(T0 + options.max_new_tokens, limit));
   const int64_t L = c.n_layer, H = c.n_head;
 

@@ -31,8 +31,13 @@ void to_json(json& j, const Encoding& encoding) {
   j = json::array();
   for (size_t i = 0; i < encoding.tokens.size(); ++i) {
     const Token& t = encoding.tokens[i];
-    j.push_back({{"index", i}, {"id", t.id}, {"text", t.text}, {"begin", t.begin}, {"end", t.end},
-                 {"special", t.special}, {"word", t.word}});
+    j.push_back({{"index", i},
+                 {"id", t.id},
+                 {"text", t.text},
+                 {"begin", t.begin},
+                 {"end", t.end},
+                 {"special", t.special},
+                 {"word", t.word}});
   }
 }
 
@@ -75,7 +80,10 @@ void to_json(json& j, const HeadStats& s) {
 
 void to_json(json& j, const RoleScore& r) {
   const RoleInfo& info = role_info(r.role);
-  j = {{"id", info.id}, {"name", info.name}, {"score", json_number(r.score)}, {"detail", r.detail},
+  j = {{"id", info.id},
+       {"name", info.name},
+       {"score", json_number(r.score)},
+       {"detail", r.detail},
        {"evidence", r.evidence}};
 }
 
@@ -99,7 +107,9 @@ void to_json(json& j, const RoleInfo& r) {
 }
 
 void to_json(json& j, const ProbeEvidence& p) {
-  j = {{"induction", json_number(p.induction)}, {"duplicate", json_number(p.duplicate)}, {"probe_length", p.probe_length}};
+  j = {{"induction", json_number(p.induction)},
+       {"duplicate", json_number(p.duplicate)},
+       {"probe_length", p.probe_length}};
 }
 
 }  // namespace analysis

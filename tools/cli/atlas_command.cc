@@ -2,8 +2,8 @@
 // probe: statistics, role scores and evidence, written as atlas.json, atlas.md and atlas.png
 // (method: src/analysis/atlas.h; numbers: docs/metrics.md). The work is the pipeline's
 // make_atlas(); this file parses the options, draws the progress bar and writes the files.
-#include <unistd.h>
 #include <omp.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -43,8 +43,8 @@ class ProgressBar {
     const int filled = percent * kWidth / 100;
     std::fprintf(stderr, "%s%s%-22s [%s%s] %3d%% %lld/%lld", tty_ ? "\r" : "", prefix_.c_str(), stage_.c_str(),
                  std::string(static_cast<size_t>(filled), '#').c_str(),
-                 std::string(static_cast<size_t>(kWidth - filled), '.').c_str(), percent,
-                 static_cast<long long>(done), static_cast<long long>(total));
+                 std::string(static_cast<size_t>(kWidth - filled), '.').c_str(), percent, static_cast<long long>(done),
+                 static_cast<long long>(total));
     if (!tty_) std::fputc('\n', stderr);
     if (tty_ && done == total) std::fputc('\n', stderr);
     std::fflush(stderr);
@@ -105,22 +105,29 @@ void run(const AtlasArgs& a) {
 void add_atlas_command(CLI::App& app) {
   auto args = std::make_shared<AtlasArgs>();
   CLI::App* cmd = app.add_subcommand("atlas", "Map what every head of a model does, checked on gold-annotated data");
-  cmd->add_option("--model,-m", args->model, "Hugging Face model directory (default: $HEADSCOPE_MODEL or " +
-                                                 std::string(kDefaultModelDir) + ")");
+  cmd->add_option("--model,-m", args->model,
+                  "Hugging Face model directory (default: $HEADSCOPE_MODEL or " + std::string(kDefaultModelDir) + ")");
   cmd->add_option("--treebank", args->options.report_treebank,
                   "CoNLL-U treebank to report dependency accuracy on (e.g. ../shared/data/ud/en_pud-ud-test.conllu)")
       ->required();
-  cmd->add_option("--select-treebank", args->options.select_treebank,
-                  "CoNLL-U treebank to choose heads and offsets on (e.g. ud/en_ewt-ud-dev.conllu); default: --treebank");
-  cmd->add_option("--coref", args->options.report_coref, "GAP TSV to report coreference accuracy on (e.g. gap/gap-validation.tsv)");
-  cmd->add_option("--select-coref", args->options.select_coref, "GAP TSV to choose the coreference head on (default: --coref)");
-  cmd->add_option("--corpus", args->options.corpus, "Text file, one text a line, for the statistics (default: the treebank's sentences)");
-  cmd->add_option("--control", args->control, "A second model directory (e.g. random weights) reported beside the first");
+  cmd->add_option(
+      "--select-treebank", args->options.select_treebank,
+      "CoNLL-U treebank to choose heads and offsets on (e.g. ud/en_ewt-ud-dev.conllu); default: --treebank");
+  cmd->add_option("--coref", args->options.report_coref,
+                  "GAP TSV to report coreference accuracy on (e.g. gap/gap-validation.tsv)");
+  cmd->add_option("--select-coref", args->options.select_coref,
+                  "GAP TSV to choose the coreference head on (default: --coref)");
+  cmd->add_option("--corpus", args->options.corpus,
+                  "Text file, one text a line, for the statistics (default: the treebank's sentences)");
+  cmd->add_option("--control", args->control,
+                  "A second model directory (e.g. random weights) reported beside the first");
   cmd->add_option("--out,-o", args->out, "Output folder (default: atlas)");
-  cmd->add_option("--name", args->name, "Base name of the files written: NAME.json, NAME.md, NAME.png (default: atlas)");
+  cmd->add_option("--name", args->name,
+                  "Base name of the files written: NAME.json, NAME.md, NAME.png (default: atlas)");
   cmd->add_option("--probe-length", args->options.probe_length, "Random tokens per copy in the induction probe")
       ->check(CLI::Range(2, 1000));
-  cmd->add_option("--probes", args->options.probe_count, "Number of probe sequences averaged")->check(CLI::Range(1, 100));
+  cmd->add_option("--probes", args->options.probe_count, "Number of probe sequences averaged")
+      ->check(CLI::Range(1, 100));
   cmd->add_option("--seed", args->options.seed, "Seed of the probe's random tokens");
   cmd->add_option("--min-support", args->options.min_support, "Report relations with at least this many dependents")
       ->check(CLI::Range(1, 1000000));

@@ -28,10 +28,10 @@ struct GenerateArgs {
   std::string prompt;
   int max_new_tokens = 20;
   bool ignore_eos = false;
-  bool chat = false;       // wrap the prompt with the model's chat template
-  std::string system;      // optional system message for --chat
-  std::string json_path;   // tokens and per-step summary
-  std::string npy_path;    // attention [n_layer, n_head, T, T] of prompt + continuation
+  bool chat = false;      // wrap the prompt with the model's chat template
+  std::string system;     // optional system message for --chat
+  std::string json_path;  // tokens and per-step summary
+  std::string npy_path;   // attention [n_layer, n_head, T, T] of prompt + continuation
   int threads = 0;
 };
 
@@ -40,7 +40,9 @@ void generate(const GenerateArgs& a) {
   if (a.max_new_tokens < 0) throw Error("--max-new-tokens must be 0 or more");
   auto model = Model::load(a.model);
   const ModelConfig& c = model->config();
-  if (!c.causal) throw Error(a.model + " is an encoder (" + c.architecture + "); generate needs a causal model such as Llama or GPT-2");
+  if (!c.causal)
+    throw Error(a.model + " is an encoder (" + c.architecture +
+                "); generate needs a causal model such as Llama or GPT-2");
   Encoding prompt;
   if (a.chat) {
     prompt = encode_chat(*model, a.model, a.prompt, a.system);
@@ -70,9 +72,10 @@ void generate(const GenerateArgs& a) {
   const int64_t T0 = g.prompt_tokens, T = static_cast<int64_t>(g.ids.size());
   std::fprintf(stderr, "headscope: %lld prompt tokens, %lld generated%s; attention captured at every step (KV cache)\n",
                static_cast<long long>(T0), static_cast<long long>(T - T0),
-               g.stopped_at_eos     ? " (stopped at end-of-text)"
-               : g.stopped_at_limit ? (" (stopped at the model's limit of " + std::to_string(c.max_positions) + " positions)").c_str()
-                                    : "");
+               g.stopped_at_eos ? " (stopped at end-of-text)"
+               : g.stopped_at_limit
+                   ? (" (stopped at the model's limit of " + std::to_string(c.max_positions) + " positions)").c_str()
+                   : "");
 
   if (!a.npy_path.empty()) write_npy(a.npy_path, g.attention);
   if (!a.json_path.empty()) {
@@ -88,7 +91,8 @@ void generate(const GenerateArgs& a) {
                         {"kv_head_of", kv_head_of(c)},
                         {"stopped_at_eos", g.stopped_at_eos},
                         {"text", printed}};
-    if (!a.npy_path.empty()) j["attention_npy"] = {{"path", a.npy_path}, {"shape", {L, H, T, T}}, {"axes", "layer, head, q, k"}};
+    if (!a.npy_path.empty())
+      j["attention_npy"] = {{"path", a.npy_path}, {"shape", {L, H, T, T}}, {"axes", "layer, head, q, k"}};
     std::ofstream out(a.json_path);
     if (!out) throw Error(a.json_path + ": cannot write");
     out << j.dump(1) << "\n";
@@ -99,7 +103,8 @@ void generate(const GenerateArgs& a) {
 
 void add_generate_command(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
-  CLI::App* cmd = app.add_subcommand("generate", "greedy continuation of a prompt by a causal model, capturing attention at every step");
+  CLI::App* cmd = app.add_subcommand(
+      "generate", "greedy continuation of a prompt by a causal model, capturing attention at every step");
   cmd->add_option("--model", args->model, "model folder (config.json, *.safetensors, tokenizer.json) or .gguf file");
   cmd->add_option("--prompt", args->prompt, "text to continue")->required();
   cmd->add_option("--max-new-tokens", args->max_new_tokens, "tokens to add (greedy)")->capture_default_str();
@@ -107,7 +112,8 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("--chat", args->chat, "send the prompt as a user turn through the model's chat template");
   cmd->add_option("--system", args->system, "system message for --chat");
   cmd->add_option("--json", args->json_path, "write tokens, generated steps and head groups as JSON");
-  cmd->add_option("--attention-npy", args->npy_path, "write the attention of prompt + continuation, [layer, head, q, k], as .npy");
+  cmd->add_option("--attention-npy", args->npy_path,
+                  "write the attention of prompt + continuation, [layer, head, q, k], as .npy");
   cmd->add_option("--threads", args->threads, "OpenMP threads (default: all cores)");
   cmd->callback([args] { generate(*args); });
 }

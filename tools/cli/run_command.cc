@@ -45,7 +45,8 @@ void run(const RunArgs& a) {
   const ModelConfig& c = model->config();
   Encoding encoding = model->encode(text, a.truncate);
   if (encoding.size() == 0) throw Error("the text produced no tokens");
-  const std::vector<analysis::ProbeEvidence> probe = a.no_probe ? std::vector<analysis::ProbeEvidence>{} : headscope::probe(*model);
+  const std::vector<analysis::ProbeEvidence> probe =
+      a.no_probe ? std::vector<analysis::ProbeEvidence>{} : headscope::probe(*model);
   AnalyseOptions options;
   options.capture.queries_keys = a.queries_keys;
   // Statistics and roles over tokens or (--words) over words: attention to a word is the sum over
@@ -75,8 +76,8 @@ void run(const RunArgs& a) {
         const auto& r = roles[size_t(l * H + h)];
         std::string name(analysis::role_info(r.primary.role).name);
         if (!r.primary.detail.empty()) name += " " + r.primary.detail;
-        std::printf("%-5d %-4d %8.3f %6.3f %6.3f  %-22s %s\n", l, h, s.entropy_bits, s.entropy_norm,
-                    s.max_attention, name.c_str(), r.primary.evidence.c_str());
+        std::printf("%-5d %-4d %8.3f %6.3f %6.3f  %-22s %s\n", l, h, s.entropy_bits, s.entropy_norm, s.max_attention,
+                    name.c_str(), r.primary.evidence.c_str());
       }
   }
 
@@ -94,7 +95,8 @@ void run(const RunArgs& a) {
   }
   if (!a.json_path.empty()) {
     nlohmann::json j = run_json(c, analysed, level);
-    if (a.json_attention) j["attention"] = {{"shape", cap.attention.shape}, {"dtype", "float32"}, {"data", cap.attention.data}};
+    if (a.json_attention)
+      j["attention"] = {{"shape", cap.attention.shape}, {"dtype", "float32"}, {"data", cap.attention.data}};
     std::ofstream out(a.json_path);
     if (!out) throw Error(a.json_path + ": cannot open for writing");
     out << j.dump() << "\n";
@@ -106,21 +108,23 @@ void run(const RunArgs& a) {
 void add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Run a text through a model and show what every head does");
-  cmd->add_option("--model,-m", args->model, "Hugging Face model directory (default: $HEADSCOPE_MODEL or " +
-                                                 std::string(kDefaultModelDir) + ")");
+  cmd->add_option("--model,-m", args->model,
+                  "Hugging Face model directory (default: $HEADSCOPE_MODEL or " + std::string(kDefaultModelDir) + ")");
   auto* text_opt = cmd->add_option("--text,-t", args->text, "The text to analyse");
   auto* file_opt = cmd->add_option("--file,-f", args->text_file, "Read the text from a file ('-' for stdin)");
   text_opt->excludes(file_opt);
   cmd->add_flag("--truncate", args->truncate, "Cut texts longer than the model allows instead of failing");
   cmd->add_option("--json", args->json_path, "Write tokens, per-head statistics and roles as JSON (docs/run-json.md)");
   cmd->add_flag("--json-attention", args->json_attention, "Also put the attention tensor into the JSON file");
-  cmd->add_option("--npy", args->npy_dir, "Write attentions.npy, head_outputs.npy, contributions.npy, "
-                                          "hidden_states.npy and tokens.json into this directory");
+  cmd->add_option("--npy", args->npy_dir,
+                  "Write attentions.npy, head_outputs.npy, contributions.npy, "
+                  "hidden_states.npy and tokens.json into this directory");
   cmd->add_flag("--words", args->words, "Statistics and roles over words instead of tokens (pieces merged)");
   cmd->add_flag("--no-probe", args->no_probe,
                 "Skip the induction probe (about 1 s per model): faster, but no head is labelled induction or "
                 "duplicate token, and labels can then differ from the explorer's");
-  cmd->add_flag("--qk", args->queries_keys, "Also capture each head's queries and keys (queries.npy, keys.npy with --npy)");
+  cmd->add_flag("--qk", args->queries_keys,
+                "Also capture each head's queries and keys (queries.npy, keys.npy with --npy)");
   cmd->add_option("--threads", args->threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
   cmd->add_flag("--quiet,-q", args->quiet, "Print nothing on stdout (with --json / --npy)");
   cmd->callback([args, text_opt, file_opt] {

@@ -44,8 +44,9 @@ json parse_object(std::string_view body, std::initializer_list<std::string_view>
   // from building a million nested values.
   const json::parser_callback_t depth_limit = [](int depth, json::parse_event_t, json&) {
     if (depth > limits::kMaxRequestJsonDepth)
-      throw RequestError{400, "bad_json", "request body nests deeper than " +
-                                              std::to_string(limits::kMaxRequestJsonDepth) + " levels; send a flat object"};
+      throw RequestError{400, "bad_json",
+                         "request body nests deeper than " + std::to_string(limits::kMaxRequestJsonDepth) +
+                             " levels; send a flat object"};
     return true;
   };
   try {
@@ -54,7 +55,8 @@ json parse_object(std::string_view body, std::initializer_list<std::string_view>
     // parse_error, and out_of_range for numbers such as 1e999 that no double holds.
     throw RequestError{400, "bad_json", std::string("request body is not valid JSON: ") + e.what()};
   }
-  if (!j.is_object()) throw RequestError{400, "bad_request", "request body must be a JSON object, e.g. {\"text\": \"...\"}"};
+  if (!j.is_object())
+    throw RequestError{400, "bad_request", "request body must be a JSON object, e.g. {\"text\": \"...\"}"};
   for (const auto& [key, value] : j.items()) {
     bool known = false;
     for (std::string_view a : allowed) known = known || key == a;
@@ -82,7 +84,8 @@ std::optional<int> optional_int(const json& j, const char* key) {
 
 bool optional_bool(const json& j, const char* key, bool fallback) {
   if (!j.contains(key) || j[key].is_null()) return fallback;
-  if (!j[key].is_boolean()) throw RequestError{400, "bad_field", std::string("field \"") + key + "\" must be true or false"};
+  if (!j[key].is_boolean())
+    throw RequestError{400, "bad_field", std::string("field \"") + key + "\" must be true or false"};
   return j[key].get<bool>();
 }
 
@@ -131,7 +134,8 @@ HttpReply Api::error(int status, std::string_view code, std::string_view message
     // Only std::bad_alloc can get here; a fixed reply needs no allocation beyond its own.
   }
   try {
-    return {500, "application/json", R"({"error":{"status":500,"code":"internal_error","message":"out of memory"}})", {}};
+    return {
+        500, "application/json", R"({"error":{"status":500,"code":"internal_error","message":"out of memory"}})", {}};
   } catch (...) {
     return {};
   }
@@ -300,7 +304,8 @@ HttpReply Api::decompose(std::string_view body) {
         {"contribution_norms", typed_array(d.contribution_norms, {H})},
         {"attn_output", typed_array(d.attn_output, {D})},
         {"attention_rows", typed_array(d.attention_rows, {H, d.T})},
-        {"check", {{"sum_max_abs_error", d.sum_max_abs_error}, {"projection_max_abs_error", d.projection_max_abs_error}}},
+        {"check",
+         {{"sum_max_abs_error", d.sum_max_abs_error}, {"projection_max_abs_error", d.projection_max_abs_error}}},
     };
     return json_reply(out);
   });
@@ -311,8 +316,9 @@ HttpReply Api::generate(std::string_view body) {
     const json j = parse_object(b, {"text", "max_new_tokens"});
     const ModelConfig& c = model_.config();
     if (!c.causal)
-      throw RequestError{400, "not_causal",
-                         c.name + " is an encoder (" + c.architecture + "): only causal models (Llama, GPT-2, ...) generate text"};
+      throw RequestError{
+          400, "not_causal",
+          c.name + " is an encoder (" + c.architecture + "): only causal models (Llama, GPT-2, ...) generate text"};
     TextRequest req = parse_text_request(j, limits_, model_, cache_);
     const int max_new = optional_int(j, "max_new_tokens").value_or(16);
     if (max_new < 1 || max_new > limits_.max_new_tokens)
@@ -333,7 +339,8 @@ HttpReply Api::generate(std::string_view body) {
     // The continuation as text: what decoding gained over the prompt's own decoding.
     const std::string before = model_.tokenizer().decode(prompt.ids());
     const std::string after = model_.tokenizer().decode(ids);
-    std::string continuation = after.compare(0, before.size(), before) == 0 ? after.substr(before.size()) : std::string();
+    std::string continuation =
+        after.compare(0, before.size(), before) == 0 ? after.substr(before.size()) : std::string();
     // Byte-level tokens can stop inside a multi-byte character (the first bytes of an emoji, say):
     // the reply holds those bytes back, so that text and continuation end at the last whole
     // character and stay valid UTF-8; held_back_bytes says how many were left out.

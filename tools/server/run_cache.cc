@@ -20,7 +20,10 @@ int64_t max_tokens_within(const ModelConfig& config, uint64_t budget_bytes) {
   int64_t lo = 0, hi = int64_t{1} << 20;
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo + 1) / 2;
-    if (run_bytes(config, mid) <= budget_bytes) lo = mid; else hi = mid - 1;
+    if (run_bytes(config, mid) <= budget_bytes)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   return lo;
 }

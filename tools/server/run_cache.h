@@ -66,8 +66,8 @@ class RunCache {
   const size_t capacity_;
   const size_t budget_bytes_;
   const int max_tokens_;
-  mutable std::mutex cache_mutex_;  // guards entries_ and runs_computed_
-  std::mutex run_mutex_;            // one forward pass at a time
+  mutable std::mutex cache_mutex_;                       // guards entries_ and runs_computed_
+  std::mutex run_mutex_;                                 // one forward pass at a time
   std::list<std::shared_ptr<const RunRecord>> entries_;  // most recently used first
   int64_t runs_computed_ = 0;
 };

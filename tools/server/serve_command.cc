@@ -1,11 +1,11 @@
 // headscope serve — the explorer: a local HTTP server with the web UI (web/dist, built by Vite
 // during set-up) and the JSON/binary API of docs/api.md. Binds 127.0.0.1 unless told otherwise:
 // it is a desktop tool, not a public service.
+#include <httplib.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <httplib.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -107,7 +107,9 @@ void add_serve_command(CLI::App& app) {
   auto opt = std::make_shared<ServeOptions>();
   CLI::App* cmd = app.add_subcommand("serve", "Start the explorer: web UI and HTTP API (docs/api.md) on one model");
   cmd->add_option("--model", opt->model, "Model directory (Hugging Face files) or .gguf file")->capture_default_str();
-  cmd->add_option("--port", opt->port, "TCP port; 0 picks a free one")->check(CLI::Range(0, 65535))->capture_default_str();
+  cmd->add_option("--port", opt->port, "TCP port; 0 picks a free one")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
   cmd->add_option("--host", opt->host, "Address to bind; only change it to share the explorer on a trusted network")
       ->capture_default_str();
   cmd->add_option("--allow-host", opt->allow_hosts,

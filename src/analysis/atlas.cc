@@ -132,19 +132,8 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
   // ---- induction / duplicate probe ----
   {
     const auto t0 = Clock::now();
-    std::vector<std::vector<ProbeEvidence>> runs;
-    for (int i = 0; i < options.probe_count; ++i) {
-      const ProbeLayout layout =
-          make_repeated_probe(model.tokenizer(), options.probe_length, options.seed + static_cast<uint32_t>(i));
-      if (c.max_positions > 0 && static_cast<int64_t>(layout.encoding.size()) > c.max_positions) {
-        throw Error("atlas: the probe (" + std::to_string(layout.encoding.size()) +
-                    " tokens) is longer than the model allows; use a shorter --probe-length");
-      }
-      const Capture cap = model.run(layout.encoding, capture);
-      runs.push_back(score_probe(cap.attention, layout));
-      progress("probe", i + 1, options.probe_count);
-    }
-    r.probe = average_probes(runs);
+    r.probe = measure_probe(model, options.probe_length, options.probe_count, options.seed,
+                            [&](int done) { progress("probe", done, options.probe_count); });
     r.seconds_per_stage.emplace_back("probe", seconds_since(t0));
   }
 

@@ -28,20 +28,8 @@
 
 namespace headscope::analysis {
 
-struct AtlasOptions {
-  std::string report_treebank;  // CoNLL-U; required
-  std::string select_treebank;  // CoNLL-U; empty: select on the report treebank (in-sample)
-  std::string report_coref;     // GAP TSV; empty: no coreference stage
-  std::string select_coref;     // GAP TSV; empty: select on the report file (in-sample)
-  std::string corpus;           // text file, one text a line; empty: report treebank sentences
-  int probe_length = 50;        // tokens per copy
-  int probe_count = 4;          // probes averaged
-  uint32_t seed = 1234;
-  int64_t min_support = 100;    // relations with fewer dependents (in either set) are not reported
-  int64_t role_min_support = 100;  // relations a head's syntactic role may be based on
-  // Called with the stage name, items done and items in the stage, after every item.
-  std::function<void(std::string_view stage, int64_t done, int64_t total)> progress;
-};
+// AtlasOptions is public (headscope/analysis.h): the atlas command fills it in.
+
 
 struct CorefResult {
   int64_t support_select = 0, support_report = 0, skipped = 0;

@@ -11,6 +11,7 @@
 
 #include "analysis/format.h"
 #include "headscope/error.h"
+#include "headscope/json.h"
 
 namespace headscope::analysis {
 namespace {
@@ -41,16 +42,12 @@ std::string short_label(const RoleScore& r) {
   return "?";
 }
 
-json role_score_json(const RoleScore& r) {
-  return {{"role", role_info(r.role).id}, {"score", r.score}, {"detail", r.detail}, {"evidence", r.evidence}};
-}
-
 // The part of the JSON that a control model repeats.
 json model_part(const AtlasResult& a) {
   const int H = a.config.n_head;
   json j;
-  j["model"] = {{"path", a.model_path},        {"name", a.config.name},     {"architecture", a.config.architecture},
-                {"n_layer", a.config.n_layer}, {"n_head", a.config.n_head}, {"causal", a.config.causal}};
+  j["model"] = a.config;
+  j["model"]["path"] = a.model_path;
   j["counts"] = {{"corpus_texts", a.corpus_texts},         {"corpus_tokens", a.corpus_tokens},
                  {"skipped_texts", a.skipped_texts},       {"report_sentences", a.report_sentences},
                  {"select_sentences", a.select_sentences}, {"skipped_sentences", a.skipped_sentences}};
@@ -60,19 +57,10 @@ json model_part(const AtlasResult& a) {
   json heads = json::array();
   for (int i = 0; i < a.n_heads(); ++i) {
     const auto u = static_cast<size_t>(i);
-    const HeadRoles& r = a.roles[u];
-    json scores = json::array();
-    for (const RoleScore& s : r.scores) scores.push_back(role_score_json(s));
-    json h = {{"layer", i / H},
-              {"head", i % H},
-              {"primary", role_score_json(r.primary)},
-              {"secondary", role_score_json(r.secondary)},
-              {"confidence", r.confidence},
-              {"margin", r.margin},
-              {"scores", scores},
-              {"stats", head_stats_json(a.stats[u])},
-              {"word_stats", head_stats_json(a.word_stats[u])},
-              {"probe", {{"induction", a.probe[u].induction}, {"duplicate", a.probe[u].duplicate}}}};
+    // The head object of every run (headscope/json.h), plus the corpus evidence behind its roles.
+    json h = head_json(a.config, i / H, i % H, a.stats[u], a.roles[u]);
+    h["word_stats"] = a.word_stats[u];
+    h["probe"] = a.probe[u];
     const HeadSyntax& hs = a.head_syntax[u];
     if (!hs.relation.empty()) {
       h["syntax"] = {{"relation", hs.relation},          {"direction", direction_name(hs.direction)},
@@ -278,54 +266,16 @@ std::vector<uint8_t> encode_png(const Image& img) {
 
 }  // namespace
 
-json head_stats_json(const HeadStats& s) {
-  json offsets = json::object();
-  for (int d = -kMaxOffset; d <= kMaxOffset; ++d) offsets[std::to_string(d)] = s.offset(d);
-  return {{"n_queries", s.n_queries},
-          {"entropy_bits", s.entropy_bits},
-          {"entropy_norm", s.entropy_norm},
-          {"sparsity", s.sparsity},
-          {"keys_90", s.keys_90},
-          {"keys_90_share", s.keys_90_share},
-          {"max_attention", s.max_attention},
-          {"avg_attention", s.avg_attention},
-          {"uniform_overlap", s.uniform_overlap},
-          {"mean_distance", s.mean_distance},
-          {"mean_offset", s.mean_offset},
-          {"self_mass", s.self_mass},
-          {"prev_mass", s.prev_mass},
-          {"next_mass", s.next_mass},
-          {"local_mass", s.local_mass},
-          {"offset_mass", offsets},
-          {"first_mass", s.first_mass},
-          {"special_mass", s.special_mass},
-          {"end_special_mass", s.end_special_mass},
-          {"sink_mass", s.sink_mass},
-          {"punct_mass", s.punct_mass},
-          {"content_mass", s.content_mass},
-          {"duplicate_mass", s.duplicate_mass},
-          {"n_duplicate_queries", s.n_duplicate_queries}};
-}
-
 json atlas_json(const AtlasResult& a, const AtlasResult* control) {
   json j = model_part(a);
-  j["schema"] = "headscope.atlas/1";
+  j["schema"] = "headscope.atlas/2";
   const AtlasOptions& o = a.options;
   j["options"] = {{"report_treebank", o.report_treebank}, {"select_treebank", o.select_treebank},
                   {"report_coref", o.report_coref},       {"select_coref", o.select_coref},
                   {"corpus", o.corpus},                   {"probe_length", o.probe_length},
                   {"probe_count", o.probe_count},         {"seed", o.seed},
                   {"min_support", o.min_support},         {"role_min_support", o.role_min_support}};
-  json cat = json::array();
-  for (const RoleInfo& r : role_catalogue()) {
-    cat.push_back({{"id", r.id},
-                   {"name", r.name},
-                   {"description", r.description},
-                   {"typical_function", r.typical_function},
-                   {"literature", r.literature},
-                   {"color", format("#%06x", r.color)}});
-  }
-  j["roles"] = std::move(cat);
+  j["roles"] = role_catalogue_json();
   if (control) j["control"] = model_part(*control);
   return j;
 }

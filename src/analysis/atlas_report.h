@@ -1,4 +1,4 @@
-// headscope analysis — the atlas written out: JSON (schema "headscope.atlas/1", described in
+// headscope analysis — the atlas written out: JSON (schema "headscope.atlas/2", described in
 // docs/atlas.md), a Markdown report, and a PNG grid of layers × heads coloured by primary role.
 // These only format an AtlasResult; the caller writes the bytes where it wants them.
 #pragma once
@@ -10,8 +10,6 @@
 #include "analysis/atlas.h"
 
 namespace headscope::analysis {
-
-nlohmann::json head_stats_json(const HeadStats& s);
 
 // `control` (may be null): the same atlas for a control model (e.g. randomly initialised weights),
 // reported beside the main one.

@@ -105,4 +105,20 @@ std::vector<ProbeEvidence> average_probes(const std::vector<std::vector<ProbeEvi
   return mean;
 }
 
+std::vector<ProbeEvidence> measure_probe(const Model& model, int length, int count, uint32_t seed,
+                                         const std::function<void(int done)>& progress) {
+  const ModelConfig& c = model.config();
+  const CaptureOptions capture = CaptureOptions::attention_only();
+  std::vector<std::vector<ProbeEvidence>> runs;
+  for (int i = 0; i < count; ++i) {
+    const ProbeLayout layout = make_repeated_probe(model.tokenizer(), length, seed + static_cast<uint32_t>(i));
+    if (c.max_positions > 0 && static_cast<int64_t>(layout.encoding.size()) > c.max_positions)
+      throw Error("the induction probe (" + std::to_string(layout.encoding.size()) + " tokens) is longer than " +
+                  c.name + " allows (" + std::to_string(c.max_positions) + " positions); use a shorter probe length");
+    runs.push_back(score_probe(model.run(layout.encoding, capture).attention, layout));
+    if (progress) progress(i + 1);
+  }
+  return average_probes(runs);
+}
+
 }  // namespace headscope::analysis

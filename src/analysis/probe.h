@@ -11,9 +11,11 @@
 // works for causal and bidirectional models alike.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "analysis/roles.h"
+#include "headscope/model.h"
 #include "headscope/tensor.h"
 #include "headscope/tokenizer.h"
 
@@ -37,5 +39,11 @@ std::vector<ProbeEvidence> score_probe(const Tensor& attention, const ProbeLayou
 
 // Averages per-head probe scores over several probes (element-wise mean).
 std::vector<ProbeEvidence> average_probes(const std::vector<std::vector<ProbeEvidence>>& runs);
+
+// The whole measurement: `count` probes of `length` tokens (seeds seed, seed + 1, ...) run through
+// `model` (attention only), scored and averaged. `progress` is called after each probe with the
+// number done. Throws Error when a probe is longer than the model's position limit.
+std::vector<ProbeEvidence> measure_probe(const Model& model, int length, int count, uint32_t seed,
+                                         const std::function<void(int done)>& progress = {});
 
 }  // namespace headscope::analysis

@@ -14,17 +14,10 @@
 #include <vector>
 
 #include "analysis/statistics.h"
+#include "headscope/analysis.h"
 #include "headscope/tokenizer.h"
 
 namespace headscope::analysis {
-
-struct WordMap {
-  int n_units = 0;
-  std::vector<int32_t> unit_of_token;  // [T] unit index of each token; -1: token dropped
-  std::vector<int32_t> word_of_unit;   // [U] word index of each unit; -1 for a special token
-  std::vector<int32_t> unit_of_word;   // [W] unit of each word; -1: no token fell in the word
-  std::vector<int32_t> first_token;    // [U] first token of each unit (for labels)
-};
 
 // Words as the tokenizer's pre-tokenizer saw them (Token::word); specials become their own units.
 WordMap words_from_encoding(const Encoding& encoding);

@@ -3,13 +3,5 @@
 // header length, an ASCII dict {'descr': '<f4', 'fortran_order': False, 'shape': (...), }
 // padded with spaces and '\n' so the data starts at a multiple of 64 bytes, then the raw data.
 #pragma once
-#include <string>
-
-#include "headscope/tensor.h"
-
-namespace headscope::io {
-
-// Writes `tensor` as float32 C-order; throws Error naming the path on failure.
-void write_npy(const std::string& path, const Tensor& tensor);
-
-}  // namespace headscope::io
+// The declaration is public (frontends write .npy files): headscope/npy.h.
+#include "headscope/npy.h"

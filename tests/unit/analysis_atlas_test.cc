@@ -96,7 +96,7 @@ TEST(AtlasPipeline, MatchesTransformersOnAGoldSlice) {
     ASSERT_GE(strong_prev, 0);
     EXPECT_EQ(r.roles[static_cast<size_t>(strong_prev)].primary.role, Role::kPreviousToken);
     const nlohmann::json j = atlas_json(r, &r);
-    EXPECT_EQ(j["schema"], "headscope.atlas/1");
+    EXPECT_EQ(j["schema"], "headscope.atlas/2");
     EXPECT_EQ(j["heads"].size(), static_cast<size_t>(r.n_heads()));
     EXPECT_EQ(j["roles"].size(), static_cast<size_t>(kRoleCount));
     EXPECT_TRUE(j.contains("control"));

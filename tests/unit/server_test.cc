@@ -3,10 +3,13 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <cmath>
+#include <set>
 #include <thread>
 
 #include "headscope/error.h"
 #include "headscope/model.h"
+#include "headscope/pipeline.h"
 #include "server/api.h"
 #include "server/compute_queue.h"
 #include "server/gate.h"
@@ -340,6 +343,93 @@ TEST(ServerApi, GenerateHoldsBackAnIncompleteCharacter) {
   EXPECT_EQ(b["held_back_bytes"], 0);
   EXPECT_EQ(a["text"].get<std::string>(), "日本の首都は" + continuation);
   EXPECT_FALSE(a["retokenizes_same"].get<bool>());
+}
+
+// Roles in /api/run carry the probe's evidence when the cache has it (as in `headscope serve` and
+// `headscope run`): only then is any head scored for induction.
+TEST(ServerApi, RunRolesUseTheProbeEvidence) {
+  auto scored_roles = [](const json& run) {
+    std::set<std::string> ids;
+    for (const json& head : run["heads"])
+      for (const json& score : head["roles"]["scores"]) ids.insert(score["id"].get<std::string>());
+    return ids;
+  };
+  ApiFixture plain(minilm());
+  EXPECT_EQ(scored_roles(body_of(plain.api.run(kSentence))).count("induction"), 0u);
+  RunCache cache(minilm(), 4, size_t{1} << 30, 512, probe(minilm()));
+  Api with_probe(minilm(), cache);
+  const std::set<std::string> ids = scored_roles(body_of(with_probe.run(kSentence)));
+  EXPECT_EQ(ids.count("induction"), 1u);
+  EXPECT_EQ(ids.count("duplicate_token"), 1u);
+}
+
+// The text is encoded once per request; the limit check and truncation still answer as before.
+TEST(ServerApi, TokenLimitCountsTheTextAndTruncates) {
+  ApiLimits limits;
+  limits.max_tokens = 5;
+  ApiFixture f(minilm(), limits);
+  const HttpReply over = f.api.run(kSentence);
+  EXPECT_EQ(over.status, 413);
+  EXPECT_EQ(error_code(over), "text_too_long");
+  const size_t n = minilm().encode("The animal didn't cross the street because it was too tired.").size();
+  EXPECT_NE(body_of(over)["error"]["message"].get<std::string>().find("text is " + std::to_string(n) + " tokens"),
+            std::string::npos);
+  RunCache small(minilm(), 4, size_t{1} << 30, 5);
+  Api api(minilm(), small, limits);
+  const HttpReply cut = api.run(R"({"text": "The animal didn't cross the street because it was too tired.", "truncate": true})");
+  ASSERT_EQ(cut.status, 200) << cut.body;
+  EXPECT_EQ(body_of(cut)["n_tokens"], 5);
+  EXPECT_TRUE(body_of(cut)["truncated"].get<bool>());
+  EXPECT_EQ(body_of(cut)["tokens"][4]["text"], "[SEP]");  // truncation keeps the template's end
+}
+
+// decompose() on the pipeline: W_O applied by hand here to one head's output gives that head's
+// captured contribution, and the pieces add up to the captured attention output.
+TEST(Pipeline, DecomposeMatchesAHandMadeProjection) {
+  const Model& m = minilm();
+  const ModelConfig& c = m.config();
+  const Capture cap = m.run(m.encode("Heads add up."));
+  const int layer = 4, token = 2, head = 7;
+  const Decomposition d = decompose(m, cap, layer, token);
+  const Tensor& W = m.output_projection(layer);  // [d_model, n_head * d_head]
+  for (int o = 0; o < c.d_model; o += 37) {
+    double s = 0;
+    for (int k = 0; k < c.d_head; ++k)
+      s += double(W.ptr()[int64_t(o) * c.n_head * c.d_head + head * c.d_head + k]) * d.concat[size_t(head * c.d_head + k)];
+    EXPECT_NEAR(d.contributions[size_t(head * c.d_model + o)], s, 1e-4) << o;
+  }
+  EXPECT_LT(d.sum_max_abs_error, 1e-4);
+  EXPECT_LT(d.projection_max_abs_error, 1e-4);
+  EXPECT_THROW(decompose(m, cap, c.n_layer, 0), Error);
+  EXPECT_THROW(decompose(m, cap, 0, cap.T), Error);
+}
+
+// generate() with capture: the rows gathered step by step through the KV cache equal one forward
+// pass over prompt + continuation (a causal model's row t does not depend on later tokens).
+TEST(Pipeline, GeneratedAttentionEqualsOneForwardPass) {
+  const std::string path =
+      std::string(HEADSCOPE_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf";
+  const auto model = Model::load(path);
+  GenerateOptions options;
+  options.max_new_tokens = 3;
+  options.capture_attention = true;
+  int calls = 0;
+  options.on_token = [&](const GeneratedToken& t, const std::vector<int32_t>& ids) {
+    ++calls;
+    EXPECT_EQ(ids.back(), t.id);
+  };
+  const Generation g = generate(*model, model->encode("The capital of France is"), options);
+  ASSERT_EQ(g.generated.size(), 3u);
+  EXPECT_EQ(calls, 3);
+  Encoding all;
+  for (int32_t id : g.ids) all.tokens.push_back({id, model->tokenizer().token_text(id), 0, 0, false, -1});
+  const Capture full = model->run(all, CaptureOptions::attention_only());
+  ASSERT_EQ(g.attention.shape, full.attention.shape);
+  double worst = 0;
+  for (int64_t i = 0; i < full.attention.numel(); ++i)
+    worst = std::max(worst, double(std::abs(g.attention.data[size_t(i)] - full.attention.data[size_t(i)])));
+  EXPECT_LT(worst, 2e-4);
+  EXPECT_THROW(generate(minilm(), minilm().encode("x"), options), Error);  // an encoder
 }
 
 }  // namespace

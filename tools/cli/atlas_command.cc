@@ -1,8 +1,9 @@
 // `headscope atlas` — every head of a model over a corpus, gold treebanks, GAP and the induction
 // probe: statistics, role scores and evidence, written as atlas.json, atlas.md and atlas.png
-// (method: src/analysis/atlas.h; numbers: docs/metrics.md).
-#include <unistd.h>
+// (method: src/analysis/atlas.h; numbers: docs/metrics.md). The work is the pipeline's
+// make_atlas(); this file parses the options, draws the progress bar and writes the files.
 #include <omp.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -10,11 +11,10 @@
 #include <memory>
 #include <string>
 
-#include "analysis/atlas.h"
-#include "analysis/atlas_report.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "headscope/headscope.h"
+#include "headscope/pipeline.h"
 
 namespace headscope::cli {
 namespace {
@@ -44,8 +44,8 @@ class ProgressBar {
     const int filled = percent * kWidth / 100;
     std::fprintf(stderr, "%s%s%-22s [%s%s] %3d%% %lld/%lld", tty_ ? "\r" : "", prefix_.c_str(), stage_.c_str(),
                  std::string(static_cast<size_t>(filled), '#').c_str(),
-                 std::string(static_cast<size_t>(kWidth - filled), '.').c_str(), percent,
-                 static_cast<long long>(done), static_cast<long long>(total));
+                 std::string(static_cast<size_t>(kWidth - filled), '.').c_str(), percent, static_cast<long long>(done),
+                 static_cast<long long>(total));
     if (!tty_) std::fputc('\n', stderr);
     if (tty_ && done == total) std::fputc('\n', stderr);
     std::fflush(stderr);
@@ -78,14 +78,6 @@ void write_file(const std::filesystem::path& path, const void* data, size_t size
   if (!out) throw Error(path.string() + ": write failed (disk full?)");
 }
 
-analysis::AtlasResult atlas_of(const std::string& path, const AtlasArgs& a, const std::string& label) {
-  auto model = load_model(path, a.load);
-  analysis::AtlasOptions options = a.options;
-  auto bar = std::make_shared<ProgressBar>(label);
-  if (!a.quiet) options.progress = [bar](std::string_view s, int64_t d, int64_t t) { bar->update(s, d, t); };
-  return analysis::build_atlas(*model, path, options);
-}
-
 void run(const AtlasArgs& a) {
   if (a.threads > 0) omp_set_num_threads(a.threads);
   // The output folder first: a typo in --out should not cost a whole run.
@@ -93,24 +85,21 @@ void run(const AtlasArgs& a) {
   std::error_code ec;
   fs::create_directories(a.out, ec);
   if (ec) throw Error(a.out + ": cannot create the output folder (" + ec.message() + ")");
-  const analysis::AtlasResult main = atlas_of(a.model, a, "");
-  std::unique_ptr<analysis::AtlasResult> control;
-  if (!a.control.empty()) control = std::make_unique<analysis::AtlasResult>(atlas_of(a.control, a, "control: "));
+  analysis::AtlasOptions options = a.options;
+  auto bar = std::make_shared<ProgressBar>("");
+  if (!a.quiet) options.progress = [bar](std::string_view s, int64_t d, int64_t t) { bar->update(s, d, t); };
+  const AtlasFiles files = make_atlas(a.model, a.control, options, command_line(a), a.name + ".png", a.load);
+  for (const std::string& w : files.warnings) std::fprintf(stderr, "headscope: warning: %s\n", w.c_str());
 
   const fs::path out(a.out);
-  const std::string json = analysis::atlas_json(main, control.get()).dump(1) + "\n";
-  write_file(out / (a.name + ".json"), json.data(), json.size());
-  const std::string md = analysis::atlas_markdown(main, control.get(), command_line(a), a.name + ".png");
-  write_file(out / (a.name + ".md"), md.data(), md.size());
-  const auto png = analysis::atlas_png(main, "headscope atlas: " + main.config.name + " - primary role per head");
-  write_file(out / (a.name + ".png"), png.data(), png.size());
-  if (control) {
-    const auto cpng = analysis::atlas_png(*control, "control (random weights): primary role per head");
-    write_file(out / (a.name + "-control.png"), cpng.data(), cpng.size());
-  }
-  std::printf("atlas of %s (%d x %d heads) in %.1f s: %s/%s.{json,md,png}%s\n", main.config.name.c_str(),
-              main.config.n_layer, main.config.n_head, main.seconds_total, a.out.c_str(), a.name.c_str(),
-              control ? " and the control's grid" : "");
+  write_file(out / (a.name + ".json"), files.json.data(), files.json.size());
+  write_file(out / (a.name + ".md"), files.markdown.data(), files.markdown.size());
+  write_file(out / (a.name + ".png"), files.png.data(), files.png.size());
+  if (!files.control_png.empty())
+    write_file(out / (a.name + "-control.png"), files.control_png.data(), files.control_png.size());
+  std::printf("atlas of %s (%d x %d heads) in %.1f s: %s/%s.{json,md,png}%s\n", files.config.name.c_str(),
+              files.config.n_layer, files.config.n_head, files.seconds, a.out.c_str(), a.name.c_str(),
+              files.control_png.empty() ? "" : " and the control's grid");
 }
 
 }  // namespace
@@ -119,22 +108,29 @@ void add_atlas_command(CLI::App& app) {
   auto args = std::make_shared<AtlasArgs>();
   CLI::App* cmd = app.add_subcommand("atlas", "Map what every head of a model does, checked on gold-annotated data");
   add_load_flags(cmd, args->load);
-  cmd->add_option("--model,-m", args->model, "Hugging Face model directory (default: $HEADSCOPE_MODEL or " +
-                                                 std::string(kDefaultModelDir) + ")");
+  cmd->add_option("--model,-m", args->model,
+                  "Hugging Face model directory (default: $HEADSCOPE_MODEL or " + std::string(kDefaultModelDir) + ")");
   cmd->add_option("--treebank", args->options.report_treebank,
                   "CoNLL-U treebank to report dependency accuracy on (e.g. ../shared/data/ud/en_pud-ud-test.conllu)")
       ->required();
-  cmd->add_option("--select-treebank", args->options.select_treebank,
-                  "CoNLL-U treebank to choose heads and offsets on (e.g. ud/en_ewt-ud-dev.conllu); default: --treebank");
-  cmd->add_option("--coref", args->options.report_coref, "GAP TSV to report coreference accuracy on (e.g. gap/gap-validation.tsv)");
-  cmd->add_option("--select-coref", args->options.select_coref, "GAP TSV to choose the coreference head on (default: --coref)");
-  cmd->add_option("--corpus", args->options.corpus, "Text file, one text a line, for the statistics (default: the treebank's sentences)");
-  cmd->add_option("--control", args->control, "A second model directory (e.g. random weights) reported beside the first");
+  cmd->add_option(
+      "--select-treebank", args->options.select_treebank,
+      "CoNLL-U treebank to choose heads and offsets on (e.g. ud/en_ewt-ud-dev.conllu); default: --treebank");
+  cmd->add_option("--coref", args->options.report_coref,
+                  "GAP TSV to report coreference accuracy on (e.g. gap/gap-validation.tsv)");
+  cmd->add_option("--select-coref", args->options.select_coref,
+                  "GAP TSV to choose the coreference head on (default: --coref)");
+  cmd->add_option("--corpus", args->options.corpus,
+                  "Text file, one text a line, for the statistics (default: the treebank's sentences)");
+  cmd->add_option("--control", args->control,
+                  "A second model directory (e.g. random weights) reported beside the first");
   cmd->add_option("--out,-o", args->out, "Output folder (default: atlas)");
-  cmd->add_option("--name", args->name, "Base name of the files written: NAME.json, NAME.md, NAME.png (default: atlas)");
+  cmd->add_option("--name", args->name,
+                  "Base name of the files written: NAME.json, NAME.md, NAME.png (default: atlas)");
   cmd->add_option("--probe-length", args->options.probe_length, "Random tokens per copy in the induction probe")
       ->check(CLI::Range(2, 1000));
-  cmd->add_option("--probes", args->options.probe_count, "Number of probe sequences averaged")->check(CLI::Range(1, 100));
+  cmd->add_option("--probes", args->options.probe_count, "Number of probe sequences averaged")
+      ->check(CLI::Range(1, 100));
   cmd->add_option("--seed", args->options.seed, "Seed of the probe's random tokens");
   cmd->add_option("--min-support", args->options.min_support, "Report relations with at least this many dependents")
       ->check(CLI::Range(1, 1000000));

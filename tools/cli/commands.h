@@ -7,8 +7,8 @@ namespace headscope::cli {
 
 // Exit codes shared by every subcommand.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitUsage = 1;     // bad command-line arguments (CLI11 prints help)
-inline constexpr int kExitInput = 2;     // bad input: model files, text, data files
+inline constexpr int kExitUsage = 1;  // bad command-line arguments (CLI11 prints help)
+inline constexpr int kExitInput = 2;  // bad input: model files, text, data files
 
 void add_run_command(CLI::App& app);       // run_command.cc
 void add_atlas_command(CLI::App& app);     // atlas_command.cc

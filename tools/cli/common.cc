@@ -38,21 +38,4 @@ std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& op
   return model;
 }
 
-nlohmann::json model_json(const ModelConfig& c) {
-  return {{"name", c.name},       {"architecture", c.architecture}, {"n_layer", c.n_layer},
-          {"n_head", c.n_head},   {"n_kv_head", c.n_kv_head},       {"d_model", c.d_model},
-          {"d_head", c.d_head},   {"d_ff", c.d_ff},                 {"vocab_size", c.vocab_size},
-          {"max_positions", c.max_positions}, {"causal", c.causal}};
-}
-
-nlohmann::json tokens_json(const Encoding& enc) {
-  nlohmann::json out = nlohmann::json::array();
-  for (size_t i = 0; i < enc.tokens.size(); ++i) {
-    const Token& t = enc.tokens[i];
-    out.push_back({{"index", i}, {"id", t.id}, {"text", t.text}, {"begin", t.begin}, {"end", t.end},
-                   {"special", t.special}, {"word", t.word}});
-  }
-  return out;
-}
-
 }  // namespace headscope::cli

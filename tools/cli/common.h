@@ -2,7 +2,6 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "headscope/headscope.h"
@@ -18,7 +17,5 @@ std::string read_text_file(const std::string& path);
 void add_load_flags(CLI::App* command, LoadOptions& options);
 // Model::load, then each of the model's load warnings on stderr as "headscope: warning: ...".
 std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& options);
-nlohmann::json model_json(const ModelConfig& config);
-nlohmann::json tokens_json(const Encoding& encoding);
 
 }  // namespace headscope::cli

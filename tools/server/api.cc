@@ -9,8 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "analysis/roles.h"
 #include "headscope/error.h"
+#include "headscope/json.h"
+#include "headscope/pipeline.h"
 
 namespace headscope::server {
 namespace {
@@ -43,8 +44,9 @@ json parse_object(std::string_view body, std::initializer_list<std::string_view>
   // from building a million nested values.
   const json::parser_callback_t depth_limit = [](int depth, json::parse_event_t, json&) {
     if (depth > limits::kMaxRequestJsonDepth)
-      throw RequestError{400, "bad_json", "request body nests deeper than " +
-                                              std::to_string(limits::kMaxRequestJsonDepth) + " levels; send a flat object"};
+      throw RequestError{400, "bad_json",
+                         "request body nests deeper than " + std::to_string(limits::kMaxRequestJsonDepth) +
+                             " levels; send a flat object"};
     return true;
   };
   try {
@@ -53,7 +55,8 @@ json parse_object(std::string_view body, std::initializer_list<std::string_view>
     // parse_error, and out_of_range for numbers such as 1e999 that no double holds.
     throw RequestError{400, "bad_json", std::string("request body is not valid JSON: ") + e.what()};
   }
-  if (!j.is_object()) throw RequestError{400, "bad_request", "request body must be a JSON object, e.g. {\"text\": \"...\"}"};
+  if (!j.is_object())
+    throw RequestError{400, "bad_request", "request body must be a JSON object, e.g. {\"text\": \"...\"}"};
   for (const auto& [key, value] : j.items()) {
     bool known = false;
     for (std::string_view a : allowed) known = known || key == a;
@@ -81,7 +84,8 @@ std::optional<int> optional_int(const json& j, const char* key) {
 
 bool optional_bool(const json& j, const char* key, bool fallback) {
   if (!j.contains(key) || j[key].is_null()) return fallback;
-  if (!j[key].is_boolean()) throw RequestError{400, "bad_field", std::string("field \"") + key + "\" must be true or false"};
+  if (!j[key].is_boolean())
+    throw RequestError{400, "bad_field", std::string("field \"") + key + "\" must be true or false"};
   return j[key].get<bool>();
 }
 
@@ -107,107 +111,9 @@ int check_index(int value, int count, const char* what, const char* plural) {
   return value;
 }
 
-const char* level_name(Level level) { return level == Level::kToken ? "token" : "word"; }
-
-std::string hex_colour(uint32_t rgb) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "#%06x", rgb & 0xFFFFFFu);
-  return buf;
-}
-
-// NaN (a statistic with no sample) becomes JSON null.
-json number(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
-
-json stats_json(const analysis::HeadStats& s) {
-  json offsets = json::array();
-  for (double m : s.offset_mass) offsets.push_back(number(m));
-  return {
-      {"n_queries", s.n_queries},
-      {"entropy_bits", number(s.entropy_bits)},
-      {"entropy_norm", number(s.entropy_norm)},
-      {"sparsity", number(s.sparsity)},
-      {"keys_90", number(s.keys_90)},
-      {"keys_90_share", number(s.keys_90_share)},
-      {"max_attention", number(s.max_attention)},
-      {"avg_attention", number(s.avg_attention)},
-      {"uniform_overlap", number(s.uniform_overlap)},
-      {"mean_distance", number(s.mean_distance)},
-      {"mean_offset", number(s.mean_offset)},
-      {"self_mass", number(s.self_mass)},
-      {"prev_mass", number(s.prev_mass)},
-      {"next_mass", number(s.next_mass)},
-      {"local_mass", number(s.local_mass)},
-      {"offset_mass", offsets},
-      {"first_mass", number(s.first_mass)},
-      {"special_mass", number(s.special_mass)},
-      {"end_special_mass", number(s.end_special_mass)},
-      {"sink_mass", number(s.sink_mass)},
-      {"punct_mass", number(s.punct_mass)},
-      {"content_mass", number(s.content_mass)},
-      {"duplicate_mass", number(s.duplicate_mass)},
-      {"n_duplicate_queries", s.n_duplicate_queries},
-  };
-}
-
-json role_score_json(const analysis::RoleScore& r) {
-  const analysis::RoleInfo& info = analysis::role_info(r.role);
-  return {{"id", info.id}, {"name", info.name}, {"score", number(r.score)}, {"detail", r.detail}, {"evidence", r.evidence}};
-}
-
-json roles_json(const analysis::HeadRoles& roles) {
-  json scores = json::array();
-  for (const analysis::RoleScore& r : roles.scores) scores.push_back(role_score_json(r));
-  return {{"primary", role_score_json(roles.primary)},
-          {"secondary", role_score_json(roles.secondary)},
-          {"confidence", number(roles.confidence)},
-          {"margin", number(roles.margin)},
-          {"scores", scores}};
-}
-
 // {"shape": [...], "dtype": "float32", "data": base64}: a small tensor inside a JSON reply.
 json typed_array(std::span<const float> values, std::vector<int64_t> shape) {
   return {{"shape", std::move(shape)}, {"dtype", "float32"}, {"data", base64_floats(values)}};
-}
-
-json tokens_json(const Encoding& encoding) {
-  json tokens = json::array();
-  for (const Token& t : encoding.tokens)
-    tokens.push_back({{"id", t.id}, {"text", t.text}, {"begin", t.begin}, {"end", t.end}, {"special", t.special}, {"word", t.word}});
-  return tokens;
-}
-
-// The word units of words.h, labelled with the original text they cover (specials: their token).
-json units_json(const RunRecord& run) {
-  const analysis::WordMap& map = run.words;
-  std::vector<std::vector<int>> members(static_cast<size_t>(map.n_units));
-  for (size_t t = 0; t < map.unit_of_token.size(); ++t)
-    if (map.unit_of_token[t] >= 0) members[static_cast<size_t>(map.unit_of_token[t])].push_back(static_cast<int>(t));
-  json units = json::array();
-  for (int u = 0; u < map.n_units; ++u) {
-    const auto& toks = members[static_cast<size_t>(u)];
-    std::string label;
-    bool special = false;
-    if (!toks.empty()) {
-      const Token& first = run.encoding.tokens[static_cast<size_t>(toks.front())];
-      const Token& last = run.encoding.tokens[static_cast<size_t>(toks.back())];
-      special = first.special;
-      label = special || last.end <= first.begin
-                  ? first.text
-                  : run.text.substr(static_cast<size_t>(first.begin), static_cast<size_t>(last.end - first.begin));
-    }
-    units.push_back({{"text", label}, {"tokens", toks}, {"special", special}});
-  }
-  return units;
-}
-
-std::vector<int> kv_head_map(const ModelConfig& c) {
-  // Grouped-query attention shares each key/value head among n_head / n_kv_head consecutive
-  // query heads (the repeat_kv convention of Hugging Face); without GQA this is the identity.
-  const int kv = c.n_kv_head > 0 ? c.n_kv_head : c.n_head;
-  const int group = kv > 0 ? std::max(1, c.n_head / kv) : 1;
-  std::vector<int> map(static_cast<size_t>(c.n_head));
-  for (int h = 0; h < c.n_head; ++h) map[static_cast<size_t>(h)] = h / group;
-  return map;
 }
 
 HttpReply json_reply(const json& j) { return {200, "application/json", dump(j), {}}; }
@@ -228,7 +134,8 @@ HttpReply Api::error(int status, std::string_view code, std::string_view message
     // Only std::bad_alloc can get here; a fixed reply needs no allocation beyond its own.
   }
   try {
-    return {500, "application/json", R"({"error":{"status":500,"code":"internal_error","message":"out of memory"}})", {}};
+    return {
+        500, "application/json", R"({"error":{"status":500,"code":"internal_error","message":"out of memory"}})", {}};
   } catch (...) {
     return {};
   }
@@ -280,7 +187,9 @@ HttpReply Api::health() const {
 
 namespace {
 
-TextRequest parse_text_request(const json& j, const ApiLimits& limits, const Model& model) {
+// Reads the text fields and encodes the text once; that encoding goes on to the run (or the
+// generation), so a request is tokenised once.
+TextRequest parse_text_request(const json& j, const ApiLimits& limits, const Model& model, const RunCache& cache) {
   TextRequest r;
   r.text = required_string(j, "text");
   r.truncate = optional_bool(j, "truncate", false);
@@ -293,13 +202,17 @@ TextRequest parse_text_request(const json& j, const ApiLimits& limits, const Mod
     throw RequestError{400, "empty_text", "text is empty; send at least one word"};
   const int max_tokens = limits.max_tokens;
   if (!r.truncate && max_tokens > 0) {
-    EncodeOptions count_only;  // no length limit: only to report how long the text is
-    const size_t n = model.tokenizer().encode(r.text, count_only).size();
+    // No length limit here, so that the reply can say how long the text is; within the limit this
+    // is the encoding the run uses.
+    r.encoding = model.tokenizer().encode(r.text, EncodeOptions{});
+    const size_t n = r.encoding.size();
     if (n > static_cast<size_t>(max_tokens))
       throw RequestError{413, "text_too_long",
                          "text is " + std::to_string(n) + " tokens; at most " + std::to_string(max_tokens) +
                              " are allowed (serve --max-tokens, up to the model's limit): shorten it or send "
                              "\"truncate\": true"};
+  } else {
+    r.encoding = cache.encode(r.text, r.truncate);
   }
   return r;
 }
@@ -307,68 +220,25 @@ TextRequest parse_text_request(const json& j, const ApiLimits& limits, const Mod
 }  // namespace
 
 HttpReply Api::model_info() const {
-  const ModelConfig& c = model_.config();
-  json roles = json::array();
-  for (const analysis::RoleInfo& r : analysis::role_catalogue())
-    roles.push_back({{"id", r.id},
-                     {"name", r.name},
-                     {"description", r.description},
-                     {"typical_function", r.typical_function},
-                     {"literature", r.literature},
-                     {"color", hex_colour(r.color)}});
-  json j = {
-      {"name", c.name},
-      {"architecture", c.architecture},
-      {"n_layer", c.n_layer},
-      {"n_head", c.n_head},
-      {"n_kv_head", c.n_kv_head},
-      {"d_model", c.d_model},
-      {"d_head", c.d_head},
-      {"d_ff", c.d_ff},
-      {"vocab_size", c.vocab_size},
-      {"max_positions", c.max_positions},
-      {"causal", c.causal},
-      {"kv_head_of", kv_head_map(c)},
-      {"w_o_shape", {c.d_model, c.n_head * c.d_head}},
-      {"limits", {{"max_text_bytes", limits_.max_text_bytes}, {"max_tokens", limits_.max_tokens}}},
-      {"statistics",
-       {{"sparsity_fraction", analysis::kSparsityFraction},
-        {"cover_mass", analysis::kCoverMass},
-        {"local_window", analysis::kLocalWindow},
-        {"max_offset", analysis::kMaxOffset},
-        {"min_role_score", analysis::kMinRoleScore}}},
-      {"roles", roles},
-  };
+  json j = model_.config();
+  j["limits"] = {{"max_text_bytes", limits_.max_text_bytes}, {"max_tokens", limits_.max_tokens}};
+  j["statistics"] = {{"sparsity_fraction", analysis::kSparsityFraction},
+                     {"cover_mass", analysis::kCoverMass},
+                     {"local_window", analysis::kLocalWindow},
+                     {"max_offset", analysis::kMaxOffset},
+                     {"min_role_score", analysis::kMinRoleScore}};
+  j["roles"] = role_catalogue_json();
   return json_reply(j);
 }
 
 HttpReply Api::run(std::string_view body) {
   return guarded(body, [&](std::string_view b) {
     const json j = parse_object(b, {"text", "truncate", "level", "special"});
-    TextRequest req = parse_text_request(j, limits_, model_);
+    TextRequest req = parse_text_request(j, limits_, model_, cache_);
     req.hide_special = optional_enum(j, "special", {"keep", "hide"}) == "hide";
     const auto ticket = admit();
-    const auto record = cache_.get(req.text, req.truncate);
-    const ModelConfig& c = model_.config();
-    const LevelAnalysis& a = record->analysis(req.level, req.hide_special);
-    json heads = json::array();
-    for (int l = 0; l < c.n_layer; ++l)
-      for (int h = 0; h < c.n_head; ++h) {
-        const size_t i = static_cast<size_t>(l * c.n_head + h);
-        heads.push_back({{"layer", l}, {"head", h}, {"stats", stats_json(a.stats[i])}, {"roles", roles_json(a.roles[i])}});
-      }
-    json out = {
-        {"text", record->text},
-        {"truncated", record->encoding.truncated},
-        {"level", level_name(req.level)},
-        {"special", req.hide_special ? "hide" : "keep"},
-        {"n_tokens", record->T()},
-        {"n_units", a.units.T()},
-        {"tokens", tokens_json(record->encoding)},
-        {"words", units_json(*record)},
-        {"heads", heads},
-    };
-    return json_reply(out);
+    const auto record = cache_.get(req.text, req.truncate, std::move(req.encoding));
+    return json_reply(run_json(model_.config(), *record, req.level, req.hide_special));
   });
 }
 
@@ -376,7 +246,7 @@ HttpReply Api::attention(std::string_view body) {
   return guarded(body, [&](std::string_view b) {
     const json j = parse_object(b, {"text", "truncate", "level", "layer", "head", "dtype"});
     AttentionRequest req;
-    req.text = parse_text_request(j, limits_, model_);
+    req.text = parse_text_request(j, limits_, model_, cache_);
     const ModelConfig& c = model_.config();
     req.layer = optional_int(j, "layer");
     req.head = optional_int(j, "head");
@@ -385,7 +255,7 @@ HttpReply Api::attention(std::string_view body) {
     req.dtype = optional_enum(j, "dtype", {"float32", "uint8"}) == "uint8" ? WireDtype::kUint8 : WireDtype::kFloat32;
 
     const auto ticket = admit();
-    const auto record = cache_.get(req.text.text, req.text.truncate);
+    const auto record = cache_.get(req.text.text, req.text.truncate, std::move(req.text.encoding));
     const Tensor& att = record->attention(req.text.level);  // [n_layer, n_head, U, U]
     const int64_t U = att.dim(2), block = U * U;
     const int l0 = req.layer.value_or(0), nl = req.layer ? 1 : c.n_layer;
@@ -405,7 +275,7 @@ HttpReply Api::decompose(std::string_view body) {
   return guarded(body, [&](std::string_view b) {
     const json j = parse_object(b, {"text", "truncate", "layer", "token"});
     DecomposeRequest req;
-    req.text = parse_text_request(j, limits_, model_);
+    req.text = parse_text_request(j, limits_, model_, cache_);
     const ModelConfig& c = model_.config();
     const auto layer = optional_int(j, "layer");
     const auto token = optional_int(j, "token");
@@ -413,78 +283,29 @@ HttpReply Api::decompose(std::string_view body) {
     if (!token) throw RequestError{400, "missing_field", "field \"token\" is required"};
     req.layer = check_index(*layer, c.n_layer, "layer", "layers");
     const auto ticket = admit();
-    const auto record = cache_.get(req.text.text, req.text.truncate);
+    const auto record = cache_.get(req.text.text, req.text.truncate, std::move(req.text.encoding));
     req.token = check_index(*token, record->T(), "token", "tokens in this text");
 
-    const Capture& cap = record->capture;
-    const int H = c.n_head, dh = c.d_head, D = c.d_model, T = record->T(), L = req.layer, t = req.token;
-    const int concat_dim = H * dh;
-
-    // head_outputs [n_layer, n_head, T, d_head] → this token's [n_head, d_head], which laid side
-    // by side is the concatenation [n_head · d_head] that enters W_O.
-    std::vector<float> concat(static_cast<size_t>(concat_dim));
-    for (int h = 0; h < H; ++h) {
-      const float* src = cap.head_outputs.ptr() + ((static_cast<int64_t>(L) * H + h) * T + t) * dh;
-      std::copy(src, src + dh, concat.begin() + static_cast<ptrdiff_t>(h) * dh);
-    }
-    // W_O [d_model, n_head · d_head] (nn.Linear: out × in) applied to the concatenation, in double
-    // so that the check against the captured output measures the model, not this sum.
-    const Tensor& W = model_.output_projection(L);
-    W.expect_shape({D, concat_dim}, "output projection of layer " + std::to_string(L));
-    const Tensor& bias_t = model_.output_bias(L);
-    std::vector<float> bias(static_cast<size_t>(D), 0.0f);
-    if (!bias_t.empty()) std::copy(bias_t.data.begin(), bias_t.data.end(), bias.begin());
-    std::vector<float> projection(static_cast<size_t>(D));
-    for (int o = 0; o < D; ++o) {
-      double s = 0;
-      const float* row = W.ptr() + static_cast<int64_t>(o) * concat_dim;
-      for (int k = 0; k < concat_dim; ++k) s += static_cast<double>(row[k]) * concat[static_cast<size_t>(k)];
-      projection[static_cast<size_t>(o)] = static_cast<float>(s);
-    }
-    // contributions [n_layer, n_head, T, d_model] → this token's [n_head, d_model] and their norms.
-    std::vector<float> contributions(static_cast<size_t>(H) * D), norms(static_cast<size_t>(H)), out_norms(static_cast<size_t>(H));
-    for (int h = 0; h < H; ++h) {
-      const float* src = cap.contributions.ptr() + ((static_cast<int64_t>(L) * H + h) * T + t) * D;
-      std::copy(src, src + D, contributions.begin() + static_cast<ptrdiff_t>(h) * D);
-      double n2 = 0, o2 = 0;
-      for (int k = 0; k < D; ++k) n2 += static_cast<double>(src[k]) * src[k];
-      for (int k = 0; k < dh; ++k) o2 += static_cast<double>(concat[static_cast<size_t>(h * dh + k)]) * concat[static_cast<size_t>(h * dh + k)];
-      norms[static_cast<size_t>(h)] = static_cast<float>(std::sqrt(n2));
-      out_norms[static_cast<size_t>(h)] = static_cast<float>(std::sqrt(o2));
-    }
-    const float* out_ptr = cap.attn_output.ptr() + (static_cast<int64_t>(L) * T + t) * D;
-    std::vector<float> attn_output(out_ptr, out_ptr + D);
-    double sum_error = 0, projection_error = 0;
-    for (int k = 0; k < D; ++k) {
-      double s = bias[static_cast<size_t>(k)];
-      for (int h = 0; h < H; ++h) s += contributions[static_cast<size_t>(h * D + k)];
-      sum_error = std::max(sum_error, std::abs(s - attn_output[static_cast<size_t>(k)]));
-      projection_error = std::max(projection_error, std::abs(static_cast<double>(projection[static_cast<size_t>(k)]) +
-                                                             bias[static_cast<size_t>(k)] - attn_output[static_cast<size_t>(k)]));
-    }
-    // This token's attention row in every head of the layer: [n_head, T].
-    std::vector<float> rows(static_cast<size_t>(H) * T);
-    for (int h = 0; h < H; ++h) {
-      const float* src = cap.attention.ptr() + ((static_cast<int64_t>(L) * H + h) * T + t) * T;
-      std::copy(src, src + T, rows.begin() + static_cast<ptrdiff_t>(h) * T);
-    }
+    const Decomposition d = headscope::decompose(model_, record->capture, req.layer, req.token);
+    const int H = d.n_head, dh = d.d_head, D = d.d_model;
     json out = {
-        {"layer", L},
-        {"token", t},
+        {"layer", d.layer},
+        {"token", d.token},
         {"n_head", H},
         {"d_head", dh},
         {"d_model", D},
-        {"w_o_shape", {D, concat_dim}},
-        {"head_outputs", typed_array(concat, {H, dh})},
-        {"head_output_norms", typed_array(out_norms, {H})},
-        {"concat", typed_array(concat, {concat_dim})},
-        {"projection", typed_array(projection, {D})},
-        {"bias", typed_array(bias, {D})},
-        {"contributions", typed_array(contributions, {H, D})},
-        {"contribution_norms", typed_array(norms, {H})},
-        {"attn_output", typed_array(attn_output, {D})},
-        {"attention_rows", typed_array(rows, {H, T})},
-        {"check", {{"sum_max_abs_error", sum_error}, {"projection_max_abs_error", projection_error}}},
+        {"w_o_shape", {D, H * dh}},
+        {"head_outputs", typed_array(d.concat, {H, dh})},
+        {"head_output_norms", typed_array(d.head_output_norms, {H})},
+        {"concat", typed_array(d.concat, {H * dh})},
+        {"projection", typed_array(d.projection, {D})},
+        {"bias", typed_array(d.bias, {D})},
+        {"contributions", typed_array(d.contributions, {H, D})},
+        {"contribution_norms", typed_array(d.contribution_norms, {H})},
+        {"attn_output", typed_array(d.attn_output, {D})},
+        {"attention_rows", typed_array(d.attention_rows, {H, d.T})},
+        {"check",
+         {{"sum_max_abs_error", d.sum_max_abs_error}, {"projection_max_abs_error", d.projection_max_abs_error}}},
     };
     return json_reply(out);
   });
@@ -495,45 +316,31 @@ HttpReply Api::generate(std::string_view body) {
     const json j = parse_object(b, {"text", "max_new_tokens"});
     const ModelConfig& c = model_.config();
     if (!c.causal)
-      throw RequestError{400, "not_causal",
-                         c.name + " is an encoder (" + c.architecture + "): only causal models (Llama, GPT-2, ...) generate text"};
-    TextRequest req = parse_text_request(j, limits_, model_);
+      throw RequestError{
+          400, "not_causal",
+          c.name + " is an encoder (" + c.architecture + "): only causal models (Llama, GPT-2, ...) generate text"};
+    TextRequest req = parse_text_request(j, limits_, model_, cache_);
     const int max_new = optional_int(j, "max_new_tokens").value_or(16);
     if (max_new < 1 || max_new > limits_.max_new_tokens)
       throw RequestError{400, "bad_max_new_tokens",
                          "max_new_tokens must be between 1 and " + std::to_string(limits_.max_new_tokens)};
-    const Encoding prompt = model_.encode(req.text);
+    const Encoding& prompt = req.encoding;
     if (prompt.size() == 0) throw RequestError{400, "empty_text", "the text produced no tokens"};
     const int64_t T0 = static_cast<int64_t>(prompt.size());
-    const int64_t limit = std::min<int64_t>(c.max_positions, limits_.max_tokens > 0 ? limits_.max_tokens : c.max_positions);
-    const int64_t T_max = std::min<int64_t>(T0 + max_new, limit);
-    // Greedy decoding through the KV cache, as `headscope generate`: the prompt once, then one
-    // extend() per new token. Only the logits are needed here; the explorer shows the attention
-    // of the whole text through /api/run, whose row t equals step t's row in a causal model.
-    const CaptureOptions none = CaptureOptions::attention_only();
+    GenerateOptions options;
+    options.max_new_tokens = max_new;
+    options.max_length = limits_.max_tokens > 0 ? limits_.max_tokens : c.max_positions;
+    // Only the logits are needed here; the explorer shows the attention of the whole text through
+    // /api/run, whose row t equals step t's row in a causal model.
     const auto ticket = admit();
     const auto lock = cache_.exclusive_model();
-    auto state = model_.start();
-    std::vector<float> logits;
-    model_.extend(*state, prompt.ids(), none, &logits);
-    std::vector<int32_t> ids = prompt.ids();
-    json generated = json::array();
-    bool stopped_at_eos = false;
-    while (static_cast<int64_t>(ids.size()) < T_max) {
-      const auto best = std::max_element(logits.begin(), logits.end());
-      const int32_t next = static_cast<int32_t>(best - logits.begin());
-      ids.push_back(next);
-      generated.push_back({{"position", ids.size() - 1}, {"id", next}, {"text", model_.tokenizer().token_text(next)}, {"logit", number(*best)}});
-      if (next == c.eos_token_id) {
-        stopped_at_eos = true;
-        break;
-      }
-      if (static_cast<int64_t>(ids.size()) < T_max) model_.extend(*state, {next}, none, &logits);
-    }
+    const Generation g = headscope::generate(model_, prompt, options);
+    const std::vector<int32_t>& ids = g.ids;
     // The continuation as text: what decoding gained over the prompt's own decoding.
     const std::string before = model_.tokenizer().decode(prompt.ids());
     const std::string after = model_.tokenizer().decode(ids);
-    std::string continuation = after.compare(0, before.size(), before) == 0 ? after.substr(before.size()) : std::string();
+    std::string continuation =
+        after.compare(0, before.size(), before) == 0 ? after.substr(before.size()) : std::string();
     // Byte-level tokens can stop inside a multi-byte character (the first bytes of an emoji, say):
     // the reply holds those bytes back, so that text and continuation end at the last whole
     // character and stay valid UTF-8; held_back_bytes says how many were left out.
@@ -549,13 +356,13 @@ HttpReply Api::generate(std::string_view body) {
         {"prompt", req.text},
         {"prompt_tokens", T0},
         {"ids", ids},
-        {"generated", generated},
+        {"generated", g.generated},
         {"continuation", continuation},
         {"text", text},
         {"held_back_bytes", held_back},
         {"retokenizes_same", same},
-        {"stopped_at_eos", stopped_at_eos},
-        {"stopped_at_limit", !stopped_at_eos && static_cast<int64_t>(ids.size()) - T0 < max_new},
+        {"stopped_at_eos", g.stopped_at_eos},
+        {"stopped_at_limit", g.stopped_at_limit},
     };
     return json_reply(out);
   });

@@ -41,20 +41,21 @@ struct ApiLimits {
 // What every endpoint that analyses a text takes.
 struct TextRequest {
   std::string text;
-  bool truncate = false;      // keep the first max_positions tokens instead of refusing
+  bool truncate = false;  // keep the first max_positions tokens instead of refusing
   Level level = Level::kToken;
   bool hide_special = false;  // statistics and roles without the special tokens (run only)
+  Encoding encoding;          // the text encoded once, under the server's token limit
 };
 struct AttentionRequest {
   TextRequest text;
-  std::optional<int> layer;   // absent: every layer
-  std::optional<int> head;    // absent: every head
+  std::optional<int> layer;  // absent: every layer
+  std::optional<int> head;   // absent: every head
   WireDtype dtype = WireDtype::kFloat32;
 };
 struct DecomposeRequest {
   TextRequest text;
   int layer = 0;
-  int token = 0;              // token index (W_O acts on token positions, so always token level)
+  int token = 0;  // token index (W_O acts on token positions, so always token level)
 };
 
 class Api {

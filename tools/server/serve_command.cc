@@ -1,11 +1,11 @@
 // headscope serve — the explorer: a local HTTP server with the web UI (web/dist, built by Vite
 // during set-up) and the JSON/binary API of docs/api.md. Binds 127.0.0.1 unless told otherwise:
 // it is a desktop tool, not a public service.
+#include <httplib.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <httplib.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,8 +13,9 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "headscope/error.h"
-#include "headscope/model.h"
 #include "headscope/limits.h"
+#include "headscope/model.h"
+#include "headscope/pipeline.h"
 #include "server/api.h"
 #include "server/gate.h"
 #include "server/http.h"
@@ -65,7 +66,7 @@ void serve(const ServeOptions& opt) {
                         std::to_string(server::max_tokens_within(c, budget)) + " or raise --cache-mib");
 
   t0 = std::chrono::steady_clock::now();
-  std::vector<analysis::ProbeEvidence> probe = server::measure_probe(*model);
+  std::vector<analysis::ProbeEvidence> probe = headscope::probe(*model);
   std::fprintf(stderr, "headscope: induction probe over %zu heads in %.1f s\n", probe.size(), seconds_since(t0));
   server::RunCache cache(*model, static_cast<size_t>(opt.cache_runs), budget, limits.max_tokens, std::move(probe));
   server::Api api(*model, cache, limits);
@@ -109,7 +110,9 @@ void add_serve_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("serve", "Start the explorer: web UI and HTTP API (docs/api.md) on one model");
   add_load_flags(cmd, opt->load);
   cmd->add_option("--model", opt->model, "Model directory (Hugging Face files) or .gguf file")->capture_default_str();
-  cmd->add_option("--port", opt->port, "TCP port; 0 picks a free one")->check(CLI::Range(0, 65535))->capture_default_str();
+  cmd->add_option("--port", opt->port, "TCP port; 0 picks a free one")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
   cmd->add_option("--host", opt->host, "Address to bind; only change it to share the explorer on a trusted network")
       ->capture_default_str();
   cmd->add_option("--allow-host", opt->allow_hosts,

@@ -26,8 +26,8 @@ std::string encode_tensor(std::span<const float> values, const std::vector<int64
   int64_t numel = 1;
   for (int64_t d : shape) numel *= d;
   if (numel != static_cast<int64_t>(values.size()))
-    throw Error("encode_tensor: shape holds " + std::to_string(numel) + " values but " +
-                std::to_string(values.size()) + " were given");
+    throw Error("encode_tensor: shape holds " + std::to_string(numel) + " values but " + std::to_string(values.size()) +
+                " were given");
   const size_t item = dtype == WireDtype::kFloat32 ? 4 : 1;
   std::string out;
   out.reserve(12 + 4 * shape.size() + values.size() * item);
@@ -125,7 +125,10 @@ size_t incomplete_utf8_tail(std::string_view text) {
   if (start == 0) return 0;
   const unsigned char lead = s[start - 1];
   const size_t have = n - start + 1;  // lead byte and the continuation bytes after it
-  const size_t need = lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3 : lead >= 0xF0 && lead <= 0xF4 ? 4 : 0;
+  const size_t need = lead >= 0xC2 && lead <= 0xDF   ? 2
+                      : lead >= 0xE0 && lead <= 0xEF ? 3
+                      : lead >= 0xF0 && lead <= 0xF4 ? 4
+                                                     : 0;
   if (need == 0 || have >= need) return 0;
   // Held back only if what is there can still become a character: the second byte's range rules
   // out overlong forms, surrogates and code points above U+10FFFF (as in is_valid_utf8).

@@ -61,7 +61,7 @@ export interface WordUnit {
   special: boolean;
 }
 
-/** Per-head statistics (analysis/statistics.h); null where there was no sample. */
+/** Per-head statistics (headscope/analysis.h; JSON shape in docs/schema.md); null where there was no sample. */
 export interface HeadStats {
   n_queries: number;
   entropy_bits: number | null;
@@ -78,7 +78,8 @@ export interface HeadStats {
   prev_mass: number | null;
   next_mass: number | null;
   local_mass: number | null;
-  offset_mass: (number | null)[];
+  /** Mean mass at each signed offset k − q, keyed "-8" … "8" (max_offset of the model info). */
+  offset_mass: Record<string, number | null>;
   first_mass: number | null;
   special_mass: number | null;
   end_special_mass: number | null;
@@ -108,6 +109,8 @@ export interface HeadRoles {
 export interface HeadReport {
   layer: number;
   head: number;
+  /** The key/value head this query head reads (equal to head without grouped-query attention). */
+  kv_head: number;
   stats: HeadStats;
   roles: HeadRoles;
 }
@@ -115,6 +118,8 @@ export interface HeadReport {
 export type SpecialMode = 'keep' | 'hide';
 
 export interface RunResult {
+  /** "headscope.run/2": the same object `headscope run --json` writes. */
+  schema: string;
   text: string;
   truncated: boolean;
   level: Level;

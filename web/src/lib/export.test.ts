@@ -4,13 +4,14 @@ import { CSV_STATS, csvField, exportName, statsToCsv } from './export';
 import { sceneToSvg, MAX_VECTOR_CELLS, type Scene } from './scene';
 
 function stats(v: number): HeadStats {
-  const s = { n_queries: 3, n_duplicate_queries: 0, offset_mass: [] } as unknown as Record<string, unknown>;
+  const s = { n_queries: 3, n_duplicate_queries: 0, offset_mass: { '-1': v, '0': v, '1': v } } as unknown as Record<string, unknown>;
   for (const k of CSV_STATS) s[k] = v;
   s.duplicate_mass = null;
   return s as unknown as HeadStats;
 }
 
 const run: RunResult = {
+  schema: 'headscope.run/2',
   text: 'a, b',
   truncated: false,
   level: 'token',
@@ -22,6 +23,7 @@ const run: RunResult = {
   heads: [0, 1].map((head) => ({
     layer: 0,
     head,
+    kv_head: head,
     stats: stats(head === 0 ? 0.125 : 0.5),
     roles: {
       primary: { id: 'previous_token', name: 'Previous token', score: 0.8, detail: '', evidence: '80 % goes to the previous token, "a"' },

@@ -1,0 +1,199 @@
+// headscope — what the analysis says about a head, as plain data: per-head statistics, token
+// kinds, roles with their evidence, and the token → word map. Frontends read these types; the
+// functions that compute them are behind the pipeline (headscope/pipeline.h). The formulas are in
+// docs/metrics.md, the JSON shape of each type in docs/schema.md.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace headscope::analysis {
+
+// ---- statistics (computed in src/analysis/statistics.cc) ----
+
+// A weight below kSparsityFraction / n (n = attendable keys of the query, so 1/n is the uniform
+// share) counts as negligible for `sparsity`. Relative to uniform so that the number means the same
+// for a 10-token and a 300-token sequence.
+inline constexpr double kSparsityFraction = 0.1;
+// `keys_90`: the fewest keys whose weights add up to this share of the row.
+inline constexpr double kCoverMass = 0.9;
+// `local_mass`: keys with 1 <= |k - q| <= kLocalWindow.
+inline constexpr int kLocalWindow = 3;
+// `offset_mass` covers signed offsets d = k - q in [-kMaxOffset, kMaxOffset].
+inline constexpr int kMaxOffset = 8;
+inline constexpr int kOffsetSlots = 2 * kMaxOffset + 1;
+
+enum class TokenKind : uint8_t {
+  kContent = 0,  // an ordinary piece of text
+  kPunct = 1,    // every character of its text span is Unicode punctuation
+  kSpecial = 2,  // added by the template: [CLS], [SEP], <s>, BOS, EOS
+};
+
+// What the statistics need to know about one sequence of T positions (tokens, or word units
+// after merging, see words.h).
+struct SequenceInfo {
+  std::vector<TokenKind> kinds;     // [T]
+  std::vector<int32_t> ids;         // [T] token ids, for duplicate_mass; empty: that field stays NaN;
+                                    //     a negative id never matches anything
+  std::vector<uint8_t> attendable;  // [T] 0 = padding key, never attended; empty: all keys valid
+  bool causal = false;              // query q sees keys k <= q only (decoders)
+
+  int T() const { return static_cast<int>(kinds.size()); }
+  // Whether query q may attend to key k under the mask.
+  bool may_attend(int q, int k) const {
+    return (!causal || k <= q) && (attendable.empty() || attendable[static_cast<size_t>(k)] != 0);
+  }
+};
+
+struct HeadStats {
+  int64_t n_queries = 0;  // queries averaged over (each with >= 1 attendable key)
+
+  // The four statistics of the lesson page.
+  double entropy_bits = 0;     // H(row) = -Σ a log2 a, mean over queries
+  double entropy_norm = 0;     // H / log2(n), in [0, 1]; queries with n = 1 are left out of this mean
+  double sparsity = 0;         // share of attendable weights below kSparsityFraction / n
+  double keys_90 = 0;          // fewest keys covering kCoverMass of the row (mean count)
+  double keys_90_share = 0;    // keys_90 / n, in (0, 1]
+  double max_attention = 0;    // mean of row maxima
+  double avg_attention = 0;    // Σ_k a_k² per row: the average weight *where the attention lands*
+                               // (uniform: 1/n, one-hot: 1); see docs/metrics.md for why
+  double uniform_overlap = 0;  // Σ_k min(a_k, 1/n): share of the row that a uniform row shares
+
+  // Position.
+  double mean_distance = 0;  // Σ a_k |k - q|
+  double mean_offset = 0;    // Σ a_k (k - q); negative = looks back
+  double self_mass = 0;      // a_q
+  double prev_mass = 0;      // a_{q-1}, mean over the queries that may attend to q-1 (= offset(-1))
+  double next_mass = 0;      // a_{q+1}, same rule (= offset(+1)); NaN for causal models
+  double local_mass = 0;     // Σ over 1 <= |k - q| <= kLocalWindow
+  // Mean of a_{q+d} over the queries for which q + d is attendable, d = slot - kMaxOffset
+  // (slot kMaxOffset is d = 0, the self mass). NaN where no query had such a key.
+  std::array<double, kOffsetSlots> offset_mass{};
+
+  // Token kinds.
+  double first_mass = 0;        // a_0: the first position ([CLS] or BOS or the first word)
+  double special_mass = 0;      // on TokenKind::kSpecial keys
+  double end_special_mass = 0;  // on special keys after position 0 ([SEP], EOS)
+  double sink_mass = 0;         // on the first position or any special key (the "sink" set)
+  double punct_mass = 0;        // on TokenKind::kPunct keys
+  double content_mass = 0;      // on TokenKind::kContent keys other than the query itself
+
+  // Repetition: mean mass on the other positions holding the same token id, over the queries
+  // whose id occurs at another attendable position. NaN when no such query (or no ids).
+  double duplicate_mass = 0;
+  int64_t n_duplicate_queries = 0;
+
+  double offset(int d) const { return offset_mass[static_cast<size_t>(d + kMaxOffset)]; }
+};
+
+// ---- roles (scored in src/analysis/roles.cc; the scale is explained at the top of roles.h) ----
+
+enum class Role : uint8_t {
+  kPreviousToken = 0,
+  kNextToken,
+  kSelf,
+  kFixedOffset,     // a fixed offset other than -1, 0, +1 (detail: "+2", "-3", ...)
+  kSink,            // first token / special tokens ([CLS], [SEP], BOS)
+  kBroad,           // near-uniform over the attendable keys
+  kLocalWindow,     // spread over the neighbours within kLocalWindow, no single offset dominating
+  kDuplicateToken,  // earlier/other occurrences of the same token
+  kInduction,       // the token after the previous occurrence of the current token
+  kSyntactic,       // the gold dependency head / dependent (detail: relation and direction)
+  kCoreference,     // the antecedent of a pronoun (GAP)
+  kMixed,           // no role scores at least kMinRoleScore
+};
+inline constexpr int kRoleCount = 12;
+inline constexpr double kMinRoleScore = 0.25;
+
+struct RoleInfo {
+  Role role;
+  std::string_view id;                // stable identifier for JSON and URLs: "previous_token"
+  std::string_view name;              // "Previous token"
+  std::string_view description;       // what the attention pattern looks like
+  std::string_view typical_function;  // what such heads are thought to do in trained models
+  std::string_view literature;        // where the pattern was described
+  uint32_t color;                     // 0xRRGGBB, used by the atlas grid and the explorer
+};
+
+// All roles, indexed by static_cast<int>(Role).
+std::span<const RoleInfo> role_catalogue();
+const RoleInfo& role_info(Role role);
+// Inverse of RoleInfo::id; throws Error naming the unknown id.
+Role role_from_id(std::string_view id);
+
+// Evidence measured outside the corpus statistics; every part is optional.
+struct ProbeEvidence {   // from a run over random tokens repeated twice (see probe.h)
+  double induction = 0;  // mean attention from a second-copy token to the token after its first copy
+  double duplicate = 0;  // mean attention from a second-copy token to its own first copy
+  int probe_length = 0;  // tokens in one copy
+};
+struct SyntaxEvidence {            // the head's best dependency relation (see syntax.h)
+  std::string relation;            // "nsubj"
+  bool head_to_dependent = false;  // false: dependent attends to its head
+  double accuracy = 0;             // on the report set (PUD)
+  double baseline_accuracy = 0;    // best fixed offset for this relation, same set
+  int baseline_offset = 0;
+  int64_t support = 0;  // dependents of this relation in the report set
+};
+struct CorefEvidence {  // GAP pronoun → correct candidate (see coref.h)
+  double accuracy = 0;
+  double baseline_accuracy = 0;
+  std::string baseline_name;  // "nearest candidate"
+  int64_t support = 0;
+};
+
+struct HeadEvidence {
+  HeadStats stats;  // token level, over the corpus
+  std::optional<ProbeEvidence> probe;
+  std::optional<SyntaxEvidence> syntax;
+  std::optional<CorefEvidence> coref;
+};
+
+struct RoleScore {
+  Role role = Role::kMixed;
+  double score = 0;      // [0, 1], see the top of this file
+  std::string detail;    // "+2" for kFixedOffset, "nsubj (dependent → head)" for kSyntactic
+  std::string evidence;  // one sentence in words: "62 % of its attention goes to the previous token"
+};
+
+struct HeadRoles {
+  std::vector<RoleScore> scores;  // every role that could be scored, best first
+  RoleScore primary;
+  RoleScore secondary;
+  double confidence = 0;  // primary.score (for kMixed: the best score that fell short)
+  double margin = 0;      // primary.score - secondary.score
+};
+
+// ---- words (src/analysis/words.cc): pieces merged into words, specials as units of their own ----
+
+struct WordMap {
+  int n_units = 0;
+  std::vector<int32_t> unit_of_token;  // [T] unit index of each token; -1: token dropped
+  std::vector<int32_t> word_of_unit;   // [U] word index of each unit; -1 for a special token
+  std::vector<int32_t> unit_of_word;   // [W] unit of each word; -1: no token fell in the word
+  std::vector<int32_t> first_token;    // [U] first token of each unit (for labels)
+};
+
+// ---- the atlas (src/analysis/atlas.h): one model over a corpus, gold data and the probe ----
+
+struct AtlasOptions {
+  std::string report_treebank;  // CoNLL-U; required
+  std::string select_treebank;  // CoNLL-U; empty: select on the report treebank (in-sample)
+  std::string report_coref;     // GAP TSV; empty: no coreference stage
+  std::string select_coref;     // GAP TSV; empty: select on the report file (in-sample)
+  std::string corpus;           // text file, one text a line; empty: report treebank sentences
+  int probe_length = 50;        // tokens per copy
+  int probe_count = 4;          // probes averaged
+  uint32_t seed = 1234;
+  int64_t min_support = 100;       // relations with fewer dependents (in either set) are not reported
+  int64_t role_min_support = 100;  // relations a head's syntactic role may be based on
+  // Called with the stage name, items done and items in the stage, after every item.
+  std::function<void(std::string_view stage, int64_t done, int64_t total)> progress;
+};
+
+}  // namespace headscope::analysis

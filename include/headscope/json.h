@@ -1,0 +1,52 @@
+// headscope — the JSON of every domain object, written in one place (src/pipeline/json.cc) and
+// documented once in docs/schema.md. `headscope run --json`, the server's /api/* replies and the
+// atlas all build their objects from these, so a field has one name and one shape everywhere.
+//
+// Numbers that have no value (a statistic with no sample, NaN) are written as null.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include "headscope/analysis.h"
+#include "headscope/model.h"
+#include "headscope/pipeline.h"
+
+namespace headscope {
+
+// x, or null when x is not finite.
+nlohmann::json json_number(double x);
+
+// Model info: name, architecture, n_layer, n_head, n_kv_head, d_model, d_head, d_ff, vocab_size,
+// max_positions, causal, kv_head_of [n_head], w_o_shape [d_model, n_head * d_head].
+void to_json(nlohmann::json& j, const ModelConfig& config);
+// Tokens: [{index, id, text, begin, end, special, word}, ...].
+void to_json(nlohmann::json& j, const Encoding& encoding);
+// {text, tokens, special}.
+void to_json(nlohmann::json& j, const WordUnit& unit);
+// {position, id, text, logit}.
+void to_json(nlohmann::json& j, const GeneratedToken& token);
+
+namespace analysis {
+// The 24 statistics of HeadStats; offset_mass is an object keyed by the signed offset "-8" … "8".
+void to_json(nlohmann::json& j, const HeadStats& stats);
+// {id, name, score, detail, evidence}.
+void to_json(nlohmann::json& j, const RoleScore& score);
+// {primary, secondary, confidence, margin, scores}.
+void to_json(nlohmann::json& j, const HeadRoles& roles);
+// {id, name, description, typical_function, literature, color "#rrggbb"}.
+void to_json(nlohmann::json& j, const RoleInfo& info);
+// {induction, duplicate, probe_length}.
+void to_json(nlohmann::json& j, const ProbeEvidence& probe);
+}  // namespace analysis
+
+// The role catalogue: one RoleInfo object per role, in catalogue order.
+nlohmann::json role_catalogue_json();
+
+// One head: {layer, head, kv_head, stats, roles}. The atlas adds its corpus evidence beside these.
+nlohmann::json head_json(const ModelConfig& config, int layer, int head, const analysis::HeadStats& stats,
+                         const analysis::HeadRoles& roles);
+
+// One analysed text ("headscope.run/2"): schema, model, text, truncated, level, special, n_tokens,
+// n_units, tokens, words, heads (layer-major). `hide_special` needs AnalyseOptions::without_specials.
+nlohmann::json run_json(const ModelConfig& config, const RunAnalysis& run, Level level, bool hide_special = false);
+
+}  // namespace headscope

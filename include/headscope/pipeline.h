@@ -1,0 +1,166 @@
+// headscope — the pipeline: everything a frontend asks of the core, each written once.
+//
+//   probe()      induction / duplicate-token evidence of a model (the repeated-random-tokens probe);
+//                measured once per model, then handed to every analyse()
+//   analyse()    one text: forward pass, statistics and roles of every head at token and word level
+//                (and with the special tokens left out), roles with the probe's evidence
+//   decompose()  one token of one layer through W_O: each head's output, its contribution, their sum
+//   generate()   greedy continuation through the KV cache, optionally capturing every attention row
+//   make_atlas() the corpus atlas of a model (and a control model): JSON, Markdown and PNG grids
+//
+// `headscope run`, `generate`, `atlas` and the server's /api/* call these and only parse, call and
+// format; the JSON of every object they return is written by headscope/json.h (docs/schema.md).
+// Implemented in src/pipeline/.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "headscope/analysis.h"
+#include "headscope/model.h"
+
+namespace headscope {
+
+// Token level: the model's own positions. Word level: pieces merged into words, each special
+// token a unit of its own (attention to a word is the sum over its pieces, from a word the mean).
+enum class Level { kToken, kWord };
+const char* level_name(Level level);  // "token", "word"
+
+// Statistics and roles of every head over the units of one level.
+struct LevelAnalysis {
+  analysis::SequenceInfo units;            // [U] kinds of the units
+  std::vector<analysis::HeadStats> stats;  // [n_layer * n_head], index layer * n_head + head
+  std::vector<analysis::HeadRoles> roles;  // [n_layer * n_head]
+};
+
+// One analysed text.
+struct RunAnalysis {
+  std::string text;
+  bool truncate = false;    // the caller allowed truncation (a cache key; analyse() leaves it)
+  Encoding encoding;        // T tokens
+  Capture capture;          // as asked by AnalyseOptions::capture
+  analysis::WordMap words;  // token → unit
+  Tensor word_attention;    // [n_layer, n_head, U, U]
+  LevelAnalysis token_level, word_level;
+  // The same with special tokens removed and rows renormalised (empty unless asked for).
+  LevelAnalysis token_plain, word_plain;
+
+  int T() const { return static_cast<int>(encoding.size()); }
+  const Tensor& attention(Level level) const { return level == Level::kToken ? capture.attention : word_attention; }
+  const LevelAnalysis& analysis(Level level, bool hide_special = false) const {
+    if (level == Level::kToken) return hide_special ? token_plain : token_level;
+    return hide_special ? word_plain : word_level;
+  }
+  // Bytes of tensors (and text) held, for a cache budget.
+  size_t bytes() const;
+};
+
+// A word unit labelled with the original text it covers (a special token: its own text).
+struct WordUnit {
+  std::string text;
+  std::vector<int> tokens;  // token indices, in order
+  bool special = false;
+};
+std::vector<WordUnit> word_units(const RunAnalysis& run);
+
+// Query head → key/value head: grouped-query attention shares each KV head among n_head /
+// n_kv_head consecutive query heads (transformers' repeat_kv); the identity without GQA.
+std::vector<int> kv_head_of(const ModelConfig& config);
+
+// ---- probe ----
+
+struct ProbeOptions {  // the atlas's defaults (AtlasOptions), so that both label heads alike
+  int length = 50;     // random tokens per copy
+  int count = 4;       // probes averaged
+  uint32_t seed = 1234;
+};
+// [n_layer * n_head]. Throws Error when the probe is longer than the model allows.
+std::vector<analysis::ProbeEvidence> probe(const Model& model, const ProbeOptions& options = {});
+
+// ---- analyse ----
+
+struct AnalyseOptions {
+  CaptureOptions capture;         // what the forward pass records (attention is always needed)
+  bool without_specials = false;  // also fill token_plain and word_plain
+};
+// Runs `encoding` (of `text`) and analyses it. `probe`: [n_layer * n_head] from probe(), or
+// empty (then no head can be labelled induction or duplicate-token). Roles come from this text's
+// statistics plus the probe; syntactic and coreference roles need gold data: make_atlas().
+RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
+                    std::span<const analysis::ProbeEvidence> probe, const AnalyseOptions& options = {});
+
+// ---- decompose ----
+
+// Token t of layer l: the heads' outputs side by side (the concatenation that enters W_O), W_O
+// applied to it, each head's contribution O_h · W_O[:, h]ᵀ, and the checks that the pieces add up.
+struct Decomposition {
+  int layer = 0, token = 0, n_head = 0, d_head = 0, d_model = 0, T = 0;
+  std::vector<float> concat;              // [n_head * d_head]
+  std::vector<float> head_output_norms;   // [n_head]
+  std::vector<float> projection;          // [d_model]  W_O · concat (accumulated in double)
+  std::vector<float> bias;                // [d_model]  b_O (zeros when the layer has none)
+  std::vector<float> contributions;       // [n_head, d_model]
+  std::vector<float> contribution_norms;  // [n_head]
+  std::vector<float> attn_output;         // [d_model]  the captured attention output
+  std::vector<float> attention_rows;      // [n_head, T] this token's row in every head
+  double sum_max_abs_error = 0;           // max |Σ_h contribution + bias - attn_output|
+  double projection_max_abs_error = 0;    // max |projection + bias - attn_output|
+};
+// `capture` needs attention, head outputs, contributions and the attention output. Throws Error
+// for a layer or token out of range.
+Decomposition decompose(const Model& model, const Capture& capture, int layer, int token);
+
+// ---- generate ----
+
+struct GeneratedToken {
+  int64_t position = 0;
+  int32_t id = 0;
+  std::string text;  // the vocabulary entry
+  float logit = 0;
+};
+struct GenerateOptions {
+  int max_new_tokens = 20;
+  int64_t max_length = 0;  // prompt + continuation; 0: the model's max_positions
+  bool stop_at_eos = true;
+  bool capture_attention = false;  // assemble Generation::attention
+  // Called after each new token with it and all ids so far (for printing as it goes).
+  std::function<void(const GeneratedToken&, const std::vector<int32_t>& ids)> on_token;
+};
+struct Generation {
+  int64_t prompt_tokens = 0;
+  std::vector<int32_t> ids;  // prompt + continuation
+  std::vector<GeneratedToken> generated;
+  bool stopped_at_eos = false;
+  bool stopped_at_limit = false;  // the length limit came before max_new_tokens
+  Tensor attention;               // [n_layer, n_head, T, T] with capture_attention
+};
+// Greedy decoding (argmax) through the KV cache: the prompt once, then one Model::extend() per
+// token. Throws Error for an encoder or an empty prompt.
+Generation generate(const Model& model, const Encoding& prompt, const GenerateOptions& options);
+
+// The prompt as transformers' apply_chat_template writes it: the chat template read from
+// `model_path` rendered around a user turn (and an optional system turn), encoded without the
+// tokenizer's own special tokens. Throws Error when the model's files declare no template.
+Encoding encode_chat(const Model& model, const std::string& model_path, const std::string& user,
+                     const std::string& system = "");
+
+// ---- atlas ----
+
+struct AtlasFiles {
+  std::string json;                  // NAME.json ("headscope.atlas/2", docs/atlas.md)
+  std::string markdown;              // NAME.md
+  std::vector<uint8_t> png;          // NAME.png
+  std::vector<uint8_t> control_png;  // NAME-control.png (empty without a control model)
+  ModelConfig config;                // of the main model
+  double seconds = 0;
+  std::vector<std::string> warnings;  // the models' load warnings (Model::warnings), for the frontend
+};
+// Loads `model_path` (and `control_path` when not empty) with `load`, builds their atlases and
+// formats them. `command_line` is quoted in the report, `image_name` linked from it.
+AtlasFiles make_atlas(const std::string& model_path, const std::string& control_path,
+                      const analysis::AtlasOptions& options, const std::string& command_line,
+                      const std::string& image_name, const LoadOptions& load = {});
+
+}  // namespace headscope

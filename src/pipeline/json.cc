@@ -1,0 +1,154 @@
+// headscope — the one JSON serializer of the domain objects (see headscope/json.h, docs/schema.md).
+#include "headscope/json.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+namespace headscope {
+
+using nlohmann::json;
+
+json json_number(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+
+void to_json(json& j, const ModelConfig& c) {
+  j = {{"name", c.name},
+       {"architecture", c.architecture},
+       {"n_layer", c.n_layer},
+       {"n_head", c.n_head},
+       {"n_kv_head", c.n_kv_head},
+       {"d_model", c.d_model},
+       {"d_head", c.d_head},
+       {"d_ff", c.d_ff},
+       {"vocab_size", c.vocab_size},
+       {"max_positions", c.max_positions},
+       {"causal", c.causal},
+       {"kv_head_of", kv_head_of(c)},
+       {"w_o_shape", {c.d_model, c.n_head * c.d_head}}};
+}
+
+void to_json(json& j, const Encoding& encoding) {
+  j = json::array();
+  for (size_t i = 0; i < encoding.tokens.size(); ++i) {
+    const Token& t = encoding.tokens[i];
+    j.push_back({{"index", i},
+                 {"id", t.id},
+                 {"text", t.text},
+                 {"begin", t.begin},
+                 {"end", t.end},
+                 {"special", t.special},
+                 {"word", t.word}});
+  }
+}
+
+void to_json(json& j, const WordUnit& u) { j = {{"text", u.text}, {"tokens", u.tokens}, {"special", u.special}}; }
+
+void to_json(json& j, const GeneratedToken& t) {
+  j = {{"position", t.position}, {"id", t.id}, {"text", t.text}, {"logit", json_number(t.logit)}};
+}
+
+namespace analysis {
+
+void to_json(json& j, const HeadStats& s) {
+  json offsets = json::object();
+  for (int d = -kMaxOffset; d <= kMaxOffset; ++d) offsets[std::to_string(d)] = json_number(s.offset(d));
+  j = {{"n_queries", s.n_queries},
+       {"entropy_bits", json_number(s.entropy_bits)},
+       {"entropy_norm", json_number(s.entropy_norm)},
+       {"sparsity", json_number(s.sparsity)},
+       {"keys_90", json_number(s.keys_90)},
+       {"keys_90_share", json_number(s.keys_90_share)},
+       {"max_attention", json_number(s.max_attention)},
+       {"avg_attention", json_number(s.avg_attention)},
+       {"uniform_overlap", json_number(s.uniform_overlap)},
+       {"mean_distance", json_number(s.mean_distance)},
+       {"mean_offset", json_number(s.mean_offset)},
+       {"self_mass", json_number(s.self_mass)},
+       {"prev_mass", json_number(s.prev_mass)},
+       {"next_mass", json_number(s.next_mass)},
+       {"local_mass", json_number(s.local_mass)},
+       {"offset_mass", std::move(offsets)},
+       {"first_mass", json_number(s.first_mass)},
+       {"special_mass", json_number(s.special_mass)},
+       {"end_special_mass", json_number(s.end_special_mass)},
+       {"sink_mass", json_number(s.sink_mass)},
+       {"punct_mass", json_number(s.punct_mass)},
+       {"content_mass", json_number(s.content_mass)},
+       {"duplicate_mass", json_number(s.duplicate_mass)},
+       {"n_duplicate_queries", s.n_duplicate_queries}};
+}
+
+void to_json(json& j, const RoleScore& r) {
+  const RoleInfo& info = role_info(r.role);
+  j = {{"id", info.id},
+       {"name", info.name},
+       {"score", json_number(r.score)},
+       {"detail", r.detail},
+       {"evidence", r.evidence}};
+}
+
+void to_json(json& j, const HeadRoles& r) {
+  j = {{"primary", r.primary},
+       {"secondary", r.secondary},
+       {"confidence", json_number(r.confidence)},
+       {"margin", json_number(r.margin)},
+       {"scores", r.scores}};
+}
+
+void to_json(json& j, const RoleInfo& r) {
+  char colour[8];
+  std::snprintf(colour, sizeof colour, "#%06x", r.color & 0xFFFFFFu);
+  j = {{"id", r.id},
+       {"name", r.name},
+       {"description", r.description},
+       {"typical_function", r.typical_function},
+       {"literature", r.literature},
+       {"color", colour}};
+}
+
+void to_json(json& j, const ProbeEvidence& p) {
+  j = {{"induction", json_number(p.induction)},
+       {"duplicate", json_number(p.duplicate)},
+       {"probe_length", p.probe_length}};
+}
+
+}  // namespace analysis
+
+json role_catalogue_json() {
+  json out = json::array();
+  for (const analysis::RoleInfo& r : analysis::role_catalogue()) out.push_back(r);
+  return out;
+}
+
+json head_json(const ModelConfig& c, int layer, int head, const analysis::HeadStats& stats,
+               const analysis::HeadRoles& roles) {
+  const std::vector<int> kv = kv_head_of(c);
+  return {{"layer", layer},
+          {"head", head},
+          {"kv_head", head >= 0 && static_cast<size_t>(head) < kv.size() ? kv[static_cast<size_t>(head)] : head},
+          {"stats", stats},
+          {"roles", roles}};
+}
+
+json run_json(const ModelConfig& c, const RunAnalysis& run, Level level, bool hide_special) {
+  const LevelAnalysis& a = run.analysis(level, hide_special);
+  json heads = json::array();
+  for (int l = 0; l < c.n_layer; ++l)
+    for (int h = 0; h < c.n_head; ++h) {
+      const auto i = static_cast<size_t>(l * c.n_head + h);
+      heads.push_back(head_json(c, l, h, a.stats.at(i), a.roles.at(i)));
+    }
+  return {{"schema", "headscope.run/2"},
+          {"model", c},
+          {"text", run.text},
+          {"truncated", run.encoding.truncated},
+          {"level", level_name(level)},
+          {"special", hide_special ? "hide" : "keep"},
+          {"n_tokens", run.T()},
+          {"n_units", a.units.T()},
+          {"tokens", run.encoding},
+          {"words", word_units(run)},
+          {"heads", std::move(heads)}};
+}
+
+}  // namespace headscope

@@ -1,0 +1,116 @@
+// One schema per object: `headscope run --json`, the server's /api/run reply (Api::run, no HTTP)
+// and the atlas JSON describe the same text's heads with the same objects, field by field.
+// The CLI is run as a separate process (the built binary), the API and the atlas in this one.
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "analysis/atlas.h"
+#include "analysis/atlas_report.h"
+#include "headscope/json.h"
+#include "headscope/model.h"
+#include "headscope/pipeline.h"
+#include "server/api.h"
+#include "server/run_cache.h"
+#include "test_support.h"
+
+namespace headscope {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kText = "The cat sat on the mat because it was tired, and the cat slept.";
+
+// A one-sentence treebank: the atlas needs one, but only its corpus statistics are compared here.
+constexpr const char* kTreebank =
+    "# text = The cat sat .\n"
+    "1\tThe\tthe\tDET\tDT\t_\t2\tdet\t_\t_\n"
+    "2\tcat\tcat\tNOUN\tNN\t_\t3\tnsubj\t_\t_\n"
+    "3\tsat\tsit\tVERB\tVBD\t_\t0\troot\t_\t_\n"
+    "4\t.\t.\tPUNCT\t.\t_\t3\tpunct\t_\t_\n\n";
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+json cli_run(const std::string& model_dir, const testing::TempDir& dir, bool words) {
+  const std::string out = dir.file(words ? "word.json" : "token.json");
+  const std::string cmd = std::string(HEADSCOPE_BINARY_DIR) + "/headscope run --quiet --model '" + model_dir +
+                          "' --text '" + kText + "' --json '" + out + "'" + (words ? " --words" : "");
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  return read_json(out);
+}
+
+// Every field of `want` is in `got` with the same value (numbers compared exactly: all three
+// writers serialise the same doubles, and JSON round-trips them).
+void expect_same_fields(const json& got, const json& want, const std::string& where) {
+  if (!want.is_object()) {  // nlohmann compares numbers by value across integer kinds
+    EXPECT_EQ(got, want) << where;
+    return;
+  }
+  ASSERT_TRUE(got.is_object()) << where;
+  for (const auto& [key, value] : want.items()) {
+    ASSERT_TRUE(got.contains(key)) << where << ": no field \"" << key << "\"";
+    expect_same_fields(got[key], value, where + "." + key);
+  }
+}
+
+TEST(Schema, CliApiAndAtlasWriteTheSameHeadObjects) {
+  const std::string model_dir = testing::env_or_fail("HEADSCOPE_MODEL");
+  ASSERT_FALSE(model_dir.empty());
+  const auto model = Model::load(model_dir);
+  const ModelConfig& c = model->config();
+  const size_t n_heads = static_cast<size_t>(c.n_layer * c.n_head);
+  testing::TempDir dir("schema");
+
+  const json cli_tokens = cli_run(model_dir, dir, false), cli_words = cli_run(model_dir, dir, true);
+
+  server::RunCache cache(*model, 4, size_t{1} << 30, 512, probe(*model));
+  server::Api api(*model, cache);
+  const server::HttpReply token_reply = api.run(json{{"text", kText}}.dump());
+  const server::HttpReply word_reply = api.run(json{{"text", kText}, {"level", "word"}}.dump());
+  ASSERT_EQ(token_reply.status, 200) << token_reply.body;
+  ASSERT_EQ(word_reply.status, 200) << word_reply.body;
+  const json api_tokens = json::parse(token_reply.body), api_words = json::parse(word_reply.body);
+
+  testing::write_raw(dir.file("tb.conllu"), kTreebank);
+  testing::write_raw(dir.file("corpus.txt"), std::string(kText) + "\n");
+  analysis::AtlasOptions options;
+  options.report_treebank = dir.file("tb.conllu");
+  options.corpus = dir.file("corpus.txt");
+  const json atlas = analysis::atlas_json(analysis::build_atlas(*model, model_dir, options), nullptr);
+
+  // The run objects: the CLI writes exactly what the API answers.
+  EXPECT_EQ(cli_tokens, api_tokens);
+  EXPECT_EQ(cli_words, api_words);
+  EXPECT_EQ(api_tokens["schema"], "headscope.run/2");
+  // Model info: the atlas adds the model's path.
+  expect_same_fields(atlas["model"], api_tokens["model"], "atlas.model");
+
+  ASSERT_EQ(api_tokens["heads"].size(), n_heads);
+  ASSERT_EQ(atlas["heads"].size(), n_heads);
+  for (size_t i = 0; i < n_heads; ++i) {
+    const json& cli = cli_tokens["heads"][i];
+    const json& a = atlas["heads"][i];
+    const std::string where = "head " + std::to_string(i);
+    // The atlas's statistics over a one-text corpus are this text's statistics, token and word level.
+    expect_same_fields(a["stats"], api_tokens["heads"][i]["stats"], where + " stats");
+    expect_same_fields(a["word_stats"], api_words["heads"][i]["stats"], where + " word_stats");
+    EXPECT_EQ(a["stats"], cli["stats"]) << where;
+    for (const char* key : {"layer", "head", "kv_head"}) EXPECT_EQ(a[key], cli[key]) << where << " " << key;
+    // Roles: one shape. (The atlas's values may differ: it adds syntactic evidence.)
+    ASSERT_TRUE(a.contains("roles")) << where;
+    for (const auto& [key, value] : cli["roles"].items()) EXPECT_TRUE(a["roles"].contains(key)) << where << " roles." << key;
+    for (const auto& [key, value] : cli["roles"]["primary"].items())
+      EXPECT_TRUE(a["roles"]["primary"].contains(key)) << where << " roles.primary." << key;
+  }
+  // A head's statistic, checked against its definition on this text: offset_mass["0"] is self_mass.
+  EXPECT_EQ(api_tokens["heads"][0]["stats"]["offset_mass"]["0"], api_tokens["heads"][0]["stats"]["self_mass"]);
+  EXPECT_EQ(api_tokens["heads"][0]["stats"]["offset_mass"].size(), 2u * analysis::kMaxOffset + 1);
+}
+
+}  // namespace
+}  // namespace headscope

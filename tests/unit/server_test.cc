@@ -300,6 +300,7 @@ class OutOfMemoryModel : public Model {
   Capture run(const Encoding&, const CaptureOptions&) const override {
     throw ResourceError("capture of 9 tokens needs 64 GiB; 2 GiB are available: send a shorter text");
   }
+  uint64_t run_bytes(int64_t T, const CaptureOptions& options) const override { return real_.run_bytes(T, options); }
   const Tensor& output_projection(int layer) const override { return real_.output_projection(layer); }
   const Tensor& output_bias(int layer) const override { return real_.output_bias(layer); }
 

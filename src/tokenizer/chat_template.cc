@@ -486,7 +486,8 @@ std::vector<Piece> split_template(const std::string& src) {
     if (end == std::string::npos) fail("a tag opened at offset " + std::to_string(tag) + " is never closed");
     std::string inner = src.substr(tag + 2, end - tag - 2);
     const bool strip_before = !inner.empty() && inner[0] == '-';
-    const bool strip_after = !inner.empty() && inner.back() == '-';
+    // A lone '-' ({{-}}) strips before only: the same character cannot mark both sides.
+    const bool strip_after = inner.size() > (strip_before ? 1u : 0u) && inner.back() == '-';
     if (strip_before) inner.erase(0, 1);
     if (strip_after) inner.pop_back();
     if (strip_before) {

@@ -136,6 +136,17 @@ TEST(ChatTemplateHostile, IntegerOverflowIsAnError) {
       << error_of("{{ 99999999999999999999 }}");
 }
 
+// Found by the chat_template fuzzer: a tag holding a lone '-' ({{-}}, {%-%}) was taken as
+// stripping on both sides, and the second strip popped a character off an empty string (undefined
+// behaviour, reported by the sanitizer build). A lone '-' strips before only; the empty tag is then
+// refused like any empty tag.
+TEST(ChatTemplateHostile, LoneDashTagIsRefusedNotUndefined) {
+  const std::vector<ChatMessage> m = {{"user", "hi"}};
+  EXPECT_EQ(error_of("a {{-}} b").rfind("Error: ", 0), 0u) << error_of("a {{-}} b");
+  EXPECT_EQ(error_of("a {%-%} b").rfind("Error: ", 0), 0u) << error_of("a {%-%} b");
+  EXPECT_EQ(render_chat_template("a  {{- 'x' -}}  b", m, false), "axb");
+}
+
 // Found by mutation: a string doubled by a chain of {% set %}, loops nested over the messages and
 // large outputs ran without bound.
 TEST(ChatTemplateHostile, BudgetsStopRunawayRenderings) {

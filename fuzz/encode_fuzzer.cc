@@ -13,6 +13,12 @@ const headscope::Tokenizer& tokenizer() {
 }
 }  // namespace
 
+// The tokenizer is read once here, before libFuzzer starts timing inputs.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  (void)tokenizer();
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace headscope;
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -202,8 +202,12 @@ TEST(ServerHttp, ChunkedBodyOverTheLimitIs413WhileItArrives) {
   sampler.join();
   EXPECT_EQ(r.status, 413);
   EXPECT_EQ(error_code(r), "body_too_large");
-  // Held: the 1 MiB limit and a read buffer, not the 12 MiB that arrived.
+  // Held: the 1 MiB limit and a read buffer, not the 12 MiB that arrived. (Under AddressSanitizer
+  // freed memory stays in its quarantine, so resident memory says nothing there: the status and
+  // the sanitizer's own checks are what that build tests.)
+#if !defined(__SANITIZE_ADDRESS__)
   EXPECT_LT(rss_peak - rss_before, size_t{6} << 20);
+#endif
   expect_alive(server.port());
 }
 

@@ -9,7 +9,9 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <httplib.h>
 #include <memory>
@@ -62,13 +64,30 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) std::abort();
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(served->port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) std::abort();
+  // Closed with a reset (linger 0), so that tens of thousands of inputs do not leave as many
+  // connections in TIME_WAIT and run the loopback's ephemeral ports out. A connection the server
+  // refuses for a while (every thread busy with slow inputs) is retried; a server that never
+  // answers again is a finding.
+  int fd = -1;
+  for (int attempt = 0; fd < 0; ++attempt) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) std::abort();
+    const linger reset{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) break;
+    const int err = errno;
+    ::close(fd);
+    fd = -1;
+    if (attempt == 200) {
+      std::fprintf(stderr, "http_fuzzer: cannot connect to the server: %s\n", std::strerror(err));
+      std::abort();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
   size_t sent = 0;
   while (sent < size) {
     const ssize_t n = ::send(fd, data + sent, size - sent, MSG_NOSIGNAL);

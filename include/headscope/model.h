@@ -111,12 +111,12 @@ class Model {
   virtual const Tensor& output_projection(int layer) const = 0;
   virtual const Tensor& output_bias(int layer) const = 0;
 
- protected:
   // The run memory budget in bytes (see LoadOptions::run_memory_budget), resolved per call so
   // that a long-lived server follows what the system has free.
   uint64_t run_memory_budget() const;
   // Throws ResourceError when `bytes` (what a run up to `T` tokens in all would allocate) exceeds
-  // the budget, with the estimate, what is available and the longest text that would fit.
+  // the budget, with the estimate, what is available and the longest text that would fit. run()
+  // and extend() call it; so does anything else that sizes buffers by T (generation's capture).
   void check_run_memory(int64_t T, uint64_t bytes, const CaptureOptions& options) const;
 
  private:

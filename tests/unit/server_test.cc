@@ -407,6 +407,30 @@ TEST(Pipeline, DecomposeMatchesAHandMadeProjection) {
 
 // generate() with capture: the rows gathered step by step through the KV cache equal one forward
 // pass over prompt + continuation (a causal model's row t does not depend on later tokens).
+// A generation that captures attention keeps every step's rows in one [L, H, T_max, T_max] block;
+// with a long continuation that block alone was allocated (and zero-filled) before any check. It
+// is now refused first, naming the final length, while the prompt itself fits.
+TEST(Pipeline, GenerationOverTheMemoryBudgetIsRefusedBeforeAllocating) {
+  const std::string path =
+      std::string(HEADSCOPE_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf";
+  LoadOptions load;
+  load.run_memory_budget = uint64_t{256} << 20;
+  const auto model = Model::load(path, load);
+  const Encoding prompt = model->encode("The capital of France is");
+  ASSERT_LE(model->run_bytes(static_cast<int64_t>(prompt.size()), CaptureOptions::attention_only()),
+            load.run_memory_budget);
+  GenerateOptions options;
+  options.max_new_tokens = 4000;
+  options.capture_attention = true;
+  try {
+    (void)generate(*model, prompt, options);
+    FAIL() << "a 4,000-token capture fitted in 256 MiB";
+  } catch (const ResourceError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("a run over " + std::to_string(prompt.size() + 4000) + " tokens"), std::string::npos) << what;
+  }
+}
+
 TEST(Pipeline, GeneratedAttentionEqualsOneForwardPass) {
   const std::string path =
       std::string(HEADSCOPE_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf";

@@ -9,12 +9,14 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "headscope/error.h"
+#include "headscope/model.h"
 
 namespace headscope::testing {
 
@@ -73,6 +75,16 @@ inline std::string env_or_fail(const char* name) {
     return "";
   }
   return v;
+}
+
+// The default model ($HEADSCOPE_MODEL), loaded once per test program and shared by its tests.
+inline const Model& default_model() {
+  static std::unique_ptr<Model> model = [] {
+    const std::string dir = env_or_fail("HEADSCOPE_MODEL");
+    return dir.empty() ? nullptr : Model::load(dir);
+  }();
+  if (!model) throw std::runtime_error("HEADSCOPE_MODEL is not set");
+  return *model;
 }
 
 // $HEADSCOPE_GOLDENS/<sub>, where tests/reference/golden_*.py wrote this test's goldens.

@@ -159,17 +159,10 @@ Capture BertModel::run(const Encoding& enc, const CaptureOptions& options) const
 }  // namespace
 
 ModelConfig bert_config(const nlohmann::json& c, const std::string& where) {
-  using limits::kMaxLayers, limits::kMaxHeads, limits::kMaxModelWidth, limits::kMaxFeedForward, limits::kMaxVocabulary,
-      limits::kMaxPositions;
   ModelConfig m;
   m.architecture = "bert";
-  m.n_layer = int(json_int(c, "num_hidden_layers", where, 1, kMaxLayers));
-  m.n_head = int(json_int(c, "num_attention_heads", where, 1, kMaxHeads));
+  read_hf_sizes(c, where, m);
   m.n_kv_head = m.n_head;
-  m.d_model = int(json_int(c, "hidden_size", where, 1, kMaxModelWidth));
-  m.d_ff = int(json_int(c, "intermediate_size", where, 1, kMaxFeedForward));
-  m.vocab_size = int(json_int(c, "vocab_size", where, 1, kMaxVocabulary));
-  m.max_positions = int(json_int(c, "max_position_embeddings", where, 1, kMaxPositions));
   m.norm_eps = norm_epsilon(json_number(c, "layer_norm_eps", where, 1e-12), where + ": \"layer_norm_eps\"");
   m.causal = false;
   if (m.d_model % m.n_head != 0)

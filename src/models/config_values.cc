@@ -113,6 +113,15 @@ double rope_base(double value, const std::string& what) {
   return value;
 }
 
+void read_hf_sizes(const nlohmann::json& c, const std::string& where, ModelConfig& m) {
+  m.n_layer = int(json_int(c, "num_hidden_layers", where, 1, limits::kMaxLayers));
+  m.n_head = int(json_int(c, "num_attention_heads", where, 1, limits::kMaxHeads));
+  m.d_model = int(json_int(c, "hidden_size", where, 1, limits::kMaxModelWidth));
+  m.d_ff = int(json_int(c, "intermediate_size", where, 1, limits::kMaxFeedForward));
+  m.vocab_size = int(json_int(c, "vocab_size", where, 1, limits::kMaxVocabulary));
+  m.max_positions = int(json_int(c, "max_position_embeddings", where, 1, limits::kMaxPositions));
+}
+
 void check_model_shape(const ModelConfig& m, const std::string& where) {
   in_range(m.n_layer, where + ": the number of layers", 1, limits::kMaxLayers);
   in_range(m.n_head, where + ": the number of attention heads", 1, limits::kMaxHeads);

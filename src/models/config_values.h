@@ -45,6 +45,11 @@ double gguf_number(const io::GgufFile& f, const std::string& key, double fallbac
 
 // ---- checks shared by the families ----
 
+// The sizes every Hugging Face config of the BERT and Llama families names the same way
+// (num_hidden_layers, num_attention_heads, hidden_size, intermediate_size, vocab_size,
+// max_position_embeddings), each an integer within its budget of limits.h, into `m`.
+void read_hf_sizes(const nlohmann::json& c, const std::string& where, ModelConfig& m);
+
 // A normalisation epsilon: a normal positive float no larger than 1 (0, NaN, Inf or a denormal
 // would divide by zero or make every output NaN). `what` names the file and key.
 float norm_epsilon(double value, const std::string& what);

@@ -72,18 +72,12 @@ int32_t eos_from_config(const nlohmann::json& c, const std::string& where) {
 }  // namespace
 
 DecoderHyper llama_config(const nlohmann::json& c, const std::string& where) {
-  using limits::kMaxLayers, limits::kMaxHeads, limits::kMaxModelWidth, limits::kMaxHeadWidth, limits::kMaxFeedForward,
-      limits::kMaxVocabulary, limits::kMaxPositions;
+  using limits::kMaxLayers, limits::kMaxHeadWidth, limits::kMaxPositions;
   DecoderHyper hp;
   ModelConfig& m = hp.cfg;
   m.architecture = json_string(c, "model_type", where, "llama");
-  m.n_layer = int(json_int(c, "num_hidden_layers", where, 1, kMaxLayers));
-  m.n_head = int(json_int(c, "num_attention_heads", where, 1, kMaxHeads));
+  read_hf_sizes(c, where, m);
   m.n_kv_head = int(json_int(c, "num_key_value_heads", where, 1, m.n_head, m.n_head));
-  m.d_model = int(json_int(c, "hidden_size", where, 1, kMaxModelWidth));
-  m.d_ff = int(json_int(c, "intermediate_size", where, 1, kMaxFeedForward));
-  m.vocab_size = int(json_int(c, "vocab_size", where, 1, kMaxVocabulary));
-  m.max_positions = int(json_int(c, "max_position_embeddings", where, 1, kMaxPositions));
   m.norm_eps = norm_epsilon(json_number(c, "rms_norm_eps", where, 1e-6), where + ": \"rms_norm_eps\"");
   m.causal = true;
   if (!c.contains("head_dim") || c["head_dim"].is_null()) {

@@ -268,6 +268,20 @@ struct Corrupt {
   std::vector<std::string> expect;
 };
 
+// Each case written as a file with that header and data; opening it must fail with an Error
+// naming the path and every expected phrase.
+void expect_each_refused(const std::vector<Corrupt>& cases) {
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.label);
+    TempDir dir;
+    const std::string path = dir.file("bad.safetensors");
+    write_safetensors(path, c.header, std::string(c.data_bytes, '\0'));
+    std::vector<std::string> expect = c.expect;
+    expect.push_back(path);
+    expect_error([&] { SafetensorsFile f(path); }, expect);
+  }
+}
+
 TEST(SafetensorsCorrupt, HeaderCases) {
   const std::vector<Corrupt> cases = {
       {"not json", "{\"w\": [1, 2", 0, {"not valid JSON"}},
@@ -292,15 +306,7 @@ TEST(SafetensorsCorrupt, HeaderCases) {
       {"entry not object", R"({"w":3})", 0, {"'w'", "must be an object"}},
       {"metadata value", R"({"__metadata__":{"format":1}})", 0, {"__metadata__", "'format'", "string"}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.label);
-    TempDir dir;
-    const std::string path = dir.file("bad.safetensors");
-    write_safetensors(path, c.header, std::string(c.data_bytes, '\0'));
-    std::vector<std::string> expect = c.expect;
-    expect.push_back(path);
-    expect_error([&] { SafetensorsFile f(path); }, expect);
-  }
+  expect_each_refused(cases);
 }
 
 TEST(SafetensorsCorrupt, FileLevelCases) {
@@ -338,15 +344,7 @@ TEST(SafetensorsCorrupt, TensorsMustCoverTheBufferExactly) {
        {"cover 4 bytes", "holds 12"}},
       {"no tensors but data", R"({})", 4, {"cover 0 bytes", "holds 4"}},
   };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(c.label);
-    TempDir dir;
-    const std::string path = dir.file("bad.safetensors");
-    write_safetensors(path, c.header, std::string(c.data_bytes, '\0'));
-    std::vector<std::string> expect = c.expect;
-    expect.push_back(path);
-    expect_error([&] { SafetensorsFile f(path); }, expect);
-  }
+  expect_each_refused(cases);
 }
 
 // A header length shortened by 1-7 bytes still parses (the header is padded with spaces to a

@@ -25,14 +25,7 @@ namespace {
 
 using json = nlohmann::json;
 
-const Model& minilm() {
-  static std::unique_ptr<Model> model = [] {
-    const std::string dir = testing::env_or_fail("HEADSCOPE_MODEL");
-    return dir.empty() ? nullptr : Model::load(dir);
-  }();
-  if (!model) throw std::runtime_error("HEADSCOPE_MODEL is not set");
-  return *model;
-}
+const Model& minilm() { return testing::default_model(); }
 
 // A server as `headscope serve` configures it, listening on a free port until destroyed.
 class LiveServer {

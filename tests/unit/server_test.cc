@@ -200,14 +200,7 @@ TEST(ServerLimits, RunBytesCountsTheCapture) {
 
 // ---- the API on the default model ----
 
-const Model& minilm() {
-  static std::unique_ptr<Model> model = [] {
-    const std::string dir = testing::env_or_fail("HEADSCOPE_MODEL");
-    return dir.empty() ? nullptr : Model::load(dir);
-  }();
-  if (!model) throw std::runtime_error("HEADSCOPE_MODEL is not set");
-  return *model;
-}
+const Model& minilm() { return testing::default_model(); }
 
 struct ApiFixture {
   explicit ApiFixture(const Model& model, ApiLimits limits = {})

@@ -62,6 +62,14 @@ void HeadStatsAccumulator::add(const float* attention, int T, const SequenceInfo
     throw Error("head statistics: attention is [" + std::to_string(T) + ", " + std::to_string(T) +
                 "] but the sequence description has " + std::to_string(seq.T()) + " positions");
   }
+  add_rows(attention, 0, T, seq);
+}
+
+void HeadStatsAccumulator::add_rows(const float* rows, int q0, int q1, const SequenceInfo& seq) {
+  const int T = seq.T();
+  if (q0 < 0 || q1 > T || q0 > q1)
+    throw Error("head statistics: query rows " + std::to_string(q0) + ".." + std::to_string(q1) + " of " +
+                std::to_string(T) + " positions");
   if (!seq.ids.empty() && static_cast<int>(seq.ids.size()) != T) {
     throw Error("head statistics: sequence ids have " + std::to_string(seq.ids.size()) +
                 " entries for " + std::to_string(T) + " positions");
@@ -71,8 +79,8 @@ void HeadStatsAccumulator::add(const float* attention, int T, const SequenceInfo
                 " entries for " + std::to_string(T) + " positions");
   }
   scratch_.resize(static_cast<size_t>(T));
-  for (int q = 0; q < T; ++q) {
-    const float* row = attention + static_cast<int64_t>(q) * T;
+  for (int q = q0; q < q1; ++q) {
+    const float* row = rows + static_cast<int64_t>(q - q0) * T;
     int n = 0;
     for (int k = 0; k < T; ++k) {
       if (seq.may_attend(q, k)) scratch_[static_cast<size_t>(n++)] = row[k];
@@ -101,12 +109,7 @@ void HeadStatsAccumulator::add(const float* attention, int T, const SequenceInfo
     avg_ += sq;
     uniform_ += overlap;
 
-    // Fewest keys covering kCoverMass: the largest weights first.
-    std::sort(scratch_.begin(), scratch_.begin() + n, std::greater<float>());
-    int cover = 0;
-    double cum = 0;
-    while (cover < n && cum < kCoverMass - kCoverTolerance) cum += scratch_[static_cast<size_t>(cover++)];
-    cover = std::max(cover, 1);
+    const int cover = keys_to_cover(scratch_.data(), n, kCoverMass - kCoverTolerance);
     keys90_ += cover;
     keys90_share_ += static_cast<double>(cover) / n;
 
@@ -210,6 +213,39 @@ HeadStats HeadStatsAccumulator::result() const {
   s.duplicate_mass = mean_or_nan(dup_, n_dup_);
   s.n_duplicate_queries = n_dup_;
   return s;
+}
+
+int keys_to_cover(float* v, int n, double need) {
+  // Invariant: `count` weights, all larger than any in [lo, hi), are taken; `need` is what they
+  // still lack. Each step splits [lo, hi) around a pivot into > | == | < and either keeps to the
+  // larger part (when it alone covers `need`) or takes it and the ties as far as needed.
+  int count = 0, lo = 0, hi = n;
+  while (lo < hi && need > 0) {
+    if (hi - lo <= 32) {
+      std::sort(v + lo, v + hi, std::greater<float>());
+      while (lo < hi && need > 0) need -= v[lo++], ++count;
+      break;
+    }
+    const float a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi - 1];
+    const float pivot = std::max(std::min(a, b), std::min(std::max(a, b), c));  // median of three
+    int gt = lo, i = lo, lt = hi;  // [lo, gt) > pivot, [gt, i) == pivot, [lt, hi) < pivot
+    while (i < lt) {
+      if (v[i] > pivot) std::swap(v[i++], v[gt++]);
+      else if (v[i] < pivot) std::swap(v[i], v[--lt]);
+      else ++i;
+    }
+    double larger = 0;
+    for (int j = lo; j < gt; ++j) larger += v[j];
+    if (larger >= need && gt > lo) {
+      hi = gt;
+      continue;
+    }
+    need -= larger;
+    count += gt - lo;
+    for (int j = gt; j < lt && need > 0; ++j) need -= pivot, ++count;
+    lo = lt;
+  }
+  return std::max(count, 1);
 }
 
 HeadStats compute_head_stats(const float* attention, int T, const SequenceInfo& seq) {

@@ -33,6 +33,9 @@ class HeadStatsAccumulator {
  public:
   // attention: [T, T] row-major, T == seq.T(). Throws Error on a size mismatch.
   void add(const float* attention, int T, const SequenceInfo& seq);
+  // Query rows q0 .. q1-1 of the same [T, T] matrix, rows[(q - q0) * T + k]: a long text's
+  // attention streamed block by block. Feeding every row once, in order, gives exactly add()'s sums.
+  void add_rows(const float* rows, int q0, int q1, const SequenceInfo& seq);
   void merge(const HeadStatsAccumulator& other);
   HeadStats result() const;
 
@@ -46,6 +49,10 @@ class HeadStatsAccumulator {
   std::array<int64_t, kOffsetSlots> offset_n_{};
   std::vector<float> scratch_;  // one sorted row, reused
 };
+
+// The fewest of the n weights (largest first) whose sum reaches `mass`, at least 1; reorders
+// `weights`. Expected O(n) (a three-way quickselect on the running mass) instead of a sort.
+int keys_to_cover(float* weights, int n, double mass);
 
 // One head, one sequence.
 HeadStats compute_head_stats(const float* attention, int T, const SequenceInfo& seq);

@@ -74,6 +74,21 @@ WordMap words_from_spans(const Encoding& encoding,
   return map;
 }
 
+void add_token_row(const float* a, int T, const WordMap& map, double* sums, float* unit_row) {
+  const int U = map.n_units;
+  std::fill(sums, sums + U, 0.0);
+  for (int s = 0; s < T; ++s) {
+    const int32_t v = map.unit_of_token[static_cast<size_t>(s)];
+    if (v >= 0) sums[v] += a[s];  // attention TO a unit: the sum over its pieces (columns)
+  }
+  for (int v = 0; v < U; ++v) unit_row[v] += static_cast<float>(sums[v]);
+}
+
+void finish_unit_row(float* unit_row, int U, int pieces) {
+  if (pieces <= 1) return;  // attention FROM a unit: the mean over its pieces (rows)
+  for (int v = 0; v < U; ++v) unit_row[v] /= static_cast<float>(pieces);
+}
+
 std::vector<float> merge_attention(const float* attention, int T, const WordMap& map) {
   if (static_cast<int>(map.unit_of_token.size()) != T) {
     throw Error("word merge: the word map covers " + std::to_string(map.unit_of_token.size()) +
@@ -82,28 +97,14 @@ std::vector<float> merge_attention(const float* attention, int T, const WordMap&
   const int U = map.n_units;
   std::vector<float> out(static_cast<size_t>(U) * U, 0.0f);
   std::vector<int> pieces(static_cast<size_t>(U), 0);
-  std::vector<double> row(static_cast<size_t>(U));
+  std::vector<double> sums(static_cast<size_t>(U));
   for (int t = 0; t < T; ++t) {
     const int32_t u = map.unit_of_token[static_cast<size_t>(t)];
     if (u < 0) continue;
     ++pieces[static_cast<size_t>(u)];
-    // Attention TO a unit: sum over the unit's pieces (columns).
-    std::fill(row.begin(), row.end(), 0.0);
-    const float* a = attention + static_cast<int64_t>(t) * T;
-    for (int s = 0; s < T; ++s) {
-      const int32_t v = map.unit_of_token[static_cast<size_t>(s)];
-      if (v >= 0) row[static_cast<size_t>(v)] += a[s];
-    }
-    float* o = out.data() + static_cast<int64_t>(u) * U;
-    for (int v = 0; v < U; ++v) o[v] += static_cast<float>(row[static_cast<size_t>(v)]);
+    add_token_row(attention + static_cast<int64_t>(t) * T, T, map, sums.data(), out.data() + static_cast<int64_t>(u) * U);
   }
-  // Attention FROM a unit: mean over the unit's pieces (rows).
-  for (int u = 0; u < U; ++u) {
-    const int p = pieces[static_cast<size_t>(u)];
-    if (p <= 1) continue;
-    float* o = out.data() + static_cast<int64_t>(u) * U;
-    for (int v = 0; v < U; ++v) o[v] /= static_cast<float>(p);
-  }
+  for (int u = 0; u < U; ++u) finish_unit_row(out.data() + static_cast<int64_t>(u) * U, U, pieces[static_cast<size_t>(u)]);
   return out;
 }
 

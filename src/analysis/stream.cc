@@ -1,0 +1,134 @@
+// A head's attention consumed block by block; see stream.h.
+#include "analysis/stream.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "analysis/words.h"
+#include "headscope/error.h"
+
+namespace headscope::analysis {
+namespace {
+
+std::vector<int32_t> index_of_kept(const std::vector<int32_t>& kept, int n) {
+  std::vector<int32_t> index(static_cast<size_t>(n), -1);
+  for (size_t i = 0; i < kept.size(); ++i) index[static_cast<size_t>(kept[i])] = static_cast<int32_t>(i);
+  return index;
+}
+
+}  // namespace
+
+StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_specials, int overview_cells) {
+  const int T = tokens.T();
+  if (T == 0) throw Error("attention stream: the text has no tokens");
+  if (static_cast<int>(words.unit_of_token.size()) != T)
+    throw Error("attention stream: the word map covers " + std::to_string(words.unit_of_token.size()) +
+                " tokens, the text has " + std::to_string(T));
+  if (overview_cells < 1) throw Error("attention stream: the overview needs at least one cell");
+  StreamPlan plan;
+  plan.word_units = describe_units(tokens, words);
+  const int U = words.n_units;
+  plan.last_token.assign(static_cast<size_t>(U), -1);
+  plan.pieces.assign(static_cast<size_t>(U), 0);
+  for (int t = 0; t < T; ++t) {
+    const int32_t u = words.unit_of_token[static_cast<size_t>(t)];
+    if (u < 0) continue;
+    plan.last_token[static_cast<size_t>(u)] = t;
+    ++plan.pieces[static_cast<size_t>(u)];
+  }
+  plan.without_specials = without_specials;
+  if (without_specials) {
+    plan.token_plain = special_free_units(tokens);
+    plan.word_plain = special_free_units(plan.word_units);
+    plan.token_plain_index = index_of_kept(plan.token_plain.kept, T);
+    plan.word_plain_index = index_of_kept(plan.word_plain.kept, U);
+  }
+  plan.cells = std::min(T, overview_cells);
+  plan.cell_of.resize(static_cast<size_t>(T));
+  for (int t = 0; t < T; ++t) plan.cell_of[static_cast<size_t>(t)] = static_cast<int32_t>(int64_t(t) * plan.cells / T);
+  plan.offset_count.assign(static_cast<size_t>(2 * T - 1), 0);
+  for (int q = 0; q < T; ++q)
+    for (int k = 0; k < T; ++k)
+      if (tokens.may_attend(q, k)) ++plan.offset_count[static_cast<size_t>(k - q + T - 1)];
+  plan.tokens = std::move(tokens);
+  plan.words = std::move(words);
+  return plan;
+}
+
+HeadStream::HeadStream(const StreamPlan& plan) : plan_(&plan) {
+  const size_t T = static_cast<size_t>(plan.T()), cells = static_cast<size_t>(plan.cells);
+  overview.cells = plan.cells;
+  overview.sum.assign(cells * cells, 0.0f);
+  overview.max.assign(cells * cells, 0.0f);
+  received.assign(T, 0.0);
+  offset_sum.assign(2 * T - 1, 0.0);
+  full_row_.resize(T);
+  plain_row_.resize(T);
+  sums_.resize(static_cast<size_t>(plan.words.n_units));
+}
+
+void HeadStream::add_rows(const float* rows, int q0, int q1, int width) {
+  const StreamPlan& p = *plan_;
+  const int T = p.T(), U = p.words.n_units;
+  if (q0 != next_row_ || q1 < q0 || q1 > T)
+    throw Error("attention stream: rows " + std::to_string(q0) + ".." + std::to_string(q1) + " arrived; row " +
+                std::to_string(next_row_) + " of " + std::to_string(T) + " was expected next");
+  if (width > T || (p.tokens.causal ? width < q1 : width != T))
+    throw Error("attention stream: blocks of " + std::to_string(width) + " keys cannot hold rows up to " +
+                std::to_string(q1) + " of " + std::to_string(T));
+  for (int q = q0; q < q1; ++q) {
+    const float* a = rows + static_cast<int64_t>(q - q0) * width;
+    std::memcpy(full_row_.data(), a, sizeof(float) * static_cast<size_t>(width));
+    std::fill(full_row_.begin() + width, full_row_.end(), 0.0f);  // keys after q: masked, exactly 0
+
+    token.add_rows(full_row_.data(), q, q + 1, p.tokens);
+    if (p.without_specials && p.token_plain_index[static_cast<size_t>(q)] >= 0) {
+      drop_special_row(full_row_.data(), q, p.tokens, p.token_plain.kept, plain_row_.data());
+      const int qi = p.token_plain_index[static_cast<size_t>(q)];
+      token_plain.add_rows(plain_row_.data(), qi, qi + 1, p.token_plain.units);
+    }
+
+    // Overview, column sums and offsets: the keys this query may see (the rest are 0).
+    const int32_t row_cell = p.cell_of[static_cast<size_t>(q)];
+    float* cell_sum = overview.sum.data() + static_cast<int64_t>(row_cell) * p.cells;
+    float* cell_max = overview.max.data() + static_cast<int64_t>(row_cell) * p.cells;
+    double* offsets = offset_sum.data() + (T - 1 - q);
+    for (int k = 0; k < width; ++k) {
+      const float w = a[k];
+      const int32_t c = p.cell_of[static_cast<size_t>(k)];
+      cell_sum[c] += w;
+      cell_max[c] = std::max(cell_max[c], w);
+      received[static_cast<size_t>(k)] += w;
+      offsets[k] += w;
+    }
+
+    // Word level: the token row joins its unit's row; a unit complete with this token is analysed.
+    const int32_t u = p.words.unit_of_token[static_cast<size_t>(q)];
+    if (u < 0) continue;
+    auto open = std::find_if(open_.begin(), open_.end(), [u](const auto& o) { return o.first == u; });
+    if (open == open_.end()) open = open_.insert(open_.end(), {u, std::vector<float>(static_cast<size_t>(U), 0.0f)});
+    float* unit_row = open->second.data();
+    add_token_row(full_row_.data(), T, p.words, sums_.data(), unit_row);
+    if (q != p.last_token[static_cast<size_t>(u)]) continue;
+    finish_unit_row(unit_row, U, p.pieces[static_cast<size_t>(u)]);
+    word.add_rows(unit_row, u, u + 1, p.word_units);
+    if (p.without_specials && p.word_plain_index[static_cast<size_t>(u)] >= 0) {
+      drop_special_row(unit_row, u, p.word_units, p.word_plain.kept, plain_row_.data());
+      const int ui = p.word_plain_index[static_cast<size_t>(u)];
+      word_plain.add_rows(plain_row_.data(), ui, ui + 1, p.word_plain.units);
+    }
+    open_.erase(open);
+  }
+  next_row_ = q1;
+}
+
+std::vector<double> HeadStream::offset_profile() const {
+  std::vector<double> mean(offset_sum.size(), std::numeric_limits<double>::quiet_NaN());
+  for (size_t i = 0; i < mean.size(); ++i)
+    if (plan_->offset_count[i] > 0) mean[i] = offset_sum[i] / static_cast<double>(plan_->offset_count[i]);
+  return mean;
+}
+
+}  // namespace headscope::analysis

@@ -1,0 +1,77 @@
+// headscope analysis — a head's attention consumed block by block, so that a long text's
+// [layer, head, T, T] maps never exist at once.
+//
+// The forward pass hands each layer's probabilities over in blocks of query rows
+// ([n_head, q1 − q0, width], see CaptureOptions::attention_rows in headscope/model.h); a HeadStream
+// per head feeds every row, once and in order, to everything the analysis keeps:
+//   - the statistics at token level and at word level, each also without special tokens
+//     (HeadStatsAccumulator; word rows are merged as analysis/words.h does, special tokens dropped
+//     as analysis/without_specials.h does — the same functions, so the results equal the dense
+//     path's, not merely approximate them);
+//   - an overview map: the text pooled into at most `cells` × `cells` blocks, each holding the
+//     summed and the largest weight of its block (what a screen can show of an 8K × 8K map);
+//   - the attention each key receives (column sums) and the mass at every relative offset.
+// Memory per head: 2·cells² + 3·T floats plus one open word row, whatever T is.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "analysis/statistics.h"
+#include "analysis/without_specials.h"
+#include "headscope/analysis.h"
+
+namespace headscope::analysis {
+
+// What every head of one text shares: the units of each level and the overview's grid.
+struct StreamPlan {
+  SequenceInfo tokens;            // [T]
+  WordMap words;                  // token → unit
+  SequenceInfo word_units;        // [U]
+  std::vector<int32_t> last_token;  // [U] the token after which unit u's row is complete
+  std::vector<int32_t> pieces;      // [U] tokens of unit u
+  bool without_specials = false;
+  WithoutSpecials token_plain, word_plain;  // kept positions and their units (no attention)
+  std::vector<int32_t> token_plain_index, word_plain_index;  // [T], [U] kept index, −1 for a special
+  int cells = 0;                    // overview rows = columns = min(T, the requested cells)
+  std::vector<int32_t> cell_of;     // [T] overview row (and column) of each token
+  std::vector<int64_t> offset_count;  // [2T − 1] queries q whose key q + d is attendable, index d + T − 1
+
+  int T() const { return tokens.T(); }
+};
+StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_specials, int overview_cells);
+
+// The pooled map of one head: [cells, cells] row-major, block (i, j) covering the query rows and
+// key columns whose cell_of is i and j.
+struct Overview {
+  int cells = 0;
+  std::vector<float> sum;  // Σ of the block's weights
+  std::vector<float> max;  // the block's largest weight
+};
+
+class HeadStream {
+ public:
+  explicit HeadStream(const StreamPlan& plan);
+  // Query rows q0 .. q1−1: rows[(q − q0) · width + k]; width = T for a bidirectional model, at
+  // least q1 for a causal one (keys after q are masked and never read).
+  void add_rows(const float* rows, int q0, int q1, int width);
+  // True once every query row has been added.
+  bool complete() const { return next_row_ == plan_->T(); }
+  // Mean attention at each offset d = k − q: offset_sum / the plan's offset_count, index d + T − 1
+  // (NaN where no query has such a key).
+  std::vector<double> offset_profile() const;
+
+  HeadStatsAccumulator token, token_plain, word, word_plain;
+  Overview overview;
+  std::vector<double> received;    // [T] Σ_q a_qk
+  std::vector<double> offset_sum;  // [2T − 1] Σ_q a_{q, q+d}, index d + T − 1
+
+ private:
+  const StreamPlan* plan_;
+  int next_row_ = 0;
+  std::vector<float> full_row_;    // [T] one token row with the masked tail as zeros
+  std::vector<float> plain_row_;   // [K] the row without specials
+  std::vector<double> sums_;       // [U] scratch of add_token_row
+  std::vector<std::pair<int32_t, std::vector<float>>> open_;  // units with rows still being merged
+};
+
+}  // namespace headscope::analysis

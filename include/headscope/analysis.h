@@ -169,6 +169,19 @@ struct HeadRoles {
   double margin = 0;      // primary.score - secondary.score
 };
 
+// ---- overview (src/analysis/stream.cc): what a run keeps of a head's whole map at any length ----
+
+// One head's [T, T] attention as a screen can show it, plus its exact marginals. Block (i, j) of
+// the pooled map covers the query rows and key columns t with t · cells / T == i (resp. j).
+struct HeadOverview {
+  int T = 0, cells = 0;             // cells = min(T, the requested resolution)
+  std::vector<float> sum, max;      // [cells, cells] summed and largest weight of each block
+  std::vector<double> received;     // [T] attention each key receives, Σ_q a_qk
+  std::vector<double> offset_mass;  // [2T − 1] mean a_{q, q+d} over the queries that see q + d,
+                                    //          index d + T − 1; NaN where no query does
+  int cell_of(int t) const { return static_cast<int>(int64_t(t) * cells / T); }
+};
+
 // ---- words (src/analysis/words.cc): pieces merged into words, specials as units of their own ----
 
 struct WordMap {

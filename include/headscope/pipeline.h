@@ -46,6 +46,8 @@ struct RunAnalysis {
   LevelAnalysis token_level, word_level;
   // The same with special tokens removed and rows renormalised (empty unless asked for).
   LevelAnalysis token_plain, word_plain;
+  // [n_layer * n_head] every head's pooled map and marginals at token level (any length).
+  std::vector<analysis::HeadOverview> overviews;
 
   int T() const { return static_cast<int>(encoding.size()); }
   const Tensor& attention(Level level) const { return level == Level::kToken ? capture.attention : word_attention; }
@@ -84,6 +86,7 @@ std::vector<analysis::ProbeEvidence> probe(const Model& model, const ProbeOption
 struct AnalyseOptions {
   CaptureOptions capture;         // what the forward pass records (attention is always needed)
   bool without_specials = false;  // also fill token_plain and word_plain
+  int overview_cells = 256;       // resolution of RunAnalysis::overviews (rows = columns)
 };
 // Runs `encoding` (of `text`) and analyses it. `probe`: [n_layer * n_head] from probe(), or
 // empty (then no head can be labelled induction or duplicate-token). Roles come from this text's

@@ -59,11 +59,12 @@ StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_spe
 
 HeadStream::HeadStream(const StreamPlan& plan) : plan_(&plan) {
   const size_t T = static_cast<size_t>(plan.T()), cells = static_cast<size_t>(plan.cells);
-  overview.cells = plan.cells;
-  overview.sum.assign(cells * cells, 0.0f);
-  overview.max.assign(cells * cells, 0.0f);
-  received.assign(T, 0.0);
-  offset_sum.assign(2 * T - 1, 0.0);
+  overview_.T = plan.T();
+  overview_.cells = plan.cells;
+  overview_.sum.assign(cells * cells, 0.0f);
+  overview_.max.assign(cells * cells, 0.0f);
+  overview_.received.assign(T, 0.0);
+  offset_sum_.assign(2 * T - 1, 0.0);
   full_row_.resize(T);
   plain_row_.resize(T);
   sums_.resize(static_cast<size_t>(plan.words.n_units));
@@ -92,15 +93,16 @@ void HeadStream::add_rows(const float* rows, int q0, int q1, int width) {
 
     // Overview, column sums and offsets: the keys this query may see (the rest are 0).
     const int32_t row_cell = p.cell_of[static_cast<size_t>(q)];
-    float* cell_sum = overview.sum.data() + static_cast<int64_t>(row_cell) * p.cells;
-    float* cell_max = overview.max.data() + static_cast<int64_t>(row_cell) * p.cells;
-    double* offsets = offset_sum.data() + (T - 1 - q);
+    float* cell_sum = overview_.sum.data() + static_cast<int64_t>(row_cell) * p.cells;
+    float* cell_max = overview_.max.data() + static_cast<int64_t>(row_cell) * p.cells;
+    double* received = overview_.received.data();
+    double* offsets = offset_sum_.data() + (T - 1 - q);
     for (int k = 0; k < width; ++k) {
       const float w = a[k];
       const int32_t c = p.cell_of[static_cast<size_t>(k)];
       cell_sum[c] += w;
       cell_max[c] = std::max(cell_max[c], w);
-      received[static_cast<size_t>(k)] += w;
+      received[k] += w;
       offsets[k] += w;
     }
 
@@ -124,11 +126,12 @@ void HeadStream::add_rows(const float* rows, int q0, int q1, int width) {
   next_row_ = q1;
 }
 
-std::vector<double> HeadStream::offset_profile() const {
-  std::vector<double> mean(offset_sum.size(), std::numeric_limits<double>::quiet_NaN());
-  for (size_t i = 0; i < mean.size(); ++i)
-    if (plan_->offset_count[i] > 0) mean[i] = offset_sum[i] / static_cast<double>(plan_->offset_count[i]);
-  return mean;
+HeadOverview HeadStream::result_overview() const {
+  HeadOverview out = overview_;
+  out.offset_mass.assign(offset_sum_.size(), std::numeric_limits<double>::quiet_NaN());
+  for (size_t i = 0; i < offset_sum_.size(); ++i)
+    if (plan_->offset_count[i] > 0) out.offset_mass[i] = offset_sum_[i] / static_cast<double>(plan_->offset_count[i]);
+  return out;
 }
 
 }  // namespace headscope::analysis

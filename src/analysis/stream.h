@@ -40,14 +40,6 @@ struct StreamPlan {
 };
 StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_specials, int overview_cells);
 
-// The pooled map of one head: [cells, cells] row-major, block (i, j) covering the query rows and
-// key columns whose cell_of is i and j.
-struct Overview {
-  int cells = 0;
-  std::vector<float> sum;  // Σ of the block's weights
-  std::vector<float> max;  // the block's largest weight
-};
-
 class HeadStream {
  public:
   explicit HeadStream(const StreamPlan& plan);
@@ -56,18 +48,16 @@ class HeadStream {
   void add_rows(const float* rows, int q0, int q1, int width);
   // True once every query row has been added.
   bool complete() const { return next_row_ == plan_->T(); }
-  // Mean attention at each offset d = k − q: offset_sum / the plan's offset_count, index d + T − 1
-  // (NaN where no query has such a key).
-  std::vector<double> offset_profile() const;
+  // The overview with its offset means (offset sums over the plan's offset counts).
+  HeadOverview result_overview() const;
 
   HeadStatsAccumulator token, token_plain, word, word_plain;
-  Overview overview;
-  std::vector<double> received;    // [T] Σ_q a_qk
-  std::vector<double> offset_sum;  // [2T − 1] Σ_q a_{q, q+d}, index d + T − 1
 
  private:
   const StreamPlan* plan_;
   int next_row_ = 0;
+  HeadOverview overview_;          // sum, max and received as they accumulate
+  std::vector<double> offset_sum_;  // [2T − 1] Σ_q a_{q, q+d}, index d + T − 1
   std::vector<float> full_row_;    // [T] one token row with the masked tail as zeros
   std::vector<float> plain_row_;   // [K] the row without specials
   std::vector<double> sums_;       // [U] scratch of add_token_row

@@ -5,6 +5,7 @@
 #include "analysis/probe.h"
 #include "analysis/roles.h"
 #include "analysis/statistics.h"
+#include "analysis/stream.h"
 #include "analysis/without_specials.h"
 #include "analysis/words.h"
 #include "headscope/error.h"
@@ -13,13 +14,14 @@
 namespace headscope {
 namespace {
 
-// Statistics of every head over `units`, then roles from them plus the probe's evidence.
-LevelAnalysis analyse_level(const Tensor& attention, analysis::SequenceInfo units, int n_layer, int n_head,
+// Every head's statistics at one level (`level` picks its accumulator from a HeadStream), then
+// roles from them plus the probe's evidence.
+LevelAnalysis analyse_level(const std::vector<analysis::HeadStream>& heads,
+                            analysis::HeadStatsAccumulator analysis::HeadStream::*level, analysis::SequenceInfo units,
                             std::span<const analysis::ProbeEvidence> probe) {
   LevelAnalysis out;
-  analysis::ModelStatsAccumulator acc(n_layer, n_head);
-  acc.add(attention, units);
-  out.stats = acc.result();
+  out.stats.reserve(heads.size());
+  for (const analysis::HeadStream& head : heads) out.stats.push_back((head.*level).result());
   std::vector<analysis::HeadEvidence> evidence(out.stats.size());
   for (size_t i = 0; i < out.stats.size(); ++i) {
     evidence[i].stats = out.stats[i];
@@ -48,9 +50,12 @@ std::vector<analysis::ProbeEvidence> probe(const Model& model, const ProbeOption
 
 size_t RunAnalysis::bytes() const {
   auto floats = [](const Tensor& t) { return static_cast<size_t>(t.numel()) * sizeof(float); };
+  size_t overview_bytes = 0;
+  for (const analysis::HeadOverview& o : overviews)
+    overview_bytes += (o.sum.size() + o.max.size()) * sizeof(float) + (o.received.size() + o.offset_mass.size()) * sizeof(double);
   return floats(capture.attention) + floats(capture.head_outputs) + floats(capture.contributions) +
          floats(capture.attn_output) + floats(capture.hidden_states) + floats(capture.queries) + floats(capture.keys) +
-         floats(word_attention) + text.size();
+         floats(word_attention) + text.size() + overview_bytes;
 }
 
 RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
@@ -64,18 +69,29 @@ RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
   run.capture = model.run(run.encoding, capture);
 
   const ModelConfig& c = model.config();
-  analysis::SequenceInfo tokens = analysis::describe_sequence(run.encoding, run.text, c.causal);
   run.words = analysis::words_from_encoding(run.encoding);
+  const analysis::StreamPlan plan =
+      analysis::make_stream_plan(analysis::describe_sequence(run.encoding, run.text, c.causal), run.words,
+                                 options.without_specials, options.overview_cells);
+  // Every head's rows go through one HeadStream: statistics at both levels, with and without
+  // specials, and the overview (analysis/stream.h).
+  const int T = run.T();
+  const int64_t heads = int64_t(c.n_layer) * c.n_head;
+  std::vector<analysis::HeadStream> streams(static_cast<size_t>(heads), analysis::HeadStream(plan));
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t i = 0; i < heads; ++i)
+    streams[static_cast<size_t>(i)].add_rows(run.capture.attention.ptr() + i * T * T, 0, T, T);
   run.word_attention = analysis::merge_attention(run.capture.attention, run.words);
-  analysis::SequenceInfo word_units = analysis::describe_units(tokens, run.words);
+
+  using analysis::HeadStream;
+  run.token_level = analyse_level(streams, &HeadStream::token, plan.tokens, probe);
+  run.word_level = analyse_level(streams, &HeadStream::word, plan.word_units, probe);
   if (options.without_specials) {
-    analysis::WithoutSpecials plain = analysis::drop_special_units(run.capture.attention, tokens);
-    run.token_plain = analyse_level(plain.attention, std::move(plain.units), c.n_layer, c.n_head, probe);
-    plain = analysis::drop_special_units(run.word_attention, word_units);
-    run.word_plain = analyse_level(plain.attention, std::move(plain.units), c.n_layer, c.n_head, probe);
+    run.token_plain = analyse_level(streams, &HeadStream::token_plain, plan.token_plain.units, probe);
+    run.word_plain = analyse_level(streams, &HeadStream::word_plain, plan.word_plain.units, probe);
   }
-  run.word_level = analyse_level(run.word_attention, std::move(word_units), c.n_layer, c.n_head, probe);
-  run.token_level = analyse_level(run.capture.attention, std::move(tokens), c.n_layer, c.n_head, probe);
+  run.overviews.reserve(streams.size());
+  for (const HeadStream& head : streams) run.overviews.push_back(head.result_overview());
   return run;
 }
 

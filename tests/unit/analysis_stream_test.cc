@@ -130,7 +130,7 @@ void run_case(int T, bool causal, uint32_t seed) {
   for (int q = 0; q < T; ++q)
     for (int k = 0; k < T; ++k) {
       const float w = a[static_cast<size_t>(q) * T + k];
-      const size_t cell = static_cast<size_t>(q * C / T) * C + static_cast<size_t>(k * C / T);
+      const size_t cell = static_cast<size_t>(q * C / T) * C + static_cast<size_t>(k * C / T);  // cell_of
       sum[cell] += w;
       max[cell] = std::max(max[cell], w);
       received[static_cast<size_t>(k)] += w;
@@ -139,13 +139,16 @@ void run_case(int T, bool causal, uint32_t seed) {
         off_n[static_cast<size_t>(k - q + T - 1)] += 1;
       }
     }
-  ASSERT_EQ(head.overview.cells, C);
+  const HeadOverview overview = head.result_overview();
+  ASSERT_EQ(overview.cells, C);
+  ASSERT_EQ(overview.T, T);
   for (size_t i = 0; i < sum.size(); ++i) {
-    EXPECT_NEAR(head.overview.sum[i], sum[i], 1e-5 * std::max(1.0, sum[i])) << "cell " << i;
-    EXPECT_EQ(head.overview.max[i], max[i]) << "cell " << i;
+    EXPECT_NEAR(overview.sum[i], sum[i], 1e-5 * std::max(1.0, sum[i])) << "cell " << i;
+    EXPECT_EQ(overview.max[i], max[i]) << "cell " << i;
   }
-  for (int k = 0; k < T; ++k) EXPECT_NEAR(head.received[static_cast<size_t>(k)], received[static_cast<size_t>(k)], 1e-9);
-  const std::vector<double> profile = head.offset_profile();
+  for (int k = 0; k < T; ++k)
+    EXPECT_NEAR(overview.received[static_cast<size_t>(k)], received[static_cast<size_t>(k)], 1e-9);
+  const std::vector<double>& profile = overview.offset_mass;
   for (size_t i = 0; i < profile.size(); ++i) {
     if (off_n[i] == 0) {
       EXPECT_TRUE(std::isnan(profile[i])) << "offset " << int(i) - (T - 1);

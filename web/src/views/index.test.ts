@@ -5,8 +5,8 @@ import { VIEW_IDS, VIEWS } from './index';
 const shape = { n_layer: 6, n_head: 12 };
 
 describe('the view registry', () => {
-  it('lists the four tabs of the explorer in order', () => {
-    expect(VIEWS.map((v) => [v.id, v.label])).toEqual([
+  it('opens with the four tabs of the explorer in their order (a new view may follow them)', () => {
+    expect(VIEWS.slice(0, 4).map((v) => [v.id, v.label])).toEqual([
       ['layer', 'Layer heads'],
       ['model', 'Model overview'],
       ['lines', 'Head lines'],

@@ -249,6 +249,22 @@ export async function browserTests(base, suite, outDir) {
       await settle(page, () => page.selectOption('#scale-select', 'linear'));
     });
 
+    await suite.test('every registered view: its tab, its digit key, and only its own part of #views shown', async () => {
+      const tabs = await page.$$eval('.tabs .tab', (els) => els.map((e) => e.getAttribute('data-view')));
+      assert.deepEqual(tabs.slice(0, 4), ['layer', 'model', 'lines', 'compare']);
+      assert.equal(await page.$$eval('#views > *', (els) => els.length), tabs.length);
+      await page.evaluate(() => document.activeElement?.blur());
+      for (const [i, id] of tabs.entries()) {
+        await settle(page, () => page.keyboard.press(String(i + 1)));
+        assert.equal(params(page).get('view'), id === 'layer' ? null : id);
+        assert.equal(await page.getAttribute('.tab.active', 'data-view'), id);
+        const shown = await page.$$eval('#views > *', (els) => els.map((e) => !e.hidden));
+        assert.deepEqual(shown, tabs.map((_, j) => j === i), `only view ${id} is shown`);
+        assert.ok((await page.$eval(`#views > :nth-child(${i + 1}) h2`, (e) => e.textContent)).trim() !== '', `${id} has drawn its heading`);
+      }
+      await settle(page, () => page.keyboard.press('1'));
+    });
+
     await suite.test('model view: every head badged by role; click selects a head', async () => {
       await settle(page, () => page.click('.tab[data-view="model"]'));
       const canvas = page.locator('#model-grid');

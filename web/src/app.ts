@@ -1,22 +1,19 @@
 // The explorer: owns the view state, asks the API for what the state needs, and hands each view
 // its data. Views report user actions through callbacks; every change goes through setState,
-// which also writes the state into the URL.
+// which also writes the state into the URL. The tab views come from the registry in
+// views/index.ts; nothing here names one.
 
 import { ApiClient, ApiError, type Decomposition, type ModelInfo, type RunResult } from './lib/api';
 import { SCALES } from './lib/colour';
 import { h } from './lib/dom';
 import { download, exportName, scenePng, sceneSvg, statsToCsv, statsToJson } from './lib/export';
-import { stateFromQuery, stateToQuery, VIEWS, type ViewState } from './lib/state';
+import { stateFromQuery, stateToQuery, type ViewState } from './lib/state';
 import { unitsOf } from './lib/units';
-import type { Tensor } from './lib/wire';
-import { CompareView } from './views/compare/compare-view';
-import type { ExportableView, ViewContext } from './views/context';
+import type { MountedView, ViewContext, ViewHost } from './views/context';
 import { HeadPanel } from './views/head-panel/head-panel';
-import { LayerView } from './views/layer/layer-view';
+import { VIEW_IDS, VIEWS } from './views';
 import { learningContext } from './views/lesson/learning-context';
 import { WhyHeadsView } from './views/lesson/why-heads';
-import { LinesView } from './views/lines/lines-view';
-import { ModelView } from './views/model/model-view';
 import { ProjectionView } from './views/projection/projection-view';
 import { SentenceView } from './views/sentence/sentence-view';
 import { Toolbar } from './views/toolbar/toolbar';
@@ -27,10 +24,8 @@ export class App {
   private ctx: ViewContext | null = null;
   private sentence: SentenceView;
   private toolbar: Toolbar;
-  private layerView: LayerView;
-  private modelView: ModelView;
-  private linesView: LinesView;
-  private compareView: CompareView;
+  /** The registered tab views by id, in tab order. */
+  private views: Map<string, MountedView>;
   private headPanel: HeadPanel;
   private projection: ProjectionView;
   private why: WhyHeadsView;
@@ -42,7 +37,7 @@ export class App {
     private readonly api: ApiClient,
     private readonly model: ModelInfo,
   ) {
-    this.state = stateFromQuery(location.search, model);
+    this.state = stateFromQuery(location.search, model, VIEW_IDS);
     const change = (patch: Partial<ViewState>) => this.setState(patch);
     this.sentence = new SentenceView(
       {
@@ -56,11 +51,9 @@ export class App {
       },
       model.limits.max_tokens,
     );
-    this.toolbar = new Toolbar({ change, exportView: (f) => void this.exportView(f), exportStats: (f) => this.exportStats(f) }, model.n_layer, model.n_head);
-    this.layerView = new LayerView({ selectHead: (head) => this.setState({ head }) });
-    this.modelView = new ModelView({ select: (layer, head) => this.setState({ layer, head }) }, 1080);
-    this.linesView = new LinesView({ lock: (lock) => this.setState({ lock }) });
-    this.compareView = new CompareView({ change });
+    this.toolbar = new Toolbar({ change, exportView: (f) => void this.exportView(f), exportStats: (f) => this.exportStats(f) }, VIEWS, model.n_layer, model.n_head);
+    const host: ViewHost = { change, attention: (...args) => this.api.attention(...args) };
+    this.views = new Map(VIEWS.map((v) => [v.id, v.create(host)]));
     this.headPanel = new HeadPanel((unit) => {
       const token = this.ctx?.units.tokens[unit]?.[0];
       if (token !== undefined) this.setState({ token });
@@ -96,7 +89,7 @@ export class App {
         learningContext(m),
         this.sentence.el,
         this.toolbar.el,
-        h('div', { class: 'panel views', id: 'views' }, this.layerView.el, this.modelView.el, this.linesView.el, this.compareView.el),
+        h('div', { class: 'panel views', id: 'views' }, ...[...this.views.values()].map((v) => v.el)),
         this.headPanel.el,
         this.projection.el,
         this.why.el,
@@ -110,7 +103,7 @@ export class App {
     );
     document.addEventListener('keydown', (e) => this.onKey(e));
     window.addEventListener('popstate', () => {
-      this.state = stateFromQuery(location.search, this.model);
+      this.state = stateFromQuery(location.search, this.model, VIEW_IDS);
       void this.refresh();
     });
     void this.refresh();
@@ -153,8 +146,8 @@ export class App {
       this.toolbar.update(state);
       const layer = await this.api.attention(state.text, state.level, state.layer);
       if (stale()) return;
-      for (const v of VIEWS) this.viewElement(v).hidden = v !== state.view;
-      await this.updateMainView(ctx, layer);
+      for (const [id, v] of this.views) v.el.hidden = id !== state.view;
+      await this.activeView().render(ctx, layer);
       if (stale()) return;
       this.headPanel.update(ctx, layer);
       let dec: Decomposition | null = null;
@@ -210,28 +203,9 @@ export class App {
     }
   }
 
-  private async updateMainView(ctx: ViewContext, layer: Tensor): Promise<void> {
-    const s = ctx.state;
-    switch (s.view) {
-      case 'layer':
-        return this.layerView.update(ctx, layer);
-      case 'lines':
-        return this.linesView.update(ctx, layer);
-      case 'model':
-        return this.modelView.update(ctx, await this.api.attention(s.text, s.level, null, 'uint8'));
-      case 'compare': {
-        const [a, b] = await Promise.all([this.api.attention(s.text, s.level, s.compareA.layer), this.api.attention(s.text, s.level, s.compareB.layer)]);
-        return this.compareView.update(ctx, a, b);
-      }
-    }
-  }
-
-  private viewElement(v: ViewState['view']): HTMLElement {
-    return { layer: this.layerView.el, model: this.modelView.el, lines: this.linesView.el, compare: this.compareView.el }[v];
-  }
-
-  private activeView(): ExportableView {
-    return { layer: this.layerView, model: this.modelView, lines: this.linesView, compare: this.compareView }[this.state.view];
+  /** The tab view the state names (stateFromQuery admits registered ids only). */
+  private activeView(): MountedView {
+    return this.views.get(this.state.view) ?? this.views.values().next().value!;
   }
 
   private async exportView(format: 'png' | 'svg'): Promise<void> {
@@ -256,7 +230,7 @@ export class App {
       ['← →', 'previous / next head'],
       ['↑ ↓', 'previous / next layer'],
       ['[ ]', 'previous / next token for the W_O decomposition'],
-      ['1 2 3 4', 'layer heads · model overview · head lines · compare'],
+      [VIEWS.map((_, i) => i + 1).join(' '), VIEWS.map((v) => v.label.toLowerCase()).join(' · ')],
       ['w', 'tokens ↔ words'],
       ['s', 'hide / show special tokens'],
       ['c', 'next colour scale'],
@@ -294,11 +268,6 @@ export class App {
           return { token: Math.max(0, s.token - 1) };
         case ']':
           return { token: Math.min((this.ctx?.run.n_tokens ?? 1) - 1, s.token + 1) };
-        case '1':
-        case '2':
-        case '3':
-        case '4':
-          return { view: VIEWS[Number(e.key) - 1] };
         case 'w':
           return { level: s.level === 'token' ? 'word' : 'token' };
         case 's':
@@ -311,8 +280,11 @@ export class App {
         case '?':
           this.toggleHelp();
           return null;
-        default:
-          return null;
+        default: {
+          // Digits 1–9 open the registered views in tab order.
+          const v = /^[1-9]$/.test(e.key) ? VIEWS[Number(e.key) - 1] : undefined;
+          return v ? { view: v.id } : null;
+        }
       }
     })();
     if (patch) {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_STATE, stateFromQuery, stateToQuery, type ViewState } from './state';
 
 const shape = { n_layer: 6, n_head: 12 };
+const views = ['layer', 'model', 'lines', 'compare'];
 
 describe('view state in the URL', () => {
   it('round-trips every field', () => {
@@ -18,7 +19,7 @@ describe('view state in the URL', () => {
       compareB: { layer: 5, head: 0 },
       lock: 3,
     };
-    expect(stateFromQuery('?' + stateToQuery(s), shape)).toEqual(s);
+    expect(stateFromQuery('?' + stateToQuery(s), shape, views)).toEqual(s);
   });
 
   it('keeps URLs short by leaving defaults out', () => {
@@ -26,7 +27,7 @@ describe('view state in the URL', () => {
   });
 
   it('falls back to defaults on malformed or out-of-range values', () => {
-    const s = stateFromQuery('layer=9&head=-1&view=nope&scale=cubic&level=letters&token=x&a=7.1&b=1.99&lock=abc', shape);
+    const s = stateFromQuery('layer=9&head=-1&view=nope&scale=cubic&level=letters&token=x&a=7.1&b=1.99&lock=abc', shape, views);
     expect(s.layer).toBe(DEFAULT_STATE.layer);
     expect(s.head).toBe(DEFAULT_STATE.head);
     expect(s.view).toBe('layer');
@@ -39,6 +40,6 @@ describe('view state in the URL', () => {
   });
 
   it('treats a blank text as the default sentence', () => {
-    expect(stateFromQuery('text=%20%20', shape).text).toBe(DEFAULT_STATE.text);
+    expect(stateFromQuery('text=%20%20', shape, views).text).toBe(DEFAULT_STATE.text);
   });
 });

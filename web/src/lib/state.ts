@@ -3,8 +3,8 @@
 
 import { SCALES, type ScaleName } from './colour';
 
-export type ViewName = 'layer' | 'model' | 'lines' | 'compare';
-export const VIEWS: readonly ViewName[] = ['layer', 'model', 'lines', 'compare'];
+/** The id of a tab view registered in views/index.ts. */
+export type ViewName = string;
 export type Level = 'token' | 'word';
 
 /** A head address: layer and head, both 0-based. */
@@ -91,17 +91,18 @@ export function stateToQuery(s: ViewState): string {
 /**
  * Reads a state from a query string. Anything missing, malformed or out of the model's range
  * falls back to the default, so a hand-edited or stale URL still opens a valid view.
+ * views: the registered view ids (views/index.ts, VIEW_IDS); any other `view=` opens the default.
  */
-export function stateFromQuery(query: string, shape: ModelShape): ViewState {
+export function stateFromQuery(query: string, shape: ModelShape, views: readonly ViewName[]): ViewState {
   const p = new URLSearchParams(query.startsWith('?') ? query.slice(1) : query);
   const d = DEFAULT_STATE;
   const text = p.get('text');
-  const view = p.get('view') as ViewName | null;
+  const view = p.get('view');
   const scale = p.get('scale') as ScaleName | null;
   const level = p.get('level');
   return {
     text: text !== null && text.trim() !== '' ? text : d.text,
-    view: view !== null && VIEWS.includes(view) ? view : d.view,
+    view: view !== null && views.includes(view) ? view : d.view,
     layer: clampInt(p.get('layer'), 0, shape.n_layer - 1, d.layer),
     head: clampInt(p.get('head'), 0, shape.n_head - 1, d.head),
     level: level === 'word' ? 'word' : 'token',

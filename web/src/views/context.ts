@@ -1,12 +1,15 @@
-// What every view receives from the app: the model, the current state and the analysed run.
-// Views never fetch or keep global state; the app passes them what they show (and the
-// attention tensors they need) and listens to the callbacks they were given.
+// What every view receives from the app: the model, the current state and the analysed run;
+// and the contract of a tab view (ViewDefinition), which views/index.ts registers.
+// View components never fetch or keep global state: they draw what they are passed and report
+// user actions through callbacks. A tab view's registration (views/<name>/index.ts) says which
+// attention it needs and asks the host for it.
 
-import type { HeadReport, ModelInfo, RoleInfo, RunResult } from '../lib/api';
+import type { ApiClient, HeadReport, ModelInfo, RoleInfo, RunResult } from '../lib/api';
 import { readableOn } from '../lib/colour';
 import type { Scene } from '../lib/scene';
 import type { ViewState } from '../lib/state';
 import type { Units } from '../lib/units';
+import type { Tensor } from '../lib/wire';
 
 export interface ViewContext {
   model: ModelInfo;
@@ -21,6 +24,36 @@ export interface ExportableView {
   scene(): Scene | null;
   /** File name parts, e.g. ["layer2"]. */
   exportParts(): (string | number)[];
+}
+
+/** What the app lends a tab view when it creates it. */
+export interface ViewHost {
+  /** Changes the view state (and with it the URL); the app then renders again. */
+  change(patch: Partial<ViewState>): void;
+  /** The server's attention (GET /api/attention): [n_layer or 1, n_head, U, U]. */
+  attention: ApiClient['attention'];
+}
+
+/** A created tab view as the app drives it: shown in #views, exported by PNG/SVG. */
+export interface MountedView extends ExportableView {
+  readonly el: HTMLElement;
+  /** Fetches what the view draws for `ctx` (through its host) and draws it.
+   *  layer: [1, n_head, U, U], the attention of ctx.state.layer, which the app has fetched already. */
+  render(ctx: ViewContext, layer: Tensor): Promise<void>;
+}
+
+/** One tab of the explorer, registered in views/index.ts (the tab order is the list's order). */
+export interface ViewDefinition {
+  /** The value of `view=` in the URL and of the tab's data-view; lower-case letters and '-'. */
+  readonly id: string;
+  /** The tab's text; the keyboard help lists it in lower case. */
+  readonly label: string;
+  create(host: ViewHost): MountedView;
+}
+
+/** A MountedView from a component that already has `el`, `scene` and `exportParts`. */
+export function mounted(view: ExportableView & { readonly el: HTMLElement }, render: MountedView['render']): MountedView {
+  return { el: view.el, scene: () => view.scene(), exportParts: () => view.exportParts(), render };
 }
 
 export function headReport(ctx: Pick<ViewContext, 'model' | 'run'>, layer: number, head: number): HeadReport {

@@ -3,7 +3,8 @@
 
 import { h } from '../../lib/dom';
 import { SCALES, type ScaleName } from '../../lib/colour';
-import type { Level, ViewName, ViewState } from '../../lib/state';
+import type { Level, ViewState } from '../../lib/state';
+import type { ViewDefinition } from '../context';
 
 export interface ToolbarCallbacks {
   change(patch: Partial<ViewState>): void;
@@ -11,12 +12,6 @@ export interface ToolbarCallbacks {
   exportStats(format: 'csv' | 'json'): void;
 }
 
-const VIEW_LABELS: Record<ViewName, string> = {
-  layer: 'Layer heads',
-  model: 'Model overview',
-  lines: 'Head lines',
-  compare: 'Compare heads',
-};
 const SCALE_LABELS: Record<ScaleName, string> = { linear: 'Linear', log: 'Log', contrast: 'Contrast (√)' };
 
 export class Toolbar {
@@ -28,18 +23,20 @@ export class Toolbar {
   private special: HTMLInputElement;
   private scale: HTMLSelectElement;
 
+  /** views: one tab each, in this order (views/index.ts). */
   constructor(
     callbacks: ToolbarCallbacks,
+    views: readonly Pick<ViewDefinition, 'id' | 'label'>[],
     nLayer: number,
     nHead: number,
   ) {
     this.tabs = h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'views' });
-    (Object.keys(VIEW_LABELS) as ViewName[]).forEach((v, i) => {
+    views.forEach((v, i) => {
       this.tabs.appendChild(
         h(
           'button',
-          { class: 'tab', role: 'tab', type: 'button', 'data-view': v, title: `${VIEW_LABELS[v]} (key ${i + 1})`, onclick: () => callbacks.change({ view: v }) },
-          VIEW_LABELS[v],
+          { class: 'tab', role: 'tab', type: 'button', 'data-view': v.id, title: `${v.label} (key ${i + 1})`, onclick: () => callbacks.change({ view: v.id }) },
+          v.label,
         ),
       );
     });

@@ -1,0 +1,15 @@
+// The explorer's tab views, in tab order: the one place a view is registered. For each entry the
+// app makes a tab (data-view = id), a keyboard shortcut (1–9 in this order), a slot in #views, and
+// accepts its id in the URL (view=…). The view a bare URL opens is DEFAULT_STATE.view (lib/state.ts).
+// A new view: a folder views/<name>/ whose index.ts exports its ViewDefinition, and one line here.
+
+import type { ViewDefinition } from './context';
+import { compareView } from './compare';
+import { layerView } from './layer';
+import { linesView } from './lines';
+import { modelView } from './model';
+
+export const VIEWS: readonly ViewDefinition[] = [layerView, modelView, linesView, compareView];
+
+/** The registered ids, which the URL may name. */
+export const VIEW_IDS: readonly string[] = VIEWS.map((v) => v.id);

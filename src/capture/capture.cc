@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "ops/matmul.h"
+#include "tensor/tensor_ops.h"
 
 namespace headscope::capture {
 
@@ -28,52 +29,64 @@ uint64_t capture_bytes(const ModelConfig& c, int64_t T, int64_t Tk, const Captur
   return floats * sizeof(float);
 }
 
-Capture allocate(const ModelConfig& c, int T, const CaptureOptions& o, std::vector<int> kv_head_of) {
+Capture allocate(const ModelConfig& c, int64_t T, int64_t Tk, const CaptureOptions& o, std::vector<int> kv_head_of) {
   Capture cap;
   cap.n_layer = c.n_layer;
   cap.n_head = c.n_head;
   cap.n_kv_head = c.n_kv_head;
-  cap.T = T;
+  cap.T = static_cast<int>(T);
   cap.d_head = c.d_head;
   cap.d_model = c.d_model;
   cap.kv_head_of = std::move(kv_head_of);
-  const int64_t L = c.n_layer, H = c.n_head, D = c.d_model, Dh = c.d_head;
+  const int64_t L = c.n_layer, H = c.n_head, Hkv = c.n_kv_head, D = c.d_model, Dh = c.d_head;
   const Tensor::Uninitialized fully_written;  // every element below is written by the run
-  if (o.attention) cap.attention = Tensor({L, H, T, T}, fully_written);
+  if (o.attention) cap.attention = Tensor({L, H, T, Tk}, fully_written);
   if (o.head_outputs) cap.head_outputs = Tensor({L, H, T, Dh}, fully_written);
   if (o.contributions) cap.contributions = Tensor({L, H, T, D}, fully_written);
   if (o.contributions || o.head_outputs) cap.attn_output = Tensor({L, T, D}, fully_written);
   if (o.hidden_states) cap.hidden_states = Tensor({L + 1, T, D}, fully_written);
   if (o.queries_keys) {
-    cap.queries = Tensor({L, H, T, Dh});
-    cap.keys = Tensor({L, static_cast<int64_t>(c.n_kv_head), T, Dh});
+    cap.queries = Tensor({L, H, T, Dh}, fully_written);
+    cap.keys = Tensor({L, Hkv, T, Dh}, fully_written);
   }
   return cap;
 }
 
-float* attention_buffer(Capture& cap, int layer, std::vector<float>& scratch) {
-  const size_t per_layer = size_t(cap.n_head) * cap.T * cap.T;
-  if (!cap.attention.empty()) return cap.attention.ptr() + layer * per_layer;
-  if (scratch.size() < per_layer) scratch.resize(per_layer);
-  return scratch.data();
+Recorder::Recorder(const ModelConfig& config, int64_t T, int64_t Tk, const CaptureOptions& options,
+                   std::vector<int> kv_head_of)
+    : cap_(allocate(config, T, Tk, options, std::move(kv_head_of))), Tk_(Tk) {}
+
+float* Recorder::attention_rows(int layer) {
+  const int64_t per_layer = int64_t(cap_.n_head) * cap_.T * Tk_;
+  if (!cap_.attention.empty()) return cap_.attention.ptr() + layer * per_layer;
+  if (scratch_.empty()) scratch_ = Tensor({cap_.n_head, cap_.T, Tk_}, Tensor::Uninitialized{});  // written by each layer
+  return scratch_.ptr();
 }
 
-void project_heads(Capture& cap, int layer, const float* concat, const Tensor& W_O, const float* b_O, float* attn_out,
-                   const ops::PackedLinear* packed) {
-  const int64_t T = cap.T, H = cap.n_head, Dh = cap.d_head, D = cap.d_model, C = H * Dh;
+void Recorder::record_qk(int layer, const float* q, int64_t q_stride, const float* k, int64_t k_stride) {
+  if (cap_.queries.empty()) return;
+  const int64_t T = cap_.T, H = cap_.n_head, Hkv = cap_.n_kv_head, Dh = cap_.d_head;
+  for (int64_t h = 0; h < H; ++h)  // [T, H·Dh] -> [H, T, Dh]
+    copy_rows(cap_.queries.ptr() + (layer * H + h) * T * Dh, Dh, q + h * Dh, q_stride, T, Dh);
+  for (int64_t g = 0; g < Hkv; ++g)  // [T, Hkv·Dh] -> [Hkv, T, Dh]
+    copy_rows(cap_.keys.ptr() + (layer * Hkv + g) * T * Dh, Dh, k + g * Dh, k_stride, T, Dh);
+}
+
+void Recorder::project_heads(int layer, const float* concat, const Tensor& W_O, const float* b_O, float* attn_out,
+                             const ops::PackedLinear* packed) {
+  const int64_t T = cap_.T, H = cap_.n_head, Dh = cap_.d_head, D = cap_.d_model, C = H * Dh;
   W_O.expect_shape({D, C}, "W_O of layer " + std::to_string(layer));
   if (packed != nullptr) packed->forward(concat, T, attn_out);  // the model's own path: one GEMM
   else ops::linear(concat, T, C, W_O.ptr(), b_O, D, attn_out);
-  if (!cap.attn_output.empty()) std::memcpy(cap.attn_output.ptr() + layer * T * D, attn_out, sizeof(float) * T * D);
-  if (!cap.head_outputs.empty()) {
-    float* dst = cap.head_outputs.ptr() + layer * H * T * Dh;  // [H, T, Dh] from [T, H·Dh]
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t t = 0; t < T; ++t) std::memcpy(dst + (h * T + t) * Dh, concat + t * C + h * Dh, sizeof(float) * Dh);
+  if (!cap_.attn_output.empty()) std::memcpy(cap_.attn_output.ptr() + layer * T * D, attn_out, sizeof(float) * T * D);
+  if (!cap_.head_outputs.empty()) {
+    for (int64_t h = 0; h < H; ++h)  // [T, H·Dh] -> [H, T, Dh]
+      copy_rows(cap_.head_outputs.ptr() + (layer * H + h) * T * Dh, Dh, concat + h * Dh, C, T, Dh);
   }
-  if (!cap.contributions.empty()) {
+  if (!cap_.contributions.empty()) {
     // Head h's share of the output: concat[:, h·Dh:(h+1)·Dh] · W_O[:, h·Dh:(h+1)·Dh]ᵀ — [T, D].
     // Σ_h of these plus b_O is attn_out (W_O is linear in the concatenation).
-    float* dst = cap.contributions.ptr() + layer * H * T * D;
+    float* dst = cap_.contributions.ptr() + layer * H * T * D;
     constexpr int64_t kMinParallelOutputs = 1 << 16;  // below, a second thread costs more than it saves
 #pragma omp parallel for schedule(static) if (H * T * D >= kMinParallelOutputs)
     for (int64_t h = 0; h < H; ++h)
@@ -81,10 +94,10 @@ void project_heads(Capture& cap, int layer, const float* concat, const Tensor& W
   }
 }
 
-void record_hidden(Capture& cap, int index, const float* x) {
-  if (cap.hidden_states.empty()) return;
-  const size_t n = size_t(cap.T) * cap.d_model;
-  std::memcpy(cap.hidden_states.ptr() + index * n, x, sizeof(float) * n);
+void Recorder::record_hidden(int index, const float* x) {
+  if (cap_.hidden_states.empty()) return;
+  const size_t n = size_t(cap_.T) * cap_.d_model;
+  std::memcpy(cap_.hidden_states.ptr() + index * n, x, sizeof(float) * n);
 }
 
 }  // namespace headscope::capture

@@ -1,6 +1,6 @@
 // headscope — what a forward pass records, written in the data path by the model code.
-// Every family calls these helpers at the same point of its layer, so the captured tensors mean
-// the same thing for BERT, Llama and GPT-2 (shapes in include/headscope/model.h).
+// Every family records through one capture::Recorder at the same points of its layer, so the
+// captured tensors mean the same thing for BERT, Llama and GPT-2 (shapes in include/headscope/model.h).
 #pragma once
 #include <vector>
 
@@ -13,28 +13,57 @@ namespace headscope::capture {
 // whole run; Model::extend records attention over every key so far):
 //   attention L·H·T·Tk, head outputs L·H·T·d_head, contributions L·H·T·d_model, attention
 //   output L·T·d_model (with either of the two before), hidden states (L+1)·T·d_model,
-//   queries and keys (L·H + L·n_kv_head)·T·d_head — all fp32.
+//   queries and keys (L·H + L·n_kv_head)·T·d_head — all fp32. allocate() allocates exactly these.
 uint64_t capture_bytes(const ModelConfig& config, int64_t T, int64_t Tk, const CaptureOptions& options);
 
-// Allocates the tensors `options` asks for, for a sequence of T tokens.
-Capture allocate(const ModelConfig& config, int T, const CaptureOptions& options, std::vector<int> kv_head_of);
+// Allocates the tensors `options` asks for, T query rows over Tk keys (T = Tk for a whole run),
+// without a zero fill: a run writes every element of them.
+Capture allocate(const ModelConfig& config, int64_t T, int64_t Tk, const CaptureOptions& options,
+                 std::vector<int> kv_head_of);
 
-// Where layer `layer`'s attention probabilities [n_head, T, T] go: the capture buffer when
-// attention is recorded, else `scratch` (resized as needed).
-float* attention_buffer(Capture& capture, int layer, std::vector<float>& scratch);
+// The bookkeeping of one forward pass: made once per run, it owns the Capture and decides where
+// each recorded tensor goes. Model code calls it at fixed points of every layer and never touches
+// the capture tensors itself, so a new way of recording (for example handing attention to
+// consumers block by block instead of storing [L, H, T, Tk]) changes this class only.
+class Recorder {
+ public:
+  // A pass of T query rows over Tk keys (T = Tk for a whole run); kv_head_of [n_head] maps each
+  // query head to the key/value head it reads.
+  Recorder(const ModelConfig& config, int64_t T, int64_t Tk, const CaptureOptions& options, std::vector<int> kv_head_of);
 
-// The output projection of one layer and what it records:
-//   concat   [T, n_head · d_head]   the head outputs side by side (input of W_O)
-//   W_O      [d_model, n_head · d_head] (nn.Linear layout), b_O [d_model] (may be null)
-//   attn_out [T, d_model]           written: concat · W_Oᵀ + b_O
-// Records head_outputs [h, T, d_head], contributions [h, T, d_model] = concat_h · W_O[:, h]ᵀ
-// and attn_output, as requested in the capture.
-// `packed`, when given, is W_O (with b_O) prepacked for the model's own GEMM; the per-head
-// contributions always read W_O itself.
-void project_heads(Capture& capture, int layer, const float* concat, const Tensor& W_O, const float* b_O,
-                   float* attn_out, const ops::PackedLinear* packed = nullptr);
+  const std::vector<int>& kv_head_of() const { return cap_.kv_head_of; }
 
-// Records the residual stream after layer `index − 1` (index 0 = embeddings): x [T, d_model].
-void record_hidden(Capture& capture, int index, const float* x);
+  // Where layer `layer`'s attention probabilities [n_head, T, Tk] are to be written: the capture
+  // when attention is recorded, else a scratch buffer owned here (reused by every layer).
+  float* attention_rows(int layer);
+
+  // Records the queries and keys of `layer` when asked:
+  //   q [T, n_head · d_head]    row stride q_stride, head h in columns [h·d_head, (h+1)·d_head)
+  //   k [T, n_kv_head · d_head] row stride k_stride (n_kv_head < n_head under GQA)
+  // into queries [layer, h, T, d_head] and keys [layer, g, T, d_head].
+  void record_qk(int layer, const float* q, int64_t q_stride, const float* k, int64_t k_stride);
+
+  // The output projection of one layer and what it records:
+  //   concat   [T, n_head · d_head]   the head outputs side by side (input of W_O)
+  //   W_O      [d_model, n_head · d_head] (nn.Linear layout), b_O [d_model] (may be null)
+  //   attn_out [T, d_model]           written: concat · W_Oᵀ + b_O
+  // Records head_outputs [h, T, d_head], contributions [h, T, d_model] = concat_h · W_O[:, h]ᵀ
+  // and attn_output, as requested.
+  // `packed`, when given, is W_O (with b_O) prepacked for the model's own GEMM; the per-head
+  // contributions always read W_O itself.
+  void project_heads(int layer, const float* concat, const Tensor& W_O, const float* b_O, float* attn_out,
+                     const ops::PackedLinear* packed = nullptr);
+
+  // Records the residual stream at slot `index` of hidden_states (0 = embeddings): x [T, d_model].
+  void record_hidden(int index, const float* x);
+
+  // Hands the capture over at the end of the pass.
+  Capture finish() { return std::move(cap_); }
+
+ private:
+  Capture cap_;
+  int64_t Tk_;
+  Tensor scratch_;  // [n_head, T, Tk] probabilities when attention is not recorded
+};
 
 }  // namespace headscope::capture

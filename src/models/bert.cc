@@ -5,23 +5,53 @@
 //   a   = MHA(x) = Concat(head_1 … head_h) · W_Oᵀ + b_O
 //   x   = LN(x + a)
 //   x   = LN(x + W_2 · GELU(W_1 · x + b_1) + b_2)
-#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 
 #include "capture/capture.h"
-#include "headscope/limits.h"
-#include "io/safetensors.h"
 #include "models/config_values.h"
-#include "models/decoder.h"  // concat_rows, shared with the decoder families
 #include "models/families.h"
+#include "models/tensor_table.h"
 #include "ops/attention.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
+#include "tensor/tensor_ops.h"
 
 namespace headscope::models {
 namespace {
+
+// Every tensor of the family, by role: its Hugging Face name (after the optional "bert." prefix of
+// checkpoints saved from a BertFor* head). BERT is not read from GGUF.
+enum Role {
+  kQ, kQBias, kK, kKBias, kV, kVBias, kO, kOBias, kAttnNormW, kAttnNormB,
+  kUp, kUpBias, kDown, kDownBias, kFfnNormW, kFfnNormB, kRoleCount
+};
+constexpr TensorName kLayerTensors[kRoleCount] = {
+    /* kQ        */ {"encoder.layer.%d.attention.self.query.weight", nullptr},
+    /* kQBias    */ {"encoder.layer.%d.attention.self.query.bias", nullptr},
+    /* kK        */ {"encoder.layer.%d.attention.self.key.weight", nullptr},
+    /* kKBias    */ {"encoder.layer.%d.attention.self.key.bias", nullptr},
+    /* kV        */ {"encoder.layer.%d.attention.self.value.weight", nullptr},
+    /* kVBias    */ {"encoder.layer.%d.attention.self.value.bias", nullptr},
+    /* kO        */ {"encoder.layer.%d.attention.output.dense.weight", nullptr},
+    /* kOBias    */ {"encoder.layer.%d.attention.output.dense.bias", nullptr},
+    /* kAttnNormW */ {"encoder.layer.%d.attention.output.LayerNorm.weight", nullptr},
+    /* kAttnNormB */ {"encoder.layer.%d.attention.output.LayerNorm.bias", nullptr},
+    /* kUp       */ {"encoder.layer.%d.intermediate.dense.weight", nullptr},
+    /* kUpBias   */ {"encoder.layer.%d.intermediate.dense.bias", nullptr},
+    /* kDown     */ {"encoder.layer.%d.output.dense.weight", nullptr},
+    /* kDownBias */ {"encoder.layer.%d.output.dense.bias", nullptr},
+    /* kFfnNormW */ {"encoder.layer.%d.output.LayerNorm.weight", nullptr},
+    /* kFfnNormB */ {"encoder.layer.%d.output.LayerNorm.bias", nullptr},
+};
+enum Global { kWordEmbedding, kPositionEmbedding, kTypeEmbedding, kEmbNormW, kEmbNormB, kGlobalCount };
+constexpr TensorName kGlobalTensors[kGlobalCount] = {
+    /* kWordEmbedding     */ {"embeddings.word_embeddings.weight", nullptr},        // [vocab, d_model]
+    /* kPositionEmbedding */ {"embeddings.position_embeddings.weight", nullptr},    // [max_positions, d_model]
+    /* kTypeEmbedding     */ {"embeddings.token_type_embeddings.weight", nullptr},  // [type_vocab, d_model]
+    /* kEmbNormW          */ {"embeddings.LayerNorm.weight", nullptr},              // [d_model]
+    /* kEmbNormB          */ {"embeddings.LayerNorm.bias", nullptr},                // [d_model]
+};
 
 // The four GEMMs hold their weights (nn.Linear layout) and a prepacked copy (ops/packed_linear.h).
 struct BertLayer {
@@ -48,50 +78,42 @@ class BertModel final : public Model {
   std::unique_ptr<Tokenizer> tokenizer_;
   Tensor word_emb_, pos_emb_, type_emb_, ln_emb_g_, ln_emb_b_;  // [V, D], [P, D], [types, D], [D], [D]
   std::vector<BertLayer> layers_;
+  std::vector<int> kv_head_of_;  // [n_head], the identity: every head has its own keys
 };
 
 BertModel::BertModel(const std::string& dir, const nlohmann::json& c, WeightCheck& check) {
   cfg_ = bert_config(c, dir + "/config.json");
   cfg_.name = std::filesystem::path(dir).filename().string();
-
   tokenizer_ = Tokenizer::from_model_dir(dir);
-  const io::WeightStore w = io::WeightStore::open_dir(dir);
+  const auto src = safetensors_source(dir, check);
   // Checkpoints saved from BertModel have bare names; from BertFor* heads they carry "bert.".
-  const std::string p = w.has("embeddings.word_embeddings.weight") ? "" : "bert.";
+  const TensorReader in(*src, false, src->has(kGlobalTensors[kWordEmbedding].hf) ? "" : "bert.");
   const int64_t D = cfg_.d_model, F = cfg_.d_ff;
-  auto get = [&](const std::string& name, std::vector<int64_t> shape) {
-    Tensor t = w.get(p + name, shape);
-    check(t, p + name, w.raw(p + name).file);
-    return t;
-  };
-  // Every layer's tensors must be there before per-layer storage is sized from the config.
-  const std::string last = "encoder.layer." + std::to_string(cfg_.n_layer - 1) + ".output.LayerNorm.bias";
-  if (!w.has(p + last))
-    throw Error(dir + ": config.json declares " + std::to_string(cfg_.n_layer) + " layers but the weights have no '" +
-                p + last + "'");
-  word_emb_ = get("embeddings.word_embeddings.weight", {cfg_.vocab_size, D});
-  pos_emb_ = get("embeddings.position_embeddings.weight", {cfg_.max_positions, D});
-  type_emb_ = get("embeddings.token_type_embeddings.weight", {});
-  type_emb_.expect_shape({-1, D}, p + "embeddings.token_type_embeddings.weight");
-  ln_emb_g_ = get("embeddings.LayerNorm.weight", {D});
-  ln_emb_b_ = get("embeddings.LayerNorm.bias", {D});
+  in.expect_layers(cfg_.n_layer, {kLayerTensors[kFfnNormB]});
+  word_emb_ = in.get(kGlobalTensors[kWordEmbedding], {cfg_.vocab_size, D});
+  pos_emb_ = in.get(kGlobalTensors[kPositionEmbedding], {cfg_.max_positions, D});
+  type_emb_ = in.get(kGlobalTensors[kTypeEmbedding], {});
+  type_emb_.expect_shape({-1, D}, in.name(kGlobalTensors[kTypeEmbedding]));
+  ln_emb_g_ = in.get(kGlobalTensors[kEmbNormW], {D});
+  ln_emb_b_ = in.get(kGlobalTensors[kEmbNormB], {D});
   layers_.reserve(size_t(cfg_.n_layer));
   for (int l = 0; l < cfg_.n_layer; ++l) {
-    const std::string L = "encoder.layer." + std::to_string(l) + ".";
+    const auto get = [&](Role r, std::vector<int64_t> shape) { return in.get(kLayerTensors[r], l, shape); };
+    const Tensor wq = get(kQ, {D, D}), wk = get(kK, {D, D}), wv = get(kV, {D, D});
+    const Tensor bq = get(kQBias, {D}), bk = get(kKBias, {D}), bv = get(kVBias, {D});
     BertLayer b;
-    Tensor wq = get(L + "attention.self.query.weight", {D, D}), bq = get(L + "attention.self.query.bias", {D});
-    Tensor wk = get(L + "attention.self.key.weight", {D, D}), bk = get(L + "attention.self.key.bias", {D});
-    Tensor wv = get(L + "attention.self.value.weight", {D, D}), bv = get(L + "attention.self.value.bias", {D});
     b.qkv = ops::PackedLinear(concat_rows({&wq, &wk, &wv}), concat_rows({&bq, &bk, &bv}));
-    b.o = ops::PackedLinear(get(L + "attention.output.dense.weight", {D, D}), get(L + "attention.output.dense.bias", {D}));
-    b.ln_attn_g = get(L + "attention.output.LayerNorm.weight", {D});
-    b.ln_attn_b = get(L + "attention.output.LayerNorm.bias", {D});
-    b.up = ops::PackedLinear(get(L + "intermediate.dense.weight", {F, D}), get(L + "intermediate.dense.bias", {F}));
-    b.down = ops::PackedLinear(get(L + "output.dense.weight", {D, F}), get(L + "output.dense.bias", {D}));
-    b.ln_ffn_g = get(L + "output.LayerNorm.weight", {D});
-    b.ln_ffn_b = get(L + "output.LayerNorm.bias", {D});
+    b.o = ops::PackedLinear(get(kO, {D, D}), get(kOBias, {D}));
+    b.ln_attn_g = get(kAttnNormW, {D});
+    b.ln_attn_b = get(kAttnNormB, {D});
+    b.up = ops::PackedLinear(get(kUp, {F, D}), get(kUpBias, {F}));
+    b.down = ops::PackedLinear(get(kDown, {D, F}), get(kDownBias, {D}));
+    b.ln_ffn_g = get(kFfnNormW, {D});
+    b.ln_ffn_b = get(kFfnNormB, {D});
     layers_.push_back(std::move(b));
   }
+  kv_head_of_.resize(size_t(cfg_.n_head));
+  for (int h = 0; h < cfg_.n_head; ++h) kv_head_of_[size_t(h)] = h;
 }
 
 // What run() allocates for T tokens: the capture (capture::capture_bytes), the activations of
@@ -112,48 +134,45 @@ Capture BertModel::run(const Encoding& enc, const CaptureOptions& options) const
   if (T > cfg_.max_positions)
     throw Error("the text is " + std::to_string(T) + " tokens; the model allows at most " +
                 std::to_string(cfg_.max_positions));
+  for (const Token& token : enc.tokens)
+    if (token.id < 0 || token.id >= cfg_.vocab_size)
+      throw Error("token id " + std::to_string(token.id) + " is outside the vocabulary");
   check_run_memory(T, run_bytes(T, options), options);
-  std::vector<int> kv_head_of(static_cast<size_t>(H));
-  for (int h = 0; h < H; ++h) kv_head_of[size_t(h)] = h;
-  Capture cap = capture::allocate(cfg_, static_cast<int>(T), options, kv_head_of);
+  capture::Recorder rec(cfg_, T, T, options, kv_head_of_);
 
   // Activations of one layer, reused across layers.
-  std::vector<float> x(T * D), qkv(T * 3 * D), concat(T * D), attn(T * D), up(T * F), down(T * D), scratch;
+  std::vector<float> x(T * D), qkv(T * 3 * D), concat(T * D), attn(T * D), up(T * F), down(T * D);
 
   // Embeddings: word + position + token type 0, then LayerNorm.        x: [T, D]
   for (int64_t t = 0; t < T; ++t) {
-    const int32_t id = enc.tokens[size_t(t)].id;
-    if (id < 0 || id >= cfg_.vocab_size) throw Error("token id " + std::to_string(id) + " is outside the vocabulary");
+    const int64_t id = enc.tokens[size_t(t)].id;
     for (int64_t i = 0; i < D; ++i)
       x[t * D + i] = word_emb_.data[id * D + i] + pos_emb_.data[t * D + i] + type_emb_.data[i];
   }
   ops::layer_norm(x.data(), T, D, ln_emb_g_.ptr(), ln_emb_b_.ptr(), cfg_.norm_eps, x.data());
-  capture::record_hidden(cap, 0, x.data());
+  rec.record_hidden(0, x.data());
 
   const ops::AttentionDims dims{T, T, H, H, Dh, 1.0f / std::sqrt(static_cast<float>(Dh))};
   for (int l = 0; l < cfg_.n_layer; ++l) {
     const BertLayer& b = layers_[size_t(l)];
-    b.qkv.forward(x.data(), T, qkv.data());                                                 // [T, 3D]: Q | K | V
-    float* probs = capture::attention_buffer(cap, l, scratch);                              // [H, T, T]
-    ops::attention(qkv.data(), 3 * D, qkv.data() + D, 3 * D, qkv.data() + 2 * D, 3 * D, kv_head_of.data(), dims,
-                   ops::KeyMask{}, 0, probs, concat.data(), D);                             // concat: [T, H·Dh]
-    if (!cap.queries.empty())
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t t = 0; t < T; ++t) {
-          std::memcpy(cap.queries.ptr() + ((l * H + h) * T + t) * Dh, qkv.data() + t * 3 * D + h * Dh, 4 * Dh);
-          std::memcpy(cap.keys.ptr() + ((l * H + h) * T + t) * Dh, qkv.data() + t * 3 * D + D + h * Dh, 4 * Dh);
-        }
-    capture::project_heads(cap, l, concat.data(), b.o.weights(), b.o.bias().ptr(), attn.data(), &b.o);  // attn: [T, D]
-    ops::add_inplace(attn.data(), x.data(), T * D);                                         // residual
+    // Attention block, post-norm: x = LN(x + MHA(x)).
+    b.qkv.forward(x.data(), T, qkv.data());                                                  // [T, 3D]: Q | K | V
+    const float *q = qkv.data(), *k = q + D, *v = k + D;
+    rec.record_qk(l, q, 3 * D, k, 3 * D);
+    ops::attention(q, 3 * D, k, 3 * D, v, 3 * D, kv_head_of_.data(), dims, ops::KeyMask{}, 0, rec.attention_rows(l),
+                   concat.data(), D);                                                        // concat: [T, H·Dh]
+    rec.project_heads(l, concat.data(), b.o.weights(), b.o.bias().ptr(), attn.data(), &b.o);  // attn: [T, D]
+    ops::add_inplace(attn.data(), x.data(), T * D);                                          // residual
     ops::layer_norm(attn.data(), T, D, b.ln_attn_g.ptr(), b.ln_attn_b.ptr(), cfg_.norm_eps, x.data());
-    b.up.forward(x.data(), T, up.data());                                                   // [T, F]
+    // Feed-forward block, post-norm: x = LN(x + W_2 · GELU(W_1 · x + b_1) + b_2).
+    b.up.forward(x.data(), T, up.data());                                                    // [T, F]
     ops::gelu_erf(up.data(), T * F);
-    b.down.forward(up.data(), T, down.data());                                              // [T, D]
-    ops::add_inplace(down.data(), x.data(), T * D);                                         // residual
+    b.down.forward(up.data(), T, down.data());                                               // [T, D]
+    ops::add_inplace(down.data(), x.data(), T * D);                                          // residual
     ops::layer_norm(down.data(), T, D, b.ln_ffn_g.ptr(), b.ln_ffn_b.ptr(), cfg_.norm_eps, x.data());
-    capture::record_hidden(cap, l + 1, x.data());
+    rec.record_hidden(l + 1, x.data());
   }
-  return cap;
+  return rec.finish();
 }
 
 }  // namespace

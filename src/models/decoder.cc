@@ -6,13 +6,12 @@
 #include <cstring>
 
 #include "capture/capture.h"
-#include "io/gguf.h"
-#include "io/safetensors.h"
 #include "models/families.h"
 #include "ops/attention.h"
 #include "ops/decoder_pointwise.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
+#include "tensor/tensor_ops.h"
 
 namespace headscope {
 
@@ -26,51 +25,7 @@ Capture Model::extend(DecoderState&, const std::vector<int32_t>&, const CaptureO
 
 namespace models {
 
-Tensor concat_rows(const std::vector<const Tensor*>& parts) {
-  std::vector<int64_t> shape = parts.front()->shape;
-  shape[0] = 0;
-  for (const Tensor* p : parts) shape[0] += p->shape[0];
-  Tensor out(shape);
-  float* dst = out.ptr();
-  for (const Tensor* p : parts) dst = std::copy(p->data.begin(), p->data.end(), dst);
-  return out;
-}
-
-Tensor transpose(const Tensor& t) {
-  const int64_t R = t.dim(0), C = t.dim(1);
-  Tensor out({C, R});
-  for (int64_t r = 0; r < R; ++r)
-    for (int64_t c = 0; c < C; ++c) out.data[size_t(c * R + r)] = t.data[size_t(r * C + c)];
-  return out;
-}
-
 namespace {
-
-class SafetensorsSource final : public WeightSource {
- public:
-  SafetensorsSource(const std::string& dir, WeightCheck& check)
-      : WeightSource(check), dir_(dir), store_(io::WeightStore::open_dir(dir)) {}
-  bool has(const std::string& name) const override { return store_.has(name); }
-  std::string describe() const override { return dir_; }
-
- private:
-  Tensor read(const std::string& name, const std::vector<int64_t>& shape) const override { return store_.get(name, shape); }
-  std::string file_of(const std::string& name) const override { return store_.raw(name).file; }
-  std::string dir_;
-  io::WeightStore store_;
-};
-
-class GgufSource final : public WeightSource {
- public:
-  GgufSource(std::shared_ptr<const io::GgufFile> file, WeightCheck& check) : WeightSource(check), file_(std::move(file)) {}
-  bool has(const std::string& name) const override { return file_->has_tensor(name); }
-  std::string describe() const override { return file_->path(); }
-
- private:
-  Tensor read(const std::string& name, const std::vector<int64_t>& shape) const override { return file_->to_f32(name, shape); }
-  std::string file_of(const std::string&) const override { return file_->path(); }
-  std::shared_ptr<const io::GgufFile> file_;
-};
 
 // The KV cache: for every layer, keys and values of all tokens so far, rows of n_kv_head·d_head
 // (keys after RoPE). Grows by doubling.
@@ -84,25 +39,18 @@ class Cache final : public DecoderState {
     for (auto& x : k) x.resize(size_t(capacity * width));
     for (auto& x : v) x.resize(size_t(capacity * width));
   }
+  // Stores layer `layer`'s keys and values of rows first .. first + T − 1 (room reserved):
+  // k, v [T, width] with row stride `stride` (slices of the fused QKV projection).
+  void store(int layer, int64_t first, const float* keys, const float* values, int64_t T, int64_t stride) {
+    copy_rows(k[size_t(layer)].data() + first * width, width, keys, stride, T, width);
+    copy_rows(v[size_t(layer)].data() + first * width, width, values, stride, T, width);
+  }
   std::vector<std::vector<float>> k, v;  // [n_layer][capacity · width]
   int64_t width = 0;
   int64_t n = 0, capacity = 0;
 };
 
 }  // namespace
-
-Tensor WeightSource::get(const std::string& name, const std::vector<int64_t>& shape) const {
-  Tensor t = read(name, shape);
-  check_(t, name, file_of(name));
-  return t;
-}
-
-std::unique_ptr<WeightSource> safetensors_source(const std::string& dir, WeightCheck& check) {
-  return std::make_unique<SafetensorsSource>(dir, check);
-}
-std::unique_ptr<WeightSource> gguf_source(std::shared_ptr<const io::GgufFile> file, WeightCheck& check) {
-  return std::make_unique<GgufSource>(std::move(file), check);
-}
 
 DecoderModel::DecoderModel(ModelConfig config, DecoderArch arch, DecoderWeights weights, std::unique_ptr<Tokenizer> tokenizer)
     : cfg_(std::move(config)), arch_(std::move(arch)), w_(std::move(weights)), tokenizer_(std::move(tokenizer)) {
@@ -152,6 +100,107 @@ Capture DecoderModel::run(const Encoding& encoding, const CaptureOptions& option
   return extend(*state, encoding.ids(), options, nullptr);
 }
 
+// One call of extend(): T new rows after the `past` tokens in the cache. It holds one layer's
+// activations (reused by every layer) and runs the blocks of decoder.h; the KV cache and the
+// Recorder keep their bookkeeping out of the maths.
+class DecoderModel::Pass {
+ public:
+  Pass(const DecoderModel& model, Cache& cache, capture::Recorder& recorder, int64_t T)
+      : m_(model), c_(model.cfg_), cache_(cache), rec_(recorder), T_(T), past_(cache.n), D_(c_.d_model),
+        Q_(int64_t(c_.n_head) * c_.d_head), KV_(int64_t(c_.n_kv_head) * c_.d_head), QKV_(Q_ + 2 * KV_),
+        x_(size_t(T * D_)), h_(size_t(T * D_)), out_(size_t(T * D_)), qkv_(size_t(T * QKV_)), concat_(size_t(T * Q_)),
+        up_(size_t(T * c_.d_ff)), gate_(size_t(T * c_.d_ff)) {
+    if (m_.arch_.rope) rope_ = ops::rope_table(m_.inv_freq_, past_, T);
+  }
+
+  float* x() { return x_.data(); }  // the residual stream [T, d_model]
+  float* h() { return h_.data(); }  // the normalised stream [T, d_model]
+
+  // x = E[ids] (+ P[past + t])                                          [T, d_model]
+  void embed(const std::vector<int32_t>& ids) {
+    const Tensor &E = m_.w_.token_embedding, &P = m_.w_.position_embedding;
+    for (int64_t t = 0; t < T_; ++t) {
+      const float* e = E.ptr() + int64_t(ids[size_t(t)]) * D_;
+      std::copy(e, e + D_, x_.data() + t * D_);
+      if (!P.empty()) {
+        const float* p = P.ptr() + (past_ + t) * D_;
+        for (int64_t i = 0; i < D_; ++i) x_[size_t(t * D_ + i)] += p[i];
+      }
+    }
+  }
+
+  // concat(softmax(q_h k_g(h)ᵀ / √d_head + mask) v_g(h)) W_Oᵀ + b_O of h = Norm(x)   [T, d_model]
+  const float* attention_block(int l) {
+    const DecoderLayerWeights& b = m_.w_.layers[size_t(l)];
+    const int64_t H = c_.n_head, Hkv = c_.n_kv_head, Dh = c_.d_head;
+    norm(b.attn_norm, b.attn_norm_bias, x_.data(), h_.data());
+    ops::linear(h_.data(), T_, D_, b.w_qkv.ptr(), b.b_qkv.empty() ? nullptr : b.b_qkv.ptr(), QKV_, qkv_.data());  // [T, Q|K|V]
+    float* q = qkv_.data();
+    float* k = q + Q_;
+    float* v = k + KV_;
+    if (m_.arch_.rope) {
+      const ops::RopeConfig& r = m_.arch_.rope_config;
+      ops::rope_apply(q, QKV_, T_, H, Dh, rope_, r.d_rot, r.layout);
+      ops::rope_apply(k, QKV_, T_, Hkv, Dh, rope_, r.d_rot, r.layout);
+    }
+    cache_.store(l, past_, k, v, T_, QKV_);  // keys after RoPE
+    rec_.record_qk(l, q, QKV_, k, QKV_);
+    float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
+    if (m_.arch_.scale_by_inverse_layer) scale /= static_cast<float>(l + 1);
+    const int64_t Tk = past_ + T_;
+    const ops::AttentionDims dims{T_, Tk, H, Hkv, Dh, scale};
+    ops::KeyMask mask;
+    mask.causal = true;
+    mask.window = b.window;
+    ops::attention(q, QKV_, cache_.k[size_t(l)].data(), KV_, cache_.v[size_t(l)].data(), KV_, m_.kv_head_of_.data(), dims,
+                   mask, past_, rec_.attention_rows(l), concat_.data(), Q_);  // concat [T, H·Dh]
+    rec_.project_heads(l, concat_.data(), b.w_o, b.b_o.ptr(), out_.data());
+    return out_.data();
+  }
+
+  // W_down (silu(W_gate h) ⊙ W_up h)  or  W_down GELU_tanh(W_up h + b_up) + b_down,  h = Norm(x)   [T, d_model]
+  const float* feed_forward_block(int l) {
+    const DecoderLayerWeights& b = m_.w_.layers[size_t(l)];
+    const int64_t F = c_.d_ff;
+    norm(b.ffn_norm, b.ffn_norm_bias, x_.data(), h_.data());
+    if (m_.arch_.mlp == DecoderArch::Mlp::kSwiGlu) {
+      ops::linear(h_.data(), T_, D_, b.w_gate.ptr(), nullptr, F, gate_.data());  // [T, F]
+      ops::linear(h_.data(), T_, D_, b.w_up.ptr(), nullptr, F, up_.data());      // [T, F]
+      ops::silu_mul(gate_.data(), up_.data(), T_ * F);
+      ops::linear(gate_.data(), T_, F, b.w_down.ptr(), nullptr, D_, out_.data());
+    } else {
+      ops::linear(h_.data(), T_, D_, b.w_up.ptr(), b.b_up.ptr(), F, up_.data());
+      ops::gelu_tanh(up_.data(), T_ * F);
+      ops::linear(up_.data(), T_, F, b.w_down.ptr(), b.b_down.ptr(), D_, out_.data());
+    }
+    return out_.data();
+  }
+
+  // h = Norm_final(x)
+  void final_norm() { norm(m_.w_.final_norm, m_.w_.final_norm_bias, x_.data(), h_.data()); }
+
+  // The logits after the last row: Norm_final(x)[T − 1] · E_outᵀ   [vocab]
+  void next_logits(std::vector<float>& logits) const {
+    const Tensor& out = m_.w_.lm_head.empty() ? m_.w_.token_embedding : m_.w_.lm_head;
+    logits.assign(size_t(c_.vocab_size), 0.0f);
+    ops::linear(h_.data() + (T_ - 1) * D_, 1, D_, out.ptr(), nullptr, c_.vocab_size, logits.data());
+  }
+
+ private:
+  void norm(const Tensor& g, const Tensor& b, const float* in, float* out) const {
+    if (m_.arch_.norm == DecoderArch::Norm::kRms) ops::rms_norm(in, T_, D_, g.ptr(), c_.norm_eps, out);
+    else ops::layer_norm(in, T_, D_, g.ptr(), b.ptr(), c_.norm_eps, out);
+  }
+
+  const DecoderModel& m_;
+  const ModelConfig& c_;
+  Cache& cache_;
+  capture::Recorder& rec_;
+  const int64_t T_, past_, D_, Q_, KV_, QKV_;  // Q = n_head·d_head, KV = n_kv_head·d_head
+  std::vector<float> x_, h_, out_, qkv_, concat_, up_, gate_;
+  ops::RopeTable rope_;  // cos and sin of positions past .. past + T − 1
+};
+
 Capture DecoderModel::extend(DecoderState& state, const std::vector<int32_t>& ids, const CaptureOptions& options,
                              std::vector<float>* next_logits) const {
   Cache* cache = dynamic_cast<Cache*>(&state);
@@ -163,121 +212,30 @@ Capture DecoderModel::extend(DecoderState& state, const std::vector<int32_t>& id
     throw Error("the sequence would be " + std::to_string(Tk) + " tokens; " + cfg_.name + " allows at most " +
                 std::to_string(cfg_.max_positions));
   }
-  const int64_t L = cfg_.n_layer, D = cfg_.d_model, F = cfg_.d_ff, H = cfg_.n_head, Hkv = cfg_.n_kv_head;
-  const int64_t Dh = cfg_.d_head, Q = H * Dh, KV = Hkv * Dh, QKV = Q + 2 * KV, V = cfg_.vocab_size;
   for (int32_t id : ids) {
-    if (id < 0 || id >= V) throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(V - 1) + ")");
+    if (id < 0 || id >= cfg_.vocab_size)
+      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(cfg_.vocab_size - 1) + ")");
   }
   check_run_memory(Tk, extend_bytes(past, cache->capacity, T, options), options);
   cache->reserve(Tk);
 
-  // What this call records: T query rows, Tk keys (model.h, Model::extend).
-  Capture cap;
-  cap.n_layer = int(L), cap.n_head = int(H), cap.n_kv_head = int(Hkv), cap.T = int(T), cap.d_head = int(Dh),
-  cap.d_model = int(D);
-  cap.kv_head_of = kv_head_of_;
-  if (options.attention) cap.attention = Tensor({L, H, T, Tk});
-  if (options.head_outputs) cap.head_outputs = Tensor({L, H, T, Dh});
-  if (options.contributions) cap.contributions = Tensor({L, H, T, D});
-  if (options.contributions || options.head_outputs) cap.attn_output = Tensor({L, T, D});
-  if (options.hidden_states) cap.hidden_states = Tensor({L + 1, T, D});
-  if (options.queries_keys) {
-    cap.queries = Tensor({L, H, T, Dh});
-    cap.keys = Tensor({L, Hkv, T, Dh});
-  }
-
-  std::vector<float> x(size_t(T * D)), h(size_t(T * D)), qkv(size_t(T * QKV)), concat(size_t(T * Q)),
-      attn(size_t(T * D)), up(size_t(T * F)), gate(size_t(T * F)), probs_scratch;
-  const auto norm = [&](const Tensor& g, const Tensor& b, const float* in, float* out) {
-    if (arch_.norm == DecoderArch::Norm::kRms) {
-      ops::rms_norm(in, T, D, g.ptr(), cfg_.norm_eps, out);
-    } else {
-      ops::layer_norm(in, T, D, g.ptr(), b.ptr(), cfg_.norm_eps, out);
-    }
-  };
-
-  // Embeddings.                                                         x: [T, D]
-  for (int64_t t = 0; t < T; ++t) {
-    const float* e = w_.token_embedding.ptr() + int64_t(ids[size_t(t)]) * D;
-    std::copy(e, e + D, x.data() + t * D);
-    if (!w_.position_embedding.empty()) {
-      const float* p = w_.position_embedding.ptr() + (past + t) * D;
-      for (int64_t i = 0; i < D; ++i) x[size_t(t * D + i)] += p[i];
-    }
-  }
-  capture::record_hidden(cap, 0, x.data());
-  const ops::RopeTable rope = arch_.rope ? ops::rope_table(inv_freq_, past, T) : ops::RopeTable{};
-
-  for (int64_t l = 0; l < L; ++l) {
-    const DecoderLayerWeights& b = w_.layers[size_t(l)];
-    // Attention.
-    norm(b.attn_norm, b.attn_norm_bias, x.data(), h.data());
-    ops::linear(h.data(), T, D, b.w_qkv.ptr(), b.b_qkv.empty() ? nullptr : b.b_qkv.ptr(), QKV, qkv.data());  // [T, Q|K|V]
-    float* q = qkv.data();
-    float* k = qkv.data() + Q;
-    float* v = qkv.data() + Q + KV;
-    if (arch_.rope) {
-      ops::rope_apply(q, QKV, T, H, Dh, rope, arch_.rope_config.d_rot, arch_.rope_config.layout);
-      ops::rope_apply(k, QKV, T, Hkv, Dh, rope, arch_.rope_config.d_rot, arch_.rope_config.layout);
-    }
-    float* K = cache->k[size_t(l)].data();  // [Tk, KV]
-    float* Vc = cache->v[size_t(l)].data();
-    for (int64_t t = 0; t < T; ++t) {
-      std::memcpy(K + (past + t) * KV, k + t * QKV, sizeof(float) * size_t(KV));
-      std::memcpy(Vc + (past + t) * KV, v + t * QKV, sizeof(float) * size_t(KV));
-    }
-    if (!cap.queries.empty()) {
-      for (int64_t t = 0; t < T; ++t) {
-        for (int64_t hh = 0; hh < H; ++hh)
-          std::memcpy(cap.queries.ptr() + ((l * H + hh) * T + t) * Dh, q + t * QKV + hh * Dh, sizeof(float) * size_t(Dh));
-        for (int64_t g = 0; g < Hkv; ++g)
-          std::memcpy(cap.keys.ptr() + ((l * Hkv + g) * T + t) * Dh, k + t * QKV + g * Dh, sizeof(float) * size_t(Dh));
-      }
-    }
-    float* probs;  // [H, T, Tk]
-    if (!cap.attention.empty()) {
-      probs = cap.attention.ptr() + l * H * T * Tk;
-    } else {
-      probs_scratch.resize(size_t(H * T * Tk));
-      probs = probs_scratch.data();
-    }
-    float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
-    if (arch_.scale_by_inverse_layer) scale /= static_cast<float>(l + 1);
-    const ops::AttentionDims dims{T, Tk, H, Hkv, Dh, scale};
-    ops::KeyMask mask;
-    mask.causal = true;
-    mask.window = b.window;
-    ops::attention(q, QKV, K, KV, Vc, KV, kv_head_of_.data(), dims, mask, past, probs, concat.data(), Q);
-    capture::project_heads(cap, int(l), concat.data(), b.w_o, b.b_o.ptr(), attn.data());  // [T, D]
-    ops::add_inplace(x.data(), attn.data(), T * D);                                       // residual
-
-    // Feed-forward.
-    norm(b.ffn_norm, b.ffn_norm_bias, x.data(), h.data());
-    if (arch_.mlp == DecoderArch::Mlp::kSwiGlu) {
-      ops::linear(h.data(), T, D, b.w_gate.ptr(), nullptr, F, gate.data());  // [T, F]
-      ops::linear(h.data(), T, D, b.w_up.ptr(), nullptr, F, up.data());      // [T, F]
-      ops::silu_mul(gate.data(), up.data(), T * F);
-      ops::linear(gate.data(), T, F, b.w_down.ptr(), nullptr, D, attn.data());  // [T, D]
-    } else {
-      ops::linear(h.data(), T, D, b.w_up.ptr(), b.b_up.ptr(), F, up.data());
-      ops::gelu_tanh(up.data(), T * F);
-      ops::linear(up.data(), T, F, b.w_down.ptr(), b.b_down.ptr(), D, attn.data());
-    }
-    ops::add_inplace(x.data(), attn.data(), T * D);
+  capture::Recorder rec(cfg_, T, Tk, options, kv_head_of_);  // T query rows over Tk keys (model.h)
+  Pass pass(*this, *cache, rec, T);
+  const int64_t L = cfg_.n_layer, n = T * cfg_.d_model;
+  pass.embed(ids);
+  rec.record_hidden(0, pass.x());
+  for (int l = 0; l < L; ++l) {
+    ops::add_inplace(pass.x(), pass.attention_block(l), n);     // x += Attention(Norm(x))
+    ops::add_inplace(pass.x(), pass.feed_forward_block(l), n);  // x += FFN(Norm(x))
     // As transformers reports them: the output of every layer but the last, and then the final
     // normalised stream in the last slot (LlamaModel / GPT2Model append it after the final norm).
-    if (l + 1 < L) capture::record_hidden(cap, int(l + 1), x.data());
+    if (l + 1 < L) rec.record_hidden(l + 1, pass.x());
   }
   cache->n = Tk;
-
-  norm(w_.final_norm, w_.final_norm_bias, x.data(), h.data());
-  capture::record_hidden(cap, int(L), h.data());
-  if (next_logits != nullptr) {
-    const Tensor& out = w_.lm_head.empty() ? w_.token_embedding : w_.lm_head;
-    next_logits->assign(size_t(V), 0.0f);
-    ops::linear(h.data() + (T - 1) * D, 1, D, out.ptr(), nullptr, V, next_logits->data());  // [V]
-  }
-  return cap;
+  pass.final_norm();
+  rec.record_hidden(int(L), pass.h());
+  if (next_logits != nullptr) pass.next_logits(*next_logits);
+  return rec.finish();
 }
 
 }  // namespace models

@@ -19,15 +19,10 @@
 // row per new token.
 #pragma once
 #include <memory>
-#include <string>
 #include <vector>
 
 #include "headscope/model.h"
 #include "ops/rope.h"
-
-namespace headscope::io {
-class GgufFile;
-}
 
 namespace headscope::models {
 
@@ -60,34 +55,6 @@ struct DecoderWeights {
   Tensor lm_head;             // [vocab, d_model]; empty when tied to token_embedding
 };
 
-// Concatenates row blocks (e.g. W_q, W_k, W_v into W_qkv). All parts share the trailing shape.
-Tensor concat_rows(const std::vector<const Tensor*>& parts);
-// [rows, cols] -> [cols, rows] (GPT-2's Conv1D stores weights as (in, out)).
-Tensor transpose(const Tensor& t);
-
-class WeightCheck;  // families.h
-
-// Where a family's tensors come from: a Hugging Face safetensors folder or a GGUF file. Both
-// return fp32 in PyTorch's row-major layout, check the shape they are asked for, and pass every
-// tensor through the load's WeightCheck (zero dimensions, NaN/Inf).
-class WeightSource {
- public:
-  explicit WeightSource(WeightCheck& check) : check_(check) {}
-  virtual ~WeightSource() = default;
-  virtual bool has(const std::string& name) const = 0;
-  Tensor get(const std::string& name, const std::vector<int64_t>& shape) const;
-  virtual std::string describe() const = 0;  // the file or folder, for messages
-
- protected:
-  virtual Tensor read(const std::string& name, const std::vector<int64_t>& shape) const = 0;
-  virtual std::string file_of(const std::string& name) const = 0;  // the file holding `name`
-
- private:
-  WeightCheck& check_;
-};
-std::unique_ptr<WeightSource> safetensors_source(const std::string& dir, WeightCheck& check);
-std::unique_ptr<WeightSource> gguf_source(std::shared_ptr<const io::GgufFile> file, WeightCheck& check);
-
 class DecoderModel final : public Model {
  public:
   DecoderModel(ModelConfig config, DecoderArch arch, DecoderWeights weights, std::unique_ptr<Tokenizer> tokenizer);
@@ -106,6 +73,7 @@ class DecoderModel final : public Model {
   uint64_t extend_bytes(int64_t past, int64_t capacity, int64_t T, const CaptureOptions& options) const;
 
  private:
+  class Pass;  // decoder.cc: one call of extend(), block by block
   ModelConfig cfg_;
   DecoderArch arch_;
   DecoderWeights w_;

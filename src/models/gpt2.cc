@@ -7,7 +7,6 @@
 // c_attn, c_proj, c_fc and mlp.c_proj are transposed here; GGUF files already hold them as
 // (out, in). The fused c_attn (Q | K | V along the output axis) is used as it is.
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 
 #include "headscope/limits.h"
@@ -15,88 +14,65 @@
 #include "models/config_values.h"
 #include "models/decoder.h"
 #include "models/families.h"
+#include "models/tensor_table.h"
 #include "tokenizer/gguf_vocab.h"
 
 namespace headscope::models {
 namespace {
 
+// Every tensor of the family, by role: its Hugging Face name (after the optional "transformer."
+// prefix) and its GGUF name (llama.cpp).
 enum Role { kLn1W, kLn1B, kQkvW, kQkvB, kProjW, kProjB, kLn2W, kLn2B, kFcW, kFcB, kMlpProjW, kMlpProjB, kRoleCount };
-struct TensorName {
-  const char* hf;    // after the optional "transformer." prefix; "%d" is the layer
-  const char* gguf;
-  bool conv1d;       // stored (in, out) in Hugging Face files: transpose
-};
 constexpr TensorName kLayerTensors[kRoleCount] = {
-    /* kLn1W     */ {"h.%d.ln_1.weight", "blk.%d.attn_norm.weight", false},
-    /* kLn1B     */ {"h.%d.ln_1.bias", "blk.%d.attn_norm.bias", false},
-    /* kQkvW     */ {"h.%d.attn.c_attn.weight", "blk.%d.attn_qkv.weight", true},
-    /* kQkvB     */ {"h.%d.attn.c_attn.bias", "blk.%d.attn_qkv.bias", false},
-    /* kProjW    */ {"h.%d.attn.c_proj.weight", "blk.%d.attn_output.weight", true},
-    /* kProjB    */ {"h.%d.attn.c_proj.bias", "blk.%d.attn_output.bias", false},
-    /* kLn2W     */ {"h.%d.ln_2.weight", "blk.%d.ffn_norm.weight", false},
-    /* kLn2B     */ {"h.%d.ln_2.bias", "blk.%d.ffn_norm.bias", false},
-    /* kFcW      */ {"h.%d.mlp.c_fc.weight", "blk.%d.ffn_up.weight", true},
-    /* kFcB      */ {"h.%d.mlp.c_fc.bias", "blk.%d.ffn_up.bias", false},
-    /* kMlpProjW */ {"h.%d.mlp.c_proj.weight", "blk.%d.ffn_down.weight", true},
-    /* kMlpProjB */ {"h.%d.mlp.c_proj.bias", "blk.%d.ffn_down.bias", false},
+    /* kLn1W     */ {"h.%d.ln_1.weight", "blk.%d.attn_norm.weight"},
+    /* kLn1B     */ {"h.%d.ln_1.bias", "blk.%d.attn_norm.bias"},
+    /* kQkvW     */ {"h.%d.attn.c_attn.weight", "blk.%d.attn_qkv.weight", kConv1d},
+    /* kQkvB     */ {"h.%d.attn.c_attn.bias", "blk.%d.attn_qkv.bias"},
+    /* kProjW    */ {"h.%d.attn.c_proj.weight", "blk.%d.attn_output.weight", kConv1d},
+    /* kProjB    */ {"h.%d.attn.c_proj.bias", "blk.%d.attn_output.bias"},
+    /* kLn2W     */ {"h.%d.ln_2.weight", "blk.%d.ffn_norm.weight"},
+    /* kLn2B     */ {"h.%d.ln_2.bias", "blk.%d.ffn_norm.bias"},
+    /* kFcW      */ {"h.%d.mlp.c_fc.weight", "blk.%d.ffn_up.weight", kConv1d},
+    /* kFcB      */ {"h.%d.mlp.c_fc.bias", "blk.%d.ffn_up.bias"},
+    /* kMlpProjW */ {"h.%d.mlp.c_proj.weight", "blk.%d.ffn_down.weight", kConv1d},
+    /* kMlpProjB */ {"h.%d.mlp.c_proj.bias", "blk.%d.ffn_down.bias"},
 };
-struct GlobalNames {
-  const char *token_embedding, *position_embedding, *final_norm_w, *final_norm_b, *lm_head;
+enum Global { kTokenEmbedding, kPositionEmbedding, kFinalNormW, kFinalNormB, kGlobalCount };
+constexpr TensorName kGlobalTensors[kGlobalCount] = {
+    /* kTokenEmbedding    */ {"wte.weight", "token_embd.weight"},       // [vocab, d_model]
+    /* kPositionEmbedding */ {"wpe.weight", "position_embd.weight"},    // [n_positions, d_model]
+    /* kFinalNormW        */ {"ln_f.weight", "output_norm.weight"},     // [d_model]
+    /* kFinalNormB        */ {"ln_f.bias", "output_norm.bias"},         // [d_model]
 };
-constexpr GlobalNames kHfGlobals = {"wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias", "lm_head.weight"};
-constexpr GlobalNames kGgufGlobals = {"token_embd.weight", "position_embd.weight", "output_norm.weight",
-                                      "output_norm.bias", "output.weight"};
+// The output head, outside the body (never prefixed); absent when tied to the token embedding.
+constexpr TensorName kLmHead = {"lm_head.weight", "output.weight", kOptional};
 
-std::string layer_name(const char* pattern, int layer) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, pattern, layer);
-  return buf;
-}
-
-std::unique_ptr<Model> build(ModelConfig m, bool gguf, bool scale_by_layer, const WeightSource& src,
-                             std::unique_ptr<Tokenizer> tokenizer) {
-
+std::unique_ptr<Model> build(ModelConfig m, bool scale_by_layer, const TensorReader& in, std::unique_ptr<Tokenizer> tokenizer) {
   const int64_t D = m.d_model, F = m.d_ff, V = m.vocab_size, P = m.max_positions;
-  // Checkpoints saved from GPT2LMHeadModel prefix the body with "transformer.", GPT2Model's do not.
-  const std::string prefix = gguf || !src.has("transformer.wte.weight") ? "" : "transformer.";
-  const GlobalNames& g = gguf ? kGgufGlobals : kHfGlobals;
-  const auto global = [&](const char* n) { return gguf ? std::string(n) : prefix + n; };
-  const auto layer_tensor = [&](Role r, int l) {
-    return gguf ? layer_name(kLayerTensors[r].gguf, l) : prefix + layer_name(kLayerTensors[r].hf, l);
-  };
-  const auto get = [&](Role r, int l, std::vector<int64_t> shape) {
-    const TensorName& t = kLayerTensors[r];
-    const std::string name = layer_tensor(r, l);
-    if (!gguf && t.conv1d) return transpose(src.get(name, {shape[1], shape[0]}));
-    return src.get(name, shape);
-  };
+  const TensorReader top(in.source(), in.gguf());  // no prefix: for the output head
   DecoderWeights w;
-  w.token_embedding = src.get(global(g.token_embedding), {V, D});
-  w.position_embedding = src.get(global(g.position_embedding), {P, D});
-  w.final_norm = src.get(global(g.final_norm_w), {D});
-  w.final_norm_bias = src.get(global(g.final_norm_b), {D});
-  // The head is tied to the token embedding unless the file has its own.
-  if (src.has(g.lm_head)) w.lm_head = src.get(g.lm_head, {V, D});
-  // The declared layers must all be in the file before storage is sized for them.
-  for (Role r : {kLn1W, kQkvW, kMlpProjB})
-    if (!src.has(layer_tensor(r, m.n_layer - 1)))
-      throw Error(src.describe() + ": the hyper-parameters declare " + std::to_string(m.n_layer) +
-                  " layers but there is no tensor '" + layer_tensor(r, m.n_layer - 1) + "'");
+  w.token_embedding = in.get(kGlobalTensors[kTokenEmbedding], {V, D});
+  w.position_embedding = in.get(kGlobalTensors[kPositionEmbedding], {P, D});
+  w.final_norm = in.get(kGlobalTensors[kFinalNormW], {D});
+  w.final_norm_bias = in.get(kGlobalTensors[kFinalNormB], {D});
+  w.lm_head = top.get(kLmHead, {V, D});  // empty: tied
+  in.expect_layers(m.n_layer, {kLayerTensors[kLn1W], kLayerTensors[kQkvW], kLayerTensors[kMlpProjB]});
   w.layers.reserve(size_t(m.n_layer));
   for (int l = 0; l < m.n_layer; ++l) {
     DecoderLayerWeights b;
-    b.attn_norm = get(kLn1W, l, {D});
-    b.attn_norm_bias = get(kLn1B, l, {D});
-    b.w_qkv = get(kQkvW, l, {3 * D, D});  // rows: Q | K | V
-    b.b_qkv = get(kQkvB, l, {3 * D});
-    b.w_o = get(kProjW, l, {D, D});
-    b.b_o = get(kProjB, l, {D});
-    b.ffn_norm = get(kLn2W, l, {D});
-    b.ffn_norm_bias = get(kLn2B, l, {D});
-    b.w_up = get(kFcW, l, {F, D});
-    b.b_up = get(kFcB, l, {F});
-    b.w_down = get(kMlpProjW, l, {D, F});
-    b.b_down = get(kMlpProjB, l, {D});
+    const auto get = [&](Role r, std::vector<int64_t> shape) { return in.get(kLayerTensors[r], l, shape); };
+    b.attn_norm = get(kLn1W, {D});
+    b.attn_norm_bias = get(kLn1B, {D});
+    b.w_qkv = get(kQkvW, {3 * D, D});  // rows: Q | K | V
+    b.b_qkv = get(kQkvB, {3 * D});
+    b.w_o = get(kProjW, {D, D});
+    b.b_o = get(kProjB, {D});
+    b.ffn_norm = get(kLn2W, {D});
+    b.ffn_norm_bias = get(kLn2B, {D});
+    b.w_up = get(kFcW, {F, D});
+    b.b_up = get(kFcB, {F});
+    b.w_down = get(kMlpProjW, {D, F});
+    b.b_down = get(kMlpProjB, {D});
     w.layers.push_back(std::move(b));
   }
   DecoderArch arch;
@@ -172,7 +148,9 @@ std::unique_ptr<Model> load_gpt2(const std::string& dir, const nlohmann::json& c
   hp.cfg.name = std::filesystem::path(dir).filename().string();
   auto tokenizer = Tokenizer::from_model_dir(dir);
   auto src = safetensors_source(dir, check);
-  return build(std::move(hp.cfg), false, hp.scale_by_inverse_layer, *src, std::move(tokenizer));
+  // Checkpoints saved from GPT2LMHeadModel prefix the body with "transformer.", GPT2Model's do not.
+  const std::string prefix = src->has("transformer.wte.weight") ? "transformer." : "";
+  return build(std::move(hp.cfg), hp.scale_by_inverse_layer, TensorReader(*src, false, prefix), std::move(tokenizer));
 }
 
 std::unique_ptr<Model> load_gpt2_gguf(std::shared_ptr<const io::GgufFile> f, WeightCheck& check) {
@@ -180,7 +158,7 @@ std::unique_ptr<Model> load_gpt2_gguf(std::shared_ptr<const io::GgufFile> f, Wei
   hp.cfg.name = f->get_string("general.name", std::filesystem::path(f->path()).stem().string());
   auto tokenizer = tokenizer::tokenizer_from_gguf(*f);
   auto src = gguf_source(f, check);
-  return build(std::move(hp.cfg), true, false, *src, std::move(tokenizer));
+  return build(std::move(hp.cfg), false, TensorReader(*src, true), std::move(tokenizer));
 }
 
 }  // namespace headscope::models

@@ -5,7 +5,6 @@
 // tensors, from a Hugging Face folder or a GGUF file, through one tensor-name table.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 
 #include "headscope/limits.h"
@@ -13,47 +12,36 @@
 #include "models/config_values.h"
 #include "models/decoder.h"
 #include "models/families.h"
+#include "models/tensor_table.h"
+#include "tensor/tensor_ops.h"
 #include "tokenizer/gguf_vocab.h"
 
 namespace headscope::models {
 namespace {
 
-// Every tensor of the family, by role: its Hugging Face name, its GGUF name (llama.cpp), whether
-// the family must have it. "%d" is the layer.
+// Every tensor of the family, by role: its Hugging Face name and its GGUF name (llama.cpp).
 enum Role { kAttnNorm, kQ, kK, kV, kQBias, kKBias, kVBias, kO, kOBias, kFfnNorm, kGate, kUp, kDown, kRoleCount };
-struct TensorName {
-  const char* hf;
-  const char* gguf;
-  bool required;
-};
 constexpr TensorName kLayerTensors[kRoleCount] = {
-    /* kAttnNorm */ {"model.layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight", true},
-    /* kQ        */ {"model.layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight", true},
-    /* kK        */ {"model.layers.%d.self_attn.k_proj.weight", "blk.%d.attn_k.weight", true},
-    /* kV        */ {"model.layers.%d.self_attn.v_proj.weight", "blk.%d.attn_v.weight", true},
-    /* kQBias    */ {"model.layers.%d.self_attn.q_proj.bias", "blk.%d.attn_q.bias", false},
-    /* kKBias    */ {"model.layers.%d.self_attn.k_proj.bias", "blk.%d.attn_k.bias", false},
-    /* kVBias    */ {"model.layers.%d.self_attn.v_proj.bias", "blk.%d.attn_v.bias", false},
-    /* kO        */ {"model.layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight", true},
-    /* kOBias    */ {"model.layers.%d.self_attn.o_proj.bias", "blk.%d.attn_output.bias", false},
-    /* kFfnNorm  */ {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.ffn_norm.weight", true},
-    /* kGate     */ {"model.layers.%d.mlp.gate_proj.weight", "blk.%d.ffn_gate.weight", true},
-    /* kUp       */ {"model.layers.%d.mlp.up_proj.weight", "blk.%d.ffn_up.weight", true},
-    /* kDown     */ {"model.layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight", true},
+    /* kAttnNorm */ {"model.layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight"},
+    /* kQ        */ {"model.layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight"},
+    /* kK        */ {"model.layers.%d.self_attn.k_proj.weight", "blk.%d.attn_k.weight"},
+    /* kV        */ {"model.layers.%d.self_attn.v_proj.weight", "blk.%d.attn_v.weight"},
+    /* kQBias    */ {"model.layers.%d.self_attn.q_proj.bias", "blk.%d.attn_q.bias", kOptional},  // Qwen2
+    /* kKBias    */ {"model.layers.%d.self_attn.k_proj.bias", "blk.%d.attn_k.bias", kOptional},
+    /* kVBias    */ {"model.layers.%d.self_attn.v_proj.bias", "blk.%d.attn_v.bias", kOptional},
+    /* kO        */ {"model.layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight"},
+    /* kOBias    */ {"model.layers.%d.self_attn.o_proj.bias", "blk.%d.attn_output.bias", kOptional},
+    /* kFfnNorm  */ {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.ffn_norm.weight"},
+    /* kGate     */ {"model.layers.%d.mlp.gate_proj.weight", "blk.%d.ffn_gate.weight"},
+    /* kUp       */ {"model.layers.%d.mlp.up_proj.weight", "blk.%d.ffn_up.weight"},
+    /* kDown     */ {"model.layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight"},
 };
-struct GlobalNames {
-  const char* embedding;   // [vocab, d_model]
-  const char* final_norm;  // [d_model]
-  const char* lm_head;     // [vocab, d_model], absent when tied
+enum Global { kEmbedding, kFinalNorm, kLmHead, kGlobalCount };
+constexpr TensorName kGlobalTensors[kGlobalCount] = {
+    /* kEmbedding */ {"model.embed_tokens.weight", "token_embd.weight"},  // [vocab, d_model]
+    /* kFinalNorm */ {"model.norm.weight", "output_norm.weight"},          // [d_model]
+    /* kLmHead    */ {"lm_head.weight", "output.weight"},                  // [vocab, d_model], absent when tied
 };
-constexpr GlobalNames kHfGlobals = {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"};
-constexpr GlobalNames kGgufGlobals = {"token_embd.weight", "output_norm.weight", "output.weight"};
-
-std::string layer_name(const char* pattern, int layer) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, pattern, layer);
-  return buf;
-}
 
 // Sliding-window sizes and window-layer counts: at most the longest position limit we accept.
 constexpr int64_t kMaxWindow = limits::kMaxPositions;
@@ -186,44 +174,37 @@ DecoderHyper llama_config(const io::GgufFile& f) {
   if (arch != "qwen2") {
     for (auto& w : hp.window) w = window;
   }
-  hp.tied = !f.has_tensor(kGgufGlobals.lm_head);
+  hp.tied = !f.has_tensor(kGlobalTensors[kLmHead].gguf);
   return hp;
 }
 
 namespace {
 
-std::unique_ptr<Model> build(DecoderHyper hp, bool gguf, const WeightSource& src, std::unique_ptr<Tokenizer> tokenizer) {
+std::unique_ptr<Model> build(DecoderHyper hp, const TensorReader& in, std::unique_ptr<Tokenizer> tokenizer) {
   const ModelConfig& m = hp.cfg;
   const int64_t D = m.d_model, F = m.d_ff, H = m.n_head, Hkv = m.n_kv_head, Dh = m.d_head, V = m.vocab_size;
-  const GlobalNames& g = gguf ? kGgufGlobals : kHfGlobals;
-  const auto name = [&](Role r, int l) { return layer_name(gguf ? kLayerTensors[r].gguf : kLayerTensors[r].hf, l); };
   DecoderWeights w;
-  w.token_embedding = src.get(g.embedding, {V, D});
-  w.final_norm = src.get(g.final_norm, {D});
+  w.token_embedding = in.get(kGlobalTensors[kEmbedding], {V, D});
+  w.final_norm = in.get(kGlobalTensors[kFinalNorm], {D});
   if (!hp.tied) {
-    if (!src.has(g.lm_head)) {
-      throw Error(src.describe() + ": no " + g.lm_head + " and tie_word_embeddings is false; the checkpoint is incomplete");
+    if (!in.has(kGlobalTensors[kLmHead])) {
+      throw Error(in.source().describe() + ": no " + in.name(kGlobalTensors[kLmHead]) +
+                  " and tie_word_embeddings is false; the checkpoint is incomplete");
     }
-    w.lm_head = src.get(g.lm_head, {V, D});
+    w.lm_head = in.get(kGlobalTensors[kLmHead], {V, D});
   }
-  // The declared layers must all be in the file before storage is sized for them.
-  for (Role r : {kAttnNorm, kQ, kDown})
-    if (!src.has(name(r, m.n_layer - 1)))
-      throw Error(src.describe() + ": the hyper-parameters declare " + std::to_string(m.n_layer) +
-                  " layers but there is no tensor '" + name(r, m.n_layer - 1) + "'");
+  in.expect_layers(m.n_layer, {kLayerTensors[kAttnNorm], kLayerTensors[kQ], kLayerTensors[kDown]});
   w.layers.reserve(size_t(m.n_layer));
   for (int l = 0; l < m.n_layer; ++l) {
     DecoderLayerWeights b;
-    const auto get = [&](Role r, std::vector<int64_t> shape) {
-      if (!kLayerTensors[r].required && !src.has(name(r, l))) return Tensor();
-      return src.get(name(r, l), shape);
-    };
+    const auto get = [&](Role r, std::vector<int64_t> shape) { return in.get(kLayerTensors[r], l, shape); };
     b.attn_norm = get(kAttnNorm, {D});
     const Tensor wq = get(kQ, {H * Dh, D}), wk = get(kK, {Hkv * Dh, D}), wv = get(kV, {Hkv * Dh, D});
     b.w_qkv = concat_rows({&wq, &wk, &wv});  // fused at load time: one GEMM per layer
     const Tensor bq = get(kQBias, {H * Dh}), bk = get(kKBias, {Hkv * Dh}), bv = get(kVBias, {Hkv * Dh});
     if (!bq.empty() || !bk.empty() || !bv.empty()) {
-      if (bq.empty() || bk.empty() || bv.empty()) throw Error(src.describe() + ": layer " + std::to_string(l) + " has only some of the Q/K/V biases");
+      if (bq.empty() || bk.empty() || bv.empty())
+        throw Error(in.source().describe() + ": layer " + std::to_string(l) + " has only some of the Q/K/V biases");
       b.b_qkv = concat_rows({&bq, &bk, &bv});
     }
     b.w_o = get(kO, {D, H * Dh});
@@ -235,7 +216,8 @@ std::unique_ptr<Model> build(DecoderHyper hp, bool gguf, const WeightSource& src
     b.window = hp.window[size_t(l)];
     w.layers.push_back(std::move(b));
   }
-  if (gguf && src.has("rope_freqs.weight")) {
+  const WeightSource& src = in.source();
+  if (in.gguf() && src.has("rope_freqs.weight")) {
     const Tensor f = src.get("rope_freqs.weight", {hp.rope.d_rot / 2});
     for (float d : f.data)
       if (!(d > 0.0f) || !std::isfinite(d))
@@ -258,7 +240,7 @@ std::unique_ptr<Model> load_llama(const std::string& dir, const nlohmann::json& 
   hp.cfg.name = std::filesystem::path(dir).filename().string();
   auto tokenizer = Tokenizer::from_model_dir(dir);
   auto src = safetensors_source(dir, check);
-  return build(std::move(hp), false, *src, std::move(tokenizer));
+  return build(std::move(hp), TensorReader(*src, false), std::move(tokenizer));
 }
 
 std::unique_ptr<Model> load_llama_gguf(std::shared_ptr<const io::GgufFile> file, WeightCheck& check) {
@@ -266,7 +248,7 @@ std::unique_ptr<Model> load_llama_gguf(std::shared_ptr<const io::GgufFile> file,
   hp.cfg.name = file->get_string("general.name", std::filesystem::path(file->path()).stem().string());
   auto tokenizer = tokenizer::tokenizer_from_gguf(*file);
   auto src = gguf_source(file, check);
-  return build(std::move(hp), true, *src, std::move(tokenizer));
+  return build(std::move(hp), TensorReader(*src, true), std::move(tokenizer));
 }
 
 }  // namespace headscope::models

@@ -1,9 +1,11 @@
-// Tensor storage: zero-fill where promised, reuse of released large buffers, bounded cache.
+// Tensor storage: zero-fill where promised, reuse of released large buffers, bounded cache; and
+// the row helpers of src/tensor/tensor_ops.h against hand-written expectations.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "headscope/tensor.h"
+#include "tensor/tensor_ops.h"
 
 namespace headscope {
 namespace {
@@ -43,6 +45,46 @@ TEST(Tensor, SmallTensorsAndCopies) {
   const Tensor copy = t;
   EXPECT_EQ(copy.values()[4], 2.5f);
   EXPECT_EQ(copy.shape_str(), "[2, 3]");
+}
+
+Tensor filled(std::vector<int64_t> shape, std::vector<float> values) {
+  Tensor t(std::move(shape));
+  t.data.assign(values.begin(), values.end());
+  return t;
+}
+
+TEST(TensorOps, ConcatRowsStacksBlocksInOrder) {
+  const Tensor a = filled({1, 3}, {1, 2, 3}), b = filled({2, 3}, {4, 5, 6, 7, 8, 9});
+  const Tensor ab = concat_rows({&a, &b});
+  EXPECT_EQ(ab.shape, (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(ab.values(), (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  const Tensor bias = concat_rows({&a, &a});  // rank 1 too: [3] + [3] -> [6]
+  EXPECT_EQ(concat_rows({&bias}).values(), (std::vector<float>{1, 2, 3, 1, 2, 3}));
+}
+
+TEST(TensorOps, ConcatRowsRefusesDifferentTrailingShapes) {
+  const Tensor a = filled({2, 3}, {1, 2, 3, 4, 5, 6}), b = filled({3, 2}, {1, 2, 3, 4, 5, 6}), v({3});
+  EXPECT_THROW(concat_rows({&a, &b}), Error);
+  EXPECT_THROW(concat_rows({&a, &v}), Error);
+  EXPECT_THROW(concat_rows({}), Error);
+}
+
+TEST(TensorOps, TransposeSwapsAxes) {
+  const Tensor t = transpose(filled({2, 3}, {1, 2, 3, 4, 5, 6}));  // rows (1 2 3), (4 5 6)
+  EXPECT_EQ(t.shape, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(t.values(), (std::vector<float>{1, 4, 2, 5, 3, 6}));
+  EXPECT_THROW(transpose(Tensor({2, 2, 2})), Error);
+}
+
+TEST(TensorOps, CopyRowsTakesAStridedColumnBlock) {
+  // Columns 1..2 of a [3, 4] matrix (as one head's slice of a fused projection) into a dense [3, 2].
+  const std::vector<float> src = {0, 1, 2, 3, 10, 11, 12, 13, 20, 21, 22, 23};
+  std::vector<float> dst(6, -1.0f);
+  copy_rows(dst.data(), 2, src.data() + 1, 4, 3, 2);
+  EXPECT_EQ(dst, (std::vector<float>{1, 2, 11, 12, 21, 22}));
+  std::vector<float> wide(9, -1.0f);  // and into a wider destination: the gap stays untouched
+  copy_rows(wide.data(), 3, src.data(), 4, 3, 2);
+  EXPECT_EQ(wide, (std::vector<float>{0, 1, -1, 10, 11, -1, 20, 21, -1}));
 }
 
 }  // namespace

@@ -1,0 +1,74 @@
+// capture::Recorder on hand-built inputs: what allocate() sizes against capture_bytes(), where
+// attention goes, and the grouped-query Q/K copy out of a fused projection.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "capture/capture.h"
+
+namespace headscope::capture {
+namespace {
+
+ModelConfig tiny_gqa() {  // 2 layers, 4 query heads sharing 2 key/value heads, d_head 2
+  ModelConfig c;
+  c.n_layer = 2, c.n_head = 4, c.n_kv_head = 2, c.d_head = 2, c.d_model = 8, c.d_ff = 16;
+  return c;
+}
+
+CaptureOptions everything() {
+  CaptureOptions o;
+  o.queries_keys = true;
+  return o;
+}
+
+TEST(Capture, AllocatesTRowsOverTkKeysAsCounted) {
+  const ModelConfig c = tiny_gqa();
+  const Capture cap = allocate(c, 3, 5, everything(), {0, 0, 1, 1});
+  EXPECT_EQ(cap.attention.shape, (std::vector<int64_t>{2, 4, 3, 5}));
+  EXPECT_EQ(cap.queries.shape, (std::vector<int64_t>{2, 4, 3, 2}));
+  EXPECT_EQ(cap.keys.shape, (std::vector<int64_t>{2, 2, 3, 2}));
+  EXPECT_EQ(cap.hidden_states.shape, (std::vector<int64_t>{3, 3, 8}));
+  const int64_t floats = cap.attention.numel() + cap.head_outputs.numel() + cap.contributions.numel() +
+                         cap.attn_output.numel() + cap.hidden_states.numel() + cap.queries.numel() + cap.keys.numel();
+  EXPECT_EQ(capture_bytes(c, 3, 5, everything()), uint64_t(floats) * 4);
+  // 2·4·3·5 + 2·4·3·2 + 2·4·3·8 + 2·3·8 + 3·3·8 + 2·(4+2)·3·2, by hand:
+  EXPECT_EQ(floats, 120 + 48 + 192 + 48 + 72 + 72);
+}
+
+TEST(Capture, AttentionRowsAreTheCaptureOrOneScratch) {
+  const ModelConfig c = tiny_gqa();
+  Recorder with(c, 3, 5, everything(), {0, 0, 1, 1});
+  float* l1 = with.attention_rows(1);
+  const Capture cap = with.finish();
+  EXPECT_EQ(l1, cap.attention.ptr() + 4 * 3 * 5);  // layer 1 of [L, H, T, Tk]
+
+  CaptureOptions none = CaptureOptions::attention_only();
+  none.attention = false;
+  Recorder without(c, 3, 5, none, {0, 0, 1, 1});
+  float* s0 = without.attention_rows(0);
+  EXPECT_EQ(without.attention_rows(1), s0);  // one scratch, reused by every layer
+  s0[4 * 3 * 5 - 1] = 1.0f;                  // and it holds [H, T, Tk]
+  EXPECT_TRUE(without.finish().attention.empty());
+}
+
+TEST(Capture, RecordQkSplitsHeadsOfAFusedProjection) {
+  const ModelConfig c = tiny_gqa();
+  Recorder rec(c, 2, 2, everything(), {0, 0, 1, 1});
+  // Fused rows as the decoder holds them: Q (4 heads × 2) | K (2 heads × 2) | V, stride 16.
+  // Element value = 100·t + column, so each copied number says where it came from.
+  std::vector<float> qkv(2 * 16);
+  for (int t = 0; t < 2; ++t)
+    for (int j = 0; j < 16; ++j) qkv[size_t(t * 16 + j)] = float(100 * t + j);
+  rec.record_qk(1, qkv.data(), 16, qkv.data() + 8, 16);
+  const Capture cap = rec.finish();
+  // queries[1, h=2, t=1, :] = columns 4, 5 of row 1; keys[1, g=1, t=0, :] = columns 10, 11 of row 0.
+  const float* q = cap.queries.ptr() + ((1 * 4 + 2) * 2 + 1) * 2;
+  EXPECT_EQ(q[0], 104.0f);
+  EXPECT_EQ(q[1], 105.0f);
+  const float* k = cap.keys.ptr() + ((1 * 2 + 1) * 2 + 0) * 2;
+  EXPECT_EQ(k[0], 10.0f);
+  EXPECT_EQ(k[1], 11.0f);
+}
+
+}  // namespace
+}  // namespace headscope::capture

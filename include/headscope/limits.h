@@ -113,6 +113,15 @@ inline constexpr int kMaxComputeWaitSeconds = 60;
 // Retry-After of a 503, in seconds.
 inline constexpr int kRetryAfterSeconds = 2;
 
+// ---- long texts (src/pipeline/analyse.cc) ----
+
+// Dense attention maps ([n_layer, n_head, T, T] and the word maps) are kept only up to this many
+// bytes when the caller leaves the choice to headscope (AnalyseOptions::Maps::kAuto); longer texts
+// are streamed. 512 MiB holds all-MiniLM-L6-v2 at its 512-token limit (72 heads) several times.
+inline constexpr uint64_t kDenseMapsBytes = uint64_t{512} << 20;
+// Cells of one exact attention tile (query rows × keys). A 1,024 × 1,024 tile is 4 MiB of fp32,
+// more than a screen shows at full precision.
+inline constexpr int64_t kMaxTileCells = int64_t{1} << 20;
 
 
 }  // namespace headscope::limits

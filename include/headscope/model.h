@@ -7,6 +7,7 @@
 // over the keys k, rows sum to 1 over the keys that q may attend to.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,15 @@ struct CaptureOptions {
   bool contributions = true;  // [n_layer, n_head, T, d_model]
   bool hidden_states = true;  // [n_layer + 1, T, d_model]
   bool queries_keys = false;  // queries [n_layer, n_head, T, d_head], keys [n_layer, n_kv_head, T, d_head]
+
+  // Streaming, for long texts: when set and `attention` is false, every layer's probabilities are
+  // handed over in blocks of query rows and then dropped, so no [n_layer, n_head, T, T] buffer
+  // exists. Called once per block, in order: layer, query positions q0 .. q1 − 1, and
+  //   probs [n_head, q1 − q0, width], row q of head h at ((h · (q1 − q0)) + q − q0) · width,
+  // width = every key (bidirectional) or q1 (causal: the keys those rows may see).
+  using AttentionSink = std::function<void(int layer, int64_t q0, int64_t q1, int64_t width, const float* probs)>;
+  AttentionSink attention_sink;
+  int64_t attention_block_rows = 128;  // query rows per block when streaming
 
   // Attention maps only: what the statistics, the probe and generation steps read.
   static CaptureOptions attention_only() {
@@ -107,6 +117,13 @@ class Model {
   virtual std::unique_ptr<DecoderState> start() const;
   virtual Capture extend(DecoderState& state, const std::vector<int32_t>& ids, const CaptureOptions& options,
                          std::vector<float>* next_logits) const;
+  // Attention rows q0 .. q1 − 1 of head `head` of `layer`, computed again from a capture that
+  // holds the queries and keys (CaptureOptions::queries_keys) the way run() computed them:
+  // probs [q1 − q0, T]. What a streamed run offers instead of stored maps. Throws Error when the
+  // capture has no queries and keys or the layer, head or rows are out of range.
+  virtual void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1,
+                                 float* probs) const;
+
   // W_O of `layer` as stored by nn.Linear: [d_model, n_head * d_head] (out, in), and its bias.
   virtual const Tensor& output_projection(int layer) const = 0;
   virtual const Tensor& output_bias(int layer) const = 0;

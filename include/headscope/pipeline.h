@@ -48,6 +48,9 @@ struct RunAnalysis {
   LevelAnalysis token_plain, word_plain;
   // [n_layer * n_head] every head's pooled map and marginals at token level (any length).
   std::vector<analysis::HeadOverview> overviews;
+  // True when the maps were streamed: capture.attention and word_attention are empty and the
+  // capture holds queries and keys instead (attention_tile() reads them).
+  bool streamed = false;
 
   int T() const { return static_cast<int>(encoding.size()); }
   const Tensor& attention(Level level) const { return level == Level::kToken ? capture.attention : word_attention; }
@@ -87,12 +90,41 @@ struct AnalyseOptions {
   CaptureOptions capture;         // what the forward pass records (attention is always needed)
   bool without_specials = false;  // also fill token_plain and word_plain
   int overview_cells = 256;       // resolution of RunAnalysis::overviews (rows = columns)
+  // How the attention maps are held. kDense: [n_layer, n_head, T, T] in the capture and the word
+  // maps beside it (for --npy and the explorer's full maps; memory grows with T²). kStream: every
+  // layer's maps are handed block by block to the statistics and dropped; the run keeps the
+  // overviews and each layer's queries and keys, from which attention_tile() computes any
+  // rectangle exactly (memory grows with T). kAuto: dense while the maps fit in
+  // limits::kDenseMapsBytes, streamed beyond.
+  enum class Maps { kAuto, kDense, kStream };
+  Maps maps = Maps::kAuto;
+  // Called after each layer's attention has been analysed (layers done, layers in all).
+  std::function<void(int done, int layers)> progress;
 };
-// Runs `encoding` (of `text`) and analyses it. `probe`: [n_layer * n_head] from probe(), or
+
+// What analyse() would allocate for T tokens with `options` (the forward pass, the maps or the
+// streams, the word maps), and whether it would stream.
+struct AnalyseMemory {
+  uint64_t bytes = 0;
+  bool streamed = false;
+  uint64_t dense_bytes = 0;   // the same run with dense maps
+  uint64_t stream_bytes = 0;  // the same run streamed
+};
+AnalyseMemory analyse_memory(const Model& model, int64_t T, const AnalyseOptions& options);
+// Runs `encoding` (of `text`) and analyses it. Before it allocates anything it checks
+// analyse_memory() against the model's run memory budget (LoadOptions::run_memory_budget) and
+// throws ResourceError with the estimate and what would fit. `probe`: [n_layer * n_head] from probe(), or
 // empty (then no head can be labelled induction or duplicate-token). Roles come from this text's
 // statistics plus the probe; syntactic and coreference roles need gold data: make_atlas().
 RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
                     std::span<const analysis::ProbeEvidence> probe, const AnalyseOptions& options = {});
+
+// One head's exact token-level attention over query rows q0 .. q1 − 1 and keys k0 .. k1 − 1:
+// [q1 − q0, k1 − k0], from the stored maps, or computed again from the run's queries and keys
+// when it was streamed (the same kernel as the pass: equal to the dense map to float rounding).
+// Throws Error for a layer, head or range outside the run, an empty or inverted range, or a tile
+// over limits::kMaxTileCells.
+Tensor attention_tile(const Model& model, const RunAnalysis& run, int layer, int head, int q0, int q1, int k0, int k1);
 
 // ---- decompose ----
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "headscope/error.h"
+#include "ops/attention.h"
 #include "ops/matmul.h"
 #include "tensor/tensor_ops.h"
 
@@ -52,15 +54,50 @@ Capture allocate(const ModelConfig& c, int64_t T, int64_t Tk, const CaptureOptio
   return cap;
 }
 
+namespace {
+bool streamed(const CaptureOptions& o) { return !o.attention && o.attention_sink; }
+}  // namespace
+
+uint64_t attention_scratch_bytes(const ModelConfig& c, int64_t T, int64_t Tk, const CaptureOptions& o) {
+  if (o.attention) return 0;
+  const int64_t rows = streamed(o) ? std::min(T, std::max<int64_t>(1, o.attention_block_rows)) : T;
+  return uint64_t(c.n_head) * uint64_t(rows) * uint64_t(Tk) * sizeof(float);
+}
+
+void attention_from_qk(const Capture& cap, int layer, int head, int64_t q0, int64_t q1, float scale,
+                       const ops::KeyMask& mask, float* probs) {
+  if (cap.queries.empty() || cap.keys.empty())
+    throw Error("attention from queries and keys: the run did not keep them (CaptureOptions::queries_keys)");
+  const int64_t H = cap.n_head, Hkv = cap.n_kv_head, T = cap.T, Dh = cap.d_head, Tk = cap.keys.dim(2);
+  if (layer < 0 || layer >= cap.n_layer) throw Error("attention from queries and keys: no layer " + std::to_string(layer));
+  if (head < 0 || head >= H) throw Error("attention from queries and keys: no head " + std::to_string(head));
+  if (q0 < 0 || q1 > T || q0 >= q1)
+    throw Error("attention from queries and keys: rows " + std::to_string(q0) + ".." + std::to_string(q1) +
+                " are not a non-empty range of the " + std::to_string(T) + " rows");
+  const int single_head[1] = {0};
+  const ops::AttentionDims dims{q1 - q0, Tk, 1, 1, Dh, scale};
+  const float* Qh = cap.queries.ptr() + ((layer * H + head) * T + q0) * Dh;                 // [q1 − q0, Dh]
+  const float* Kg = cap.keys.ptr() + (layer * Hkv + cap.kv_head_of[size_t(head)]) * Tk * Dh;  // [Tk, Dh]
+  ops::attention(Qh, Dh, Kg, Dh, nullptr, Dh, single_head, dims, mask, Tk - T + q0, probs, nullptr, 0);
+}
+
 Recorder::Recorder(const ModelConfig& config, int64_t T, int64_t Tk, const CaptureOptions& options,
                    std::vector<int> kv_head_of)
-    : cap_(allocate(config, T, Tk, options, std::move(kv_head_of))), Tk_(Tk) {}
+    : cap_(allocate(config, T, Tk, options, std::move(kv_head_of))),
+      Tk_(Tk),
+      sink_(streamed(options) ? options.attention_sink : nullptr),
+      block_rows_(sink_ ? std::max<int64_t>(1, options.attention_block_rows) : T) {}
 
-float* Recorder::attention_rows(int layer) {
-  const int64_t per_layer = int64_t(cap_.n_head) * cap_.T * Tk_;
-  if (!cap_.attention.empty()) return cap_.attention.ptr() + layer * per_layer;
-  if (scratch_.empty()) scratch_ = Tensor({cap_.n_head, cap_.T, Tk_}, Tensor::Uninitialized{});  // written by each layer
-  return scratch_.ptr();
+Recorder::Block Recorder::block(int layer, int64_t q0, bool causal) {
+  const int64_t T = cap_.T, H = cap_.n_head;
+  if (!cap_.attention.empty()) return {0, T, Tk_, cap_.attention.ptr() + layer * H * T * Tk_};  // [L, H, T, Tk]
+  if (scratch_.empty()) scratch_ = Tensor({H, std::min(T, block_rows_), Tk_}, Tensor::Uninitialized{});
+  const int64_t q1 = std::min(T, q0 + block_rows_), past = Tk_ - T;
+  return {q0, q1, causal ? past + q1 : Tk_, scratch_.ptr()};
+}
+
+void Recorder::hand_over(int layer, const Block& b) const {
+  if (sink_) sink_(layer, Tk_ - cap_.T + b.q0, Tk_ - cap_.T + b.q1, b.width, b.probs);
 }
 
 void Recorder::record_qk(int layer, const float* q, int64_t q_stride, const float* k, int64_t k_stride) {

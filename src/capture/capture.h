@@ -6,6 +6,7 @@
 
 #include "headscope/model.h"
 #include "ops/packed_linear.h"
+#include "ops/softmax.h"
 
 namespace headscope::capture {
 
@@ -15,6 +16,17 @@ namespace headscope::capture {
 //   output L·T·d_model (with either of the two before), hidden states (L+1)·T·d_model,
 //   queries and keys (L·H + L·n_kv_head)·T·d_head — all fp32. allocate() allocates exactly these.
 uint64_t capture_bytes(const ModelConfig& config, int64_t T, int64_t Tk, const CaptureOptions& options);
+
+// The working buffer of a pass's attention probabilities when they are not stored: one layer's
+// [n_head, T, Tk], or one block [n_head, attention_block_rows, Tk] when they are streamed; 0 when
+// they are stored (the capture holds them).
+uint64_t attention_scratch_bytes(const ModelConfig& config, int64_t T, int64_t Tk, const CaptureOptions& options);
+
+// Rows q0 .. q1 − 1 of head `head` of layer `layer` from the queries and keys in `capture`:
+// probs [q1 − q0, Tk], computed with ops::attention as the pass did (`scale` and `mask` are the
+// layer's). Model::attention_from_qk of each family calls this.
+void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1, float scale,
+                       const ops::KeyMask& mask, float* probs);
 
 // Allocates the tensors `options` asks for, T query rows over Tk keys (T = Tk for a whole run),
 // without a zero fill: a run writes every element of them.
@@ -33,9 +45,21 @@ class Recorder {
 
   const std::vector<int>& kv_head_of() const { return cap_.kv_head_of; }
 
-  // Where layer `layer`'s attention probabilities [n_head, T, Tk] are to be written: the capture
-  // when attention is recorded, else a scratch buffer owned here (reused by every layer).
-  float* attention_rows(int layer);
+  // Layer `layer`'s attention, computed by `attend(q0, q1, width, probs)`: rows q0 .. q1 − 1 of
+  // this pass over its first `width` keys, into probs [n_head, q1 − q0, width]. Stored or
+  // unrecorded attention is one call over every row (width Tk), written into the capture or a
+  // scratch buffer owned here; streamed attention (CaptureOptions::attention_sink) is one call per
+  // block of rows, each block handed to the sink once written. `causal`: a block needs only the
+  // keys up to its last row.
+  template <class Attend>
+  void attention(int layer, bool causal, Attend&& attend) {
+    for (int64_t q0 = 0; q0 < cap_.T;) {
+      const Block b = block(layer, q0, causal);
+      attend(b.q0, b.q1, b.width, b.probs);
+      hand_over(layer, b);
+      q0 = b.q1;
+    }
+  }
 
   // Records the queries and keys of `layer` when asked:
   //   q [T, n_head · d_head]    row stride q_stride, head h in columns [h·d_head, (h+1)·d_head)
@@ -61,9 +85,18 @@ class Recorder {
   Capture finish() { return std::move(cap_); }
 
  private:
+  struct Block {
+    int64_t q0, q1, width;
+    float* probs;
+  };
+  Block block(int layer, int64_t q0, bool causal);
+  void hand_over(int layer, const Block& block) const;
+
   Capture cap_;
   int64_t Tk_;
-  Tensor scratch_;  // [n_head, T, Tk] probabilities when attention is not recorded
+  CaptureOptions::AttentionSink sink_;  // set when attention is streamed
+  int64_t block_rows_;
+  Tensor scratch_;  // [n_head, T or block rows, Tk] probabilities when attention is not recorded
 };
 
 }  // namespace headscope::capture

@@ -70,10 +70,15 @@ class BertModel final : public Model {
   const Tokenizer& tokenizer() const override { return *tokenizer_; }
   Capture run(const Encoding& encoding, const CaptureOptions& options) const override;
   uint64_t run_bytes(int64_t T, const CaptureOptions& options) const override;
+  void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1,
+                         float* probs) const override {
+    capture::attention_from_qk(capture, layer, head, q0, q1, attention_scale(), ops::KeyMask{}, probs);
+  }
   const Tensor& output_projection(int layer) const override { return layers_.at(size_t(layer)).o.weights(); }
   const Tensor& output_bias(int layer) const override { return layers_.at(size_t(layer)).o.bias(); }
 
  private:
+  float attention_scale() const { return 1.0f / std::sqrt(static_cast<float>(cfg_.d_head)); }
   ModelConfig cfg_;
   std::unique_ptr<Tokenizer> tokenizer_;
   Tensor word_emb_, pos_emb_, type_emb_, ln_emb_g_, ln_emb_b_;  // [V, D], [P, D], [types, D], [D], [D]
@@ -118,13 +123,14 @@ BertModel::BertModel(const std::string& dir, const nlohmann::json& c, WeightChec
 
 // What run() allocates for T tokens: the capture (capture::capture_bytes), the activations of
 // one layer — x, attention output, concat and down [T, d_model] each, qkv [T, 3·d_model],
-// up [T, d_ff] — and, when attention is not captured, one layer's probabilities [n_head, T, T].
+// up [T, d_ff] — and, when attention is not captured, one layer's probabilities [n_head, T, T]
+// (a block of rows of it when streamed: capture::attention_scratch_bytes).
 // The packed GEMMs' per-call buffers are small next to these and are not counted.
 uint64_t BertModel::run_bytes(int64_t T, const CaptureOptions& options) const {
-  const uint64_t t = uint64_t(T), D = uint64_t(cfg_.d_model), F = uint64_t(cfg_.d_ff), H = uint64_t(cfg_.n_head);
+  const uint64_t t = uint64_t(T), D = uint64_t(cfg_.d_model), F = uint64_t(cfg_.d_ff);
   uint64_t floats = t * (7 * D + F);
-  if (!options.attention) floats += H * t * t;
-  return capture::capture_bytes(cfg_, T, T, options) + floats * sizeof(float);
+  return capture::capture_bytes(cfg_, T, T, options) + capture::attention_scratch_bytes(cfg_, T, T, options) +
+         floats * sizeof(float);
 }
 
 Capture BertModel::run(const Encoding& enc, const CaptureOptions& options) const {
@@ -152,15 +158,17 @@ Capture BertModel::run(const Encoding& enc, const CaptureOptions& options) const
   ops::layer_norm(x.data(), T, D, ln_emb_g_.ptr(), ln_emb_b_.ptr(), cfg_.norm_eps, x.data());
   rec.record_hidden(0, x.data());
 
-  const ops::AttentionDims dims{T, T, H, H, Dh, 1.0f / std::sqrt(static_cast<float>(Dh))};
   for (int l = 0; l < cfg_.n_layer; ++l) {
     const BertLayer& b = layers_[size_t(l)];
     // Attention block, post-norm: x = LN(x + MHA(x)).
     b.qkv.forward(x.data(), T, qkv.data());                                                  // [T, 3D]: Q | K | V
     const float *q = qkv.data(), *k = q + D, *v = k + D;
     rec.record_qk(l, q, 3 * D, k, 3 * D);
-    ops::attention(q, 3 * D, k, 3 * D, v, 3 * D, kv_head_of_.data(), dims, ops::KeyMask{}, 0, rec.attention_rows(l),
-                   concat.data(), D);                                                        // concat: [T, H·Dh]
+    rec.attention(l, /*causal=*/false, [&](int64_t q0, int64_t q1, int64_t width, float* probs) {  // probs: [H, rows, T]
+      const ops::AttentionDims dims{q1 - q0, width, H, H, Dh, attention_scale()};
+      ops::attention(q + q0 * 3 * D, 3 * D, k, 3 * D, v, 3 * D, kv_head_of_.data(), dims, ops::KeyMask{}, q0, probs,
+                     concat.data() + q0 * D, D);                                            // concat: [T, H·Dh]
+    });
     rec.project_heads(l, concat.data(), b.o.weights(), b.o.bias().ptr(), attn.data(), &b.o);  // attn: [T, D]
     ops::add_inplace(attn.data(), x.data(), T * D);                                          // residual
     ops::layer_norm(attn.data(), T, D, b.ln_attn_g.ptr(), b.ln_attn_b.ptr(), cfg_.norm_eps, x.data());

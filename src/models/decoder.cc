@@ -23,6 +23,11 @@ Capture Model::extend(DecoderState&, const std::vector<int32_t>&, const CaptureO
   throw Error(config().name + " is not a causal model: incremental decoding needs a decoder (Llama, GPT-2, ...)");
 }
 
+// Families that cannot recompute attention from queries and keys say so.
+void Model::attention_from_qk(const Capture&, int, int, int64_t, int64_t, float*) const {
+  throw Error(config().name + ": this model cannot recompute attention from queries and keys");
+}
+
 namespace models {
 
 namespace {
@@ -88,11 +93,11 @@ uint64_t DecoderModel::extend_bytes(int64_t past, int64_t capacity, int64_t T, c
                  F = uint64_t(cfg_.d_ff), H = uint64_t(cfg_.n_head), Dh = uint64_t(cfg_.d_head),
                  KV = uint64_t(cfg_.n_kv_head) * Dh;
   uint64_t floats = t * (3 * D + (H + 2 * uint64_t(cfg_.n_kv_head)) * Dh + H * Dh + 2 * F);
-  if (!options.attention) floats += H * t * tk;
   if (int64_t(tk) > capacity) floats += 2 * L * KV * (std::max(tk, 2 * uint64_t(capacity)) + uint64_t(capacity));
   if (arch_.rope) floats += t * Dh;
   floats += uint64_t(cfg_.vocab_size);
-  return capture::capture_bytes(cfg_, T, past + T, options) + floats * sizeof(float);
+  return capture::capture_bytes(cfg_, T, past + T, options) + capture::attention_scratch_bytes(cfg_, T, past + T, options) +
+         floats * sizeof(float);
 }
 
 Capture DecoderModel::run(const Encoding& encoding, const CaptureOptions& options) const {
@@ -145,15 +150,12 @@ class DecoderModel::Pass {
     }
     cache_.store(l, past_, k, v, T_, QKV_);  // keys after RoPE
     rec_.record_qk(l, q, QKV_, k, QKV_);
-    float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
-    if (m_.arch_.scale_by_inverse_layer) scale /= static_cast<float>(l + 1);
-    const int64_t Tk = past_ + T_;
-    const ops::AttentionDims dims{T_, Tk, H, Hkv, Dh, scale};
-    ops::KeyMask mask;
-    mask.causal = true;
-    mask.window = b.window;
-    ops::attention(q, QKV_, cache_.k[size_t(l)].data(), KV_, cache_.v[size_t(l)].data(), KV_, m_.kv_head_of_.data(), dims,
-                   mask, past_, rec_.attention_rows(l), concat_.data(), Q_);  // concat [T, H·Dh]
+    const float *K = cache_.k[size_t(l)].data(), *V = cache_.v[size_t(l)].data();  // [past + T, KV]
+    rec_.attention(l, /*causal=*/true, [&](int64_t q0, int64_t q1, int64_t width, float* probs) {  // [H, rows, width]
+      const ops::AttentionDims dims{q1 - q0, width, H, Hkv, Dh, m_.attention_scale(l)};
+      ops::attention(q + q0 * QKV_, QKV_, K, KV_, V, KV_, m_.kv_head_of_.data(), dims, m_.attention_mask(l), past_ + q0,
+                     probs, concat_.data() + q0 * Q_, Q_);  // concat [T, H·Dh]
+    });
     rec_.project_heads(l, concat_.data(), b.w_o, b.b_o.ptr(), out_.data());
     return out_.data();
   }
@@ -200,6 +202,25 @@ class DecoderModel::Pass {
   std::vector<float> x_, h_, out_, qkv_, concat_, up_, gate_;
   ops::RopeTable rope_;  // cos and sin of positions past .. past + T − 1
 };
+
+float DecoderModel::attention_scale(int layer) const {
+  float scale = 1.0f / std::sqrt(static_cast<float>(cfg_.d_head));
+  if (arch_.scale_by_inverse_layer) scale /= static_cast<float>(layer + 1);  // GPT-2's option
+  return scale;
+}
+
+ops::KeyMask DecoderModel::attention_mask(int layer) const {
+  ops::KeyMask mask;
+  mask.causal = true;
+  mask.window = w_.layers.at(size_t(layer)).window;
+  return mask;
+}
+
+void DecoderModel::attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1,
+                                     float* probs) const {
+  if (layer < 0 || layer >= cfg_.n_layer) throw Error("attention from queries and keys: no layer " + std::to_string(layer));
+  capture::attention_from_qk(capture, layer, head, q0, q1, attention_scale(layer), attention_mask(layer), probs);
+}
 
 Capture DecoderModel::extend(DecoderState& state, const std::vector<int32_t>& ids, const CaptureOptions& options,
                              std::vector<float>* next_logits) const {

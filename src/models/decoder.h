@@ -23,6 +23,7 @@
 
 #include "headscope/model.h"
 #include "ops/rope.h"
+#include "ops/softmax.h"
 
 namespace headscope::models {
 
@@ -63,6 +64,8 @@ class DecoderModel final : public Model {
   const Tokenizer& tokenizer() const override { return *tokenizer_; }
   Capture run(const Encoding& encoding, const CaptureOptions& options) const override;
   uint64_t run_bytes(int64_t T, const CaptureOptions& options) const override { return extend_bytes(0, 0, T, options); }
+  void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1,
+                         float* probs) const override;
   const Tensor& output_projection(int layer) const override { return w_.layers.at(size_t(layer)).w_o; }
   const Tensor& output_bias(int layer) const override { return w_.layers.at(size_t(layer)).b_o; }
   std::unique_ptr<DecoderState> start() const override;
@@ -73,6 +76,8 @@ class DecoderModel final : public Model {
   uint64_t extend_bytes(int64_t past, int64_t capacity, int64_t T, const CaptureOptions& options) const;
 
  private:
+  float attention_scale(int layer) const;        // 1/√d_head (÷ (layer + 1) with GPT-2's option)
+  ops::KeyMask attention_mask(int layer) const;  // causal, with the layer's sliding window
   class Pass;  // decoder.cc: one call of extend(), block by block
   ModelConfig cfg_;
   DecoderArch arch_;

@@ -16,10 +16,10 @@ void attention(const float* q, int64_t ldq, const float* k, int64_t ldk, const f
     float* P = probs + h * d.T_q * d.T_k;                    // [T_q, T_k]
     const float* Qh = q + h * d.d_head;                      // [T_q, d_head], stride ldq
     const float* Kg = k + g * d.d_head;                      // [T_k, d_head], stride ldk
-    const float* Vg = v + g * d.d_head;                      // [T_k, d_head], stride ldv
+    const float* Vg = v == nullptr ? nullptr : v + g * d.d_head;  // [T_k, d_head], stride ldv
     matmul(Qh, ldq, Kg, ldk, P, d.T_k, d.T_q, d.T_k, d.d_head, /*trans_b=*/true, d.scale);  // scale · Q Kᵀ
     softmax_rows(P, d.T_q, d.T_k, d.T_k, mask_first_row, mask);
-    matmul(P, d.T_k, Vg, ldv, out + h * d.d_head, ldo, d.T_q, d.d_head, d.T_k, /*trans_b=*/false);  // P V
+    if (out != nullptr) matmul(P, d.T_k, Vg, ldv, out + h * d.d_head, ldo, d.T_q, d.d_head, d.T_k, /*trans_b=*/false);  // P V
   }
 }
 

@@ -25,6 +25,7 @@ struct AttentionDims {
 // probs: [n_head, T_q, T_k]         written (softmax probabilities; masked entries exactly 0)
 // out:   [T_q, n_head · d_head]     row stride ldo — the concatenation of the head outputs
 // Query row r has position mask_first_row + r for the causal / window mask.
+// With out == nullptr only the probabilities are computed (v is not read and may be null).
 void attention(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v, int64_t ldv,
                const int* kv_head_of, const AttentionDims& dims, const KeyMask& mask, int64_t mask_first_row,
                float* probs, float* out, int64_t ldo);

@@ -1,5 +1,7 @@
 // headscope pipeline — probe(), analyse() and the word labels (see headscope/pipeline.h).
 #include <algorithm>
+#include <exception>
+#include <string>
 #include <utility>
 
 #include "analysis/probe.h"
@@ -9,6 +11,7 @@
 #include "analysis/without_specials.h"
 #include "analysis/words.h"
 #include "headscope/error.h"
+#include "headscope/limits.h"
 #include "headscope/pipeline.h"
 
 namespace headscope {
@@ -58,30 +61,110 @@ size_t RunAnalysis::bytes() const {
          floats(word_attention) + text.size() + overview_bytes;
 }
 
+namespace {
+
+std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
+
+// The capture a run asks of the model: dense maps in it, or streamed with queries and keys kept.
+CaptureOptions capture_for(const AnalyseOptions& options, bool streamed) {
+  CaptureOptions capture = options.capture;
+  capture.attention = !streamed;  // everything below reads it, stored or streamed
+  if (streamed) capture.queries_keys = true;  // attention_tile() recomputes from them
+  return capture;
+}
+
+// One HeadStream's state for T tokens (stream.h): the overview, its marginals and the row
+// buffers of its four accumulators and of the word merge.
+uint64_t stream_bytes_per_head(int64_t T, int cells) {
+  const uint64_t t = uint64_t(T), c = uint64_t(std::min<int64_t>(T, cells));
+  return 2 * c * c * sizeof(float) + 3 * t * sizeof(double) + 9 * t * sizeof(float);
+}
+
+// Runs fn(i) for i in [0, n) on every core; the first exception is rethrown after the loop.
+template <class Fn>
+void parallel_heads(int64_t n, Fn&& fn) {
+  std::exception_ptr failure;
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t i = 0; i < n; ++i) {
+    try {
+      fn(i);
+    } catch (...) {
+#pragma omp critical
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace
+
+AnalyseMemory analyse_memory(const Model& model, int64_t T, const AnalyseOptions& options) {
+  const ModelConfig& c = model.config();
+  const uint64_t heads = uint64_t(c.n_layer) * uint64_t(c.n_head), t = uint64_t(T);
+  const uint64_t streams = heads * stream_bytes_per_head(T, options.overview_cells) + 64 * t;  // + the plan
+  AnalyseMemory m;
+  CaptureOptions streamed = capture_for(options, true);
+  streamed.attention_sink = [](int, int64_t, int64_t, int64_t, const float*) {};  // sized as streamed
+  m.dense_bytes = model.run_bytes(T, capture_for(options, false)) + streams +
+                  heads * t * t * sizeof(float);  // the word maps beside the token maps (U <= T)
+  m.stream_bytes = model.run_bytes(T, streamed) + streams;
+  const uint64_t dense_maps = 2 * heads * t * t * sizeof(float);
+  using Maps = AnalyseOptions::Maps;
+  m.streamed = options.maps == Maps::kStream || (options.maps == Maps::kAuto && dense_maps > limits::kDenseMapsBytes);
+  m.bytes = m.streamed ? m.stream_bytes : m.dense_bytes;
+  return m;
+}
+
 RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
                     std::span<const analysis::ProbeEvidence> probe, const AnalyseOptions& options) {
   if (encoding.size() == 0) throw Error("the text produced no tokens");
+  const ModelConfig& c = model.config();
+  const int T = static_cast<int>(encoding.size());
+  if (T > c.max_positions)
+    throw Error("the text is " + std::to_string(T) + " tokens; " + c.name + " allows at most " +
+                std::to_string(c.max_positions) + " (truncate it to analyse the first " + std::to_string(c.max_positions) +
+                ")");
+  const AnalyseMemory need = analyse_memory(model, T, options);
+  const uint64_t budget = model.run_memory_budget();
+  if (need.bytes > budget) {
+    std::string hint = "shorten the text or allow more memory (--max-memory)";
+    if (!need.streamed && need.stream_bytes <= budget)
+      hint = "stream the maps instead (--maps stream, about " + mib(need.stream_bytes) + ")";
+    throw ResourceError("analysing " + std::to_string(T) + " tokens with " + (need.streamed ? "streamed" : "dense") +
+                        " attention maps needs about " + mib(need.bytes) + " but the memory budget is " + mib(budget) +
+                        "; " + hint);
+  }
+
   RunAnalysis run;
   run.text = std::move(text);
   run.encoding = std::move(encoding);
-  CaptureOptions capture = options.capture;
-  capture.attention = true;  // everything below reads it
-  run.capture = model.run(run.encoding, capture);
-
-  const ModelConfig& c = model.config();
+  run.streamed = need.streamed;
   run.words = analysis::words_from_encoding(run.encoding);
   const analysis::StreamPlan plan =
       analysis::make_stream_plan(analysis::describe_sequence(run.encoding, run.text, c.causal), run.words,
                                  options.without_specials, options.overview_cells);
   // Every head's rows go through one HeadStream: statistics at both levels, with and without
-  // specials, and the overview (analysis/stream.h).
-  const int T = run.T();
-  const int64_t heads = int64_t(c.n_layer) * c.n_head;
+  // specials, and the overview (analysis/stream.h) — block by block as the pass hands them over
+  // when streamed, or from the stored maps afterwards.
+  const int64_t H = c.n_head, heads = int64_t(c.n_layer) * H;
   std::vector<analysis::HeadStream> streams(static_cast<size_t>(heads), analysis::HeadStream(plan));
-#pragma omp parallel for schedule(dynamic)
-  for (int64_t i = 0; i < heads; ++i)
-    streams[static_cast<size_t>(i)].add_rows(run.capture.attention.ptr() + i * T * T, 0, T, T);
-  run.word_attention = analysis::merge_attention(run.capture.attention, run.words);
+  CaptureOptions capture = capture_for(options, run.streamed);
+  if (run.streamed) {
+    capture.attention_sink = [&](int layer, int64_t q0, int64_t q1, int64_t width, const float* probs) {
+      parallel_heads(H, [&](int64_t h) {
+        streams[static_cast<size_t>(layer * H + h)].add_rows(probs + h * (q1 - q0) * width, int(q0), int(q1), int(width));
+      });
+      if (q1 == T && options.progress) options.progress(layer + 1, c.n_layer);
+    };
+  }
+  run.capture = model.run(run.encoding, capture);
+  if (!run.streamed) {
+    parallel_heads(heads, [&](int64_t i) {
+      streams[static_cast<size_t>(i)].add_rows(run.capture.attention.ptr() + i * T * T, 0, T, T);
+    });
+    run.word_attention = analysis::merge_attention(run.capture.attention, run.words);
+    if (options.progress) options.progress(c.n_layer, c.n_layer);
+  }
 
   using analysis::HeadStream;
   run.token_level = analyse_level(streams, &HeadStream::token, plan.tokens, probe);
@@ -93,6 +176,35 @@ RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
   run.overviews.reserve(streams.size());
   for (const HeadStream& head : streams) run.overviews.push_back(head.result_overview());
   return run;
+}
+
+Tensor attention_tile(const Model& model, const RunAnalysis& run, int layer, int head, int q0, int q1, int k0, int k1) {
+  const ModelConfig& c = model.config();
+  const int T = run.T();
+  if (layer < 0 || layer >= c.n_layer || head < 0 || head >= c.n_head)
+    throw Error("attention tile: layer " + std::to_string(layer) + " head " + std::to_string(head) + " is not in " +
+                std::to_string(c.n_layer) + " layers × " + std::to_string(c.n_head) + " heads");
+  const auto range = [T](int a, int b) { return 0 <= a && a < b && b <= T; };
+  if (!range(q0, q1) || !range(k0, k1))
+    throw Error("attention tile: rows " + std::to_string(q0) + ".." + std::to_string(q1) + " × keys " +
+                std::to_string(k0) + ".." + std::to_string(k1) + " is not a non-empty range of the " +
+                std::to_string(T) + " tokens (end exclusive)");
+  if (int64_t(q1 - q0) * (k1 - k0) > limits::kMaxTileCells)
+    throw ResourceError("attention tile: " + std::to_string(q1 - q0) + " × " + std::to_string(k1 - k0) +
+                        " cells is over the limit of " + std::to_string(limits::kMaxTileCells) + "; ask for a smaller one");
+  Tensor tile({q1 - q0, k1 - k0}, Tensor::Uninitialized{});
+  std::vector<float> rows;
+  const float* src;  // [q1 − q0, T]
+  if (!run.capture.attention.empty()) {
+    src = run.capture.attention.ptr() + ((int64_t(layer) * c.n_head + head) * T + q0) * T;
+  } else {
+    rows.resize(size_t(q1 - q0) * size_t(T));
+    model.attention_from_qk(run.capture, layer, head, q0, q1, rows.data());
+    src = rows.data();
+  }
+  for (int q = q0; q < q1; ++q)
+    std::copy_n(src + int64_t(q - q0) * T + k0, k1 - k0, tile.ptr() + int64_t(q - q0) * (k1 - k0));
+  return tile;
 }
 
 std::vector<WordUnit> word_units(const RunAnalysis& run) {

@@ -35,20 +35,72 @@ TEST(Capture, AllocatesTRowsOverTkKeysAsCounted) {
   EXPECT_EQ(floats, 120 + 48 + 192 + 48 + 72 + 72);
 }
 
-TEST(Capture, AttentionRowsAreTheCaptureOrOneScratch) {
+TEST(Capture, AttentionIsTheCaptureOrOneScratch) {
   const ModelConfig c = tiny_gqa();
   Recorder with(c, 3, 5, everything(), {0, 0, 1, 1});
-  float* l1 = with.attention_rows(1);
+  std::vector<float*> calls;
+  with.attention(1, true, [&](int64_t q0, int64_t q1, int64_t width, float* probs) {
+    EXPECT_EQ(q0, 0);
+    EXPECT_EQ(q1, 3);
+    EXPECT_EQ(width, 5);
+    calls.push_back(probs);
+  });
   const Capture cap = with.finish();
-  EXPECT_EQ(l1, cap.attention.ptr() + 4 * 3 * 5);  // layer 1 of [L, H, T, Tk]
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], cap.attention.ptr() + 4 * 3 * 5);  // layer 1 of [L, H, T, Tk]
 
   CaptureOptions none = CaptureOptions::attention_only();
   none.attention = false;
   Recorder without(c, 3, 5, none, {0, 0, 1, 1});
-  float* s0 = without.attention_rows(0);
-  EXPECT_EQ(without.attention_rows(1), s0);  // one scratch, reused by every layer
-  s0[4 * 3 * 5 - 1] = 1.0f;                  // and it holds [H, T, Tk]
+  calls.clear();
+  for (int l = 0; l < 2; ++l)
+    without.attention(l, true, [&](int64_t, int64_t, int64_t, float* probs) {
+      probs[4 * 3 * 5 - 1] = 1.0f;  // it holds [H, T, Tk]
+      calls.push_back(probs);
+    });
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0], calls[1]);  // one scratch, reused by every layer
   EXPECT_TRUE(without.finish().attention.empty());
+}
+
+TEST(Capture, StreamedAttentionArrivesInBlocksOfRows) {
+  const ModelConfig c = tiny_gqa();
+  CaptureOptions o = CaptureOptions::attention_only();
+  o.attention = false;
+  o.attention_block_rows = 2;
+  struct Seen {
+    int layer;
+    int64_t q0, q1, width;
+    float first;
+  };
+  std::vector<Seen> seen;
+  o.attention_sink = [&](int layer, int64_t q0, int64_t q1, int64_t width, const float* probs) {
+    seen.push_back({layer, q0, q1, width, probs[0]});
+  };
+  // 3 new rows after 2 cached tokens (positions 2, 3, 4), causal: blocks [2, 4) and [4, 5), each
+  // as wide as the keys its last row sees.
+  Recorder rec(c, 3, 5, o, {0, 0, 1, 1});
+  for (bool causal : {true, false})
+    rec.attention(causal ? 0 : 1, causal, [&](int64_t q0, int64_t q1, int64_t width, float* probs) {
+      probs[0] = float(100 * q0 + width);
+      EXPECT_LE(q1 - q0, 2);
+      EXPECT_GE(width, q1);
+    });
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0].layer, 0);
+  EXPECT_EQ(seen[0].q0, 2);
+  EXPECT_EQ(seen[0].q1, 4);
+  EXPECT_EQ(seen[0].width, 4);
+  EXPECT_EQ(seen[0].first, 4.0f);  // the block the computation wrote (rows of this pass from 0)
+  EXPECT_EQ(seen[1].q0, 4);
+  EXPECT_EQ(seen[1].q1, 5);
+  EXPECT_EQ(seen[1].width, 5);
+  EXPECT_EQ(seen[1].first, 205.0f);
+  EXPECT_EQ(seen[2].layer, 1);
+  EXPECT_EQ(seen[2].width, 5);  // bidirectional: every key
+  EXPECT_EQ(seen[3].width, 5);
+  EXPECT_TRUE(rec.finish().attention.empty());
+  EXPECT_EQ(attention_scratch_bytes(c, 3, 5, o), uint64_t(4 * 2 * 5 * 4));  // [H, 2 rows, Tk]
 }
 
 TEST(Capture, RecordQkSplitsHeadsOfAFusedProjection) {

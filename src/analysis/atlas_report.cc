@@ -1,10 +1,7 @@
-// The atlas as JSON, Markdown and a PNG grid; see atlas_report.h.
+// The atlas as JSON, Markdown and the description of its grid image; see atlas_report.h.
 #include "analysis/atlas_report.h"
 
-#include <png.h>
-
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -160,108 +157,6 @@ void grid_table(std::string& md, const AtlasResult& a) {
     }
     md += "\n";
   }
-}
-
-// ---- PNG ----------------------------------------------------------------------------------------
-
-// A 5×7 bitmap font (one byte per row, low 5 bits, most significant = leftmost) for the characters
-// the grid needs; lower case is drawn as upper case, anything else as '?'.
-const std::map<char, std::array<uint8_t, 7>>& font() {
-  static const std::map<char, std::array<uint8_t, 7>> f = {
-      {'A', {0x0E, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11}}, {'B', {0x1E, 0x11, 0x11, 0x1E, 0x11, 0x11, 0x1E}},
-      {'C', {0x0E, 0x11, 0x10, 0x10, 0x10, 0x11, 0x0E}}, {'D', {0x1E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x1E}},
-      {'E', {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x1F}}, {'F', {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x10}},
-      {'G', {0x0E, 0x11, 0x10, 0x17, 0x11, 0x11, 0x0F}}, {'H', {0x11, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11}},
-      {'I', {0x0E, 0x04, 0x04, 0x04, 0x04, 0x04, 0x0E}}, {'J', {0x07, 0x02, 0x02, 0x02, 0x02, 0x12, 0x0C}},
-      {'K', {0x11, 0x12, 0x14, 0x18, 0x14, 0x12, 0x11}}, {'L', {0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x1F}},
-      {'M', {0x11, 0x1B, 0x15, 0x15, 0x11, 0x11, 0x11}}, {'N', {0x11, 0x11, 0x19, 0x15, 0x13, 0x11, 0x11}},
-      {'O', {0x0E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}}, {'P', {0x1E, 0x11, 0x11, 0x1E, 0x10, 0x10, 0x10}},
-      {'Q', {0x0E, 0x11, 0x11, 0x11, 0x15, 0x12, 0x0D}}, {'R', {0x1E, 0x11, 0x11, 0x1E, 0x14, 0x12, 0x11}},
-      {'S', {0x0F, 0x10, 0x10, 0x0E, 0x01, 0x01, 0x1E}}, {'T', {0x1F, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04}},
-      {'U', {0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}}, {'V', {0x11, 0x11, 0x11, 0x11, 0x11, 0x0A, 0x04}},
-      {'W', {0x11, 0x11, 0x11, 0x15, 0x15, 0x15, 0x0A}}, {'X', {0x11, 0x11, 0x0A, 0x04, 0x0A, 0x11, 0x11}},
-      {'Y', {0x11, 0x11, 0x11, 0x0A, 0x04, 0x04, 0x04}}, {'Z', {0x1F, 0x01, 0x02, 0x04, 0x08, 0x10, 0x1F}},
-      {'0', {0x0E, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0E}}, {'1', {0x04, 0x0C, 0x04, 0x04, 0x04, 0x04, 0x0E}},
-      {'2', {0x0E, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1F}}, {'3', {0x1F, 0x02, 0x04, 0x02, 0x01, 0x11, 0x0E}},
-      {'4', {0x02, 0x06, 0x0A, 0x12, 0x1F, 0x02, 0x02}}, {'5', {0x1F, 0x10, 0x1E, 0x01, 0x01, 0x11, 0x0E}},
-      {'6', {0x06, 0x08, 0x10, 0x1E, 0x11, 0x11, 0x0E}}, {'7', {0x1F, 0x01, 0x02, 0x04, 0x08, 0x08, 0x08}},
-      {'8', {0x0E, 0x11, 0x11, 0x0E, 0x11, 0x11, 0x0E}}, {'9', {0x0E, 0x11, 0x11, 0x0F, 0x01, 0x02, 0x0C}},
-      {' ', {0, 0, 0, 0, 0, 0, 0}},                      {'-', {0, 0, 0, 0x1F, 0, 0, 0}},
-      {'+', {0, 0x04, 0x04, 0x1F, 0x04, 0x04, 0}},       {'/', {0, 0x01, 0x02, 0x04, 0x08, 0x10, 0}},
-      {'(', {0x02, 0x04, 0x08, 0x08, 0x08, 0x04, 0x02}}, {')', {0x08, 0x04, 0x02, 0x02, 0x02, 0x04, 0x08}},
-      {'.', {0, 0, 0, 0, 0, 0x0C, 0x0C}},                {',', {0, 0, 0, 0, 0x0C, 0x04, 0x08}},
-      {':', {0, 0x0C, 0x0C, 0, 0x0C, 0x0C, 0}},          {'%', {0x18, 0x19, 0x02, 0x04, 0x08, 0x13, 0x03}},
-      {'_', {0, 0, 0, 0, 0, 0, 0x1F}},                   {'>', {0x08, 0x04, 0x02, 0x01, 0x02, 0x04, 0x08}},
-      {'<', {0x02, 0x04, 0x08, 0x10, 0x08, 0x04, 0x02}}, {'=', {0, 0, 0x1F, 0, 0x1F, 0, 0}},
-      {'?', {0x0E, 0x11, 0x01, 0x02, 0x04, 0, 0x04}},
-  };
-  return f;
-}
-
-struct Image {
-  int width, height;
-  std::vector<uint8_t> rgb;  // [height, width, 3]
-  Image(int w, int h) : width(w), height(h), rgb(static_cast<size_t>(w) * h * 3, 255) {}
-  void fill(int x0, int y0, int w, int h, uint32_t color) {
-    for (int y = std::max(0, y0); y < std::min(height, y0 + h); ++y) {
-      for (int x = std::max(0, x0); x < std::min(width, x0 + w); ++x) {
-        uint8_t* p = &rgb[(static_cast<size_t>(y) * width + x) * 3];
-        p[0] = static_cast<uint8_t>(color >> 16), p[1] = static_cast<uint8_t>(color >> 8), p[2] = static_cast<uint8_t>(color);
-      }
-    }
-  }
-  // Draws `text` with its top-left at (x, y), each font pixel `scale` × `scale`. Returns the width.
-  int text(int x, int y, const std::string& s, uint32_t color, int scale) {
-    const auto& f = font();
-    int cx = x;
-    for (char ch : s) {
-      char key = ch;
-      if (!f.count(key)) key = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-      if (!f.count(key)) key = '?';
-      const auto& g = f.at(key);
-      for (int row = 0; row < 7; ++row) {
-        for (int col = 0; col < 5; ++col) {
-          if (g[static_cast<size_t>(row)] & (0x10 >> col)) fill(cx + col * scale, y + row * scale, scale, scale, color);
-        }
-      }
-      cx += 6 * scale;
-    }
-    return cx - x;
-  }
-};
-
-int text_width(const std::string& s, int scale) { return static_cast<int>(s.size()) * 6 * scale; }
-
-uint32_t ink_on(uint32_t background) {
-  const double lum = 0.299 * ((background >> 16) & 0xFF) + 0.587 * ((background >> 8) & 0xFF) + 0.114 * (background & 0xFF);
-  return lum > 140 ? 0x000000 : 0xFFFFFF;
-}
-
-std::vector<uint8_t> encode_png(const Image& img) {
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-  if (!png) throw Error("atlas PNG: libpng could not start");
-  png_infop info = png_create_info_struct(png);
-  std::vector<uint8_t> out;
-  if (!info || setjmp(png_jmpbuf(png))) {
-    png_destroy_write_struct(&png, &info);
-    throw Error("atlas PNG: libpng failed while encoding the grid");
-  }
-  png_set_write_fn(
-      png, &out,
-      [](png_structp p, png_bytep data, png_size_t n) {
-        auto* v = static_cast<std::vector<uint8_t>*>(png_get_io_ptr(p));
-        v->insert(v->end(), data, data + n);
-      },
-      nullptr);
-  png_set_IHDR(png, info, static_cast<png_uint_32>(img.width), static_cast<png_uint_32>(img.height), 8,
-               PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-  png_write_info(png, info);
-  for (int y = 0; y < img.height; ++y) {
-    png_write_row(png, const_cast<png_bytep>(&img.rgb[static_cast<size_t>(y) * img.width * 3]));
-  }
-  png_write_end(png, nullptr);
-  png_destroy_write_struct(&png, &info);
-  return out;
 }
 
 }  // namespace
@@ -449,45 +344,25 @@ std::string atlas_markdown(const AtlasResult& a, const AtlasResult* control, con
   return md;
 }
 
-std::vector<uint8_t> atlas_png(const AtlasResult& a, const std::string& title) {
+render::Grid atlas_grid(const AtlasResult& a, const std::string& title) {
   const int L = a.config.n_layer, H = a.config.n_head;
-  constexpr int kCellW = 72, kCellH = 44, kGap = 2, kMargin = 16, kLabelW = 40, kTitleH = 34, kBand = 8;
-  constexpr int kLegendRow = 20;
-  const int grid_w = H * (kCellW + kGap), grid_h = L * (kCellH + kGap);
-  const int legend_rows = kRoleCount;
-  const int width = std::max(kMargin * 2 + kLabelW + grid_w, kMargin * 2 + text_width(title, 2));
-  const int height = kMargin + kTitleH + 16 + grid_h + 16 + legend_rows * kLegendRow + kMargin;
-  Image img(width, height);
-  img.text(kMargin, kMargin, title, 0x000000, 2);
-  const int x0 = kMargin + kLabelW, y0 = kMargin + kTitleH + 16;
-  for (int h = 0; h < H; ++h) img.text(x0 + h * (kCellW + kGap) + kCellW / 2 - 9, y0 - 12, format("H%d", h), 0x333333, 1);
-  for (int l = 0; l < L; ++l) {
-    const int y = y0 + l * (kCellH + kGap);
-    img.text(kMargin, y + kCellH / 2 - 7, format("L%d", l), 0x333333, 2);
-    for (int h = 0; h < H; ++h) {
-      const HeadRoles& r = a.roles[static_cast<size_t>(l * H + h)];
-      const int x = x0 + h * (kCellW + kGap);
-      const uint32_t c = role_info(r.primary.role).color;
-      img.fill(x, y, kCellW, kCellH, c);
-      img.fill(x, y + kCellH - kBand, kCellW, kBand, role_info(r.secondary.role).color);
-      const uint32_t ink = ink_on(c);
-      std::string label = short_label(r.primary);
-      if (label.size() > 11) label.resize(11);
-      img.text(x + 4, y + 5, label, ink, 1);
-      img.text(x + 4, y + 17, num(r.confidence), ink, 1);
-    }
+  render::Grid grid;
+  grid.title = title;
+  for (int l = 0; l < L; ++l) grid.row_labels.push_back(format("L%d", l));
+  for (int h = 0; h < H; ++h) grid.column_labels.push_back(format("H%d", h));
+  for (int i = 0; i < L * H; ++i) {
+    const HeadRoles& r = a.roles[static_cast<size_t>(i)];
+    grid.cells.push_back({role_info(r.primary.role).color, role_info(r.secondary.role).color, short_label(r.primary),
+                          num(r.confidence)});
   }
   // Legend: every role with its colour, name and how many heads have it as primary.
   const auto counts = role_counts(a);
-  int y = y0 + grid_h + 16;
   for (const RoleInfo& info : role_catalogue()) {
-    img.fill(kMargin, y, 14, 14, info.color);
     const auto it = counts.find(info.role);
-    img.text(kMargin + 22, y + 1, std::string(info.name) + format(" (%d)", it == counts.end() ? 0 : it->second), 0x000000, 2);
-    y += kLegendRow;
+    grid.legend.push_back({info.color, std::string(info.name) + format(" (%d)", it == counts.end() ? 0 : it->second)});
   }
-  img.text(width - kMargin - text_width("BOTTOM BAND: SECONDARY ROLE", 1), y0 + grid_h + 4, "bottom band: secondary role", 0x555555, 1);
-  return encode_png(img);
+  grid.note = "bottom band: secondary role";
+  return grid;
 }
 
 }  // namespace headscope::analysis

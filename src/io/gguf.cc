@@ -1,5 +1,5 @@
-// GGUF parsing/validation (layout in gguf.h) and dequantization of ggml block formats to fp32.
-// The block layouts follow ggml-common.h; each kernel below states its block in a comment.
+// GGUF container parsing and validation (layout in gguf.h): header, metadata, tensor infos, the
+// data section's layout, and to_f32 (dequantization itself is in gguf_quants.cc).
 #include "io/gguf.h"
 
 #include <algorithm>
@@ -8,82 +8,11 @@
 #include <limits>
 #include <string_view>
 
-#include "io/float_bits.h"
-
-// Bit-exactness with ggml's reference dequantizers (and gguf-py) holds whether or not the
-// compiler fuses `d * q - m` into one FMA: every scale is an f16 (11 significant bits) times a
-// small integer, so the products are exact in fp32 and only the final add/subtract rounds.
-
 namespace headscope::io {
 
 static_assert(std::endian::native == std::endian::little, "GGUF stores little-endian data");
 
 namespace {
-
-// ---------------------------------------------------------------------------------------------
-// Type tables
-
-struct TypeTraits {
-  GgmlType type;
-  const char* name;
-  int64_t block_size;  // values per block
-  size_t type_size;    // bytes per block
-  bool dequantize;     // supported by dequantize_row
-};
-
-constexpr int64_t QK = 32;    // block size of the classic formats (ggml QK4_0, QK8_0, ...)
-constexpr int64_t QK_K = 256; // super-block size of the K-quants
-
-// Sizes from ggml-common.h / gguf-py GGML_QUANT_SIZES. Types we cannot dequantize are still
-// listed so a file containing them opens and can be inspected.
-constexpr TypeTraits kGgmlTypes[] = {
-    {GgmlType::F32, "F32", 1, 4, true},
-    {GgmlType::F16, "F16", 1, 2, true},
-    {GgmlType::Q4_0, "Q4_0", QK, 2 + QK / 2, true},
-    {GgmlType::Q4_1, "Q4_1", QK, 2 + 2 + QK / 2, true},
-    {GgmlType::Q5_0, "Q5_0", QK, 2 + 4 + QK / 2, true},
-    {GgmlType::Q5_1, "Q5_1", QK, 2 + 2 + 4 + QK / 2, true},
-    {GgmlType::Q8_0, "Q8_0", QK, 2 + QK, true},
-    {GgmlType::Q8_1, "Q8_1", QK, 4 + 4 + QK, false},
-    {GgmlType::Q2_K, "Q2_K", QK_K, QK_K / 16 + QK_K / 4 + 2 + 2, true},
-    {GgmlType::Q3_K, "Q3_K", QK_K, QK_K / 8 + QK_K / 4 + 12 + 2, true},
-    {GgmlType::Q4_K, "Q4_K", QK_K, 2 + 2 + 12 + QK_K / 2, true},
-    {GgmlType::Q5_K, "Q5_K", QK_K, 2 + 2 + 12 + QK_K / 8 + QK_K / 2, true},
-    {GgmlType::Q6_K, "Q6_K", QK_K, QK_K / 2 + QK_K / 4 + QK_K / 16 + 2, true},
-    {GgmlType::Q8_K, "Q8_K", QK_K, 4 + QK_K + QK_K / 8, false},
-    {GgmlType::IQ2_XXS, "IQ2_XXS", QK_K, 2 + QK_K / 4, false},
-    {GgmlType::IQ2_XS, "IQ2_XS", QK_K, 2 + QK_K / 4 + QK_K / 32, false},
-    {GgmlType::IQ3_XXS, "IQ3_XXS", QK_K, 2 + QK_K / 4 + QK_K / 8, false},
-    {GgmlType::IQ1_S, "IQ1_S", QK_K, 2 + QK_K / 8 + QK_K / 16, false},
-    {GgmlType::IQ4_NL, "IQ4_NL", QK, 2 + QK / 2, false},
-    {GgmlType::IQ3_S, "IQ3_S", QK_K, 2 + QK_K / 4 + QK_K / 8 + QK_K / 32 + 4, false},
-    {GgmlType::IQ2_S, "IQ2_S", QK_K, 2 + QK_K / 4 + QK_K / 16, false},
-    {GgmlType::IQ4_XS, "IQ4_XS", QK_K, 2 + 2 + QK_K / 2 + QK_K / 64, false},
-    {GgmlType::I8, "I8", 1, 1, false},
-    {GgmlType::I16, "I16", 1, 2, false},
-    {GgmlType::I32, "I32", 1, 4, false},
-    {GgmlType::I64, "I64", 1, 8, false},
-    {GgmlType::F64, "F64", 1, 8, true},
-    {GgmlType::IQ1_M, "IQ1_M", QK_K, QK_K / 8 + QK_K / 16 + QK_K / 32, false},
-    {GgmlType::BF16, "BF16", 1, 2, true},
-    {GgmlType::TQ1_0, "TQ1_0", QK_K, 2 + 4 * 13, false},
-    {GgmlType::TQ2_0, "TQ2_0", QK_K, 2 + 64, false},
-    {GgmlType::MXFP4, "MXFP4", QK, 1 + QK / 2, false},
-    {GgmlType::NVFP4, "NVFP4", 64, 4 + 32, false},
-    {GgmlType::Q1_0, "Q1_0", 128, 2 + 16, false},
-};
-
-const TypeTraits* find_ggml_type(uint32_t raw) {
-  for (const auto& t : kGgmlTypes)
-    if (static_cast<uint32_t>(t.type) == raw) return &t;
-  return nullptr;
-}
-
-const TypeTraits& traits(GgmlType type) {
-  const TypeTraits* t = find_ggml_type(static_cast<uint32_t>(type));
-  if (t == nullptr) throw Error("unknown ggml type " + std::to_string(static_cast<uint32_t>(type)));
-  return *t;
-}
 
 constexpr const char* kGgufTypeNames[] = {"UINT8", "INT8",  "UINT16", "INT16",  "UINT32", "INT32", "FLOAT32",
                                           "BOOL",  "STRING", "ARRAY", "UINT64", "INT64",  "FLOAT64"};
@@ -113,34 +42,42 @@ bool is_unsigned_type(GgufType t) {
          t == GgufType::BOOL;
 }
 
-template <class T>
-T load(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
 // Decodes one fixed-size scalar at p into the matching field(s) of v.
 void decode_scalar(GgufType t, const uint8_t* p, GgufValue& v) {
   switch (t) {
-    case GgufType::UINT8: v.u = load<uint8_t>(p); break;
-    case GgufType::INT8: v.i = load<int8_t>(p); break;
-    case GgufType::UINT16: v.u = load<uint16_t>(p); break;
-    case GgufType::INT16: v.i = load<int16_t>(p); break;
-    case GgufType::UINT32: v.u = load<uint32_t>(p); break;
-    case GgufType::INT32: v.i = load<int32_t>(p); break;
-    case GgufType::FLOAT32: v.f = load<float>(p); break;
-    case GgufType::BOOL: v.u = load<uint8_t>(p) != 0; break;
-    case GgufType::UINT64: v.u = load<uint64_t>(p); break;
-    case GgufType::INT64: v.i = load<int64_t>(p); break;
-    case GgufType::FLOAT64: v.f = load<double>(p); break;
+    case GgufType::UINT8: v.u = load_unaligned<uint8_t>(p); break;
+    case GgufType::INT8: v.i = load_unaligned<int8_t>(p); break;
+    case GgufType::UINT16: v.u = load_unaligned<uint16_t>(p); break;
+    case GgufType::INT16: v.i = load_unaligned<int16_t>(p); break;
+    case GgufType::UINT32: v.u = load_unaligned<uint32_t>(p); break;
+    case GgufType::INT32: v.i = load_unaligned<int32_t>(p); break;
+    case GgufType::FLOAT32: v.f = load_unaligned<float>(p); break;
+    case GgufType::BOOL: v.u = load_unaligned<uint8_t>(p) != 0; break;
+    case GgufType::UINT64: v.u = load_unaligned<uint64_t>(p); break;
+    case GgufType::INT64: v.i = load_unaligned<int64_t>(p); break;
+    case GgufType::FLOAT64: v.f = load_unaligned<double>(p); break;
     default: break;
   }
 }
 
+// Smallest encodings, used to reject counts that could not fit in the rest of the file before
+// anything is allocated for them.
+constexpr uint64_t kMinKvBytes = 8 + 4 + 1;          // empty key, type, 1-byte value
+constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // empty name, n_dims = 0, type, offset
+constexpr uint32_t kMaxDims = 4;                      // GGML_MAX_DIMS
+constexpr uint64_t kDefaultAlignment = 32;            // GGUF_DEFAULT_ALIGNMENT
+
+std::string dims_str(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+}  // namespace
+
 // A bounds-checked read position in the mapped file. Every read first checks that the bytes
 // exist, so a corrupt length or count produces an Error naming what was being read.
-class Cursor {
+class GgufFile::Cursor {
  public:
   Cursor(const uint8_t* base, size_t size, const std::string& path) : base_(base), size_(size), path_(path) {}
   size_t pos() const { return pos_; }
@@ -154,7 +91,7 @@ class Cursor {
   template <class T>
   T read(const std::string& what) {
     need(sizeof(T), what);
-    T v = load<T>(base_ + pos_);
+    T v = load_unaligned<T>(base_ + pos_);
     pos_ += sizeof(T);
     return v;
   }
@@ -177,281 +114,12 @@ class Cursor {
   const std::string& path_;
 };
 
-// Smallest encodings, used to reject counts that could not fit in the rest of the file before
-// anything is allocated for them.
-constexpr uint64_t kMinKvBytes = 8 + 4 + 1;          // empty key, type, 1-byte value
-constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // empty name, n_dims = 0, type, offset
-constexpr uint32_t kMaxDims = 4;                      // GGML_MAX_DIMS
-constexpr uint64_t kDefaultAlignment = 32;            // GGUF_DEFAULT_ALIGNMENT
-
-std::string dims_str(const std::vector<int64_t>& d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
-  return s + "]";
-}
-
-// ---------------------------------------------------------------------------------------------
-// Dequantization kernels: `nb` blocks from x into y. Names and layouts follow ggml-common.h.
-
-// block_q4_0 (18 B): f16 d; u8 qs[16]. Value j = (lo nibble of qs[j] - 8) * d, value j+16 uses
-// the high nibble.
-void dequant_q4_0(const uint8_t* x, float* y, int64_t nb) {
-  for (int64_t b = 0; b < nb; ++b, x += 18, y += QK) {
-    const float d = load_f16(x);
-    const uint8_t* qs = x + 2;
-    for (int j = 0; j < QK / 2; ++j) {
-      y[j] = static_cast<float>((qs[j] & 0x0F) - 8) * d;
-      y[j + QK / 2] = static_cast<float>((qs[j] >> 4) - 8) * d;
-    }
-  }
-}
-
-// block_q4_1 (20 B): f16 d; f16 m; u8 qs[16]. Value = nibble * d + m (nibbles as in Q4_0).
-void dequant_q4_1(const uint8_t* x, float* y, int64_t nb) {
-  for (int64_t b = 0; b < nb; ++b, x += 20, y += QK) {
-    const float d = load_f16(x), m = load_f16(x + 2);
-    const uint8_t* qs = x + 4;
-    for (int j = 0; j < QK / 2; ++j) {
-      y[j] = static_cast<float>(qs[j] & 0x0F) * d + m;
-      y[j + QK / 2] = static_cast<float>(qs[j] >> 4) * d + m;
-    }
-  }
-}
-
-// block_q5_0 (22 B): f16 d; u32 qh (bit j = 5th bit of value j); u8 qs[16] (low 4 bits as in
-// Q4_0). Value = (5-bit q - 16) * d.
-void dequant_q5_0(const uint8_t* x, float* y, int64_t nb) {
-  for (int64_t b = 0; b < nb; ++b, x += 22, y += QK) {
-    const float d = load_f16(x);
-    const uint32_t qh = load<uint32_t>(x + 2);
-    const uint8_t* qs = x + 6;
-    for (int j = 0; j < QK / 2; ++j) {
-      const int hi0 = static_cast<int>((qh >> j) & 1u) << 4;
-      const int hi1 = static_cast<int>((qh >> (j + QK / 2)) & 1u) << 4;
-      y[j] = static_cast<float>(((qs[j] & 0x0F) | hi0) - 16) * d;
-      y[j + QK / 2] = static_cast<float>(((qs[j] >> 4) | hi1) - 16) * d;
-    }
-  }
-}
-
-// block_q5_1 (24 B): f16 d; f16 m; u32 qh; u8 qs[16]. Value = 5-bit q * d + m.
-void dequant_q5_1(const uint8_t* x, float* y, int64_t nb) {
-  for (int64_t b = 0; b < nb; ++b, x += 24, y += QK) {
-    const float d = load_f16(x), m = load_f16(x + 2);
-    const uint32_t qh = load<uint32_t>(x + 4);
-    const uint8_t* qs = x + 8;
-    for (int j = 0; j < QK / 2; ++j) {
-      const int hi0 = static_cast<int>((qh >> j) & 1u) << 4;
-      const int hi1 = static_cast<int>((qh >> (j + QK / 2)) & 1u) << 4;
-      y[j] = static_cast<float>((qs[j] & 0x0F) | hi0) * d + m;
-      y[j + QK / 2] = static_cast<float>((qs[j] >> 4) | hi1) * d + m;
-    }
-  }
-}
-
-// block_q8_0 (34 B): f16 d; i8 qs[32]. Value = qs * d.
-void dequant_q8_0(const uint8_t* x, float* y, int64_t nb) {
-  for (int64_t b = 0; b < nb; ++b, x += 34, y += QK) {
-    const float d = load_f16(x);
-    const int8_t* qs = reinterpret_cast<const int8_t*>(x + 2);
-    for (int j = 0; j < QK; ++j) y[j] = static_cast<float>(qs[j]) * d;
-  }
-}
-
-// block_q2_K (84 B): u8 scales[16] (lo nibble scale, hi nibble min, one per 16 values);
-// u8 qs[64] (2-bit values); f16 d; f16 dmin. Each 128-value half reads 32 bytes of qs four
-// times at bit shifts 0, 2, 4, 6; each pass covers 32 values = two 16-value sub-blocks.
-void dequant_q2_k(const uint8_t* x, float* y, int64_t nb) {
-  for (int64_t b = 0; b < nb; ++b, x += 84, y += QK_K) {
-    const uint8_t* scales = x;
-    const uint8_t* qs = x + 16;
-    const float d = load_f16(x + 80), dmin = load_f16(x + 82);
-    for (int half = 0; half < 2; ++half) {
-      const uint8_t* q = qs + 32 * half;
-      for (int pass = 0; pass < 4; ++pass) {
-        const int shift = 2 * pass;
-        for (int sub = 0; sub < 2; ++sub) {
-          const uint8_t sc = scales[half * 8 + pass * 2 + sub];
-          const float dl = d * static_cast<float>(sc & 0x0F);
-          const float ml = dmin * static_cast<float>(sc >> 4);
-          float* out = y + half * 128 + pass * 32 + sub * 16;
-          for (int l = 0; l < 16; ++l) out[l] = dl * static_cast<float>((q[sub * 16 + l] >> shift) & 3) - ml;
-        }
-      }
-    }
-  }
-}
-
-// block_q3_K (110 B): u8 hmask[32] (3rd bit of each value); u8 qs[64] (low 2 bits, walked as in
-// Q2_K); u8 scales[12] (16 signed 6-bit scales, biased by 32); f16 d. Value =
-// d * (scale - 32) * (low2 - (hmask bit set ? 0 : 4)).
-void dequant_q3_k(const uint8_t* x, float* y, int64_t nb) {
-  for (int64_t b = 0; b < nb; ++b, x += 110, y += QK_K) {
-    const uint8_t* hmask = x;
-    const uint8_t* qs = x + 32;
-    const uint8_t* packed = x + 96;
-    const float d = load_f16(x + 108);
-    // Scale i: low 4 bits from byte i (i < 8, low nibble) or byte i-8 (high nibble); high 2 bits
-    // from byte 8 + i%4 at bit 2*(i/4).
-    int scale[16];
-    for (int i = 0; i < 16; ++i) {
-      const int lo = i < 8 ? (packed[i] & 0x0F) : (packed[i - 8] >> 4);
-      const int hi = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
-      scale[i] = (lo | (hi << 4)) - 32;
-    }
-    for (int half = 0; half < 2; ++half) {
-      const uint8_t* q = qs + 32 * half;
-      for (int pass = 0; pass < 4; ++pass) {
-        const int shift = 2 * pass;
-        const uint8_t mask = static_cast<uint8_t>(1u << (half * 4 + pass));
-        for (int sub = 0; sub < 2; ++sub) {
-          const float dl = d * static_cast<float>(scale[half * 8 + pass * 2 + sub]);
-          float* out = y + half * 128 + pass * 32 + sub * 16;
-          for (int l = 0; l < 16; ++l) {
-            const int idx = sub * 16 + l;
-            const int v = ((q[idx] >> shift) & 3) - ((hmask[idx] & mask) ? 0 : 4);
-            out[l] = dl * static_cast<float>(v);
-          }
-        }
-      }
-    }
-  }
-}
-
-// The 12-byte scale/min table of Q4_K and Q5_K: eight 6-bit scales and eight 6-bit mins
-// (ggml get_scale_min_k4). Entries 0-3 sit in the low 6 bits of bytes 0-3 (scales) and 4-7
-// (mins); entries 4-7 take 4 bits from bytes 8-11 and their top 2 bits from the spare high
-// bits of bytes 0-7.
-void unpack_scale_min_k4(const uint8_t* q, int sc[8], int mn[8]) {
-  for (int j = 0; j < 4; ++j) {
-    sc[j] = q[j] & 63;
-    mn[j] = q[j + 4] & 63;
-  }
-  for (int j = 4; j < 8; ++j) {
-    sc[j] = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
-    mn[j] = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
-
-// block_q4_K (144 B): f16 d; f16 dmin; u8 scales[12]; u8 qs[128]. Eight 32-value sub-blocks;
-// each 64-value chunk reads 32 bytes of qs: low nibbles are sub-block 2c, high nibbles 2c+1.
-// Value = d*scale * q - dmin*min.
-void dequant_q4_k(const uint8_t* x, float* y, int64_t nb) {
-  for (int64_t b = 0; b < nb; ++b, x += 144, y += QK_K) {
-    const float d = load_f16(x), dmin = load_f16(x + 2);
-    int sc[8], mn[8];
-    unpack_scale_min_k4(x + 4, sc, mn);
-    const uint8_t* qs = x + 16;
-    for (int c = 0; c < 4; ++c) {
-      const float d1 = d * static_cast<float>(sc[2 * c]), m1 = dmin * static_cast<float>(mn[2 * c]);
-      const float d2 = d * static_cast<float>(sc[2 * c + 1]), m2 = dmin * static_cast<float>(mn[2 * c + 1]);
-      const uint8_t* q = qs + 32 * c;
-      for (int l = 0; l < 32; ++l) {
-        y[64 * c + l] = d1 * static_cast<float>(q[l] & 0x0F) - m1;
-        y[64 * c + 32 + l] = d2 * static_cast<float>(q[l] >> 4) - m2;
-      }
-    }
-  }
-}
-
-// block_q5_K (176 B): f16 d; f16 dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]. As Q4_K, plus a
-// 5th bit: bit 2c of qh[l] for the low-nibble sub-block of chunk c, bit 2c+1 for the high one.
-void dequant_q5_k(const uint8_t* x, float* y, int64_t nb) {
-  for (int64_t b = 0; b < nb; ++b, x += 176, y += QK_K) {
-    const float d = load_f16(x), dmin = load_f16(x + 2);
-    int sc[8], mn[8];
-    unpack_scale_min_k4(x + 4, sc, mn);
-    const uint8_t* qh = x + 16;
-    const uint8_t* qs = x + 48;
-    for (int c = 0; c < 4; ++c) {
-      const float d1 = d * static_cast<float>(sc[2 * c]), m1 = dmin * static_cast<float>(mn[2 * c]);
-      const float d2 = d * static_cast<float>(sc[2 * c + 1]), m2 = dmin * static_cast<float>(mn[2 * c + 1]);
-      const uint8_t* q = qs + 32 * c;
-      for (int l = 0; l < 32; ++l) {
-        const int lo = (q[l] & 0x0F) | (((qh[l] >> (2 * c)) & 1) << 4);
-        const int hi = (q[l] >> 4) | (((qh[l] >> (2 * c + 1)) & 1) << 4);
-        y[64 * c + l] = d1 * static_cast<float>(lo) - m1;
-        y[64 * c + 32 + l] = d2 * static_cast<float>(hi) - m2;
-      }
-    }
-  }
-}
-
-// block_q6_K (210 B): u8 ql[128] (low 4 bits); u8 qh[64] (high 2 bits); i8 scales[16] (one per
-// 16 values); f16 d. Per 128-value half: ql[0..63] and qh[0..31] of that half; value
-// l + 32k (k = 0..3) takes nibble (k/2 ? high : low) of ql[l + 32*(k%2)] and bits 2k..2k+1 of
-// qh[l]. Value = d * scale * (6-bit q - 32).
-void dequant_q6_k(const uint8_t* x, float* y, int64_t nb) {
-  for (int64_t b = 0; b < nb; ++b, x += 210, y += QK_K) {
-    const float d = load_f16(x + 208);
-    const int8_t* scales = reinterpret_cast<const int8_t*>(x + 192);
-    for (int half = 0; half < 2; ++half) {
-      const uint8_t* ql = x + 64 * half;
-      const uint8_t* qh = x + 128 + 32 * half;
-      const int8_t* sc = scales + 8 * half;
-      float* out = y + 128 * half;
-      for (int l = 0; l < 32; ++l) {
-        const int is = l / 16;
-        const int q1 = ((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) - 32;
-        const int q2 = ((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32;
-        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-        out[l] = d * static_cast<float>(sc[is]) * static_cast<float>(q1);
-        out[l + 32] = d * static_cast<float>(sc[is + 2]) * static_cast<float>(q2);
-        out[l + 64] = d * static_cast<float>(sc[is + 4]) * static_cast<float>(q3);
-        out[l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
-      }
-    }
-  }
-}
-
-}  // namespace
-
 // ---------------------------------------------------------------------------------------------
 // Public type helpers
-
-const char* ggml_type_name(GgmlType t) {
-  const TypeTraits* tr = find_ggml_type(static_cast<uint32_t>(t));
-  return tr ? tr->name : "unknown";
-}
-int64_t ggml_block_size(GgmlType t) { return traits(t).block_size; }
-size_t ggml_type_size(GgmlType t) { return traits(t).type_size; }
-bool ggml_can_dequantize(GgmlType t) {
-  const TypeTraits* tr = find_ggml_type(static_cast<uint32_t>(t));
-  return tr != nullptr && tr->dequantize;
-}
 
 const char* gguf_type_name(GgufType t) {
   const auto i = static_cast<uint32_t>(t);
   return i < kGgufTypeCount ? kGgufTypeNames[i] : "unknown";
-}
-
-void dequantize_row(GgmlType type, const uint8_t* src, float* dst, int64_t n) {
-  const TypeTraits& tr = traits(type);
-  if (!tr.dequantize) throw Error(std::string("dequantizing ggml type ") + tr.name + " is not supported");
-  if (n < 0 || n % tr.block_size != 0)
-    throw Error(std::string("dequantize_row: ") + std::to_string(n) + " values is not a whole number of " + tr.name +
-                " blocks of " + std::to_string(tr.block_size));
-  const int64_t nb = n / tr.block_size;
-  switch (type) {
-    case GgmlType::F32: if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * 4); break;
-    case GgmlType::F16: f16_to_f32_row(src, dst, static_cast<size_t>(n)); break;
-    case GgmlType::BF16: bf16_to_f32_row(src, dst, static_cast<size_t>(n)); break;
-    case GgmlType::F64:
-      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(load<double>(src + 8 * i));
-      break;
-    case GgmlType::Q4_0: dequant_q4_0(src, dst, nb); break;
-    case GgmlType::Q4_1: dequant_q4_1(src, dst, nb); break;
-    case GgmlType::Q5_0: dequant_q5_0(src, dst, nb); break;
-    case GgmlType::Q5_1: dequant_q5_1(src, dst, nb); break;
-    case GgmlType::Q8_0: dequant_q8_0(src, dst, nb); break;
-    case GgmlType::Q2_K: dequant_q2_k(src, dst, nb); break;
-    case GgmlType::Q3_K: dequant_q3_k(src, dst, nb); break;
-    case GgmlType::Q4_K: dequant_q4_k(src, dst, nb); break;
-    case GgmlType::Q5_K: dequant_q5_k(src, dst, nb); break;
-    case GgmlType::Q6_K: dequant_q6_k(src, dst, nb); break;
-    default: throw Error(std::string("dequantizing ggml type ") + tr.name + " is not supported");
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -466,13 +134,22 @@ int64_t GgufTensorInfo::numel() const {
 std::vector<int64_t> GgufTensorInfo::shape() const { return std::vector<int64_t>(ne.rbegin(), ne.rend()); }
 
 // ---------------------------------------------------------------------------------------------
-// GgufFile: parsing
+// GgufFile: parsing, in the order of the file (layout in gguf.h)
 
 GgufFile::GgufFile(const std::string& path) : file_(std::make_unique<MappedFile>(path)) {
   Cursor in(file_->data(), file_->size(), file_->path());
-  const std::string& p = file_->path();
+  const Counts counts = read_header(in);
+  read_metadata(in, counts.kvs);
+  read_alignment();
+  read_tensor_infos(in, counts.tensors);
+  locate_tensor_data(in.pos());
+  check_tensor_layout();
+}
 
-  // ---- header ----
+// Magic, version and the two counts; a count that could not fit in the rest of the file is
+// refused here, before anything is allocated for it.
+GgufFile::Counts GgufFile::read_header(Cursor& in) {
+  const std::string& p = file_->path();
   if (file_->size() < 4 || std::memcmp(file_->data(), "GGUF", 4) != 0)
     throw Error(p + ": not a GGUF file (it does not start with the magic \"GGUF\")");
   in.skip(4, "magic");
@@ -493,8 +170,13 @@ GgufFile::GgufFile(const std::string& path) : file_(std::make_unique<MappedFile>
   if (tensor_count > in.remaining() / kMinTensorInfoBytes)
     throw Error(p + ": tensor_count " + std::to_string(tensor_count) + " cannot fit in the " +
                 std::to_string(in.remaining()) + " bytes left (corrupt header)");
+  return {tensor_count, kv_count};
+}
 
-  // ---- metadata ----
+// The key/value pairs. Scalars and strings are decoded; arrays are length-checked and left in the
+// mapped file (GgufValue::elems).
+void GgufFile::read_metadata(Cursor& in, uint64_t kv_count) {
+  const std::string& p = file_->path();
   key_order_.reserve(static_cast<size_t>(kv_count));
   for (uint64_t k = 0; k < kv_count; ++k) {
     const std::string kth = "metadata key #" + std::to_string(k);
@@ -536,7 +218,11 @@ GgufFile::GgufFile(const std::string& path) : file_(std::make_unique<MappedFile>
     key_order_.push_back(key);
     metadata_.emplace(std::move(key), std::move(v));
   }
+}
 
+// general.alignment (default 32): where the data section and every tensor in it start.
+void GgufFile::read_alignment() {
+  const std::string& p = file_->path();
   if (has("general.alignment")) {
     const GgufValue& a = value("general.alignment");
     if (!is_int_type(a.type) || !is_unsigned_type(a.type))
@@ -547,8 +233,11 @@ GgufFile::GgufFile(const std::string& path) : file_(std::make_unique<MappedFile>
   } else {
     alignment_ = kDefaultAlignment;
   }
+}
 
-  // ---- tensor infos ----
+// Name, dims, type and offset of each tensor; its byte size follows from its type and dims.
+void GgufFile::read_tensor_infos(Cursor& in, uint64_t tensor_count) {
+  const std::string& p = file_->path();
   tensor_order_.reserve(static_cast<size_t>(tensor_count));
   for (uint64_t t = 0; t < tensor_count; ++t) {
     GgufTensorInfo info;
@@ -565,7 +254,7 @@ GgufFile::GgufFile(const std::string& path) : file_(std::make_unique<MappedFile>
       info.ne.push_back(static_cast<int64_t>(d));
     }
     const uint32_t raw_type = in.read<uint32_t>("type of tensor '" + info.name + "'");
-    const TypeTraits* tr = find_ggml_type(raw_type);
+    const GgmlTypeTraits* tr = find_ggml_type(raw_type);
     if (tr == nullptr)
       throw Error(where + ": unknown ggml type " + std::to_string(raw_type) +
                   " (a quantization newer than this reader; re-quantize to Q8_0, Q4_K or F16)");
@@ -587,11 +276,18 @@ GgufFile::GgufFile(const std::string& path) : file_(std::make_unique<MappedFile>
     tensor_order_.push_back(info.name);
     tensors_.emplace(info.name, std::move(info));
   }
+}
 
-  // ---- data section ----
-  const uint64_t end_of_infos = in.pos();
+uint64_t GgufFile::data_section_size() const {
+  return file_->size() > data_offset_ ? file_->size() - data_offset_ : 0;
+}
+
+// The data section starts at the first multiple of the alignment after the tensor infos; every
+// tensor's offset is aligned and its bytes lie inside the section.
+void GgufFile::locate_tensor_data(uint64_t end_of_infos) {
+  const std::string& p = file_->path();
   data_offset_ = (end_of_infos + alignment_ - 1) / alignment_ * alignment_;
-  const uint64_t data_size = file_->size() > data_offset_ ? file_->size() - data_offset_ : 0;
+  const uint64_t data_size = data_section_size();
   for (auto& [name, info] : tensors_) {
     const std::string where = p + ": tensor '" + name + "'";
     if (info.offset % alignment_ != 0)
@@ -603,6 +299,11 @@ GgufFile::GgufFile(const std::string& path) : file_(std::make_unique<MappedFile>
                   " bytes; truncated download?)");
     info.data = file_->data() + data_offset_ + info.offset;
   }
+}
+
+void GgufFile::check_tensor_layout() const {
+  const std::string& p = file_->path();
+  const uint64_t data_size = data_section_size();
   // Writers (gguf-py, llama.cpp) place the tensors one after another, each padded to the
   // alignment. So in order of offset, a tensor's bytes (from its type and shape) must fill the
   // space up to the next tensor but for less than `alignment` bytes of padding: a type changed to
@@ -699,7 +400,7 @@ std::vector<std::string> GgufFile::get_string_array(const std::string& key) cons
   out.reserve(static_cast<size_t>(v.count));
   const uint8_t* q = v.elems;
   for (uint64_t e = 0; e < v.count; ++e) {
-    const uint64_t len = load<uint64_t>(q);
+    const uint64_t len = load_unaligned<uint64_t>(q);
     out.emplace_back(reinterpret_cast<const char*>(q + 8), static_cast<size_t>(len));
     q += 8 + len;
   }
@@ -752,9 +453,8 @@ Tensor GgufFile::to_f32(const std::string& name, const std::vector<int64_t>& sha
   if (!shape.empty() && shape != stored)
     throw Error(path() + ": tensor '" + name + "': shape " + dims_str(stored) + " (ggml ne " + dims_str(t.ne) +
                 "), expected " + dims_str(shape));
-  const TypeTraits& tr = traits(t.type);
-  if (!tr.dequantize)
-    throw Error(path() + ": tensor '" + name + "' is stored as " + tr.name +
+  if (!ggml_can_dequantize(t.type))
+    throw Error(path() + ": tensor '" + name + "' is stored as " + ggml_type_name(t.type) +
                 ", which headscope cannot dequantize (supported: F32 F16 BF16 F64 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K "
                 "Q4_K Q5_K Q6_K)");
   Tensor out(stored, Tensor::Uninitialized{});  // dequantize_row writes every value

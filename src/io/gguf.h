@@ -23,7 +23,7 @@
 //   }
 //   padding to `alignment`    alignment = metadata "general.alignment" (u32, power of two), default 32
 //   data section              tensor bytes; a quantized row of ne[0] values is ne[0] / block_size
-//                             blocks of type_size bytes (layouts in gguf.cc, after ggml-common.h)
+//                             blocks of type_size bytes (layouts in gguf_quants.h, after ggml-common.h)
 //
 // Validated on open: magic, version, every count/length against the bytes left (so a corrupt
 // count cannot cause a huge allocation), known value and tensor types, dims (ne[0] a multiple
@@ -39,27 +39,10 @@
 #include <vector>
 
 #include "headscope/tensor.h"
-#include "io/safetensors.h"  // MappedFile
+#include "io/gguf_quants.h"  // GgmlType, dequantize_row
+#include "io/mapped_file.h"
 
 namespace headscope::io {
-
-// ggml tensor storage types (ggml.h `enum ggml_type`; the gaps are retired types).
-enum class GgmlType : uint32_t {
-  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
-  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
-  IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21, IQ2_S = 22, IQ4_XS = 23,
-  I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
-  TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39, NVFP4 = 40, Q1_0 = 41,
-};
-const char* ggml_type_name(GgmlType);   // "Q4_K", ...
-int64_t ggml_block_size(GgmlType);      // values per block (1 for plain types, 32 or 256 for quants)
-size_t ggml_type_size(GgmlType);        // bytes per block
-bool ggml_can_dequantize(GgmlType);     // F32 F16 BF16 F64 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K..Q6_K Q8_K
-
-// Dequantizes n consecutive values of `type` starting at a block boundary (n a multiple of the
-// block size) into dst[0, n). Bit-exact with ggml's reference dequantize_row_* and gguf-py.
-// Throws Error for types ggml_can_dequantize() rejects.
-void dequantize_row(GgmlType type, const uint8_t* src, float* dst, int64_t n);
 
 // GGUF metadata value types (gguf.h `enum gguf_type`).
 enum class GgufType : uint32_t {
@@ -132,6 +115,19 @@ class GgufFile {
   Tensor to_f32(const std::string& name, const std::vector<int64_t>& shape = {}) const;
 
  private:
+  // Parsing, one step per part of the file (gguf.cc), in the order the constructor calls them.
+  class Cursor;
+  struct Counts {
+    uint64_t tensors = 0, kvs = 0;
+  };
+  Counts read_header(Cursor& in);
+  void read_metadata(Cursor& in, uint64_t kv_count);
+  void read_alignment();
+  void read_tensor_infos(Cursor& in, uint64_t tensor_count);
+  void locate_tensor_data(uint64_t end_of_infos);
+  void check_tensor_layout() const;
+  uint64_t data_section_size() const;
+
   std::unique_ptr<MappedFile> file_;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;

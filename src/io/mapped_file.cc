@@ -9,7 +9,8 @@
 #include <cstring>
 #include <utility>
 
-#include "io/safetensors.h"
+#include "headscope/error.h"
+#include "io/mapped_file.h"
 
 namespace headscope::io {
 

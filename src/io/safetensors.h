@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "headscope/tensor.h"
+#include "io/mapped_file.h"
 
 namespace headscope::io {
 
@@ -32,25 +33,6 @@ namespace headscope::io {
 enum class DType { F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL, U16, U32, U64, F8_E4M3, F8_E5M2 };
 const char* dtype_name(DType);  // the spelling used in safetensors headers, e.g. "BF16"
 size_t dtype_size(DType);       // bytes per element
-
-// A read-only memory mapping of a whole file. Move-only; unmapped on destruction.
-class MappedFile {
- public:
-  explicit MappedFile(const std::string& path);  // throws Error naming the path
-  ~MappedFile();
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  MappedFile(MappedFile&& other) noexcept;
-  MappedFile& operator=(MappedFile&& other) noexcept;
-  const uint8_t* data() const { return data_; }  // nullptr for an empty file
-  size_t size() const { return size_; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  const uint8_t* data_ = nullptr;
-  size_t size_ = 0;
-};
 
 // One tensor as stored: a view into a mapped file (valid while its file is open). Row-major.
 struct RawTensor {

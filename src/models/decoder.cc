@@ -7,8 +7,9 @@
 
 #include "capture/capture.h"
 #include "models/families.h"
+#include "ops/activations.h"
 #include "ops/attention.h"
-#include "ops/decoder_pointwise.h"
+#include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
 #include "tensor/tensor_ops.h"

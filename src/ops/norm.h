@@ -1,4 +1,4 @@
-// headscope — normalisation and pointwise activations.
+// headscope — normalisation over the last axis: LayerNorm (BERT, GPT-2) and RMSNorm (Llama family).
 #pragma once
 #include <cstdint>
 
@@ -8,10 +8,8 @@ namespace headscope::ops {
 // var the biased variance. x, y: [T, d] (may alias).
 void layer_norm(const float* x, int64_t T, int64_t d, const float* gamma, const float* beta, float eps, float* y);
 
-// GELU, exact erf form as in BERT / torch.nn.functional.gelu: x · ½ · (1 + erf(x / √2)). In place.
-void gelu_erf(float* x, int64_t n);
-
-// y += x, elementwise (residual connection).
-void add_inplace(float* y, const float* x, int64_t n);
+// RMSNorm (Zhang & Sennrich 2019), as transformers' LlamaRMSNorm:
+//   y = x / sqrt(mean(x²) + eps) · gamma.     x, y: [T, d] (may alias)
+void rms_norm(const float* x, int64_t T, int64_t d, const float* gamma, float eps, float* y);
 
 }  // namespace headscope::ops

@@ -7,6 +7,7 @@
 #include "analysis/atlas.h"
 #include "analysis/atlas_report.h"
 #include "headscope/pipeline.h"
+#include "render/grid.h"
 
 namespace headscope {
 
@@ -31,8 +32,12 @@ AtlasFiles make_atlas(const std::string& model_path, const std::string& control_
   AtlasFiles files;
   files.json = analysis::atlas_json(main, control.get()).dump(1) + "\n";
   files.markdown = analysis::atlas_markdown(main, control.get(), command_line, image_name);
-  files.png = analysis::atlas_png(main, "headscope atlas: " + main.config.name + " - primary role per head");
-  if (control) files.control_png = analysis::atlas_png(*control, "control (random weights): primary role per head");
+  const std::string title = "headscope atlas: " + main.config.name + " - primary role per head";
+  files.png = render::grid_png(analysis::atlas_grid(main, title));
+  if (control) {
+    files.control_png =
+        render::grid_png(analysis::atlas_grid(*control, "control (random weights): primary role per head"));
+  }
   files.config = main.config;
   files.seconds = main.seconds_total;
   files.warnings = std::move(warnings);

@@ -1,5 +1,6 @@
 // headscope — NormalizedString: alignment-tracking text edits, following
-// tokenizers/src/tokenizer/normalizer.rs (transform_range, filter, lowercase, nfd, split).
+// tokenizers/src/tokenizer/normalizer.rs (transform_range, filter, lowercase, nfd, split, prepend,
+// replace).
 #include "tokenizer/normalized_string.h"
 
 #include <algorithm>
@@ -157,6 +158,129 @@ void NormalizedString::split(const std::function<bool(char32_t)>& is_delimiter, 
     start = i + 1;
   }
   if (start < chars_.size()) out.push_back(slice(start, chars_.size()));
+}
+
+// ---- shared edits ----
+
+SplitBehavior parse_split_behavior(const std::string& name, const std::string& where) {
+  if (name == "Removed") return SplitBehavior::kRemoved;
+  if (name == "Isolated") return SplitBehavior::kIsolated;
+  if (name == "MergedWithPrevious") return SplitBehavior::kMergedWithPrevious;
+  if (name == "MergedWithNext") return SplitBehavior::kMergedWithNext;
+  if (name == "Contiguous") return SplitBehavior::kContiguous;
+  throw Error(where + ": unknown split behavior \"" + name + "\"");
+}
+
+void split_at_matches(const NormalizedString& piece, const std::vector<std::pair<size_t, size_t>>& matches,
+                      SplitBehavior behavior, bool invert, std::vector<NormalizedString>& out) {
+  // Segments cover the whole piece: the matches and the gaps between them, each flagged.
+  struct Segment {
+    size_t begin, end;
+    bool is_match;
+  };
+  std::vector<Segment> segments;
+  size_t prev = 0;
+  for (const auto& [b, e] : matches) {
+    if (prev < b) segments.push_back({prev, b, invert});
+    segments.push_back({b, e, !invert});
+    prev = e;
+  }
+  if (prev < piece.size()) segments.push_back({prev, piece.size(), invert});
+
+  // Then group them as the behaviour says; `keep` is false only for removed matches.
+  struct Part {
+    size_t begin, end;
+    bool keep;
+  };
+  std::vector<Part> parts;
+  bool previous_match = false;
+  switch (behavior) {
+    case SplitBehavior::kIsolated:
+      for (const Segment& s : segments) parts.push_back({s.begin, s.end, true});
+      break;
+    case SplitBehavior::kRemoved:
+      for (const Segment& s : segments) parts.push_back({s.begin, s.end, !s.is_match});
+      break;
+    case SplitBehavior::kContiguous:
+      for (const Segment& s : segments) {
+        if (s.is_match == previous_match && !parts.empty()) {
+          parts.back().end = s.end;
+        } else {
+          parts.push_back({s.begin, s.end, true});
+        }
+        previous_match = s.is_match;
+      }
+      break;
+    case SplitBehavior::kMergedWithPrevious:
+      for (const Segment& s : segments) {
+        if (s.is_match && !previous_match && !parts.empty()) {
+          parts.back().end = s.end;
+        } else {
+          parts.push_back({s.begin, s.end, true});
+        }
+        previous_match = s.is_match;
+      }
+      break;
+    case SplitBehavior::kMergedWithNext:
+      for (size_t i = segments.size(); i-- > 0;) {
+        const Segment& s = segments[i];
+        if (s.is_match && !previous_match && !parts.empty()) {
+          parts.back().begin = s.begin;
+        } else {
+          parts.push_back({s.begin, s.end, true});
+        }
+        previous_match = s.is_match;
+      }
+      std::reverse(parts.begin(), parts.end());
+      break;
+  }
+  for (const Part& p : parts) {
+    if (p.keep && p.begin < p.end) out.push_back(piece.slice(p.begin, p.end));
+  }
+}
+
+void prepend(NormalizedString& s, const std::u32string& prefix) {
+  if (s.empty() || prefix.empty()) return;
+  s.check_size(s.size() + prefix.size(), "a prepended prefix");
+  // The first prefix character takes over the first character's alignment (change 0); the rest of
+  // the prefix and the old first character are insertions aligned to it.
+  std::vector<CharChange> dest;
+  dest.reserve(s.size() + prefix.size());
+  for (size_t i = 0; i < prefix.size(); ++i) dest.push_back({prefix[i], i == 0 ? 0 : 1});
+  dest.push_back({s.chars()[0], 1});
+  for (size_t i = 1; i < s.size(); ++i) dest.push_back({s.chars()[i], 0});
+  s.transform(dest, 0);
+}
+
+void replace_matches(NormalizedString& s, const std::vector<std::pair<size_t, size_t>>& matches,
+                     const std::u32string& content) {
+  if (matches.empty()) return;
+  size_t matched = 0;
+  for (const auto& [b, e] : matches) matched += e - b;
+  // Checked before building: one Replace can multiply the text by the length of its content.
+  s.check_size(s.size() - matched + matches.size() * content.size(), "a Replace normalizer");
+  std::vector<CharChange> dest;
+  dest.reserve(s.size() + matches.size() * content.size());
+  size_t initial_removed = 0;
+  size_t i = 0;
+  const auto drop = [&](size_t n) {
+    if (n == 0) return;
+    if (dest.empty()) {
+      initial_removed += n;
+    } else {
+      dest.back().change -= static_cast<int>(n);
+    }
+  };
+  for (const auto& [b, e] : matches) {
+    for (; i < b; ++i) dest.push_back({s.chars()[i], 0});
+    const size_t n = e - b;
+    const size_t m = content.size();
+    for (size_t j = 0; j < m; ++j) dest.push_back({content[j], j < n ? 0 : 1});
+    if (m < n) drop(n - m);
+    i = e;
+  }
+  for (; i < s.size(); ++i) dest.push_back({s.chars()[i], 0});
+  s.transform(dest, initial_removed);
 }
 
 }  // namespace headscope::tokenizer

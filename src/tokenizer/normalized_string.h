@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "headscope/limits.h"
@@ -87,5 +88,27 @@ class NormalizedString {
   int64_t origin_ = 0;
   size_t max_size_ = static_cast<size_t>(limits::kMaxNormalizedChars);
 };
+
+// ---- edits that the normalizers and pre-tokenizers share (NormalizedString::split, prepend and
+// replace in tokenizers/src/tokenizer/normalizer.rs) ----
+
+// How a split keeps the matches (tokenizers' SplitDelimiterBehavior).
+enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
+SplitBehavior parse_split_behavior(const std::string& name, const std::string& where);
+
+// Cuts `piece` at `matches` (sorted, non-overlapping character ranges) and appends the non-empty
+// pieces to `out` (tokenizers' NormalizedString::split).
+void split_at_matches(const NormalizedString& piece, const std::vector<std::pair<size_t, size_t>>& matches,
+                      SplitBehavior behavior, bool invert, std::vector<NormalizedString>& out);
+
+// Inserts `prefix` before the first character, aligned to that character's original span
+// (NormalizedString::prepend in tokenizers). No effect on an empty string.
+void prepend(NormalizedString& s, const std::u32string& prefix);
+
+// Replaces each match (sorted, non-overlapping character ranges) by `content`: replaced characters
+// keep their alignment one for one; extra content characters are insertions; surplus matched
+// characters are dropped (NormalizedString::replace in tokenizers).
+void replace_matches(NormalizedString& s, const std::vector<std::pair<size_t, size_t>>& matches,
+                     const std::u32string& content);
 
 }  // namespace headscope::tokenizer

@@ -9,7 +9,7 @@
 #include "headscope/error.h"
 #include "headscope/limits.h"
 #include "tokenizer/bpe.h"
-#include "tokenizer/pre_tokenizers.h"
+#include "tokenizer/post_processors.h"
 
 namespace headscope::tokenizer {
 
@@ -305,61 +305,6 @@ std::vector<AddedToken> read_added_tokens(const nlohmann::json& added, const std
     t.normalized = entry.value("normalized", !t.special);  // the library's default
     out.push_back(std::move(t));
   }
-  return out;
-}
-
-PostProcessor read_template_processing(const nlohmann::json& post, const std::string& path) {
-  const nlohmann::json& specials = post.at("special_tokens");
-  PostProcessor out;
-  bool has_sequence = false;
-  for (const nlohmann::json& item : post.at("single")) {
-    TemplatePiece piece;
-    if (item.contains("Sequence")) {
-      if (item["Sequence"].value("id", "A") != "A") {
-        throw Error(path + ": post_processor \"single\" template refers to sequence B");
-      }
-      piece.is_sequence = true;
-      has_sequence = true;
-    } else if (item.contains("SpecialToken")) {
-      const std::string name = item["SpecialToken"].at("id").get<std::string>();
-      if (!specials.contains(name)) {
-        throw Error(path + ": post_processor template uses special token '" + name +
-                    "' which is missing from its \"special_tokens\"");
-      }
-      const nlohmann::json& sp = specials.at(name);
-      for (const nlohmann::json& id : sp.at("ids")) {
-        piece.ids.push_back(read_token_id(id, limits::kMaxVocabulary, "post_processor special token '" + name + "'", path));
-      }
-      piece.tokens = sp.at("tokens").get<std::vector<std::string>>();
-      if (piece.ids.size() != piece.tokens.size()) {
-        throw Error(path + ": special token '" + name + "' has " + std::to_string(piece.ids.size()) +
-                    " ids but " + std::to_string(piece.tokens.size()) + " tokens");
-      }
-    } else {
-      throw Error(path + ": post_processor template piece is neither Sequence nor SpecialToken");
-    }
-    out.single.push_back(std::move(piece));
-  }
-  if (!has_sequence) throw Error(path + ": post_processor \"single\" template has no $A sequence");
-  return out;
-}
-
-PostProcessor read_bert_processing(const nlohmann::json& post, const std::string& path) {
-  // {"cls": ["[CLS]", 101], "sep": ["[SEP]", 102]}  ->  [CLS] $A [SEP]
-  const auto special = [&](const char* key) {
-    const nlohmann::json& pair = post.at(key);
-    if (!pair.is_array() || pair.size() != 2) {
-      throw Error(path + ": post_processor \"" + key + "\" must be [token, id]");
-    }
-    TemplatePiece piece;
-    piece.tokens = {pair[0].get<std::string>()};
-    piece.ids = {read_token_id(pair[1], limits::kMaxVocabulary, std::string("post_processor \"") + key + "\"", path)};
-    return piece;
-  };
-  PostProcessor out;
-  out.single.push_back(special("cls"));
-  out.single.push_back(TemplatePiece{true, {}, {}});
-  out.single.push_back(special("sep"));
   return out;
 }
 

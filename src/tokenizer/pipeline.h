@@ -93,7 +93,7 @@ struct TemplatePiece {
 struct PostProcessor {
   std::vector<TemplatePiece> single;  // empty: no post-processor, nothing is added
   // ByteLevel / RobertaProcessing: narrow the spans of tokens that start or end with spaces
-  // (trim_byte_level_offsets in tokenizer/pre_tokenizers.h).
+  // (trim_byte_level_offsets in tokenizer/post_processors.h).
   bool trim_offsets = false;
   bool trim_keeps_prefix_space = false;
   size_t added_count() const;
@@ -162,8 +162,5 @@ Vocab read_vocab(const nlohmann::json& vocab, const std::string& where, const st
 
 // Reads "added_tokens". Throws Error naming `path` on malformed entries.
 std::vector<AddedToken> read_added_tokens(const nlohmann::json& added, const std::string& path);
-// Post-processors by "type" (tokenizers/src/processors/template.rs and bert.rs).
-PostProcessor read_template_processing(const nlohmann::json& post, const std::string& path);
-PostProcessor read_bert_processing(const nlohmann::json& post, const std::string& path);
 
 }  // namespace headscope::tokenizer

@@ -22,7 +22,9 @@
 #include "headscope/limits.h"
 #include "headscope/tokenizer.h"
 #include "tokenizer/bpe.h"
+#include "tokenizer/normalizers.h"
 #include "tokenizer/pipeline.h"
+#include "tokenizer/post_processors.h"
 #include "tokenizer/pre_tokenizers.h"
 #include "tokenizer/wordpiece.h"
 

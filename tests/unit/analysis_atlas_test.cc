@@ -103,7 +103,7 @@ TEST(AtlasPipeline, MatchesTransformersOnAGoldSlice) {
     const std::string md = atlas_markdown(r, nullptr, "headscope atlas ...", "atlas.png");
     EXPECT_NE(md.find("## Dependency relations"), std::string::npos);
     EXPECT_NE(md.find("![primary role per head"), std::string::npos);
-    const auto png = atlas_png(r, "test");
+    const auto png = headscope::render::grid_png(atlas_grid(r, "test"));
     ASSERT_GT(png.size(), 8u);
     EXPECT_EQ(std::string(png.begin() + 1, png.begin() + 4), "PNG");
   }

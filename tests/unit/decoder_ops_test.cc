@@ -10,8 +10,11 @@
 #include <random>
 #include <vector>
 
-#include "ops/decoder_pointwise.h"
-#include "ops/reference/decoder_reference.h"
+#include "ops/activations.h"
+#include "ops/norm.h"
+#include "ops/reference/activations.h"
+#include "ops/reference/norm.h"
+#include "ops/reference/rope.h"
 #include "ops/rope.h"
 
 namespace {

@@ -9,11 +9,14 @@
 #include <random>
 #include <vector>
 
+#include "ops/activations.h"
 #include "ops/attention.h"
 #include "ops/exp.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
-#include "ops/reference/reference.h"
+#include "ops/reference/attention.h"
+#include "ops/reference/matmul.h"
+#include "ops/reference/norm.h"
 
 namespace headscope::ops {
 namespace {

@@ -1,33 +1,10 @@
-#include "ops/reference/reference.h"
+#include "ops/reference/attention.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 namespace headscope::ops::reference {
-
-void matmul(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc,
-            int64_t M, int64_t N, int64_t K, bool trans_b, float alpha, float beta) {
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      double acc = 0.0;
-      for (int64_t p = 0; p < K; ++p) acc += double(A[i * lda + p]) * double(trans_b ? B[j * ldb + p] : B[p * ldb + j]);
-      const double prev = beta == 0.0f ? 0.0 : double(beta) * C[i * ldc + j];
-      C[i * ldc + j] = static_cast<float>(alpha * acc + prev);
-    }
-}
-
-void layer_norm(const float* x, int64_t T, int64_t d, const float* gamma, const float* beta, float eps, float* y) {
-  for (int64_t t = 0; t < T; ++t) {
-    double mean = 0, var = 0;
-    for (int64_t i = 0; i < d; ++i) mean += x[t * d + i];
-    mean /= d;
-    for (int64_t i = 0; i < d; ++i) var += (x[t * d + i] - mean) * (x[t * d + i] - mean);
-    var /= d;
-    for (int64_t i = 0; i < d; ++i)
-      y[t * d + i] = static_cast<float>((x[t * d + i] - mean) / std::sqrt(var + eps) * gamma[i] + beta[i]);
-  }
-}
 
 void attention(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v, int64_t ldv,
                const int* kv_head_of, const AttentionDims& d, const KeyMask& mask, int64_t mask_first_row,

@@ -60,7 +60,7 @@ bool streamed(const CaptureOptions& o) { return !o.attention && o.attention_sink
 
 uint64_t attention_scratch_bytes(const ModelConfig& c, int64_t T, int64_t Tk, const CaptureOptions& o) {
   if (o.attention) return 0;
-  const int64_t rows = streamed(o) ? std::min(T, std::max<int64_t>(1, o.attention_block_rows)) : T;
+  const int64_t rows = std::min(T, std::max<int64_t>(1, o.attention_block_rows));
   return uint64_t(c.n_head) * uint64_t(rows) * uint64_t(Tk) * sizeof(float);
 }
 
@@ -86,18 +86,27 @@ Recorder::Recorder(const ModelConfig& config, int64_t T, int64_t Tk, const Captu
     : cap_(allocate(config, T, Tk, options, std::move(kv_head_of))),
       Tk_(Tk),
       sink_(streamed(options) ? options.attention_sink : nullptr),
-      block_rows_(sink_ ? std::max<int64_t>(1, options.attention_block_rows) : T) {}
+      block_rows_(std::max<int64_t>(1, options.attention_block_rows)) {}
 
 Recorder::Block Recorder::block(int layer, int64_t q0, bool causal) {
-  const int64_t T = cap_.T, H = cap_.n_head;
-  if (!cap_.attention.empty()) return {0, T, Tk_, cap_.attention.ptr() + layer * H * T * Tk_};  // [L, H, T, Tk]
+  const int64_t T = cap_.T, H = cap_.n_head, q1 = std::min(T, q0 + block_rows_), width = causal ? Tk_ - T + q1 : Tk_;
+  if (!cap_.attention.empty())  // rows q0 .. q1 − 1 of layer `layer` of [L, H, T, Tk], in place
+    return {q0, q1, width, {cap_.attention.ptr() + (layer * H * T + q0) * Tk_, T * Tk_, Tk_}};
   if (scratch_.empty()) scratch_ = Tensor({H, std::min(T, block_rows_), Tk_}, Tensor::Uninitialized{});
-  const int64_t q1 = std::min(T, q0 + block_rows_), past = Tk_ - T;
-  return {q0, q1, causal ? past + q1 : Tk_, scratch_.ptr()};
+  return {q0, q1, width, {scratch_.ptr(), (q1 - q0) * width, width}};  // [H, q1 − q0, width]
 }
 
 void Recorder::hand_over(int layer, const Block& b) const {
-  if (sink_) sink_(layer, Tk_ - cap_.T + b.q0, Tk_ - cap_.T + b.q1, b.width, b.probs);
+  if (!cap_.attention.empty()) {
+    if (b.width == Tk_) return;
+    for (int64_t h = 0; h < cap_.n_head; ++h)  // keys no row of the block may see: exactly 0
+      for (int64_t r = 0; r < b.q1 - b.q0; ++r) {
+        float* row = b.probs.data + h * b.probs.head_stride + r * b.probs.ld;
+        std::fill(row + b.width, row + Tk_, 0.0f);
+      }
+    return;
+  }
+  if (sink_) sink_(layer, Tk_ - cap_.T + b.q0, Tk_ - cap_.T + b.q1, b.width, b.probs.data);
 }
 
 void Recorder::record_qk(int layer, const float* q, int64_t q_stride, const float* k, int64_t k_stride) {

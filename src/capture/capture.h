@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "headscope/model.h"
+#include "ops/attention.h"
 #include "ops/packed_linear.h"
 #include "ops/softmax.h"
 
@@ -17,9 +18,8 @@ namespace headscope::capture {
 //   queries and keys (L·H + L·n_kv_head)·T·d_head — all fp32. allocate() allocates exactly these.
 uint64_t capture_bytes(const ModelConfig& config, int64_t T, int64_t Tk, const CaptureOptions& options);
 
-// The working buffer of a pass's attention probabilities when they are not stored: one layer's
-// [n_head, T, Tk], or one block [n_head, attention_block_rows, Tk] when they are streamed; 0 when
-// they are stored (the capture holds them).
+// The working buffer of a pass's attention probabilities when they are not stored: one block of
+// rows, [n_head, min(T, attention_block_rows), Tk]; 0 when they are stored (the capture holds them).
 uint64_t attention_scratch_bytes(const ModelConfig& config, int64_t T, int64_t Tk, const CaptureOptions& options);
 
 // Rows q0 .. q1 − 1 of head `head` of layer `layer` from the queries and keys in `capture`:
@@ -45,12 +45,14 @@ class Recorder {
 
   const std::vector<int>& kv_head_of() const { return cap_.kv_head_of; }
 
-  // Layer `layer`'s attention, computed by `attend(q0, q1, width, probs)`: rows q0 .. q1 − 1 of
-  // this pass over its first `width` keys, into probs [n_head, q1 − q0, width]. Stored or
-  // unrecorded attention is one call over every row (width Tk), written into the capture or a
-  // scratch buffer owned here; streamed attention (CaptureOptions::attention_sink) is one call per
-  // block of rows, each block handed to the sink once written. `causal`: a block needs only the
-  // keys up to its last row.
+  // Layer `layer`'s attention, computed by `attend(q0, q1, width, probs)` block by block: rows
+  // q0 .. q1 − 1 of this pass (CaptureOptions::attention_block_rows at a time) over its first
+  // `width` keys, into `probs` (ops::ProbsOut: [n_head, q1 − q0, width] at the given strides).
+  // `causal`: a block needs only the keys up to its last row (width = past + q1), else every key.
+  // Stored attention is written in place into the capture (the keys after `width` set to 0);
+  // otherwise each block goes to a scratch buffer owned here and, when streamed
+  // (CaptureOptions::attention_sink), to the sink. Stored and streamed runs compute the same
+  // blocks, so both give the same numbers bit for bit.
   template <class Attend>
   void attention(int layer, bool causal, Attend&& attend) {
     for (int64_t q0 = 0; q0 < cap_.T;) {
@@ -87,7 +89,7 @@ class Recorder {
  private:
   struct Block {
     int64_t q0, q1, width;
-    float* probs;
+    ops::ProbsOut probs;
   };
   Block block(int layer, int64_t q0, bool causal);
   void hand_over(int layer, const Block& block) const;

@@ -166,7 +166,7 @@ Capture BertModel::run(const Encoding& enc, const CaptureOptions& options) const
     b.qkv.forward(x.data(), T, qkv.data());                                                  // [T, 3D]: Q | K | V
     const float *q = qkv.data(), *k = q + D, *v = k + D;
     rec.record_qk(l, q, 3 * D, k, 3 * D);
-    rec.attention(l, /*causal=*/false, [&](int64_t q0, int64_t q1, int64_t width, float* probs) {  // probs: [H, rows, T]
+    rec.attention(l, /*causal=*/false, [&](int64_t q0, int64_t q1, int64_t width, ops::ProbsOut probs) {  // probs: [H, rows, T]
       const ops::AttentionDims dims{q1 - q0, width, H, H, Dh, attention_scale()};
       ops::attention(q + q0 * 3 * D, 3 * D, k, 3 * D, v, 3 * D, kv_head_of_.data(), dims, ops::KeyMask{}, q0, probs,
                      concat.data() + q0 * D, D);                                            // concat: [T, H·Dh]

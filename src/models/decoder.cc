@@ -152,7 +152,7 @@ class DecoderModel::Pass {
     cache_.store(l, past_, k, v, T_, QKV_);  // keys after RoPE
     rec_.record_qk(l, q, QKV_, k, QKV_);
     const float *K = cache_.k[size_t(l)].data(), *V = cache_.v[size_t(l)].data();  // [past + T, KV]
-    rec_.attention(l, /*causal=*/true, [&](int64_t q0, int64_t q1, int64_t width, float* probs) {  // [H, rows, width]
+    rec_.attention(l, /*causal=*/true, [&](int64_t q0, int64_t q1, int64_t width, ops::ProbsOut probs) {  // [H, rows, width]
       const ops::AttentionDims dims{q1 - q0, width, H, Hkv, Dh, m_.attention_scale(l)};
       ops::attention(q + q0 * QKV_, QKV_, K, KV_, V, KV_, m_.kv_head_of_.data(), dims, m_.attention_mask(l), past_ + q0,
                      probs, concat_.data() + q0 * Q_, Q_);  // concat [T, H·Dh]

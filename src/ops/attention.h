@@ -19,6 +19,14 @@ struct AttentionDims {
   float scale = 0.0f;    // usually 1/√d_head
 };
 
+// Where the probabilities go: row r of head h at data + h · head_stride + r · ld (ld >= T_k).
+// Contiguous [n_head, T_q, T_k] is {data, T_q · T_k, T_k}; a block of rows of a longer stored map
+// has the map's strides.
+struct ProbsOut {
+  float* data;
+  int64_t head_stride, ld;
+};
+
 // q:     [T_q, n_head · d_head]     row stride ldq; head h in columns [h·d_head, (h+1)·d_head)
 // k, v:  [T_k, n_kv_head · d_head]  row strides ldk, ldv
 // kv_head_of: [n_head]
@@ -28,6 +36,12 @@ struct AttentionDims {
 // With out == nullptr only the probabilities are computed (v is not read and may be null).
 void attention(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v, int64_t ldv,
                const int* kv_head_of, const AttentionDims& dims, const KeyMask& mask, int64_t mask_first_row,
-               float* probs, float* out, int64_t ldo);
+               ProbsOut probs, float* out, int64_t ldo);
+inline void attention(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v, int64_t ldv,
+                      const int* kv_head_of, const AttentionDims& dims, const KeyMask& mask, int64_t mask_first_row,
+                      float* probs, float* out, int64_t ldo) {
+  attention(q, ldq, k, ldk, v, ldv, kv_head_of, dims, mask, mask_first_row, ProbsOut{probs, dims.T_q * dims.T_k, dims.T_k},
+            out, ldo);
+}
 
 }  // namespace headscope::ops

@@ -39,11 +39,11 @@ TEST(Capture, AttentionIsTheCaptureOrOneScratch) {
   const ModelConfig c = tiny_gqa();
   Recorder with(c, 3, 5, everything(), {0, 0, 1, 1});
   std::vector<float*> calls;
-  with.attention(1, true, [&](int64_t q0, int64_t q1, int64_t width, float* probs) {
+  with.attention(1, true, [&](int64_t q0, int64_t q1, int64_t width, ops::ProbsOut probs) {
     EXPECT_EQ(q0, 0);
     EXPECT_EQ(q1, 3);
     EXPECT_EQ(width, 5);
-    calls.push_back(probs);
+    calls.push_back(probs.data);
   });
   const Capture cap = with.finish();
   ASSERT_EQ(calls.size(), 1u);
@@ -54,9 +54,9 @@ TEST(Capture, AttentionIsTheCaptureOrOneScratch) {
   Recorder without(c, 3, 5, none, {0, 0, 1, 1});
   calls.clear();
   for (int l = 0; l < 2; ++l)
-    without.attention(l, true, [&](int64_t, int64_t, int64_t, float* probs) {
-      probs[4 * 3 * 5 - 1] = 1.0f;  // it holds [H, T, Tk]
-      calls.push_back(probs);
+    without.attention(l, true, [&](int64_t, int64_t, int64_t, ops::ProbsOut probs) {
+      probs.data[4 * 3 * 5 - 1] = 1.0f;  // it holds [H, T, Tk]
+      calls.push_back(probs.data);
     });
   ASSERT_EQ(calls.size(), 2u);
   EXPECT_EQ(calls[0], calls[1]);  // one scratch, reused by every layer
@@ -81,8 +81,8 @@ TEST(Capture, StreamedAttentionArrivesInBlocksOfRows) {
   // as wide as the keys its last row sees.
   Recorder rec(c, 3, 5, o, {0, 0, 1, 1});
   for (bool causal : {true, false})
-    rec.attention(causal ? 0 : 1, causal, [&](int64_t q0, int64_t q1, int64_t width, float* probs) {
-      probs[0] = float(100 * q0 + width);
+    rec.attention(causal ? 0 : 1, causal, [&](int64_t q0, int64_t q1, int64_t width, ops::ProbsOut probs) {
+      probs.data[0] = float(100 * q0 + width);
       EXPECT_LE(q1 - q0, 2);
       EXPECT_GE(width, q1);
     });

@@ -5,6 +5,7 @@
 #include <unicode/utf8.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -36,6 +37,27 @@ bool all_punct(std::string_view text, int64_t begin, int64_t end) {
 }
 
 double mean_or_nan(double sum, int64_t n) { return n > 0 ? sum / static_cast<double>(n) : kNaN; }
+
+// log2(x) for x > 0 in float, branch-free so that `omp simd` loops vectorise: x = m · 2^e with
+// m ∈ [√½, √2), log2 m = 2·atanh(s) / ln 2 with s = (m − 1)/(m + 1), |s| <= 0.172, the atanh
+// series to s^11 (truncation < 1e-9). Within a few float ulps of std::log2; exact at powers of 2.
+inline float log2_approx(float x) {
+  const int32_t bits = std::bit_cast<int32_t>(x);
+  int32_t e = ((bits >> 23) & 0xff) - 127;
+  float m = std::bit_cast<float>((bits & 0x007fffff) | 0x3f800000);  // [1, 2)
+  const bool high = m > 1.41421356f;
+  m = high ? m * 0.5f : m;
+  e = high ? e + 1 : e;
+  const float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
+  float p = 1.0f / 11.0f;
+  p = p * s2 + 1.0f / 9.0f;
+  p = p * s2 + 1.0f / 7.0f;
+  p = p * s2 + 1.0f / 5.0f;
+  p = p * s2 + 1.0f / 3.0f;
+  p = p * s2 + 1.0f;
+  constexpr float k2OverLn2 = 2.88539008177792681f;  // 2 / ln 2
+  return static_cast<float>(e) + k2OverLn2 * s * p;
+}
 
 }  // namespace
 
@@ -79,6 +101,10 @@ void HeadStatsAccumulator::add_rows(const float* rows, int q0, int q1, const Seq
                 " entries for " + std::to_string(T) + " positions");
   }
   scratch_.resize(static_cast<size_t>(T));
+  if (seq.attendable.empty()) {  // the keys of a row are 0 .. n − 1: the vectorised path
+    for (int q = q0; q < q1; ++q) add_contiguous_row(rows + static_cast<int64_t>(q - q0) * T, q, seq);
+    return;
+  }
   for (int q = q0; q < q1; ++q) {
     const float* row = rows + static_cast<int64_t>(q - q0) * T;
     int n = 0;
@@ -158,6 +184,85 @@ void HeadStatsAccumulator::add_rows(const float* rows, int q0, int q1, const Seq
   }
 }
 
+// The same sums as the loop of add_rows() for a row whose attendable keys are 0 .. n − 1 (no
+// padding mask; n = q + 1 under a causal mask, else T), written so that each loop vectorises.
+void HeadStatsAccumulator::add_contiguous_row(const float* row, int q, const SequenceInfo& seq) {
+  const int T = seq.T(), n = seq.causal ? q + 1 : T;
+  ++n_;
+  const float uniform = 1.0f / static_cast<float>(n);
+  const float negligible = static_cast<float>(kSparsityFraction / n);
+  double h = 0, sq = 0, overlap = 0, dist = 0, off = 0, special = 0, punct = 0, content = 0, dup = 0;
+  float row_max = 0;
+  int below = 0, dups = 0;
+  const TokenKind* kinds = seq.kinds.data();
+  const bool use_ids = !seq.ids.empty() && seq.ids[static_cast<size_t>(q)] >= 0;
+  const int32_t* ids = seq.ids.data();
+  const int32_t id = use_ids ? ids[q] : -1;
+#pragma omp simd reduction(+ : h, sq, overlap, below, dist, off, special, punct, content) reduction(max : row_max)
+  for (int k = 0; k < n; ++k) {
+    const float a = row[k];
+    h -= a > 0 ? a * log2_approx(a) : 0.0f;
+    row_max = std::max(row_max, a);
+    sq += a * a;
+    overlap += std::min(a, uniform);
+    below += a < negligible ? 1 : 0;
+    const int d = k - q;
+    dist += a * static_cast<float>(d < 0 ? -d : d);
+    off += a * static_cast<float>(d);
+    const TokenKind kind = kinds[k];
+    special += kind == TokenKind::kSpecial ? a : 0.0f;
+    punct += kind == TokenKind::kPunct ? a : 0.0f;
+    content += kind == TokenKind::kContent && k != q ? a : 0.0f;
+  }
+  if (use_ids) {
+#pragma omp simd reduction(+ : dup, dups)
+    for (int k = 0; k < n; ++k) {
+      const bool same = ids[k] == id && k != q;
+      dup += same ? row[k] : 0.0f;
+      dups += same ? 1 : 0;
+    }
+  }
+  entropy_ += h;
+  if (n > 1) {
+    entropy_norm_ += h / std::log2(static_cast<double>(n));
+    ++n_norm_;
+  }
+  sparsity_ += static_cast<double>(below) / n;
+  max_ += row_max;
+  avg_ += sq;
+  uniform_ += overlap;
+
+  std::copy_n(row, n, scratch_.data());
+  const int cover = keys_to_cover(scratch_.data(), n, kCoverMass - kCoverTolerance);
+  keys90_ += cover;
+  keys90_share_ += static_cast<double>(cover) / n;
+
+  // Within kMaxOffset of the query only.
+  double local = 0;
+  for (int k = std::max(0, q - kMaxOffset); k <= std::min(n - 1, q + kMaxOffset); ++k) {
+    const int d = k - q;
+    const double a = row[k];
+    if (d != 0 && std::abs(d) <= kLocalWindow) local += a;
+    offset_sum_[static_cast<size_t>(d + kMaxOffset)] += a;
+    offset_n_[static_cast<size_t>(d + kMaxOffset)] += 1;
+  }
+  const double first = row[0];
+  const bool first_special = kinds[0] == TokenKind::kSpecial;
+  distance_ += dist;
+  offset_ += off;
+  local_ += local;
+  first_ += first;
+  special_ += special;
+  end_special_ += special - (first_special ? first : 0.0);
+  sink_ += special + (first_special ? 0.0 : first);
+  punct_ += punct;
+  content_ += content;
+  if (dups > 0) {
+    dup_ += dup;
+    ++n_dup_;
+  }
+}
+
 void HeadStatsAccumulator::merge(const HeadStatsAccumulator& o) {
   n_ += o.n_;
   n_norm_ += o.n_norm_;
@@ -219,6 +324,20 @@ int keys_to_cover(float* v, int n, double need) {
   // Invariant: `count` weights, all larger than any in [lo, hi), are taken; `need` is what they
   // still lack. Each step splits [lo, hi) around a pivot into > | == | < and either keeps to the
   // larger part (when it alone covers `need`) or takes it and the ties as far as needed.
+  // Attention rows are mostly peaked: when the weights above the uniform 1/n already cover `need`,
+  // the answer is among them, and they are few. One vectorised pass checks, one keeps them.
+  if (n > 64 && need > 0) {
+    const float uniform = 1.0f / static_cast<float>(n);
+    double above = 0;
+#pragma omp simd reduction(+ : above)
+    for (int i = 0; i < n; ++i) above += v[i] > uniform ? v[i] : 0.0f;
+    if (above >= need) {
+      int m = 0;
+      for (int i = 0; i < n; ++i)
+        if (v[i] > uniform) v[m++] = v[i];
+      n = m;
+    }
+  }
   int count = 0, lo = 0, hi = n;
   while (lo < hi && need > 0) {
     if (hi - lo <= 32) {

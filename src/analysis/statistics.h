@@ -47,7 +47,8 @@ class HeadStatsAccumulator {
          content_ = 0, dup_ = 0;
   std::array<double, kOffsetSlots> offset_sum_{};
   std::array<int64_t, kOffsetSlots> offset_n_{};
-  std::vector<float> scratch_;  // one sorted row, reused
+  void add_contiguous_row(const float* row, int q, const SequenceInfo& seq);
+  std::vector<float> scratch_;  // one row's attendable weights, reordered by keys_to_cover
 };
 
 // The fewest of the n weights (largest first) whose sum reaches `mass`, at least 1; reorders

@@ -30,6 +30,11 @@ std::string read_text_file(const std::string& path) {
 void add_load_flags(CLI::App* command, LoadOptions& options) {
   command->add_flag("--strict", options.strict,
                     "Refuse a model whose weights hold NaN or Inf (by default it loads with a warning)");
+  command
+      ->add_option("--max-memory", options.run_memory_budget,
+                   "Memory one run may use, e.g. 2G or 1500M (default: what the machine has available, less a "
+                   "margin); a request over it is refused with the estimate before anything is allocated")
+      ->transform(CLI::AsSizeValue(false));
 }
 
 std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& options) {

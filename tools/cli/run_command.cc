@@ -3,6 +3,7 @@
 // The analysis is the pipeline's (headscope/pipeline.h), with the model's induction probe, so a
 // head gets the same role here as in the explorer.
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -37,7 +39,41 @@ struct RunArgs {
   bool queries_keys = false;
   bool words = false;
   bool no_probe = false;  // skip the induction probe (~1 s on the default model): no induction roles
+  AnalyseOptions::Maps maps = AnalyseOptions::Maps::kAuto;
+  int cells = 256;
+  std::vector<int> tile;  // layer head q0 q1 k0 k1
 };
+
+// A progress bar on stderr while the layers of a long text are analysed (a terminal only: logs get
+// nothing).
+std::function<void(int, int)> progress_bar(int T) {
+  if (!isatty(2) || T < 1024) return nullptr;
+  return [](int done, int layers) {
+    const int width = 30, filled = done * width / layers;
+    std::fprintf(stderr, "\r  layer %3d/%d [%s%s]", done, layers, std::string(size_t(filled), '#').c_str(),
+                 std::string(size_t(width - filled), '.').c_str());
+    if (done == layers) std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+  };
+}
+
+// The overviews of every head as arrays: sums and maxima [L, H, C, C], attention received [L, H, T],
+// mean weight per offset [L, H, 2T − 1].
+void write_overviews(const std::string& dir, const ModelConfig& c, const RunAnalysis& run) {
+  const int64_t L = c.n_layer, H = c.n_head, T = run.T(), C = run.overviews.front().cells;
+  Tensor sum({L, H, C, C}), max({L, H, C, C}), received({L, H, T}), offsets({L, H, 2 * T - 1});
+  for (size_t i = 0; i < run.overviews.size(); ++i) {
+    const analysis::HeadOverview& o = run.overviews[i];
+    std::copy(o.sum.begin(), o.sum.end(), sum.ptr() + int64_t(i) * C * C);
+    std::copy(o.max.begin(), o.max.end(), max.ptr() + int64_t(i) * C * C);
+    std::copy(o.received.begin(), o.received.end(), received.ptr() + int64_t(i) * T);
+    std::copy(o.offset_mass.begin(), o.offset_mass.end(), offsets.ptr() + int64_t(i) * (2 * T - 1));
+  }
+  write_npy(dir + "/overview_sum.npy", sum);
+  write_npy(dir + "/overview_max.npy", max);
+  write_npy(dir + "/received.npy", received);
+  write_npy(dir + "/offset_mass.npy", offsets);
+}
 
 void run(const RunArgs& a) {
   if (a.threads > 0) omp_set_num_threads(a.threads);
@@ -49,7 +85,23 @@ void run(const RunArgs& a) {
   const std::vector<analysis::ProbeEvidence> probe =
       a.no_probe ? std::vector<analysis::ProbeEvidence>{} : headscope::probe(*model);
   AnalyseOptions options;
+  // Head outputs, contributions and hidden states only for --npy ([L, H, T, d_model] is the
+  // largest tensor of a long run after the maps).
+  if (a.npy_dir.empty()) options.capture = CaptureOptions::attention_only();
   options.capture.queries_keys = a.queries_keys;
+  options.maps = a.maps;
+  options.overview_cells = a.cells;
+  options.progress = progress_bar(int(encoding.size()));
+  // Everything asked for must fit before anything runs: say what would.
+  const AnalyseMemory need = analyse_memory(*model, int64_t(encoding.size()), options);
+  if (!a.npy_dir.empty() && need.streamed && a.maps == AnalyseOptions::Maps::kAuto)
+    std::fprintf(stderr,
+                 "headscope: %zu tokens: the attention maps are streamed (dense ones would need %llu MiB), so --npy "
+                 "writes the overviews and any --tile; --maps dense keeps them all\n",
+                 encoding.size(), static_cast<unsigned long long>(need.dense_bytes >> 20));
+  if (a.json_attention && need.streamed)
+    throw Error("--json-attention needs the dense maps of all " + std::to_string(encoding.size()) +
+                " tokens: add --maps dense (or use --npy, which writes the overviews and tiles)");
   // Statistics and roles over tokens or (--words) over words: attention to a word is the sum over
   // its pieces, from a word the mean (docs/metrics.md).
   const RunAnalysis analysed = analyse(*model, text, std::move(encoding), probe, options);
@@ -84,7 +136,12 @@ void run(const RunArgs& a) {
 
   if (!a.npy_dir.empty()) {
     std::filesystem::create_directories(a.npy_dir);
-    write_npy(a.npy_dir + "/attentions.npy", cap.attention);
+    if (!analysed.streamed) write_npy(a.npy_dir + "/attentions.npy", cap.attention);
+    write_overviews(a.npy_dir, c, analysed);
+    if (!a.tile.empty()) {
+      const std::vector<int>& t = a.tile;
+      write_npy(a.npy_dir + "/tile.npy", attention_tile(*model, analysed, t[0], t[1], t[2], t[3], t[4], t[5]));
+    }
     write_npy(a.npy_dir + "/head_outputs.npy", cap.head_outputs);
     write_npy(a.npy_dir + "/contributions.npy", cap.contributions);
     write_npy(a.npy_dir + "/hidden_states.npy", cap.hidden_states);
@@ -119,8 +176,22 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--json", args->json_path, "Write tokens, per-head statistics and roles as JSON (docs/run-json.md)");
   cmd->add_flag("--json-attention", args->json_attention, "Also put the attention tensor into the JSON file");
   cmd->add_option("--npy", args->npy_dir,
-                  "Write attentions.npy, head_outputs.npy, contributions.npy, "
-                  "hidden_states.npy and tokens.json into this directory");
+                  "Write attentions.npy (dense maps), overview_sum/max.npy, received.npy, offset_mass.npy, "
+                  "head_outputs.npy, contributions.npy, hidden_states.npy and tokens.json into this directory "
+                  "(queries.npy and keys.npy with --qk)");
+  cmd->add_option("--maps", args->maps,
+                  "How attention maps are held: dense (all [L, H, T, T] maps kept, needed for attentions.npy), stream "
+                  "(handed to the statistics block by block; memory grows with T, not T²) or auto (dense while they "
+                  "fit in 512 MiB)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, AnalyseOptions::Maps>{
+          {"auto", AnalyseOptions::Maps::kAuto}, {"dense", AnalyseOptions::Maps::kDense},
+          {"stream", AnalyseOptions::Maps::kStream}}));
+  cmd->add_option("--overview-cells", args->cells, "Resolution of each head's pooled overview map (with --npy)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--tile", args->tile,
+                  "With --npy: write tile.npy, one head's exact attention: LAYER HEAD Q0 Q1 K0 K1 (rows Q0..Q1-1, "
+                  "keys K0..K1-1)")
+      ->expected(6);
   cmd->add_flag("--words", args->words, "Statistics and roles over words instead of tokens (pieces merged)");
   cmd->add_flag("--no-probe", args->no_probe,
                 "Skip the induction probe (about 1 s per model): faster, but no head is labelled induction or "

@@ -91,6 +91,9 @@ std::shared_ptr<const RunRecord> RunCache::compute(const std::string& text, bool
   AnalyseOptions options;
   options.capture.hidden_states = false;  // the explorer shows attention and the W_O decomposition only
   options.without_specials = true;        // "hide special tokens"
+  // The explorer draws every map from /api/attention: the maps stay dense (the run memory budget
+  // and --cache-mib bound them) until it reads streamed runs through tiles.
+  options.maps = AnalyseOptions::Maps::kDense;
   RunRecord run = analyse(model_, text, std::move(encoding), probe_, options);
   run.truncate = truncate;
   return std::make_shared<const RunRecord>(std::move(run));

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <fstream>
 
+#include "analysis/stream.h"
 #include "analysis/words.h"
 #include "headscope/error.h"
 
@@ -118,9 +119,17 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
       if (!encode_whole(model, corpus[i], enc)) {
         ++r.skipped_texts;
       } else {
-        const Capture cap = model.run(enc, capture);
-        const WordMap map = words_from_encoding(enc);
-        add_stats(cap, enc, corpus[i], map, merge_attention(cap.attention, map));
+        // Corpus texts may be long: their attention is streamed into the statistics, never stored.
+        const StreamPlan plan = make_stream_plan(describe_sequence(enc, corpus[i], c.causal),
+                                                 words_from_encoding(enc), /*without_specials=*/false, 1);
+        std::vector<HeadStream> heads = make_head_streams(plan, N);
+        run_streamed(model, enc, heads, capture);
+        for (int h = 0; h < N; ++h) {
+          token_stats.merge_head(size_t(h), heads[size_t(h)].token);
+          word_stats.merge_head(size_t(h), heads[size_t(h)].word);
+        }
+        ++r.corpus_texts;
+        r.corpus_tokens += static_cast<int64_t>(enc.size());
       }
       progress("corpus", static_cast<int64_t>(i + 1), static_cast<int64_t>(corpus.size()));
     }

@@ -64,6 +64,8 @@ class ModelStatsAccumulator {
  public:
   ModelStatsAccumulator(int n_layer, int n_head);
   void add(const Tensor& attention, const SequenceInfo& seq);
+  // Adds head i's sums from another accumulator (a streamed text, analysis/stream.h).
+  void merge_head(size_t i, const HeadStatsAccumulator& head) { heads_.at(i).merge(head); }
   int n_layer() const { return n_layer_; }
   int n_head() const { return n_head_; }
   std::vector<HeadStats> result() const;  // [n_layer * n_head]

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <string>
 
@@ -132,6 +133,36 @@ HeadOverview HeadStream::result_overview() const {
   for (size_t i = 0; i < offset_sum_.size(); ++i)
     if (plan_->offset_count[i] > 0) out.offset_mass[i] = offset_sum_[i] / static_cast<double>(plan_->offset_count[i]);
   return out;
+}
+
+std::vector<HeadStream> make_head_streams(const StreamPlan& plan, int n_heads) {
+  return std::vector<HeadStream>(static_cast<size_t>(n_heads), HeadStream(plan));
+}
+
+Capture run_streamed(const Model& model, const Encoding& encoding, std::vector<HeadStream>& heads,
+                     CaptureOptions capture, const std::function<void(int layer)>& layer_done) {
+  const ModelConfig& c = model.config();
+  const int64_t H = c.n_head, T = static_cast<int64_t>(encoding.size());
+  if (static_cast<int64_t>(heads.size()) != int64_t(c.n_layer) * H)
+    throw Error("attention stream: " + std::to_string(heads.size()) + " head streams for a model of " +
+                std::to_string(int64_t(c.n_layer) * H) + " heads");
+  capture.attention = false;
+  capture.attention_sink = [&](int layer, int64_t q0, int64_t q1, int64_t width, const float* probs) {
+    // The heads of a block in parallel; an exception leaves the loop and is rethrown after it.
+    std::exception_ptr failure;
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t h = 0; h < H; ++h) {
+      try {
+        heads[static_cast<size_t>(layer * H + h)].add_rows(probs + h * (q1 - q0) * width, int(q0), int(q1), int(width));
+      } catch (...) {
+#pragma omp critical
+        if (!failure) failure = std::current_exception();
+      }
+    }
+    if (failure) std::rethrow_exception(failure);
+    if (q1 == T && layer_done) layer_done(layer);
+  };
+  return model.run(encoding, capture);
 }
 
 }  // namespace headscope::analysis

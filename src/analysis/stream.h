@@ -14,11 +14,13 @@
 // Memory per head: 2·cells² + 3·T floats plus one open word row, whatever T is.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "analysis/statistics.h"
 #include "analysis/without_specials.h"
 #include "headscope/analysis.h"
+#include "headscope/model.h"
 
 namespace headscope::analysis {
 
@@ -63,5 +65,13 @@ class HeadStream {
   std::vector<double> sums_;       // [U] scratch of add_token_row
   std::vector<std::pair<int32_t, std::vector<float>>> open_;  // units with rows still being merged
 };
+
+// One HeadStream per head of `model` ([n_layer · n_head], index layer · n_head + head), fed by a
+// forward pass over `encoding` whose attention is streamed (CaptureOptions::attention_sink) in
+// blocks of `capture.attention_block_rows` rows: no [T, T] map is stored. `capture` says what else
+// the pass records; `layer_done(l)` is called once layer l's rows are all in. Returns the capture.
+std::vector<HeadStream> make_head_streams(const StreamPlan& plan, int n_heads);
+Capture run_streamed(const Model& model, const Encoding& encoding, std::vector<HeadStream>& heads,
+                     CaptureOptions capture, const std::function<void(int layer)>& layer_done = nullptr);
 
 }  // namespace headscope::analysis

@@ -146,19 +146,14 @@ RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
   // Every head's rows go through one HeadStream: statistics at both levels, with and without
   // specials, and the overview (analysis/stream.h) — block by block as the pass hands them over
   // when streamed, or from the stored maps afterwards.
-  const int64_t H = c.n_head, heads = int64_t(c.n_layer) * H;
-  std::vector<analysis::HeadStream> streams(static_cast<size_t>(heads), analysis::HeadStream(plan));
-  CaptureOptions capture = capture_for(options, run.streamed);
+  const int64_t heads = int64_t(c.n_layer) * c.n_head;
+  std::vector<analysis::HeadStream> streams = analysis::make_head_streams(plan, int(heads));
   if (run.streamed) {
-    capture.attention_sink = [&](int layer, int64_t q0, int64_t q1, int64_t width, const float* probs) {
-      parallel_heads(H, [&](int64_t h) {
-        streams[static_cast<size_t>(layer * H + h)].add_rows(probs + h * (q1 - q0) * width, int(q0), int(q1), int(width));
-      });
-      if (q1 == T && options.progress) options.progress(layer + 1, c.n_layer);
-    };
-  }
-  run.capture = model.run(run.encoding, capture);
-  if (!run.streamed) {
+    run.capture = analysis::run_streamed(model, run.encoding, streams, capture_for(options, true), [&](int layer) {
+      if (options.progress) options.progress(layer + 1, c.n_layer);
+    });
+  } else {
+    run.capture = model.run(run.encoding, capture_for(options, false));
     parallel_heads(heads, [&](int64_t i) {
       streams[static_cast<size_t>(i)].add_rows(run.capture.attention.ptr() + i * T * T, 0, T, T);
     });

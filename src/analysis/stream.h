@@ -2,7 +2,7 @@
 // [layer, head, T, T] maps never exist at once.
 //
 // The forward pass hands each layer's probabilities over in blocks of query rows
-// ([n_head, q1 − q0, width], see CaptureOptions::attention_rows in headscope/model.h); a HeadStream
+// ([n_head, q1 − q0, width], see CaptureOptions::attention_sink in headscope/model.h); a HeadStream
 // per head feeds every row, once and in order, to everything the analysis keeps:
 //   - the statistics at token level and at word level, each also without special tokens
 //     (HeadStatsAccumulator; word rows are merged as analysis/words.h does, special tokens dropped

@@ -91,6 +91,29 @@ std::vector<ProbeEvidence> score_probe(const Tensor& attention, const ProbeLayou
   return out;
 }
 
+std::vector<ProbeEvidence> run_probe(const Model& model, const ProbeLayout& layout) {
+  const ModelConfig& c = model.config();
+  const int64_t H = c.n_head, P = layout.prefix, L = layout.length;
+  if (P + 2 * L > static_cast<int64_t>(layout.encoding.size()))
+    throw Error("induction probe: layout does not fit its " + std::to_string(layout.encoding.size()) + " tokens");
+  std::vector<double> induction(size_t(c.n_layer) * size_t(H), 0.0), duplicate(induction.size(), 0.0);
+  CaptureOptions capture = CaptureOptions::attention_only();
+  capture.attention = false;
+  capture.attention_sink = [&](int layer, int64_t q0, int64_t q1, int64_t width, const float* probs) {
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t q = std::max(q0, P + L); q < std::min(q1, P + 2 * L); ++q) {  // second copy: i = q − P − L
+        const float* row = probs + (h * (q1 - q0) + q - q0) * width;
+        induction[size_t(layer * H + h)] += row[q - L + 1];  // the token after i's first occurrence
+        duplicate[size_t(layer * H + h)] += row[q - L];      // i's first occurrence
+      }
+  };
+  model.run(layout.encoding, capture);
+  std::vector<ProbeEvidence> out(induction.size());
+  for (size_t h = 0; h < out.size(); ++h)
+    out[h] = ProbeEvidence{induction[h] / double(L), duplicate[h] / double(L), static_cast<int>(L)};
+  return out;
+}
+
 std::vector<ProbeEvidence> average_probes(const std::vector<std::vector<ProbeEvidence>>& runs) {
   if (runs.empty()) return {};
   std::vector<ProbeEvidence> mean(runs.front().size());
@@ -108,14 +131,13 @@ std::vector<ProbeEvidence> average_probes(const std::vector<std::vector<ProbeEvi
 std::vector<ProbeEvidence> measure_probe(const Model& model, int length, int count, uint32_t seed,
                                          const std::function<void(int done)>& progress) {
   const ModelConfig& c = model.config();
-  const CaptureOptions capture = CaptureOptions::attention_only();
   std::vector<std::vector<ProbeEvidence>> runs;
   for (int i = 0; i < count; ++i) {
     const ProbeLayout layout = make_repeated_probe(model.tokenizer(), length, seed + static_cast<uint32_t>(i));
     if (c.max_positions > 0 && static_cast<int64_t>(layout.encoding.size()) > c.max_positions)
       throw Error("the induction probe (" + std::to_string(layout.encoding.size()) + " tokens) is longer than " +
                   c.name + " allows (" + std::to_string(c.max_positions) + " positions); use a shorter probe length");
-    runs.push_back(score_probe(model.run(layout.encoding, capture).attention, layout));
+    runs.push_back(run_probe(model, layout));
     if (progress) progress(i + 1);
   }
   return average_probes(runs);

@@ -36,6 +36,9 @@ ProbeLayout make_repeated_probe(const Tokenizer& tokenizer, int length, uint32_t
 // attention: [n_layer, n_head, T, T] of a run over layout.encoding → one ProbeEvidence per head
 // (layer * n_head + head).
 std::vector<ProbeEvidence> score_probe(const Tensor& attention, const ProbeLayout& layout);
+// The same scores from a forward pass whose attention is streamed (CaptureOptions::attention_sink):
+// only the second copy's rows are read as they go by, so a probe of any length stores no map.
+std::vector<ProbeEvidence> run_probe(const Model& model, const ProbeLayout& layout);
 
 // Averages per-head probe scores over several probes (element-wise mean).
 std::vector<ProbeEvidence> average_probes(const std::vector<std::vector<ProbeEvidence>>& runs);

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "headscope/error.h"
+#include "test_support.h"
 
 namespace headscope::analysis {
 namespace {
@@ -84,6 +85,28 @@ TEST(AnalysisProbe, ScoresInductionAndDuplicateHeads) {
   const auto mean = average_probes({ev, std::vector<ProbeEvidence>(3, ProbeEvidence{0, 0, 10})});
   EXPECT_NEAR(mean[0].induction, 0.5, 1e-9);
   EXPECT_THROW(score_probe(Tensor({1, 1, 5, 5}), p), Error);
+}
+
+}  // namespace
+}  // namespace headscope::analysis
+
+namespace headscope::analysis {
+namespace {
+
+// The streamed probe reads the same rows as score_probe() reads from the stored maps, computed in
+// the same blocks: the scores are equal, not merely close.
+TEST(AnalysisProbe, StreamedScoresEqualTheStoredMaps) {
+  const Model& model = testing::default_model();
+  const ProbeLayout layout = make_repeated_probe(model.tokenizer(), 40, 99);
+  const std::vector<ProbeEvidence> stored =
+      score_probe(model.run(layout.encoding, CaptureOptions::attention_only()).attention, layout);
+  const std::vector<ProbeEvidence> streamed = run_probe(model, layout);
+  ASSERT_EQ(stored.size(), streamed.size());
+  for (size_t h = 0; h < stored.size(); ++h) {
+    EXPECT_EQ(stored[h].induction, streamed[h].induction) << "head " << h;
+    EXPECT_EQ(stored[h].duplicate, streamed[h].duplicate) << "head " << h;
+    EXPECT_EQ(streamed[h].probe_length, 40);
+  }
 }
 
 }  // namespace

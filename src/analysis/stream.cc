@@ -128,10 +128,16 @@ void HeadStream::add_rows(const float* rows, int q0, int q1, int width) {
 }
 
 HeadOverview HeadStream::result_overview() const {
-  HeadOverview out = overview_;
+  HeadStream copy = *this;
+  return copy.take_overview();
+}
+
+HeadOverview HeadStream::take_overview() {
+  HeadOverview out = std::move(overview_);
   out.offset_mass.assign(offset_sum_.size(), std::numeric_limits<double>::quiet_NaN());
   for (size_t i = 0; i < offset_sum_.size(); ++i)
     if (plan_->offset_count[i] > 0) out.offset_mass[i] = offset_sum_[i] / static_cast<double>(plan_->offset_count[i]);
+  std::vector<double>().swap(offset_sum_);
   return out;
 }
 

@@ -52,6 +52,8 @@ class HeadStream {
   bool complete() const { return next_row_ == plan_->T(); }
   // The overview with its offset means (offset sums over the plan's offset counts).
   HeadOverview result_overview() const;
+  // The same, moving the pooled map and the marginals out (the stream is done with them).
+  HeadOverview take_overview();
 
   HeadStatsAccumulator token, token_plain, word, word_plain;
 

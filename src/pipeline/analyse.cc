@@ -169,7 +169,7 @@ RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
     run.word_plain = analyse_level(streams, &HeadStream::word_plain, plan.word_plain.units, probe);
   }
   run.overviews.reserve(streams.size());
-  for (const HeadStream& head : streams) run.overviews.push_back(head.result_overview());
+  for (HeadStream& head : streams) run.overviews.push_back(head.take_overview());
   return run;
 }
 

@@ -4,6 +4,7 @@
 
 import { decodeTensor, decodeTypedArray, type Tensor, type TypedArrayJson } from './wire';
 import type { Level } from './state';
+import type { OverviewInfo } from './long';
 
 export interface RoleInfo {
   id: string;
@@ -131,6 +132,11 @@ export interface RunResult {
   words: WordUnit[];
   /** n_layer × n_head reports, index layer * n_head + head. */
   heads: HeadReport[];
+  /** True for a long text whose maps were streamed: /api/attention refuses it; the maps are read
+   *  through /api/overview (pooled) and /api/tile (exact). */
+  streamed?: boolean;
+  /** The pooled overview's cells (token level). */
+  overview?: OverviewInfo;
 }
 
 /** The W_O decomposition of one token in one layer (POST /api/decompose), decoded. */
@@ -231,6 +237,8 @@ export class ApiClient {
   private runs = new PromiseCache<RunResult>(8);
   private attentions = new PromiseCache<Tensor>(24);
   private decompositions = new PromiseCache<Decomposition>(32);
+  private overviews = new PromiseCache<Tensor>(16);
+  private tiles = new PromiseCache<Tensor>(48);
 
   constructor(private readonly base = '') {}
 
@@ -258,6 +266,19 @@ export class ApiClient {
   attention(text: string, level: Level, layer: number | null, dtype: 'float32' | 'uint8' = 'float32'): Promise<Tensor> {
     const body = { text, level, layer, dtype };
     return this.attentions.get(JSON.stringify(body), async () => decodeTensor(await (await this.post('/api/attention', body)).arrayBuffer()));
+  }
+
+  /** Pooled maps of every head of a layer (streamed runs): [n_head, 2, cells, cells], [:, 0] the
+   *  summed and [:, 1] the largest weight of each block of tokens. */
+  overview(text: string, layer: number): Promise<Tensor> {
+    const body = { text, layer };
+    return this.overviews.get(JSON.stringify(body), async () => decodeTensor(await (await this.post('/api/overview', body)).arrayBuffer()));
+  }
+
+  /** Exact weights of head (layer, head) over rows q0 .. q1 − 1 and keys k0 .. k1 − 1: [q1 − q0, k1 − k0]. */
+  tile(text: string, layer: number, head: number, q0: number, q1: number, k0: number, k1: number): Promise<Tensor> {
+    const body = { text, layer, head, q0, q1, k0, k1 };
+    return this.tiles.get(JSON.stringify(body), async () => decodeTensor(await (await this.post('/api/tile', body)).arrayBuffer()));
   }
 
   decompose(text: string, layer: number, token: number): Promise<Decomposition> {

@@ -162,7 +162,8 @@ export class App {
       this.headPanel.update(ctx, layer, streamed ? (l, hd, r) => this.api.tile(state.text, l, hd, r.q0, r.q1, r.k0, r.k1) : undefined);
       let dec: Decomposition | null = null;
       try {
-        dec = await this.api.decompose(state.text, state.layer, state.token);
+        // A streamed run keeps no head outputs (the server answers 422): no W_O decomposition.
+        if (!streamed) dec = await this.api.decompose(state.text, state.layer, state.token);
       } catch (e) {
         if (!(e instanceof ApiError)) throw e;
       }

@@ -45,6 +45,18 @@ function post(base, pathName, body) {
 
 export async function longTests(base, suite, outDir, text, timings) {
   let run = null;
+  await suite.test('the text is over the token limit and under the byte limit (64 KiB)', async () => {
+    // Without truncation the server only tokenises the text and says how long it is.
+    const r = await post(base, '/api/run', { text });
+    assert.equal(r.status, 413);
+    const n = Number(/text is (\d+) tokens/.exec(r.body.error.message)?.[1]);
+    const bytes = Buffer.byteLength(text);
+    assert.ok(n > LONG_TOKENS, `${n} tokens`);
+    assert.ok(bytes <= 64 * 1024);
+    timings.bytes_per_token = bytes / n;
+    console.log(`    ${bytes} bytes = ${n} tokens (${(bytes / n).toFixed(2)} bytes a token: ${LONG_TOKENS} tokens ≈ ${((LONG_TOKENS * bytes) / n / 1024).toFixed(1)} KiB)`);
+  });
+
   await suite.test(`the ${LONG_TOKENS}-token analysis (once, reused by every step)`, async () => {
     const t0 = Date.now();
     const r = await post(base, '/api/run', { text, truncate: true, level: 'token', special: 'keep' });

@@ -127,6 +127,7 @@ export class ZoomMap {
     this.draw();
     this.strips();
     if (this.timer) clearTimeout(this.timer);
+    const ticket = ++this.pending;  // a tile still on its way for an earlier region is dropped
     const d = this.data;
     if (!d) return;
     const r = this.region;
@@ -136,7 +137,6 @@ export class ZoomMap {
       return;
     }
     this.setStatus('loading', `${this.describeRegion()} · loading exact weights…`);
-    const ticket = ++this.pending;
     this.timer = setTimeout(() => {
       const t0 = performance.now();
       d.fetchTile(r).then(

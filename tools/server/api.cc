@@ -216,7 +216,10 @@ namespace {
 
 // Reads the text fields and encodes the text once; that encoding goes on to the run (or the
 // generation), so a request is tokenised once.
-TextRequest parse_text_request(const json& j, const ApiLimits& limits, const Model& model, const RunCache& cache) {
+// `reuse_cached`: a text whose run is cached is not encoded again (its limits were checked when it
+// was run); the handler then reads the run from the cache (8,192 tokens take ~30 ms to encode).
+TextRequest parse_text_request(const json& j, const ApiLimits& limits, const Model& model, RunCache& cache,
+                               bool reuse_cached = true) {
   TextRequest r;
   r.text = required_string(j, "text");
   r.truncate = optional_bool(j, "truncate", false);
@@ -227,6 +230,7 @@ TextRequest parse_text_request(const json& j, const ApiLimits& limits, const Mod
                            std::to_string(limits.max_text_bytes) + " bytes"};
   if (r.text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw RequestError{400, "empty_text", "text is empty; send at least one word"};
+  if (reuse_cached && cache.cached(r.text, r.truncate)) return r;
   const int max_tokens = limits.max_tokens;
   if (!r.truncate && max_tokens > 0) {
     // No length limit here, so that the reply can say how long the text is; within the limit this
@@ -432,7 +436,7 @@ HttpReply Api::generate(std::string_view body) {
       throw RequestError{
           400, "not_causal",
           c.name + " is an encoder (" + c.architecture + "): only causal models (Llama, GPT-2, ...) generate text"};
-    TextRequest req = parse_text_request(j, limits_, model_, cache_);
+    TextRequest req = parse_text_request(j, limits_, model_, cache_, /*reuse_cached=*/false);  // the prompt
     const int max_new = optional_int(j, "max_new_tokens").value_or(16);
     if (max_new < 1 || max_new > limits_.max_new_tokens)
       throw RequestError{400, "bad_max_new_tokens",

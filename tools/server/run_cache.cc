@@ -98,6 +98,8 @@ std::shared_ptr<const RunRecord> RunCache::get(const std::string& text, bool tru
   std::lock_guard run_lock(run_mutex_);
   // Another client may have computed the same text while this one waited for the model.
   if (auto hit = find(text, truncate)) return hit;
+  // A request that found the text cached skipped its encoding; the run was evicted since.
+  if (encoding.size() == 0) encoding = encode(text, truncate);
   auto record = compute(text, truncate, std::move(encoding));
   std::lock_guard lock(cache_mutex_);
   ++runs_computed_;

@@ -54,8 +54,10 @@ class RunCache {
   // cannot take (invalid UTF-8, more than max_tokens tokens without `truncate`).
   std::shared_ptr<const RunRecord> get(const std::string& text, bool truncate);
   // The same for a text already encoded by encode() below (on a cache miss the encoding is used
-  // as it is: the text is tokenised once per request).
+  // as it is: the text is tokenised once per request; an empty one is encoded here).
   std::shared_ptr<const RunRecord> get(const std::string& text, bool truncate, Encoding encoding);
+  // The cached run of `text`, or null (a request about a cached text need not tokenise it again).
+  std::shared_ptr<const RunRecord> cached(const std::string& text, bool truncate) { return find(text, truncate); }
   // `text` with the model's template and this cache's token limit (truncated when asked).
   Encoding encode(const std::string& text, bool truncate) const;
 

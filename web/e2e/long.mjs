@@ -113,15 +113,24 @@ export async function longTests(base, suite, outDir, text, timings) {
       const c = document.querySelector('#zoom-map');
       return c && c.dataset.state === s && (r === null || c.dataset.region === r);
     }, [state, region ?? null], { timeout: 60000 });
+  /** The map's box with all of it on screen (mouse events outside the viewport reach nothing). */
+  const mapBox = async () => {
+    await page.$eval('#zoom-map', (c) => c.scrollIntoView({ block: 'center' }));
+    return page.locator('#zoom-map').boundingBox();
+  };
   /** Milliseconds from `action` until the map holds the exact tile of the new region. */
   async function timeTile(action) {
     const before = (await mapState()).region;
     const t0 = Date.now();
     await action();
-    await page.waitForFunction((b) => {
-      const c = document.querySelector('#zoom-map');
-      return c.dataset.state === 'tile' && c.dataset.region !== b;
-    }, before, { timeout: 60000 });
+    try {
+      await page.waitForFunction((b) => {
+        const c = document.querySelector('#zoom-map');
+        return c.dataset.state === 'tile' && c.dataset.region !== b;
+      }, before, { timeout: 30000 });
+    } catch (e) {
+      throw new Error(`no tile for a new region (before ${before}, now ${JSON.stringify(await mapState())}): ${e.message}`);
+    }
     return Date.now() - t0;
   }
 
@@ -182,7 +191,7 @@ export async function longTests(base, suite, outDir, text, timings) {
     });
 
     await suite.test('hover shows the exact weight, equal to the tile the test fetches', async () => {
-      const box = await page.locator('#zoom-map').boundingBox();
+      const box = await mapBox();
       const r = (await mapState()).region.split(',').map(Number);
       const head = Number(new URL(page.url()).searchParams.get('head'));
       for (const [fy, fx] of [[0.52, 0.49], [0.8, 0.3], [0.35, 0.34]]) {
@@ -208,7 +217,7 @@ export async function longTests(base, suite, outDir, text, timings) {
       const ms = await timeTile(() => page.click('#pan-right'));
       assert.equal((await mapState()).region, '3584,4608,4096,5120');
       assert.equal(await page.getAttribute('#strip-keys', 'data-first'), '4096');
-      const box = await page.locator('#zoom-map').boundingBox();
+      const box = await mapBox();
       const cx = box.x + box.width / 2, cy = box.y + box.height / 2;
       const ms2 = await timeTile(async () => {
         await page.keyboard.down('Shift');
@@ -228,7 +237,7 @@ export async function longTests(base, suite, outDir, text, timings) {
     });
 
     await suite.test('drag a rectangle and wheel to zoom', async () => {
-      const box = await page.locator('#zoom-map').boundingBox();
+      const box = await mapBox();
       const before = (await mapState()).region.split(',').map(Number);
       const ms = await timeTile(async () => {
         await page.mouse.move(box.x + box.width * 0.25, box.y + box.height * 0.25);

@@ -43,7 +43,7 @@ export interface ZoomMapData {
 
 /** Tokens listed in the strip for each axis before it says "…". */
 const STRIP_TOKENS = 80;
-/** Milliseconds the view waits after the last wheel step before asking for a tile. */
+/** Milliseconds the view waits after a wheel step for the next one before asking for a tile. */
 const TILE_DELAY = 40;
 
 export class ZoomMap {
@@ -117,13 +117,14 @@ export class ZoomMap {
     this.changed();
   }
 
-  setRegion(r: Region): void {
+  /** delay: milliseconds to wait for a further change before asking for the tile (wheel steps). */
+  setRegion(r: Region, delay = 0): void {
     this.region = clampRegion(r, this.T);
-    this.changed();
+    this.changed(delay);
   }
 
   /** Redraws at once (overview, or the last tile if it is still the region) and asks for the tile. */
-  private changed(): void {
+  private changed(delay = 0): void {
     this.draw();
     this.strips();
     if (this.timer) clearTimeout(this.timer);
@@ -156,7 +157,7 @@ export class ZoomMap {
           if (ticket === this.pending) this.setStatus('error', `${this.describeRegion()} · ${e.message}`);
         },
       );
-    }, TILE_DELAY);
+    }, delay);
   }
 
   private hasTile(): boolean {
@@ -242,7 +243,7 @@ export class ZoomMap {
     if (!this.data) return;
     e.preventDefault();
     const [fq, fk] = this.fraction(e);
-    this.setRegion(zoomRegion(this.region, e.deltaY < 0 ? 1.5 : 1 / 1.5, this.T, fq, fk));
+    this.setRegion(zoomRegion(this.region, e.deltaY < 0 ? 1.5 : 1 / 1.5, this.T, fq, fk), TILE_DELAY);
   }
 
   private onDown(e: MouseEvent): void {

@@ -4,10 +4,12 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <set>
 #include <thread>
 
 #include "headscope/error.h"
+#include "headscope/limits.h"
 #include "headscope/model.h"
 #include "headscope/pipeline.h"
 #include "server/api.h"
@@ -188,14 +190,36 @@ TEST(ServerLimits, RunBytesCountsTheCapture) {
   ModelConfig c;
   c.n_layer = 6, c.n_head = 12, c.d_head = 32, c.d_model = 384;  // all-MiniLM-L6-v2
   const uint64_t T = 512;
-  const uint64_t expected = 4 * (2 * 6 * 12 * T * T + 6 * 12 * T * 32 + 6 * 12 * T * 384 + 6 * T * 384);
+  const uint64_t overviews = 6 * 12 * (2 * 256 * 256 * 4 + 3 * T * 8);  // every head's pooled maps and profiles
+  const uint64_t expected = 4 * (2 * 6 * 12 * T * T + 6 * 12 * T * 32 + 6 * 12 * T * 384 + 6 * T * 384) + overviews;
+  EXPECT_FALSE(streams_maps(c, 512));  // the explorer's full maps at the model's limit
   EXPECT_EQ(run_bytes(c, 512), expected);
-  c.n_layer = 30, c.n_head = 9, c.d_head = 64, c.d_model = 576;  // SmolLM2-135M
-  // 2,300 tokens (the length that got the server killed) need ~11 GiB: far over the default 2 GiB.
-  EXPECT_GT(run_bytes(c, 2300), uint64_t{11} << 30);
+  c.n_layer = 30, c.n_head = 9, c.n_kv_head = 3, c.d_head = 64, c.d_model = 576;  // SmolLM2-135M
+  // 2,300 tokens with dense maps needed ~11 GiB and got the server killed; they are streamed now,
+  // and a run keeps queries, keys and overviews, linear in T: 8,192 tokens fit in the default 2 GiB.
+  EXPECT_TRUE(streams_maps(c, 2300));
+  const uint64_t T8 = 8192;
+  EXPECT_EQ(run_bytes(c, 8192), 30 * 9 * (2 * 256 * 256 * 4 + 3 * T8 * 8) + 4 * (30 * 9 * T8 * 64 + 30 * 3 * T8 * 64));
+  EXPECT_LT(run_bytes(c, 8192), uint64_t{2048} << 20);
   const int64_t fit = max_tokens_within(c, uint64_t{2048} << 20);
+  EXPECT_GT(fit, 8192);
   EXPECT_LE(run_bytes(c, fit), uint64_t{2048} << 20);
   EXPECT_GT(run_bytes(c, fit + 1), uint64_t{2048} << 20);
+}
+
+TEST(ServerLimits, MaxTokensWithinFindsTheDenseLengthsWhenNoStreamedRunFits) {
+  // run_bytes drops where the maps start to stream, so a bisection over all lengths could land on
+  // either side; with 100 MiB no streamed SmolLM2 run fits (the overviews alone are 140 MB) and
+  // the answer is the longest dense one.
+  ModelConfig c;
+  c.n_layer = 30, c.n_head = 9, c.n_kv_head = 3, c.d_head = 64, c.d_model = 576;
+  const uint64_t budget = uint64_t{100} << 20;
+  const int64_t fit = max_tokens_within(c, budget);
+  ASSERT_GT(fit, 0);
+  EXPECT_FALSE(streams_maps(c, fit));
+  EXPECT_LE(run_bytes(c, fit), budget);
+  EXPECT_GT(run_bytes(c, fit + 1), budget);
+  for (int64_t t = fit + 1; t <= 20000; t += 97) EXPECT_GT(run_bytes(c, t), budget) << t;
 }
 
 // ---- the API on the default model ----
@@ -203,8 +227,8 @@ TEST(ServerLimits, RunBytesCountsTheCapture) {
 const Model& minilm() { return testing::default_model(); }
 
 struct ApiFixture {
-  explicit ApiFixture(const Model& model, ApiLimits limits = {})
-      : cache(model, 4, size_t{1} << 30, 512), api(model, cache, limits) {}
+  explicit ApiFixture(const Model& model, ApiLimits limits = {}, AnalyseOptions::Maps maps = AnalyseOptions::Maps::kAuto)
+      : cache(model, 4, size_t{1} << 30, 512, {}, maps), api(model, cache, limits) {}
   RunCache cache;
   Api api;
 };
@@ -309,6 +333,135 @@ TEST(ServerApi, ResourceErrorIs413WithItsMessage) {
   EXPECT_EQ(error_code(r), "too_large");
   EXPECT_NE(body_of(r)["error"]["message"].get<std::string>().find("64 GiB"), std::string::npos);
   EXPECT_EQ(f.api.compute_queue().busy(), 0);  // the slot was given back
+}
+
+// ---- long texts: streamed runs, overviews and tiles ----
+
+constexpr const char* kText = "The animal didn't cross the street because it was too tired.";
+
+// The binary reply of /api/attention, /api/tile and /api/overview: shape and float32 values,
+// read here byte by byte from the documented layout (docs/api.md), not through the server's encoder.
+struct Decoded {
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+};
+Decoded decode(const HttpReply& r) {
+  EXPECT_EQ(r.content_type, "application/octet-stream") << r.body.substr(0, 300);
+  Decoded d;
+  auto u32 = [&](size_t at) {
+    uint32_t v;
+    std::memcpy(&v, r.body.data() + at, 4);
+    return v;
+  };
+  if (r.body.size() < 12 || r.body.compare(0, 4, "HST1") != 0 || u32(4) != 1) return d;
+  const uint32_t rank = u32(8);
+  size_t n = 1;
+  for (uint32_t i = 0; i < rank; ++i) d.shape.push_back(u32(12 + 4 * i)), n *= d.shape.back();
+  EXPECT_EQ(r.body.size(), 12 + 4 * rank + 4 * n);
+  d.values.resize(n);
+  std::memcpy(d.values.data(), r.body.data() + 12 + 4 * rank, 4 * n);
+  return d;
+}
+
+std::string tile_body(int layer, int head, int q0, int q1, int k0, int k1) {
+  return json{{"text", kText}, {"layer", layer}, {"head", head}, {"q0", q0}, {"q1", q1}, {"k0", k0}, {"k1", k1}}.dump();
+}
+
+TEST(ServerLongText, TileEqualsTheDenseMapsSlice) {
+  ApiFixture f(minilm());
+  const int T = static_cast<int>(minilm().encode(kText).size());
+  const Decoded full = decode(f.api.attention(json{{"text", kText}, {"layer", 2}, {"head", 5}}.dump()));
+  ASSERT_EQ(full.shape, (std::vector<int64_t>{1, 1, T, T}));
+  const HttpReply r = f.api.tile(tile_body(2, 5, 3, 9, 1, T));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Decoded tile = decode(r);
+  ASSERT_EQ(tile.shape, (std::vector<int64_t>{6, T - 1}));
+  for (int q = 3; q < 9; ++q)
+    for (int k = 1; k < T; ++k) EXPECT_EQ(tile.values[(q - 3) * (T - 1) + (k - 1)], full.values[q * T + k]) << q << "," << k;
+  EXPECT_FALSE(body_of(f.api.run(json{{"text", kText}}.dump()))["streamed"].get<bool>());
+}
+
+TEST(ServerLongText, StreamedRunAnswersTilesAndOverviewsAndRefusesFullMaps) {
+  ApiFixture dense(minilm(), {}, AnalyseOptions::Maps::kDense);
+  ApiFixture streamed(minilm(), {}, AnalyseOptions::Maps::kStream);
+  const ModelConfig& c = minilm().config();
+  const json run = body_of(streamed.api.run(json{{"text", kText}}.dump()));
+  const int T = run["n_tokens"].get<int>();
+  ASSERT_TRUE(run["streamed"].get<bool>());
+  ASSERT_EQ(run["overview"]["cells"], T);  // shorter than the overview's resolution: one token a cell
+  ASSERT_EQ(run["overview"]["starts"].size(), static_cast<size_t>(T + 1));
+  EXPECT_EQ(run["overview"]["starts"][3], 3);
+  EXPECT_EQ(run["overview"]["starts"][T], T);
+
+  // The full maps are not kept: 422 pointing to the endpoints that answer; the server stays up.
+  const HttpReply att = streamed.api.attention(json{{"text", kText}, {"layer", 1}}.dump());
+  EXPECT_EQ(att.status, 422);
+  EXPECT_EQ(error_code(att), "streamed");
+  const std::string message = body_of(att)["error"]["message"].get<std::string>();
+  EXPECT_NE(message.find("/api/overview"), std::string::npos);
+  EXPECT_NE(message.find("/api/tile"), std::string::npos);
+  EXPECT_EQ(streamed.api.decompose(json{{"text", kText}, {"layer", 1}, {"token", 2}}.dump()).status, 422);
+
+  // Tiles recomputed from the kept queries and keys equal the dense map's weights.
+  const Decoded full = decode(dense.api.attention(json{{"text", kText}, {"layer", 4}}.dump()));  // [1, H, T, T]
+  const HttpReply r = streamed.api.tile(tile_body(4, 7, 0, T, 2, 7));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Decoded tile = decode(r);
+  ASSERT_EQ(tile.shape, (std::vector<int64_t>{T, 5}));
+  for (int q = 0; q < T; ++q)
+    for (int k = 2; k < 7; ++k)
+      EXPECT_NEAR(tile.values[q * 5 + (k - 2)], full.values[(7 * T + q) * T + k], 1e-6) << q << "," << k;
+
+  // One token a cell: both pooled maps are the map itself, and `received` its column sums.
+  const Decoded maps = decode(streamed.api.overview(json{{"text", kText}, {"layer", 4}}.dump()));
+  ASSERT_EQ(maps.shape, (std::vector<int64_t>{c.n_head, 2, T, T}));
+  const Decoded received = decode(streamed.api.overview(json{{"text", kText}, {"layer", 4}, {"head", 7}, {"part", "received"}}.dump()));
+  ASSERT_EQ(received.shape, (std::vector<int64_t>{1, T}));
+  const Decoded offsets = decode(streamed.api.overview(json{{"text", kText}, {"layer", 4}, {"head", 7}, {"part", "offsets"}}.dump()));
+  ASSERT_EQ(offsets.shape, (std::vector<int64_t>{1, 2 * T - 1}));
+  for (int h : {0, 7})
+    for (int k = 0; k < T; ++k) {
+      double column = 0;
+      for (int q = 0; q < T; ++q) {
+        const float a = full.values[(h * T + q) * T + k];
+        column += a;
+        EXPECT_NEAR(maps.values[((h * 2 + 0) * T + q) * T + k], a, 1e-6);
+        EXPECT_NEAR(maps.values[((h * 2 + 1) * T + q) * T + k], a, 1e-6);
+      }
+      if (h == 7) EXPECT_NEAR(received.values[k], column, 1e-5) << k;
+    }
+  // Offset 0 (index T − 1): the mean weight of a token on itself.
+  double self = 0;
+  for (int q = 0; q < T; ++q) self += full.values[(7 * T + q) * T + q];
+  EXPECT_NEAR(offsets.values[T - 1], self / T, 1e-6);
+}
+
+TEST(ServerLongText, BadTilesAreClear4xx) {
+  ApiFixture f(minilm(), {}, AnalyseOptions::Maps::kStream);
+  const int T = static_cast<int>(minilm().encode(kText).size());
+  auto expect = [&](const std::string& body, int status, const std::string& code, const std::string& says) {
+    const HttpReply r = f.api.tile(body);
+    EXPECT_EQ(r.status, status) << body << " " << r.body;
+    if (r.status < 400) return;
+    EXPECT_EQ(error_code(r), code) << body;
+    EXPECT_NE(body_of(r)["error"]["message"].get<std::string>().find(says), std::string::npos) << r.body;
+  };
+  expect(tile_body(0, 0, 0, T + 1, 0, 4), 400, "bad_range", "query rows 0.." + std::to_string(T + 1));  // outside
+  expect(tile_body(0, 0, 0, 4, T, T + 3), 400, "bad_range", "keys");
+  expect(tile_body(0, 0, 5, 3, 0, 4), 400, "bad_range", "non-empty");  // inverted
+  expect(tile_body(0, 0, 2, 4, 3, 3), 400, "bad_range", "keys 3..3");  // empty
+  expect(tile_body(0, 0, -1, 4, 0, 4), 400, "bad_range", "inside the text");
+  expect(tile_body(6, 0, 0, 4, 0, 4), 400, "unknown_layer", "6 layers");
+  expect(tile_body(0, 12, 0, 4, 0, 4), 400, "unknown_head", "12 heads");
+  // Over the budget: refused before any forward pass, whatever the text's length.
+  expect(tile_body(0, 0, 0, 2048, 0, 1024), 413, "tile_too_large", std::to_string(limits::kMaxTileCells));
+  EXPECT_EQ(f.cache.runs_computed(), 1);  // the range checks needed the run; the size check did not
+  expect(json{{"text", kText}, {"layer", 0}, {"head", 0}, {"q0", 0}, {"q1", 2}, {"k0", 0}}.dump(), 400, "missing_field", "k1");
+  expect(json{{"text", kText}, {"layer", 0}, {"head", 0}, {"q0", 0}, {"q1", 2}, {"k0", 0}, {"k1", 2}, {"level", "word"}}.dump(),
+         400, "unknown_field", "level");
+  EXPECT_EQ(f.api.overview(json{{"text", kText}, {"layer", 9}}.dump()).status, 400);
+  EXPECT_EQ(f.api.overview(json{{"text", kText}, {"layer", 0}, {"part", "rows"}}.dump()).status, 400);
+  EXPECT_EQ(f.api.tile(tile_body(0, 0, 0, 2, 0, 2)).status, 200);  // and the server still answers
 }
 
 // Greedy generation on SmolLM2 stops inside a multi-byte character for some prompts: the reply

@@ -111,6 +111,33 @@ int check_index(int value, int count, const char* what, const char* plural) {
   return value;
 }
 
+int required_int(const json& j, const char* key) {
+  const auto v = optional_int(j, key);
+  if (!v) throw RequestError{400, "missing_field", std::string("field \"") + key + "\" is required"};
+  return *v;
+}
+
+WireDtype parse_dtype(const json& j) {
+  return optional_enum(j, "dtype", {"float32", "uint8"}) == "uint8" ? WireDtype::kUint8 : WireDtype::kFloat32;
+}
+
+// A half-open range [lo, hi) of positions in a text of T tokens: inside it and not empty.
+void check_range(int lo, int hi, int T, const char* what) {
+  if (lo < 0 || hi > T || lo >= hi)
+    throw RequestError{400, "bad_range",
+                       std::string(what) + " " + std::to_string(lo) + ".." + std::to_string(hi) +
+                           " is not a non-empty range inside the text's " + std::to_string(T) +
+                           " tokens: send 0 <= start < end <= " + std::to_string(T) + " (end excluded)"};
+}
+
+// The full maps of a run whose maps were streamed are not kept: say where to read them instead.
+void refuse_streamed(const RunRecord& run, const char* endpoint, const char* instead) {
+  if (run.streamed)
+    throw RequestError{422, "streamed",
+                       std::string(endpoint) + ": this text's " + std::to_string(run.T()) +
+                           " tokens were analysed with streamed attention maps, which are not kept whole; " + instead};
+}
+
 // {"shape": [...], "dtype": "float32", "data": base64}: a small tensor inside a JSON reply.
 json typed_array(std::span<const float> values, std::vector<int64_t> shape) {
   return {{"shape", std::move(shape)}, {"dtype", "float32"}, {"data", base64_floats(values)}};
@@ -189,7 +216,10 @@ namespace {
 
 // Reads the text fields and encodes the text once; that encoding goes on to the run (or the
 // generation), so a request is tokenised once.
-TextRequest parse_text_request(const json& j, const ApiLimits& limits, const Model& model, const RunCache& cache) {
+// `reuse_cached`: a text whose run is cached is not encoded again (its limits were checked when it
+// was run); the handler then reads the run from the cache (8,192 tokens take ~30 ms to encode).
+TextRequest parse_text_request(const json& j, const ApiLimits& limits, const Model& model, RunCache& cache,
+                               bool reuse_cached = true) {
   TextRequest r;
   r.text = required_string(j, "text");
   r.truncate = optional_bool(j, "truncate", false);
@@ -200,6 +230,7 @@ TextRequest parse_text_request(const json& j, const ApiLimits& limits, const Mod
                            std::to_string(limits.max_text_bytes) + " bytes"};
   if (r.text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw RequestError{400, "empty_text", "text is empty; send at least one word"};
+  if (reuse_cached && cache.cached(r.text, r.truncate)) return r;
   const int max_tokens = limits.max_tokens;
   if (!r.truncate && max_tokens > 0) {
     // No length limit here, so that the reply can say how long the text is; within the limit this
@@ -238,7 +269,17 @@ HttpReply Api::run(std::string_view body) {
     req.hide_special = optional_enum(j, "special", {"keep", "hide"}) == "hide";
     const auto ticket = admit();
     const auto record = cache_.get(req.text, req.truncate, std::move(req.encoding));
-    return json_reply(run_json(model_.config(), *record, req.level, req.hide_special));
+    json out = run_json(model_.config(), *record, req.level, req.hide_special);
+    // How the maps can be read: whole from /api/attention, or (streamed) as pooled overviews and
+    // exact tiles. Cell c of an overview covers tokens starts[c] .. starts[c + 1] − 1.
+    out["streamed"] = record->streamed;
+    if (!record->overviews.empty()) {
+      const analysis::HeadOverview& o = record->overviews.front();
+      std::vector<int> starts(static_cast<size_t>(o.cells) + 1, o.T);
+      for (int t = o.T - 1; t >= 0; --t) starts[static_cast<size_t>(o.cell_of(t))] = t;
+      out["overview"] = {{"cells", o.cells}, {"T", o.T}, {"starts", starts}, {"max_tile_cells", limits::kMaxTileCells}};
+    }
+    return json_reply(out);
   });
 }
 
@@ -252,10 +293,12 @@ HttpReply Api::attention(std::string_view body) {
     req.head = optional_int(j, "head");
     if (req.layer) check_index(*req.layer, c.n_layer, "layer", "layers");
     if (req.head) check_index(*req.head, c.n_head, "head", "heads per layer");
-    req.dtype = optional_enum(j, "dtype", {"float32", "uint8"}) == "uint8" ? WireDtype::kUint8 : WireDtype::kFloat32;
+    req.dtype = parse_dtype(j);
 
     const auto ticket = admit();
     const auto record = cache_.get(req.text.text, req.text.truncate, std::move(req.text.encoding));
+    refuse_streamed(*record, "/api/attention",
+                    "read the pooled maps from /api/overview and exact weights of any region from /api/tile");
     const Tensor& att = record->attention(req.text.level);  // [n_layer, n_head, U, U]
     const int64_t U = att.dim(2), block = U * U;
     const int l0 = req.layer.value_or(0), nl = req.layer ? 1 : c.n_layer;
@@ -268,6 +311,77 @@ HttpReply Api::attention(std::string_view body) {
         values.insert(values.end(), src, src + block);
       }
     return HttpReply{200, "application/octet-stream", encode_tensor(values, {nl, nh, U, U}, req.dtype), {}};
+  });
+}
+
+HttpReply Api::tile(std::string_view body) {
+  return guarded(body, [&](std::string_view b) {
+    const json j = parse_object(b, {"text", "truncate", "layer", "head", "q0", "q1", "k0", "k1", "dtype"});
+    TileRequest req;
+    req.text = parse_text_request(j, limits_, model_, cache_);
+    const ModelConfig& c = model_.config();
+    req.layer = check_index(required_int(j, "layer"), c.n_layer, "layer", "layers");
+    req.head = check_index(required_int(j, "head"), c.n_head, "head", "heads per layer");
+    req.q0 = required_int(j, "q0"), req.q1 = required_int(j, "q1");
+    req.k0 = required_int(j, "k0"), req.k1 = required_int(j, "k1");
+    req.dtype = parse_dtype(j);
+    // The size is known before the text is run: a tile over the budget is refused at once.
+    const int64_t cells = int64_t{req.q1 - req.q0} * int64_t{req.k1 - req.k0};
+    if (req.q1 > req.q0 && req.k1 > req.k0 && cells > limits::kMaxTileCells)
+      throw RequestError{413, "tile_too_large",
+                         "a tile of " + std::to_string(req.q1 - req.q0) + " x " + std::to_string(req.k1 - req.k0) +
+                             " = " + std::to_string(cells) + " weights is over the limit of " +
+                             std::to_string(limits::kMaxTileCells) + "; ask for a smaller region"};
+    const auto ticket = admit();
+    const auto record = cache_.get(req.text.text, req.text.truncate, std::move(req.text.encoding));
+    check_range(req.q0, req.q1, record->T(), "query rows");
+    check_range(req.k0, req.k1, record->T(), "keys");
+    const Tensor t = attention_tile(model_, *record, req.layer, req.head, req.q0, req.q1, req.k0, req.k1);
+    const std::span<const float> values(t.ptr(), static_cast<size_t>(t.numel()));
+    return HttpReply{200, "application/octet-stream",
+                     encode_tensor(values, {req.q1 - req.q0, req.k1 - req.k0}, req.dtype), {}};
+  });
+}
+
+HttpReply Api::overview(std::string_view body) {
+  return guarded(body, [&](std::string_view b) {
+    const json j = parse_object(b, {"text", "truncate", "layer", "head", "part"});
+    OverviewRequest req;
+    req.text = parse_text_request(j, limits_, model_, cache_);
+    const ModelConfig& c = model_.config();
+    req.layer = check_index(required_int(j, "layer"), c.n_layer, "layer", "layers");
+    req.head = optional_int(j, "head");
+    if (req.head) check_index(*req.head, c.n_head, "head", "heads per layer");
+    const std::string part = optional_enum(j, "part", {"maps", "received", "offsets"});
+    req.part = part == "received"  ? OverviewRequest::Part::kReceived
+               : part == "offsets" ? OverviewRequest::Part::kOffsets
+                                   : OverviewRequest::Part::kMaps;
+    const auto ticket = admit();
+    const auto record = cache_.get(req.text.text, req.text.truncate, std::move(req.text.encoding));
+    if (record->overviews.size() != static_cast<size_t>(c.n_layer) * static_cast<size_t>(c.n_head))
+      throw RequestError{422, "no_overview", "/api/overview: this run kept no overview maps"};
+    const int h0 = req.head.value_or(0), nh = req.head ? 1 : c.n_head;
+    std::vector<float> values;
+    std::vector<int64_t> shape;
+    for (int h = h0; h < h0 + nh; ++h) {
+      const analysis::HeadOverview& o = record->overviews[static_cast<size_t>(req.layer) * c.n_head + h];
+      switch (req.part) {
+        case OverviewRequest::Part::kMaps:  // [head, {sum, max}, cells, cells]
+          values.insert(values.end(), o.sum.begin(), o.sum.end());
+          values.insert(values.end(), o.max.begin(), o.max.end());
+          shape = {nh, 2, o.cells, o.cells};
+          break;
+        case OverviewRequest::Part::kReceived:  // [head, T]
+          values.insert(values.end(), o.received.begin(), o.received.end());
+          shape = {nh, static_cast<int64_t>(o.received.size())};
+          break;
+        case OverviewRequest::Part::kOffsets:  // [head, 2T − 1], NaN where no query sees the offset
+          values.insert(values.end(), o.offset_mass.begin(), o.offset_mass.end());
+          shape = {nh, static_cast<int64_t>(o.offset_mass.size())};
+          break;
+      }
+    }
+    return HttpReply{200, "application/octet-stream", encode_tensor(values, shape, WireDtype::kFloat32), {}};
   });
 }
 
@@ -284,6 +398,9 @@ HttpReply Api::decompose(std::string_view body) {
     req.layer = check_index(*layer, c.n_layer, "layer", "layers");
     const auto ticket = admit();
     const auto record = cache_.get(req.text.text, req.text.truncate, std::move(req.text.encoding));
+    refuse_streamed(*record, "/api/decompose",
+                    "the W_O decomposition needs the dense capture: send a shorter text (the explorer's maps "
+                    "stay dense up to a few thousand tokens)");
     req.token = check_index(*token, record->T(), "token", "tokens in this text");
 
     const Decomposition d = headscope::decompose(model_, record->capture, req.layer, req.token);
@@ -319,7 +436,7 @@ HttpReply Api::generate(std::string_view body) {
       throw RequestError{
           400, "not_causal",
           c.name + " is an encoder (" + c.architecture + "): only causal models (Llama, GPT-2, ...) generate text"};
-    TextRequest req = parse_text_request(j, limits_, model_, cache_);
+    TextRequest req = parse_text_request(j, limits_, model_, cache_, /*reuse_cached=*/false);  // the prompt
     const int max_new = optional_int(j, "max_new_tokens").value_or(16);
     if (max_new < 1 || max_new > limits_.max_new_tokens)
       throw RequestError{400, "bad_max_new_tokens",

@@ -52,6 +52,20 @@ struct AttentionRequest {
   std::optional<int> head;   // absent: every head
   WireDtype dtype = WireDtype::kFloat32;
 };
+// One head's exact weights over query rows q0 .. q1 − 1 and keys k0 .. k1 − 1 (token level).
+struct TileRequest {
+  TextRequest text;
+  int layer = 0, head = 0;
+  int q0 = 0, q1 = 0, k0 = 0, k1 = 0;
+  WireDtype dtype = WireDtype::kFloat32;
+};
+// The pooled overview of one layer (every head, or one), or its per-key / per-offset profile.
+struct OverviewRequest {
+  TextRequest text;
+  int layer = 0;
+  std::optional<int> head;  // absent: every head of the layer
+  enum class Part { kMaps, kReceived, kOffsets } part = Part::kMaps;
+};
 struct DecomposeRequest {
   TextRequest text;
   int layer = 0;
@@ -65,7 +79,9 @@ class Api {
   HttpReply model_info() const;                // GET  /api/model
   HttpReply health() const;                    // GET  /api/health
   HttpReply run(std::string_view body);        // POST /api/run
-  HttpReply attention(std::string_view body);  // POST /api/attention
+  HttpReply attention(std::string_view body);  // POST /api/attention (dense runs; streamed: 422)
+  HttpReply tile(std::string_view body);       // POST /api/tile
+  HttpReply overview(std::string_view body);   // POST /api/overview
   HttpReply decompose(std::string_view body);  // POST /api/decompose
   HttpReply generate(std::string_view body);   // POST /api/generate (causal models only)
 

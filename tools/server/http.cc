@@ -148,6 +148,8 @@ void configure_http(httplib::Server& http, Api& api, const HttpOptions& options)
   };
   post("/api/run", &Api::run);
   post("/api/attention", &Api::attention);
+  post("/api/tile", &Api::tile);
+  post("/api/overview", &Api::overview);
   post("/api/decompose", &Api::decompose);
   post("/api/generate", &Api::generate);
 

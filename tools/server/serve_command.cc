@@ -61,7 +61,10 @@ void serve(const ServeOptions& opt) {
   if (need > budget)
     throw ResourceError("--max-tokens " + std::to_string(limits.max_tokens) + ": one run of that length on " + c.name +
                         " keeps " + std::to_string((need + (1 << 20) - 1) >> 20) +
-                        " MiB (attention alone is 2 x n_layer x n_head x T^2 floats), over --cache-mib " +
+                        " MiB (" + (server::streams_maps(c, limits.max_tokens)
+                                        ? std::string("streamed maps: queries, keys and overviews")
+                                        : std::string("dense maps: attention alone is 2 x n_layer x n_head x T^2 floats")) +
+                        "), over --cache-mib " +
                         std::to_string(opt.cache_mib) + "; use --max-tokens " +
                         std::to_string(server::max_tokens_within(c, budget)) + " or raise --cache-mib");
 
@@ -120,8 +123,9 @@ void add_serve_command(CLI::App& app) {
                   "and --host); repeat for several");
   cmd->add_option("--web-dir", opt->web_dir, "Folder of the built web UI")->capture_default_str();
   cmd->add_option("--max-tokens", opt->max_tokens,
-                  "Longest text in tokens (at most the model's position limit); one run keeps about "
-                  "8 x n_layer x n_head x T^2 bytes of attention, which must fit in --cache-mib")
+                  "Longest text in tokens (at most the model's position limit). Short runs keep dense maps "
+                  "(8 x n_layer x n_head x T^2 bytes); longer ones stream them and keep queries, keys and "
+                  "pooled overviews (linear in T); one run must fit in --cache-mib")
       ->check(CLI::Range(2, 1 << 16))
       ->capture_default_str();
   cmd->add_option("--cache-runs", opt->cache_runs, "Texts whose runs stay in memory")

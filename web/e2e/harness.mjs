@@ -29,11 +29,11 @@ export class Suite {
 }
 
 /**
- * Starts `headscope serve --port 0` and resolves with its base URL once it prints
+ * Starts `headscope serve --port 0` (and `args`) and resolves with its base URL once it prints
  * "headscope explorer: http://HOST:PORT/". The server's stderr is kept for the report.
  */
-export async function startServer({ bin, model, webDir, timeoutMs = 180000, log }) {
-  const child = spawn(bin, ['serve', '--model', model, '--port', '0', '--web-dir', webDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+export async function startServer({ bin, model, webDir, timeoutMs = 180000, log, args = [] }) {
+  const child = spawn(bin, ['serve', '--model', model, '--port', '0', '--web-dir', webDir, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   child.stderr.on('data', (d) => log?.write(d));
   let buffered = '';
   const url = await new Promise((resolve, reject) => {

@@ -4,6 +4,10 @@
 //   HEADSCOPE_MODEL  the model directory (default: ../models/all-MiniLM-L6-v2)
 //   HEADSCOPE_DECODER_MODEL  a causal model with grouped-query attention for a short second pass
 //                    (default: ../models/SmolLM2-135M-Instruct; "skip" leaves the pass out)
+//   HEADSCOPE_LONG_MODEL  the model of the long-text pass: 8,192 tokens, streamed maps, zoom and
+//                    tiles (default: ../models/SmolLM2-135M-Instruct; "skip" leaves it out). Its
+//                    text comes from HEADSCOPE_LONG_TEXT (default: ../../shared/data/ud/en_ewt-ud-dev.conllu).
+//                    The analysis takes minutes on two cores; timings go to test-results/long-timings.json.
 //   CHROMIUM         the browser (default: /usr/bin/chromium)
 // Screenshots, exported files and the server log go to web/test-results/.
 import fs from 'node:fs';
@@ -13,6 +17,7 @@ import { apiTests } from './api.mjs';
 import { browserTests } from './browser.mjs';
 import { decoderTests } from './decoder.mjs';
 import { startServer, Suite } from './harness.mjs';
+import { LONG_TOKENS, longTests, longText } from './long.mjs';
 
 const webDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const root = path.resolve(webDir, '..');
@@ -20,6 +25,9 @@ const bin = path.resolve(root, process.env.HEADSCOPE_BIN ?? 'build/headscope');
 const model = path.resolve(root, process.env.HEADSCOPE_MODEL ?? 'models/all-MiniLM-L6-v2');
 const decoderEnv = process.env.HEADSCOPE_DECODER_MODEL ?? 'models/SmolLM2-135M-Instruct';
 const decoderModel = decoderEnv === 'skip' ? null : path.resolve(root, decoderEnv);
+const longEnv = process.env.HEADSCOPE_LONG_MODEL ?? 'models/SmolLM2-135M-Instruct';
+const longModel = longEnv === 'skip' ? null : path.resolve(root, longEnv);
+const longConllu = path.resolve(root, process.env.HEADSCOPE_LONG_TEXT ?? '../shared/data/ud/en_ewt-ud-dev.conllu');
 const dist = path.join(webDir, 'dist');
 const outDir = path.join(webDir, 'test-results');
 
@@ -75,6 +83,29 @@ if (decoderModel) {
   } finally {
     await dserver.stop();
     dlog.end();
+  }
+}
+if (longModel && !fs.existsSync(longConllu)) {
+  console.log(`Long text: skipped, no treebank at ${longConllu} (set HEADSCOPE_LONG_TEXT)`);
+} else if (longModel) {
+  const llog = fs.createWriteStream(path.join(outDir, 'server-long.log'));
+  llog.path = path.join(outDir, 'server-long.log');
+  const lserver = await startServer({ bin, model: longModel, webDir: dist, log: llog, args: ['--max-tokens', String(LONG_TOKENS)] });
+  console.log(`Long text (${path.basename(longModel)}, ${LONG_TOKENS} tokens, at ${lserver.url})`);
+  const timings = {};
+  try {
+    const suite = new Suite('long');
+    await longTests(lserver.url, suite, outDir, longText(longConllu), timings);
+    ok = suite.summary() && ok;
+    if (lserver.child.exitCode !== null) {
+      console.error(`e2e: the long-text server exited (code ${lserver.child.exitCode}) during the tests`);
+      ok = false;
+    }
+  } finally {
+    fs.writeFileSync(path.join(outDir, 'long-timings.json'), JSON.stringify(timings, null, 2) + '\n');
+    console.log(`  timings: ${JSON.stringify(timings)}`);
+    await lserver.stop();
+    llog.end();
   }
 }
 console.log(`e2e: screenshots and exports in ${path.relative(process.cwd(), outDir) || outDir}`);

@@ -31,6 +31,7 @@ export class App {
   private why: WhyHeadsView;
   private busy: HTMLElement;
   private help: HTMLElement;
+  private longNotice: HTMLElement;
 
   constructor(
     private readonly root: HTMLElement,
@@ -62,6 +63,7 @@ export class App {
     this.why = new WhyHeadsView();
     this.busy = h('span', { class: 'busy', id: 'busy', 'aria-live': 'polite' });
     this.help = this.helpDialog();
+    this.longNotice = h('p', { class: 'panel muted', id: 'long-notice', hidden: true });
   }
 
   mount(): void {
@@ -89,6 +91,7 @@ export class App {
         learningContext(m),
         this.sentence.el,
         this.toolbar.el,
+        this.longNotice,
         h('div', { class: 'panel views', id: 'views' }, ...[...this.views.values()].map((v) => v.el)),
         this.headPanel.el,
         this.projection.el,
@@ -144,15 +147,23 @@ export class App {
         state.token,
       );
       this.toolbar.update(state);
-      const layer = await this.api.attention(state.text, state.level, state.layer);
+      // A long text's maps were streamed: the layer's pooled overview stands in for its maps, and
+      // the head panel zooms into exact tiles. Views that need every full map say so instead.
+      const streamed = !!run.streamed;
+      const layer = streamed ? await this.api.overview(state.text, state.layer) : await this.api.attention(state.text, state.level, state.layer);
       if (stale()) return;
-      for (const [id, v] of this.views) v.el.hidden = id !== state.view;
-      await this.activeView().render(ctx, layer);
+      const shownView = streamed && state.view !== 'layer' ? null : state.view;
+      for (const [id, v] of this.views) v.el.hidden = id !== shownView;
+      this.longNotice.hidden = shownView !== null;
+      if (shownView === null)
+        this.longNotice.textContent = `This view needs every full attention map, which a long text (${run.n_tokens} tokens) does not keep: its maps were streamed through the statistics. The Layer heads view shows every head's pooled map, and the head panel below zooms into exact weights.`;
+      else await this.activeView().render(ctx, layer);
       if (stale()) return;
-      this.headPanel.update(ctx, layer);
+      this.headPanel.update(ctx, layer, streamed ? (l, hd, r) => this.api.tile(state.text, l, hd, r.q0, r.q1, r.k0, r.k1) : undefined);
       let dec: Decomposition | null = null;
       try {
-        dec = await this.api.decompose(state.text, state.layer, state.token);
+        // A streamed run keeps no head outputs (the server answers 422): no W_O decomposition.
+        if (!streamed) dec = await this.api.decompose(state.text, state.layer, state.token);
       } catch (e) {
         if (!(e instanceof ApiError)) throw e;
       }

@@ -4,6 +4,7 @@
 
 import { decodeTensor, decodeTypedArray, type Tensor, type TypedArrayJson } from './wire';
 import type { Level } from './state';
+import type { OverviewInfo } from './long';
 
 export interface RoleInfo {
   id: string;
@@ -131,6 +132,11 @@ export interface RunResult {
   words: WordUnit[];
   /** n_layer × n_head reports, index layer * n_head + head. */
   heads: HeadReport[];
+  /** True for a long text whose maps were streamed: /api/attention refuses it; the maps are read
+   *  through /api/overview (pooled) and /api/tile (exact). */
+  streamed?: boolean;
+  /** The pooled overview's cells (token level). */
+  overview?: OverviewInfo;
 }
 
 /** The W_O decomposition of one token in one layer (POST /api/decompose), decoded. */
@@ -227,10 +233,15 @@ export class PromiseCache<T> {
   }
 }
 
+/** The explorer's client. Every request sends "truncate": true, so that a text longer than the
+ *  server's --max-tokens is analysed up to that limit (the run says `truncated`) instead of refused;
+ *  all requests about one text then share the server's one cached run. */
 export class ApiClient {
   private runs = new PromiseCache<RunResult>(8);
   private attentions = new PromiseCache<Tensor>(24);
   private decompositions = new PromiseCache<Decomposition>(32);
+  private overviews = new PromiseCache<Tensor>(16);
+  private tiles = new PromiseCache<Tensor>(48);
 
   constructor(private readonly base = '') {}
 
@@ -251,17 +262,30 @@ export class ApiClient {
   }
 
   run(text: string, level: Level, special: SpecialMode = 'keep'): Promise<RunResult> {
-    return this.runs.get(JSON.stringify([text, level, special]), async () => (await this.post('/api/run', { text, level, special })).json());
+    return this.runs.get(JSON.stringify([text, level, special]), async () => (await this.post('/api/run', { text, truncate: true, level, special })).json());
   }
 
   /** Attention of one layer (or every layer when layer is null): [layers, n_head, U, U]. */
   attention(text: string, level: Level, layer: number | null, dtype: 'float32' | 'uint8' = 'float32'): Promise<Tensor> {
-    const body = { text, level, layer, dtype };
+    const body = { text, truncate: true, level, layer, dtype };
     return this.attentions.get(JSON.stringify(body), async () => decodeTensor(await (await this.post('/api/attention', body)).arrayBuffer()));
   }
 
+  /** Pooled maps of every head of a layer (streamed runs): [n_head, 2, cells, cells], [:, 0] the
+   *  summed and [:, 1] the largest weight of each block of tokens. */
+  overview(text: string, layer: number): Promise<Tensor> {
+    const body = { text, truncate: true, layer };
+    return this.overviews.get(JSON.stringify(body), async () => decodeTensor(await (await this.post('/api/overview', body)).arrayBuffer()));
+  }
+
+  /** Exact weights of head (layer, head) over rows q0 .. q1 − 1 and keys k0 .. k1 − 1: [q1 − q0, k1 − k0]. */
+  tile(text: string, layer: number, head: number, q0: number, q1: number, k0: number, k1: number): Promise<Tensor> {
+    const body = { text, truncate: true, layer, head, q0, q1, k0, k1 };
+    return this.tiles.get(JSON.stringify(body), async () => decodeTensor(await (await this.post('/api/tile', body)).arrayBuffer()));
+  }
+
   decompose(text: string, layer: number, token: number): Promise<Decomposition> {
-    const body = { text, layer, token };
+    const body = { text, truncate: true, layer, token };
     return this.decompositions.get(JSON.stringify(body), async () => decodeDecomposition(await (await this.post('/api/decompose', body)).json()));
   }
 }

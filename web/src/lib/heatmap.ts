@@ -68,6 +68,25 @@ export function matrixPixels(m: Matrix, scale: ScaleName, causal = false): Pixel
 }
 
 /**
+ * A rows × cols block of weights → RGBA pixels (a region of a long text's map). `masked(r, c)`
+ * marks the cells a causal model hides, hatched as in matrixPixels.
+ */
+export function rectPixels(values: Float32Array, rows: number, cols: number, scale: ScaleName, masked?: (r: number, c: number) => boolean): Pixels {
+  const data = new Uint8ClampedArray(rows * cols * 4);
+  const out = new Uint32Array(data.buffer);
+  const table = packedTable(scale);
+  for (let i = 0; i < rows * cols; i++) {
+    const v = values[i];
+    out[i] = table[v > 0 ? (v < 1 ? (v * WEIGHT_STEPS + 0.5) | 0 : WEIGHT_STEPS) : 0];
+  }
+  if (masked) {
+    const dark = packedGrey(MASKED_COLOURS[0]), light = packedGrey(MASKED_COLOURS[1]);
+    for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) if (masked(r, c)) out[r * cols + c] = ((r + c) >> 1) & 1 ? dark : light;
+  }
+  return { width: cols, height: rows, data };
+}
+
+/**
  * Pixels for a heatmap drawn `cssSize` pixels wide: a matrix with more rows than screen pixels is
  * max-pooled first, so that one-cell lines (a previous-token diagonal at 500 tokens) stay visible
  * instead of being skipped by the scaling.

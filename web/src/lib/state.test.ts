@@ -43,3 +43,16 @@ describe('view state in the URL', () => {
     expect(stateFromQuery('text=%20%20', shape, views).text).toBe(DEFAULT_STATE.text);
   });
 });
+
+describe('long texts and the URL', () => {
+  it('a text too long for a request line stays out of the URL; the rest of the state stays', () => {
+    const long = 'word '.repeat(2000);
+    const q = stateToQuery({ ...DEFAULT_STATE, text: long, layer: 3, head: 2 });
+    expect(q).not.toContain('text=');
+    expect(q.length).toBeLessThan(100);
+    const back = stateFromQuery(q, { n_layer: 6, n_head: 12 }, ['layer']);
+    expect(back.layer).toBe(3);
+    expect(back.head).toBe(2);
+    expect(stateToQuery({ ...DEFAULT_STATE, text: 'short one' })).toContain('text=short+one');
+  });
+});

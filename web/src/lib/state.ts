@@ -68,11 +68,16 @@ function parseHeadRef(raw: string | null, shape: ModelShape, fallback: HeadRef):
   return layer < shape.n_layer && head < shape.n_head ? { layer, head } : fallback;
 }
 
-/** Serialises the state; fields equal to the default are left out to keep URLs short. */
+/** Texts whose URL encoding is longer than this stay out of the URL: the server refuses a request
+ *  line over 8 KiB (414), so a long document's URL could not be opened again. */
+export const MAX_URL_TEXT = 6000;
+
+/** Serialises the state; fields equal to the default are left out to keep URLs short. A text
+ *  too long for a URL (MAX_URL_TEXT) is left out too: reopening the URL shows the default text. */
 export function stateToQuery(s: ViewState): string {
   const p = new URLSearchParams();
   const d = DEFAULT_STATE;
-  if (s.text !== d.text) p.set('text', s.text);
+  if (s.text !== d.text && encodeURIComponent(s.text).length <= MAX_URL_TEXT) p.set('text', s.text);
   if (s.view !== d.view) p.set('view', s.view);
   p.set('layer', String(s.layer));
   p.set('head', String(s.head));

@@ -15,6 +15,11 @@ import { THEME } from '../../lib/theme';
 import type { Tensor } from '../../lib/wire';
 import { MASKED_LABEL, attentionLegend, attentionLegendItems } from '../../lib/legend';
 import { headReport, roleInfo, roleStyle, type ExportableView, type ViewContext } from '../context';
+import type { Region } from '../../lib/long';
+import { ZoomMap } from './zoom-map';
+
+/** Exact weights of one head of a streamed run over a region (POST /api/tile). */
+export type TileFetcher = (layer: number, head: number, r: Region) => Promise<Tensor>;
 
 /** The lesson's four statistics: which field, how it is shown, what it means. */
 export const LESSON_STATS: readonly { key: keyof HeadStats; label: string; show: (v: number | null) => string; note: (s: HeadStats) => string }[] = [
@@ -81,6 +86,8 @@ export class HeadPanel implements ExportableView {
   private title: HTMLElement;
   private kicker: HTMLElement;
   private heatmap: LabeledHeatmap;
+  private zoom: ZoomMap;
+  private figureNote: HTMLElement;
   private legendSlot: HTMLElement;
   private info: HTMLElement;
   private ctx: ViewContext | null = null;
@@ -92,6 +99,8 @@ export class HeadPanel implements ExportableView {
     this.kicker = h('p', { class: 'kicker' });
     this.title = h('h2', { id: 'head-title' });
     this.heatmap = new LabeledHeatmap(HEATMAP_SIZE, (q) => onQuery(this.shownIndex[q]));
+    this.zoom = new ZoomMap(HEATMAP_SIZE);
+    this.figureNote = h('p', { class: 'muted small', id: 'head-figure-note' });
     this.legendSlot = h('div', { class: 'legend-slot' });
     this.info = h('div', { class: 'head-info' });
     this.el = h(
@@ -99,16 +108,17 @@ export class HeadPanel implements ExportableView {
       { class: 'panel head-panel', id: 'head-panel', 'aria-labelledby': 'head-title' },
       this.kicker,
       this.title,
-      h('div', { class: 'head-body' }, h('div', { class: 'head-figure' }, this.heatmap.el, this.legendSlot), this.info),
+      h('div', { class: 'head-body' }, h('div', { class: 'head-figure' }, this.heatmap.el, this.zoom.el, this.figureNote, this.legendSlot), this.info),
     );
   }
 
-  /** attention: [1, n_head, U, U] of the selected layer. */
-  update(ctx: ViewContext, attention: Tensor): void {
+  /** attention: [1, n_head, U, U] of the selected layer; for a streamed run (ctx.run.streamed)
+   *  the layer's overview [n_head, 2, cells, cells] and `tile` to fetch exact weights. */
+  update(ctx: ViewContext, attention: Tensor, tile?: TileFetcher): void {
     this.ctx = ctx;
-    const { model, state, units, run } = ctx;
+    const { model, state, run } = ctx;
     const report = headReport(ctx, state.layer, state.head);
-    const { primary, secondary } = report.roles;
+    const { primary } = report.roles;
     const role = roleInfo(model, primary.id);
     const detail = primary.detail ? ` (${primary.detail})` : '';
     const group = kvGroups(model)?.[model.kv_head_of[state.head]];
@@ -117,6 +127,37 @@ export class HeadPanel implements ExportableView {
     this.title.append(`Head ${state.head} – `, h('span', { class: 'role-name', style: `--role: ${role.color}` }, primary.name + detail));
     this.title.setAttribute('data-role', primary.id);
 
+    const long = !!run.streamed && !!run.overview && !!tile;
+    this.heatmap.el.hidden = long;
+    this.zoom.el.hidden = !long;
+    this.figureNote.hidden = !long;
+    if (long) this.updateLong(ctx, attention, tile!);
+    else this.updateHeatmap(ctx, attention);
+    clear(this.legendSlot);
+    this.legendSlot.appendChild(attentionLegend(state.scale, model.causal));
+    this.updateInfo(ctx);
+  }
+
+  /** A long text: the zoomable map (pooled overview, exact tiles once zoomed in), token level. */
+  private updateLong(ctx: ViewContext, overview: Tensor, tile: TileFetcher): void {
+    const { model, state, run } = ctx;
+    const info = run.overview!;
+    const C = info.cells;
+    const start = (state.head * 2 + 1) * C * C;  // [head, 1] is the largest weight of each block
+    this.zoom.update({
+      key: `${run.text}\u0000${state.layer}.${state.head}`,
+      info,
+      overviewMax: overview.data.subarray(start, start + C * C),
+      tokens: run.tokens.map((t) => t.text),
+      causal: model.causal,
+      scale: state.scale,
+      fetchTile: (r) => tile(state.layer, state.head, r),
+    });
+    this.figureNote.textContent = `A long text (${run.n_tokens} tokens): its maps were streamed through the statistics, not kept. Zoomed out, each pixel shows the largest weight of a block of tokens; zoom in (wheel, + / −, or drag a rectangle; Shift+drag pans) for the exact weights. The map is at token level${state.level === 'word' || state.hideSpecial ? ', with special tokens' : ''}; the statistics and roles are the whole text's.`;
+  }
+
+  private updateHeatmap(ctx: ViewContext, attention: Tensor): void {
+    const { model, state, units } = ctx;
     const shown = shownMatrix(headMatrix(attention, 0, state.head), units, state.hideSpecial);
     this.shownIndex = shown.index;
     this.heatmap.update({
@@ -129,8 +170,13 @@ export class HeadPanel implements ExportableView {
         `query ${shown.index[q]}, key ${shown.index[k]} (${units.level}s)`,
       ],
     });
-    clear(this.legendSlot);
-    this.legendSlot.appendChild(attentionLegend(state.scale, model.causal));
+  }
+
+  private updateInfo(ctx: ViewContext): void {
+    const { model, state, run } = ctx;
+    const report = headReport(ctx, state.layer, state.head);
+    const { primary, secondary } = report.roles;
+    const role = roleInfo(model, primary.id);
 
     const s = report.stats;
     const stats = h('div', { class: 'stat-grid', id: 'head-stats' });
@@ -194,7 +240,8 @@ export class HeadPanel implements ExportableView {
     if (!this.ctx) return null;
     const { model, state } = this.ctx;
     const report = headReport(this.ctx, state.layer, state.head);
-    const { width: hw, height: hh } = this.heatmap.size;
+    const zoomPixels = this.zoom.el.hidden ? null : this.zoom.pixels();
+    const { width: hw, height: hh } = zoomPixels ? { width: HEATMAP_SIZE, height: HEATMAP_SIZE } : this.heatmap.size;
     const pad = 18;
     const infoX = pad + hw + 24;
     const width = Math.max(infoX + 320, 560);
@@ -202,7 +249,7 @@ export class HeadPanel implements ExportableView {
     const items: SceneItem[] = [
       { kind: 'text', x: pad, y: 26, text: `Head ${state.head} – ${report.roles.primary.name}`, size: 17, fill: THEME.text, weight: 'bold' },
       { kind: 'text', x: pad, y: 44, text: `${model.name} · layer ${state.layer} · ${state.level}s`, size: 11, fill: THEME.muted },
-      ...this.heatmap.sceneItems(pad, 56),
+      ...(zoomPixels ? [{ kind: 'image' as const, x: pad, y: 56, w: hw, h: hh, pixels: zoomPixels }] : this.heatmap.sceneItems(pad, 56)),
       ...attentionLegendItems(pad, 56 + hh + 6, Math.min(300, hw), state.scale, THEME.text, this.ctx.model.causal),
     ];
     LESSON_STATS.forEach((st, i) => {

@@ -1,7 +1,8 @@
 // All heads of the chosen layer side by side, as heatmaps on one 0–1 colour scale.
 
 import { h, clear, hideTooltip, showTooltip, sizeCanvas } from '../../lib/dom';
-import { cellAt, displayPixels, isMasked, pixelsCanvas } from '../../lib/heatmap';
+import { cellAt, displayPixels, isMasked, pixelsCanvas, rectPixels } from '../../lib/heatmap';
+import { maxPoolRect, pooledMasked } from '../../lib/long';
 import { MASKED_LABEL, attentionLegend, attentionLegendItems } from '../../lib/legend';
 import { headMatrix } from '../../lib/matrix';
 import { shownMatrix, type ShownMatrix } from '../../lib/display';
@@ -16,7 +17,7 @@ import { groupColour, kvGroups } from '../../lib/kv-groups';
 const TILE = 168;
 
 interface Tile {
-  shown: ShownMatrix;
+  shown: ShownMatrix | null;  // null: a streamed run's pooled overview
   pixels: Pixels;
 }
 
@@ -29,6 +30,7 @@ export class LayerView implements ExportableView {
   private heading: HTMLElement;
   private grid: HTMLElement;
   private legendSlot: HTMLElement;
+  private note: HTMLElement;
   private tiles: Tile[] = [];
   private ctx: ViewContext | null = null;
   /** What the tiles were last drawn from. */
@@ -38,16 +40,19 @@ export class LayerView implements ExportableView {
     this.heading = h('h2', { id: 'layer-title' });
     this.grid = h('div', { class: 'head-grid', id: 'head-grid' });
     this.legendSlot = h('div', { class: 'legend-slot' });
+    this.note = h('p', { class: 'muted small', id: 'layer-long-note', hidden: true });
     this.el = h(
       'section',
       { class: 'view layer-view', 'aria-labelledby': 'layer-title' },
       h('div', { class: 'view-head' }, this.heading, this.legendSlot),
       h('p', { class: 'muted' }, 'Each square is one head: row = the token that looks (query), column = the token looked at (key). Click a head to study it below; hover for exact weights.'),
+      this.note,
       this.grid,
     );
   }
 
-  /** attention: [1, n_head, U, U], the chosen layer at the chosen level. */
+  /** attention: [1, n_head, U, U], the chosen layer at the chosen level; for a streamed run
+   *  (ctx.run.streamed) the layer's overview [n_head, 2, cells, cells]. */
   update(ctx: ViewContext, attention: Tensor): void {
     const { model, state, units } = ctx;
     // Selecting another head changes only the outline: keep the drawn heatmaps.
@@ -85,15 +90,38 @@ export class LayerView implements ExportableView {
         );
         for (const hd of g.heads) slotOf[hd] = inner;
       }
+    const long = ctx.run.streamed && ctx.run.overview ? ctx.run.overview : null;
+    this.note.hidden = !long;
+    if (long) this.note.textContent = `A long text (${ctx.run.n_tokens} tokens, maps streamed): each square shows the largest weight of every block of about ${Math.ceil(long.T / long.cells)} tokens. Pick a head and zoom into its map below for exact weights.`;
     for (let head = 0; head < model.n_head; head++) {
-      const shown = shownMatrix(headMatrix(attention, 0, head), units, state.hideSpecial);
-      const pixels = displayPixels(shown.matrix, state.scale, TILE, model.causal);
-      this.tiles.push({ shown, pixels });
-      const report = headReport(ctx, state.layer, head);
-      const role = roleInfo(model, report.roles.primary.id);
       const canvas = document.createElement('canvas');
       const c2d = sizeCanvas(canvas, TILE, TILE);
       c2d.imageSmoothingEnabled = false;
+      const report = headReport(ctx, state.layer, head);
+      const role = roleInfo(model, report.roles.primary.id);
+      if (long) {
+        const C = long.cells, start = (head * 2 + 1) * C * C;
+        const max = attention.data.subarray(start, start + C * C);
+        const screen = Math.ceil(TILE * Math.min(3, window.devicePixelRatio || 1));
+        const pooled = maxPoolRect(max, C, C, screen, screen);
+        const pixels = rectPixels(pooled.data, pooled.rows, pooled.cols, state.scale, model.causal ? (i, j) => pooledMasked(i, j, C, C, pooled.rows, pooled.cols, 0, 0) : undefined);
+        this.tiles.push({ shown: null, pixels });
+        c2d.drawImage(pixelsCanvas(pixels), 0, 0, TILE, TILE);
+        canvas.addEventListener('mousemove', (e) => {
+          const cell = cellAt(e.offsetX, e.offsetY, TILE, C);
+          if (!cell) return hideTooltip();
+          const s = long.starts;
+          showTooltip(e.clientX, e.clientY, [
+            `Layer ${state.layer} · head ${head}${groups ? ` · KV head ${model.kv_head_of[head]}` : ''}`,
+            `tokens ${s[cell.q]}–${s[cell.q + 1] - 1} → ${s[cell.k]}–${s[cell.k + 1] - 1}`,
+            isMasked(model.causal, cell.q, cell.k) ? MASKED_LABEL : `largest weight in this block ${max[cell.q * C + cell.k].toFixed(4)}`,
+          ]);
+        });
+      }
+      const shown = long ? null : shownMatrix(headMatrix(attention, 0, head), units, state.hideSpecial);
+      if (shown) {
+      const pixels = displayPixels(shown.matrix, state.scale, TILE, model.causal);
+      this.tiles.push({ shown, pixels });
       c2d.drawImage(pixelsCanvas(pixels), 0, 0, TILE, TILE);
       canvas.addEventListener('mousemove', (e) => {
         const cell = cellAt(e.offsetX, e.offsetY, TILE, shown.matrix.n);
@@ -105,6 +133,7 @@ export class LayerView implements ExportableView {
           isMasked(model.causal, cell.q, cell.k) ? MASKED_LABEL : `weight ${v.toFixed(4)}`,
         ]);
       });
+      }
       canvas.addEventListener('mouseleave', hideTooltip);
       const selected = head === state.head;
       (slotOf[head] ?? this.grid).appendChild(

@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { cellRange, clampRegion, fullRegion, maxPoolRect, panRegion, pooledMasked, regionBetween, regionCells, zoomRegion, type OverviewInfo } from './long';
+
+describe('regions of a long text', () => {
+  const T = 8192;
+  it('zooming in and out keeps the point under the pointer and stays inside the text', () => {
+    const full = fullRegion(T);
+    const z = zoomRegion(full, 8, T, 0.25, 0.75);
+    expect(z).toEqual({ q0: 1792, q1: 2816, k0: 5376, k1: 6400 });
+    expect(regionCells(z)).toBe(1024 * 1024);
+    expect(zoomRegion(z, 1 / 8, T, 0.25, 0.75)).toEqual(full);
+    // Near an edge the region is shifted back inside rather than shrunk.
+    expect(zoomRegion(full, 4, T, 0, 1)).toEqual({ q0: 0, q1: 2048, k0: 6144, k1: 8192 });
+    // At most one token a side, however far one zooms.
+    const tiny = zoomRegion({ q0: 10, q1: 12, k0: 10, k1: 12 }, 100, T);
+    expect(tiny.q1 - tiny.q0).toBe(1);
+  });
+  it('panning stops at the edges', () => {
+    const r = { q0: 100, q1: 200, k0: 8000, k1: 8100 };
+    expect(panRegion(r, -150, 150, T)).toEqual({ q0: 0, q1: 100, k0: 8092, k1: 8192 });
+    expect(clampRegion({ q0: -5, q1: 9000, k0: 3, k1: 3 }, T)).toEqual({ q0: 0, q1: 8192, k0: 3, k1: 4 });
+  });
+  it('a dragged rectangle becomes the token region it covers', () => {
+    expect(regionBetween({ q0: 0, q1: 1000, k0: 1000, k1: 2000 }, [0.5, 0.1], [0.2, 0.35], T)).toEqual({ q0: 200, q1: 500, k0: 1100, k1: 1350 });
+  });
+});
+
+describe('overview cells and pooling', () => {
+  const info: OverviewInfo = { cells: 4, T: 10, starts: [0, 3, 5, 8, 10], max_tile_cells: 1 << 20 };
+  it('cells covering a token range follow HeadOverview::cell_of', () => {
+    expect(cellRange(info, 0, 10)).toEqual([0, 4]);
+    expect(cellRange(info, 3, 5)).toEqual([1, 2]);
+    expect(cellRange(info, 4, 9)).toEqual([1, 4]);
+  });
+  it('max pooling keeps a one-cell diagonal and marks wholly masked blocks', () => {
+    const n = 6;
+    const eye = new Float32Array(n * n);
+    for (let i = 0; i < n; i++) eye[i * n + i] = 1;
+    const p = maxPoolRect(eye, n, n, 3, 3);
+    expect(Array.from(p.data)).toEqual([1, 0, 0, 0, 1, 0, 0, 0, 1]);
+    expect(pooledMasked(0, 1, n, n, 3, 3, 0, 0)).toBe(true); // rows 0–1, keys 2–3
+    expect(pooledMasked(1, 1, n, n, 3, 3, 0, 0)).toBe(false);
+    // A block placed in the text: rows 100–101, keys 90–91 are visible to them.
+    expect(pooledMasked(0, 0, 2, 2, 1, 1, 100, 90)).toBe(false);
+    expect(pooledMasked(0, 0, 2, 2, 1, 1, 100, 102)).toBe(true);
+  });
+});

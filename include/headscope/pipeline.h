@@ -95,7 +95,7 @@ struct AnalyseOptions {
   // layer's maps are handed block by block to the statistics and dropped; the run keeps the
   // overviews and each layer's queries and keys, from which attention_tile() computes any
   // rectangle exactly (memory grows with T). kAuto: dense while the maps fit in
-  // limits::kDenseMapsBytes, streamed beyond.
+  // limits::kDenseMapsBytes and the whole run in the memory budget, streamed beyond.
   enum class Maps { kAuto, kDense, kStream };
   Maps maps = Maps::kAuto;
   // Called after each layer's attention has been analysed (layers done, layers in all).

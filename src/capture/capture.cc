@@ -74,11 +74,25 @@ void attention_from_qk(const Capture& cap, int layer, int head, int64_t q0, int6
   if (q0 < 0 || q1 > T || q0 >= q1)
     throw Error("attention from queries and keys: rows " + std::to_string(q0) + ".." + std::to_string(q1) +
                 " are not a non-empty range of the " + std::to_string(T) + " rows");
+  // The pass's own blocks of rows (Recorder::attention with the default attention_block_rows),
+  // each as wide as it was there, so that every GEMM has the pass's shape and the rows come out
+  // as the pass computed them.
+  const int64_t block = CaptureOptions{}.attention_block_rows, past = Tk - T;
   const int single_head[1] = {0};
-  const ops::AttentionDims dims{q1 - q0, Tk, 1, 1, Dh, scale};
-  const float* Qh = cap.queries.ptr() + ((layer * H + head) * T + q0) * Dh;                 // [q1 − q0, Dh]
+  const float* Qh = cap.queries.ptr() + (layer * H + head) * T * Dh;                        // [T, Dh]
   const float* Kg = cap.keys.ptr() + (layer * Hkv + cap.kv_head_of[size_t(head)]) * Tk * Dh;  // [Tk, Dh]
-  ops::attention(Qh, Dh, Kg, Dh, nullptr, Dh, single_head, dims, mask, Tk - T + q0, probs, nullptr, 0);
+  std::vector<float> rows;
+  for (int64_t b0 = q0 / block * block; b0 < q1; b0 += block) {
+    const int64_t b1 = std::min(T, b0 + block), width = mask.causal ? past + b1 : Tk;
+    rows.resize(size_t((b1 - b0) * width));
+    const ops::AttentionDims dims{b1 - b0, width, 1, 1, Dh, scale};
+    ops::attention(Qh + b0 * Dh, Dh, Kg, Dh, nullptr, Dh, single_head, dims, mask, past + b0, rows.data(), nullptr, 0);
+    for (int64_t q = std::max(q0, b0); q < std::min(q1, b1); ++q) {
+      float* out = probs + (q - q0) * Tk;
+      std::copy_n(rows.data() + (q - b0) * width, width, out);
+      std::fill(out + width, out + Tk, 0.0f);  // keys after the block's last row: masked
+    }
+  }
 }
 
 Recorder::Recorder(const ModelConfig& config, int64_t T, int64_t Tk, const CaptureOptions& options,

@@ -24,7 +24,9 @@ uint64_t attention_scratch_bytes(const ModelConfig& config, int64_t T, int64_t T
 
 // Rows q0 .. q1 − 1 of head `head` of layer `layer` from the queries and keys in `capture`:
 // probs [q1 − q0, Tk], computed with ops::attention as the pass did (`scale` and `mask` are the
-// layer's). Model::attention_from_qk of each family calls this.
+// layer's) in the pass's default blocks of rows (CaptureOptions{}.attention_block_rows), so the
+// rows equal those of a run with default blocks bit for bit (to float rounding after other
+// blocks). Model::attention_from_qk of each family calls this.
 void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1, float scale,
                        const ops::KeyMask& mask, float* probs);
 

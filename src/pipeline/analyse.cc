@@ -110,7 +110,9 @@ AnalyseMemory analyse_memory(const Model& model, int64_t T, const AnalyseOptions
   m.stream_bytes = model.run_bytes(T, streamed) + streams;
   const uint64_t dense_maps = 2 * heads * t * t * sizeof(float);
   using Maps = AnalyseOptions::Maps;
-  m.streamed = options.maps == Maps::kStream || (options.maps == Maps::kAuto && dense_maps > limits::kDenseMapsBytes);
+  m.streamed = options.maps == Maps::kStream ||
+               (options.maps == Maps::kAuto &&
+                (dense_maps > limits::kDenseMapsBytes || m.dense_bytes > model.run_memory_budget()));
   m.bytes = m.streamed ? m.stream_bytes : m.dense_bytes;
   return m;
 }
@@ -127,12 +129,24 @@ RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
   const AnalyseMemory need = analyse_memory(model, T, options);
   const uint64_t budget = model.run_memory_budget();
   if (need.bytes > budget) {
-    std::string hint = "shorten the text or allow more memory (--max-memory)";
-    if (!need.streamed && need.stream_bytes <= budget)
+    // What would fit: streaming, or else the longest text in this mode (analyse_memory grows with T).
+    std::string hint;
+    if (!need.streamed && need.stream_bytes <= budget) {
       hint = "stream the maps instead (--maps stream, about " + mib(need.stream_bytes) + ")";
+    } else {
+      int64_t lo = 0, hi = T;
+      while (lo < hi) {
+        const int64_t mid = lo + (hi - lo + 1) / 2;
+        if (analyse_memory(model, mid, options).bytes <= budget) lo = mid;
+        else hi = mid - 1;
+      }
+      hint = lo > 0 ? "the longest text that fits is about " + std::to_string(lo) + " tokens (shorten the text or "
+                          "allow more memory with --max-memory)"
+                    : "not even one token fits (allow more memory with --max-memory)";
+    }
     throw ResourceError("analysing " + std::to_string(T) + " tokens with " + (need.streamed ? "streamed" : "dense") +
-                        " attention maps needs about " + mib(need.bytes) + " but the memory budget is " + mib(budget) +
-                        "; " + hint);
+                        " attention maps needs about " + mib(need.bytes) + " but " + mib(budget) +
+                        " is available (the memory budget); " + hint);
   }
 
   RunAnalysis run;

@@ -223,8 +223,9 @@ def test_gguf_block_count_bomb(tmp_path):
 
 
 def test_long_text_is_refused_before_allocating(tmp_path):
-    # With a forced 64 MB budget a 500-token run of MiniLM (≈ 80 MB of capture) does not fit.
-    env = dict(os.environ, HEADSCOPE_MEMORY_BUDGET=str(64 << 20))
+    # With a forced 16 MB budget a 500-token run of MiniLM does not fit, dense (≈ 185 MB with the
+    # word maps) nor streamed (≈ 58 MB, mostly the 72 heads' 256 × 256 overviews).
+    env = dict(os.environ, HEADSCOPE_MEMORY_BUDGET=str(16 << 20))
     proc = subprocess.run([BIN, "run", "--model", str(MODEL), "--text", "word " * 500], capture_output=True,
                           timeout=120, env=env)
     assert_clean_error(proc, "502 tokens", "available", "longest text that fits is about")

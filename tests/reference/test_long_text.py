@@ -73,7 +73,8 @@ def test_overviews_pool_the_reference_maps(reference, streamed):
 def test_marginals_and_tile_match_the_reference(reference, streamed):
     L, H, T, _ = reference.shape
     received = np.load(streamed / "received.npy")
-    assert np.abs(received - reference.sum(axis=2)).max() < 1e-4
+    # A column sum adds T weights, each within attention's own bound (1e-5) of the reference.
+    assert np.abs(received - reference.sum(axis=2)).max() < 1e-5 * T
     offsets = np.load(streamed / "offset_mass.npy")  # [L, H, 2T-1], index d + T - 1
     for d in (-T + 1, -5, -1, 0, 1, 7, T - 1):
         diag = np.diagonal(reference, offset=d, axis1=2, axis2=3)  # a[q, q + d]

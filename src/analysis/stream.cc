@@ -127,11 +127,6 @@ void HeadStream::add_rows(const float* rows, int q0, int q1, int width) {
   next_row_ = q1;
 }
 
-HeadOverview HeadStream::result_overview() const {
-  HeadStream copy = *this;
-  return copy.take_overview();
-}
-
 HeadOverview HeadStream::take_overview() {
   HeadOverview out = std::move(overview_);
   out.offset_mass.assign(offset_sum_.size(), std::numeric_limits<double>::quiet_NaN());
@@ -145,6 +140,34 @@ std::vector<HeadStream> make_head_streams(const StreamPlan& plan, int n_heads) {
   return std::vector<HeadStream>(static_cast<size_t>(n_heads), HeadStream(plan));
 }
 
+namespace {
+
+// fn(i) for i in [0, n) on every core; the first exception leaves the loop and is rethrown after.
+template <class Fn>
+void parallel_for(int64_t n, Fn&& fn) {
+  std::exception_ptr failure;
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t i = 0; i < n; ++i) {
+    try {
+      fn(i);
+    } catch (...) {
+#pragma omp critical
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace
+
+void feed_stored(std::vector<HeadStream>& heads, const Tensor& attention) {
+  const int64_t n = static_cast<int64_t>(heads.size()), T = attention.rank() == 4 ? attention.dim(2) : 0;
+  attention.expect_shape({-1, -1, T, T}, "stored attention for the head streams");
+  if (attention.dim(0) * attention.dim(1) != n)
+    throw Error("attention stream: " + std::to_string(n) + " head streams for maps of " + attention.shape_str());
+  parallel_for(n, [&](int64_t i) { heads[size_t(i)].add_rows(attention.ptr() + i * T * T, 0, int(T), int(T)); });
+}
+
 Capture run_streamed(const Model& model, const Encoding& encoding, std::vector<HeadStream>& heads,
                      CaptureOptions capture, const std::function<void(int layer)>& layer_done) {
   const ModelConfig& c = model.config();
@@ -154,18 +177,9 @@ Capture run_streamed(const Model& model, const Encoding& encoding, std::vector<H
                 std::to_string(int64_t(c.n_layer) * H) + " heads");
   capture.attention = false;
   capture.attention_sink = [&](int layer, int64_t q0, int64_t q1, int64_t width, const float* probs) {
-    // The heads of a block in parallel; an exception leaves the loop and is rethrown after it.
-    std::exception_ptr failure;
-#pragma omp parallel for schedule(dynamic)
-    for (int64_t h = 0; h < H; ++h) {
-      try {
-        heads[static_cast<size_t>(layer * H + h)].add_rows(probs + h * (q1 - q0) * width, int(q0), int(q1), int(width));
-      } catch (...) {
-#pragma omp critical
-        if (!failure) failure = std::current_exception();
-      }
-    }
-    if (failure) std::rethrow_exception(failure);
+    parallel_for(H, [&](int64_t h) {  // the heads of a block at once
+      heads[static_cast<size_t>(layer * H + h)].add_rows(probs + h * (q1 - q0) * width, int(q0), int(q1), int(width));
+    });
     if (q1 == T && layer_done) layer_done(layer);
   };
   return model.run(encoding, capture);

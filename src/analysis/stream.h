@@ -50,9 +50,8 @@ class HeadStream {
   void add_rows(const float* rows, int q0, int q1, int width);
   // True once every query row has been added.
   bool complete() const { return next_row_ == plan_->T(); }
-  // The overview with its offset means (offset sums over the plan's offset counts).
-  HeadOverview result_overview() const;
-  // The same, moving the pooled map and the marginals out (the stream is done with them).
+  // The overview with its offset means (offset sums over the plan's offset counts), moved out:
+  // the stream is done with it.
   HeadOverview take_overview();
 
   HeadStatsAccumulator token, token_plain, word, word_plain;
@@ -73,6 +72,8 @@ class HeadStream {
 // blocks of `capture.attention_block_rows` rows: no [T, T] map is stored. `capture` says what else
 // the pass records; `layer_done(l)` is called once layer l's rows are all in. Returns the capture.
 std::vector<HeadStream> make_head_streams(const StreamPlan& plan, int n_heads);
+// Feeds stored maps [n_layer, n_head, T, T] to the head streams, every head at once.
+void feed_stored(std::vector<HeadStream>& heads, const Tensor& attention);
 Capture run_streamed(const Model& model, const Encoding& encoding, std::vector<HeadStream>& heads,
                      CaptureOptions capture, const std::function<void(int layer)>& layer_done = nullptr);
 

@@ -1,6 +1,5 @@
 // headscope pipeline — probe(), analyse() and the word labels (see headscope/pipeline.h).
 #include <algorithm>
-#include <exception>
 #include <string>
 #include <utility>
 
@@ -80,22 +79,6 @@ uint64_t stream_bytes_per_head(int64_t T, int cells) {
   return 2 * c * c * sizeof(float) + 3 * t * sizeof(double) + 9 * t * sizeof(float);
 }
 
-// Runs fn(i) for i in [0, n) on every core; the first exception is rethrown after the loop.
-template <class Fn>
-void parallel_heads(int64_t n, Fn&& fn) {
-  std::exception_ptr failure;
-#pragma omp parallel for schedule(dynamic)
-  for (int64_t i = 0; i < n; ++i) {
-    try {
-      fn(i);
-    } catch (...) {
-#pragma omp critical
-      if (!failure) failure = std::current_exception();
-    }
-  }
-  if (failure) std::rethrow_exception(failure);
-}
-
 }  // namespace
 
 AnalyseMemory analyse_memory(const Model& model, int64_t T, const AnalyseOptions& options) {
@@ -103,8 +86,7 @@ AnalyseMemory analyse_memory(const Model& model, int64_t T, const AnalyseOptions
   const uint64_t heads = uint64_t(c.n_layer) * uint64_t(c.n_head), t = uint64_t(T);
   const uint64_t streams = heads * stream_bytes_per_head(T, options.overview_cells) + 64 * t;  // + the plan
   AnalyseMemory m;
-  CaptureOptions streamed = capture_for(options, true);
-  streamed.attention_sink = [](int, int64_t, int64_t, int64_t, const float*) {};  // sized as streamed
+  const CaptureOptions streamed = capture_for(options, true);
   m.dense_bytes = model.run_bytes(T, capture_for(options, false)) + streams +
                   heads * t * t * sizeof(float);  // the word maps beside the token maps (U <= T)
   m.stream_bytes = model.run_bytes(T, streamed) + streams;
@@ -168,9 +150,7 @@ RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
     });
   } else {
     run.capture = model.run(run.encoding, capture_for(options, false));
-    parallel_heads(heads, [&](int64_t i) {
-      streams[static_cast<size_t>(i)].add_rows(run.capture.attention.ptr() + i * T * T, 0, T, T);
-    });
+    analysis::feed_stored(streams, run.capture.attention);
     run.word_attention = analysis::merge_attention(run.capture.attention, run.words);
     if (options.progress) options.progress(c.n_layer, c.n_layer);
   }

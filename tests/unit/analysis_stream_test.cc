@@ -139,7 +139,7 @@ void run_case(int T, bool causal, uint32_t seed) {
         off_n[static_cast<size_t>(k - q + T - 1)] += 1;
       }
     }
-  const HeadOverview overview = head.result_overview();
+  const HeadOverview overview = head.take_overview();
   ASSERT_EQ(overview.cells, C);
   ASSERT_EQ(overview.T, T);
   for (size_t i = 0; i < sum.size(); ++i) {

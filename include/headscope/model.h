@@ -102,6 +102,9 @@ class Model {
   // pass's working memory (activations, attention scratch, the KV cache). Model::run and extend
   // throw ResourceError before allocating when this exceeds the run memory budget.
   virtual uint64_t run_bytes(int64_t T, const CaptureOptions& options = {}) const = 0;
+  // The bytes a DecoderState from start() holds once it has T tokens (the KV cache of every
+  // layer, grown by doubling); 0 for encoders. run_bytes does not count it: run() keeps no state.
+  virtual uint64_t state_bytes(int64_t /*T*/) const { return 0; }
 
   virtual const ModelConfig& config() const = 0;
   virtual const Tokenizer& tokenizer() const = 0;

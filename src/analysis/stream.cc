@@ -40,7 +40,9 @@ StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_spe
     ++plan.pieces[static_cast<size_t>(u)];
   }
   plan.without_specials = without_specials;
-  if (without_specials) {
+  plan.has_specials = without_specials && std::any_of(tokens.kinds.begin(), tokens.kinds.end(),
+                                                      [](TokenKind k) { return k == TokenKind::kSpecial; });
+  if (plan.has_specials) {
     plan.token_plain = special_free_units(tokens);
     plan.word_plain = special_free_units(plan.word_units);
     plan.token_plain_index = index_of_kept(plan.token_plain.kept, T);
@@ -49,6 +51,8 @@ StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_spe
   plan.cells = std::min(T, overview_cells);
   plan.cell_of.resize(static_cast<size_t>(T));
   for (int t = 0; t < T; ++t) plan.cell_of[static_cast<size_t>(t)] = static_cast<int32_t>(int64_t(t) * plan.cells / T);
+  plan.cell_start.assign(static_cast<size_t>(plan.cells) + 1, T);
+  for (int t = T - 1; t >= 0; --t) plan.cell_start[static_cast<size_t>(plan.cell_of[static_cast<size_t>(t)])] = t;
   plan.offset_count.assign(static_cast<size_t>(2 * T - 1), 0);
   for (int q = 0; q < T; ++q)
     for (int k = 0; k < T; ++k)
@@ -66,65 +70,98 @@ HeadStream::HeadStream(const StreamPlan& plan) : plan_(&plan) {
   overview_.max.assign(cells * cells, 0.0f);
   overview_.received.assign(T, 0.0);
   offset_sum_.assign(2 * T - 1, 0.0);
-  full_row_.resize(T);
-  plain_row_.resize(T);
+  if (plan.has_specials) {
+    token_row_.resize(T);
+    unit_row_.resize(static_cast<size_t>(plan.words.n_units));
+  }
   sums_.resize(static_cast<size_t>(plan.words.n_units));
 }
 
-void HeadStream::add_rows(const float* rows, int q0, int q1, int width) {
-  const StreamPlan& p = *plan_;
-  const int T = p.T(), U = p.words.n_units;
-  if (q0 != next_row_ || q1 < q0 || q1 > T)
+void HeadStream::check_block(int next, int q0, int q1, int width) const {
+  const int T = plan_->T();
+  if (q0 != next || q1 < q0 || q1 > T)
     throw Error("attention stream: rows " + std::to_string(q0) + ".." + std::to_string(q1) + " arrived; row " +
-                std::to_string(next_row_) + " of " + std::to_string(T) + " was expected next");
-  if (width > T || (p.tokens.causal ? width < q1 : width != T))
+                std::to_string(next) + " of " + std::to_string(T) + " was expected next");
+  if (width > T || (plan_->tokens.causal ? width < q1 : width != T))
     throw Error("attention stream: blocks of " + std::to_string(width) + " keys cannot hold rows up to " +
                 std::to_string(q1) + " of " + std::to_string(T));
+}
+
+void HeadStream::add_rows(const float* rows, int q0, int q1, int width) {
+  add_token_rows(rows, q0, q1, width);
+  add_word_rows(rows, q0, q1, width);
+}
+
+// Every consumer reads a row's first n keys only, n = q + 1 under a causal mask (the keys after
+// q are masked, exact zeros, and may lie past the block's width), else T.
+void HeadStream::add_token_rows(const float* rows, int q0, int q1, int width) {
+  check_block(next_row_, q0, q1, width);
+  const StreamPlan& p = *plan_;
+  const int T = p.T();
   for (int q = q0; q < q1; ++q) {
     const float* a = rows + static_cast<int64_t>(q - q0) * width;
-    std::memcpy(full_row_.data(), a, sizeof(float) * static_cast<size_t>(width));
-    std::fill(full_row_.begin() + width, full_row_.end(), 0.0f);  // keys after q: masked, exactly 0
-
-    token.add_rows(full_row_.data(), q, q + 1, p.tokens);
-    if (p.without_specials && p.token_plain_index[static_cast<size_t>(q)] >= 0) {
-      drop_special_row(full_row_.data(), q, p.tokens, p.token_plain.kept, plain_row_.data());
+    const int n = p.tokens.causal ? q + 1 : T;
+    token.add_rows(a, q, q + 1, p.tokens);
+    if (p.has_specials && p.token_plain_index[static_cast<size_t>(q)] >= 0) {
+      drop_special_row(a, q, p.tokens, p.token_plain.kept, token_row_.data());
       const int qi = p.token_plain_index[static_cast<size_t>(q)];
-      token_plain.add_rows(plain_row_.data(), qi, qi + 1, p.token_plain.units);
+      token_plain.add_rows(token_row_.data(), qi, qi + 1, p.token_plain.units);
     }
 
-    // Overview, column sums and offsets: the keys this query may see (the rest are 0).
-    const int32_t row_cell = p.cell_of[static_cast<size_t>(q)];
-    float* cell_sum = overview_.sum.data() + static_cast<int64_t>(row_cell) * p.cells;
-    float* cell_max = overview_.max.data() + static_cast<int64_t>(row_cell) * p.cells;
+    // Overview: the keys of each cell are a contiguous run, summed and maxed as one vector.
+    const int64_t row_cell = p.cell_of[static_cast<size_t>(q)];
+    float* cell_sum = overview_.sum.data() + row_cell * p.cells;
+    float* cell_max = overview_.max.data() + row_cell * p.cells;
+    for (int c = 0; c < p.cells && p.cell_start[static_cast<size_t>(c)] < n; ++c) {
+      const int k0 = p.cell_start[static_cast<size_t>(c)], k1 = std::min(n, p.cell_start[static_cast<size_t>(c) + 1]);
+      float sum = 0, max = 0;
+#pragma omp simd reduction(+ : sum) reduction(max : max)
+      for (int k = k0; k < k1; ++k) {
+        sum += a[k];
+        max = std::max(max, a[k]);
+      }
+      cell_sum[c] += sum;
+      cell_max[c] = std::max(cell_max[c], max);
+    }
+    // Column sums and offsets.
     double* received = overview_.received.data();
     double* offsets = offset_sum_.data() + (T - 1 - q);
-    for (int k = 0; k < width; ++k) {
-      const float w = a[k];
-      const int32_t c = p.cell_of[static_cast<size_t>(k)];
-      cell_sum[c] += w;
-      cell_max[c] = std::max(cell_max[c], w);
-      received[k] += w;
-      offsets[k] += w;
+#pragma omp simd
+    for (int k = 0; k < n; ++k) {
+      received[k] += a[k];
+      offsets[k] += a[k];
     }
+  }
+  next_row_ = q1;
+  if (next_row_ == T && p.without_specials && !p.has_specials) token_plain = token;  // the same rows
+}
 
-    // Word level: the token row joins its unit's row; a unit complete with this token is analysed.
+// Word level: each token row joins its unit's row; a unit complete with this token is analysed.
+void HeadStream::add_word_rows(const float* rows, int q0, int q1, int width) {
+  check_block(next_word_row_, q0, q1, width);
+  const StreamPlan& p = *plan_;
+  const int T = p.T(), U = p.words.n_units;
+  for (int q = q0; q < q1; ++q) {
+    const float* a = rows + static_cast<int64_t>(q - q0) * width;
+    const int n = p.tokens.causal ? q + 1 : T;
     const int32_t u = p.words.unit_of_token[static_cast<size_t>(q)];
     if (u < 0) continue;
     auto open = std::find_if(open_.begin(), open_.end(), [u](const auto& o) { return o.first == u; });
     if (open == open_.end()) open = open_.insert(open_.end(), {u, std::vector<float>(static_cast<size_t>(U), 0.0f)});
     float* unit_row = open->second.data();
-    add_token_row(full_row_.data(), T, p.words, sums_.data(), unit_row);
+    add_token_row(a, n, p.words, sums_.data(), unit_row);
     if (q != p.last_token[static_cast<size_t>(u)]) continue;
     finish_unit_row(unit_row, U, p.pieces[static_cast<size_t>(u)]);
     word.add_rows(unit_row, u, u + 1, p.word_units);
-    if (p.without_specials && p.word_plain_index[static_cast<size_t>(u)] >= 0) {
-      drop_special_row(unit_row, u, p.word_units, p.word_plain.kept, plain_row_.data());
+    if (p.has_specials && p.word_plain_index[static_cast<size_t>(u)] >= 0) {
+      drop_special_row(unit_row, u, p.word_units, p.word_plain.kept, unit_row_.data());
       const int ui = p.word_plain_index[static_cast<size_t>(u)];
-      word_plain.add_rows(plain_row_.data(), ui, ui + 1, p.word_plain.units);
+      word_plain.add_rows(unit_row_.data(), ui, ui + 1, p.word_plain.units);
     }
     open_.erase(open);
   }
-  next_row_ = q1;
+  next_word_row_ = q1;
+  if (next_word_row_ == T && p.without_specials && !p.has_specials) word_plain = word;
 }
 
 HeadOverview HeadStream::take_overview() {
@@ -165,7 +202,12 @@ void feed_stored(std::vector<HeadStream>& heads, const Tensor& attention) {
   attention.expect_shape({-1, -1, T, T}, "stored attention for the head streams");
   if (attention.dim(0) * attention.dim(1) != n)
     throw Error("attention stream: " + std::to_string(n) + " head streams for maps of " + attention.shape_str());
-  parallel_for(n, [&](int64_t i) { heads[size_t(i)].add_rows(attention.ptr() + i * T * T, 0, int(T), int(T)); });
+  parallel_for(2 * n, [&](int64_t i) {  // each head's token part and word part as two tasks
+    HeadStream& head = heads[size_t(i / 2)];
+    const float* rows = attention.ptr() + (i / 2) * T * T;
+    if (i % 2 == 0) head.add_token_rows(rows, 0, int(T), int(T));
+    else head.add_word_rows(rows, 0, int(T), int(T));
+  });
 }
 
 Capture run_streamed(const Model& model, const Encoding& encoding, std::vector<HeadStream>& heads,
@@ -177,8 +219,11 @@ Capture run_streamed(const Model& model, const Encoding& encoding, std::vector<H
                 std::to_string(int64_t(c.n_layer) * H) + " heads");
   capture.attention = false;
   capture.attention_sink = [&](int layer, int64_t q0, int64_t q1, int64_t width, const float* probs) {
-    parallel_for(H, [&](int64_t h) {  // the heads of a block at once
-      heads[static_cast<size_t>(layer * H + h)].add_rows(probs + h * (q1 - q0) * width, int(q0), int(q1), int(width));
+    parallel_for(2 * H, [&](int64_t i) {  // the heads of a block at once, token and word parts apart
+      HeadStream& head = heads[static_cast<size_t>(layer * H + i / 2)];
+      const float* rows = probs + (i / 2) * (q1 - q0) * width;
+      if (i % 2 == 0) head.add_token_rows(rows, int(q0), int(q1), int(width));
+      else head.add_word_rows(rows, int(q0), int(q1), int(width));
     });
     if (q1 == T && layer_done) layer_done(layer);
   };

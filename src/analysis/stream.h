@@ -31,11 +31,13 @@ struct StreamPlan {
   SequenceInfo word_units;        // [U]
   std::vector<int32_t> last_token;  // [U] the token after which unit u's row is complete
   std::vector<int32_t> pieces;      // [U] tokens of unit u
-  bool without_specials = false;
+  bool without_specials = false;  // the statistics without special tokens are asked for
+  bool has_specials = false;      // ... and the text has some (else they are the statistics themselves)
   WithoutSpecials token_plain, word_plain;  // kept positions and their units (no attention)
   std::vector<int32_t> token_plain_index, word_plain_index;  // [T], [U] kept index, −1 for a special
   int cells = 0;                    // overview rows = columns = min(T, the requested cells)
   std::vector<int32_t> cell_of;     // [T] overview row (and column) of each token
+  std::vector<int32_t> cell_start;  // [cells + 1] first token of each cell; cell_start[cells] = T
   std::vector<int64_t> offset_count;  // [2T − 1] queries q whose key q + d is attendable, index d + T − 1
 
   int T() const { return tokens.T(); }
@@ -48,8 +50,12 @@ class HeadStream {
   // Query rows q0 .. q1−1: rows[(q − q0) · width + k]; width = T for a bidirectional model, at
   // least q1 for a causal one (keys after q are masked and never read).
   void add_rows(const float* rows, int q0, int q1, int width);
+  // add_rows is these two, which touch disjoint parts of the stream and may run at once on two
+  // threads: the token level with the overview, and the word level.
+  void add_token_rows(const float* rows, int q0, int q1, int width);
+  void add_word_rows(const float* rows, int q0, int q1, int width);
   // True once every query row has been added.
-  bool complete() const { return next_row_ == plan_->T(); }
+  bool complete() const { return next_row_ == plan_->T() && next_word_row_ == plan_->T(); }
   // The overview with its offset means (offset sums over the plan's offset counts), moved out:
   // the stream is done with it.
   HeadOverview take_overview();
@@ -57,12 +63,13 @@ class HeadStream {
   HeadStatsAccumulator token, token_plain, word, word_plain;
 
  private:
+  void check_block(int next, int q0, int q1, int width) const;
   const StreamPlan* plan_;
-  int next_row_ = 0;
+  int next_row_ = 0, next_word_row_ = 0;
   HeadOverview overview_;          // sum, max and received as they accumulate
   std::vector<double> offset_sum_;  // [2T − 1] Σ_q a_{q, q+d}, index d + T − 1
-  std::vector<float> full_row_;    // [T] one token row with the masked tail as zeros
-  std::vector<float> plain_row_;   // [K] the row without specials
+  std::vector<float> token_row_;   // [T] a token row without specials (when the text has some)
+  std::vector<float> unit_row_;    // [U] a unit row without specials (when the text has some)
   std::vector<double> sums_;       // [U] scratch of add_token_row
   std::vector<std::pair<int32_t, std::vector<float>>> open_;  // units with rows still being merged
 };

@@ -74,10 +74,10 @@ WordMap words_from_spans(const Encoding& encoding,
   return map;
 }
 
-void add_token_row(const float* a, int T, const WordMap& map, double* sums, float* unit_row) {
+void add_token_row(const float* a, int n, const WordMap& map, double* sums, float* unit_row) {
   const int U = map.n_units;
   std::fill(sums, sums + U, 0.0);
-  for (int s = 0; s < T; ++s) {
+  for (int s = 0; s < n; ++s) {
     const int32_t v = map.unit_of_token[static_cast<size_t>(s)];
     if (v >= 0) sums[v] += a[s];  // attention TO a unit: the sum over its pieces (columns)
   }

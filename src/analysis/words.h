@@ -34,10 +34,11 @@ WordMap words_from_spans(const Encoding& encoding,
 std::vector<float> merge_attention(const float* attention, int T, const WordMap& map);
 
 // The same one row at a time, for attention that arrives in blocks of query rows:
-// add_token_row() adds token row `a` ([T], keys summed per unit) into its unit's row `unit_row`
+// add_token_row() adds token row `a` (its first n keys, keys summed per unit; the keys after n
+// must be zeros, as a causal row's are) into its unit's row `unit_row`
 // [U] (`sums` is [U] scratch); once every piece of the unit is in, finish_unit_row() takes the
 // mean. merge_attention() is exactly these two in token order.
-void add_token_row(const float* a, int T, const WordMap& map, double* sums, float* unit_row);
+void add_token_row(const float* a, int n, const WordMap& map, double* sums, float* unit_row);
 void finish_unit_row(float* unit_row, int U, int pieces);
 
 // Every head at once: [n_layer, n_head, T, T] → [n_layer, n_head, U, U].

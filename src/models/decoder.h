@@ -16,7 +16,7 @@
 //
 // The keys and values of every layer are kept (the KV cache), so a later call can add tokens
 // without re-running the earlier ones: `headscope generate` runs the prompt once and then one
-// row per new token.
+// row per new token. A whole run (run()) keeps only the layer being computed.
 #pragma once
 #include <memory>
 #include <vector>
@@ -63,7 +63,8 @@ class DecoderModel final : public Model {
   const ModelConfig& config() const override { return cfg_; }
   const Tokenizer& tokenizer() const override { return *tokenizer_; }
   Capture run(const Encoding& encoding, const CaptureOptions& options) const override;
-  uint64_t run_bytes(int64_t T, const CaptureOptions& options) const override { return extend_bytes(0, 0, T, options); }
+  uint64_t run_bytes(int64_t T, const CaptureOptions& options) const override;  // one layer's keys and values kept
+  uint64_t state_bytes(int64_t T) const override;
   void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1,
                          float* probs) const override;
   const Tensor& output_projection(int layer) const override { return w_.layers.at(size_t(layer)).w_o; }
@@ -72,8 +73,9 @@ class DecoderModel final : public Model {
   Capture extend(DecoderState& state, const std::vector<int32_t>& ids, const CaptureOptions& options,
                  std::vector<float>* next_logits) const override;
 
-  // What extend() allocates to add T tokens after `past` ones to a cache of `capacity` rows.
-  uint64_t extend_bytes(int64_t past, int64_t capacity, int64_t T, const CaptureOptions& options) const;
+  // What extend() allocates to add T tokens after `past` ones to a cache of `capacity` rows that
+  // keeps `cache_layers` layers (every layer for generation, one for a whole run).
+  uint64_t extend_bytes(int64_t past, int64_t capacity, int64_t T, const CaptureOptions& options, int cache_layers) const;
 
  private:
   float attention_scale(int layer) const;        // 1/√d_head (÷ (layer + 1) with GPT-2's option)

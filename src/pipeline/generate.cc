@@ -25,11 +25,12 @@ Generation generate(const Model& model, const Encoding& prompt, const GenerateOp
   g.ids = prompt.ids();
   const CaptureOptions step_capture = CaptureOptions::attention_only();
   // full: the attention rows of every token so far, [L, H, T_max, T_max]; trimmed at the end.
-  // Checked before anything is allocated: the steps' own needs (run_bytes at the final length),
-  // plus `full` and the trimmed copy handed back, L·H·T_max² floats each.
+  // Checked before anything is allocated: the steps' own needs (run_bytes at the final length and
+  // the KV cache, state_bytes), plus `full` and the trimmed copy handed back, L·H·T_max² floats each.
   if (options.capture_attention) {
     const uint64_t maps = uint64_t{4} * uint64_t(L) * uint64_t(H) * uint64_t(T_max) * uint64_t(T_max);
-    model.check_run_memory(T_max, model.run_bytes(T_max, step_capture) + 2 * maps, step_capture);
+    model.check_run_memory(T_max, model.run_bytes(T_max, step_capture) + model.state_bytes(T_max) + 2 * maps,
+                           step_capture);
   }
   Tensor full;
   if (options.capture_attention) full = Tensor({L, H, T_max, T_max});

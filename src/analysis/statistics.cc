@@ -320,49 +320,61 @@ HeadStats HeadStatsAccumulator::result() const {
   return s;
 }
 
-int keys_to_cover(float* v, int n, double need) {
-  // Invariant: `count` weights, all larger than any in [lo, hi), are taken; `need` is what they
-  // still lack. Each step splits [lo, hi) around a pivot into > | == | < and either keeps to the
-  // larger part (when it alone covers `need`) or takes it and the ties as far as needed.
-  // Attention rows are mostly peaked: when the weights above the uniform 1/n already cover `need`,
-  // the answer is among them, and they are few. One vectorised pass checks, one keeps them.
-  if (n > 64 && need > 0) {
-    const float uniform = 1.0f / static_cast<float>(n);
-    double above = 0;
-#pragma omp simd reduction(+ : above)
-    for (int i = 0; i < n; ++i) above += v[i] > uniform ? v[i] : 0.0f;
-    if (above >= need) {
-      int m = 0;
-      for (int i = 0; i < n; ++i)
-        if (v[i] > uniform) v[m++] = v[i];
-      n = m;
-    }
+namespace {
+
+// Moves the weights of v[0, n) for which keep(w) holds to the front, in order; returns how many.
+// Branch-free: every weight is written, the position advances only for the kept ones.
+template <class Keep>
+int keep_only(float* v, int n, Keep keep) {
+  int m = 0;
+  for (int i = 0; i < n; ++i) {
+    const float w = v[i];
+    v[m] = w;
+    m += keep(w) ? 1 : 0;
   }
-  int count = 0, lo = 0, hi = n;
-  while (lo < hi && need > 0) {
-    if (hi - lo <= 32) {
-      std::sort(v + lo, v + hi, std::greater<float>());
-      while (lo < hi && need > 0) need -= v[lo++], ++count;
+  return m;
+}
+
+}  // namespace
+
+int keys_to_cover(float* v, int n, double need) {
+  // A selection around pivots. Invariant: `count` weights, all larger than any in v[0, n), are
+  // taken; `need` is what they still lack. Each step measures, in one vectorised pass, the sum of
+  // the weights above a pivot: when they alone cover `need`, the answer is among them and only
+  // they are kept; else they and as many ties as needed are taken and the smaller ones kept.
+  // Attention rows are mostly peaked, so the first pivot is the uniform weight 1/n.
+  int count = 0;
+  bool first = n > 64;
+  while (n > 0 && need > 0) {
+    if (n <= 32) {
+      std::sort(v, v + n, std::greater<float>());
+      for (int i = 0; i < n && need > 0; ++i) need -= v[i], ++count;
       break;
     }
-    const float a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi - 1];
-    const float pivot = std::max(std::min(a, b), std::min(std::max(a, b), c));  // median of three
-    int gt = lo, i = lo, lt = hi;  // [lo, gt) > pivot, [gt, i) == pivot, [lt, hi) < pivot
-    while (i < lt) {
-      if (v[i] > pivot) std::swap(v[i++], v[gt++]);
-      else if (v[i] < pivot) std::swap(v[i], v[--lt]);
-      else ++i;
+    float pivot;
+    if (first) {
+      pivot = 1.0f / static_cast<float>(n);
+      first = false;
+    } else {
+      const float a = v[0], b = v[n / 2], c = v[n - 1];
+      pivot = std::max(std::min(a, b), std::min(std::max(a, b), c));  // median of three
     }
-    double larger = 0;
-    for (int j = lo; j < gt; ++j) larger += v[j];
-    if (larger >= need && gt > lo) {
-      hi = gt;
+    double above = 0;
+    int n_above = 0, n_equal = 0;
+#pragma omp simd reduction(+ : above, n_above, n_equal)
+    for (int i = 0; i < n; ++i) {
+      above += v[i] > pivot ? v[i] : 0.0f;
+      n_above += v[i] > pivot ? 1 : 0;
+      n_equal += v[i] == pivot ? 1 : 0;
+    }
+    if (above >= need && n_above > 0) {
+      n = keep_only(v, n, [pivot](float w) { return w > pivot; });
       continue;
     }
-    need -= larger;
-    count += gt - lo;
-    for (int j = gt; j < lt && need > 0; ++j) need -= pivot, ++count;
-    lo = lt;
+    need -= above;
+    count += n_above;
+    for (int j = 0; j < n_equal && need > 0; ++j) need -= pivot, ++count;
+    n = keep_only(v, n, [pivot](float w) { return w < pivot; });
   }
   return std::max(count, 1);
 }

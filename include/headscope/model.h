@@ -120,12 +120,13 @@ class Model {
   virtual std::unique_ptr<DecoderState> start() const;
   virtual Capture extend(DecoderState& state, const std::vector<int32_t>& ids, const CaptureOptions& options,
                          std::vector<float>* next_logits) const;
-  // Attention rows q0 .. q1 − 1 of head `head` of `layer`, computed again from a capture that
-  // holds the queries and keys (CaptureOptions::queries_keys) the way run() computed them:
-  // probs [q1 − q0, T]. What a streamed run offers instead of stored maps. Throws Error when the
-  // capture has no queries and keys or the layer, head or rows are out of range.
-  virtual void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1,
-                                 float* probs) const;
+  // Attention rows q0 .. q1 − 1 over keys k0 .. k1 − 1 of head `head` of `layer`, computed again
+  // from a capture that holds the queries and keys (CaptureOptions::queries_keys) the way run()
+  // computed them: probs [q1 − q0, k1 − k0]. What a streamed run offers instead of stored maps.
+  // Throws Error when the capture has no queries and keys or the layer, head, rows or keys are
+  // out of range.
+  virtual void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1, int64_t k0,
+                                 int64_t k1, float* probs) const;
 
   // W_O of `layer` as stored by nn.Linear: [d_model, n_head * d_head] (out, in), and its bias.
   virtual const Tensor& output_projection(int layer) const = 0;

@@ -64,8 +64,8 @@ uint64_t attention_scratch_bytes(const ModelConfig& c, int64_t T, int64_t Tk, co
   return uint64_t(c.n_head) * uint64_t(rows) * uint64_t(Tk) * sizeof(float);
 }
 
-void attention_from_qk(const Capture& cap, int layer, int head, int64_t q0, int64_t q1, float scale,
-                       const ops::KeyMask& mask, float* probs) {
+void attention_from_qk(const Capture& cap, int layer, int head, int64_t q0, int64_t q1, int64_t k0, int64_t k1,
+                       float scale, const ops::KeyMask& mask, float* probs) {
   if (cap.queries.empty() || cap.keys.empty())
     throw Error("attention from queries and keys: the run did not keep them (CaptureOptions::queries_keys)");
   const int64_t H = cap.n_head, Hkv = cap.n_kv_head, T = cap.T, Dh = cap.d_head, Tk = cap.keys.dim(2);
@@ -74,6 +74,9 @@ void attention_from_qk(const Capture& cap, int layer, int head, int64_t q0, int6
   if (q0 < 0 || q1 > T || q0 >= q1)
     throw Error("attention from queries and keys: rows " + std::to_string(q0) + ".." + std::to_string(q1) +
                 " are not a non-empty range of the " + std::to_string(T) + " rows");
+  if (k0 < 0 || k1 > Tk || k0 >= k1)
+    throw Error("attention from queries and keys: keys " + std::to_string(k0) + ".." + std::to_string(k1) +
+                " are not a non-empty range of the " + std::to_string(Tk) + " keys");
   // The pass's own blocks of rows (Recorder::attention with the default attention_block_rows),
   // each as wide as it was there, so that every GEMM has the pass's shape and the rows come out
   // as the pass computed them.
@@ -84,13 +87,16 @@ void attention_from_qk(const Capture& cap, int layer, int head, int64_t q0, int6
   std::vector<float> rows;
   for (int64_t b0 = q0 / block * block; b0 < q1; b0 += block) {
     const int64_t b1 = std::min(T, b0 + block), width = mask.causal ? past + b1 : Tk;
-    rows.resize(size_t((b1 - b0) * width));
-    const ops::AttentionDims dims{b1 - b0, width, 1, 1, Dh, scale};
-    ops::attention(Qh + b0 * Dh, Dh, Kg, Dh, nullptr, Dh, single_head, dims, mask, past + b0, rows.data(), nullptr, 0);
+    const int64_t kept = std::max<int64_t>(0, std::min(k1, width) - k0);  // asked keys the block computes
+    if (kept > 0) {  // else every asked key is after the block's rows: masked
+      rows.resize(size_t((b1 - b0) * width));
+      const ops::AttentionDims dims{b1 - b0, width, 1, 1, Dh, scale};
+      ops::attention(Qh + b0 * Dh, Dh, Kg, Dh, nullptr, Dh, single_head, dims, mask, past + b0, rows.data(), nullptr, 0);
+    }
     for (int64_t q = std::max(q0, b0); q < std::min(q1, b1); ++q) {
-      float* out = probs + (q - q0) * Tk;
-      std::copy_n(rows.data() + (q - b0) * width, width, out);
-      std::fill(out + width, out + Tk, 0.0f);  // keys after the block's last row: masked
+      float* out = probs + (q - q0) * (k1 - k0);
+      if (kept > 0) std::copy_n(rows.data() + (q - b0) * width + k0, kept, out);
+      std::fill(out + kept, out + (k1 - k0), 0.0f);  // keys after the block's last row: masked
     }
   }
 }

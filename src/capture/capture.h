@@ -22,13 +22,14 @@ uint64_t capture_bytes(const ModelConfig& config, int64_t T, int64_t Tk, const C
 // rows, [n_head, min(T, attention_block_rows), Tk]; 0 when they are stored (the capture holds them).
 uint64_t attention_scratch_bytes(const ModelConfig& config, int64_t T, int64_t Tk, const CaptureOptions& options);
 
-// Rows q0 .. q1 − 1 of head `head` of layer `layer` from the queries and keys in `capture`:
-// probs [q1 − q0, Tk], computed with ops::attention as the pass did (`scale` and `mask` are the
-// layer's) in the pass's default blocks of rows (CaptureOptions{}.attention_block_rows), so the
-// rows equal those of a run with default blocks bit for bit (to float rounding after other
-// blocks). Model::attention_from_qk of each family calls this.
-void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1, float scale,
-                       const ops::KeyMask& mask, float* probs);
+// Rows q0 .. q1 − 1 over keys k0 .. k1 − 1 of head `head` of layer `layer` from the queries and
+// keys in `capture`: probs [q1 − q0, k1 − k0], computed with ops::attention as the pass did
+// (`scale` and `mask` are the layer's) in the pass's default blocks of rows
+// (CaptureOptions{}.attention_block_rows), so the rows equal those of a run with default blocks
+// bit for bit. Each block's whole rows are computed (the softmax needs every key), one block at
+// a time; only the asked keys are kept. Model::attention_from_qk of each family calls this.
+void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1, int64_t k0, int64_t k1,
+                       float scale, const ops::KeyMask& mask, float* probs);
 
 // Allocates the tensors `options` asks for, T query rows over Tk keys (T = Tk for a whole run),
 // without a zero fill: a run writes every element of them.

@@ -72,9 +72,9 @@ class BertModel final : public Model {
   const Tokenizer& tokenizer() const override { return *tokenizer_; }
   Capture run(const Encoding& encoding, const CaptureOptions& options) const override;
   uint64_t run_bytes(int64_t T, const CaptureOptions& options) const override;
-  void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1,
+  void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1, int64_t k0, int64_t k1,
                          float* probs) const override {
-    capture::attention_from_qk(capture, layer, head, q0, q1, attention_scale(), ops::KeyMask{}, probs);
+    capture::attention_from_qk(capture, layer, head, q0, q1, k0, k1, attention_scale(), ops::KeyMask{}, probs);
   }
   const Tensor& output_projection(int layer) const override { return layers_.at(size_t(layer)).o.weights(); }
   const Tensor& output_bias(int layer) const override { return layers_.at(size_t(layer)).o.bias(); }

@@ -25,7 +25,7 @@ Capture Model::extend(DecoderState&, const std::vector<int32_t>&, const CaptureO
 }
 
 // Families that cannot recompute attention from queries and keys say so.
-void Model::attention_from_qk(const Capture&, int, int, int64_t, int64_t, float*) const {
+void Model::attention_from_qk(const Capture&, int, int, int64_t, int64_t, int64_t, int64_t, float*) const {
   throw Error(config().name + ": this model cannot recompute attention from queries and keys");
 }
 
@@ -239,9 +239,9 @@ ops::KeyMask DecoderModel::attention_mask(int layer) const {
 }
 
 void DecoderModel::attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1,
-                                     float* probs) const {
+                                     int64_t k0, int64_t k1, float* probs) const {
   if (layer < 0 || layer >= cfg_.n_layer) throw Error("attention from queries and keys: no layer " + std::to_string(layer));
-  capture::attention_from_qk(capture, layer, head, q0, q1, attention_scale(layer), attention_mask(layer), probs);
+  capture::attention_from_qk(capture, layer, head, q0, q1, k0, k1, attention_scale(layer), attention_mask(layer), probs);
 }
 
 Capture DecoderModel::extend(DecoderState& state, const std::vector<int32_t>& ids, const CaptureOptions& options,

@@ -65,7 +65,7 @@ class DecoderModel final : public Model {
   Capture run(const Encoding& encoding, const CaptureOptions& options) const override;
   uint64_t run_bytes(int64_t T, const CaptureOptions& options) const override;  // one layer's keys and values kept
   uint64_t state_bytes(int64_t T) const override;
-  void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1,
+  void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1, int64_t k0, int64_t k1,
                          float* probs) const override;
   const Tensor& output_projection(int layer) const override { return w_.layers.at(size_t(layer)).w_o; }
   const Tensor& output_bias(int layer) const override { return w_.layers.at(size_t(layer)).b_o; }

@@ -182,15 +182,11 @@ Tensor attention_tile(const Model& model, const RunAnalysis& run, int layer, int
     throw ResourceError("attention tile: " + std::to_string(q1 - q0) + " × " + std::to_string(k1 - k0) +
                         " cells is over the limit of " + std::to_string(limits::kMaxTileCells) + "; ask for a smaller one");
   Tensor tile({q1 - q0, k1 - k0}, Tensor::Uninitialized{});
-  std::vector<float> rows;
-  const float* src;  // [q1 − q0, T]
-  if (!run.capture.attention.empty()) {
-    src = run.capture.attention.ptr() + ((int64_t(layer) * c.n_head + head) * T + q0) * T;
-  } else {
-    rows.resize(size_t(q1 - q0) * size_t(T));
-    model.attention_from_qk(run.capture, layer, head, q0, q1, rows.data());
-    src = rows.data();
+  if (run.capture.attention.empty()) {  // streamed: computed again from the kept queries and keys
+    model.attention_from_qk(run.capture, layer, head, q0, q1, k0, k1, tile.ptr());
+    return tile;
   }
+  const float* src = run.capture.attention.ptr() + ((int64_t(layer) * c.n_head + head) * T + q0) * T;  // [q1 − q0, T]
   for (int q = q0; q < q1; ++q)
     std::copy_n(src + int64_t(q - q0) * T + k0, k1 - k0, tile.ptr() + int64_t(q - q0) * (k1 - k0));
   return tile;

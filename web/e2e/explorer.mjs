@@ -261,6 +261,8 @@ export async function explorerTests(base, suite, outDir, { tag, folder }) {
 
     await suite.test(`${tag} 390×844: a tap shows a value, a second tap locks`, async () => {
       // Head lines: tap a query token on the left once (its lines and weights), twice (locked).
+      // (The emulated mouse is parked on the header: Chromium replays its position after a scroll.)
+      await mp.mouse.move(1, 1);
       await mp.$eval('#lines-canvas', (c) => c.scrollIntoView({ block: 'center' }));
       const box = await mp.locator('#lines-canvas').boundingBox();
       const scale = box.width / (await mp.$eval('#lines-canvas', (c) => parseFloat(c.style.width)));

@@ -40,6 +40,7 @@ export class LabeledHeatmap {
       if (pointer() !== 'touch') this.onMove(e);
     });
     this.el.addEventListener('mouseleave', () => {
+      if (pointer() === 'touch') return;  // a tapped value stays until the next tap
       this.hover = null;
       hideTooltip();
       this.draw();

@@ -49,6 +49,7 @@ export class LinesView implements ExportableView {
       if (pointer() !== 'touch') this.onMove(e);
     });
     this.canvas.addEventListener('mouseleave', () => {
+      if (pointer() === 'touch') return;  // a tapped value stays until the next tap
       this.hover = null;
       hideTooltip();
       this.draw();

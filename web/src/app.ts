@@ -138,8 +138,9 @@ export class App {
     const next = { ...this.state, ...patch };
     if (patch.level && patch.level !== this.state.level) next.lock = -1;
     if (patch.text !== undefined && patch.text !== this.state.text) {
-      next.token = Math.min(next.token, 1);
-      next.lock = -1;
+      // A new text keeps a token and lock only when the change names them (Generate does).
+      if (patch.token === undefined) next.token = Math.min(next.token, 1);
+      if (patch.lock === undefined) next.lock = -1;
     }
     const viewChanged = next.view !== this.state.view;
     this.state = next;
@@ -277,8 +278,8 @@ export class App {
       // Step 1 selected and locked (refresh finds its unit at the current level), the slider
       // focused so that the arrow keys move through the steps.
       this.lockStep = true;
-      this.setState({ text: g.text, token: first });
       this.sentence.focusSteps();
+      this.setState({ text: g.text, token: first });
     } catch (e) {
       this.setBusy(null);
       this.showError(text, e);

@@ -263,7 +263,7 @@ export class HeadPanel implements ExportableView {
     const { width: hw, height: hh } = zoomPixels ? { width: HEATMAP_SIZE, height: HEATMAP_SIZE } : this.heatmap.size;
     const pad = 18;
     const infoX = pad + hw + 24;
-    const width = Math.max(infoX + 320, 560);
+    const width = Math.max(infoX + 480, 560);  // room for the longest statistic note at 11 px
     const height = Math.max(hh + 110, 330);
     const items: SceneItem[] = [
       { kind: 'text', x: pad, y: 26, text: `${headWithIndex(state.head)} – ${report.roles.primary.name}${report.roles.primary.detail ? ` (${report.roles.primary.detail})` : ''}`, size: 17, fill: THEME.text, weight: 'bold' },

@@ -48,6 +48,7 @@ export class SentenceView {
   private slider: HTMLInputElement | null = null;
   private stepLabel: HTMLElement | null = null;
   private stepsFor: GenerateResult | null = null;
+  private wantFocus = false;
 
   constructor(
     private readonly callbacks: SentenceCallbacks,
@@ -114,9 +115,10 @@ export class SentenceView {
     this.el.setAttribute('aria-busy', String(busy));
   }
 
-  /** Puts the focus on the step slider, where ← → ↑ ↓ move through the steps. */
+  /** Puts the focus on the step slider, where ← → ↑ ↓ move through the steps (once the steps
+   *  of the new generation are drawn). */
   focusSteps(): void {
-    this.slider?.focus();
+    this.wantFocus = true;
   }
 
   /** The generation whose steps are shown for `text`, or null. */
@@ -163,6 +165,10 @@ export class SentenceView {
     const at = g.generated.findIndex((st) => st.position === selectedToken);
     const step = g.generated[Math.max(0, at)];
     if (document.activeElement !== this.slider || Number(this.slider!.value) !== Math.max(0, at)) this.slider!.value = String(Math.max(0, at));
+    if (this.wantFocus) {
+      this.wantFocus = false;
+      this.slider!.focus();
+    }
     this.stepLabel!.textContent = at >= 0 ? ` ${at + 1} of ${g.generated.length}: “${tokenLabel(labels[step.position] ?? step.text, 20)}” at position ${step.position}` : ` choose a step (1–${g.generated.length})`;
   }
 

@@ -125,15 +125,19 @@ export async function explorerTests(base, suite, outDir, { tag, folder, truncate
       });
       await page.fill('#text-input', 'Heads can be watched while they work.');
       const before = await ready(page);
-      await page.click('#analyse');
-      await page.waitForFunction(() => document.body.classList.contains('computing'));
-      assert.equal(await page.isDisabled('#analyse'), true);
-      assert.equal(await page.isVisible('#progress'), true);
-      assert.equal(Number(await page.$eval('#views', (e) => getComputedStyle(e).opacity)) < 0.5, true);
-      await shot(page, 'computing');
-      release();
-      await page.waitForFunction((b) => document.body.getAttribute('data-ready') !== b, before, { timeout: 120000 });
-      await page.unroute('**/api/run');
+      try {
+        await page.click('#analyse');
+        await page.waitForFunction(() => document.body.classList.contains('computing'));
+        assert.equal(await page.isDisabled('#analyse'), true, 'Analyse is disabled');
+        assert.equal(await page.isVisible('#progress'), true, 'the progress bar runs');
+        const opacity = Number(await page.$eval('#views', (e) => getComputedStyle(e).opacity));
+        assert.ok(opacity < 0.5, `the old views are dimmed (opacity ${opacity})`);
+        await shot(page, 'computing');
+      } finally {
+        release();
+        await page.waitForFunction((b) => document.body.getAttribute('data-ready') !== b, before, { timeout: 120000 });
+        await page.unroute('**/api/run');
+      }
       assert.equal(await page.$eval('body', (b) => b.classList.contains('computing')), false);
       assert.equal(await page.isDisabled('#analyse'), false);
       assert.equal(await page.isVisible('#progress'), false);

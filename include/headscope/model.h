@@ -19,7 +19,7 @@ namespace headscope {
 
 struct ModelConfig {
   std::string architecture;  // "bert", "llama", "gpt2", ... (family file in src/models/)
-  std::string name;          // directory name or general.name
+  std::string name;          // display name: the folder (or .gguf file) it was loaded from
   int n_layer = 0;
   int n_head = 0;
   int n_kv_head = 0;

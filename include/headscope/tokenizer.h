@@ -32,6 +32,12 @@ struct Encoding {
   size_t size() const { return tokens.size(); }
 };
 
+// How a token reads to a person: the part of `text` it covers (token.begin .. token.end, widened to
+// whole UTF-8 characters), so byte-level symbols (Ġ, Ċ, Ã¼) never show. Surrounding spaces are
+// dropped; a token of whitespace only reads as ␣ (space), ↵ (line break) or ⇥ (tab). WordPiece's
+// "##" is kept so that a split word still shows its pieces. A special token reads as its own text.
+std::string token_display(std::string_view text, const Token& token);
+
 struct EncodeOptions {
   bool add_special_tokens = true;
   // 0: no limit from the caller. When the encoding (specials included) is longer than

@@ -63,7 +63,11 @@ std::unique_ptr<Model> load_llama(const std::string& dir, const nlohmann::json& 
 std::unique_ptr<Model> load_gpt2(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
 
 // The same families from a GGUF file (general.architecture "llama", "qwen2", "gpt2").
-std::unique_ptr<Model> load_llama_gguf(std::shared_ptr<const io::GgufFile> file, WeightCheck& check);
-std::unique_ptr<Model> load_gpt2_gguf(std::shared_ptr<const io::GgufFile> file, WeightCheck& check);
+// display_name: the model's name as people see it (the folder or file it was loaded from; GGUF's
+// general.name is often an internal training-run name).
+std::unique_ptr<Model> load_llama_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
+                                       WeightCheck& check);
+std::unique_ptr<Model> load_gpt2_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
+                                      WeightCheck& check);
 
 }  // namespace headscope::models

@@ -153,9 +153,10 @@ std::unique_ptr<Model> load_gpt2(const std::string& dir, const nlohmann::json& c
   return build(std::move(hp.cfg), hp.scale_by_inverse_layer, TensorReader(*src, false, prefix), std::move(tokenizer));
 }
 
-std::unique_ptr<Model> load_gpt2_gguf(std::shared_ptr<const io::GgufFile> f, WeightCheck& check) {
+std::unique_ptr<Model> load_gpt2_gguf(std::shared_ptr<const io::GgufFile> f, const std::string& display_name,
+                                        WeightCheck& check) {
   DecoderHyper hp = gpt2_config(*f);
-  hp.cfg.name = f->get_string("general.name", std::filesystem::path(f->path()).stem().string());
+  hp.cfg.name = display_name;
   auto tokenizer = tokenizer::tokenizer_from_gguf(*f);
   auto src = gguf_source(f, check);
   return build(std::move(hp.cfg), false, TensorReader(*src, true), std::move(tokenizer));

@@ -243,9 +243,10 @@ std::unique_ptr<Model> load_llama(const std::string& dir, const nlohmann::json& 
   return build(std::move(hp), TensorReader(*src, false), std::move(tokenizer));
 }
 
-std::unique_ptr<Model> load_llama_gguf(std::shared_ptr<const io::GgufFile> file, WeightCheck& check) {
+std::unique_ptr<Model> load_llama_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
+                                        WeightCheck& check) {
   DecoderHyper hp = llama_config(*file);
-  hp.cfg.name = file->get_string("general.name", std::filesystem::path(file->path()).stem().string());
+  hp.cfg.name = display_name;
   auto tokenizer = tokenizer::tokenizer_from_gguf(*file);
   auto src = gguf_source(file, check);
   return build(std::move(hp), TensorReader(*src, true), std::move(tokenizer));

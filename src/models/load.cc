@@ -28,19 +28,24 @@ std::string gguf_file_of(const std::string& path) {
   return found;
 }
 
-// GGUF files name their family in general.architecture (llama.cpp's LLM_ARCH names).
-std::unique_ptr<Model> load_gguf(const std::string& file, models::WeightCheck& check) {
+// GGUF files name their family in general.architecture (llama.cpp's LLM_ARCH names). The display
+// name is the folder's name when a folder was given (the repository's name, as downloaded), else
+// the file's name without ".gguf"; general.name is left aside (often a training run's name).
+std::unique_ptr<Model> load_gguf(const std::string& file, const std::string& given, models::WeightCheck& check) {
+  const fs::path g = fs::path(given).lexically_normal();
+  const std::string name = fs::is_directory(given) ? (g.has_filename() ? g : g.parent_path()).filename().string()
+                                                   : fs::path(file).stem().string();
   auto gguf = std::make_shared<const io::GgufFile>(file);
   const std::string arch = gguf->get_string("general.architecture");
-  if (arch == "llama" || arch == "qwen2") return models::load_llama_gguf(gguf, check);
-  if (arch == "gpt2") return models::load_gpt2_gguf(gguf, check);
+  if (arch == "llama" || arch == "qwen2") return models::load_llama_gguf(gguf, name, check);
+  if (arch == "gpt2") return models::load_gpt2_gguf(gguf, name, check);
   throw Error(file + ": GGUF architecture '" + arch + "' is not supported (supported: llama, qwen2, gpt2)");
 }
 
 std::unique_ptr<Model> load_family(const std::string& path, models::WeightCheck& check) {
   if (path.empty()) throw Error("no model given: pass --model DIR (a Hugging Face model directory)");
   if (!fs::exists(path)) throw Error(path + ": no such file or directory");
-  if (const std::string gguf = gguf_file_of(path); !gguf.empty()) return load_gguf(gguf, check);
+  if (const std::string gguf = gguf_file_of(path); !gguf.empty()) return load_gguf(gguf, path, check);
   if (!fs::is_directory(path))
     throw Error(path + ": not a model directory (expected a folder with config.json, *.safetensors, tokenizer.json)");
   const fs::path config_path = fs::path(path) / "config.json";

@@ -138,6 +138,9 @@ json run_json(const ModelConfig& c, const RunAnalysis& run, Level level, bool hi
       const auto i = static_cast<size_t>(l * c.n_head + h);
       heads.push_back(head_json(c, l, h, a.stats.at(i), a.roles.at(i)));
     }
+  json tokens = run.encoding;
+  for (size_t i = 0; i < run.encoding.tokens.size(); ++i)
+    tokens[i]["display"] = token_display(run.text, run.encoding.tokens[i]);
   return {{"schema", "headscope.run/2"},
           {"model", c},
           {"text", run.text},
@@ -146,7 +149,7 @@ json run_json(const ModelConfig& c, const RunAnalysis& run, Level level, bool hi
           {"special", hide_special ? "hide" : "keep"},
           {"n_tokens", run.T()},
           {"n_units", a.units.T()},
-          {"tokens", run.encoding},
+          {"tokens", std::move(tokens)},
           {"words", word_units(run)},
           {"heads", std::move(heads)}};
 }

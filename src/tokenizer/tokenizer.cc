@@ -190,6 +190,28 @@ std::unique_ptr<Tokenizer> tokenizer::from_json(const nlohmann::json& root, cons
   }
 }
 
+std::string token_display(std::string_view text, const Token& token) {
+  const auto n = static_cast<int64_t>(text.size());
+  if (token.special || token.begin >= token.end || token.begin < 0 || token.end > n) return token.text;
+  const auto continuation = [&](int64_t i) { return i < n && (static_cast<unsigned char>(text[size_t(i)]) & 0xC0) == 0x80; };
+  int64_t b = token.begin, e = token.end;
+  while (b > 0 && continuation(b)) --b;  // a byte-level token may start or end inside a character
+  while (continuation(e)) ++e;
+  std::string_view slice = text.substr(size_t(b), size_t(e - b));
+  const auto space = [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; };
+  size_t first = 0, last = slice.size();
+  while (first < last && space(slice[first])) ++first;
+  while (last > first && space(slice[last - 1])) --last;
+  std::string out;
+  if (first == last) {
+    for (char c : slice) out += c == '\n' ? "↵" : c == '\t' ? "⇥" : c == '\r' ? "" : "␣";
+    return out.empty() ? token.text : out;
+  }
+  if (token.text.rfind("##", 0) == 0) out = "##";
+  out.append(slice.substr(first, last - first));
+  return out;
+}
+
 std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
   std::string out;
   for (int32_t id : ids) out += token_text(id);

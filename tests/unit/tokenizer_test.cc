@@ -500,3 +500,21 @@ TEST(TokenizerHostile, LongWordIsLinear) {
 }
 
 }  // namespace
+
+// How tokens read on the page and in the CLI: the text they cover, not byte-level symbols.
+TEST(TokenDisplay, ShowsTheTextATokenCovers) {
+  using headscope::Token;
+  using headscope::token_display;
+  const std::string text = "Grüße world\nplaying";  // "Grüße" is 7 bytes: ü and ß take two each
+  const auto tok = [](const char* vocab, int64_t b, int64_t e) { return Token{0, vocab, b, e, false, 0}; };
+  EXPECT_EQ(token_display(text, tok("Gr", 0, 2)), "Gr");
+  EXPECT_EQ(token_display(text, tok("Ã", 2, 3)), "ü");          // a byte-level piece inside ü: the whole character
+  EXPECT_EQ(token_display(text, tok("¼", 3, 4)), "ü");
+  EXPECT_EQ(token_display(text, tok("Ġworld", 7, 13)), "world");  // the leading space is dropped, Ġ never shows
+  EXPECT_EQ(token_display(text, tok("Ċ", 13, 14)), "↵");
+  EXPECT_EQ(token_display(text, tok("Ġ", 7, 8)), "␣");
+  EXPECT_EQ(token_display(text, tok("##ing", 18, 21)), "##ing");  // WordPiece keeps its split visible
+  Token cls{101, "[CLS]", 0, 0, true, -1};
+  EXPECT_EQ(token_display(text, cls), "[CLS]");
+  EXPECT_EQ(token_display(text, tok("bad", 20, 99)), "bad");      // offsets outside the text: the vocabulary entry
+}

@@ -115,7 +115,7 @@ void run(const RunArgs& a) {
   if (!a.quiet) {
     std::printf("model %s: %d layers x %d heads (d_model %d, d_head %d)\n", c.name.c_str(), L, H, c.d_model, c.d_head);
     std::printf("%d tokens%s:", T, enc.truncated ? " (truncated)" : "");
-    for (const Token& t : enc.tokens) std::printf(" %s", t.text.c_str());
+    for (const Token& t : enc.tokens) std::printf(" %s", token_display(analysed.text, t).c_str());
     if (a.words) {
       const std::vector<WordUnit> units = word_units(analysed);
       std::printf("\n%zu words (statistics below are word-level):", units.size());

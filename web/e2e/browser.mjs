@@ -54,7 +54,7 @@ async function checkHeadPanel(page, base, text, level, layer, head, special = 'k
   const run = await api(base, '/api/run', { text, level, special });
   const report = run.heads[layer * 12 + head];
   const title = await page.textContent('#head-title');
-  assert.ok(title.startsWith(`Head ${head} – ${report.roles.primary.name}`), `title "${title}" for role ${report.roles.primary.name}`);
+  assert.ok(title.startsWith(`Head ${head + 1} (index ${head}) – ${report.roles.primary.name}`), `title "${title}" for role ${report.roles.primary.name}`);
   const shown = await page.$$eval('#head-stats [data-stat]', (els) =>
     els.map((e) => ({ key: e.getAttribute('data-stat'), value: e.getAttribute('data-value'), text: e.querySelector('.stat-value').textContent })),
   );
@@ -108,8 +108,9 @@ export async function browserTests(base, suite, outDir) {
       await page.goto(base + '/');
       await page.waitForFunction(() => document.body.hasAttribute('data-ready'), null, { timeout: 120000 });
       assert.equal(await page.inputValue('#text-input'), SENTENCE);
-      // Learning context: open, with its four parts.
-      assert.equal(await page.$eval('#learning-context', (d) => d.open), true);
+      // Learning context: a collapsed strip (so that the views fit the first screen); opened on demand.
+      assert.equal(await page.$eval('#learning-context', (d) => d.open), false);
+      await page.click('#learning-context > summary');
       const cards = await page.$$eval('#learning-context .context-card h3', (els) => els.map((e) => e.textContent.replace(/^\d/, '')));
       assert.deepEqual(cards, ['Learning objectives', 'Where we are in the transformer', 'Why it matters', 'Key takeaways']);
       const ctxText = await page.textContent('#learning-context');
@@ -120,7 +121,7 @@ export async function browserTests(base, suite, outDir) {
       assert.equal((await page.$$('#head-grid .head-tile')).length, 12);
       assert.deepEqual(await page.$$eval('.layer-view .legend-ticks span', (els) => els.map((e) => e.textContent)), ['0.0', '0.25', '0.5', '0.75', '1.0']);
       // The formula with this model's sizes, and the explanation.
-      assert.equal(await page.textContent('#projection-title'), 'Concat(head₀, …, head₁₁) · W_O');
+      assert.equal(await page.textContent('#projection-title'), 'Concat(head₁, …, head₁₂) · W_O');
       const diagram = await page.textContent('#concat-diagram');
       for (const needle of ['12 × 32 = 384 dim', '384 × 384', '384 dim']) assert.ok(diagram.includes(needle), needle);
       assert.ok((await page.textContent('#why-roles')).length > 20);
@@ -159,7 +160,7 @@ export async function browserTests(base, suite, outDir) {
 
     await suite.test('pick a layer and a head; statistics equal the API', async () => {
       await settle(page, () => page.click('.toolbar [data-layer="3"]'));
-      assert.equal(await page.textContent('#layer-title'), 'Layer 3: all 12 heads side by side');
+      assert.equal(await page.textContent('#layer-title'), 'Layer 4: all 12 heads side by side');  // index 3, counted from 1
       await settle(page, () => page.click('#head-grid [data-head="5"]'));
       await checkHeadPanel(page, base, typed, 'token', 3, 5);
       assert.equal(params(page).get('layer'), '3');
@@ -230,7 +231,7 @@ export async function browserTests(base, suite, outDir) {
       assert.equal(p.get('level'), 'word');
       assert.equal(p.get('special'), 'hide');
       assert.equal(p.get('scale'), 'log');
-      await page.$eval('.intro', (e) => e.scrollIntoView());
+      await page.$eval('#learning-context', (e) => e.scrollIntoView());
       await page.$eval('#learning-context', (d) => (d.open = false));
       await shot('07-words-no-specials-log.png');
       await page.$eval('#learning-context', (d) => (d.open = true));
@@ -378,7 +379,7 @@ export async function browserTests(base, suite, outDir) {
       t0 = Date.now();
       await settle(page, () => page.click('.toolbar [data-layer="2"]'));
       timings.layer_switch_ms = Date.now() - t0;
-      await page.$eval('.intro', (e) => e.scrollIntoView());
+      await page.$eval('#learning-context', (e) => e.scrollIntoView());
       await page.$eval('#learning-context', (d) => (d.open = false));
       await shot('11-scale-500-tokens.png');
       await part('#head-panel', '11b-scale-head-panel.png');

@@ -47,7 +47,7 @@ export async function decoderTests(base, suite, outDir) {
     assert.equal((await bad.json()).error.code, 'bad_max_new_tokens');
   });
   const perGroup = model.n_head / model.n_kv_head;
-  const labels = Array.from({ length: model.n_kv_head }, (_, g) => `KV head ${g}: heads ${g * perGroup}–${(g + 1) * perGroup - 1}`);
+  const labels = Array.from({ length: model.n_kv_head }, (_, g) => `KV head ${g + 1}: heads ${g * perGroup + 1}–${(g + 1) * perGroup}`);
 
   const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
   const page = await (await browser.newContext({ viewport: { width: 1400, height: 1000 }, deviceScaleFactor: 1 })).newPage();

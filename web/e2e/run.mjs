@@ -8,6 +8,7 @@
 //                    tiles (default: ../models/SmolLM2-135M-Instruct; "skip" leaves it out). Its
 //                    text comes from HEADSCOPE_LONG_TEXT (default: ../../shared/data/ud/en_ewt-ud-dev.conllu).
 //                    The analysis takes minutes on two cores; timings go to test-results/long-timings.json.
+//   HEADSCOPE_E2E_ONLY=explorer  only the first-minute-to-phone suite (explorer.mjs) on both models
 //   CHROMIUM         the browser (default: /usr/bin/chromium)
 // Screenshots, exported files and the server log go to web/test-results/.
 import fs from 'node:fs';
@@ -16,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { apiTests } from './api.mjs';
 import { browserTests } from './browser.mjs';
 import { decoderTests } from './decoder.mjs';
+import { explorerTests } from './explorer.mjs';
 import { startServer, Suite } from './harness.mjs';
 import { LONG_TOKENS, longTests, longText } from './long.mjs';
 
@@ -29,6 +31,8 @@ const longEnv = process.env.HEADSCOPE_LONG_MODEL ?? 'models/SmolLM2-135M-Instruc
 const longModel = longEnv === 'skip' ? null : path.resolve(root, longEnv);
 const longConllu = path.resolve(root, process.env.HEADSCOPE_LONG_TEXT ?? '../shared/data/ud/en_ewt-ud-dev.conllu');
 const dist = path.join(webDir, 'dist');
+// HEADSCOPE_E2E_ONLY=explorer: only the first-minute-to-phone suite (explorer.mjs), on both models.
+const onlyExplorer = process.env.HEADSCOPE_E2E_ONLY === 'explorer';
 const outDir = path.join(webDir, 'test-results');
 
 function fail(message) {
@@ -50,11 +54,13 @@ console.log(`e2e: ${bin} serving ${path.basename(model)} at ${server.url}`);
 let ok = false;
 try {
   const apiSuite = new Suite('api');
-  console.log('API');
-  await apiTests(server.url, apiSuite);
   const uiSuite = new Suite('browser');
-  console.log('Browser (Chromium)');
-  await browserTests(server.url, uiSuite, outDir);
+  if (!onlyExplorer) {
+    console.log('API');
+    await apiTests(server.url, apiSuite);
+    console.log('Browser (Chromium)');
+    await browserTests(server.url, uiSuite, outDir);
+  }
   const a = apiSuite.summary(), b = uiSuite.summary();
   ok = a && b;
   if (server.child.exitCode !== null) {
@@ -65,7 +71,7 @@ try {
   await server.stop();
   log.end();
 }
-if (decoderModel) {
+if (decoderModel && !onlyExplorer) {
   // A second, short pass on a causal GQA model: its own server, its own log.
   const dlog = fs.createWriteStream(path.join(outDir, 'server-decoder.log'));
   dlog.path = path.join(outDir, 'server-decoder.log');
@@ -74,7 +80,7 @@ if (decoderModel) {
   console.log(`Decoder (${path.basename(decoderModel)} at ${dserver.url}, started in ${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   try {
     const suite = new Suite('decoder');
-    await decoderTests(dserver.url, suite, outDir);
+    if (!onlyExplorer) await decoderTests(dserver.url, suite, outDir);
     ok = suite.summary() && ok;
     if (dserver.child.exitCode !== null) {
       console.error(`e2e: the decoder server exited (code ${dserver.child.exitCode}) during the tests`);
@@ -85,7 +91,28 @@ if (decoderModel) {
     dlog.end();
   }
 }
-if (longModel && !fs.existsSync(longConllu)) {
+/** The first-minute-to-phone suite on its own server, whose token limit is small so that the
+ *  "truncate to N tokens" path costs a short analysis, not a 512-token one. */
+async function explorerPass(modelDir, tag, options = {}) {
+  const xlog = fs.createWriteStream(path.join(outDir, `server-explorer-${tag}.log`));
+  xlog.path = path.join(outDir, `server-explorer-${tag}.log`);
+  const xserver = await startServer({ bin, model: modelDir, webDir: dist, log: xlog, args: ['--max-tokens', '64'] });
+  console.log(`Explorer (${path.basename(modelDir)}, 1400×900 and 390×844, at ${xserver.url})`);
+  try {
+    const suite = new Suite(`explorer ${tag}`);
+    await explorerTests(xserver.url, suite, outDir, { tag, folder: path.basename(modelDir), ...options });
+    ok = suite.summary() && ok;
+  } finally {
+    await xserver.stop();
+    xlog.end();
+  }
+}
+await explorerPass(model, 'minilm');
+// The truncation test once (on the encoder): on SmolLM2 it costs half a minute on two cores.
+if (decoderModel) await explorerPass(decoderModel, 'smollm2', { truncate: false });
+if (onlyExplorer) {
+  // the long-text pass is left out
+} else if (longModel && !fs.existsSync(longConllu)) {
   console.log(`Long text: skipped, no treebank at ${longConllu} (set HEADSCOPE_LONG_TEXT)`);
 } else if (longModel) {
   const llog = fs.createWriteStream(path.join(outDir, 'server-long.log'));

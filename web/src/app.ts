@@ -9,13 +9,17 @@ import { h } from './lib/dom';
 import { download, exportName, scenePng, sceneSvg, statsToCsv, statsToJson } from './lib/export';
 import { stateFromQuery, stateToQuery, type ViewState } from './lib/state';
 import { unitsOf } from './lib/units';
-import type { MountedView, ViewContext, ViewHost } from './views/context';
+import { headWithIndex, layerWithIndex, NUMBERING_NOTE } from './lib/numbering';
+import { withCaption } from './lib/scene';
+import { THEME } from './lib/theme';
+import { tokenShown } from './lib/units';
+import type { ExportableView, MountedView, ViewContext, ViewHost } from './views/context';
 import { HeadPanel } from './views/head-panel/head-panel';
 import { VIEW_IDS, VIEWS } from './views';
 import { learningContext } from './views/lesson/learning-context';
 import { WhyHeadsView } from './views/lesson/why-heads';
 import { ProjectionView } from './views/projection/projection-view';
-import { SentenceView } from './views/sentence/sentence-view';
+import { SentenceView, textBeforeByte } from './views/sentence/sentence-view';
 import { Toolbar } from './views/toolbar/toolbar';
 
 export class App {
@@ -30,8 +34,11 @@ export class App {
   private projection: ProjectionView;
   private why: WhyHeadsView;
   private busy: HTMLElement;
+  private progress: HTMLElement;
   private help: HTMLElement;
   private longNotice: HTMLElement;
+  /** Set by Generate (and by a reload of its steps): the next refresh locks the selected step. */
+  private lockStep = false;
 
   constructor(
     private readonly root: HTMLElement,
@@ -52,16 +59,25 @@ export class App {
       },
       model.limits.max_tokens,
     );
-    this.toolbar = new Toolbar({ change, exportView: (f) => void this.exportView(f), exportStats: (f) => this.exportStats(f) }, VIEWS, model.n_layer, model.n_head);
+    this.toolbar = new Toolbar(
+      { change, openView: (view) => this.openView(view), exportView: (f) => void this.exportView(f), exportStats: (f) => this.exportStats(f) },
+      VIEWS,
+      model.n_layer,
+      model.n_head,
+    );
     const host: ViewHost = { change, attention: (...args) => this.api.attention(...args) };
     this.views = new Map(VIEWS.map((v) => [v.id, v.create(host)]));
-    this.headPanel = new HeadPanel((unit) => {
-      const token = this.ctx?.units.tokens[unit]?.[0];
-      if (token !== undefined) this.setState({ token });
-    });
+    this.headPanel = new HeadPanel(
+      (unit) => {
+        const token = this.ctx?.units.tokens[unit]?.[0];
+        if (token !== undefined) this.setState({ token });
+      },
+      (format) => void this.exportScene(this.headPanel, format),
+    );
     this.projection = new ProjectionView({ selectToken: (token) => this.setState({ token }) });
     this.why = new WhyHeadsView();
     this.busy = h('span', { class: 'busy', id: 'busy', 'aria-live': 'polite' });
+    this.progress = h('progress', { id: 'progress', 'aria-label': 'computing', hidden: true });
     this.help = this.helpDialog();
     this.longNotice = h('p', { class: 'panel muted', id: 'long-notice', hidden: true });
   }
@@ -73,22 +89,25 @@ export class App {
         'header',
         { class: 'top' },
         h('span', { class: 'brand' }, 'headscope'),
-        h('span', { class: 'model-chip', id: 'model-chip' }, `${m.name} · ${m.architecture} · ${m.n_layer} layers × ${m.n_head} heads · d_model ${m.d_model} · d_head ${m.d_head}`),
+        h(
+          'span',
+          { class: 'model-chip', id: 'model-chip', title: `${m.name} · ${m.architecture} · ${m.n_layer} layers × ${m.n_head} heads · d_model ${m.d_model} · d_head ${m.d_head}` },
+          h('strong', { id: 'model-name' }, m.name),
+          h('span', { class: 'model-dims' }, ` · ${m.architecture} · ${m.n_layer} layers × ${m.n_head} heads · d_model ${m.d_model} · d_head ${m.d_head}`),
+        ),
+        this.progress,
         this.busy,
         h('button', { type: 'button', class: 'ghost', onclick: () => this.toggleHelp() }, 'Keys (?)'),
       ),
       h(
         'main',
         {},
-        h(
-          'section',
-          { class: 'intro' },
-          h('p', { class: 'kicker' }, 'Transformer fundamentals · step 5 of 8'),
-          h('h1', {}, 'Multi-head attention, one head at a time'),
+        learningContext(
+          m,
           h('p', { class: 'lead' }, `${m.n_head} heads in each of the ${m.n_layer} layers of ${m.name} read the same sentence, each with its own weights, and many of them end up watching different things: the next word, the sentence boundary, a related word further away.`),
           h('p', {}, 'A layer does not pick one of these views. It runs all heads in parallel, puts their answers side by side and mixes them with one matrix. Everything below is computed live by the model on the text you give it.'),
+          h('p', { class: 'muted', id: 'numbering-note' }, NUMBERING_NOTE),
         ),
-        learningContext(m),
         this.sentence.el,
         this.toolbar.el,
         this.longNotice,
@@ -106,9 +125,12 @@ export class App {
     );
     document.addEventListener('keydown', (e) => this.onKey(e));
     window.addEventListener('popstate', () => {
+      const before = this.state.view;
       this.state = stateFromQuery(location.search, this.model, VIEW_IDS);
+      if (this.state.view !== before) this.scrollToViews();
       void this.refresh();
     });
+    if (this.sentence.generationFor(this.state.text)) this.lockStep = true;
     void this.refresh();
   }
 
@@ -116,13 +138,40 @@ export class App {
     const next = { ...this.state, ...patch };
     if (patch.level && patch.level !== this.state.level) next.lock = -1;
     if (patch.text !== undefined && patch.text !== this.state.text) {
-      next.token = Math.min(next.token, 1);
-      next.lock = -1;
+      // A new text keeps a token and lock only when the change names them (Generate does).
+      if (patch.token === undefined) next.token = Math.min(next.token, 1);
+      if (patch.lock === undefined) next.lock = -1;
     }
+    const viewChanged = next.view !== this.state.view;
     this.state = next;
     const query = stateToQuery(this.state);
-    if (query !== location.search.slice(1)) history.replaceState(null, '', `${location.pathname}?${query}`);
+    // A change of view is a history entry (Back and Forward move between views); other changes
+    // replace the current entry, so that Back does not step through every head.
+    if (query !== location.search.slice(1)) {
+      const url = `${location.pathname}?${query}`;
+      if (viewChanged) history.pushState(null, '', url);
+      else history.replaceState(null, '', url);
+    }
     void this.refresh();
+  }
+
+  /** A tab: opens its view and brings it into sight under the sticky bars. */
+  private openView(view: string): void {
+    this.setState({ view });
+    this.scrollToViews();
+  }
+
+  private scrollToViews(): void {
+    document.getElementById('views')?.scrollIntoView({ block: 'start' });
+  }
+
+  /** While the server computes: the shown views dimmed (body.computing), the progress bar running,
+   *  Analyse and Generate disabled; `what` says what is computed, null when done. */
+  private setBusy(what: string | null): void {
+    this.busy.textContent = what ?? '';
+    this.progress.hidden = what === null;
+    document.body.classList.toggle('computing', what !== null);
+    this.sentence.setBusy(what !== null);
   }
 
   /** Brings every view up to date with the state; a newer call abandons an older one. */
@@ -131,20 +180,36 @@ export class App {
     const stale = () => gen !== this.generation;
     const s = this.state;
     this.toolbar.update(s);
-    this.busy.textContent = 'computing…';
+    this.setBusy('computing…');
     try {
       const [run, plain] = await Promise.all([this.api.run(s.text, s.level, s.hideSpecial ? 'hide' : 'keep'), this.api.run(s.text, s.level, 'hide')]);
       if (stale()) return;
       this.fitState(run);
+      let units = unitsOf(run, this.state.level);
+      if (this.lockStep) {
+        // After Generate (or a reload of its steps): the selected step is the locked query.
+        this.lockStep = false;
+        const lock = units.tokens.findIndex((toks) => toks.includes(this.state.token));
+        if (lock !== this.state.lock) {
+          this.state = { ...this.state, lock };
+          history.replaceState(null, '', `${location.pathname}?${stateToQuery(this.state)}`);
+        }
+        units = unitsOf(run, this.state.level);
+      }
       const state = this.state;
-      const units = unitsOf(run, state.level);
       const ctx: ViewContext = { model: this.model, state, run, units };
       this.ctx = ctx;
       this.sentence.update(
         run.text,
-        `${run.n_tokens} tokens · ${run.words.filter((w) => !w.special).length} words${run.truncated ? ' · truncated to the model limit' : ''}`,
+        `${run.n_tokens} tokens · ${run.words.filter((w) => !w.special).length} words${run.truncated ? ' · only the beginning analysed' : ''}`,
         false,
         state.token,
+        run.tokens.map(tokenShown),
+      );
+      this.sentence.showTruncation(
+        run.n_tokens,
+        run.truncated ? textBeforeByte(run.text, Math.max(0, ...run.tokens.map((t) => t.end))) : null,
+        `This text is longer than the ${run.n_tokens} tokens the model reads at once, so only its first ${run.n_tokens} tokens are analysed. `,
       );
       this.toolbar.update(state);
       // A long text's maps were streamed: the layer's pooled overview stands in for its maps, and
@@ -170,15 +235,31 @@ export class App {
       if (stale()) return;
       this.projection.update(ctx, dec);
       this.why.update(ctx, dec, plain);
-      this.busy.textContent = '';
+      this.setBusy(null);
       document.body.setAttribute('data-ready', String(gen));
     } catch (e) {
       if (stale()) return;
-      this.busy.textContent = '';
-      const message = e instanceof ApiError ? `${e.message} (${e.code})` : `cannot reach the headscope server: ${(e as Error).message}`;
-      this.sentence.update(s.text, message, true);
+      this.setBusy(null);
+      this.showError(s.text, e);
       document.body.setAttribute('data-ready', `error-${gen}`);
     }
+  }
+
+  /** An error in words for a reader: a text over the server's size limit gets the truncate
+   *  button; anything else says what went wrong. */
+  private showError(text: string, e: unknown): void {
+    const limits = this.model.limits;
+    if (e instanceof ApiError && e.code === 'text_too_long') {
+      this.sentence.update(text, `This text is too long to analyse here.`, true);
+      // Cut to the byte limit (on a character boundary); the analysis then keeps the first tokens.
+      const bytes = new TextEncoder().encode(text);
+      const keep = textBeforeByte(text, Math.min(bytes.length, limits.max_text_bytes)).replace(/\uFFFD$/, '');
+      this.sentence.showTruncation(limits.max_tokens, keep, `The model reads at most ${limits.max_tokens} tokens at once (and this server takes texts of up to ${limits.max_text_bytes.toLocaleString('en')} bytes). `);
+      return;
+    }
+    this.sentence.showTruncation(0, null, '');
+    const message = e instanceof ApiError ? e.message : `cannot reach the headscope server: ${(e as Error).message}`;
+    this.sentence.update(text, message, true);
   }
 
   /** The unit (token or word, at the current level) holding token `t`; -1 if hidden. */
@@ -189,16 +270,19 @@ export class App {
   /** "Generate": the server continues the text greedily; the explorer then analyses prompt +
    *  continuation and opens on the first generated step. */
   private async generate(text: string, n: number): Promise<void> {
-    this.busy.textContent = 'generating…';
+    this.setBusy('generating…');
     try {
       const g = await this.api.generate(text, n);
       this.sentence.setGeneration(g);
       const first = g.generated[0]?.position ?? 0;
-      this.setState({ text: g.text, token: first, lock: this.state.level === 'token' ? first : -1 });
+      // Step 1 selected and locked (refresh finds its unit at the current level), the slider
+      // focused so that the arrow keys move through the steps.
+      this.lockStep = true;
+      this.sentence.focusSteps();
+      this.setState({ text: g.text, token: first });
     } catch (e) {
-      this.busy.textContent = '';
-      const message = e instanceof ApiError ? `${e.message} (${e.code})` : `cannot reach the headscope server: ${(e as Error).message}`;
-      this.sentence.update(text, message, true);
+      this.setBusy(null);
+      this.showError(text, e);
       document.body.setAttribute('data-ready', `error-generate`);
     }
   }
@@ -220,12 +304,31 @@ export class App {
   }
 
   private async exportView(format: 'png' | 'svg'): Promise<void> {
-    const view = this.activeView();
-    const scene = view.scene();
-    if (!scene) return;
+    await this.exportScene(this.activeView(), format);
+  }
+
+  /** Downloads a view's picture with a caption that lets it stand alone: what it shows, the
+   *  model, layer, head and role, and the text. */
+  private async exportScene(view: ExportableView, format: 'png' | 'svg'): Promise<void> {
+    const inner = view.scene();
+    const ctx = this.ctx;
+    if (!inner || !ctx) return;
+    const { state, run } = ctx;
+    const role = run.heads[state.layer * this.model.n_head + state.head]?.roles.primary;
+    const scene = withCaption(inner, {
+      title: `headscope · ${this.viewTitle(view)}`,
+      facts: `${this.model.name} · ${layerWithIndex(state.layer)} · ${headWithIndex(state.head)}${role ? ` – ${role.name}${role.detail ? ` (${role.detail})` : ''}` : ''} · ${state.level}s${state.hideSpecial ? ', special tokens hidden' : ''} · ${state.scale} scale`,
+      text: run.text,
+    }, THEME);
     const name = exportName([this.model.name, ...view.exportParts()], format);
     if (format === 'svg') download(sceneSvg(scene), name, 'image/svg+xml');
     else download(await scenePng(scene), name);
+  }
+
+  private viewTitle(view: ExportableView): string {
+    if (view === this.headPanel) return 'selected head';
+    for (const v of VIEWS) if (this.views.get(v.id) === view) return `${v.label} view`;
+    return 'view';
   }
 
   private exportStats(format: 'csv' | 'json'): void {

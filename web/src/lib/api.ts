@@ -50,6 +50,9 @@ export interface GenerateResult {
 export interface TokenInfo {
   id: number;
   text: string;
+  /** How the token reads: the text it covers, with no byte-level symbols (Ġ, Ċ); "##" kept on
+   *  WordPiece continuations; whitespace-only tokens as ␣ ↵ ⇥ (tokenizer.h, token_display). */
+  display?: string;
   begin: number;
   end: number;
   special: boolean;

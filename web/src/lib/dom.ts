@@ -58,3 +58,24 @@ export function sizeCanvas(canvas: HTMLCanvasElement, width: number, height: num
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   return ctx;
 }
+
+/** Touch has no hover. Follows the kind of the last pointer on `el` ('mouse', 'touch', 'pen'),
+ *  so that a view can make a first tap show what hovering shows and a second tap act. */
+export function pointerKind(el: HTMLElement): () => string {
+  let kind = 'mouse';
+  const note = (e: PointerEvent) => {
+    kind = e.pointerType;
+  };
+  el.addEventListener('pointerdown', note);
+  el.addEventListener('pointermove', note);
+  return () => kind;
+}
+
+/** A pointer position in the canvas's drawing coordinates (CSS pixels at its drawn size), also
+ *  when the stylesheet shrinks the canvas to fit a narrow screen. */
+export function canvasPoint(canvas: HTMLCanvasElement, e: MouseEvent): { x: number; y: number } {
+  const r = canvas.getBoundingClientRect();
+  const w = parseFloat(canvas.style.width) || r.width;
+  const ht = parseFloat(canvas.style.height) || r.height;
+  return { x: ((e.clientX - r.left) * w) / Math.max(1, r.width), y: ((e.clientY - r.top) * ht) / Math.max(1, r.height) };
+}

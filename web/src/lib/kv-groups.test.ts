@@ -17,12 +17,12 @@ describe('kvGroups', () => {
       [3, 4, 5],
       [6, 7, 8],
     ]);
-    expect(groups!.map((g) => g.label)).toEqual(['KV head 0: heads 0–2', 'KV head 1: heads 3–5', 'KV head 2: heads 6–8']);
+    expect(groups!.map((g) => g.label)).toEqual(['KV head 1: heads 1–3', 'KV head 2: heads 4–6', 'KV head 3: heads 7–9']);
   });
 
   it('puts every head in one group under multi-query attention', () => {
     const groups = kvGroups({ n_head: 4, n_kv_head: 1, kv_head_of: [0, 0, 0, 0] });
-    expect(groups).toEqual([{ kv: 0, heads: [0, 1, 2, 3], label: 'KV head 0: heads 0–3' }]);
+    expect(groups).toEqual([{ kv: 0, heads: [0, 1, 2, 3], label: 'KV head 1: heads 1–4' }]);
   });
 
   it('returns null for plain multi-head attention (nothing shared)', () => {
@@ -31,8 +31,8 @@ describe('kvGroups', () => {
 
   it('lists heads that are not consecutive', () => {
     const groups = kvGroups({ n_head: 4, n_kv_head: 2, kv_head_of: [0, 1, 0, 1] });
-    expect(groups!.map((g) => g.label)).toEqual(['KV head 0: heads 0, 2', 'KV head 1: heads 1, 3']);
-    expect(headRange([5])).toBe('head 5');
+    expect(groups!.map((g) => g.label)).toEqual(['KV head 1: heads 1, 3', 'KV head 2: heads 2, 4']);
+    expect(headRange([5])).toBe('head 6');  // index 5 is the sixth head
   });
 
   it('rejects maps that do not fit the head counts', () => {

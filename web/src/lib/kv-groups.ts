@@ -22,16 +22,17 @@ export function kvGroups(model: { n_head: number; n_kv_head: number; kv_head_of:
     if (!Number.isInteger(kv) || kv < 0 || kv >= n_kv_head) throw new Error(`query head ${head} maps to KV head ${kv}, outside 0–${n_kv_head - 1}`);
     groups[kv].heads.push(head);
   });
-  for (const g of groups) g.label = `KV head ${g.kv}: ${headRange(g.heads)}`;
+  for (const g of groups) g.label = `KV head ${g.kv + 1}: ${headRange(g.heads)}`;
   return groups;
 }
 
-/** "heads 3–5", "head 4", or "heads 0, 2, 4" when not consecutive. */
+/** Head numbers as people count them (index + 1, lib/numbering.ts): "heads 4–6", "head 5", or
+ *  "heads 1, 3, 5" when not consecutive. */
 export function headRange(heads: number[]): string {
   if (heads.length === 0) return 'no heads';
-  if (heads.length === 1) return `head ${heads[0]}`;
+  if (heads.length === 1) return `head ${heads[0] + 1}`;
   const consecutive = heads.every((hd, i) => i === 0 || hd === heads[i - 1] + 1);
-  return consecutive ? `heads ${heads[0]}–${heads[heads.length - 1]}` : `heads ${heads.join(', ')}`;
+  return consecutive ? `heads ${heads[0] + 1}–${heads[heads.length - 1] + 1}` : `heads ${heads.map((hd) => hd + 1).join(', ')}`;
 }
 
 /** Distinct colours for KV groups (cycled beyond their number). */

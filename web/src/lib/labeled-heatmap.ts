@@ -3,7 +3,7 @@
 // (left labels), keys are columns (top labels): row q shows where query q looks.
 
 import { THEME } from './theme';
-import { hideTooltip, showTooltip, sizeCanvas } from './dom';
+import { canvasPoint, hideTooltip, pointerKind, showTooltip, sizeCanvas } from './dom';
 import { cellAt, pixelsCanvas } from './heatmap';
 import type { Matrix } from './matrix';
 import type { Pixels, SceneItem } from './scene';
@@ -35,15 +35,22 @@ export class LabeledHeatmap {
     this.el = document.createElement('canvas');
     this.el.className = 'labeled-heatmap';
     this.el.tabIndex = 0;
-    this.el.addEventListener('mousemove', (e) => this.onMove(e));
+    const pointer = pointerKind(this.el);
+    this.el.addEventListener('mousemove', (e) => {
+      if (pointer() !== 'touch') this.onMove(e);
+    });
     this.el.addEventListener('mouseleave', () => {
+      if (pointer() === 'touch') return;  // a tapped value stays until the next tap
       this.hover = null;
       hideTooltip();
       this.draw();
     });
     this.el.addEventListener('click', (e) => {
       const c = this.cellFromEvent(e);
-      if (c && this.onCell) this.onCell(c.q, c.k);
+      if (!c) return;
+      // Touch: the first tap on a cell shows its value (as hovering does), a second tap acts.
+      if (pointer() === 'touch' && (this.hover?.q !== c.q || this.hover?.k !== c.k)) return this.onMove(e);
+      if (this.onCell) this.onCell(c.q, c.k);
     });
   }
 
@@ -66,7 +73,8 @@ export class LabeledHeatmap {
 
   private cellFromEvent(e: MouseEvent): { q: number; k: number } | null {
     if (!this.data) return null;
-    return cellAt(e.offsetX - this.layout.label, e.offsetY - this.layout.label, this.layout.grid, this.data.matrix.n);
+    const p = canvasPoint(this.el, e);
+    return cellAt(p.x - this.layout.label, p.y - this.layout.label, this.layout.grid, this.data.matrix.n);
   }
 
   private onMove(e: MouseEvent): void {

@@ -183,3 +183,56 @@ export function drawScene(ctx: SceneContext, scene: Scene, toImage: (p: Pixels) 
     }
   }
 }
+
+/** What an exported picture says about itself, above the view (lib/export.ts, app.ts). */
+export interface Caption {
+  /** What the picture shows, e.g. "headscope · Layer heads view". */
+  title: string;
+  /** Model, layer, head and role, units and scale, in one line. */
+  facts: string;
+  /** The analysed text; long texts are cut after CAPTION_TEXT_LINES lines. */
+  text: string;
+}
+
+/** Lines of the analysed text an exported picture repeats (a long document would bury the view). */
+export const CAPTION_TEXT_LINES = 4;
+
+/** Breaks `text` into lines of at most `chars` characters, at spaces where possible. */
+export function wrapText(text: string, chars: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.replace(/\s+/g, ' ').trim().split(' ')) {
+    for (let w = word; w.length > 0; ) {
+      const room = line ? chars - line.length - 1 : chars;
+      if (w.length <= room) {
+        line = line ? `${line} ${w}` : w;
+        w = '';
+      } else if (line) {
+        lines.push(line);
+        line = '';
+      } else {
+        lines.push(w.slice(0, chars));
+        w = w.slice(chars);
+      }
+    }
+  }
+  if (line) lines.push(line);
+  return lines;
+}
+
+/** The scene moved down under a caption band (title, facts, the text), so that an exported
+ *  picture stands alone. */
+export function withCaption(scene: Scene, c: Caption, colours: { text: string; muted: string }): Scene {
+  const width = Math.max(scene.width, 520);
+  const chars = Math.max(24, Math.floor((width - 24) / 6.4));  // 11 px text: about 6 px a character
+  let lines = wrapText(`Text: “${c.text}”`, chars);
+  if (lines.length > CAPTION_TEXT_LINES) lines = [...lines.slice(0, CAPTION_TEXT_LINES - 1), `${lines[CAPTION_TEXT_LINES - 1].slice(0, chars - 1)}…`];
+  const head: SceneItem[] = [
+    { kind: 'text', x: 12, y: 22, text: c.title, size: 15, fill: colours.text, weight: 'bold' },
+    { kind: 'text', x: 12, y: 40, text: c.facts, size: 11, fill: colours.text },
+    ...lines.map((text, i): SceneItem => ({ kind: 'text', x: 12, y: 57 + i * 15, text, size: 11, fill: colours.muted })),
+  ];
+  const dy = 57 + lines.length * 15;
+  const moved = scene.items.map((it): SceneItem => (it.kind === 'line' ? { ...it, y1: it.y1 + dy, y2: it.y2 + dy } : { ...it, y: it.y + dy }));
+  return { width, height: scene.height + dy, background: scene.background, items: [...head, ...moved] };
+}

@@ -2,7 +2,7 @@
 // analysis/words.h: attention TO a word is the sum over its pieces, FROM a word the mean), with
 // special tokens optionally hidden.
 
-import type { RunResult } from './api';
+import type { RunResult, TokenInfo } from './api';
 import type { Level } from './state';
 
 export interface Units {
@@ -14,11 +14,17 @@ export interface Units {
   tokens: number[][];
 }
 
+/** The label of a token on the page: decoded (the server's `display`), its vocabulary entry as a
+ *  fallback for a server that sends none. */
+export function tokenShown(t: TokenInfo): string {
+  return t.display ?? t.text;
+}
+
 export function unitsOf(run: RunResult, level: Level): Units {
   if (level === 'token') {
     return {
       level,
-      labels: run.tokens.map((t) => t.text),
+      labels: run.tokens.map(tokenShown),
       special: run.tokens.map((t) => t.special),
       tokens: run.tokens.map((_, i) => [i]),
     };

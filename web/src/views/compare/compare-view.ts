@@ -13,6 +13,7 @@ import type { HeadRef, ViewState } from '../../lib/state';
 import { THEME } from '../../lib/theme';
 import type { Tensor } from '../../lib/wire';
 import { headReport, type ExportableView, type ViewContext } from '../context';
+import { headName, headTag, layerName } from '../../lib/numbering';
 
 /** Largest side of each of the three heatmaps, in CSS pixels. */
 const COMPARE_SIZE = 250;
@@ -63,9 +64,9 @@ export class CompareView implements ExportableView {
 
   private picker(name: 'A' | 'B', ref: HeadRef, nLayer: number, nHead: number, key: 'compareA' | 'compareB'): HTMLElement {
     const layer = h('select', { 'aria-label': `head ${name}: layer`, id: `compare-${name.toLowerCase()}-layer` });
-    for (let l = 0; l < nLayer; l++) layer.appendChild(h('option', { value: l, selected: l === ref.layer }, `Layer ${l}`));
+    for (let l = 0; l < nLayer; l++) layer.appendChild(h('option', { value: l, selected: l === ref.layer }, layerName(l)));
     const head = h('select', { 'aria-label': `head ${name}: head`, id: `compare-${name.toLowerCase()}-head` });
-    for (let hh = 0; hh < nHead; hh++) head.appendChild(h('option', { value: hh, selected: hh === ref.head }, `Head ${hh}`));
+    for (let hh = 0; hh < nHead; hh++) head.appendChild(h('option', { value: hh, selected: hh === ref.head }, headName(hh)));
     const onChange = () => this.callbacks.change({ [key]: { layer: Number(layer.value), head: Number(head.value) } });
     layer.addEventListener('change', onChange);
     head.addEventListener('change', onChange);
@@ -98,8 +99,8 @@ export class CompareView implements ExportableView {
     this.maps[1].update({ matrix: sb.matrix, pixels: displayPixels(sb.matrix, state.scale, COMPARE_SIZE, model.causal), labels: sb.labels, describe: describe(sb.matrix, 'B') });
     this.maps[2].update({ matrix: diff, pixels: signedPixels(diff.data, diff.n, diff.n, this.limit), labels: sa.labels, describe: describe(diff, 'A − B') });
     const ra = headReport(ctx, a.layer, a.head).roles.primary, rb = headReport(ctx, b.layer, b.head).roles.primary;
-    this.captions[0].textContent = `A: layer ${a.layer}, head ${a.head} – ${ra.name}`;
-    this.captions[1].textContent = `B: layer ${b.layer}, head ${b.head} – ${rb.name}`;
+    this.captions[0].textContent = `A: ${layerName(a.layer)}, ${headName(a.head)} – ${ra.name}`;
+    this.captions[1].textContent = `B: ${layerName(b.layer)}, ${headName(b.head)} – ${rb.name}`;
     this.captions[2].textContent = 'A − B';
     clear(this.legends[0]);
     this.legends[0].appendChild(attentionLegend(state.scale, model.causal));
@@ -113,7 +114,7 @@ export class CompareView implements ExportableView {
   exportParts(): (string | number)[] {
     if (!this.ctx) return ['compare'];
     const { compareA: a, compareB: b } = this.ctx.state;
-    return ['compare', `L${a.layer}H${a.head}`, `L${b.layer}H${b.head}`];
+    return ['compare', headTag(a.layer, a.head).replace(' ', ''), headTag(b.layer, b.head).replace(' ', '')];
   }
 
   scene(): Scene | null {

@@ -3,6 +3,7 @@
 // function, and the head's attention drawn large with labels.
 
 import type { HeadStats } from '../../lib/api';
+import { tokenShown } from '../../lib/units';
 import { h, clear } from '../../lib/dom';
 import { fixed, percent, tokenLabel } from '../../lib/format';
 import { displayPixels, isMasked } from '../../lib/heatmap';
@@ -17,35 +18,40 @@ import { MASKED_LABEL, attentionLegend, attentionLegendItems } from '../../lib/l
 import { headReport, roleInfo, roleStyle, type ExportableView, type ViewContext } from '../context';
 import type { Region } from '../../lib/long';
 import { ZoomMap } from './zoom-map';
+import { headName, headWithIndex, layerName, layerWithIndex } from '../../lib/numbering';
 
 /** Exact weights of one head of a streamed run over a region (POST /api/tile). */
 export type TileFetcher = (layer: number, head: number, r: Region) => Promise<Tensor>;
 
 /** The lesson's four statistics: which field, how it is shown, what it means. */
-export const LESSON_STATS: readonly { key: keyof HeadStats; label: string; show: (v: number | null) => string; note: (s: HeadStats) => string }[] = [
+export const LESSON_STATS: readonly { key: keyof HeadStats; label: string; show: (v: number | null) => string; note: (s: HeadStats) => string; help: string }[] = [
   {
     key: 'entropy_bits',
     label: 'Entropy',
     show: (v) => fixed(v, 2),
     note: (s) => `bits per row · ${fixed(s.entropy_norm, 2)} of the maximum`,
+    help: 'How spread out a query’s attention is, in bits (−Σ a·log₂ a over its row), averaged over the rows. 0 bits: all of it on one key. High entropy = spread out over many keys; the most is log₂ n, when all n keys get the same weight.',
   },
   {
     key: 'sparsity',
     label: 'Sparsity',
     show: (v) => percent(v),
     note: (s) => `of weights are negligible · 90 % of the mass on ${fixed(s.keys_90, 1)} keys`,
+    help: 'The share of weights below the sparsity threshold: 10 % of what a key would get if the row were uniform (a weight under 0.1 / n, for n keys the query may see). High sparsity = the head ignores most keys.',
   },
   {
     key: 'max_attention',
     label: 'Max attention',
     show: (v) => fixed(v, 2),
     note: () => 'largest weight of a row, averaged over rows',
+    help: 'The largest weight in each query’s row, averaged over the rows. Near 1: every query picks one key; near 1 / n: no key stands out.',
   },
   {
     key: 'avg_attention',
     label: 'Avg attention',
     show: (v) => fixed(v, 2),
     note: () => 'weight where the attention lands (Σ a², 1/n if uniform)',
+    help: 'Average attention measures how much weight a key typically has where the attention goes: Σ a² over a row (each weight weighted by itself), averaged over the rows. 1 / n for a uniform row, 1 when all of it is on one key; unlike a plain mean of the weights (always 1 / n), it tells focused heads from diffuse ones.',
   },
 ];
 
@@ -94,8 +100,9 @@ export class HeadPanel implements ExportableView {
   /** Unit index of every shown row (special tokens may be hidden). */
   private shownIndex: number[] = [];
 
-  /** onQuery: a cell was clicked; receives the unit index of its row (the query). */
-  constructor(onQuery: (unit: number) => void) {
+  /** onQuery: a cell was clicked; receives the unit index of its row (the query).
+   *  onExport: the panel's own PNG / SVG buttons. */
+  constructor(onQuery: (unit: number) => void, onExport: (format: 'png' | 'svg') => void) {
     this.kicker = h('p', { class: 'kicker' });
     this.title = h('h2', { id: 'head-title' });
     this.heatmap = new LabeledHeatmap(HEATMAP_SIZE, (q) => onQuery(this.shownIndex[q]));
@@ -106,8 +113,18 @@ export class HeadPanel implements ExportableView {
     this.el = h(
       'section',
       { class: 'panel head-panel', id: 'head-panel', 'aria-labelledby': 'head-title' },
-      this.kicker,
-      this.title,
+      h(
+        'div',
+        { class: 'view-head' },
+        h('div', {}, this.kicker, this.title),
+        h(
+          'div',
+          { class: 'exports', role: 'group', 'aria-label': 'export the selected head' },
+          h('span', { class: 'muted small' }, 'Export head '),
+          h('button', { type: 'button', class: 'ghost', id: 'head-export-png', title: 'this head (map, statistics, role, text) as a PNG image', onclick: () => onExport('png') }, 'PNG'),
+          h('button', { type: 'button', class: 'ghost', id: 'head-export-svg', title: 'this head (map, statistics, role, text) as an SVG drawing', onclick: () => onExport('svg') }, 'SVG'),
+        ),
+      ),
       h('div', { class: 'head-body' }, h('div', { class: 'head-figure' }, this.heatmap.el, this.zoom.el, this.figureNote, this.legendSlot), this.info),
     );
   }
@@ -122,9 +139,9 @@ export class HeadPanel implements ExportableView {
     const role = roleInfo(model, primary.id);
     const detail = primary.detail ? ` (${primary.detail})` : '';
     const group = kvGroups(model)?.[model.kv_head_of[state.head]];
-    this.kicker.textContent = `Layer ${state.layer} of ${model.n_layer} · head ${state.head} of ${model.n_head}${group ? ` · ${group.label} (shared K and V)` : ''} · ${model.name}`;
+    this.kicker.textContent = `${layerName(state.layer)} of ${model.n_layer} · ${headName(state.head).toLowerCase()} of ${model.n_head}${group ? ` · ${group.label} (shared K and V)` : ''} · ${model.name}`;
     clear(this.title);
-    this.title.append(`Head ${state.head} – `, h('span', { class: 'role-name', style: `--role: ${role.color}` }, primary.name + detail));
+    this.title.append(`${headWithIndex(state.head)} – `, h('span', { class: 'role-name', style: `--role: ${role.color}` }, primary.name + detail));
     this.title.setAttribute('data-role', primary.id);
 
     const long = !!run.streamed && !!run.overview && !!tile;
@@ -148,7 +165,7 @@ export class HeadPanel implements ExportableView {
       key: `${run.text}\u0000${state.layer}.${state.head}`,
       info,
       overviewMax: overview.data.subarray(start, start + C * C),
-      tokens: run.tokens.map((t) => t.text),
+      tokens: run.tokens.map(tokenShown),
       causal: model.causal,
       scale: state.scale,
       fetchTile: (r) => tile(state.layer, state.head, r),
@@ -185,10 +202,12 @@ export class HeadPanel implements ExportableView {
       stats.appendChild(
         h(
           'div',
-          { class: 'stat', 'data-stat': st.key, 'data-value': v === null ? '' : String(v) },
+          // Focusable, so that the explanation opens on keyboard focus as it does on hover.
+          { class: 'stat', 'data-stat': st.key, 'data-value': v === null ? '' : String(v), tabindex: 0, 'aria-describedby': `stat-help-${st.key}` },
           h('span', { class: 'stat-value' }, st.show(v)),
           h('span', { class: 'stat-label' }, st.label),
           h('span', { class: 'stat-note' }, st.note(s)),
+          h('span', { class: 'stat-help', id: `stat-help-${st.key}`, role: 'tooltip' }, st.help),
         ),
       );
     }
@@ -244,11 +263,11 @@ export class HeadPanel implements ExportableView {
     const { width: hw, height: hh } = zoomPixels ? { width: HEATMAP_SIZE, height: HEATMAP_SIZE } : this.heatmap.size;
     const pad = 18;
     const infoX = pad + hw + 24;
-    const width = Math.max(infoX + 320, 560);
+    const width = Math.max(infoX + 480, 560);  // room for the longest statistic note at 11 px
     const height = Math.max(hh + 110, 330);
     const items: SceneItem[] = [
-      { kind: 'text', x: pad, y: 26, text: `Head ${state.head} – ${report.roles.primary.name}`, size: 17, fill: THEME.text, weight: 'bold' },
-      { kind: 'text', x: pad, y: 44, text: `${model.name} · layer ${state.layer} · ${state.level}s`, size: 11, fill: THEME.muted },
+      { kind: 'text', x: pad, y: 26, text: `${headWithIndex(state.head)} – ${report.roles.primary.name}${report.roles.primary.detail ? ` (${report.roles.primary.detail})` : ''}`, size: 17, fill: THEME.text, weight: 'bold' },
+      { kind: 'text', x: pad, y: 44, text: `${model.name} · ${layerWithIndex(state.layer)} · ${state.level}s`, size: 11, fill: THEME.muted },
       ...(zoomPixels ? [{ kind: 'image' as const, x: pad, y: 56, w: hw, h: hh, pixels: zoomPixels }] : this.heatmap.sceneItems(pad, 56)),
       ...attentionLegendItems(pad, 56 + hh + 6, Math.min(300, hw), state.scale, THEME.text, this.ctx.model.causal),
     ];

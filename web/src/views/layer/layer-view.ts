@@ -13,8 +13,13 @@ import { tokenLabel } from '../../lib/format';
 import { headReport, roleBadge, roleInfo, roleStyle, type ExportableView, type ViewContext } from '../context';
 import { readableOn } from '../../lib/colour';
 import { groupColour, kvGroups } from '../../lib/kv-groups';
+import { headName, headShort, headWithIndex, layerName, layerWithIndex } from '../../lib/numbering';
 
 const TILE = 168;
+/** Exported tiles carry token labels when each cell is at least this tall (px): 8 px text. */
+const MIN_LABEL_CELL = 7;
+/** Room for those labels beside and above a tile (px). */
+const TILE_LABEL_GUTTER = 56;
 
 interface Tile {
   shown: ShownMatrix | null;  // null: a streamed run's pooled overview
@@ -67,7 +72,7 @@ export class LayerView implements ExportableView {
       return;
     }
     this.drawnFrom = { attention, scale: state.scale, hideSpecial: state.hideSpecial, run: ctx.run };
-    this.heading.textContent = `Layer ${state.layer}: all ${model.n_head} heads side by side`;
+    this.heading.textContent = `${layerName(state.layer)}: all ${model.n_head} heads side by side`;
     clear(this.legendSlot);
     this.legendSlot.appendChild(attentionLegend(state.scale, model.causal));
     clear(this.grid);
@@ -112,7 +117,7 @@ export class LayerView implements ExportableView {
           if (!cell) return hideTooltip();
           const s = long.starts;
           showTooltip(e.clientX, e.clientY, [
-            `Layer ${state.layer} · head ${head}${groups ? ` · KV head ${model.kv_head_of[head]}` : ''}`,
+            `${layerName(state.layer)} · ${headWithIndex(head)}${groups ? ` · KV head ${model.kv_head_of[head] + 1}` : ''}`,
             `tokens ${s[cell.q]}–${s[cell.q + 1] - 1} → ${s[cell.k]}–${s[cell.k + 1] - 1}`,
             isMasked(model.causal, cell.q, cell.k) ? MASKED_LABEL : `largest weight in this block ${max[cell.q * C + cell.k].toFixed(4)}`,
           ]);
@@ -128,7 +133,7 @@ export class LayerView implements ExportableView {
         if (!cell) return hideTooltip();
         const v = shown.matrix.data[cell.q * shown.matrix.n + cell.k];
         showTooltip(e.clientX, e.clientY, [
-          `Layer ${state.layer} · head ${head}${groups ? ` · KV head ${model.kv_head_of[head]}` : ''}`,
+          `${layerName(state.layer)} · ${headWithIndex(head)}${groups ? ` · KV head ${model.kv_head_of[head] + 1}` : ''}`,
           `${tokenLabel(shown.labels[cell.q], 24)} → ${tokenLabel(shown.labels[cell.k], 24)}`,
           isMasked(model.causal, cell.q, cell.k) ? MASKED_LABEL : `weight ${v.toFixed(4)}`,
         ]);
@@ -144,13 +149,13 @@ export class LayerView implements ExportableView {
             class: 'head-tile' + (selected ? ' selected' : ''),
             'data-head': head,
             'aria-pressed': String(selected),
-            'aria-label': `head ${head}: ${report.roles.primary.name}`,
+            'aria-label': `${headName(head)}: ${report.roles.primary.name}`,
             onclick: () => this.callbacks.selectHead(head),
           },
           h(
             'span',
             { class: 'tile-head' },
-            h('span', { class: 'tile-name' }, `H${head}`),
+            h('span', { class: 'tile-name', title: headWithIndex(head) }, headShort(head)),
             h('span', { class: 'badge', style: roleStyle(role.color), title: report.roles.primary.evidence }, report.roles.primary.name),
           ),
           canvas,
@@ -170,24 +175,36 @@ export class LayerView implements ExportableView {
     const rows = Math.ceil(model.n_head / cols);
     const groups = kvGroups(model);
     const gap = 18, top = groups ? 68 : 52, tileHead = 18;
-    const width = cols * TILE + (cols + 1) * gap;
-    const height = top + rows * (TILE + tileHead + gap) + 60;
+    // Token labels beside and above every tile when its cells are tall enough to read them.
+    const labels = this.tiles[0]?.shown?.labels ?? [];
+    const gutter = labels.length > 0 && TILE / labels.length >= MIN_LABEL_CELL ? TILE_LABEL_GUTTER : 0;
+    const width = cols * (TILE + gutter) + (cols + 1) * gap;
+    const height = top + rows * (TILE + tileHead + gap + gutter) + 60;
     const items: SceneItem[] = [
-      { kind: 'text', x: gap, y: 24, text: `${model.name} · layer ${state.layer} · ${model.n_head} heads · ${state.level}s`, size: 15, fill: THEME.text, weight: 'bold' },
+      { kind: 'text', x: gap, y: 24, text: `${model.name} · ${layerWithIndex(state.layer)} · ${model.n_head} heads · ${state.level}s`, size: 15, fill: THEME.text, weight: 'bold' },
       { kind: 'text', x: gap, y: 42, text: this.ctx.run.text, size: 11, fill: THEME.muted },
     ];
     if (groups) items.push({ kind: 'text', x: gap, y: 58, text: `${groups.map((g) => g.label).join(' · ')} (head names and frames coloured by KV head)`, size: 11, fill: THEME.muted });
     this.tiles.forEach((tile, head) => {
-      const x = gap + (head % cols) * (TILE + gap);
-      const y = top + Math.floor(head / cols) * (TILE + tileHead + gap);
+      const x = gap + (head % cols) * (TILE + gap + gutter) + gutter;
+      const y = top + Math.floor(head / cols) * (TILE + tileHead + gap + gutter);
       const report = headReport(this.ctx!, state.layer, head);
       const role = roleInfo(model, report.roles.primary.id);
-      items.push({ kind: 'text', x, y: y + 12, text: `H${head}`, size: 12, fill: groups ? groupColour(model.kv_head_of[head]) : THEME.text, weight: 'bold' });
+      items.push({ kind: 'text', x, y: y + 12, text: headShort(head), size: 12, fill: groups ? groupColour(model.kv_head_of[head]) : THEME.text, weight: 'bold' });
       items.push({ kind: 'rect', x: x + 30, y: y + 2, w: 22, h: 13, fill: role.color, rx: 3 });
       items.push({ kind: 'text', x: x + 41, y: y + 12, text: roleBadge(role.name), size: 9, fill: readableOn(role.color), anchor: 'middle', weight: 'bold' });
       items.push({ kind: 'text', x: x + 58, y: y + 12, text: report.roles.primary.name, size: 11, fill: THEME.muted });
-      items.push({ kind: 'image', x, y: y + tileHead, w: TILE, h: TILE, pixels: tile.pixels });
-      items.push({ kind: 'rect', x, y: y + tileHead, w: TILE, h: TILE, fill: 'none', stroke: head === state.head ? THEME.focus : groups ? groupColour(model.kv_head_of[head]) : THEME.border, strokeWidth: head === state.head || groups ? 2 : 1 });
+      const ty = y + tileHead + gutter;
+      if (gutter > 0) {
+        const cell = TILE / labels.length;
+        labels.forEach((label, i) => {
+          const text = tokenLabel(label, 9);
+          items.push({ kind: 'text', x: x - 3, y: ty + (i + 0.5) * cell + 3, text, size: 8, fill: THEME.text, anchor: 'end' });
+          items.push({ kind: 'text', x: x + (i + 0.5) * cell + 3, y: ty - 3, text, size: 8, fill: THEME.text, rotate: -90 });
+        });
+      }
+      items.push({ kind: 'image', x, y: ty, w: TILE, h: TILE, pixels: tile.pixels });
+      items.push({ kind: 'rect', x, y: ty, w: TILE, h: TILE, fill: 'none', stroke: head === state.head ? THEME.focus : groups ? groupColour(model.kv_head_of[head]) : THEME.border, strokeWidth: head === state.head || groups ? 2 : 1 });
     });
     items.push(...attentionLegendItems(gap, height - 50, Math.min(320, width - 2 * gap), state.scale, THEME.text, model.causal));
     return { width, height, background: THEME.panel, items };

@@ -32,7 +32,9 @@ function card(title: string, marker: string, ...body: (Node | string)[]): HTMLEl
   return h('article', { class: 'context-card' }, h('h3', {}, h('span', { class: 'marker', 'aria-hidden': 'true' }, marker), title), ...body);
 }
 
-export function learningContext(model: ModelInfo): HTMLElement {
+/** The learning context as one collapsed strip (so that the text box and the heatmaps fit the
+ *  first screen): the step and the page's title in the summary, `intro` and the four cards inside. */
+export function learningContext(model: ModelInfo, ...intro: Node[]): HTMLElement {
   const steps = h('ol', { class: 'steps', 'aria-label': 'transformer steps' });
   STEPS.forEach((s, i) =>
     steps.appendChild(h('li', { class: i + 1 === THIS_STEP ? 'current' : i + 1 < THIS_STEP ? 'done' : '', 'aria-current': i + 1 === THIS_STEP ? 'step' : null }, h('span', { class: 'step-no' }, String(i + 1)), s)),
@@ -60,8 +62,15 @@ export function learningContext(model: ModelInfo): HTMLElement {
   const totalHeads = model.n_layer * model.n_head;
   return h(
     'details',
-    { class: 'learning-context', id: 'learning-context', open: true },
-    h('summary', {}, h('span', {}, 'Learning context'), h('span', { class: 'muted small' }, ' objectives · where we are · why it matters · takeaways')),
+    { class: 'learning-context', id: 'learning-context' },
+    h(
+      'summary',
+      {},
+      h('span', { class: 'kicker' }, `Step ${THIS_STEP} of ${STEPS.length}`),
+      h('h1', {}, 'Multi-head attention, one head at a time'),
+      h('span', { class: 'muted small context-more' }, 'Learning context: objectives · where we are · why it matters · takeaways'),
+    ),
+    h('div', { class: 'context-intro' }, ...intro),
     h(
       'div',
       { class: 'context-grid' },

@@ -6,12 +6,13 @@ import type { Decomposition, HeadReport, RunResult } from '../../lib/api';
 import { h, clear } from '../../lib/dom';
 import { fixed, tokenLabel } from '../../lib/format';
 import { roleInfo, roleStyle, type ViewContext } from '../context';
+import { headName, layerName } from '../../lib/numbering';
 
 /** Role id of heads that park their attention on [CLS]/[SEP]/BOS (analysis/roles.h, kSink). */
 const SINK_ROLE = 'sink';
 
 function list(items: number[]): string {
-  const s = items.map((i) => String(i));
+  const s = items.map((i) => String(i + 1));  // head numbers, counted from 1 (lib/numbering.ts)
   return s.length <= 1 ? s.join('') : `${s.slice(0, -1).join(', ')} and ${s[s.length - 1]}`;
 }
 
@@ -62,16 +63,16 @@ export class WhyHeadsView {
           'li',
           {},
           h('span', { class: 'badge', style: roleStyle(info.color) }, g.name),
-          ` ${g.heads.length === 1 ? 'head' : 'heads'} ${list(g.heads)}. Head ${g.example.head}: ${g.example.roles.primary.evidence}`,
+          ` ${g.heads.length === 1 ? 'head' : 'heads'} ${list(g.heads)}. ${headName(g.example.head)}: ${g.example.roles.primary.evidence}`,
         ),
       );
     }
     const spread =
       groups.length >= 3
-        ? `On this text the ${model.n_head} heads of layer ${state.layer} fall into ${groups.length} different patterns:`
+        ? `On this text the ${model.n_head} heads of ${layerName(state.layer).toLowerCase()} fall into ${groups.length} different patterns:`
         : groups.length === 2
-          ? `On this text layer ${state.layer} shows only two patterns, so its heads overlap more than the textbook picture suggests:`
-          : `On this text every head of layer ${state.layer} shows the same dominant pattern; the differences between them are in the details (see the role scores of each head):`;
+          ? `On this text ${layerName(state.layer).toLowerCase()} shows only two patterns, so its heads overlap more than the textbook picture suggests:`
+          : `On this text every head of ${layerName(state.layer).toLowerCase()} shows the same dominant pattern; the differences between them are in the details (see the role scores of each head):`;
     this.body.append(h('h3', {}, `What the heads of ${model.name} do`), h('p', {}, spread), ul);
 
     // A head that parks most of its weight on [CLS]/[SEP] still spends the rest somewhere, and
@@ -84,7 +85,7 @@ export class WhyHeadsView {
       for (const g of split) {
         const info = roleInfo(model, g.id);
         items.appendChild(
-          h('li', {}, h('span', { class: 'badge', style: roleStyle(info.color) }, g.name), ` ${g.heads.length === 1 ? 'head' : 'heads'} ${list(g.heads)}. Head ${g.example.head}: ${g.example.roles.primary.evidence}`),
+          h('li', {}, h('span', { class: 'badge', style: roleStyle(info.color) }, g.name), ` ${g.heads.length === 1 ? 'head' : 'heads'} ${list(g.heads)}. ${headName(g.example.head)}: ${g.example.roles.primary.evidence}`),
         );
       }
       this.body.append(
@@ -110,8 +111,8 @@ export class WhyHeadsView {
           'p',
           { id: 'why-contributions' },
           `For “${tokenLabel(token, 20)}”, the heads adding most to the layer's output are `,
-          top.map(([n, i]) => `head ${i} (‖c‖ ${fixed(n, 2)}, ${roleInfo(model, layerReports[i].roles.primary.id).name.toLowerCase()})`).join(', '),
-          `; together they carry ${fixed((top.reduce((a, [n]) => a + n, 0) / total) * 100, 0)} % of the summed norms, while head ${low[1]} adds least (${fixed(low[0], 2)}). `,
+          top.map(([n, i]) => `${headName(i).toLowerCase()} (‖c‖ ${fixed(n, 2)}, ${roleInfo(model, layerReports[i].roles.primary.id).name.toLowerCase()})`).join(', '),
+          `; together they carry ${fixed((top.reduce((a, [n]) => a + n, 0) / total) * 100, 0)} % of the summed norms, while ${headName(low[1]).toLowerCase()} adds least (${fixed(low[0], 2)}). `,
           'Pick another token above and the ranking changes: W_O weighs the heads by what they found for that token, it does not average them.',
         ),
       );

@@ -3,7 +3,7 @@
 // its lines and their exact weights; click it to keep that view (click again or Esc to release).
 
 import { scaleValue } from '../../lib/colour';
-import { h, hideTooltip, showTooltip, sizeCanvas } from '../../lib/dom';
+import { canvasPoint, h, hideTooltip, pointerKind, showTooltip, sizeCanvas } from '../../lib/dom';
 import { tokenLabel } from '../../lib/format';
 import { headMatrix } from '../../lib/matrix';
 import { shownMatrix, type ShownMatrix } from '../../lib/display';
@@ -12,6 +12,7 @@ import { THEME } from '../../lib/theme';
 import type { Tensor } from '../../lib/wire';
 import { pixelsCanvas } from '../../lib/heatmap';
 import { headReport, type ExportableView, type ViewContext } from '../context';
+import { headName, layerName } from '../../lib/numbering';
 
 const ROW = 20;
 const TOP = 28;
@@ -43,14 +44,22 @@ export class LinesView implements ExportableView {
     this.heading = h('h2', { id: 'lines-title' });
     this.note = h('p', { class: 'muted', id: 'lines-note', 'aria-live': 'polite' });
     this.canvas = h('canvas', { class: 'lines-canvas', id: 'lines-canvas', tabindex: 0, 'aria-label': 'attention lines of the selected head' });
-    this.canvas.addEventListener('mousemove', (e) => this.onMove(e));
+    const pointer = pointerKind(this.canvas);
+    this.canvas.addEventListener('mousemove', (e) => {
+      if (pointer() !== 'touch') this.onMove(e);
+    });
     this.canvas.addEventListener('mouseleave', () => {
+      if (pointer() === 'touch') return;  // a tapped value stays until the next tap
       this.hover = null;
       hideTooltip();
       this.draw();
     });
     this.canvas.addEventListener('click', (e) => {
-      const f = this.focusAt(e.offsetX, e.offsetY);
+      const p = canvasPoint(this.canvas, e);
+      const f = this.focusAt(p.x, p.y);
+      // Touch: a first tap shows a token's lines and weights (as hovering does); a second tap on
+      // the same query token locks it.
+      if (pointer() === 'touch' && JSON.stringify(f) !== JSON.stringify(this.hover)) return this.onMove(e);
       if (!f || f.side !== 'query' || !this.shown || !this.ctx) return;
       const unit = this.shown.index[f.index];
       this.callbacks.lock(this.ctx.state.lock === unit ? -1 : unit);
@@ -70,7 +79,7 @@ export class LinesView implements ExportableView {
     const { state, units } = ctx;
     this.shown = shownMatrix(headMatrix(attention, 0, state.head), units, state.hideSpecial);
     const role = headReport(ctx, state.layer, state.head).roles.primary;
-    this.heading.textContent = `Layer ${state.layer} · head ${state.head} – ${role.name}: who looks at whom`;
+    this.heading.textContent = `${layerName(state.layer)} · ${headName(state.head)} – ${role.name}: who looks at whom`;
     this.draw();
   }
 
@@ -94,7 +103,8 @@ export class LinesView implements ExportableView {
   }
 
   private onMove(e: MouseEvent): void {
-    const f = this.focusAt(e.offsetX, e.offsetY);
+    const p = canvasPoint(this.canvas, e);
+    const f = this.focusAt(p.x, p.y);
     const changed = JSON.stringify(f) !== JSON.stringify(this.hover);
     this.hover = f;
     if (f && this.shown) {
@@ -119,7 +129,7 @@ export class LinesView implements ExportableView {
     this.note.textContent =
       locked >= 0
         ? `Locked on “${this.shown.labels[locked]}”: click it again or press Esc to release.`
-        : 'Hover a token on the left to see where it looks, on the right to see who looks at it; click a left token to lock it.';
+        : 'Hover (or tap) a token on the left to see where it looks, on the right to see who looks at it; click a left token (or tap it again) to lock it.';
   }
 
   exportParts(): (string | number)[] {

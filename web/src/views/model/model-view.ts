@@ -14,6 +14,7 @@ import { THEME } from '../../lib/theme';
 import type { Tensor } from '../../lib/wire';
 import { groupColour, kvGroups } from '../../lib/kv-groups';
 import { headReport, roleBadge, roleInfo, roleStyle, type ExportableView, type ViewContext } from '../context';
+import { headShort, headWithIndex, layerName } from '../../lib/numbering';
 
 export interface ModelCallbacks {
   select(layer: number, head: number): void;
@@ -123,7 +124,7 @@ export class ModelView implements ExportableView {
     const c = this.cellAt(e.offsetX, e.offsetY);
     if (!c || !this.ctx) return hideTooltip();
     const r = headReport(this.ctx, c.layer, c.head).roles;
-    showTooltip(e.clientX, e.clientY, [`Layer ${c.layer} · head ${c.head}${kvGroups(this.ctx.model) ? ` (KV head ${this.ctx.model.kv_head_of[c.head]})` : ''}: ${r.primary.name}${r.primary.detail ? ` (${r.primary.detail})` : ''}`, r.primary.evidence, `score ${fixed(r.primary.score, 2)}; then ${r.secondary.name.toLowerCase()} ${fixed(r.secondary.score, 2)}`]);
+    showTooltip(e.clientX, e.clientY, [`${layerName(c.layer)} · ${headWithIndex(c.head)}${kvGroups(this.ctx.model) ? ` (KV head ${this.ctx.model.kv_head_of[c.head] + 1})` : ''}: ${r.primary.name}${r.primary.detail ? ` (${r.primary.detail})` : ''}`, r.primary.evidence, `score ${fixed(r.primary.score, 2)}; then ${r.secondary.name.toLowerCase()} ${fixed(r.secondary.score, 2)}`]);
   }
 
   private draw(): void {
@@ -150,10 +151,10 @@ export class ModelView implements ExportableView {
         items.push({ kind: 'text', x: cx, y: dy + 11, text: g.heads.length * this.cellW > 120 ? g.label : `KV ${g.kv}`, size: 10, fill: THEME.text, anchor: consecutive ? 'middle' : 'start', weight: 'bold' });
       }
     for (let hd = 0; hd < model.n_head; hd++)
-      items.push({ kind: 'text', x: dx + LABEL_W + hd * this.cellW + this.thumb / 2, y: dy + top + 12, text: `H${hd}`, size: 10, fill: THEME.muted, anchor: 'middle' });
+      items.push({ kind: 'text', x: dx + LABEL_W + hd * this.cellW + this.thumb / 2, y: dy + top + 12, text: headShort(hd), size: 10, fill: THEME.muted, anchor: 'middle' });
     for (let l = 0; l < model.n_layer; l++) {
       const y = dy + this.headerH + l * this.cellH;
-      items.push({ kind: 'text', x: dx + 4, y: y + this.thumb / 2 + 4, text: `L${l}`, size: 11, fill: THEME.text, weight: 'bold' });
+      items.push({ kind: 'text', x: dx + 4, y: y + this.thumb / 2 + 4, text: `L${l + 1}`, size: 11, fill: THEME.text, weight: 'bold' });
       for (let hd = 0; hd < model.n_head; hd++) {
         const x = dx + LABEL_W + hd * this.cellW;
         const role = roleInfo(model, headReport(this.ctx!, l, hd).roles.primary.id);

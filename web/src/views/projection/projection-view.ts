@@ -4,7 +4,8 @@
 
 import type { Decomposition, ModelInfo, RunResult } from '../../lib/api';
 import { readableOn } from '../../lib/colour';
-import { h, clear, hideTooltip, showTooltip, sizeCanvas } from '../../lib/dom';
+import { tokenShown } from '../../lib/units';
+import { canvasPoint, h, clear, hideTooltip, showTooltip, sizeCanvas } from '../../lib/dom';
 import { fixed, signed, subscript, tokenLabel } from '../../lib/format';
 import { pixelsCanvas, signedPixels } from '../../lib/heatmap';
 import { signedLegend, signedLegendItems } from '../../lib/legend';
@@ -14,6 +15,7 @@ import { THEME } from '../../lib/theme';
 import { row } from '../../lib/wire';
 import { groupColour, kvGroups } from '../../lib/kv-groups';
 import { headReport, roleInfo, roleStyle, type ExportableView, type ViewContext } from '../context';
+import { headName, headShort, layerName, layerWithIndex } from '../../lib/numbering';
 
 /** Width in CSS px of one number in the long (d_model) strips and in the head-output strips. */
 const WIDE_CELL = 2;
@@ -24,9 +26,9 @@ export interface ProjectionCallbacks {
   selectToken(token: number): void;
 }
 
-/** The formula's title with subscripts: Concat(head₀, …, head₁₁) · W_O. */
+/** The formula's title with subscripts, heads counted from 1: Concat(head₁, …, head₁₂) · W_O. */
 export function concatFormula(nHead: number): string {
-  return `Concat(head${subscript(0)}, …, head${subscript(nHead - 1)}) · W_O`;
+  return `Concat(head${subscript(1)}, …, head${subscript(nHead)}) · W_O`;
 }
 
 /** The diagram of the formula with the model's sizes (also used in exports). */
@@ -40,7 +42,7 @@ export function diagramScene(model: ModelInfo, roleColours: string[], width: num
   for (let i = 0; i < model.n_head; i++) {
     const colour = roleColours[i] ?? THEME.accent;
     items.push({ kind: 'rect', x, y, w: headW, h: boxH, fill: colour, rx: 3 });
-    items.push({ kind: 'text', x: x + headW / 2, y: y + boxH / 2 + 4, text: `H${i}`, size: headW > 24 ? 11 : 9, fill: readableOn(colour), anchor: 'middle', weight: 'bold' });
+    items.push({ kind: 'text', x: x + headW / 2, y: y + boxH / 2 + 4, text: headShort(i), size: headW > 24 ? 11 : 9, fill: readableOn(colour), anchor: 'middle', weight: 'bold' });
     x += headW + 4;
   }
   // Under grouped-query attention, a bar under each head in its KV group's colour, the group's
@@ -99,10 +101,12 @@ function strip(values: Float32Array, limit: number, cell: number, describe: (i: 
     ctx.fillStyle = THEME.text;
     for (let s = segment; s < values.length; s += segment) ctx.fillRect(s * cell - 0.5, 0, 1, STRIP_HEIGHT);
   }
-  canvas.addEventListener('mousemove', (e) => {
-    const i = Math.min(values.length - 1, Math.max(0, Math.floor(e.offsetX / cell)));
+  const show = (e: MouseEvent) => {
+    const i = Math.min(values.length - 1, Math.max(0, Math.floor(canvasPoint(canvas, e).x / cell)));
     showTooltip(e.clientX, e.clientY, describe(i, values[i]));
-  });
+  };
+  canvas.addEventListener('mousemove', show);
+  canvas.addEventListener('click', show);  // touch: a tap shows the value
   canvas.addEventListener('mouseleave', hideTooltip);
   return canvas;
 }
@@ -163,7 +167,7 @@ export class ProjectionView implements ExportableView {
       clear(this.tokens);
       run.tokens.forEach((t, i) =>
         this.tokens.appendChild(
-          h('button', { type: 'button', class: 'chip token' + (t.special ? ' special' : ''), 'data-token': i, onclick: () => this.callbacks.selectToken(i) }, tokenLabel(t.text, 18)),
+          h('button', { type: 'button', class: 'chip token' + (t.special ? ' special' : ''), 'data-token': i, onclick: () => this.callbacks.selectToken(i) }, tokenLabel(tokenShown(t), 18)),
         ),
       );
     }
@@ -178,7 +182,8 @@ export class ProjectionView implements ExportableView {
 
   private renderVectors(ctx: ViewContext, dec: Decomposition): void {
     const { model, run, state } = ctx;
-    const token = run.tokens[dec.token]?.text ?? '?';
+    const t = run.tokens[dec.token];
+    const token = t ? tokenShown(t) : '?';
     const H = dec.n_head, dh = dec.d_head, D = dec.d_model;
     const headLimit = maxAbs(dec.head_outputs.data) || 1;
     const outLimit = Math.max(maxAbs(dec.attn_output.data), maxAbs(dec.projection.data)) || 1;
@@ -192,20 +197,20 @@ export class ProjectionView implements ExportableView {
       grid.appendChild(h('div', { class: 'vector-row', ...attrs }, h('div', { class: 'vector-label' }, label), h('div', { class: 'vector-strip' }, canvas), h('div', { class: 'vector-value' }, value)));
     const step = (n: number, text: string) => grid.appendChild(h('h4', { class: 'vector-step' }, h('span', { class: 'step-no' }, String(n)), text));
 
-    step(1, `Each head's output for “${tokenLabel(token, 20)}” in layer ${dec.layer}: ${H} vectors of d_head = ${dh} numbers`);
+    step(1, `Each head's output for “${tokenLabel(token, 20)}” in ${layerName(dec.layer)}: ${H} vectors of d_head = ${dh} numbers`);
     for (let i = 0; i < H; i++) {
       const report = headReport(ctx, state.layer, i);
       const role = roleInfo(model, report.roles.primary.id);
       const top = topKey(row(dec.attention_rows, i), run);
       rowEl(
-        h('span', {}, h('span', { class: 'badge small', style: roleStyle(role.color) }, `H${i}`)),
-        strip(row(dec.head_outputs, i), headLimit, HEAD_CELL, dim(`head ${i} output`)),
+        h('span', {}, h('span', { class: 'badge small', style: roleStyle(role.color) }, headShort(i))),
+        strip(row(dec.head_outputs, i), headLimit, HEAD_CELL, dim(`${headName(i)} output`)),
         `‖·‖ ${fixed(dec.head_output_norms.data[i], 2)} · reads “${tokenLabel(top.token, 12)}” ${fixed(top.weight, 2)}`,
         { 'data-head-output': String(i) },
       );
     }
     step(2, `Concatenation: ${H} × ${dh} = ${H * dh} numbers, head by head`);
-    rowEl('concat', strip(dec.concat.data, headLimit, WIDE_CELL, (i, v) => [`concat ${i} = head ${Math.floor(i / dh)}, dim ${i % dh}`, signed(v)], dh), `${H * dh} dim`);
+    rowEl('concat', strip(dec.concat.data, headLimit, WIDE_CELL, (i, v) => [`concat ${i} = ${headName(Math.floor(i / dh))}, dim ${i % dh}`, signed(v)], dh), `${H * dh} dim`);
     step(3, `Projection by W_O (${dec.w_o_shape[0]} × ${dec.w_o_shape[1]}), plus its bias`);
     rowEl('W_O · concat', strip(dec.projection.data, outLimit, WIDE_CELL, dim('projection')), `${D} dim`);
     rowEl('+ b_O', strip(dec.bias.data, outLimit, WIDE_CELL, dim('bias')), `‖b_O‖ ${fixed(Math.hypot(...dec.bias.data), 2)}`);
@@ -218,8 +223,8 @@ export class ProjectionView implements ExportableView {
     for (let i = 0; i < H; i++) {
       const bar = h('span', { class: 'norm-bar' }, h('span', { style: `width: ${((norms[i] / maxNorm) * 100).toFixed(1)}%` }));
       rowEl(
-        `H${i}`,
-        strip(row(dec.contributions, i), contribLimit, WIDE_CELL, dim(`head ${i} contribution`)),
+        headShort(i),
+        strip(row(dec.contributions, i), contribLimit, WIDE_CELL, dim(`${headName(i)} contribution`)),
         h('span', { class: 'norm', 'data-norm': String(norms[i]) }, bar, `‖c‖ ${fixed(norms[i], 3)}`),
         { 'data-contribution': String(i) },
       );
@@ -248,20 +253,21 @@ export class ProjectionView implements ExportableView {
     const colours = Array.from({ length: model.n_head }, (_, i) => roleInfo(model, headReport(this.ctx!, state.layer, i).roles.primary.id).color);
     const diagram = diagramScene(model, colours, 900);
     const items: SceneItem[] = [
-      { kind: 'text', x: 10, y: 22, text: `${concatFormula(model.n_head)} · ${model.name} · layer ${state.layer}`, size: 15, fill: THEME.text, weight: 'bold' },
+      { kind: 'text', x: 10, y: 22, text: `${concatFormula(model.n_head)} · ${model.name} · ${layerWithIndex(state.layer)}`, size: 15, fill: THEME.text, weight: 'bold' },
       ...diagram.items.map((it) => ('y' in it ? { ...it, y: it.y + 30 } : it)),
     ];
     let y = diagram.height + 40;
     const dec = this.dec;
     if (dec) {
-      const token = run.tokens[dec.token]?.text ?? '?';
+      const t = run.tokens[dec.token];
+    const token = t ? tokenShown(t) : '?';
       const H = dec.n_head, D = dec.d_model;
       const contribLimit = maxAbs(dec.contributions.data) || 1;
       const outLimit = Math.max(maxAbs(dec.attn_output.data), maxAbs(dec.projection.data)) || 1;
       items.push({ kind: 'text', x: 10, y, text: `Per-head contributions for “${token}” (each ${D} numbers) and their norms`, size: 13, fill: THEME.text, weight: 'bold' });
       y += 12;
       for (let i = 0; i < H; i++) {
-        items.push({ kind: 'text', x: 10, y: y + 12, text: `H${i}`, size: 11, fill: THEME.text });
+        items.push({ kind: 'text', x: 10, y: y + 12, text: headShort(i), size: 11, fill: THEME.text });
         items.push({ kind: 'image', x: 44, y, w: D * WIDE_CELL, h: 14, pixels: signedPixels(row(dec.contributions, i), D, 1, contribLimit) });
         items.push({ kind: 'text', x: 52 + D * WIDE_CELL, y: y + 12, text: `‖c‖ ${fixed(dec.contribution_norms.data[i], 3)}`, size: 11, fill: THEME.muted });
         y += 18;

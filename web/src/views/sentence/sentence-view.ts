@@ -16,6 +16,23 @@ export interface SentenceCallbacks {
 /** Tokens one click of "Generate" appends (the server allows up to 32). */
 export const GENERATE_TOKENS = 16;
 
+/** Where the last generation is kept for this tab, so that a reload shows its steps again. */
+export const GENERATION_KEY = 'headscope.generation';
+
+function storedGeneration(): GenerateResult | null {
+  try {
+    const g = JSON.parse(sessionStorage.getItem(GENERATION_KEY) ?? 'null');
+    return g && typeof g.text === 'string' && Array.isArray(g.generated) ? (g as GenerateResult) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The part of `text` before byte offset `end` (UTF-8), as the server's token offsets count. */
+export function textBeforeByte(text: string, end: number): string {
+  return new TextDecoder().decode(new TextEncoder().encode(text).slice(0, Math.max(0, end)));
+}
+
 export class SentenceView {
   readonly el: HTMLElement;
   private chips: HTMLElement;
@@ -23,7 +40,15 @@ export class SentenceView {
   private status: HTMLElement;
   private hint: HTMLElement;
   private steps: HTMLElement;
-  private generation: GenerateResult | null = null;
+  private generation: GenerateResult | null = storedGeneration();
+  private buttons: HTMLButtonElement[];
+  private notice: HTMLElement;
+  /** The step slider of the current generation, kept across updates so that it keeps the focus
+   *  while the arrow keys move through the steps. */
+  private slider: HTMLInputElement | null = null;
+  private stepLabel: HTMLElement | null = null;
+  private stepsFor: GenerateResult | null = null;
+  private wantFocus = false;
 
   constructor(
     private readonly callbacks: SentenceCallbacks,
@@ -58,6 +83,8 @@ export class SentenceView {
           } }, `Generate ${GENERATE_TOKENS} tokens`)
       : null;
     this.steps = h('div', { class: 'generate-steps', id: 'generate-steps', hidden: true });
+    this.buttons = [button, ...(generate ? [generate] : [])];
+    this.notice = h('div', { class: 'truncate-notice', id: 'truncate-notice', hidden: true });
     this.el = h(
       'section',
       { class: 'panel sentence', 'aria-labelledby': 'sentence-title' },
@@ -65,33 +92,84 @@ export class SentenceView {
       this.chips,
       h('div', { class: 'text-row' }, this.input, button, ...(generate ? [generate] : [])),
       h('div', { class: 'text-meta' }, this.status, h('span', { class: 'muted' }, `Enter analyses · Shift+Enter for a new line · up to ${maxTokens} tokens`)),
+      this.notice,
       this.hint,
       this.steps,
     );
   }
 
-  /** Keeps the steps of a generation; they are shown while its text is the analysed one. */
+  /** Keeps the steps of a generation (also in sessionStorage, for a reload); they are shown while
+   *  its text is the analysed one. */
   setGeneration(g: GenerateResult): void {
     this.generation = g;
+    try {
+      sessionStorage.setItem(GENERATION_KEY, JSON.stringify(g));
+    } catch {
+      // storage full or disabled: the steps last until a reload
+    }
   }
 
-  private renderSteps(text: string, selectedToken: number): void {
+  /** While the server computes: Analyse (and Generate) cannot be pressed again. */
+  setBusy(busy: boolean): void {
+    for (const b of this.buttons) b.disabled = busy;
+    this.el.setAttribute('aria-busy', String(busy));
+  }
+
+  /** Puts the focus on the step slider, where ← → ↑ ↓ move through the steps (once the steps
+   *  of the new generation are drawn). */
+  focusSteps(): void {
+    this.wantFocus = true;
+  }
+
+  /** The generation whose steps are shown for `text`, or null. */
+  generationFor(text: string): GenerateResult | null {
     const g = this.generation;
-    clear(this.steps);
-    this.steps.hidden = !g || g.text !== text || g.generated.length === 0;
-    if (this.steps.hidden || !g) return;
-    const slider = h('input', { type: 'range', id: 'step-slider', min: 0, max: g.generated.length - 1, step: 1, 'aria-label': 'generated step' }) as HTMLInputElement;
-    const at = g.generated.findIndex((s) => s.position === selectedToken);
-    slider.value = String(Math.max(0, at));
-    const step = g.generated[Math.max(0, at)];
-    slider.addEventListener('input', () => this.callbacks.selectStep?.(g.generated[Number(slider.value)].position));
-    const why = g.stopped_at_eos ? ' (stopped at end-of-text)' : g.stopped_at_limit ? ' (stopped at the token limit)' : '';
-    this.steps.append(
-      h('p', {}, h('strong', {}, 'Generated: '), `${g.generated.length} tokens after the ${g.prompt_tokens}-token prompt, greedily, through the key/value cache${why}.`),
-      h('label', { class: 'step-row' }, 'Step ', slider, h('span', { id: 'step-label' }, at >= 0 ? ` ${at + 1} of ${g.generated.length}: “${tokenLabel(step.text, 20)}” at position ${step.position}` : ` choose a step (1–${g.generated.length})`)),
-      h('p', { class: 'muted' }, 'The step’s token is locked as the query in “Head lines” and decomposed through W_O below: its row is the attention the model computed when it produced the next token (in a causal model, the full text’s row t equals step t’s row).'),
-      ...(g.retokenizes_same ? [] : [h('p', { class: 'error' }, 'This text encodes to different tokens than the ones generated, so the views show the re-encoded text.')]),
+    return g && g.text === text && g.generated.length > 0 ? g : null;
+  }
+
+  /** A text over the model's limit: what was analysed, and a button that cuts the text to it.
+   *  keep: the analysed part of the text (null: no notice). */
+  showTruncation(maxTokens: number, keep: string | null, why: string): void {
+    clear(this.notice);
+    this.notice.hidden = keep === null;
+    if (keep === null) return;
+    this.notice.append(
+      h('span', {}, why),
+      h('button', { type: 'button', id: 'truncate', onclick: () => { this.input.value = keep; this.callbacks.analyse(keep); } }, `Truncate to ${maxTokens} tokens`),
     );
+  }
+
+  /** labels: how each token of the analysed text reads (decoded), by position. */
+  private renderSteps(text: string, selectedToken: number, labels: string[]): void {
+    const g = this.generationFor(text);
+    this.steps.hidden = !g;
+    if (!g) {
+      this.stepsFor = null;
+      return;
+    }
+    if (this.stepsFor !== g) {
+      this.stepsFor = g;
+      clear(this.steps);
+      const slider = h('input', { type: 'range', id: 'step-slider', min: 0, max: g.generated.length - 1, step: 1, 'aria-label': 'generated step (arrow keys move through the steps)' }) as HTMLInputElement;
+      slider.addEventListener('input', () => this.callbacks.selectStep?.(g.generated[Number(slider.value)].position));
+      this.slider = slider;
+      this.stepLabel = h('span', { id: 'step-label' });
+      const why = g.stopped_at_eos ? ' (stopped at end-of-text)' : g.stopped_at_limit ? ' (stopped at the token limit)' : '';
+      this.steps.append(
+        h('p', {}, h('strong', {}, 'Generated: '), `${g.generated.length} tokens after the ${g.prompt_tokens}-token prompt, greedily, through the key/value cache${why}.`),
+        h('label', { class: 'step-row' }, 'Step ', slider, this.stepLabel),
+        h('p', { class: 'muted' }, 'The step’s token is locked as the query in “Head lines” and decomposed through W_O below: its row is the attention the model computed when it produced the next token (in a causal model, the full text’s row t equals step t’s row). With the slider focused, the arrow keys move through the steps.'),
+        ...(g.retokenizes_same ? [] : [h('p', { class: 'error' }, 'This text encodes to different tokens than the ones generated, so the views show the re-encoded text.')]),
+      );
+    }
+    const at = g.generated.findIndex((st) => st.position === selectedToken);
+    const step = g.generated[Math.max(0, at)];
+    if (document.activeElement !== this.slider || Number(this.slider!.value) !== Math.max(0, at)) this.slider!.value = String(Math.max(0, at));
+    if (this.wantFocus) {
+      this.wantFocus = false;
+      this.slider!.focus();
+    }
+    this.stepLabel!.textContent = at >= 0 ? ` ${at + 1} of ${g.generated.length}: “${tokenLabel(labels[step.position] ?? step.text, 20)}” at position ${step.position}` : ` choose a step (1–${g.generated.length})`;
   }
 
   private choose(text: string): void {
@@ -104,10 +182,10 @@ export class SentenceView {
     if (text) this.callbacks.analyse(text);
   }
 
-  /** Shows the analysed text and how it was split. */
-  update(text: string, status: string, isError = false, selectedToken = -1): void {
+  /** Shows the analysed text and how it was split; labels: each token as it reads (decoded). */
+  update(text: string, status: string, isError = false, selectedToken = -1, labels: string[] = []): void {
     if (document.activeElement !== this.input) this.input.value = text;
-    this.renderSteps(text, selectedToken);
+    this.renderSteps(text, selectedToken, labels);
     this.status.textContent = status;
     this.status.classList.toggle('error', isError);
     const ex = EXAMPLES.find((e) => e.text === text);

@@ -5,9 +5,16 @@ import { h } from '../../lib/dom';
 import { SCALES, type ScaleName } from '../../lib/colour';
 import type { Level, ViewState } from '../../lib/state';
 import type { ViewDefinition } from '../context';
+import { headWithIndex, layerWithIndex, NUMBERING_NOTE } from '../../lib/numbering';
+
+/** Above this many layers the buttons give way to a select (a 30-layer model's 30 buttons do not
+ *  fit a toolbar); on narrow screens the select is used whatever the count (styles.css). */
+export const MAX_LAYER_BUTTONS = 16;
 
 export interface ToolbarCallbacks {
   change(patch: Partial<ViewState>): void;
+  /** A tab was chosen: open that view and scroll to it. */
+  openView(view: string): void;
   exportView(format: 'png' | 'svg'): void;
   exportStats(format: 'csv' | 'json'): void;
 }
@@ -18,6 +25,7 @@ export class Toolbar {
   readonly el: HTMLElement;
   private tabs: HTMLElement;
   private layers: HTMLElement;
+  private layerSelect: HTMLSelectElement;
   private head: HTMLSelectElement;
   private level: HTMLElement;
   private special: HTMLInputElement;
@@ -35,16 +43,19 @@ export class Toolbar {
       this.tabs.appendChild(
         h(
           'button',
-          { class: 'tab', role: 'tab', type: 'button', 'data-view': v.id, title: `${v.label} (key ${i + 1})`, onclick: () => callbacks.change({ view: v.id }) },
+          { class: 'tab', role: 'tab', type: 'button', 'data-view': v.id, title: `${v.label} (key ${i + 1})`, onclick: () => callbacks.openView(v.id) },
           v.label,
         ),
       );
     });
     this.layers = h('div', { class: 'segmented', role: 'group', 'aria-label': 'layer' });
     for (let l = 0; l < nLayer; l++)
-      this.layers.appendChild(h('button', { type: 'button', 'data-layer': l, title: `layer ${l} (↑/↓)`, onclick: () => callbacks.change({ layer: l }) }, String(l)));
+      this.layers.appendChild(h('button', { type: 'button', 'data-layer': l, title: `${layerWithIndex(l)} (↑/↓)`, onclick: () => callbacks.change({ layer: l }) }, String(l + 1)));
+    this.layerSelect = h('select', { id: 'layer-select', 'aria-label': 'layer' });
+    for (let l = 0; l < nLayer; l++) this.layerSelect.appendChild(h('option', { value: l }, layerWithIndex(l)));
+    this.layerSelect.addEventListener('change', () => callbacks.change({ layer: Number(this.layerSelect.value) }));
     this.head = h('select', { id: 'head-select', 'aria-label': 'head' });
-    for (let hh = 0; hh < nHead; hh++) this.head.appendChild(h('option', { value: hh }, `Head ${hh}`));
+    for (let hh = 0; hh < nHead; hh++) this.head.appendChild(h('option', { value: hh }, headWithIndex(hh)));
     this.head.addEventListener('change', () => callbacks.change({ head: Number(this.head.value) }));
     this.level = h('div', { class: 'segmented', role: 'group', 'aria-label': 'units' });
     (['token', 'word'] as Level[]).forEach((lv) =>
@@ -59,13 +70,13 @@ export class Toolbar {
     const exportButton = (label: string, id: string, fn: () => void, title: string) => h('button', { type: 'button', class: 'ghost', id, title, onclick: fn }, label);
     this.el = h(
       'nav',
-      { class: 'toolbar', 'aria-label': 'view controls' },
+      { class: 'toolbar' + (nLayer > MAX_LAYER_BUTTONS ? ' many-layers' : ''), id: 'toolbar', 'aria-label': 'view controls' },
       this.tabs,
       h(
         'div',
         { class: 'controls' },
-        h('label', { class: 'control' }, h('span', {}, 'Layer'), this.layers),
-        h('label', { class: 'control' }, h('span', {}, 'Head'), this.head),
+        h('div', { class: 'control layer-control', role: 'group', 'aria-label': 'layer' }, h('span', { title: NUMBERING_NOTE }, 'Layer'), this.layers, this.layerSelect),
+        h('label', { class: 'control' }, h('span', { title: NUMBERING_NOTE }, 'Head'), this.head),
         h('label', { class: 'control' }, h('span', {}, 'Units'), this.level),
         h('label', { class: 'control check', for: 'hide-special' }, this.special, h('span', {}, 'Hide special tokens')),
         h('label', { class: 'control' }, h('span', {}, 'Colour'), this.scale),
@@ -90,6 +101,7 @@ export class Toolbar {
     }
     for (const b of this.layers.children) b.setAttribute('aria-pressed', String(Number(b.getAttribute('data-layer')) === state.layer));
     for (const b of this.level.children) b.setAttribute('aria-pressed', String(b.getAttribute('data-level') === state.level));
+    this.layerSelect.value = String(state.layer);
     this.head.value = String(state.head);
     this.special.checked = state.hideSpecial;
     this.scale.value = state.scale;

@@ -156,3 +156,12 @@ def test_tiny_gqa_llama_zero(tmp_path):
         assert effect["top1_changed"] == [int(t) for t in np.nonzero(top_after != top_before)[0]]
     print(f"\ntiny GQA Llama ablation: max |Δ loss| {worst:.2e}")
     assert worst <= TOL
+
+
+def test_bad_head_specs_exit_2_naming_the_item():
+    for spec, words in (("9.0", ["9.0", "layers 0..5"]), ("1.x", ["1.x", "layer.head"]),
+                        ("1.1,1.1", ["1.1", "twice"]), ("1.1,", ["empty item"])):
+        proc = subprocess.run([BIN, "ablate", "--model", str(MODEL), "--text", "a b c", "--heads", spec],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2, (spec, proc.stderr)
+        assert proc.stderr.count("\n") == 1 and all(w in proc.stderr for w in words), proc.stderr

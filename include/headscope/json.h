@@ -25,6 +25,16 @@ void to_json(nlohmann::json& j, const WordUnit& unit);
 // {position, id, text, logit}.
 void to_json(nlohmann::json& j, const GeneratedToken& token);
 
+// "layer.head" objects and the ablation results (docs/causal.md): {layer, head}; TextEffect
+// {tokens, donor, loss_before, loss_after, mean_loss_before, mean_loss_after, top1_changed,
+// embedding_distance, layer_change}; AblationResult {heads, effect, texts}; HeadImportance
+// {layer, head, ablation, proxy}; PruningPoint {removed, effect, change}.
+void to_json(nlohmann::json& j, const HeadRef& head);
+void to_json(nlohmann::json& j, const TextEffect& effect);
+void to_json(nlohmann::json& j, const AblationResult& result);
+void to_json(nlohmann::json& j, const HeadImportance& importance);
+void to_json(nlohmann::json& j, const PruningPoint& point);
+
 namespace analysis {
 // The 24 statistics of HeadStats; offset_mass is an object keyed by the signed offset "-8" … "8".
 void to_json(nlohmann::json& j, const HeadStats& stats);

@@ -123,5 +123,14 @@ inline constexpr uint64_t kDenseMapsBytes = uint64_t{512} << 20;
 // more than a screen shows at full precision.
 inline constexpr int64_t kMaxTileCells = int64_t{1} << 20;
 
+// ---- ablation (src/pipeline/ablate.cc) ----
+
+// Texts one Ablator holds (the texts and the reference corpus, each): it keeps every text's clean
+// hidden states, [n_layer + 1, T, d_model] — 2.8 MiB for SmolLM2-135M at 40 tokens, so 1,000
+// texts stay under 3 GiB. The corpus figures use 100.
+inline constexpr size_t kMaxAblationTexts = 1000;
+// Characters of a --heads list: "ll.hh," is 6 per head, so 64 KiB names every head of the
+// largest model limits.h admits many times over.
+inline constexpr size_t kMaxHeadSpecBytes = size_t{64} << 10;
 
 }  // namespace headscope::limits

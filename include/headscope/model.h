@@ -33,12 +33,47 @@ struct ModelConfig {
   int32_t eos_token_id = -1;  // end of text for generation (decoders); -1 when the files name none
 };
 
+// A head of the model: layer 0 .. n_layer − 1, query head 0 .. n_head − 1.
+struct HeadRef {
+  int layer = 0, head = 0;
+  bool operator==(const HeadRef&) const = default;
+};
+
+// Head ablation inside the pass (docs/causal.md): the output o_h [T, d_head] of every listed head
+// is replaced in the concatenation before W_O, so W_O's sum, the residual stream and (decoders)
+// the keys and values of later layers in the KV cache are those of the ablated model. Only the
+// listed query heads change: under GQA the other heads reading the same key/value head keep theirs.
+struct Ablation {
+  enum class Mode {
+    kZero,      // o_h(t) = 0
+    kMean,      // o_h(t) = mean[layer, head]: the head's mean output over a reference corpus
+    kResample,  // o_h(t) = donor[layer, head, t] (another text's output at the same position), or at
+                //          a donor position drawn from `seed` and t when the donor is shorter
+  };
+  Mode mode = Mode::kZero;
+  std::vector<HeadRef> heads;
+  // Not owned (shared by many ablations over a corpus); must outlive the runs.
+  const Tensor* mean = nullptr;   // [n_layer, n_head, d_head] (kMean)
+  const Tensor* donor = nullptr;  // [n_layer, n_head, T_donor, d_head] (kResample): the donor text's head outputs
+  uint64_t seed = 0;
+
+  bool empty() const { return heads.empty(); }
+  // Replaces the listed heads of `layer` in concat [T, n_head · d_head] (row t = position first + t).
+  void apply(int layer, int64_t first, int64_t T, int n_head, int d_head, float* concat) const;
+  // The donor position resample ablation reads for position t of a text (t itself when t < T_donor).
+  int64_t donor_position(int64_t t) const;
+};
+
 struct CaptureOptions {
   bool attention = true;      // [n_layer, n_head, T, T]
   bool head_outputs = true;   // [n_layer, n_head, T, d_head]
   bool contributions = true;  // [n_layer, n_head, T, d_model]
   bool hidden_states = true;  // [n_layer + 1, T, d_model]
   bool queries_keys = false;  // queries [n_layer, n_head, T, d_head], keys [n_layer, n_kv_head, T, d_head]
+  bool logits = false;        // [T, vocab_size]: the next-token logits after every row (decoders only)
+
+  // Heads to ablate in this pass (null or empty: the plain model). Not owned; must outlive the run.
+  const Ablation* ablation = nullptr;
 
   // Streaming, for long texts: when set and `attention` is false, every layer's probabilities are
   // handed over in blocks of query rows and then dropped, so no [n_layer, n_head, T, T] buffer
@@ -66,6 +101,7 @@ struct Capture {
   Tensor hidden_states;  // [n_layer + 1, T, d_model]      embeddings, then the output of each layer
   Tensor queries;        // [n_layer, n_head, T, d_head]     (on request)
   Tensor keys;           // [n_layer, n_kv_head, T, d_head]  (on request)
+  Tensor logits;         // [T, vocab_size]                  (on request, decoders)
   std::vector<int> kv_head_of;  // query head -> the key/value head it reads (identity without GQA)
 };
 
@@ -127,6 +163,16 @@ class Model {
   // out of range.
   virtual void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1, int64_t k0,
                                  int64_t k1, float* probs) const;
+
+  // The pass again from layer `first_layer` (0 .. n_layer − 1) on, reusing an earlier run's prefix:
+  // `prefix` is the hidden_states [n_layer + 1, T, d_model] of a run of the same encoding, whose
+  // slot first_layer is the residual stream entering that layer. Layers first_layer .. n_layer − 1
+  // run as run() runs them (with options.ablation), so when nothing before first_layer differs the
+  // result equals run()'s. Heads of layer l change only layers ≥ l: ablation over a corpus restarts
+  // there. Records hidden states (slots ≤ first_layer copied from `prefix`) and logits only;
+  // options asking for anything else throw Error, as do encoders and decoders without this pass.
+  virtual Capture resume(const Encoding& encoding, int first_layer, const Tensor& prefix,
+                         const CaptureOptions& options) const;
 
   // W_O of `layer` as stored by nn.Linear: [d_model, n_head * d_head] (out, in), and its bias.
   virtual const Tensor& output_projection(int layer) const = 0;

@@ -7,6 +7,8 @@
 //   decompose()  one token of one layer through W_O: each head's output, its contribution, their sum
 //   generate()   greedy continuation through the KV cache, optionally capturing every attention row
 //   make_atlas() the corpus atlas of a model (and a control model): JSON, Markdown and PNG grids
+//   Ablator      head ablation over a set of texts: its effect on the output, per-head importance,
+//                a gradient-free proxy and the pruning curve (docs/causal.md)
 //
 // `headscope run`, `generate`, `atlas` and the server's /api/* call these and only parse, call and
 // format; the JSON of every object they return is written by headscope/json.h (docs/schema.md).
@@ -16,6 +18,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "headscope/analysis.h"
@@ -197,5 +200,97 @@ struct AtlasFiles {
 AtlasFiles make_atlas(const std::string& model_path, const std::string& control_path,
                       const analysis::AtlasOptions& options, const std::string& command_line,
                       const std::string& image_name, const LoadOptions& load = {});
+
+// ---- head ablation (src/pipeline/ablate.cc; docs/causal.md) ----
+
+// Heads written "layer.head" (0-based), comma-separated: "3.1,2.8". Throws Error naming the item
+// for anything else (empty items, signs, a layer or head the model lacks, a head named twice).
+std::vector<HeadRef> parse_heads(std::string_view spec, const ModelConfig& config);
+// "zero", "mean", "resample"; Error for any other name.
+Ablation::Mode parse_ablation_mode(std::string_view name);
+const char* ablation_mode_name(Ablation::Mode mode);
+
+struct AblateOptions {
+  Ablation::Mode mode = Ablation::Mode::kZero;
+  // The reference corpus: mean outputs (kMean) and donor texts (kResample). Empty: the texts
+  // themselves (a text is then never its own donor).
+  std::vector<Encoding> reference;
+  uint64_t seed = 0;  // which donor text each text gets, and donor positions past a donor's end
+};
+
+// What ablating a set of heads did to one text.
+struct TextEffect {
+  int T = 0;
+  int donor = -1;  // kResample: the reference text whose head outputs were used
+  // Decoders: the next-token loss −log p(token t+1 | tokens ≤ t) at t = 0 .. T − 2, before and
+  // after, and the rows whose top-1 next token changed.
+  std::vector<float> loss_before, loss_after;
+  double mean_loss_before = 0, mean_loss_after = 0;
+  std::vector<int> top1_changed;  // positions t whose argmax changed
+  // Encoders: 1 − cos of the mean-pooled sentence embeddings (mean over the T tokens of the last
+  // hidden state; cosine, so the model's own normalisation changes nothing).
+  double embedding_distance = 0;
+  // Both: ‖h′_l − h_l‖ / ‖h_l‖ of hidden_states slot l = 1 .. n_layer (Frobenius over [T, d_model]).
+  std::vector<double> layer_change;
+};
+
+struct AblationResult {
+  std::vector<HeadRef> heads;
+  std::vector<TextEffect> texts;
+  // Mean over texts of the effect: decoders Δ mean loss (after − before), encoders 1 − cos.
+  double effect = 0;
+};
+
+struct HeadImportance {
+  HeadRef head;
+  double ablation = 0;  // AblationResult::effect of ablating this head alone
+  double proxy = 0;     // mean over texts and tokens of ‖contribution_h(t)‖ / ‖x_l(t)‖, x_l entering layer l
+};
+
+// One point of a pruning curve: the first `removed` heads of an order ablated together.
+struct PruningPoint {
+  int removed = 0;
+  double effect = 0;  // AblationResult::effect
+  double change = 0;  // decoders: relative loss change (after − before) / before; encoders: 1 − cos
+};
+
+// The clean runs of a set of texts and what an ablation mode needs from the reference corpus,
+// computed once; then any number of ablations. Each ablation reruns only the layers from the
+// lowest ablated layer on (Model::resume from the clean run's residual stream).
+class Ablator {
+ public:
+  Ablator(const Model& model, std::vector<Encoding> texts, AblateOptions options);
+  const std::vector<Encoding>& texts() const { return texts_; }
+  const Tensor& mean_outputs() const { return mean_; }  // [n_layer, n_head, d_head] (kMean)
+
+  // The heads together (empty: the plain model, every effect 0).
+  AblationResult ablate(const std::vector<HeadRef>& heads) const;
+  // Every head alone, in layer-major order, with the proxy.
+  std::vector<HeadImportance> importance() const;
+  // Heads of `order` removed cumulatively; a point after every `step` heads (and the last).
+  std::vector<PruningPoint> pruning_curve(const std::vector<HeadRef>& order, int step) const;
+
+ private:
+  // What the plain model gives on one text, kept for every ablation.
+  struct Clean {
+    Tensor hidden;              // [n_layer + 1, T, d_model]: where a resumed pass starts
+    std::vector<float> loss;    // decoders: [T − 1] next-token loss
+    std::vector<int> top1;      // decoders: [T] argmax of each row's logits
+    std::vector<double> pooled; // encoders: [d_model] mean-pooled last hidden state
+  };
+  Clean summarise(const Encoding& text, Capture&& capture) const;
+  TextEffect compare(size_t text, Capture&& ablated) const;
+
+  const Model& model_;
+  std::vector<Encoding> texts_;
+  AblateOptions options_;
+  std::vector<Clean> clean_;     // [texts]
+  Tensor mean_;                  // [n_layer, n_head, d_head] (kMean)
+  std::vector<Tensor> donors_;   // [reference texts] head outputs (kResample)
+  std::vector<int> donor_of_;    // [texts] the donor of each text (kResample)
+};
+
+// Spearman's rank correlation of x and y (ties get their mean rank); NaN when undefined.
+double spearman(const std::vector<double>& x, const std::vector<double>& y);
 
 }  // namespace headscope

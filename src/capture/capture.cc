@@ -28,6 +28,7 @@ uint64_t capture_bytes(const ModelConfig& c, int64_t T, int64_t Tk, const Captur
   if (o.contributions || o.head_outputs) add({L, t, D});
   if (o.hidden_states) add({L + 1, t, D});
   if (o.queries_keys) add({L, H + Hkv, t, Dh});
+  if (o.logits && c.causal) add({t, uint64_t(c.vocab_size)});
   return floats * sizeof(float);
 }
 
@@ -51,7 +52,17 @@ Capture allocate(const ModelConfig& c, int64_t T, int64_t Tk, const CaptureOptio
     cap.queries = Tensor({L, H, T, Dh}, fully_written);
     cap.keys = Tensor({L, Hkv, T, Dh}, fully_written);
   }
+  if (o.logits && c.causal) cap.logits = Tensor({T, int64_t(c.vocab_size)}, fully_written);
   return cap;
+}
+
+void check_resume(const ModelConfig& c, int64_t T, int first_layer, const Tensor& prefix, const CaptureOptions& o) {
+  if (T == 0) throw Error("nothing to run: the encoding has no tokens");
+  if (first_layer < 0 || first_layer >= c.n_layer)
+    throw Error("resume: no layer " + std::to_string(first_layer) + " (the model has " + std::to_string(c.n_layer) + ")");
+  prefix.expect_shape({c.n_layer + 1, T, c.d_model}, "resume: the prefix's hidden states");
+  if (o.attention || o.head_outputs || o.contributions || o.queries_keys || o.attention_sink)
+    throw Error("resume: a resumed pass records hidden states and logits only (turn the other CaptureOptions off)");
 }
 
 namespace {
@@ -106,6 +117,7 @@ Recorder::Recorder(const ModelConfig& config, int64_t T, int64_t Tk, const Captu
     : cap_(allocate(config, T, Tk, options, std::move(kv_head_of))),
       Tk_(Tk),
       sink_(streamed(options) ? options.attention_sink : nullptr),
+      ablation_(options.ablation != nullptr && !options.ablation->empty() ? options.ablation : nullptr),
       block_rows_(std::max<int64_t>(1, options.attention_block_rows)) {}
 
 Recorder::Block Recorder::block(int layer, int64_t q0, bool causal) {
@@ -138,10 +150,11 @@ void Recorder::record_qk(int layer, const float* q, int64_t q_stride, const floa
     copy_rows(cap_.keys.ptr() + (layer * Hkv + g) * T * Dh, Dh, k + g * Dh, k_stride, T, Dh);
 }
 
-void Recorder::project_heads(int layer, const float* concat, const Tensor& W_O, const float* b_O, float* attn_out,
+void Recorder::project_heads(int layer, float* concat, const Tensor& W_O, const float* b_O, float* attn_out,
                              const ops::PackedLinear* packed) {
   const int64_t T = cap_.T, H = cap_.n_head, Dh = cap_.d_head, D = cap_.d_model, C = H * Dh;
   W_O.expect_shape({D, C}, "W_O of layer " + std::to_string(layer));
+  if (ablation_ != nullptr) ablation_->apply(layer, Tk_ - T, T, cap_.n_head, cap_.d_head, concat);
   if (packed != nullptr) packed->forward(concat, T, attn_out);  // the model's own path: one GEMM
   else ops::linear(concat, T, C, W_O.ptr(), b_O, D, attn_out);
   if (!cap_.attn_output.empty()) std::memcpy(cap_.attn_output.ptr() + layer * T * D, attn_out, sizeof(float) * T * D);

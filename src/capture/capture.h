@@ -15,7 +15,7 @@ namespace headscope::capture {
 // whole run; Model::extend records attention over every key so far):
 //   attention L·H·T·Tk, head outputs L·H·T·d_head, contributions L·H·T·d_model, attention
 //   output L·T·d_model (with either of the two before), hidden states (L+1)·T·d_model,
-//   queries and keys (L·H + L·n_kv_head)·T·d_head — all fp32. allocate() allocates exactly these.
+//   queries and keys (L·H + L·n_kv_head)·T·d_head, logits T·vocab (decoders) — all fp32. allocate() allocates exactly these.
 uint64_t capture_bytes(const ModelConfig& config, int64_t T, int64_t Tk, const CaptureOptions& options);
 
 // The working buffer of a pass's attention probabilities when they are not stored: one block of
@@ -30,6 +30,11 @@ uint64_t attention_scratch_bytes(const ModelConfig& config, int64_t T, int64_t T
 // a time; only the asked keys are kept. Model::attention_from_qk of each family calls this.
 void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1, int64_t k0, int64_t k1,
                        float scale, const ops::KeyMask& mask, float* probs);
+
+// Throws Error unless Model::resume may run: T > 0, 0 <= first_layer < n_layer, prefix
+// [n_layer + 1, T, d_model], and options asking for hidden states and logits only.
+void check_resume(const ModelConfig& config, int64_t T, int first_layer, const Tensor& prefix,
+                  const CaptureOptions& options);
 
 // Allocates the tensors `options` asks for, T query rows over Tk keys (T = Tk for a whole run),
 // without a zero fill: a run writes every element of them.
@@ -73,18 +78,23 @@ class Recorder {
   void record_qk(int layer, const float* q, int64_t q_stride, const float* k, int64_t k_stride);
 
   // The output projection of one layer and what it records:
-  //   concat   [T, n_head · d_head]   the head outputs side by side (input of W_O)
+  //   concat   [T, n_head · d_head]   the head outputs side by side (input of W_O); the heads of
+  //                                   CaptureOptions::ablation are replaced in it first, so what
+  //                                   is recorded and projected is the ablated model's
   //   W_O      [d_model, n_head · d_head] (nn.Linear layout), b_O [d_model] (may be null)
   //   attn_out [T, d_model]           written: concat · W_Oᵀ + b_O
   // Records head_outputs [h, T, d_head], contributions [h, T, d_model] = concat_h · W_O[:, h]ᵀ
   // and attn_output, as requested.
   // `packed`, when given, is W_O (with b_O) prepacked for the model's own GEMM; the per-head
   // contributions always read W_O itself.
-  void project_heads(int layer, const float* concat, const Tensor& W_O, const float* b_O, float* attn_out,
+  void project_heads(int layer, float* concat, const Tensor& W_O, const float* b_O, float* attn_out,
                      const ops::PackedLinear* packed = nullptr);
 
   // Records the residual stream at slot `index` of hidden_states (0 = embeddings): x [T, d_model].
   void record_hidden(int index, const float* x);
+
+  // Where the logits [T, vocab] go when they were asked for (CaptureOptions::logits), else null.
+  float* logits() { return cap_.logits.empty() ? nullptr : cap_.logits.ptr(); }
 
   // Hands the capture over at the end of the pass.
   Capture finish() { return std::move(cap_); }
@@ -100,6 +110,7 @@ class Recorder {
   Capture cap_;
   int64_t Tk_;
   CaptureOptions::AttentionSink sink_;  // set when attention is streamed
+  const Ablation* ablation_;            // heads replaced before W_O (null: none)
   int64_t block_rows_;
   Tensor scratch_;  // [n_head, T or block rows, Tk] probabilities when attention is not recorded
 };

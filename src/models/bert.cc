@@ -71,6 +71,8 @@ class BertModel final : public Model {
   const ModelConfig& config() const override { return cfg_; }
   const Tokenizer& tokenizer() const override { return *tokenizer_; }
   Capture run(const Encoding& encoding, const CaptureOptions& options) const override;
+  Capture resume(const Encoding& encoding, int first_layer, const Tensor& prefix,
+                 const CaptureOptions& options) const override;
   uint64_t run_bytes(int64_t T, const CaptureOptions& options) const override;
   void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1, int64_t k0, int64_t k1,
                          float* probs) const override {
@@ -81,6 +83,7 @@ class BertModel final : public Model {
 
  private:
   float attention_scale() const { return 1.0f / std::sqrt(static_cast<float>(cfg_.d_head)); }
+  void run_layers(int first, std::vector<float>& x, capture::Recorder& rec) const;
   ModelConfig cfg_;
   std::unique_ptr<Tokenizer> tokenizer_;
   Tensor word_emb_, pos_emb_, type_emb_, ln_emb_g_, ln_emb_b_;  // [V, D], [P, D], [types, D], [D], [D]
@@ -137,7 +140,7 @@ uint64_t BertModel::run_bytes(int64_t T, const CaptureOptions& options) const {
 
 Capture BertModel::run(const Encoding& enc, const CaptureOptions& options) const {
   const int64_t T = static_cast<int64_t>(enc.size());
-  const int64_t D = cfg_.d_model, F = cfg_.d_ff, H = cfg_.n_head, Dh = cfg_.d_head;
+  const int64_t D = cfg_.d_model;
   if (T == 0) throw Error("nothing to run: the encoding has no tokens");
   if (T > cfg_.max_positions)
     throw Error("the text is " + std::to_string(T) + " tokens; the model allows at most " +
@@ -148,10 +151,8 @@ Capture BertModel::run(const Encoding& enc, const CaptureOptions& options) const
   check_run_memory(T, run_bytes(T, options), options);
   capture::Recorder rec(cfg_, T, T, options, kv_head_of_);
 
-  // Activations of one layer, reused across layers.
-  std::vector<float> x(T * D), qkv(T * 3 * D), concat(T * D), attn(T * D), up(T * F), down(T * D);
-
   // Embeddings: word + position + token type 0, then LayerNorm.        x: [T, D]
+  std::vector<float> x(T * D);
   for (int64_t t = 0; t < T; ++t) {
     const int64_t id = enc.tokens[size_t(t)].id;
     for (int64_t i = 0; i < D; ++i)
@@ -159,8 +160,30 @@ Capture BertModel::run(const Encoding& enc, const CaptureOptions& options) const
   }
   ops::layer_norm(x.data(), T, D, ln_emb_g_.ptr(), ln_emb_b_.ptr(), cfg_.norm_eps, x.data());
   rec.record_hidden(0, x.data());
+  run_layers(0, x, rec);
+  return rec.finish();
+}
 
-  for (int l = 0; l < cfg_.n_layer; ++l) {
+Capture BertModel::resume(const Encoding& enc, int first_layer, const Tensor& prefix,
+                          const CaptureOptions& options) const {
+  const int64_t T = static_cast<int64_t>(enc.size()), D = cfg_.d_model;
+  capture::check_resume(cfg_, T, first_layer, prefix, options);
+  check_run_memory(T, run_bytes(T, options), options);
+  capture::Recorder rec(cfg_, T, T, options, kv_head_of_);
+  for (int i = 0; i <= first_layer; ++i) rec.record_hidden(i, prefix.ptr() + i * T * D);
+  std::vector<float> x(prefix.ptr() + first_layer * T * D, prefix.ptr() + (first_layer + 1) * T * D);
+  run_layers(first_layer, x, rec);
+  return rec.finish();
+}
+
+// Layers first .. n_layer − 1 on the residual stream x [T, d_model] (in: entering layer `first`;
+// out: the last layer's output), each recorded through `rec`.
+void BertModel::run_layers(int first, std::vector<float>& x, capture::Recorder& rec) const {
+  const int64_t T = int64_t(x.size()) / cfg_.d_model;
+  const int64_t D = cfg_.d_model, F = cfg_.d_ff, H = cfg_.n_head, Dh = cfg_.d_head;
+  // Activations of one layer, reused across layers.
+  std::vector<float> qkv(T * 3 * D), concat(T * D), attn(T * D), up(T * F), down(T * D);
+  for (int l = first; l < cfg_.n_layer; ++l) {
     const BertLayer& b = layers_[size_t(l)];
     // Attention block, post-norm: x = LN(x + MHA(x)).
     b.qkv.forward(x.data(), T, qkv.data());                                                  // [T, 3D]: Q | K | V
@@ -182,7 +205,6 @@ Capture BertModel::run(const Encoding& enc, const CaptureOptions& options) const
     ops::layer_norm(down.data(), T, D, b.ln_ffn_g.ptr(), b.ln_ffn_b.ptr(), cfg_.norm_eps, x.data());
     rec.record_hidden(l + 1, x.data());
   }
-  return rec.finish();
 }
 
 }  // namespace

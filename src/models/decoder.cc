@@ -29,6 +29,11 @@ void Model::attention_from_qk(const Capture&, int, int, int64_t, int64_t, int64_
   throw Error(config().name + ": this model cannot recompute attention from queries and keys");
 }
 
+// Families without a resumable pass say so.
+Capture Model::resume(const Encoding&, int, const Tensor&, const CaptureOptions&) const {
+  throw Error(config().name + ": this model cannot resume a pass from a layer");
+}
+
 namespace models {
 
 namespace {
@@ -200,6 +205,26 @@ class DecoderModel::Pass {
     return out_.data();
   }
 
+  // Layers first .. n_layer − 1 on the stream x entering layer `first`, then the final norm
+  // (h = Norm_final(x)) and, when the capture asks for them, the logits of every row.
+  void layers(int first) {
+    const int L = c_.n_layer;
+    const int64_t n = T_ * D_;
+    for (int l = first; l < L; ++l) {
+      ops::add_inplace(x(), attention_block(l), n);     // x += Attention(Norm(x))
+      ops::add_inplace(x(), feed_forward_block(l), n);  // x += FFN(Norm(x))
+      // As transformers reports them: the output of every layer but the last, and then the final
+      // normalised stream in the last slot (LlamaModel / GPT2Model append it after the final norm).
+      if (l + 1 < L) rec_.record_hidden(l + 1, x());
+    }
+    final_norm();
+    rec_.record_hidden(L, h());
+    if (float* logits = rec_.logits()) {  // Norm_final(x) · E_outᵀ   [T, vocab]
+      const Tensor& out = m_.w_.lm_head.empty() ? m_.w_.token_embedding : m_.w_.lm_head;
+      ops::linear(h_.data(), T_, D_, out.ptr(), nullptr, c_.vocab_size, logits);
+    }
+  }
+
   // h = Norm_final(x)
   void final_norm() { norm(m_.w_.final_norm, m_.w_.final_norm_bias, x_.data(), h_.data()); }
 
@@ -264,20 +289,26 @@ Capture DecoderModel::extend(DecoderState& state, const std::vector<int32_t>& id
 
   capture::Recorder rec(cfg_, T, Tk, options, kv_head_of_);  // T query rows over Tk keys (model.h)
   Pass pass(*this, *cache, rec, T);
-  const int64_t L = cfg_.n_layer, n = T * cfg_.d_model;
   pass.embed(ids);
   rec.record_hidden(0, pass.x());
-  for (int l = 0; l < L; ++l) {
-    ops::add_inplace(pass.x(), pass.attention_block(l), n);     // x += Attention(Norm(x))
-    ops::add_inplace(pass.x(), pass.feed_forward_block(l), n);  // x += FFN(Norm(x))
-    // As transformers reports them: the output of every layer but the last, and then the final
-    // normalised stream in the last slot (LlamaModel / GPT2Model append it after the final norm).
-    if (l + 1 < L) rec.record_hidden(l + 1, pass.x());
-  }
+  pass.layers(0);
   cache->n = Tk;
-  pass.final_norm();
-  rec.record_hidden(int(L), pass.h());
   if (next_logits != nullptr) pass.next_logits(*next_logits);
+  return rec.finish();
+}
+
+Capture DecoderModel::resume(const Encoding& encoding, int first_layer, const Tensor& prefix,
+                             const CaptureOptions& options) const {
+  const int64_t T = static_cast<int64_t>(encoding.size()), D = cfg_.d_model;
+  capture::check_resume(cfg_, T, first_layer, prefix, options);
+  Cache cache(cfg_.n_layer, int64_t(cfg_.n_kv_head) * cfg_.d_head, Cache::Keep::kOneLayer);  // as run()
+  check_run_memory(T, extend_bytes(0, 0, T, options, cache.layers()), options);
+  cache.reserve(T);
+  capture::Recorder rec(cfg_, T, T, options, kv_head_of_);
+  for (int i = 0; i <= first_layer; ++i) rec.record_hidden(i, prefix.ptr() + i * T * D);
+  Pass pass(*this, cache, rec, T);
+  std::copy_n(prefix.ptr() + first_layer * T * D, T * D, pass.x());
+  pass.layers(first_layer);
   return rec.finish();
 }
 

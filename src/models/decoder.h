@@ -63,6 +63,8 @@ class DecoderModel final : public Model {
   const ModelConfig& config() const override { return cfg_; }
   const Tokenizer& tokenizer() const override { return *tokenizer_; }
   Capture run(const Encoding& encoding, const CaptureOptions& options) const override;
+  Capture resume(const Encoding& encoding, int first_layer, const Tensor& prefix,
+                 const CaptureOptions& options) const override;
   uint64_t run_bytes(int64_t T, const CaptureOptions& options) const override;  // one layer's keys and values kept
   uint64_t state_bytes(int64_t T) const override;
   void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1, int64_t k0, int64_t k1,

@@ -47,6 +47,35 @@ void to_json(json& j, const GeneratedToken& t) {
   j = {{"position", t.position}, {"id", t.id}, {"text", t.text}, {"logit", json_number(t.logit)}};
 }
 
+void to_json(json& j, const HeadRef& h) { j = {{"layer", h.layer}, {"head", h.head}}; }
+
+void to_json(json& j, const TextEffect& e) {
+  j = {{"tokens", e.T}, {"layer_change", e.layer_change}};
+  if (e.donor >= 0) j["donor"] = e.donor;
+  if (!e.loss_before.empty()) {
+    j["loss_before"] = e.loss_before;
+    j["loss_after"] = e.loss_after;
+    j["mean_loss_before"] = json_number(e.mean_loss_before);
+    j["mean_loss_after"] = json_number(e.mean_loss_after);
+    j["top1_changed"] = e.top1_changed;
+  } else {
+    j["embedding_distance"] = json_number(e.embedding_distance);
+  }
+}
+
+void to_json(json& j, const AblationResult& r) {
+  j = {{"heads", r.heads}, {"effect", json_number(r.effect)}, {"texts", r.texts}};
+}
+
+void to_json(json& j, const HeadImportance& h) {
+  j = {{"layer", h.head.layer}, {"head", h.head.head}, {"ablation", json_number(h.ablation)},
+       {"proxy", json_number(h.proxy)}};
+}
+
+void to_json(json& j, const PruningPoint& p) {
+  j = {{"removed", p.removed}, {"effect", json_number(p.effect)}, {"change", json_number(p.change)}};
+}
+
 namespace analysis {
 
 void to_json(json& j, const HeadStats& s) {

@@ -1,0 +1,297 @@
+// headscope — head ablation over a set of texts (headscope/pipeline.h; formulas in docs/causal.md).
+// The ablation itself happens inside the forward pass (Ablation, applied by the capture's
+// Recorder before W_O); this file runs the clean texts once, prepares what a mode needs from the
+// reference corpus, reruns each text from the first ablated layer and measures the change.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <string>
+
+#include "headscope/error.h"
+#include "headscope/limits.h"
+#include "headscope/pipeline.h"
+
+namespace headscope {
+namespace {
+
+// What every ablation pass records: the residual stream and, for decoders, the logits.
+CaptureOptions stream_only(const Model& model) {
+  CaptureOptions o;
+  o.attention = o.head_outputs = o.contributions = false;
+  o.hidden_states = true;
+  o.logits = model.config().causal;
+  return o;
+}
+
+int parse_index(std::string_view s, std::string_view item) {
+  int value = -1;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || value < 0)
+    throw Error("--heads: \"" + std::string(item) + "\" is not layer.head (two numbers from 0, e.g. 3.1)");
+  return value;
+}
+
+// Mean over the rows of x [T, D]: the sentence-transformers mean pooling (every token is
+// attended to in a single unpadded text, so the attention-masked mean is the plain mean).
+std::vector<double> mean_pool(const float* x, int64_t T, int64_t D) {
+  std::vector<double> m(size_t(D), 0.0);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < D; ++i) m[size_t(i)] += x[t * D + i];
+  for (double& v : m) v /= double(T);
+  return m;
+}
+
+}  // namespace
+
+std::vector<HeadRef> parse_heads(std::string_view spec, const ModelConfig& c) {
+  if (spec.size() > limits::kMaxHeadSpecBytes)
+    throw ResourceError("--heads: the list is " + std::to_string(spec.size()) + " characters; at most " +
+                        std::to_string(limits::kMaxHeadSpecBytes));
+  std::vector<HeadRef> heads;
+  size_t begin = 0;
+  while (true) {
+    const size_t comma = std::min(spec.find(',', begin), spec.size());
+    const std::string_view item = spec.substr(begin, comma - begin);
+    const size_t dot = item.find('.');
+    if (item.empty()) throw Error("--heads: an empty item in \"" + std::string(spec) + "\" (write e.g. 3.1,2.8)");
+    if (dot == std::string_view::npos)
+      throw Error("--heads: \"" + std::string(item) + "\" is not layer.head (two numbers from 0, e.g. 3.1)");
+    const HeadRef ref{parse_index(item.substr(0, dot), item), parse_index(item.substr(dot + 1), item)};
+    if (ref.layer >= c.n_layer || ref.head >= c.n_head)
+      throw Error("--heads: " + std::string(item) + " is not a head of " + c.name + " (layers 0.." +
+                  std::to_string(c.n_layer - 1) + ", heads 0.." + std::to_string(c.n_head - 1) + ")");
+    if (std::find(heads.begin(), heads.end(), ref) != heads.end())
+      throw Error("--heads: " + std::string(item) + " is named twice");
+    heads.push_back(ref);
+    if (comma == spec.size()) break;
+    begin = comma + 1;
+  }
+  return heads;
+}
+
+Ablation::Mode parse_ablation_mode(std::string_view name) {
+  if (name == "zero") return Ablation::Mode::kZero;
+  if (name == "mean") return Ablation::Mode::kMean;
+  if (name == "resample") return Ablation::Mode::kResample;
+  throw Error("--mode: \"" + std::string(name) + "\" is not an ablation mode (zero, mean or resample)");
+}
+
+const char* ablation_mode_name(Ablation::Mode mode) {
+  switch (mode) {
+    case Ablation::Mode::kZero: return "zero";
+    case Ablation::Mode::kMean: return "mean";
+    case Ablation::Mode::kResample: return "resample";
+  }
+  return "?";
+}
+
+Ablator::Ablator(const Model& model, std::vector<Encoding> texts, AblateOptions options)
+    : model_(model), texts_(std::move(texts)), options_(std::move(options)) {
+  const ModelConfig& c = model_.config();
+  if (texts_.empty()) throw Error("ablation: no texts");
+  if (texts_.size() > limits::kMaxAblationTexts || options_.reference.size() > limits::kMaxAblationTexts)
+    throw ResourceError("ablation: at most " + std::to_string(limits::kMaxAblationTexts) +
+                        " texts and as many reference texts (split the corpus)");
+  for (size_t i = 0; i < texts_.size(); ++i) {
+    if (c.causal && texts_[i].size() < 2)
+      throw Error("ablation: text " + std::to_string(i) + " has " + std::to_string(texts_[i].size()) +
+                  " token(s); a next-token loss needs at least 2");
+    clean_.push_back(summarise(texts_[i], model_.run(texts_[i], stream_only(model_))));
+  }
+  const bool own_texts = options_.reference.empty();
+  const std::vector<Encoding>& reference = own_texts ? texts_ : options_.reference;
+  if (options_.mode == Ablation::Mode::kZero) return;
+  if (options_.mode == Ablation::Mode::kResample && reference.size() < (own_texts ? 2u : 1u))
+    throw Error("resample ablation needs a second text to take head outputs from (give --reference or more texts)");
+
+  CaptureOptions outputs;  // the head outputs o_h of the plain model
+  outputs.attention = outputs.contributions = outputs.hidden_states = false;
+  outputs.head_outputs = true;
+  const int64_t L = c.n_layer, H = c.n_head, Dh = c.d_head;
+  if (options_.mode == Ablation::Mode::kMean) {
+    // mean[l, h] = Σ over reference texts and their positions of o_h(t) / (number of positions)
+    std::vector<double> sum(size_t(L * H * Dh), 0.0);
+    int64_t positions = 0;
+    for (const Encoding& e : reference) {
+      const Capture cap = model_.run(e, outputs);
+      const int64_t T = cap.T;
+      for (int64_t lh = 0; lh < L * H; ++lh)
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t i = 0; i < Dh; ++i) sum[size_t(lh * Dh + i)] += cap.head_outputs.ptr()[(lh * T + t) * Dh + i];
+      positions += T;
+    }
+    mean_ = Tensor({L, H, Dh});
+    for (size_t i = 0; i < sum.size(); ++i) mean_.data[i] = float(sum[i] / double(positions));
+    return;
+  }
+  // Resample: each text draws one donor from the reference (never itself when the reference is the
+  // texts), with a generator seeded by options.seed.
+  std::mt19937_64 rng(options_.seed);
+  for (size_t i = 0; i < reference.size(); ++i) donors_.push_back(model_.run(reference[i], outputs).head_outputs);
+  for (size_t i = 0; i < texts_.size(); ++i) {
+    const size_t n = own_texts ? reference.size() - 1 : reference.size();
+    size_t j = std::uniform_int_distribution<size_t>(0, n - 1)(rng);
+    if (own_texts && j >= i) ++j;  // skip the text itself
+    donor_of_.push_back(int(j));
+  }
+}
+
+Ablator::Clean Ablator::summarise(const Encoding& text, Capture&& cap) const {
+  const int64_t T = cap.T, D = cap.d_model, L = cap.n_layer;
+  Clean clean;
+  clean.hidden = std::move(cap.hidden_states);
+  if (!model_.config().causal) {
+    clean.pooled = mean_pool(clean.hidden.ptr() + L * T * D, T, D);
+    return clean;
+  }
+  const int64_t V = cap.logits.dim(1);
+  for (int64_t t = 0; t < T; ++t) {
+    const float* row = cap.logits.ptr() + t * V;
+    clean.top1.push_back(int(std::max_element(row, row + V) - row));
+    if (t + 1 == T) break;
+    // −log softmax(row)[next] = logsumexp(row) − row[next], in double
+    const float top = row[clean.top1.back()];
+    double z = 0;
+    for (int64_t v = 0; v < V; ++v) z += std::exp(double(row[v]) - top);
+    clean.loss.push_back(float(std::log(z) + top - row[text.tokens[size_t(t + 1)].id]));
+  }
+  return clean;
+}
+
+TextEffect Ablator::compare(size_t i, Capture&& ablated) const {
+  const int64_t T = ablated.T, D = ablated.d_model, L = ablated.n_layer;
+  const Clean& before = clean_[i];
+  const Clean after = summarise(texts_[i], std::move(ablated));
+  TextEffect e;
+  e.T = int(T);
+  if (options_.mode == Ablation::Mode::kResample) e.donor = donor_of_[i];
+  for (int64_t l = 1; l <= L; ++l) {
+    double diff = 0, norm = 0;
+    const float *a = after.hidden.ptr() + l * T * D, *b = before.hidden.ptr() + l * T * D;
+    for (int64_t k = 0; k < T * D; ++k) {
+      diff += (double(a[k]) - b[k]) * (double(a[k]) - b[k]);
+      norm += double(b[k]) * b[k];
+    }
+    e.layer_change.push_back(std::sqrt(diff / norm));
+  }
+  if (model_.config().causal) {
+    e.loss_before = before.loss;
+    e.loss_after = after.loss;
+    e.mean_loss_before = std::accumulate(before.loss.begin(), before.loss.end(), 0.0) / double(before.loss.size());
+    e.mean_loss_after = std::accumulate(after.loss.begin(), after.loss.end(), 0.0) / double(after.loss.size());
+    for (int64_t t = 0; t < T; ++t)
+      if (after.top1[size_t(t)] != before.top1[size_t(t)]) e.top1_changed.push_back(int(t));
+  } else {
+    double dot = 0, na = 0, nb = 0;
+    for (int64_t k = 0; k < D; ++k) {
+      dot += after.pooled[size_t(k)] * before.pooled[size_t(k)];
+      na += after.pooled[size_t(k)] * after.pooled[size_t(k)];
+      nb += before.pooled[size_t(k)] * before.pooled[size_t(k)];
+    }
+    e.embedding_distance = 1.0 - dot / std::sqrt(na * nb);
+  }
+  return e;
+}
+
+AblationResult Ablator::ablate(const std::vector<HeadRef>& heads) const {
+  const ModelConfig& c = model_.config();
+  for (const HeadRef& h : heads)
+    if (h.layer < 0 || h.layer >= c.n_layer || h.head < 0 || h.head >= c.n_head)
+      throw Error("ablation: " + std::to_string(h.layer) + "." + std::to_string(h.head) + " is not a head of " + c.name);
+  AblationResult result;
+  result.heads = heads;
+  Ablation ablation;
+  ablation.mode = options_.mode;
+  ablation.heads = heads;
+  ablation.mean = &mean_;
+  ablation.seed = options_.seed;
+  CaptureOptions options = stream_only(model_);
+  options.ablation = &ablation;
+  // Layers before the first ablated one are the clean run's: start from its residual stream there.
+  int first = c.n_layer;
+  for (const HeadRef& h : heads) first = std::min(first, h.layer);
+  for (size_t i = 0; i < texts_.size(); ++i) {
+    if (options_.mode == Ablation::Mode::kResample) ablation.donor = &donors_[size_t(donor_of_[i])];
+    // Nothing ablated: the whole pass again, which must give the clean run (every effect 0).
+    TextEffect e = compare(i, model_.resume(texts_[i], first == c.n_layer ? 0 : first, clean_[i].hidden, options));
+    result.effect += c.causal ? e.mean_loss_after - e.mean_loss_before : e.embedding_distance;
+    result.texts.push_back(std::move(e));
+  }
+  result.effect /= double(texts_.size());
+  return result;
+}
+
+std::vector<HeadImportance> Ablator::importance() const {
+  const ModelConfig& c = model_.config();
+  const int64_t L = c.n_layer, H = c.n_head, D = c.d_model;
+  std::vector<HeadImportance> out;
+  for (int l = 0; l < L; ++l)
+    for (int h = 0; h < H; ++h) out.push_back({{l, h}, ablate({{l, h}}).effect, 0.0});
+  // The proxy from one plain run per text with the contributions: ‖O_h W_O,hᵀ (t)‖ / ‖x_l(t)‖.
+  CaptureOptions contributions;
+  contributions.attention = contributions.head_outputs = false;
+  contributions.contributions = contributions.hidden_states = true;
+  for (const Encoding& e : texts_) {
+    const Capture cap = model_.run(e, contributions);
+    const int64_t T = cap.T;
+    for (int64_t l = 0; l < L; ++l)
+      for (int64_t h = 0; h < H; ++h) {
+        double ratio = 0;
+        for (int64_t t = 0; t < T; ++t) {
+          const float* o = cap.contributions.ptr() + ((l * H + h) * T + t) * D;
+          const float* x = cap.hidden_states.ptr() + (l * T + t) * D;
+          double no = 0, nx = 0;
+          for (int64_t i = 0; i < D; ++i) no += double(o[i]) * o[i], nx += double(x[i]) * x[i];
+          ratio += std::sqrt(no / nx);
+        }
+        out[size_t(l * H + h)].proxy += ratio / double(T) / double(texts_.size());
+      }
+  }
+  return out;
+}
+
+std::vector<PruningPoint> Ablator::pruning_curve(const std::vector<HeadRef>& order, int step) const {
+  if (step < 1) throw Error("pruning curve: the step must be at least 1 head");
+  double before = 0;  // the corpus's mean loss, for the relative change (decoders)
+  for (const Clean& clean : clean_)
+    if (!clean.loss.empty())
+      before += std::accumulate(clean.loss.begin(), clean.loss.end(), 0.0) / double(clean.loss.size()) / double(clean_.size());
+  std::vector<PruningPoint> curve;
+  const int n = int(order.size());
+  for (int k = 0; k <= n; k = (k == n ? n + 1 : std::min(n, k + step))) {
+    const double effect = ablate({order.begin(), order.begin() + k}).effect;
+    curve.push_back({k, effect, model_.config().causal ? effect / before : effect});
+  }
+  return curve;
+}
+
+double spearman(const std::vector<double>& x, const std::vector<double>& y) {
+  if (x.size() != y.size() || x.size() < 2) return NAN;
+  const auto ranks = [](const std::vector<double>& v) {
+    std::vector<size_t> idx(v.size());
+    std::iota(idx.begin(), idx.end(), 0);
+    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+    std::vector<double> r(v.size());
+    for (size_t i = 0; i < idx.size();) {  // ties share their mean rank
+      size_t j = i;
+      while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
+      for (size_t k = i; k <= j; ++k) r[idx[k]] = (double(i) + double(j)) / 2.0 + 1.0;
+      i = j + 1;
+    }
+    return r;
+  };
+  const std::vector<double> rx = ranks(x), ry = ranks(y);
+  const double mx = std::accumulate(rx.begin(), rx.end(), 0.0) / double(rx.size());
+  const double my = std::accumulate(ry.begin(), ry.end(), 0.0) / double(ry.size());
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < rx.size(); ++i) {
+    sxy += (rx[i] - mx) * (ry[i] - my);
+    sxx += (rx[i] - mx) * (rx[i] - mx);
+    syy += (ry[i] - my) * (ry[i] - my);
+  }
+  return sxy / std::sqrt(sxx * syy);
+}
+
+}  // namespace headscope

@@ -160,12 +160,17 @@ void parallel_for(int64_t n, Fn&& fn) {
 
 }  // namespace
 
-void feed_stored(std::vector<HeadStream>& heads, const Tensor& attention) {
+void feed_stored(std::vector<HeadStream>& heads, const Tensor& attention, const Tensor& value_norms) {
   const int64_t n = static_cast<int64_t>(heads.size()), T = attention.rank() == 4 ? attention.dim(2) : 0;
   attention.expect_shape({-1, -1, T, T}, "stored attention for the head streams");
   if (attention.dim(0) * attention.dim(1) != n)
     throw Error("attention stream: " + std::to_string(n) + " head streams for maps of " + attention.shape_str());
+  if (!value_norms.empty()) {
+    value_norms.expect_shape({attention.dim(0), attention.dim(1), T}, "value norms for the head streams");
+    for (int64_t i = 0; i < n; ++i) heads[size_t(i)].token.set_value_norms(value_norms.ptr() + i * T);
+  }
   parallel_for(n, [&](int64_t i) { heads[size_t(i)].add_rows(attention.ptr() + i * T * T, 0, int(T), int(T)); });
+  for (HeadStream& head : heads) head.token.set_value_norms(nullptr);
 }
 
 Capture run_streamed(const Model& model, const Encoding& encoding, std::vector<HeadStream>& heads,
@@ -176,13 +181,19 @@ Capture run_streamed(const Model& model, const Encoding& encoding, std::vector<H
     throw Error("attention stream: " + std::to_string(heads.size()) + " head streams for a model of " +
                 std::to_string(int64_t(c.n_layer) * H) + " heads");
   capture.attention = false;
+  if (capture.value_norms)
+    capture.value_norm_sink = [&](int layer, const float* norms) {  // [H, T], before the layer's rows
+      for (int64_t h = 0; h < H; ++h) heads[static_cast<size_t>(layer * H + h)].token.set_value_norms(norms + h * T);
+    };
   capture.attention_sink = [&](int layer, int64_t q0, int64_t q1, int64_t width, const float* probs) {
     parallel_for(H, [&](int64_t h) {  // the heads of a block at once
       heads[static_cast<size_t>(layer * H + h)].add_rows(probs + h * (q1 - q0) * width, int(q0), int(q1), int(width));
     });
     if (q1 == T && layer_done) layer_done(layer);
   };
-  return model.run(encoding, capture);
+  Capture out = model.run(encoding, capture);
+  for (HeadStream& head : heads) head.token.set_value_norms(nullptr);
+  return out;
 }
 
 }  // namespace headscope::analysis

@@ -401,12 +401,15 @@ ModelStatsAccumulator::ModelStatsAccumulator(int n_layer, int n_head)
   }
 }
 
-void ModelStatsAccumulator::add(const Tensor& attention, const SequenceInfo& seq) {
+void ModelStatsAccumulator::add(const Tensor& attention, const SequenceInfo& seq, const Tensor& value_norms) {
   const int T = seq.T();
   attention.expect_shape({n_layer_, n_head_, T, T}, "attention for head statistics");
+  if (!value_norms.empty()) value_norms.expect_shape({n_layer_, n_head_, T}, "value norms for head statistics");
   const int64_t stride = static_cast<int64_t>(T) * T;
   for (size_t h = 0; h < heads_.size(); ++h) {
+    if (!value_norms.empty()) heads_[h].set_value_norms(value_norms.ptr() + static_cast<int64_t>(h) * T);
     heads_[h].add(attention.ptr() + static_cast<int64_t>(h) * stride, T, seq);
+    heads_[h].set_value_norms(nullptr);
   }
 }
 

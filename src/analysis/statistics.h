@@ -70,7 +70,8 @@ HeadStats compute_head_stats(const float* attention, int T, const SequenceInfo& 
 class ModelStatsAccumulator {
  public:
   ModelStatsAccumulator(int n_layer, int n_head);
-  void add(const Tensor& attention, const SequenceInfo& seq);
+  // value_norms [n_layer, n_head, T] (optional): also the norm-weighted sink share.
+  void add(const Tensor& attention, const SequenceInfo& seq, const Tensor& value_norms = {});
   // Adds head i's sums from another accumulator (a streamed text, analysis/stream.h).
   void merge_head(size_t i, const HeadStatsAccumulator& head) { heads_.at(i).merge(head); }
   int n_layer() const { return n_layer_; }

@@ -123,5 +123,14 @@ inline constexpr uint64_t kDenseMapsBytes = uint64_t{512} << 20;
 // more than a screen shows at full precision.
 inline constexpr int64_t kMaxTileCells = int64_t{1} << 20;
 
+// ---- attribution (src/analysis/attribution.cc) ----
+
+// Norm-weighted maps built at once ([n_layer, n_head, T, T] fp32, a second copy beside the dense
+// maps): the limit of the dense maps kept by default, so asking for them never more than doubles
+// what a default run holds. Beyond, value_norms.npy times attentions.npy gives the same per head.
+inline constexpr uint64_t kMaxNormWeightedBytes = kDenseMapsBytes;
+// Tokens of an attention rollout: it multiplies n_layer T × T matrices (n_layer · T³ multiply-adds,
+// ~64 GFLOP for SmolLM2's 30 layers at 1,024 tokens: seconds on two cores; 8K would take hours).
+inline constexpr int64_t kMaxRolloutTokens = 1024;
 
 }  // namespace headscope::limits

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "headscope/error.h"
+#include "headscope/limits.h"
 #include "ops/matmul.h"
 
 namespace headscope::analysis {
@@ -17,6 +18,11 @@ Tensor norm_weighted_attention(const Tensor& attention, const Tensor& value_norm
   if (value_norms.shape != std::vector<int64_t>{L, H, Tk})
     throw Error("norm-weighted attention: value norms [L, H, Tk] do not match the attention maps (capture them with "
                 "CaptureOptions::value_norms)");
+  const uint64_t bytes = uint64_t(L * H) * uint64_t(T) * uint64_t(Tk) * sizeof(float);
+  if (bytes > limits::kMaxNormWeightedBytes)
+    throw ResourceError("norm-weighted attention: " + std::to_string(bytes >> 20) + " MiB of maps is over the limit of " +
+                        std::to_string(limits::kMaxNormWeightedBytes >> 20) +
+                        " MiB; multiply each head's attention by its value norms (value_norms.npy) instead");
   Tensor out({L, H, T, Tk}, Tensor::Uninitialized{});
   for (int64_t lh = 0; lh < L * H; ++lh) {
     const float* n = value_norms.ptr() + lh * Tk;  // [Tk]
@@ -33,6 +39,9 @@ Tensor attention_rollout(const Tensor& attention) {
   if (attention.rank() != 4 || attention.dim(2) != attention.dim(3))
     throw Error("attention rollout: needs a whole run's square attention maps [L, H, T, T] (dense maps)");
   const int64_t L = attention.dim(0), H = attention.dim(1), T = attention.dim(2);
+  if (T > limits::kMaxRolloutTokens)
+    throw ResourceError("attention rollout: " + std::to_string(T) + " tokens is over the limit of " +
+                        std::to_string(limits::kMaxRolloutTokens) + " (it costs n_layer · T³); roll out a shorter text");
   Tensor rollout({L, T, T}, Tensor::Uninitialized{});
   std::vector<float> mixed(size_t(T * T));  // Â_l [T, T]
   for (int64_t l = 0; l < L; ++l) {

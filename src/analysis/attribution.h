@@ -12,13 +12,13 @@ namespace headscope::analysis {
 
 // ‖α_qk · f_h(x_k)‖ = α_qk · ‖f_h(x_k)‖ for every head: attention [n_layer, n_head, T, Tk] times
 // value_norms [n_layer, n_head, Tk] broadcast over the rows. Returns [n_layer, n_head, T, Tk].
-// Throws Error when the shapes disagree.
+// Throws Error when the shapes disagree, ResourceError over limits::kMaxNormWeightedBytes.
 Tensor norm_weighted_attention(const Tensor& attention, const Tensor& value_norms);
 
 // Attention rollout: per layer Â_l = 0.5 · mean_h A_l,h + 0.5 · I with every row renormalised to sum
 // to 1, and R_l = Â_l · R_{l−1} (R_0 = Â_0). attention [n_layer, n_head, T, T] → R [n_layer, T, T],
 // row q of R_l: how much of layer l's output at q traces back to each input token. Square maps only
-// (a whole run, not an extend() over a cache).
+// (a whole run, not an extend() over a cache). ResourceError over limits::kMaxRolloutTokens.
 Tensor attention_rollout(const Tensor& attention);
 
 // Direct logit attribution of the logit of `target` at `position` (minus that of `contrast` when

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "headscope/error.h"
+#include "headscope/limits.h"
 
 namespace headscope::analysis {
 namespace {
@@ -44,6 +45,11 @@ TEST(AnalysisAttribution, RolloutMixesTheResidualAndMultipliesLayers) {
   const std::vector<double> want = {0.75, 0.25, 0.25, 0.75, /**/ 0.75, 0.25, 0.5, 0.5};
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(r.data[i], want[i], kTol) << i;
   EXPECT_THROW(attention_rollout(filled({1, 1, 1, 2}, {0.5f, 0.5f})), Error);  // not square
+}
+
+TEST(AnalysisAttribution, RolloutRefusesTextsOverItsBudget) {
+  const int64_t T = limits::kMaxRolloutTokens + 1;  // n_layer · T³ work: refused before any
+  EXPECT_THROW(attention_rollout(Tensor({1, 1, T, T})), ResourceError);
 }
 
 // One layer, two heads, one token, d_model 2, vocabulary 2:

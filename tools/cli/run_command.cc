@@ -19,6 +19,7 @@
 #include "cli/common.h"
 #include "headscope/headscope.h"
 #include "headscope/json.h"
+#include "headscope/limits.h"
 #include "headscope/npy.h"
 #include "headscope/pipeline.h"
 
@@ -171,8 +172,20 @@ void run(const RunArgs& a) {
     std::filesystem::create_directories(a.npy_dir);
     if (!analysed.streamed) {
       write_npy(a.npy_dir + "/attentions.npy", cap.attention);
-      write_npy(a.npy_dir + "/norm_weighted.npy", norm_weighted_attention(analysed));
-      write_npy(a.npy_dir + "/rollout.npy", attention_rollout(analysed));
+      // Derived views of the maps, within their budgets (limits.h); past them a note, not a failure
+      // of the whole run (value_norms.npy below still gives the norm-weighted maps head by head).
+      const uint64_t weighted_bytes = uint64_t(cap.attention.numel()) * sizeof(float);
+      if (weighted_bytes <= limits::kMaxNormWeightedBytes)
+        write_npy(a.npy_dir + "/norm_weighted.npy", norm_weighted_attention(analysed));
+      else
+        std::fprintf(stderr, "headscope: norm_weighted.npy not written: %llu MiB is over its limit of %llu MiB\n",
+                     static_cast<unsigned long long>(weighted_bytes >> 20),
+                     static_cast<unsigned long long>(limits::kMaxNormWeightedBytes >> 20));
+      if (T <= limits::kMaxRolloutTokens)
+        write_npy(a.npy_dir + "/rollout.npy", attention_rollout(analysed));
+      else
+        std::fprintf(stderr, "headscope: rollout.npy not written: %d tokens is over its limit of %lld\n", T,
+                     static_cast<long long>(limits::kMaxRolloutTokens));
     }
     write_npy(a.npy_dir + "/value_norms.npy", cap.value_norms);
     write_overviews(a.npy_dir, c, analysed);

@@ -80,6 +80,9 @@ struct HeadStats {
   double special_mass = 0;      // on TokenKind::kSpecial keys
   double end_special_mass = 0;  // on special keys after position 0 ([SEP], EOS)
   double sink_mass = 0;         // on the first position or any special key (the "sink" set)
+  // The sink share under norm weighting (Kobayashi et al. 2020): Σ_sink a_k ‖f(x_k)‖ / Σ_k a_k ‖f(x_k)‖,
+  // f(x_k) = v_k W_O,hᵀ. Token level of a run with value norms only; NaN elsewhere.
+  double sink_mass_norm = 0;
   double punct_mass = 0;        // on TokenKind::kPunct keys
   double content_mass = 0;      // on TokenKind::kContent keys other than the query itself
 
@@ -89,6 +92,25 @@ struct HeadStats {
   int64_t n_duplicate_queries = 0;
 
   double offset(int d) const { return offset_mass[static_cast<size_t>(d + kMaxOffset)]; }
+};
+
+// ---- direct logit attribution (computed in src/analysis/attribution.cc) ----
+
+// The logit of `target` at `position` (minus the logit of `contrast`, when contrast >= 0) split into
+// what each part of the final residual stream writes along the readout direction, with the final
+// norm linearised at the run's own scale (docs/metrics.md). embeddings + Σ heads + Σ attention_bias
+// + Σ mlp + final_norm_bias + rest = logit; rest is float rounding only (|rest| < 1e-4).
+struct LogitAttribution {
+  int position = 0;
+  int32_t target = 0;
+  int32_t contrast = -1;               // -1: the plain logit of target
+  double logit = 0;                    // what the model computed (from its own final normalised stream)
+  double embeddings = 0;               // token (+ position) embeddings
+  std::vector<double> heads;           // [n_layer · n_head], index layer · n_head + head
+  std::vector<double> attention_bias;  // [n_layer] b_O (0 for models without one)
+  std::vector<double> mlp;             // [n_layer] each feed-forward block
+  double final_norm_bias = 0;          // β · u of a final LayerNorm (0 for RMSNorm)
+  double rest = 0;                     // logit − Σ of the parts above
 };
 
 // ---- roles (scored in src/analysis/roles.cc; the scale is explained at the top of roles.h) ----

@@ -46,6 +46,9 @@ void to_json(nlohmann::json& j, const HeadRoles& roles);
 void to_json(nlohmann::json& j, const RoleInfo& info);
 // {induction, duplicate, probe_length}.
 void to_json(nlohmann::json& j, const ProbeEvidence& probe);
+// {position, target, contrast (null for none), logit, embeddings, heads [n_layer][n_head],
+// attention_bias [n_layer], mlp [n_layer], final_norm_bias, rest}.
+void to_json(nlohmann::json& j, const LogitAttribution& a);
 }  // namespace analysis
 
 // The role catalogue: one RoleInfo object per role, in catalogue order.
@@ -58,5 +61,10 @@ nlohmann::json head_json(const ModelConfig& config, int layer, int head, const a
 // One analysed text ("headscope.run/2"): schema, model, text, truncated, level, special, n_tokens,
 // n_units, tokens, words, heads (layer-major). `hide_special` needs AnalyseOptions::without_specials.
 nlohmann::json run_json(const ModelConfig& config, const RunAnalysis& run, Level level, bool hide_special = false);
+
+// Direct logit attribution of one text ("headscope.dla/1"): schema, model, linearisation, tokens,
+// attributions (pipeline.h attribute_logits).
+nlohmann::json dla_json(const ModelConfig& config, const Encoding& encoding,
+                        const std::vector<analysis::LogitAttribution>& attributions);
 
 }  // namespace headscope

@@ -133,4 +133,14 @@ inline constexpr size_t kMaxAblationTexts = 1000;
 // largest model limits.h admits many times over.
 inline constexpr size_t kMaxHeadSpecBytes = size_t{64} << 10;
 
+// ---- attribution (src/analysis/attribution.cc) ----
+
+// Norm-weighted maps built at once ([n_layer, n_head, T, T] fp32, a second copy beside the dense
+// maps): the limit of the dense maps kept by default, so asking for them never more than doubles
+// what a default run holds. Beyond, value_norms.npy times attentions.npy gives the same per head.
+inline constexpr uint64_t kMaxNormWeightedBytes = kDenseMapsBytes;
+// Tokens of an attention rollout: it multiplies n_layer T × T matrices (n_layer · T³ multiply-adds,
+// ~64 GFLOP for SmolLM2's 30 layers at 1,024 tokens: seconds on two cores; 8K would take hours).
+inline constexpr int64_t kMaxRolloutTokens = 1024;
+
 }  // namespace headscope::limits

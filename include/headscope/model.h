@@ -74,6 +74,10 @@ struct CaptureOptions {
 
   // Heads to ablate in this pass (null or empty: the plain model). Not owned; must outlive the run.
   const Ablation* ablation = nullptr;
+  // [n_layer, n_head, Tk] ‖f_h(x_k)‖ = ‖v_k · W_O[:, h]ᵀ‖, the norm of what head h moves from key k
+  // (Kobayashi et al. 2020); v_k is the value as attention reads it, its bias b_V included, b_O not.
+  bool value_norms = false;
+  bool mlp_outputs = false;  // [n_layer, T, d_model] what each feed-forward block adds (decoders: to the residual)
 
   // Streaming, for long texts: when set and `attention` is false, every layer's probabilities are
   // handed over in blocks of query rows and then dropped, so no [n_layer, n_head, T, T] buffer
@@ -83,6 +87,10 @@ struct CaptureOptions {
   using AttentionSink = std::function<void(int layer, int64_t q0, int64_t q1, int64_t width, const float* probs)>;
   AttentionSink attention_sink;
   int64_t attention_block_rows = 128;  // query rows per block when streaming
+  // With value_norms: called once per layer, before that layer's attention reaches attention_sink,
+  // with norms [n_head, Tk] (row h = head h's value norms), so a streamed run can weigh its rows.
+  using ValueNormSink = std::function<void(int layer, const float* norms)>;
+  ValueNormSink value_norm_sink;
 
   // Attention maps only: what the statistics, the probe and generation steps read.
   static CaptureOptions attention_only() {
@@ -102,6 +110,8 @@ struct Capture {
   Tensor queries;        // [n_layer, n_head, T, d_head]     (on request)
   Tensor keys;           // [n_layer, n_kv_head, T, d_head]  (on request)
   Tensor logits;         // [T, vocab_size]                  (on request, decoders)
+  Tensor value_norms;    // [n_layer, n_head, Tk]  ‖v_k W_O[:, h]ᵀ‖ (on request; Tk = T for a whole run)
+  Tensor mlp_outputs;    // [n_layer, T, d_model]  the feed-forward block's output (on request)
   std::vector<int> kv_head_of;  // query head -> the key/value head it reads (identity without GQA)
 };
 
@@ -111,6 +121,15 @@ class DecoderState {
  public:
   virtual ~DecoderState() = default;
   virtual int64_t length() const = 0;  // tokens processed so far
+};
+
+// What a causal model does after its last layer: logits = Norm_final(x) · unembeddingᵀ.
+struct LogitReadout {
+  const Tensor* norm_weight = nullptr;  // [d_model] γ
+  const Tensor* norm_bias = nullptr;    // [d_model] β of a LayerNorm; null or empty for RMSNorm
+  bool rms = true;                      // RMSNorm γ · x / rms(x); else LayerNorm γ · (x − mean) / std + β
+  float eps = 0;                        // added to the mean square (or variance) under the root
+  const Tensor* unembedding = nullptr;  // [vocab, d_model] (the token embedding when tied)
 };
 
 // How Model::load treats what it reads.
@@ -177,6 +196,10 @@ class Model {
   // W_O of `layer` as stored by nn.Linear: [d_model, n_head * d_head] (out, in), and its bias.
   virtual const Tensor& output_projection(int layer) const = 0;
   virtual const Tensor& output_bias(int layer) const = 0;
+
+  // The final norm and unembedding of a causal model (what direct logit attribution reads);
+  // encoders throw Error.
+  virtual LogitReadout logit_readout() const;
 
   // The run memory budget in bytes (see LoadOptions::run_memory_budget), resolved per call so
   // that a long-lived server follows what the system has free.

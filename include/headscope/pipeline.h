@@ -129,6 +129,27 @@ RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
 // over limits::kMaxTileCells.
 Tensor attention_tile(const Model& model, const RunAnalysis& run, int layer, int head, int q0, int q1, int k0, int k1);
 
+// ---- what heads move: norm-weighted attention, rollout, direct logit attribution ----
+// (src/pipeline/attribute.cc; formulas in docs/metrics.md)
+
+// Every head's norm-weighted map ‖α_qk · v_k W_O,hᵀ‖ (Kobayashi et al. 2020): [n_layer, n_head, T, T].
+// Dense runs only (a streamed run keeps no maps): Error saying to add --maps dense otherwise.
+Tensor norm_weighted_attention(const RunAnalysis& run);
+// Attention rollout (Abnar & Zuidema 2020), residual included: [n_layer, T, T], slice l the
+// rollout up to and including layer l. Dense runs only, as above.
+Tensor attention_rollout(const RunAnalysis& run);
+
+struct LogitAttributionOptions {
+  int32_t contrast = -1;  // >= 0: also attribute logit(target) − logit(contrast) at every position
+};
+// Direct logit attribution over a whole text (causal models; encoders get an Error): for every
+// position the logit of the actual next token (at the last position: the model's top-1 token),
+// split into embeddings, every head, every attention bias, every MLP, the final norm's bias and
+// the rest (analysis::LogitAttribution); with a contrast, one more entry per position for the
+// difference. Entries ordered by position, the plain logit before the difference.
+std::vector<analysis::LogitAttribution> attribute_logits(const Model& model, const Encoding& encoding,
+                                                         const LogitAttributionOptions& options = {});
+
 // ---- decompose ----
 
 // Token t of layer l: the heads' outputs side by side (the concatenation that enters W_O), W_O

@@ -48,7 +48,8 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
   const auto t_start = Clock::now();
   const ModelConfig& c = model.config();
   const int L = c.n_layer, H = c.n_head, N = L * H;
-  const CaptureOptions capture = CaptureOptions::attention_only();
+  CaptureOptions capture = CaptureOptions::attention_only();
+  capture.value_norms = true;  // [L, H, T]: the norm-weighted sink share (sink_mass_norm) of every head
   auto progress = [&](std::string_view stage, int64_t done, int64_t total) {
     if (options.progress) options.progress(stage, done, total);
   };
@@ -74,7 +75,7 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
   auto add_stats = [&](const Capture& cap, const Encoding& enc, const std::string& text, const WordMap& map,
                        const Tensor& units) {
     const SequenceInfo seq = describe_sequence(enc, text, c.causal);
-    token_stats.add(cap.attention, seq);
+    token_stats.add(cap.attention, seq, cap.value_norms);
     word_stats.add(units, describe_units(seq, map));
     ++r.corpus_texts;
     r.corpus_tokens += static_cast<int64_t>(enc.size());

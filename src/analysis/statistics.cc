@@ -113,6 +113,7 @@ void HeadStatsAccumulator::add_rows(const float* rows, int q0, int q1, const Seq
     }
     if (n == 0) continue;  // a padding query under a causal mask, nothing to describe
     ++n_;
+    if (norms_ != nullptr) add_norm_row(row, q, seq);
     const double uniform = 1.0 / n;
     const double negligible = kSparsityFraction * uniform;
 
@@ -189,6 +190,7 @@ void HeadStatsAccumulator::add_rows(const float* rows, int q0, int q1, const Seq
 void HeadStatsAccumulator::add_contiguous_row(const float* row, int q, const SequenceInfo& seq) {
   const int T = seq.T(), n = seq.causal ? q + 1 : T;
   ++n_;
+  if (norms_ != nullptr) add_norm_row(row, q, seq);
   const float uniform = 1.0f / static_cast<float>(n);
   const float negligible = static_cast<float>(kSparsityFraction / n);
   double h = 0, sq = 0, overlap = 0, dist = 0, off = 0, special = 0, punct = 0, content = 0, dup = 0;
@@ -263,8 +265,25 @@ void HeadStatsAccumulator::add_contiguous_row(const float* row, int q, const Seq
   }
 }
 
+// The sink share of one row under norm weighting: Σ_{k ∈ sink} a_k ‖f(x_k)‖ / Σ_k a_k ‖f(x_k)‖ over
+// the attendable keys (Kobayashi et al. 2020's ‖α f(x)‖ in place of α).
+void HeadStatsAccumulator::add_norm_row(const float* row, int q, const SequenceInfo& seq) {
+  double sink = 0, total = 0;
+  for (int k = 0; k < seq.T(); ++k) {
+    if (!seq.may_attend(q, k)) continue;
+    const double w = double(row[k]) * norms_[k];
+    total += w;
+    if (k == 0 || seq.kinds[static_cast<size_t>(k)] == TokenKind::kSpecial) sink += w;
+  }
+  if (total <= 0) return;  // every attended value is zero: no share to speak of
+  sink_norm_ += sink / total;
+  ++n_sink_norm_;
+}
+
 void HeadStatsAccumulator::merge(const HeadStatsAccumulator& o) {
   n_ += o.n_;
+  n_sink_norm_ += o.n_sink_norm_;
+  sink_norm_ += o.sink_norm_;
   n_norm_ += o.n_norm_;
   n_dup_ += o.n_dup_;
   entropy_ += o.entropy_;
@@ -313,6 +332,7 @@ HeadStats HeadStatsAccumulator::result() const {
   s.special_mass = mean_or_nan(special_, n_);
   s.end_special_mass = mean_or_nan(end_special_, n_);
   s.sink_mass = mean_or_nan(sink_, n_);
+  s.sink_mass_norm = mean_or_nan(sink_norm_, n_sink_norm_);
   s.punct_mass = mean_or_nan(punct_, n_);
   s.content_mass = mean_or_nan(content_, n_);
   s.duplicate_mass = mean_or_nan(dup_, n_dup_);
@@ -393,12 +413,15 @@ ModelStatsAccumulator::ModelStatsAccumulator(int n_layer, int n_head)
   }
 }
 
-void ModelStatsAccumulator::add(const Tensor& attention, const SequenceInfo& seq) {
+void ModelStatsAccumulator::add(const Tensor& attention, const SequenceInfo& seq, const Tensor& value_norms) {
   const int T = seq.T();
   attention.expect_shape({n_layer_, n_head_, T, T}, "attention for head statistics");
+  if (!value_norms.empty()) value_norms.expect_shape({n_layer_, n_head_, T}, "value norms for head statistics");
   const int64_t stride = static_cast<int64_t>(T) * T;
   for (size_t h = 0; h < heads_.size(); ++h) {
+    if (!value_norms.empty()) heads_[h].set_value_norms(value_norms.ptr() + static_cast<int64_t>(h) * T);
     heads_[h].add(attention.ptr() + static_cast<int64_t>(h) * stride, T, seq);
+    heads_[h].set_value_norms(nullptr);
   }
 }
 

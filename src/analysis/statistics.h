@@ -38,9 +38,15 @@ class HeadStatsAccumulator {
   void add_rows(const float* rows, int q0, int q1, const SequenceInfo& seq);
   void merge(const HeadStatsAccumulator& other);
   HeadStats result() const;
+  // This head's value norms for the sequence whose rows come next: [T] ‖v_k W_O,hᵀ‖ per key
+  // (Capture::value_norms), kept by pointer until the rows are in; null stops. With them the rows
+  // also add to sink_mass_norm.
+  void set_value_norms(const float* norms) { norms_ = norms; }
 
  private:
-  int64_t n_ = 0, n_norm_ = 0, n_dup_ = 0;
+  int64_t n_ = 0, n_norm_ = 0, n_dup_ = 0, n_sink_norm_ = 0;
+  double sink_norm_ = 0;
+  const float* norms_ = nullptr;  // [T] value norms of the current sequence, or null
   double entropy_ = 0, entropy_norm_ = 0, sparsity_ = 0, keys90_ = 0, keys90_share_ = 0, max_ = 0,
          avg_ = 0, uniform_ = 0, distance_ = 0, offset_ = 0, self_ = 0, prev_ = 0, next_ = 0,
          local_ = 0, first_ = 0, special_ = 0, end_special_ = 0, sink_ = 0, punct_ = 0,
@@ -48,6 +54,7 @@ class HeadStatsAccumulator {
   std::array<double, kOffsetSlots> offset_sum_{};
   std::array<int64_t, kOffsetSlots> offset_n_{};
   void add_contiguous_row(const float* row, int q, const SequenceInfo& seq);
+  void add_norm_row(const float* row, int q, const SequenceInfo& seq);
   std::vector<float> scratch_;  // one row's attendable weights, reordered by keys_to_cover
 };
 
@@ -63,7 +70,8 @@ HeadStats compute_head_stats(const float* attention, int T, const SequenceInfo& 
 class ModelStatsAccumulator {
  public:
   ModelStatsAccumulator(int n_layer, int n_head);
-  void add(const Tensor& attention, const SequenceInfo& seq);
+  // value_norms [n_layer, n_head, T] (optional): also the norm-weighted sink share.
+  void add(const Tensor& attention, const SequenceInfo& seq, const Tensor& value_norms = {});
   // Adds head i's sums from another accumulator (a streamed text, analysis/stream.h).
   void merge_head(size_t i, const HeadStatsAccumulator& head) { heads_.at(i).merge(head); }
   int n_layer() const { return n_layer_; }

@@ -133,7 +133,10 @@ void HeadStream::add_token_rows(const float* rows, int q0, int q1, int width) {
     }
   }
   next_row_ = q1;
-  if (next_row_ == T && p.without_specials && !p.has_specials) token_plain = token;  // the same rows
+  if (next_row_ == T && p.without_specials && !p.has_specials) {  // the same rows
+    token_plain = token;
+    token_plain.set_value_norms(nullptr);
+  }
 }
 
 // Word level: each token row joins its unit's row; a unit complete with this token is analysed.
@@ -197,17 +200,22 @@ void parallel_for(int64_t n, Fn&& fn) {
 
 }  // namespace
 
-void feed_stored(std::vector<HeadStream>& heads, const Tensor& attention) {
+void feed_stored(std::vector<HeadStream>& heads, const Tensor& attention, const Tensor& value_norms) {
   const int64_t n = static_cast<int64_t>(heads.size()), T = attention.rank() == 4 ? attention.dim(2) : 0;
   attention.expect_shape({-1, -1, T, T}, "stored attention for the head streams");
   if (attention.dim(0) * attention.dim(1) != n)
     throw Error("attention stream: " + std::to_string(n) + " head streams for maps of " + attention.shape_str());
+  if (!value_norms.empty()) {
+    value_norms.expect_shape({attention.dim(0), attention.dim(1), T}, "value norms for the head streams");
+    for (int64_t i = 0; i < n; ++i) heads[size_t(i)].token.set_value_norms(value_norms.ptr() + i * T);
+  }
   parallel_for(2 * n, [&](int64_t i) {  // each head's token part and word part as two tasks
     HeadStream& head = heads[size_t(i / 2)];
     const float* rows = attention.ptr() + (i / 2) * T * T;
     if (i % 2 == 0) head.add_token_rows(rows, 0, int(T), int(T));
     else head.add_word_rows(rows, 0, int(T), int(T));
   });
+  for (HeadStream& head : heads) head.token.set_value_norms(nullptr);
 }
 
 Capture run_streamed(const Model& model, const Encoding& encoding, std::vector<HeadStream>& heads,
@@ -218,6 +226,10 @@ Capture run_streamed(const Model& model, const Encoding& encoding, std::vector<H
     throw Error("attention stream: " + std::to_string(heads.size()) + " head streams for a model of " +
                 std::to_string(int64_t(c.n_layer) * H) + " heads");
   capture.attention = false;
+  if (capture.value_norms)
+    capture.value_norm_sink = [&](int layer, const float* norms) {  // [H, T], before the layer's rows
+      for (int64_t h = 0; h < H; ++h) heads[static_cast<size_t>(layer * H + h)].token.set_value_norms(norms + h * T);
+    };
   capture.attention_sink = [&](int layer, int64_t q0, int64_t q1, int64_t width, const float* probs) {
     parallel_for(2 * H, [&](int64_t i) {  // the heads of a block at once, token and word parts apart
       HeadStream& head = heads[static_cast<size_t>(layer * H + i / 2)];
@@ -227,7 +239,9 @@ Capture run_streamed(const Model& model, const Encoding& encoding, std::vector<H
     });
     if (q1 == T && layer_done) layer_done(layer);
   };
-  return model.run(encoding, capture);
+  Capture out = model.run(encoding, capture);
+  for (HeadStream& head : heads) head.token.set_value_norms(nullptr);
+  return out;
 }
 
 }  // namespace headscope::analysis

@@ -75,12 +75,15 @@ class HeadStream {
 };
 
 // One HeadStream per head of `model` ([n_layer · n_head], index layer · n_head + head), fed by a
-// forward pass over `encoding` whose attention is streamed (CaptureOptions::attention_sink) in
+// forward pass over `encoding` whose attention is streamed (with capture.value_norms, each layer's
+// value norms reach the token-level statistics before its rows) (CaptureOptions::attention_sink) in
 // blocks of `capture.attention_block_rows` rows: no [T, T] map is stored. `capture` says what else
 // the pass records; `layer_done(l)` is called once layer l's rows are all in. Returns the capture.
 std::vector<HeadStream> make_head_streams(const StreamPlan& plan, int n_heads);
 // Feeds stored maps [n_layer, n_head, T, T] to the head streams, every head at once.
-void feed_stored(std::vector<HeadStream>& heads, const Tensor& attention);
+// With value_norms [n_layer, n_head, T] (may be empty) the token-level statistics also get the
+// norm-weighted sink share.
+void feed_stored(std::vector<HeadStream>& heads, const Tensor& attention, const Tensor& value_norms = {});
 Capture run_streamed(const Model& model, const Encoding& encoding, std::vector<HeadStream>& heads,
                      CaptureOptions capture, const std::function<void(int layer)>& layer_done = nullptr);
 

@@ -1,6 +1,7 @@
 #include "capture/capture.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "headscope/error.h"
@@ -29,6 +30,8 @@ uint64_t capture_bytes(const ModelConfig& c, int64_t T, int64_t Tk, const Captur
   if (o.hidden_states) add({L + 1, t, D});
   if (o.queries_keys) add({L, H + Hkv, t, Dh});
   if (o.logits && c.causal) add({t, uint64_t(c.vocab_size)});
+  if (o.value_norms) add({L, H, tk});
+  if (o.mlp_outputs) add({L, t, D});
   return floats * sizeof(float);
 }
 
@@ -53,6 +56,8 @@ Capture allocate(const ModelConfig& c, int64_t T, int64_t Tk, const CaptureOptio
     cap.keys = Tensor({L, Hkv, T, Dh}, fully_written);
   }
   if (o.logits && c.causal) cap.logits = Tensor({T, int64_t(c.vocab_size)}, fully_written);
+  if (o.value_norms) cap.value_norms = Tensor({L, H, Tk}, fully_written);
+  if (o.mlp_outputs) cap.mlp_outputs = Tensor({L, T, D}, fully_written);
   return cap;
 }
 
@@ -118,6 +123,7 @@ Recorder::Recorder(const ModelConfig& config, int64_t T, int64_t Tk, const Captu
       Tk_(Tk),
       sink_(streamed(options) ? options.attention_sink : nullptr),
       ablation_(options.ablation != nullptr && !options.ablation->empty() ? options.ablation : nullptr),
+      value_norm_sink_(options.value_norms ? options.value_norm_sink : nullptr),
       block_rows_(std::max<int64_t>(1, options.attention_block_rows)) {}
 
 Recorder::Block Recorder::block(int layer, int64_t q0, bool causal) {
@@ -171,6 +177,37 @@ void Recorder::project_heads(int layer, float* concat, const Tensor& W_O, const 
     for (int64_t h = 0; h < H; ++h)
       ops::matmul(concat + h * Dh, C, W_O.ptr() + h * Dh, C, dst + h * T * D, D, T, D, Dh, /*trans_b=*/true);
   }
+}
+
+void Recorder::record_value_norms(int layer, const float* v, int64_t v_stride, const Tensor& W_O) {
+  if (cap_.value_norms.empty()) return;
+  const int64_t H = cap_.n_head, Dh = cap_.d_head, D = cap_.d_model, C = H * Dh;
+  W_O.expect_shape({D, C}, "W_O of layer " + std::to_string(layer));
+  float* norms = cap_.value_norms.ptr() + layer * H * Tk_;  // [H, Tk]
+  // f_h(x_k) = v_g(h),k · W_O[:, h·Dh:(h+1)·Dh]ᵀ for blocks of kRows keys, then each row's norm.
+  // The GEMM is as large as the contributions' one; the block keeps its scratch small at any Tk.
+  constexpr int64_t kRows = 256;
+#pragma omp parallel for schedule(static)
+  for (int64_t h = 0; h < H; ++h) {
+    std::vector<float> f(size_t(std::min(Tk_, kRows) * D));  // [rows, D]
+    const float* vg = v + int64_t(cap_.kv_head_of[size_t(h)]) * Dh;
+    for (int64_t k0 = 0; k0 < Tk_; k0 += kRows) {
+      const int64_t rows = std::min(kRows, Tk_ - k0);
+      ops::matmul(vg + k0 * v_stride, v_stride, W_O.ptr() + h * Dh, C, f.data(), D, rows, D, Dh, /*trans_b=*/true);
+      for (int64_t r = 0; r < rows; ++r) {
+        double sq = 0;
+        for (int64_t i = 0; i < D; ++i) sq += double(f[size_t(r * D + i)]) * f[size_t(r * D + i)];
+        norms[h * Tk_ + k0 + r] = float(std::sqrt(sq));
+      }
+    }
+  }
+  if (value_norm_sink_) value_norm_sink_(layer, norms);
+}
+
+void Recorder::record_mlp(int layer, const float* out) {
+  if (cap_.mlp_outputs.empty()) return;
+  const size_t n = size_t(cap_.T) * cap_.d_model;
+  std::memcpy(cap_.mlp_outputs.ptr() + layer * n, out, sizeof(float) * n);
 }
 
 void Recorder::record_hidden(int index, const float* x) {

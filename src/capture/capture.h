@@ -90,6 +90,17 @@ class Recorder {
   void project_heads(int layer, float* concat, const Tensor& W_O, const float* b_O, float* attn_out,
                      const ops::PackedLinear* packed = nullptr);
 
+  // Records, when asked, the norm of what each head moves from each key (Kobayashi et al. 2020):
+  //   v   [Tk, n_kv_head · d_head] row stride v_stride, every key's values as attention reads them
+  //       (after their bias); head h reads value head kv_head_of[h]
+  //   W_O [d_model, n_head · d_head]
+  // into value_norms [layer, h, k] = ‖v_{kv_head_of[h]},k · W_O[:, h·d_head:(h+1)·d_head]ᵀ‖, then hands
+  // the layer's norms to CaptureOptions::value_norm_sink. Call it before the layer's attention.
+  void record_value_norms(int layer, const float* v, int64_t v_stride, const Tensor& W_O);
+
+  // Records the output of layer `layer`'s feed-forward block when asked: out [T, d_model].
+  void record_mlp(int layer, const float* out);
+
   // Records the residual stream at slot `index` of hidden_states (0 = embeddings): x [T, d_model].
   void record_hidden(int index, const float* x);
 
@@ -111,6 +122,7 @@ class Recorder {
   int64_t Tk_;
   CaptureOptions::AttentionSink sink_;  // set when attention is streamed
   const Ablation* ablation_;            // heads replaced before W_O (null: none)
+  CaptureOptions::ValueNormSink value_norm_sink_;  // set when value norms are recorded and wanted early
   int64_t block_rows_;
   Tensor scratch_;  // [n_head, T or block rows, Tk] probabilities when attention is not recorded
 };

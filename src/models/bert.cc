@@ -189,6 +189,7 @@ void BertModel::run_layers(int first, std::vector<float>& x, capture::Recorder& 
     b.qkv.forward(x.data(), T, qkv.data());                                                  // [T, 3D]: Q | K | V
     const float *q = qkv.data(), *k = q + D, *v = k + D;
     rec.record_qk(l, q, 3 * D, k, 3 * D);
+    rec.record_value_norms(l, v, 3 * D, b.o.weights());
     rec.attention(l, /*causal=*/false, [&](int64_t q0, int64_t q1, int64_t width, ops::ProbsOut probs) {  // probs: [H, rows, T]
       const ops::AttentionDims dims{q1 - q0, width, H, H, Dh, attention_scale()};
       ops::attention(q + q0 * 3 * D, 3 * D, k, 3 * D, v, 3 * D, kv_head_of_.data(), dims, ops::KeyMask{}, q0, probs,
@@ -201,6 +202,7 @@ void BertModel::run_layers(int first, std::vector<float>& x, capture::Recorder& 
     b.up.forward(x.data(), T, up.data());                                                    // [T, F]
     ops::gelu_erf(up.data(), T * F);
     b.down.forward(up.data(), T, down.data());                                               // [T, D]
+    rec.record_mlp(l, down.data());
     ops::add_inplace(down.data(), x.data(), T * D);                                          // residual
     ops::layer_norm(down.data(), T, D, b.ln_ffn_g.ptr(), b.ln_ffn_b.ptr(), cfg_.norm_eps, x.data());
     rec.record_hidden(l + 1, x.data());

@@ -24,6 +24,10 @@ Capture Model::extend(DecoderState&, const std::vector<int32_t>&, const CaptureO
   throw Error(config().name + " is not a causal model: incremental decoding needs a decoder (Llama, GPT-2, ...)");
 }
 
+LogitReadout Model::logit_readout() const {
+  throw Error(config().name + " is not a causal model: direct logit attribution needs a decoder (Llama, GPT-2, ...)");
+}
+
 // Families that cannot recompute attention from queries and keys say so.
 void Model::attention_from_qk(const Capture&, int, int, int64_t, int64_t, int64_t, int64_t, float*) const {
   throw Error(config().name + ": this model cannot recompute attention from queries and keys");
@@ -87,6 +91,16 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderArch arch, DecoderWeights 
   for (auto& layer : w_.layers) {
     if (layer.b_o.empty()) layer.b_o = Tensor({cfg_.d_model});  // the API always offers a bias
   }
+}
+
+LogitReadout DecoderModel::logit_readout() const {
+  LogitReadout r;
+  r.norm_weight = &w_.final_norm;
+  r.norm_bias = &w_.final_norm_bias;
+  r.rms = arch_.norm == DecoderArch::Norm::kRms;
+  r.eps = cfg_.norm_eps;
+  r.unembedding = w_.lm_head.empty() ? &w_.token_embedding : &w_.lm_head;
+  return r;
 }
 
 std::unique_ptr<DecoderState> DecoderModel::start() const {
@@ -178,6 +192,7 @@ class DecoderModel::Pass {
     cache_.store(l, past_, k, v, T_, QKV_);  // keys after RoPE
     rec_.record_qk(l, q, QKV_, k, QKV_);
     const float *K = cache_.keys(l), *V = cache_.values(l);  // [past + T, KV]
+    rec_.record_value_norms(l, V, KV_, b.w_o);  // every key so far
     rec_.attention(l, /*causal=*/true, [&](int64_t q0, int64_t q1, int64_t width, ops::ProbsOut probs) {  // [H, rows, width]
       const ops::AttentionDims dims{q1 - q0, width, H, Hkv, Dh, m_.attention_scale(l)};
       ops::attention(q + q0 * QKV_, QKV_, K, KV_, V, KV_, m_.kv_head_of_.data(), dims, m_.attention_mask(l), past_ + q0,
@@ -202,6 +217,7 @@ class DecoderModel::Pass {
       ops::gelu_tanh(up_.data(), T_ * F);
       ops::linear(up_.data(), T_, F, b.w_down.ptr(), b.b_down.ptr(), D_, out_.data());
     }
+    rec_.record_mlp(l, out_.data());
     return out_.data();
   }
 

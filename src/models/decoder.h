@@ -71,6 +71,7 @@ class DecoderModel final : public Model {
                          float* probs) const override;
   const Tensor& output_projection(int layer) const override { return w_.layers.at(size_t(layer)).w_o; }
   const Tensor& output_bias(int layer) const override { return w_.layers.at(size_t(layer)).b_o; }
+  LogitReadout logit_readout() const override;
   std::unique_ptr<DecoderState> start() const override;
   Capture extend(DecoderState& state, const std::vector<int32_t>& ids, const CaptureOptions& options,
                  std::vector<float>* next_logits) const override;

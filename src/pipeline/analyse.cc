@@ -57,6 +57,7 @@ size_t RunAnalysis::bytes() const {
     overview_bytes += (o.sum.size() + o.max.size()) * sizeof(float) + (o.received.size() + o.offset_mass.size()) * sizeof(double);
   return floats(capture.attention) + floats(capture.head_outputs) + floats(capture.contributions) +
          floats(capture.attn_output) + floats(capture.hidden_states) + floats(capture.queries) + floats(capture.keys) +
+         floats(capture.value_norms) + floats(capture.mlp_outputs) +
          floats(word_attention) + text.size() + overview_bytes;
 }
 
@@ -68,6 +69,7 @@ std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) 
 CaptureOptions capture_for(const AnalyseOptions& options, bool streamed) {
   CaptureOptions capture = options.capture;
   capture.attention = !streamed;  // everything below reads it, stored or streamed
+  capture.value_norms = true;     // [L, H, T]: the norm-weighted statistics, norm_weighted_attention()
   if (streamed) capture.queries_keys = true;  // attention_tile() recomputes from them
   return capture;
 }
@@ -150,7 +152,7 @@ RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
     });
   } else {
     run.capture = model.run(run.encoding, capture_for(options, false));
-    analysis::feed_stored(streams, run.capture.attention);
+    analysis::feed_stored(streams, run.capture.attention, run.capture.value_norms);
     run.word_attention = analysis::merge_attention(run.capture.attention, run.words);
     if (options.progress) options.progress(c.n_layer, c.n_layer);
   }

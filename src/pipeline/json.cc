@@ -78,6 +78,29 @@ void to_json(json& j, const PruningPoint& p) {
 
 namespace analysis {
 
+void to_json(json& j, const LogitAttribution& a) {
+  const size_t L = a.attention_bias.size(), H = L > 0 ? a.heads.size() / L : 0;
+  json heads = json::array();
+  for (size_t l = 0; l < L; ++l) {
+    json row = json::array();
+    for (size_t h = 0; h < H; ++h) row.push_back(json_number(a.heads[l * H + h]));
+    heads.push_back(std::move(row));
+  }
+  json bias = json::array(), mlp = json::array();
+  for (double v : a.attention_bias) bias.push_back(json_number(v));
+  for (double v : a.mlp) mlp.push_back(json_number(v));
+  j = {{"position", a.position},
+       {"target", a.target},
+       {"contrast", a.contrast >= 0 ? json(a.contrast) : json(nullptr)},
+       {"logit", json_number(a.logit)},
+       {"embeddings", json_number(a.embeddings)},
+       {"heads", std::move(heads)},
+       {"attention_bias", std::move(bias)},
+       {"mlp", std::move(mlp)},
+       {"final_norm_bias", json_number(a.final_norm_bias)},
+       {"rest", json_number(a.rest)}};
+}
+
 void to_json(json& j, const HeadStats& s) {
   json offsets = json::object();
   for (int d = -kMaxOffset; d <= kMaxOffset; ++d) offsets[std::to_string(d)] = json_number(s.offset(d));
@@ -101,6 +124,7 @@ void to_json(json& j, const HeadStats& s) {
        {"special_mass", json_number(s.special_mass)},
        {"end_special_mass", json_number(s.end_special_mass)},
        {"sink_mass", json_number(s.sink_mass)},
+       {"sink_mass_norm", json_number(s.sink_mass_norm)},
        {"punct_mass", json_number(s.punct_mass)},
        {"content_mass", json_number(s.content_mass)},
        {"duplicate_mass", json_number(s.duplicate_mass)},
@@ -181,6 +205,17 @@ json run_json(const ModelConfig& c, const RunAnalysis& run, Level level, bool hi
           {"tokens", std::move(tokens)},
           {"words", word_units(run)},
           {"heads", std::move(heads)}};
+}
+
+json dla_json(const ModelConfig& config, const Encoding& encoding,
+              const std::vector<analysis::LogitAttribution>& attributions) {
+  return {{"schema", "headscope.dla/1"},
+          {"model", config},
+          {"linearisation",
+           "final norm frozen at the full residual's scale: each part c adds (c / rms(x)) * gamma . u "
+           "(LayerNorm: (c - mean c) / std(x) * gamma . u, and beta . u on its own)"},
+          {"tokens", encoding},
+          {"attributions", attributions}};
 }
 
 }  // namespace headscope

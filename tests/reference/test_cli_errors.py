@@ -229,3 +229,19 @@ def test_long_text_is_refused_before_allocating(tmp_path):
     proc = subprocess.run([BIN, "run", "--model", str(MODEL), "--text", "word " * 500], capture_output=True,
                           timeout=120, env=env)
     assert_clean_error(proc, "502 tokens", "available", "longest text that fits is about")
+
+
+def test_logit_attribution_on_an_encoder(tmp_path):
+    # Refused before the run: an encoder has no next token to attribute.
+    proc = run("run", "--model", MODEL, "--text", "hi", "--no-probe", "--dla", tmp_path / "dla.json")
+    assert_clean_error(proc, "--dla", "not a causal model")
+    assert not (tmp_path / "dla.json").exists()
+
+
+def test_logit_attribution_contrast_outside_the_vocabulary(tmp_path):
+    smollm2 = ROOT / "models" / "SmolLM2-135M-Instruct" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not smollm2.exists():
+        pytest.skip("SmolLM2 GGUF not installed")
+    proc = run("run", "--model", smollm2, "--text", "hi", "--no-probe", "--dla", tmp_path / "dla.json",
+               "--dla-contrast", 10 ** 6)
+    assert_clean_error(proc, "--dla-contrast", "vocabulary")

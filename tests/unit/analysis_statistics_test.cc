@@ -73,6 +73,28 @@ TEST(AnalysisStatistics, PositionAndKindMassesOnFourTokens) {
   EXPECT_NEAR(s.duplicate_mass, 0.375, kTol);
 }
 
+TEST(AnalysisStatistics, SinkMassUnderNormWeighting) {
+  // Value norms 2, 1, 1, .5; the sink set is [CLS] (0) and [SEP] (3). Weighted rows and sink shares:
+  //   q0 [2, 0, 0, 0] → 1; q1 [1, 0, .5, 0] → 1/1.5 = 2/3; q2 [.5, .25, .25, .125] → .625/1.125 = 5/9;
+  //   q3 [0, .5, .5, 0] → 0. Mean (9/9 + 6/9 + 5/9 + 0) / 4 = 5/9 (unweighted: (1 + .5 + .5 + 0) / 4).
+  const std::vector<float> norms = {2.0f, 1.0f, 1.0f, 0.5f};
+  HeadStatsAccumulator acc;
+  acc.set_value_norms(norms.data());
+  acc.add(kFour.data(), 4, four_tokens());
+  const HeadStats s = acc.result();
+  EXPECT_NEAR(s.sink_mass, 0.5, kTol);
+  EXPECT_NEAR(s.sink_mass_norm, 5.0 / 9.0, kTol);
+  // The same rows through the masked path (a padding mask that keeps every key) agree.
+  SequenceInfo masked = four_tokens();
+  masked.attendable = {1, 1, 1, 1};
+  HeadStatsAccumulator acc_masked;
+  acc_masked.set_value_norms(norms.data());
+  acc_masked.add(kFour.data(), 4, masked);
+  EXPECT_NEAR(acc_masked.result().sink_mass_norm, 5.0 / 9.0, kTol);
+  // Without norms there is no norm-weighted share.
+  EXPECT_TRUE(std::isnan(compute_head_stats(kFour.data(), 4, four_tokens()).sink_mass_norm));
+}
+
 TEST(AnalysisStatistics, AverageAttentionDiffersFromMaxWhenTheRowIsUneven) {
   SequenceInfo seq;
   seq.kinds = {K::kContent, K::kContent, K::kContent, K::kContent};

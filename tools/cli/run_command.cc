@@ -19,6 +19,7 @@
 #include "cli/common.h"
 #include "headscope/headscope.h"
 #include "headscope/json.h"
+#include "headscope/limits.h"
 #include "headscope/npy.h"
 #include "headscope/pipeline.h"
 
@@ -42,7 +43,35 @@ struct RunArgs {
   AnalyseOptions::Maps maps = AnalyseOptions::Maps::kAuto;
   int cells = 256;
   std::vector<int> tile;  // layer head q0 q1 k0 k1
+  std::string dla_path;   // direct logit attribution table (.csv: CSV, else JSON)
+  int32_t dla_contrast = -1;
 };
+
+// Direct logit attribution as CSV, one part per line:
+//   position,target,contrast,part,layer,head,value   (layer/head empty where they do not apply)
+void write_dla_csv(const std::string& path, const std::vector<analysis::LogitAttribution>& rows) {
+  std::ofstream out(path);
+  if (!out) throw Error(path + ": cannot open for writing");
+  out << "position,target,contrast,part,layer,head,value\n";
+  out.precision(9);
+  for (const analysis::LogitAttribution& a : rows) {
+    const std::string key = std::to_string(a.position) + "," + std::to_string(a.target) + "," +
+                            (a.contrast >= 0 ? std::to_string(a.contrast) : "") + ",";
+    const auto line = [&](const char* part, const std::string& layer, const std::string& head, double v) {
+      out << key << part << "," << layer << "," << head << "," << v << "\n";
+    };
+    const size_t L = a.attention_bias.size(), H = L > 0 ? a.heads.size() / L : 0;
+    line("logit", "", "", a.logit);
+    line("embeddings", "", "", a.embeddings);
+    for (size_t l = 0; l < L; ++l) {
+      for (size_t h = 0; h < H; ++h) line("head", std::to_string(l), std::to_string(h), a.heads[l * H + h]);
+      line("attention_bias", std::to_string(l), "", a.attention_bias[l]);
+      line("mlp", std::to_string(l), "", a.mlp[l]);
+    }
+    line("final_norm_bias", "", "", a.final_norm_bias);
+    line("rest", "", "", a.rest);
+  }
+}
 
 // A progress bar on stderr while the layers of a long text are analysed (a terminal only: logs get
 // nothing).
@@ -82,6 +111,11 @@ void run(const RunArgs& a) {
   const ModelConfig& c = model->config();
   Encoding encoding = model->encode(text, a.truncate);
   if (encoding.size() == 0) throw Error("the text produced no tokens");
+  if (!a.dla_path.empty() && !c.causal)
+    throw Error("--dla: " + c.name + " is not a causal model; direct logit attribution needs a decoder (Llama, GPT-2, ...)");
+  if (a.dla_contrast >= c.vocab_size)
+    throw Error("--dla-contrast " + std::to_string(a.dla_contrast) + " is outside the vocabulary (0.." +
+                std::to_string(c.vocab_size - 1) + ")");
   const std::vector<analysis::ProbeEvidence> probe =
       a.no_probe ? std::vector<analysis::ProbeEvidence>{} : headscope::probe(*model);
   AnalyseOptions options;
@@ -136,7 +170,24 @@ void run(const RunArgs& a) {
 
   if (!a.npy_dir.empty()) {
     std::filesystem::create_directories(a.npy_dir);
-    if (!analysed.streamed) write_npy(a.npy_dir + "/attentions.npy", cap.attention);
+    if (!analysed.streamed) {
+      write_npy(a.npy_dir + "/attentions.npy", cap.attention);
+      // Derived views of the maps, within their budgets (limits.h); past them a note, not a failure
+      // of the whole run (value_norms.npy below still gives the norm-weighted maps head by head).
+      const uint64_t weighted_bytes = uint64_t(cap.attention.numel()) * sizeof(float);
+      if (weighted_bytes <= limits::kMaxNormWeightedBytes)
+        write_npy(a.npy_dir + "/norm_weighted.npy", norm_weighted_attention(analysed));
+      else
+        std::fprintf(stderr, "headscope: norm_weighted.npy not written: %llu MiB is over its limit of %llu MiB\n",
+                     static_cast<unsigned long long>(weighted_bytes >> 20),
+                     static_cast<unsigned long long>(limits::kMaxNormWeightedBytes >> 20));
+      if (T <= limits::kMaxRolloutTokens)
+        write_npy(a.npy_dir + "/rollout.npy", attention_rollout(analysed));
+      else
+        std::fprintf(stderr, "headscope: rollout.npy not written: %d tokens is over its limit of %lld\n", T,
+                     static_cast<long long>(limits::kMaxRolloutTokens));
+    }
+    write_npy(a.npy_dir + "/value_norms.npy", cap.value_norms);
     write_overviews(a.npy_dir, c, analysed);
     if (!a.tile.empty()) {
       const std::vector<int>& t = a.tile;
@@ -150,6 +201,16 @@ void run(const RunArgs& a) {
       write_npy(a.npy_dir + "/keys.npy", cap.keys);
     }
     std::ofstream(a.npy_dir + "/tokens.json") << nlohmann::json(enc).dump(1) << "\n";
+  }
+  if (!a.dla_path.empty()) {
+    const std::vector<analysis::LogitAttribution> dla = attribute_logits(*model, enc, {a.dla_contrast});
+    if (a.dla_path.ends_with(".csv")) {
+      write_dla_csv(a.dla_path, dla);
+    } else {
+      std::ofstream out(a.dla_path);
+      if (!out) throw Error(a.dla_path + ": cannot open for writing");
+      out << dla_json(c, enc, dla).dump() << "\n";
+    }
   }
   if (!a.json_path.empty()) {
     nlohmann::json j = run_json(c, analysed, level);
@@ -176,7 +237,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--json", args->json_path, "Write tokens, per-head statistics and roles as JSON (docs/run-json.md)");
   cmd->add_flag("--json-attention", args->json_attention, "Also put the attention tensor into the JSON file");
   cmd->add_option("--npy", args->npy_dir,
-                  "Write attentions.npy (dense maps), overview_sum/max.npy, received.npy, offset_mass.npy, "
+                  "Write attentions.npy, norm_weighted.npy, rollout.npy (dense maps), value_norms.npy, overview_sum/max.npy, received.npy, offset_mass.npy, "
                   "head_outputs.npy, contributions.npy, hidden_states.npy and tokens.json into this directory "
                   "(queries.npy and keys.npy with --qk)");
   cmd->add_option("--maps", args->maps,
@@ -192,6 +253,12 @@ void add_run_command(CLI::App& app) {
                   "With --npy: write tile.npy, one head's exact attention: LAYER HEAD Q0 Q1 K0 K1 (rows Q0..Q1-1, "
                   "keys K0..K1-1)")
       ->expected(6);
+  cmd->add_option("--dla", args->dla_path,
+                  "Decoders: write the direct logit attribution of every position (the next token's logit split "
+                  "into embeddings, heads, MLPs; docs/run-json.md) to this file, CSV when it ends in .csv, else JSON");
+  cmd->add_option("--dla-contrast", args->dla_contrast,
+                  "With --dla: also attribute logit(next token) - logit(this token id) at every position")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--words", args->words, "Statistics and roles over words instead of tokens (pieces merged)");
   cmd->add_flag("--no-probe", args->no_probe,
                 "Skip the induction probe (about 1 s per model): faster, but no head is labelled induction or "

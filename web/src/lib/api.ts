@@ -88,6 +88,7 @@ export interface HeadStats {
   special_mass: number | null;
   end_special_mass: number | null;
   sink_mass: number | null;
+  sink_mass_norm: number | null;  // the sink share under norm weighting (token level)
   punct_mass: number | null;
   content_mass: number | null;
   duplicate_mass: number | null;

@@ -25,6 +25,7 @@ export const CSV_STATS = [
   'special_mass',
   'end_special_mass',
   'sink_mass',
+  'sink_mass_norm',
   'punct_mass',
   'content_mass',
   'duplicate_mass',

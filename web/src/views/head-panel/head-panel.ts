@@ -64,6 +64,7 @@ const MORE_STATS: readonly { key: keyof HeadStats; label: string; show: (v: numb
   { key: 'first_mass', label: 'on the first position', show: (v) => percent(v, 1) },
   { key: 'end_special_mass', label: 'on the closing special token', show: (v) => percent(v, 1) },
   { key: 'sink_mass', label: 'on first or special tokens (sink)', show: (v) => percent(v, 1) },
+  { key: 'sink_mass_norm', label: 'sink share of what is moved (‖α·vW_O‖)', show: (v) => percent(v, 1) },
   { key: 'punct_mass', label: 'on punctuation', show: (v) => percent(v, 1) },
   { key: 'content_mass', label: 'on other content tokens', show: (v) => percent(v, 1) },
   { key: 'duplicate_mass', label: 'on other copies of the same token', show: (v) => percent(v, 1) },

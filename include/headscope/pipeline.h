@@ -163,6 +163,7 @@ struct EvidenceOptions {
   int64_t sentences = limits::kEvidenceSentences;  // per treebank
   int64_t gap_rows = limits::kEvidenceGapRows;     // per GAP file
   bool use_cache = true;  // false: always compute (and still write the cache)
+  bool measure = true;    // false: read the cache only; without one, return no evidence
   std::function<void(std::string_view stage, int64_t done, int64_t total)> progress;
 };
 struct CorpusEvidence {

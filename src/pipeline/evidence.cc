@@ -228,6 +228,11 @@ CorpusEvidence corpus_evidence(const Model& model, const std::string& model_path
   CorpusEvidence out;
   out.key = key;
   out.path = path;
+  if (!options.measure) {
+    out.path.clear();
+    out.source = "not measured yet for this model (no " + path + "): run `make evidence` or pass --measure-corpus";
+    return out;
+  }
   const analysis::AtlasOptions a = evidence_atlas_options(options);
   if (!a.report_treebank.empty()) {
     const analysis::AtlasResult r = analysis::build_atlas(model, model_path, a);

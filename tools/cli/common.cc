@@ -46,6 +46,9 @@ void add_evidence_flags(CLI::App* command, EvidenceOptions& options, bool& no_co
                       "Folder of the cached corpus evidence (default $HEADSCOPE_CACHE_DIR, $XDG_CACHE_HOME/headscope "
                       "or ~/.cache/headscope)");
   command->add_flag("--no-corpus", no_corpus, "Roles from the text and the probe only (no syntactic or coreference roles)");
+  command->add_flag("--measure-corpus", options.measure,
+                    "Measure the corpus evidence when it is not cached yet (a few minutes on two cores for the default "
+                    "model; `make evidence` does it after set-up); otherwise an uncached model gets no corpus roles");
 }
 
 CorpusEvidence load_corpus_evidence(const Model& model, const std::string& model_path, EvidenceOptions options,

@@ -39,7 +39,11 @@ struct RunArgs {
   bool queries_keys = false;
   bool words = false;
   bool no_probe = false;  // skip the induction probe (~1 s on the default model): no induction roles
-  EvidenceOptions evidence;
+  EvidenceOptions evidence = [] {
+    EvidenceOptions e;
+    e.measure = false;  // --measure-corpus
+    return e;
+  }();
   bool no_corpus = false;  // roles without the cached corpus evidence
   AnalyseOptions::Maps maps = AnalyseOptions::Maps::kAuto;
   int cells = 256;

@@ -39,7 +39,11 @@ struct ServeOptions {
   int max_body_kib = static_cast<int>(limits::kMaxRequestBodyBytes >> 10);
   int max_tokens = 512;
   LoadOptions load;
-  EvidenceOptions evidence;
+  EvidenceOptions evidence = [] {
+    EvidenceOptions e;
+    e.measure = false;  // --measure-corpus
+    return e;
+  }();
   bool no_corpus = false;
 };
 

@@ -180,6 +180,21 @@ TEST(Schema, CliAndApiAgreeWithCorpusEvidenceOnTwentyTexts) {
     EXPECT_EQ(cli, a) << text;
     EXPECT_TRUE(a["heads"][0].contains("on_text")) << text;
   }
+  // POST /api/link on the trophy sentence: "it" → "trophy", strongest first, each head with the
+  // roles its run has; a token outside the text is refused.
+  const server::HttpReply link = api.link(json{{"text", texts[0]}, {"q", 11}, {"k", 2}, {"limit", 5}}.dump());
+  ASSERT_EQ(link.status, 200) << link.body;
+  const json l = json::parse(link.body);
+  EXPECT_EQ(l["query"], "it");
+  EXPECT_EQ(l["key"], "trophy");
+  ASSERT_EQ(l["heads"].size(), 5u);
+  const json run = json::parse(api.run(json{{"text", texts[0]}}.dump()).body);
+  for (size_t i = 0; i < 5; ++i) {
+    if (i > 0) EXPECT_GE(l["heads"][i - 1]["weight"].get<double>(), l["heads"][i]["weight"].get<double>());
+    const int index = l["heads"][i]["layer"].get<int>() * model->config().n_head + l["heads"][i]["head"].get<int>();
+    EXPECT_EQ(l["heads"][i]["roles"], run["heads"][size_t(index)]["roles"]);
+  }
+  EXPECT_EQ(api.link(json{{"text", texts[0]}, {"q", 99}, {"k", 2}}.dump()).status, 400);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@ BUILD := build
 GOLDENS := $(BUILD)/goldens
 DEMO_TEXT := The animal didn't cross the street because it was too tired.
 
-.PHONY: all setup build goldens test test-cpp test-web test-sanitize test-fuzz fuzz fuzz-build demo bench clean
+.PHONY: all setup build evidence goldens test test-cpp test-web test-sanitize test-fuzz fuzz fuzz-build demo bench clean
 
 all: build
 
@@ -19,6 +19,11 @@ build: setup
 	@[ -f $(BUILD)/build.ninja ] || cmake --preset release >/dev/null
 	@cmake --build --preset release
 
+# The default model's corpus evidence (syntax and coreference roles of every head, docs/roles.md),
+# measured once on ../shared/data and cached ($$HEADSCOPE_CACHE_DIR or ~/.cache/headscope).
+evidence: build
+	@HEADSCOPE_DATA=$(abspath ../shared/data) ./$(BUILD)/headscope run --measure-corpus --model $(MODEL) --text "$(DEMO_TEXT)" >/dev/null
+
 # Reference outputs computed by Hugging Face transformers (PyTorch, CPU, fp32) in this run.
 goldens: setup
 	@HF_HUB_OFFLINE=1 $(PY) tests/reference/make_goldens.py --model $(MODEL) --out $(GOLDENS)
@@ -27,8 +32,8 @@ test-cpp: build goldens
 	@cd $(BUILD) && HEADSCOPE_GOLDENS=$(abspath $(GOLDENS)) HEADSCOPE_MODEL=$(abspath $(MODEL)) \
 	  HEADSCOPE_DATA=$(abspath ../shared/data) ctest --output-on-failure -j2
 
-test-web: build
-	@if [ -f web/package.json ]; then cd web && npm test --silent; fi
+test-web: build evidence
+	@if [ -f web/package.json ]; then cd web && HEADSCOPE_DATA=$(abspath ../shared/data) npm test --silent; fi
 
 # The same C++ and reference tests on a build with AddressSanitizer and UndefinedBehaviorSanitizer
 # (preset "sanitize"): any out-of-bounds access, use after free, leak or undefined behaviour fails.
@@ -61,7 +66,7 @@ test: test-cpp test-web test-sanitize test-fuzz
 
 # Prints one run, then starts the explorer (web UI + API) and prints its URL; Ctrl+C stops it.
 DEMO_PORT ?= 8080
-demo: build
+demo: build evidence
 	@./$(BUILD)/headscope run --model $(MODEL) --text "$(DEMO_TEXT)"
 	@./$(BUILD)/headscope serve --model $(MODEL) --port $(DEMO_PORT)
 

@@ -132,6 +132,26 @@ enum class Role : uint8_t {
 inline constexpr int kRoleCount = 12;
 inline constexpr double kMinRoleScore = 0.25;
 
+// The families the lesson groups roles in (src/analysis/roles.cc has each family's words).
+enum class RoleFamily : uint8_t {
+  kPositional = 0,  // previous, next, self, fixed offset, local window
+  kSyntactic,       // one per dependency relation
+  kCoreference,
+  kInductionCopy,   // induction and duplicate-token heads
+  kBroad,           // bag-of-words averaging
+  kSink,            // sink / no-op
+  kOther,           // mixed: no family explains the head
+};
+inline constexpr int kRoleFamilyCount = 7;
+struct RoleFamilyInfo {
+  RoleFamily family;
+  std::string_view id;           // "positional"
+  std::string_view name;         // "Positional"
+  std::string_view description;  // what heads of the family do, in a sentence or two
+};
+std::span<const RoleFamilyInfo> role_families();
+const RoleFamilyInfo& role_family_info(RoleFamily family);
+
 struct RoleInfo {
   Role role;
   std::string_view id;                // stable identifier for JSON and URLs: "previous_token"
@@ -140,7 +160,11 @@ struct RoleInfo {
   std::string_view typical_function;  // what such heads are thought to do in trained models
   std::string_view literature;        // where the pattern was described
   uint32_t color;                     // 0xRRGGBB, used by the atlas grid and the explorer
+  RoleFamily family;                  // the lesson's grouping
 };
+// A role's description worded for a model: an encoder's sink names [CLS] and [SEP], a decoder's
+// the first token (BOS); next-token heads are not offered to causal models.
+std::string role_description(Role role, bool causal);
 
 // All roles, indexed by static_cast<int>(Role).
 std::span<const RoleInfo> role_catalogue();
@@ -161,6 +185,7 @@ struct SyntaxEvidence {            // the head's best dependency relation (see s
   double baseline_accuracy = 0;    // best fixed offset for this relation, same set
   int baseline_offset = 0;
   int64_t support = 0;  // dependents of this relation in the report set
+  int64_t sentences = 0;  // sentences of the report set (0: not recorded)
 };
 struct CorefEvidence {  // GAP pronoun → correct candidate (see coref.h)
   double accuracy = 0;
@@ -189,6 +214,24 @@ struct HeadRoles {
   RoleScore secondary;
   double confidence = 0;  // primary.score (for kMixed: the best score that fell short)
   double margin = 0;      // primary.score - secondary.score
+};
+
+// ---- this text in words (src/analysis/links.cc) ----
+
+// One link of a head on one text: query token → key token, with the weight after the sink
+// columns (position 0 and every special token) were dropped and the row renormalised.
+struct TextLink {
+  int query = 0, key = 0;
+  double weight = 0;      // renormalised without the sink columns
+  double raw_weight = 0;  // as the model wrote it
+};
+// What a head does on this text: its strongest links, and whether they match its corpus role.
+struct TextEvidence {
+  std::vector<TextLink> links;    // each query's strongest non-sink, non-self key, best first
+  std::string links_text;         // "'it' → 'trophy' 0.58; 'the' → 'suitcase' 0.64"
+  std::optional<Role> recognised;  // kSyntactic or kCoreference when links on the text match it
+  std::vector<TextLink> matching;  // the links that match it, best first
+  std::string recognised_text;     // "on this text: 'it' → 'trophy' 0.58 (a pronoun to an earlier word)"
 };
 
 // ---- overview (src/analysis/stream.cc): what a run keeps of a head's whole map at any length ----
@@ -227,6 +270,8 @@ struct AtlasOptions {
   uint32_t seed = 1234;
   int64_t min_support = 100;       // relations with fewer dependents (in either set) are not reported
   int64_t role_min_support = 100;  // relations a head's syntactic role may be based on
+  int64_t max_sentences = 0;       // sentences read from each treebank (the first ones); 0: all
+  int64_t max_gap_rows = 0;        // rows read from each GAP file (the first ones); 0: all
   // Called with the stage name, items done and items in the stage, after every item.
   std::function<void(std::string_view stage, int64_t done, int64_t total)> progress;
 };

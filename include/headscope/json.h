@@ -49,10 +49,21 @@ void to_json(nlohmann::json& j, const ProbeEvidence& probe);
 // {position, target, contrast (null for none), logit, embeddings, heads [n_layer][n_head],
 // attention_bias [n_layer], mlp [n_layer], final_norm_bias, rest}.
 void to_json(nlohmann::json& j, const LogitAttribution& a);
+// {id, name, description}.
+void to_json(nlohmann::json& j, const RoleFamilyInfo& family);
+// {query, key, weight, raw_weight}.
+void to_json(nlohmann::json& j, const TextLink& link);
+// {links (the first limits::kMaxTextLinks), links_text, recognised (role id or null), matching,
+//  recognised_text}.
+void to_json(nlohmann::json& j, const TextEvidence& text);
 }  // namespace analysis
 
 // The role catalogue: one RoleInfo object per role, in catalogue order.
 nlohmann::json role_catalogue_json();
+// The same with each description worded for `config` (analysis::role_description).
+nlohmann::json role_catalogue_json(const ModelConfig& config);
+// The lesson's role families: one RoleFamilyInfo object each.
+nlohmann::json role_families_json();
 
 // One head: {layer, head, kv_head, stats, roles}. The atlas adds its corpus evidence beside these.
 nlohmann::json head_json(const ModelConfig& config, int layer, int head, const analysis::HeadStats& stats,

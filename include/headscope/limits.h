@@ -143,4 +143,18 @@ inline constexpr uint64_t kMaxNormWeightedBytes = kDenseMapsBytes;
 // ~64 GFLOP for SmolLM2's 30 layers at 1,024 tokens: seconds on two cores; 8K would take hours).
 inline constexpr int64_t kMaxRolloutTokens = 1024;
 
+// ---- corpus evidence ----
+
+// Treebank sentences run for the cached corpus evidence (src/pipeline/evidence.cc), in each of the
+// report (UD PUD) and selection (UD EWT dev) files: 300 of each keep the relations the explorer
+// names above their 100-dependent support and take about 20 s on two cores for all-MiniLM-L6-v2.
+inline constexpr int64_t kEvidenceSentences = 300;
+// GAP rows run in each of the report and selection files for the same cache: ~15 s on two cores.
+inline constexpr int64_t kEvidenceGapRows = 200;
+// Links named in a head's text description ("'it' → 'trophy' 0.58; ..."): a sentence, not a table.
+inline constexpr int kMaxTextLinks = 4;
+// Bytes of a cached evidence file read back; a real one is ~100 KiB per 1,000 heads, so a bigger
+// file is not ours and is recomputed instead of parsed.
+inline constexpr uint64_t kMaxEvidenceFileBytes = uint64_t{64} << 20;
+
 }  // namespace headscope::limits

@@ -2,6 +2,8 @@
 //
 //   probe()      induction / duplicate-token evidence of a model (the repeated-random-tokens probe);
 //                measured once per model, then handed to every analyse()
+//   corpus_evidence()  syntax (UD) and coreference (GAP) evidence of every head plus the probe,
+//                computed once per model and cached on disk; handed to every analyse()
 //   analyse()    one text: forward pass, statistics and roles of every head at token and word level
 //                (and with the special tokens left out), roles with the probe's evidence
 //   decompose()  one token of one layer through W_O: each head's output, its contribution, their sum
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "headscope/analysis.h"
+#include "headscope/limits.h"
 #include "headscope/model.h"
 
 namespace headscope {
@@ -51,6 +54,10 @@ struct RunAnalysis {
   LevelAnalysis token_plain, word_plain;
   // [n_layer * n_head] every head's pooled map and marginals at token level (any length).
   std::vector<analysis::HeadOverview> overviews;
+  // [n_layer * n_head] each head on this text in words (token level, sinks discounted;
+  // analysis/links.h). Empty for streamed runs.
+  std::vector<analysis::TextEvidence> on_text;
+  std::string sink_columns;  // what the discount dropped: "[CLS] and [SEP]", "the first token"
   // True when the maps were streamed: capture.attention and word_attention are empty and the
   // capture holds queries and keys instead (attention_tile() reads them).
   bool streamed = false;
@@ -72,6 +79,9 @@ struct WordUnit {
   bool special = false;
 };
 std::vector<WordUnit> word_units(const RunAnalysis& run);
+// [T] each token's text as it appears in the text (trimmed; a special token: its own text), for
+// labels such as "'it' → 'trophy'".
+std::vector<std::string> token_labels(const RunAnalysis& run);
 
 // Query head → key/value head: grouped-query attention shares each KV head among n_head /
 // n_kv_head consecutive query heads (transformers' repeat_kv); the identity without GQA.
@@ -103,6 +113,10 @@ struct AnalyseOptions {
   Maps maps = Maps::kAuto;
   // Called after each layer's attention has been analysed (layers done, layers in all).
   std::function<void(int done, int layers)> progress;
+  // [n_layer * n_head] corpus evidence (CorpusEvidence::heads): its syntax and coreference join
+  // this text's statistics in every head's roles (and its probe when `probe` is empty). Empty:
+  // roles from the text and the probe only.
+  std::span<const analysis::HeadEvidence> corpus;
 };
 
 // What analyse() would allocate for T tokens with `options` (the forward pass, the maps or the
@@ -149,6 +163,49 @@ struct LogitAttributionOptions {
 // difference. Entries ordered by position, the plain logit before the difference.
 std::vector<analysis::LogitAttribution> attribute_logits(const Model& model, const Encoding& encoding,
                                                          const LogitAttributionOptions& options = {});
+
+// Token i's attention to token j in every head, strongest first, with each head's roles
+// (token level). Throws Error for a token outside the run.
+struct HeadLink {
+  int layer = 0, head = 0;
+  double weight = 0;          // a[i, j]
+  double weight_no_sink = 0;  // the same with the sink columns dropped and the row renormalised
+                              // (0 when j is itself a sink column)
+};
+std::vector<HeadLink> heads_linking(const Model& model, const RunAnalysis& run, int query, int key);
+
+// ---- corpus evidence (src/pipeline/evidence.cc) ----
+
+// Where the gold data is and where the cache lives. The files looked for under `data_dir`:
+// ud/en_pud-ud-test.conllu (report) and ud/en_ewt-ud-dev.conllu (selection) for syntax,
+// gap/gap-validation.tsv (report) and gap/gap-development.tsv (selection) for coreference. A pair
+// that is missing (or a model whose language has no such data) leaves that evidence out.
+struct EvidenceOptions {
+  std::string data_dir;   // empty: $HEADSCOPE_DATA, else ../shared/data
+  std::string cache_dir;  // empty: $HEADSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/headscope, else ~/.cache/headscope
+  int64_t sentences = limits::kEvidenceSentences;  // per treebank
+  int64_t gap_rows = limits::kEvidenceGapRows;     // per GAP file
+  bool use_cache = true;  // false: always compute (and still write the cache)
+  bool measure = true;    // false: read the cache only; without one, return no evidence
+  std::function<void(std::string_view stage, int64_t done, int64_t total)> progress;
+};
+struct CorpusEvidence {
+  std::string key;     // the cache key (hex), see evidence_key()
+  std::string path;    // the cache file read or written ("" when it could not be written)
+  std::string source;  // one line: what was measured ("300 UD PUD sentences ..., 200 GAP rows ...")
+  bool from_cache = false;
+  bool syntax = false, coreference = false;  // which gold data was found
+  std::vector<analysis::HeadEvidence> heads;  // [n_layer * n_head]; stats left empty (the text's join in)
+};
+// The key: a hash of the format version, each model file's name, size and modification time
+// (config.json, tokenizer.json, *.safetensors, or the .gguf), each data file's size and the
+// sizes asked for. Editing or replacing any of them makes a new key.
+std::string evidence_key(const std::string& model_path, const EvidenceOptions& options);
+// The atlas options corpus_evidence() runs with (for a test that wants the same numbers).
+analysis::AtlasOptions evidence_atlas_options(const EvidenceOptions& options);
+// Reads the cached evidence of `model_path`, or measures it (progress through options.progress)
+// and writes the cache. Without any gold data the evidence is the probe alone.
+CorpusEvidence corpus_evidence(const Model& model, const std::string& model_path, const EvidenceOptions& options = {});
 
 // ---- decompose ----
 

@@ -62,7 +62,7 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
   r.options.progress = nullptr;
 
   // Read every data file first, so that a wrong path fails before minutes of work.
-  const auto report_tb = read_conllu(options.report_treebank);
+  auto report_tb = read_conllu(options.report_treebank);
   std::vector<DependencySentence> select_tb;
   if (!options.select_treebank.empty()) select_tb = read_conllu(options.select_treebank);
   std::vector<GapExample> report_gap, select_gap;
@@ -70,6 +70,13 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
   if (!options.select_coref.empty()) select_gap = read_gap_tsv(options.select_coref);
   std::vector<std::string> corpus;
   if (!options.corpus.empty()) corpus = read_corpus(options.corpus);
+  auto keep_first = [](auto& rows, int64_t n) {
+    if (n > 0 && rows.size() > static_cast<size_t>(n)) rows.resize(static_cast<size_t>(n));
+  };
+  keep_first(report_tb, options.max_sentences);
+  keep_first(select_tb, options.max_sentences);
+  keep_first(report_gap, options.max_gap_rows);
+  keep_first(select_gap, options.max_gap_rows);
 
   ModelStatsAccumulator token_stats(L, H), word_stats(L, H);
   auto add_stats = [&](const Capture& cap, const Encoding& enc, const std::string& text, const WordMap& map,
@@ -213,7 +220,7 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
     const HeadSyntax& hs = r.head_syntax[i];
     if (!hs.relation.empty()) {
       e.syntax = SyntaxEvidence{hs.relation, hs.direction == Direction::kHeadToDependent, hs.accuracy,
-                                hs.baseline_accuracy, hs.baseline_offset, hs.support};
+                                hs.baseline_accuracy, hs.baseline_offset, hs.support, r.report_sentences};
     }
     if (r.coref && r.coref->support_report > 0) {
       e.coref = CorefEvidence{r.coref->head_report_accuracies[i], r.coref->baseline_report_accuracy,

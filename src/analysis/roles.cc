@@ -19,53 +19,76 @@ constexpr std::array<RoleInfo, kRoleCount> kCatalogue = {{
      "Copies information about the preceding token into the current position, so later layers can "
      "read bigrams; in decoders it is the first half of an induction circuit.",
      "Clark et al. 2019 (BERT); Voita et al. 2019 (positional heads); Olsson et al. 2022 (induction circuits)",
-     0x1f77b4},
+     0x1f77b4, RoleFamily::kPositional},
     {Role::kNextToken, "next_token", "Next token",
      "Each token looks at the token just after it (only possible in bidirectional models).",
      "Lets an encoder read right-hand context one step ahead, the mirror of a previous-token head.",
-     "Clark et al. 2019; Voita et al. 2019", 0x17becf},
+     "Clark et al. 2019; Voita et al. 2019", 0x17becf, RoleFamily::kPositional},
     {Role::kSelf, "self", "Self",
      "Each token looks mostly at itself: the attention matrix is a bright diagonal.",
      "Keeps the token's own representation, often acting as a near no-op for that head.",
-     "Kovaleva et al. 2019 (diagonal pattern)", 0x9467bd},
+     "Kovaleva et al. 2019 (diagonal pattern)", 0x9467bd, RoleFamily::kPositional},
     {Role::kFixedOffset, "fixed_offset", "Fixed offset",
      "Each token looks at the token a fixed number of positions away (two or more).",
      "Builds wider positional context (skip-grams); such heads are rarer than the +-1 ones.",
-     "Clark et al. 2019; Kovaleva et al. 2019", 0xaec7e8},
+     "Clark et al. 2019; Kovaleva et al. 2019", 0xaec7e8, RoleFamily::kPositional},
     {Role::kSink, "sink", "Sink / special token",
      "Most attention goes to the first token or to special tokens such as [CLS], [SEP] or BOS.",
      "Usually a way of doing nothing: the softmax must put its mass somewhere, and a token whose value "
      "vector is small absorbs it without changing the output.",
      "Clark et al. 2019 (attention to [SEP]); Kobayashi et al. 2020; Xiao et al. 2023 (attention sinks)",
-     0x8c564b},
+     0x8c564b, RoleFamily::kSink},
     {Role::kBroad, "broad", "Broad",
      "Attention is spread almost evenly over the whole sequence.",
      "Averages the sentence into a bag-of-words summary; common in the first layers.",
-     "Clark et al. 2019 (broad attention in lower layers); Kovaleva et al. 2019", 0xbcbd22},
+     "Clark et al. 2019 (broad attention in lower layers); Kovaleva et al. 2019", 0xbcbd22, RoleFamily::kBroad},
     {Role::kLocalWindow, "local_window", "Local window",
      "Attention covers the few neighbours on either side, without one neighbour dominating.",
      "Gathers local n-gram context, the pattern that sliding-window attention makes explicit.",
-     "Kovaleva et al. 2019 (block pattern); Beltagy et al. 2020 (Longformer)", 0x98df8a},
+     "Kovaleva et al. 2019 (block pattern); Beltagy et al. 2020 (Longformer)", 0x98df8a, RoleFamily::kPositional},
     {Role::kDuplicateToken, "duplicate_token", "Duplicate token",
      "A token looks at other occurrences of the same token.",
      "Signals that a token was seen before; in GPT-2 such heads feed the name-mover circuit.",
-     "Wang et al. 2022 (indirect object identification)", 0xff7f0e},
+     "Wang et al. 2022 (indirect object identification)", 0xff7f0e, RoleFamily::kInductionCopy},
     {Role::kInduction, "induction", "Induction",
      "A token looks at whatever followed its previous occurrence ([A][B] ... [A] -> [B]).",
      "Completes repeated patterns by copying; thought to drive much of in-context learning.",
-     "Elhage et al. 2021; Olsson et al. 2022", 0xd62728},
+     "Elhage et al. 2021; Olsson et al. 2022", 0xd62728, RoleFamily::kInductionCopy},
     {Role::kSyntactic, "syntactic", "Syntactic",
      "A word looks at its syntactic head (or a head at its dependent) for a dependency relation.",
      "Tracks grammatical relations such as subject, object or determiner without any supervision.",
-     "Clark et al. 2019; Htut et al. 2019; Voita et al. 2019", 0x2ca02c},
+     "Clark et al. 2019; Htut et al. 2019; Voita et al. 2019", 0x2ca02c, RoleFamily::kSyntactic},
     {Role::kCoreference, "coreference", "Coreference",
      "A pronoun looks at the name it refers to rather than at a competing one.",
      "Links mentions of the same entity across a passage.",
-     "Clark et al. 2019 (section 4.3); Webster et al. 2018 (GAP)", 0xe377c2},
+     "Clark et al. 2019 (section 4.3); Webster et al. 2018 (GAP)", 0xe377c2, RoleFamily::kCoreference},
     {Role::kMixed, "mixed", "Mixed",
      "No single pattern explains at least a quarter of this head's attention.",
      "Either a mixture of patterns or a function that depends on content this catalogue does not test.",
-     "", 0xe8e8e8},
+     "", 0xe8e8e8, RoleFamily::kOther},
+}};
+
+constexpr std::array<RoleFamilyInfo, kRoleFamilyCount> kFamilies = {{
+    {RoleFamily::kPositional, "positional", "Positional",
+     "Looks a set number of places away whatever the words are: the token before, the one after, "
+     "itself, or a few steps off. Such heads give later layers word order to work with."},
+    {RoleFamily::kSyntactic, "syntactic", "Syntactic",
+     "Links words that grammar ties together, such as a determiner and its noun or a verb and its "
+     "object, although the model was never shown a parse."},
+    {RoleFamily::kCoreference, "coreference", "Coreference",
+     "Sends a pronoun to the earlier mention it stands for, so that 'it' can pick up what 'the "
+     "trophy' means."},
+    {RoleFamily::kInductionCopy, "induction_copy", "Induction / copy",
+     "Finds an earlier occurrence of the current token, or the token that came after it, so that a "
+     "repeated pattern can be continued by copying."},
+    {RoleFamily::kBroad, "broad", "Broad / bag of words",
+     "Spreads its attention over the whole text and so averages it, giving a summary of which words "
+     "are present rather than where they are."},
+    {RoleFamily::kSink, "sink", "Sink / no-op",
+     "Parks its attention on one fixed token; when that token carries almost nothing, the head adds "
+     "almost nothing: the usual way for a head to stay out of the way."},
+    {RoleFamily::kOther, "other", "Other",
+     "No single pattern that we test explains this head."},
 }};
 
 std::string pct(double x) {
@@ -85,6 +108,21 @@ double skill(double accuracy, double baseline) {
 }  // namespace
 
 std::span<const RoleInfo> role_catalogue() { return kCatalogue; }
+
+std::span<const RoleFamilyInfo> role_families() { return kFamilies; }
+
+const RoleFamilyInfo& role_family_info(RoleFamily family) {
+  const auto i = static_cast<size_t>(family);
+  if (i >= kFamilies.size()) throw Error("role family id " + std::to_string(i) + " is out of range");
+  return kFamilies[i];
+}
+
+std::string role_description(Role role, bool causal) {
+  if (role == Role::kSink)
+    return causal ? "Most attention goes to the first token of the text (the BOS token where the tokenizer adds one)."
+                  : "Most attention goes to the special tokens [CLS] and [SEP] (or the first token).";
+  return std::string(role_info(role).description);
+}
 
 const RoleInfo& role_info(Role role) {
   const auto i = static_cast<size_t>(role);
@@ -167,7 +205,8 @@ HeadRoles assign_roles(const HeadEvidence& head) {
         format("%s: %s of %lld %s dependents are linked to their gold head by its strongest attention, "
                "against %s for the best fixed offset (%+d)",
                dir.c_str(), pct(x.accuracy).c_str(), static_cast<long long>(x.support), x.relation.c_str(),
-               pct(x.baseline_accuracy).c_str(), x.baseline_offset));
+               pct(x.baseline_accuracy).c_str(), x.baseline_offset) +
+            (x.sentences > 0 ? format(" (%lld held-out sentences)", static_cast<long long>(x.sentences)) : ""));
   }
 
   if (head.coref && head.coref->support > 0) {
@@ -181,6 +220,21 @@ HeadRoles assign_roles(const HeadEvidence& head) {
   // Best first; on equal scores the catalogue order (simpler pattern first) decides.
   std::stable_sort(scores.begin(), scores.end(),
                    [](const RoleScore& a, const RoleScore& b) { return a.score > b.score; });
+
+  // Corpus evidence before this text's sink: a head that is a specialist on gold data (a
+  // syntactic or coreference score of at least kMinRoleScore) takes that role first when only the
+  // sink and broad roles outrank it; the sink is kept as secondary evidence ("also parks ...").
+  const auto is_corpus = [](const RoleScore& r) {
+    return (r.role == Role::kSyntactic || r.role == Role::kCoreference) && r.score >= kMinRoleScore;
+  };
+  const auto corpus = std::find_if(scores.begin(), scores.end(), is_corpus);
+  if (corpus != scores.end() && corpus != scores.begin() &&
+      std::all_of(scores.begin(), corpus, [](const RoleScore& r) { return r.role == Role::kSink || r.role == Role::kBroad; })) {
+    std::rotate(scores.begin(), corpus, corpus + 1);
+    for (RoleScore& r : scores)
+      if (r.role == Role::kSink)
+        r.evidence = "it also parks " + pct(r.score) + " of its attention on the first token or special tokens";
+  }
 
   HeadRoles out;
   out.scores = scores;

@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "analysis/links.h"
 #include "analysis/probe.h"
 #include "analysis/roles.h"
 #include "analysis/statistics.h"
@@ -20,7 +21,8 @@ namespace {
 // roles from them plus the probe's evidence.
 LevelAnalysis analyse_level(const std::vector<analysis::HeadStream>& heads,
                             analysis::HeadStatsAccumulator analysis::HeadStream::*level, analysis::SequenceInfo units,
-                            std::span<const analysis::ProbeEvidence> probe) {
+                            std::span<const analysis::ProbeEvidence> probe,
+                            std::span<const analysis::HeadEvidence> corpus) {
   LevelAnalysis out;
   out.stats.reserve(heads.size());
   for (const analysis::HeadStream& head : heads) out.stats.push_back((head.*level).result());
@@ -28,6 +30,11 @@ LevelAnalysis analyse_level(const std::vector<analysis::HeadStream>& heads,
   for (size_t i = 0; i < out.stats.size(); ++i) {
     evidence[i].stats = out.stats[i];
     if (i < probe.size()) evidence[i].probe = probe[i];
+    if (i < corpus.size()) {
+      if (!evidence[i].probe) evidence[i].probe = corpus[i].probe;
+      evidence[i].syntax = corpus[i].syntax;
+      evidence[i].coref = corpus[i].coref;
+    }
   }
   out.roles = analysis::assign_roles(evidence);
   out.units = std::move(units);
@@ -158,15 +165,64 @@ RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
   }
 
   using analysis::HeadStream;
-  run.token_level = analyse_level(streams, &HeadStream::token, plan.tokens, probe);
-  run.word_level = analyse_level(streams, &HeadStream::word, plan.word_units, probe);
+  run.token_level = analyse_level(streams, &HeadStream::token, plan.tokens, probe, options.corpus);
+  run.word_level = analyse_level(streams, &HeadStream::word, plan.word_units, probe, options.corpus);
   if (options.without_specials) {
-    run.token_plain = analyse_level(streams, &HeadStream::token_plain, plan.token_plain.units, probe);
-    run.word_plain = analyse_level(streams, &HeadStream::word_plain, plan.word_plain.units, probe);
+    run.token_plain = analyse_level(streams, &HeadStream::token_plain, plan.token_plain.units, probe, options.corpus);
+    run.word_plain = analyse_level(streams, &HeadStream::word_plain, plan.word_plain.units, probe, options.corpus);
   }
   run.overviews.reserve(streams.size());
   for (HeadStream& head : streams) run.overviews.push_back(head.take_overview());
+
+  // Each head on this text in words (dense maps only: it reads every row).
+  if (!run.streamed) {
+    const std::vector<std::string> labels = token_labels(run);
+    const analysis::SequenceInfo& seq = run.token_level.units;
+    run.sink_columns = analysis::sink_columns_text(seq, labels);
+    run.on_text.reserve(size_t(heads));
+    const analysis::HeadEvidence none;
+    for (int64_t i = 0; i < heads; ++i) {
+      const float* map = run.capture.attention.ptr() + i * int64_t(T) * T;
+      const analysis::HeadEvidence& corpus = size_t(i) < options.corpus.size() ? options.corpus[size_t(i)] : none;
+      run.on_text.push_back(analysis::describe_text(map, labels, seq, corpus, run.token_level.roles[size_t(i)]));
+    }
+  }
   return run;
+}
+
+std::vector<std::string> token_labels(const RunAnalysis& run) {
+  std::vector<std::string> labels;
+  labels.reserve(run.encoding.size());
+  for (const Token& t : run.encoding.tokens) {
+    std::string s = t.special || t.end <= t.begin
+                        ? t.text
+                        : run.text.substr(static_cast<size_t>(t.begin), static_cast<size_t>(t.end - t.begin));
+    const size_t a = s.find_first_not_of(" \t\r\n"), b = s.find_last_not_of(" \t\r\n");
+    labels.push_back(a == std::string::npos ? t.text : s.substr(a, b - a + 1));
+  }
+  return labels;
+}
+
+std::vector<HeadLink> heads_linking(const Model& model, const RunAnalysis& run, int query, int key) {
+  const ModelConfig& c = model.config();
+  const int T = run.T();
+  if (query < 0 || query >= T || key < 0 || key >= T)
+    throw Error("heads_linking: tokens " + std::to_string(query) + " → " + std::to_string(key) + " are not both among the " +
+                std::to_string(T) + " tokens of the text (0 to " + std::to_string(T - 1) + ")");
+  const analysis::SequenceInfo& seq = run.token_level.units;
+  const auto sink = [&](int k) { return k == 0 || seq.kinds[size_t(k)] == analysis::TokenKind::kSpecial; };
+  std::vector<HeadLink> out;
+  for (int l = 0; l < c.n_layer; ++l)
+    for (int h = 0; h < c.n_head; ++h) {
+      const Tensor row = attention_tile(model, run, l, h, query, query + 1, 0, T);  // [1, T]
+      double kept = 0;
+      for (int k = 0; k < T; ++k)
+        if (!sink(k)) kept += row.ptr()[k];
+      const double w = row.ptr()[key];
+      out.push_back(HeadLink{l, h, w, sink(key) || kept <= 0 ? 0.0 : w / kept});
+    }
+  std::stable_sort(out.begin(), out.end(), [](const HeadLink& a, const HeadLink& b) { return a.weight > b.weight; });
+  return out;
 }
 
 Tensor attention_tile(const Model& model, const RunAnalysis& run, int layer, int head, int q0, int q1, int k0, int k1) {

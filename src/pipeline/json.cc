@@ -1,7 +1,11 @@
 // headscope — the one JSON serializer of the domain objects (see headscope/json.h, docs/schema.md).
 #include "headscope/json.h"
 
+#include "headscope/limits.h"
+
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <string>
 
@@ -135,6 +139,7 @@ void to_json(json& j, const RoleScore& r) {
   const RoleInfo& info = role_info(r.role);
   j = {{"id", info.id},
        {"name", info.name},
+       {"family", role_family_info(info.family).id},
        {"score", json_number(r.score)},
        {"detail", r.detail},
        {"evidence", r.evidence}};
@@ -156,7 +161,28 @@ void to_json(json& j, const RoleInfo& r) {
        {"description", r.description},
        {"typical_function", r.typical_function},
        {"literature", r.literature},
-       {"color", colour}};
+       {"color", colour},
+       {"family", role_family_info(r.family).id}};
+}
+
+void to_json(json& j, const RoleFamilyInfo& f) {
+  j = {{"id", f.id}, {"name", f.name}, {"description", f.description}};
+}
+
+void to_json(json& j, const TextLink& l) {
+  j = {{"query", l.query}, {"key", l.key}, {"weight", json_number(l.weight)}, {"raw_weight", json_number(l.raw_weight)}};
+}
+
+void to_json(json& j, const TextEvidence& t) {
+  const size_t n = static_cast<size_t>(limits::kMaxTextLinks);
+  const auto first = [n](const std::vector<TextLink>& v) {
+    return std::vector<TextLink>(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(std::min(n, v.size())));
+  };
+  j = {{"links", first(t.links)},
+       {"links_text", t.links_text},
+       {"recognised", t.recognised ? json(role_info(*t.recognised).id) : json(nullptr)},
+       {"matching", first(t.matching)},
+       {"recognised_text", t.recognised_text}};
 }
 
 void to_json(json& j, const ProbeEvidence& p) {
@@ -170,6 +196,18 @@ void to_json(json& j, const ProbeEvidence& p) {
 json role_catalogue_json() {
   json out = json::array();
   for (const analysis::RoleInfo& r : analysis::role_catalogue()) out.push_back(r);
+  return out;
+}
+
+json role_catalogue_json(const ModelConfig& config) {
+  json out = role_catalogue_json();
+  for (json& r : out) r["description"] = analysis::role_description(analysis::role_from_id(r["id"].get<std::string>()), config.causal);
+  return out;
+}
+
+json role_families_json() {
+  json out = json::array();
+  for (const analysis::RoleFamilyInfo& f : analysis::role_families()) out.push_back(f);
   return out;
 }
 
@@ -190,6 +228,7 @@ json run_json(const ModelConfig& c, const RunAnalysis& run, Level level, bool hi
     for (int h = 0; h < c.n_head; ++h) {
       const auto i = static_cast<size_t>(l * c.n_head + h);
       heads.push_back(head_json(c, l, h, a.stats.at(i), a.roles.at(i)));
+      if (i < run.on_text.size()) heads.back()["on_text"] = run.on_text[i];
     }
   json tokens = run.encoding;
   for (size_t i = 0; i < run.encoding.tokens.size(); ++i)
@@ -204,6 +243,7 @@ json run_json(const ModelConfig& c, const RunAnalysis& run, Level level, bool hi
           {"n_units", a.units.T()},
           {"tokens", std::move(tokens)},
           {"words", word_units(run)},
+          {"sink_columns", run.sink_columns},
           {"heads", std::move(heads)}};
 }
 

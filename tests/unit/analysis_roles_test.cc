@@ -184,3 +184,36 @@ TEST(AnalysisRoles, CoreferenceAndMixed) {
 
 }  // namespace
 }  // namespace headscope::analysis
+
+namespace headscope::analysis {
+namespace {
+
+// A head that puts 70 % on the sink on this text but is a coreference specialist on the corpus:
+// the corpus role comes first, the sink second with "also parks".
+TEST(AnalysisRoles, CorpusSpecialistComesBeforeTheSink) {
+  HeadStats s = weak_stats();
+  s.sink_mass = 0.7;
+  const HeadRoles text_only = assign_roles(HeadEvidence{s, {}, {}, {}});
+  EXPECT_EQ(text_only.primary.role, Role::kSink);
+  const HeadRoles r = assign_roles(HeadEvidence{s, {}, {}, CorefEvidence{0.71, 0.56, "nearest candidate", 392}});
+  EXPECT_EQ(r.primary.role, Role::kCoreference);
+  EXPECT_NEAR(r.primary.score, (0.71 - 0.56) / (1 - 0.56), 1e-12);
+  EXPECT_EQ(r.secondary.role, Role::kSink);
+  EXPECT_EQ(r.secondary.evidence, "it also parks 70 % of its attention on the first token or special tokens");
+  // A clear positional pattern is not overruled: previous token .9 stays first.
+  s.prev_mass = s.offset_mass[kMaxOffset - 1] = 0.9;
+  const HeadRoles positional = assign_roles(HeadEvidence{s, {}, {}, CorefEvidence{0.71, 0.56, "nearest candidate", 392}});
+  EXPECT_EQ(positional.primary.role, Role::kPreviousToken);
+}
+
+TEST(AnalysisRoles, EveryRoleHasAFamilyAndDecodersAreNotToldOfCls) {
+  EXPECT_EQ(role_info(Role::kInduction).family, RoleFamily::kInductionCopy);
+  EXPECT_EQ(role_info(Role::kFixedOffset).family, RoleFamily::kPositional);
+  EXPECT_EQ(role_family_info(RoleFamily::kSink).id, "sink");
+  EXPECT_EQ(role_families().size(), static_cast<size_t>(kRoleFamilyCount));
+  EXPECT_EQ(role_description(Role::kSink, /*causal=*/true).find("[CLS]"), std::string::npos);
+  EXPECT_NE(role_description(Role::kSink, /*causal=*/false).find("[CLS]"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace headscope::analysis

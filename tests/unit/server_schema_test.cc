@@ -38,7 +38,7 @@ json read_json(const std::string& path) {
 
 json cli_run(const std::string& model_dir, const testing::TempDir& dir, bool words) {
   const std::string out = dir.file(words ? "word.json" : "token.json");
-  const std::string cmd = std::string(HEADSCOPE_BINARY_DIR) + "/headscope run --quiet --model '" + model_dir +
+  const std::string cmd = std::string(HEADSCOPE_BINARY_DIR) + "/headscope run --quiet --no-corpus --model '" + model_dir +
                           "' --text '" + kText + "' --json '" + out + "'" + (words ? " --words" : "");
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   return read_json(out);
@@ -118,6 +118,83 @@ TEST(Schema, CliApiAndAtlasWriteTheSameHeadObjects) {
   // A head's statistic, checked against its definition on this text: offset_mass["0"] is self_mass.
   EXPECT_EQ(api_tokens["heads"][0]["stats"]["offset_mass"]["0"], api_tokens["heads"][0]["stats"]["self_mass"]);
   EXPECT_EQ(api_tokens["heads"][0]["stats"]["offset_mass"].size(), 2u * analysis::kMaxOffset + 1);
+}
+
+}  // namespace
+}  // namespace headscope
+
+namespace headscope {
+namespace {
+
+// One analysis everywhere, with the corpus evidence: for 20 texts the CLI (reading the cached
+// evidence in its own process) writes exactly the run object the API answers — statistics, roles
+// with their corpus evidence, and each head's links on the text.
+TEST(Schema, CliAndApiAgreeWithCorpusEvidenceOnTwentyTexts) {
+  const std::string model_dir = testing::env_or_fail("HEADSCOPE_MODEL");
+  const std::string data_dir = testing::env_or_fail("HEADSCOPE_DATA");
+  ASSERT_FALSE(model_dir.empty());
+  const auto model = Model::load(model_dir);
+  EvidenceOptions evidence;
+  evidence.data_dir = data_dir;
+  const char* cache_env = std::getenv("HEADSCOPE_CACHE_DIR");
+  evidence.cache_dir = cache_env && *cache_env ? cache_env : std::string(HEADSCOPE_BINARY_DIR) + "/evidence-cache";
+  const CorpusEvidence corpus = corpus_evidence(*model, model_dir, evidence);
+  ASSERT_TRUE(corpus.syntax);
+  server::RunCache cache(*model, 2, size_t{1} << 30, 512, probe(*model), AnalyseOptions::Maps::kAuto, corpus.heads);
+  server::Api api(*model, cache);
+  testing::TempDir dir("schema20");
+  const char* texts[] = {
+      "The trophy didn't fit in the suitcase because it was too big.",
+      "The animal didn't cross the street because it was too tired.",
+      "She gave the book to her brother after he asked for it.",
+      "A man walked into the shop and bought a loaf of bread.",
+      "The committee approved the plan, but the mayor rejected it.",
+      "When the rain stopped, the children ran outside to play.",
+      "John told Mary that he would call her in the morning.",
+      "The old house on the hill has been empty for years.",
+      "Scientists discovered a new species of frog in the forest.",
+      "The cat sat on the mat because it was tired.",
+      "Every student must submit the essay before the deadline.",
+      "The river flows through the valley and into the sea.",
+      "Anna lost her keys, so she could not open the door.",
+      "The engineers tested the bridge with heavy trucks.",
+      "If the price falls, the company will buy more shares.",
+      "The dog chased the ball that the boy had thrown.",
+      "Paris is the capital of France and a city of museums.",
+      "The teacher praised the pupils because they worked hard.",
+      "A storm damaged the roof of the school last night.",
+      "The musicians played a song that everyone knew.",
+  };
+  for (const char* text : texts) {
+    const std::string out = dir.file("run.json");
+    const std::string cmd = "HEADSCOPE_CACHE_DIR='" + evidence.cache_dir + "' HEADSCOPE_DATA='" + data_dir + "' " +
+                            std::string(HEADSCOPE_BINARY_DIR) + "/headscope run --quiet --no-probe --model '" +
+                            model_dir + "' --text \"" + text + "\" --json '" + out + "'";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    json cli = read_json(out);
+    const server::HttpReply reply = api.run(json{{"text", text}}.dump());
+    ASSERT_EQ(reply.status, 200) << reply.body;
+    json a = json::parse(reply.body);
+    a.erase("streamed");
+    a.erase("overview");
+    EXPECT_EQ(cli, a) << text;
+    EXPECT_TRUE(a["heads"][0].contains("on_text")) << text;
+  }
+  // POST /api/link on the trophy sentence: "it" → "trophy", strongest first, each head with the
+  // roles its run has; a token outside the text is refused.
+  const server::HttpReply link = api.link(json{{"text", texts[0]}, {"q", 11}, {"k", 2}, {"limit", 5}}.dump());
+  ASSERT_EQ(link.status, 200) << link.body;
+  const json l = json::parse(link.body);
+  EXPECT_EQ(l["query"], "it");
+  EXPECT_EQ(l["key"], "trophy");
+  ASSERT_EQ(l["heads"].size(), 5u);
+  const json run = json::parse(api.run(json{{"text", texts[0]}}.dump()).body);
+  for (size_t i = 0; i < 5; ++i) {
+    if (i > 0) EXPECT_GE(l["heads"][i - 1]["weight"].get<double>(), l["heads"][i]["weight"].get<double>());
+    const int index = l["heads"][i]["layer"].get<int>() * model->config().n_head + l["heads"][i]["head"].get<int>();
+    EXPECT_EQ(l["heads"][i]["roles"], run["heads"][size_t(index)]["roles"]);
+  }
+  EXPECT_EQ(api.link(json{{"text", texts[0]}, {"q", 99}, {"k", 2}}.dump()).status, 400);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "cli/common.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -35,6 +36,42 @@ void add_load_flags(CLI::App* command, LoadOptions& options) {
                    "Memory one run may use, e.g. 2G or 1500M (default: what the machine has available, less a "
                    "margin); a request over it is refused with the estimate before anything is allocated")
       ->transform(CLI::AsSizeValue(false));
+}
+
+void add_evidence_flags(CLI::App* command, EvidenceOptions& options, bool& no_corpus) {
+  command->add_option("--data", options.data_dir,
+                      "Gold data for the corpus evidence (ud/*.conllu, gap/*.tsv; default $HEADSCOPE_DATA, else "
+                      "../shared/data); without it roles come from the probe and the text");
+  command->add_option("--evidence-cache", options.cache_dir,
+                      "Folder of the cached corpus evidence (default $HEADSCOPE_CACHE_DIR, $XDG_CACHE_HOME/headscope "
+                      "or ~/.cache/headscope)");
+  command->add_flag("--no-corpus", no_corpus, "Roles from the text and the probe only (no syntactic or coreference roles)");
+  command->add_flag("--measure-corpus", options.measure,
+                    "Measure the corpus evidence when it is not cached yet (a few minutes on two cores for the default "
+                    "model; `make evidence` does it after set-up); otherwise an uncached model gets no corpus roles");
+}
+
+CorpusEvidence load_corpus_evidence(const Model& model, const std::string& model_path, EvidenceOptions options,
+                                    bool quiet) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string last_stage;
+  if (!quiet)
+    options.progress = [&](std::string_view stage, int64_t done, int64_t total) {
+      if (stage != last_stage) {
+        std::fprintf(stderr, "%sheadscope: measuring corpus evidence (once per model): %.*s",
+                     last_stage.empty() ? "" : "\n", static_cast<int>(stage.size()), stage.data());
+        last_stage = std::string(stage);
+      }
+      if (done == total || done % 50 == 0) std::fprintf(stderr, "\r\33[Kheadscope: measuring corpus evidence (once per model): %.*s %lld/%lld",
+                                                        static_cast<int>(stage.size()), stage.data(),
+                                                        static_cast<long long>(done), static_cast<long long>(total));
+    };
+  CorpusEvidence e = corpus_evidence(model, model_path, options);
+  if (!last_stage.empty()) std::fprintf(stderr, "\n");
+  if (!quiet)
+    std::fprintf(stderr, "headscope: corpus evidence %s in %.1f s: %s\n", e.from_cache ? "read from the cache" : "measured",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), e.source.c_str());
+  return e;
 }
 
 std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& options) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "headscope/headscope.h"
+#include "headscope/pipeline.h"
 
 namespace headscope::cli {
 
@@ -17,5 +18,12 @@ std::string read_text_file(const std::string& path);
 void add_load_flags(CLI::App* command, LoadOptions& options);
 // Model::load, then each of the model's load warnings on stderr as "headscope: warning: ...".
 std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& options);
+// --data, --evidence-cache, --no-corpus and --measure-corpus: where the gold data and the evidence
+// cache are, and whether to measure the evidence when it is not cached (off by default).
+void add_evidence_flags(CLI::App* command, EvidenceOptions& options, bool& no_corpus);
+// headscope::corpus_evidence with its progress on stderr (measured only when not cached), and one
+// line saying where the evidence came from.
+CorpusEvidence load_corpus_evidence(const Model& model, const std::string& model_path, EvidenceOptions options,
+                                    bool quiet = false);
 
 }  // namespace headscope::cli

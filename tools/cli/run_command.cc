@@ -40,6 +40,12 @@ struct RunArgs {
   bool queries_keys = false;
   bool words = false;
   bool no_probe = false;  // skip the induction probe (~1 s on the default model): no induction roles
+  EvidenceOptions evidence = [] {
+    EvidenceOptions e;
+    e.measure = false;  // --measure-corpus
+    return e;
+  }();
+  bool no_corpus = false;  // roles without the cached corpus evidence
   AnalyseOptions::Maps maps = AnalyseOptions::Maps::kAuto;
   int cells = 256;
   std::vector<int> tile;  // layer head q0 q1 k0 k1
@@ -118,7 +124,10 @@ void run(const RunArgs& a) {
                 std::to_string(c.vocab_size - 1) + ")");
   const std::vector<analysis::ProbeEvidence> probe =
       a.no_probe ? std::vector<analysis::ProbeEvidence>{} : headscope::probe(*model);
+  CorpusEvidence corpus;
+  if (!a.no_corpus) corpus = load_corpus_evidence(*model, a.model, a.evidence, a.quiet);
   AnalyseOptions options;
+  options.corpus = corpus.heads;
   // Head outputs, contributions and hidden states only for --npy ([L, H, T, d_model] is the
   // largest tensor of a long run after the maps).
   if (a.npy_dir.empty()) options.capture = CaptureOptions::attention_only();
@@ -166,6 +175,17 @@ void run(const RunArgs& a) {
         std::printf("%-5d %-4d %8.3f %6.3f %6.3f  %-22s %s\n", l, h, s.entropy_bits, s.entropy_norm, s.max_attention,
                     name.c_str(), r.primary.evidence.c_str());
       }
+    // Heads whose corpus role shows on this text, with the links that show it.
+    bool header = false;
+    for (size_t i = 0; i < analysed.on_text.size(); ++i) {
+      const analysis::TextEvidence& t = analysed.on_text[i];
+      if (!t.recognised) continue;
+      if (!header)
+        std::printf("\ncorpus roles seen on this text (weights without %s, renormalised):\n", analysed.sink_columns.c_str());
+      header = true;
+      std::printf("  L%zuH%zu %s: %s\n", i / size_t(H), i % size_t(H), analysis::role_info(*t.recognised).name.data(),
+                  t.recognised_text.c_str());
+    }
   }
 
   if (!a.npy_dir.empty()) {
@@ -260,6 +280,7 @@ void add_run_command(CLI::App& app) {
                   "With --dla: also attribute logit(next token) - logit(this token id) at every position")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--words", args->words, "Statistics and roles over words instead of tokens (pieces merged)");
+  add_evidence_flags(cmd, args->evidence, args->no_corpus);
   cmd->add_flag("--no-probe", args->no_probe,
                 "Skip the induction probe (about 1 s per model): faster, but no head is labelled induction or "
                 "duplicate token, and labels can then differ from the explorer's");

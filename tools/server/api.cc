@@ -258,7 +258,9 @@ HttpReply Api::model_info() const {
                      {"local_window", analysis::kLocalWindow},
                      {"max_offset", analysis::kMaxOffset},
                      {"min_role_score", analysis::kMinRoleScore}};
-  j["roles"] = role_catalogue_json();
+  j["roles"] = role_catalogue_json(model_.config());
+  j["role_families"] = role_families_json();
+  j["corpus_evidence"] = {{"source", corpus_source_}, {"syntax", corpus_syntax_}, {"coreference", corpus_coreference_}};
   return json_reply(j);
 }
 
@@ -425,6 +427,39 @@ HttpReply Api::decompose(std::string_view body) {
          {{"sum_max_abs_error", d.sum_max_abs_error}, {"projection_max_abs_error", d.projection_max_abs_error}}},
     };
     return json_reply(out);
+  });
+}
+
+HttpReply Api::link(std::string_view body) {
+  return guarded(body, [&](std::string_view b) {
+    const json j = parse_object(b, {"text", "truncate", "q", "k", "limit"});
+    TextRequest req = parse_text_request(j, limits_, model_, cache_);
+    const int q = required_int(j, "q"), k = required_int(j, "k");
+    const int n_heads = model_.config().n_layer * model_.config().n_head;
+    const int limit = optional_int(j, "limit").value_or(n_heads);
+    if (limit < 1) throw RequestError{400, "bad_field", "field \"limit\" must be at least 1"};
+    const auto ticket = admit();
+    const auto record = cache_.get(req.text, req.truncate, std::move(req.encoding));
+    check_index(q, record->T(), "token", "tokens in this text");
+    check_index(k, record->T(), "token", "tokens in this text");
+    const std::vector<HeadLink> ranked = heads_linking(model_, *record, q, k);
+    const std::vector<std::string> labels = token_labels(*record);
+    json heads = json::array();
+    for (const HeadLink& l : ranked) {
+      if (static_cast<int>(heads.size()) >= limit) break;
+      const auto i = static_cast<size_t>(l.layer * model_.config().n_head + l.head);
+      heads.push_back({{"layer", l.layer},
+                       {"head", l.head},
+                       {"weight", json_number(l.weight)},
+                       {"weight_no_sink", json_number(l.weight_no_sink)},
+                       {"roles", record->token_level.roles.at(i)}});
+    }
+    return json_reply({{"q", q},
+                       {"k", k},
+                       {"query", labels.at(static_cast<size_t>(q))},
+                       {"key", labels.at(static_cast<size_t>(k))},
+                       {"sink_columns", record->sink_columns},
+                       {"heads", std::move(heads)}});
   });
 }
 

@@ -84,6 +84,14 @@ class Api {
   HttpReply overview(std::string_view body);   // POST /api/overview
   HttpReply decompose(std::string_view body);  // POST /api/decompose
   HttpReply generate(std::string_view body);   // POST /api/generate (causal models only)
+  HttpReply link(std::string_view body);       // POST /api/link: which heads link token q → token k
+
+  // What the corpus evidence joined into the roles is (CorpusEvidence::source ...), for /api/model.
+  void set_corpus_info(std::string source, bool syntax, bool coreference) {
+    corpus_source_ = std::move(source);
+    corpus_syntax_ = syntax;
+    corpus_coreference_ = coreference;
+  }
 
   // {"error": {"status", "code", "message"}} with that status. Never throws: text that is not
   // UTF-8 (a decoded URL, a header) is written with U+FFFD in place of the bad bytes.
@@ -104,6 +112,8 @@ class Api {
   RunCache& cache_;
   ApiLimits limits_;
   ComputeQueue queue_;
+  std::string corpus_source_ = "none: roles come from the text and the probe";
+  bool corpus_syntax_ = false, corpus_coreference_ = false;
 };
 
 }  // namespace headscope::server

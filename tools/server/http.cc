@@ -152,6 +152,7 @@ void configure_http(httplib::Server& http, Api& api, const HttpOptions& options)
   post("/api/overview", &Api::overview);
   post("/api/decompose", &Api::decompose);
   post("/api/generate", &Api::generate);
+  post("/api/link", &Api::link);
 
   // Errors that never reached a handler (unknown path, bad request line, a URI over 8 KiB) get the
   // API's JSON shape. cpp-httplib calls this for every status >= 400 OUTSIDE its try/catch, so it

@@ -58,9 +58,11 @@ int64_t max_tokens_within(const ModelConfig& config, uint64_t budget_bytes) {
 }
 
 RunCache::RunCache(const Model& model, size_t capacity, size_t budget_bytes, int max_tokens,
-                   std::vector<analysis::ProbeEvidence> probe, AnalyseOptions::Maps maps)
+                   std::vector<analysis::ProbeEvidence> probe, AnalyseOptions::Maps maps,
+                   std::vector<analysis::HeadEvidence> corpus)
     : model_(model),
       probe_(std::move(probe)),
+      corpus_(std::move(corpus)),
       capacity_(capacity < 1 ? 1 : capacity),
       budget_bytes_(budget_bytes),
       max_tokens_(max_tokens),
@@ -123,6 +125,7 @@ std::shared_ptr<const RunRecord> RunCache::compute(const std::string& text, bool
   AnalyseOptions options;
   options.capture.hidden_states = false;  // the explorer shows attention and the W_O decomposition only
   options.without_specials = true;        // "hide special tokens"
+  options.corpus = corpus_;
   // Dense maps for short texts (the explorer reads them whole from /api/attention); streamed
   // beyond, and then read through /api/overview and /api/tile. A streamed run keeps no head
   // outputs or contributions: at 8,192 tokens those alone are gigabytes, and /api/decompose

@@ -46,9 +46,11 @@ class RunCache {
   // evidence of every run's roles, or empty.
   // `maps`: how runs hold their attention maps (kAuto in the server: dense for short texts,
   // streamed beyond limits::kDenseMapsBytes; tests force kStream or kDense).
+  // `corpus`: [n_layer * n_head] corpus evidence (headscope::corpus_evidence) joined into every
+  // run's roles, or empty.
   RunCache(const Model& model, size_t capacity, size_t budget_bytes, int max_tokens,
            std::vector<analysis::ProbeEvidence> probe = {},
-           AnalyseOptions::Maps maps = AnalyseOptions::Maps::kAuto);
+           AnalyseOptions::Maps maps = AnalyseOptions::Maps::kAuto, std::vector<analysis::HeadEvidence> corpus = {});
 
   // The analysed run of `text`, from the cache or computed now. Throws Error on text the model
   // cannot take (invalid UTF-8, more than max_tokens tokens without `truncate`).
@@ -74,6 +76,7 @@ class RunCache {
 
   const Model& model_;
   const std::vector<analysis::ProbeEvidence> probe_;
+  const std::vector<analysis::HeadEvidence> corpus_;
   const size_t capacity_;
   const size_t budget_bytes_;
   const int max_tokens_;

@@ -39,6 +39,12 @@ struct ServeOptions {
   int max_body_kib = static_cast<int>(limits::kMaxRequestBodyBytes >> 10);
   int max_tokens = 512;
   LoadOptions load;
+  EvidenceOptions evidence = [] {
+    EvidenceOptions e;
+    e.measure = false;  // --measure-corpus
+    return e;
+  }();
+  bool no_corpus = false;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -71,8 +77,12 @@ void serve(const ServeOptions& opt) {
   t0 = std::chrono::steady_clock::now();
   std::vector<analysis::ProbeEvidence> probe = headscope::probe(*model);
   std::fprintf(stderr, "headscope: induction probe over %zu heads in %.1f s\n", probe.size(), seconds_since(t0));
-  server::RunCache cache(*model, static_cast<size_t>(opt.cache_runs), budget, limits.max_tokens, std::move(probe));
+  CorpusEvidence corpus;
+  if (!opt.no_corpus) corpus = load_corpus_evidence(*model, opt.model, opt.evidence);
+  server::RunCache cache(*model, static_cast<size_t>(opt.cache_runs), budget, limits.max_tokens, std::move(probe),
+                         AnalyseOptions::Maps::kAuto, corpus.heads);
   server::Api api(*model, cache, limits);
+  if (!opt.no_corpus) api.set_corpus_info(corpus.source, corpus.syntax, corpus.coreference);
 
   httplib::Server http;
   const int port = server::bind_http(http, opt.host, opt.port);
@@ -134,6 +144,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--cache-mib", opt->cache_mib, "Memory budget of the run cache (MiB)")
       ->check(CLI::Range(16, 1 << 20))
       ->capture_default_str();
+  add_evidence_flags(cmd, opt->evidence, opt->no_corpus);
   cmd->callback([opt] { serve(*opt); });
 }
 

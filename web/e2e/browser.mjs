@@ -158,6 +158,18 @@ export async function browserTests(base, suite, outDir) {
       await checkHeadPanel(page, base, typed, 'token', 0, 0);
     });
 
+    await suite.test('trophy sentence: the coreference head names the antecedent', async () => {
+      const trophy = "The trophy didn't fit in the suitcase because it was too big.";
+      await page.fill('#text-input', trophy);
+      await settle(page, () => page.press('#text-input', 'Enter'));
+      await settle(page, () => page.click('.toolbar [data-layer="3"]'));
+      await settle(page, () => page.click('#head-grid [data-head="1"]'));
+      assert.equal(await page.getAttribute('#head-on-text', 'data-recognised'), 'coreference');
+      assert.match(await page.textContent('#head-on-text'), /'it' → 'trophy'/);
+      await page.fill('#text-input', typed);
+      await settle(page, () => page.press('#text-input', 'Enter'));
+    });
+
     await suite.test('pick a layer and a head; statistics equal the API', async () => {
       await settle(page, () => page.click('.toolbar [data-layer="3"]'));
       assert.equal(await page.textContent('#layer-title'), 'Layer 4: all 12 heads side by side');  // index 3, counted from 1

@@ -111,9 +111,40 @@ export interface HeadRoles {
   scores: RoleScore[];
 }
 
+/** One link of a head on the text: query token → key token (docs/schema.md, "on_text"). */
+export interface TextLink {
+  query: number;
+  key: number;
+  /** Weight with the sink columns dropped and the row renormalised. */
+  weight: number | null;
+  raw_weight: number | null;
+}
+
+/** What a head does on this text, in words: strongest links with the sink discounted, and the
+ *  corpus role (syntactic / coreference) they show, if any. */
+export interface TextEvidence {
+  links: TextLink[];
+  links_text: string;
+  recognised: string | null;
+  matching: TextLink[];
+  recognised_text: string;
+}
+
+/** POST /api/link: every head's weight from token q to token k, strongest first. */
+export interface LinkResult {
+  q: number;
+  k: number;
+  query: string;
+  key: string;
+  sink_columns: string;
+  heads: { layer: number; head: number; weight: number | null; weight_no_sink: number | null; roles: HeadRoles }[];
+}
+
 export interface HeadReport {
   layer: number;
   head: number;
+  /** This head on this text in words (dense runs). */
+  on_text?: TextEvidence;
   /** The key/value head this query head reads (equal to head without grouped-query attention). */
   kv_head: number;
   stats: HeadStats;
@@ -136,6 +167,8 @@ export interface RunResult {
   words: WordUnit[];
   /** n_layer × n_head reports, index layer * n_head + head. */
   heads: HeadReport[];
+  /** The columns the text links leave out: "[CLS] and [SEP]" or "the first token". */
+  sink_columns?: string;
   /** True for a long text whose maps were streamed: /api/attention refuses it; the maps are read
    *  through /api/overview (pooled) and /api/tile (exact). */
   streamed?: boolean;
@@ -259,6 +292,10 @@ export class ApiClient {
 
   async generate(text: string, maxNewTokens: number): Promise<GenerateResult> {
     return (await this.post('/api/generate', { text, max_new_tokens: maxNewTokens })).json();
+  }
+
+  async link(text: string, q: number, k: number, limit = 8): Promise<LinkResult> {
+    return (await this.post('/api/link', { text, truncate: true, q, k, limit })).json();
   }
 
   async model(): Promise<ModelInfo> {

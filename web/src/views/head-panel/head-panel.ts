@@ -2,7 +2,7 @@
 // statistics of the lesson (entropy, sparsity, max and average attention), the role's typical
 // function, and the head's attention drawn large with labels.
 
-import type { HeadStats } from '../../lib/api';
+import type { HeadStats, LinkResult } from '../../lib/api';
 import { tokenShown } from '../../lib/units';
 import { h, clear } from '../../lib/dom';
 import { fixed, percent, tokenLabel } from '../../lib/format';
@@ -232,6 +232,15 @@ export class HeadPanel implements ExportableView {
     }
 
     const secondaryRole = roleInfo(model, secondary.id);
+    const onText = report.on_text;
+    const discount = `weights without ${run.sink_columns ?? 'the first token'}, renormalised`;
+    const textLine = !onText
+      ? ''
+      : onText.recognised_text
+        ? h('p', { id: 'head-on-text', 'data-recognised': onText.recognised ?? '' }, `${sentence(onText.recognised_text)} (${discount})`)
+        : onText.links_text
+          ? h('p', { id: 'head-on-text' }, `Strongest links on this text (${discount}): ${onText.links_text}.`)
+          : '';
     clear(this.info);
     this.info.append(
       h('h3', {}, 'Description'),
@@ -241,7 +250,9 @@ export class HeadPanel implements ExportableView {
         sentence(primary.evidence),
         secondary.evidence && primary.id !== MIXED_ROLE ? ` Next strongest pattern, ${secondary.name.toLowerCase()}: ${sentence(secondary.evidence)}` : '',
       ),
+      textLine,
       h('p', { class: 'muted' }, h('span', { class: 'badge', style: roleStyle(role.color) }, primary.name), ' ', sentence(role.description)),
+      this.linkSearch(ctx),
       h('p', { class: 'muted small' }, `Measured on this text, over all ${s.n_queries} query ${run.level}s (${run.special === 'hide' ? 'special tokens left out, rows renormalised' : 'special tokens included'}). Confidence ${fixed(report.roles.confidence, 2)}, ${fixed(report.roles.margin, 2)} ahead of ${secondaryRole.name.toLowerCase()}.`),
       h('h3', {}, 'Statistics'),
       stats,
@@ -250,6 +261,35 @@ export class HeadPanel implements ExportableView {
       role.literature ? h('p', { class: 'muted small' }, 'See: ', role.literature) : '',
       h('details', { class: 'more' }, h('summary', {}, 'Role scores and more measurements'), scores, more),
     );
+  }
+
+  /** "Which heads link A → B?": two token pickers and the heads ranked by that weight. */
+  private linkSearch(ctx: ViewContext): HTMLElement {
+    const labels = ctx.run.tokens.map((t) => tokenLabel(t.text));
+    const pick = (id: string, initial: number) => {
+      const sel = h('select', { id }) as HTMLSelectElement;
+      labels.forEach((l, i) => sel.appendChild(h('option', { value: String(i) }, `${i}: ${l}`)));
+      sel.value = String(Math.min(initial, labels.length - 1));
+      return sel;
+    };
+    const q = pick('link-query', labels.length - 2), k = pick('link-key', 1);
+    const out = h('ol', { id: 'link-results', class: 'small' });
+    const go = async () => {
+      clear(out);
+      try {
+        const res = await fetch('/api/link', {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({ text: ctx.run.text, truncate: true, q: Number(q.value), k: Number(k.value), limit: 8 }),
+        });
+        const r = (await res.json()) as LinkResult;
+        for (const x of r.heads)
+          out.appendChild(h('li', { 'data-layer': String(x.layer), 'data-head': String(x.head) }, `Layer ${x.layer} head ${x.head}: ${fixed(x.weight, 2)} (${fixed(x.weight_no_sink, 2)} without ${r.sink_columns}) – ${x.roles.primary.name}`));
+      } catch (e) {
+        out.appendChild(h('li', {}, String(e)));
+      }
+    };
+    return h('details', { class: 'more', id: 'link-search' }, h('summary', {}, 'Which heads link A → B?'), h('p', { class: 'small' }, 'From ', q, ' to ', k, ' ', h('button', { type: 'button', id: 'link-go', onclick: () => void go() }, 'Rank heads')), out);
   }
 
   exportParts(): (string | number)[] {

@@ -1,0 +1,274 @@
+// headscope pipeline — corpus_evidence(): each head's syntax, coreference and probe evidence,
+// measured once per model by the atlas (src/analysis/atlas.h) on a few hundred gold sentences and
+// GAP rows, and cached on disk (see headscope/pipeline.h for the key and the files looked for).
+//
+// Cache file: <cache_dir>/<model name>-<key>.json, "headscope.evidence/2":
+//   {schema, key, model_path, source, syntax, coreference, n_layer, n_head,
+//    heads: [{probe: {induction, duplicate, probe_length},
+//             syntax: {relation, head_to_dependent, accuracy, baseline_accuracy, baseline_offset,
+//                      support, sentences} | null,
+//             coref: {accuracy, baseline_accuracy, baseline_name, support} | null}, ...]}
+// A file that is unreadable, too big, of another key or shape is measured again and rewritten.
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <system_error>
+
+#include "analysis/atlas.h"
+#include "analysis/probe.h"
+#include "headscope/error.h"
+#include "headscope/pipeline.h"
+
+namespace headscope {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+constexpr const char* kSchema = "headscope.evidence/2";
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+std::string data_dir(const EvidenceOptions& o) {
+  if (!o.data_dir.empty()) return o.data_dir;
+  const std::string e = env("HEADSCOPE_DATA");
+  return e.empty() ? "../shared/data" : e;
+}
+
+std::string cache_dir(const EvidenceOptions& o) {
+  if (!o.cache_dir.empty()) return o.cache_dir;
+  if (const std::string e = env("HEADSCOPE_CACHE_DIR"); !e.empty()) return e;
+  if (const std::string x = env("XDG_CACHE_HOME"); !x.empty()) return x + "/headscope";
+  if (const std::string h = env("HOME"); !h.empty()) return h + "/.cache/headscope";
+  return ".cache/headscope";
+}
+
+// The gold files, in the order report treebank, selection treebank, report GAP, selection GAP.
+std::array<std::string, 4> gold_files(const EvidenceOptions& o) {
+  const std::string d = data_dir(o);
+  return {d + "/ud/en_pud-ud-test.conllu", d + "/ud/en_ewt-ud-dev.conllu", d + "/gap/gap-validation.tsv",
+          d + "/gap/gap-development.tsv"};
+}
+
+bool is_file(const std::string& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+// FNV-1a, 64 bits: a cache key, not a defence against a crafted collision.
+std::string fnv_hex(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+void describe_file(std::ostringstream& out, const fs::path& p) {
+  std::error_code ec;
+  const auto size = fs::file_size(p, ec);
+  const auto time = fs::last_write_time(p, ec);
+  out << p.filename().string() << ' ' << (ec ? -1 : static_cast<long long>(size)) << ' '
+      << static_cast<long long>(time.time_since_epoch().count()) << '\n';
+}
+
+std::string model_name(const std::string& model_path) {
+  fs::path p = fs::path(model_path).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  std::string name = p.stem().string();
+  for (char& c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) c = '_';
+  return name.empty() ? "model" : name;
+}
+
+json head_to_json(const analysis::HeadEvidence& e) {
+  json j;
+  j["probe"] = e.probe ? json{{"induction", e.probe->induction}, {"duplicate", e.probe->duplicate},
+                              {"probe_length", e.probe->probe_length}}
+                       : json(nullptr);
+  j["syntax"] = e.syntax ? json{{"relation", e.syntax->relation},
+                                {"head_to_dependent", e.syntax->head_to_dependent},
+                                {"accuracy", e.syntax->accuracy},
+                                {"baseline_accuracy", e.syntax->baseline_accuracy},
+                                {"baseline_offset", e.syntax->baseline_offset},
+                                {"support", e.syntax->support},
+                                {"sentences", e.syntax->sentences}}
+                         : json(nullptr);
+  j["coref"] = e.coref ? json{{"accuracy", e.coref->accuracy},
+                              {"baseline_accuracy", e.coref->baseline_accuracy},
+                              {"baseline_name", e.coref->baseline_name},
+                              {"support", e.coref->support}}
+                       : json(nullptr);
+  return j;
+}
+
+analysis::HeadEvidence head_from_json(const json& j) {
+  analysis::HeadEvidence e;
+  if (const json& p = j.at("probe"); !p.is_null())
+    e.probe = analysis::ProbeEvidence{p.at("induction").get<double>(), p.at("duplicate").get<double>(),
+                                      p.at("probe_length").get<int>()};
+  if (const json& s = j.at("syntax"); !s.is_null())
+    e.syntax = analysis::SyntaxEvidence{s.at("relation").get<std::string>(), s.at("head_to_dependent").get<bool>(),
+                                        s.at("accuracy").get<double>(),      s.at("baseline_accuracy").get<double>(),
+                                        s.at("baseline_offset").get<int>(),  s.at("support").get<int64_t>(),
+                                        s.at("sentences").get<int64_t>()};
+  if (const json& c = j.at("coref"); !c.is_null())
+    e.coref = analysis::CorefEvidence{c.at("accuracy").get<double>(), c.at("baseline_accuracy").get<double>(),
+                                      c.at("baseline_name").get<std::string>(), c.at("support").get<int64_t>()};
+  return e;
+}
+
+// The cached evidence, or nothing when the file is absent, too big, unreadable or not this key's.
+std::optional<CorpusEvidence> read_cache(const std::string& path, const std::string& key, size_t n_heads) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > limits::kMaxEvidenceFileBytes || ec)
+    return std::nullopt;
+  try {
+    std::ifstream in(path, std::ios::binary);
+    const json j = json::parse(in);
+    if (j.at("schema") != kSchema || j.at("key") != key || j.at("heads").size() != n_heads) return std::nullopt;
+    CorpusEvidence out;
+    out.key = key;
+    out.path = path;
+    out.source = j.at("source").get<std::string>();
+    out.syntax = j.at("syntax").get<bool>();
+    out.coreference = j.at("coreference").get<bool>();
+    out.from_cache = true;
+    for (const json& h : j.at("heads")) out.heads.push_back(head_from_json(h));
+    return out;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// Writes through a temporary file and a rename, so that a reader never sees half a file.
+bool write_cache(const CorpusEvidence& e, const std::string& model_path, const ModelConfig& c) {
+  json j = {{"schema", kSchema},   {"key", e.key},         {"model_path", model_path},
+            {"source", e.source},  {"syntax", e.syntax},   {"coreference", e.coreference},
+            {"n_layer", c.n_layer}, {"n_head", c.n_head}, {"heads", json::array()}};
+  for (const analysis::HeadEvidence& h : e.heads) j["heads"].push_back(head_to_json(h));
+  std::error_code ec;
+  fs::create_directories(fs::path(e.path).parent_path(), ec);
+  const std::string tmp = e.path + ".tmp" + std::to_string(std::rand());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!out) return false;
+    out << j.dump(1) << "\n";
+    if (!out) return false;
+  }
+  fs::rename(tmp, e.path, ec);
+  if (ec) fs::remove(tmp, ec);
+  return !ec;
+}
+
+}  // namespace
+
+std::string evidence_key(const std::string& model_path, const EvidenceOptions& options) {
+  std::ostringstream d;
+  d << kSchema << '\n';
+  std::error_code ec;
+  if (fs::is_directory(model_path, ec)) {
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(model_path, ec)) {
+      const std::string name = entry.path().filename().string();
+      const std::string ext = entry.path().extension().string();
+      if (name == "config.json" || name == "tokenizer.json" || ext == ".safetensors" || ext == ".gguf")
+        files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const fs::path& f : files) describe_file(d, f);
+  } else {
+    describe_file(d, model_path);
+  }
+  for (const std::string& f : gold_files(options)) {
+    const auto size = fs::file_size(f, ec);
+    d << fs::path(f).filename().string() << ' ' << (ec ? -1 : static_cast<long long>(size)) << '\n';
+  }
+  d << options.sentences << ' ' << options.gap_rows << '\n';
+  return fnv_hex(d.str());
+}
+
+analysis::AtlasOptions evidence_atlas_options(const EvidenceOptions& options) {
+  const auto files = gold_files(options);
+  analysis::AtlasOptions a;
+  if (is_file(files[0])) {
+    a.report_treebank = files[0];
+    if (is_file(files[1])) a.select_treebank = files[1];
+  }
+  if (is_file(files[2])) {
+    a.report_coref = files[2];
+    if (is_file(files[3])) a.select_coref = files[3];
+  }
+  a.max_sentences = options.sentences;
+  a.max_gap_rows = options.gap_rows;
+  a.progress = options.progress;
+  return a;
+}
+
+CorpusEvidence corpus_evidence(const Model& model, const std::string& model_path, const EvidenceOptions& options) {
+  const ModelConfig& c = model.config();
+  const size_t n_heads = static_cast<size_t>(c.n_layer) * static_cast<size_t>(c.n_head);
+  const std::string key = evidence_key(model_path, options);
+  const std::string path = cache_dir(options) + "/" + model_name(model_path) + "-" + key + ".json";
+  if (options.use_cache)
+    if (auto cached = read_cache(path, key, n_heads)) return *std::move(cached);
+
+  CorpusEvidence out;
+  out.key = key;
+  out.path = path;
+  if (!options.measure) {
+    out.path.clear();
+    out.source = "not measured yet for this model (no " + path + "): run `make evidence` or pass --measure-corpus";
+    return out;
+  }
+  const analysis::AtlasOptions a = evidence_atlas_options(options);
+  if (!a.report_treebank.empty()) {
+    const analysis::AtlasResult r = analysis::build_atlas(model, model_path, a);
+    out.syntax = true;
+    out.coreference = r.coref.has_value() && r.coref->support_report > 0;
+    out.heads = r.evidence;
+    // Coreference skill over the stronger simple baseline on the report file: on a few hundred GAP
+    // rows the one chosen on the selection file can be the weaker one, which would make half the
+    // heads look like coreference heads.
+    double base = 0;
+    int base_id = 0;
+    if (r.coref)
+      for (size_t b = 0; b < r.coref->baseline_report_accuracies.size(); ++b)
+        if (r.coref->baseline_report_accuracies[b] > base) base = r.coref->baseline_report_accuracies[b], base_id = int(b);
+    for (analysis::HeadEvidence& h : out.heads) {
+      h.stats = {};
+      if (h.coref) {
+        h.coref->baseline_accuracy = base;
+        h.coref->baseline_name = std::string(analysis::coref_baseline_name(static_cast<analysis::CorefBaseline>(base_id)));
+      }
+    }
+    out.source = std::to_string(r.report_sentences) + " UD PUD sentences (heads chosen on " +
+                 std::to_string(r.select_sentences) + (a.select_treebank.empty() ? " of the same" : " UD EWT dev") +
+                 " sentences)";
+    if (out.coreference)
+      out.source += ", " + std::to_string(r.coref->support_report) + " GAP examples (chosen on " +
+                    std::to_string(r.coref->support_select) + ")";
+  } else {
+    const auto probe = analysis::measure_probe(model, analysis::AtlasOptions{}.probe_length,
+                                               analysis::AtlasOptions{}.probe_count, analysis::AtlasOptions{}.seed);
+    out.heads.resize(n_heads);
+    for (size_t i = 0; i < n_heads && i < probe.size(); ++i) out.heads[i].probe = probe[i];
+    out.source = "no gold data under " + data_dir(options) + ": the probe and this text's statistics only";
+  }
+  if (!write_cache(out, model_path, c)) out.path.clear();
+  return out;
+}
+
+}  // namespace headscope

@@ -20,17 +20,19 @@ build: setup
 	@cmake --build --preset release
 
 # The default model's corpus evidence (syntax and coreference roles of every head, docs/roles.md),
-# measured once on ../shared/data and cached ($$HEADSCOPE_CACHE_DIR or ~/.cache/headscope).
+# measured once on ../shared/data and cached where headscope looks by default; the tests read the
+# same cache, so it is measured once, not once per test binary and build.
+EVIDENCE_CACHE := $(or $(HEADSCOPE_CACHE_DIR),$(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME)/headscope,$(HOME)/.cache/headscope))
 evidence: build
-	@HEADSCOPE_DATA=$(abspath ../shared/data) ./$(BUILD)/headscope run --measure-corpus --model $(MODEL) --text "$(DEMO_TEXT)" >/dev/null
+	@HEADSCOPE_CACHE_DIR=$(EVIDENCE_CACHE) HEADSCOPE_DATA=$(abspath ../shared/data) ./$(BUILD)/headscope run --measure-corpus --model $(MODEL) --text "$(DEMO_TEXT)" >/dev/null
 
 # Reference outputs computed by Hugging Face transformers (PyTorch, CPU, fp32) in this run.
 goldens: setup
 	@HF_HUB_OFFLINE=1 $(PY) tests/reference/make_goldens.py --model $(MODEL) --out $(GOLDENS)
 
-test-cpp: build goldens
+test-cpp: build goldens evidence
 	@cd $(BUILD) && HEADSCOPE_GOLDENS=$(abspath $(GOLDENS)) HEADSCOPE_MODEL=$(abspath $(MODEL)) \
-	  HEADSCOPE_DATA=$(abspath ../shared/data) ctest --output-on-failure -j2
+	  HEADSCOPE_DATA=$(abspath ../shared/data) HEADSCOPE_CACHE_DIR=$(EVIDENCE_CACHE) ctest --output-on-failure -j2
 
 test-web: build evidence
 	@if [ -f web/package.json ]; then cd web && HEADSCOPE_DATA=$(abspath ../shared/data) npm test --silent; fi
@@ -38,11 +40,11 @@ test-web: build evidence
 # The same C++ and reference tests on a build with AddressSanitizer and UndefinedBehaviorSanitizer
 # (preset "sanitize"): any out-of-bounds access, use after free, leak or undefined behaviour fails.
 SANITIZE := $(BUILD)-sanitize
-test-sanitize: setup goldens
+test-sanitize: setup goldens evidence
 	@[ -f $(SANITIZE)/build.ninja ] || cmake --preset sanitize >/dev/null
 	@cmake --build --preset sanitize
 	@cd $(SANITIZE) && HEADSCOPE_GOLDENS=$(abspath $(GOLDENS)) HEADSCOPE_MODEL=$(abspath $(MODEL)) \
-	  HEADSCOPE_DATA=$(abspath ../shared/data) ASAN_OPTIONS=detect_leaks=1 \
+	  HEADSCOPE_DATA=$(abspath ../shared/data) HEADSCOPE_CACHE_DIR=$(EVIDENCE_CACHE) ASAN_OPTIONS=detect_leaks=1 \
 	  LSAN_OPTIONS=suppressions=$(abspath fuzz/lsan.supp):print_suppressions=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j2
 

@@ -75,10 +75,13 @@ export class WhyHeadsView {
           : `On this text every head of ${layerName(state.layer).toLowerCase()} shows the same dominant pattern; the differences between them are in the details (see the role scores of each head):`;
     this.body.append(h('h3', {}, `What the heads of ${model.name} do`), h('p', {}, spread), ul);
 
-    // A head that parks most of its weight on [CLS]/[SEP] still spends the rest somewhere, and
+    // A head that parks most of its weight on special tokens still spends the rest somewhere, and
     // that remainder is where such heads differ: their roles once the special tokens are left out.
+    // The special tokens this model put in the text ([CLS] and [SEP], <s>, ...); none, as with
+    // SmolLM2 on plain text, leaves nothing to take out and the section away.
+    const specials = [...new Set(run.tokens.filter((t) => t.special).map((t) => t.text))];
     const sinkHeads = layerReports.filter((r) => r.roles.primary.id === SINK_ROLE);
-    if (sinkHeads.length >= 2 && plain.level === run.level) {
+    if (sinkHeads.length >= 2 && plain.level === run.level && specials.length > 0) {
       const plainReports = sinkHeads.map((r) => plain.heads[r.layer * model.n_head + r.head]);
       const split = groupByRole(plainReports);
       const items = h('ul', { class: 'role-groups', id: 'why-sink-split' });
@@ -93,7 +96,7 @@ export class WhyHeadsView {
           'p',
           {},
           `Weight parked on a special token is mostly a way of doing nothing (see that role's typical function), so the ${sinkHeads.length} sink heads are better told apart by what they do with the rest. `,
-          `With [CLS] and [SEP] left out and each row rescaled to sum to one, they split like this (tick “Hide special tokens” to see it in the heatmaps):`,
+          `With ${specials.join(' and ')} left out and each row rescaled to sum to one, they split like this (tick “Hide special tokens” to see it in the heatmaps):`,
         ),
         items,
       );

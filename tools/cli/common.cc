@@ -68,8 +68,8 @@ CorpusEvidence load_corpus_evidence(const Model& model, const std::string& model
     };
   CorpusEvidence e = corpus_evidence(model, model_path, options);
   if (!last_stage.empty()) std::fprintf(stderr, "\n");
-  if (!quiet)
-    std::fprintf(stderr, "headscope: corpus evidence %s in %.1f s: %s\n", e.from_cache ? "read from the cache" : "measured",
+  if (!quiet && !e.from_cache)  // a cached read is instant and says nothing new; stderr stays for errors
+    std::fprintf(stderr, "headscope: corpus evidence measured in %.1f s: %s\n",
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), e.source.c_str());
   return e;
 }

@@ -128,7 +128,8 @@ namespace {
 
 // One analysis everywhere, with the corpus evidence: for 20 texts the CLI (reading the cached
 // evidence in its own process) writes exactly the run object the API answers — statistics, roles
-// with their corpus evidence, and each head's links on the text.
+// with their corpus evidence, and each head's links on the text — and the atlas run on the text
+// alone measures the same statistics.
 TEST(Schema, CliAndApiAgreeWithCorpusEvidenceOnTwentyTexts) {
   const std::string model_dir = testing::env_or_fail("HEADSCOPE_MODEL");
   const std::string data_dir = testing::env_or_fail("HEADSCOPE_DATA");
@@ -143,6 +144,7 @@ TEST(Schema, CliAndApiAgreeWithCorpusEvidenceOnTwentyTexts) {
   server::RunCache cache(*model, 2, size_t{1} << 30, 512, probe(*model), AnalyseOptions::Maps::kAuto, corpus.heads);
   server::Api api(*model, cache);
   testing::TempDir dir("schema20");
+  testing::write_raw(dir.file("tb.conllu"), kTreebank);
   const char* texts[] = {
       "The trophy didn't fit in the suitcase because it was too big.",
       "The animal didn't cross the street because it was too tired.",
@@ -179,6 +181,15 @@ TEST(Schema, CliAndApiAgreeWithCorpusEvidenceOnTwentyTexts) {
     a.erase("overview");
     EXPECT_EQ(cli, a) << text;
     EXPECT_TRUE(a["heads"][0].contains("on_text")) << text;
+    // The atlas over a one-text corpus of this text: the same statistics, head by head, token level.
+    testing::write_raw(dir.file("corpus.txt"), std::string(text) + "\n");
+    analysis::AtlasOptions options;
+    options.report_treebank = dir.file("tb.conllu");
+    options.corpus = dir.file("corpus.txt");
+    const json atlas = analysis::atlas_json(analysis::build_atlas(*model, model_dir, options), nullptr);
+    ASSERT_EQ(atlas["heads"].size(), a["heads"].size()) << text;
+    for (size_t i = 0; i < a["heads"].size(); ++i)
+      expect_same_fields(atlas["heads"][i]["stats"], a["heads"][i]["stats"], std::string(text) + ": head " + std::to_string(i));
   }
   // POST /api/link on the trophy sentence: "it" → "trophy", strongest first, each head with the
   // roles its run has; a token outside the text is refused.

@@ -9,6 +9,7 @@
 //                    text comes from HEADSCOPE_LONG_TEXT (default: ../../shared/data/ud/en_ewt-ud-dev.conllu).
 //                    The analysis takes minutes on two cores; timings go to test-results/long-timings.json.
 //   HEADSCOPE_E2E_ONLY=explorer  only the first-minute-to-phone suite (explorer.mjs) on both models
+//   HEADSCOPE_E2E_ONLY=long      only the long-text pass
 //   CHROMIUM         the browser (default: /usr/bin/chromium)
 // Screenshots, exported files and the server log go to web/test-results/.
 import fs from 'node:fs';
@@ -33,6 +34,8 @@ const longConllu = path.resolve(root, process.env.HEADSCOPE_LONG_TEXT ?? '../sha
 const dist = path.join(webDir, 'dist');
 // HEADSCOPE_E2E_ONLY=explorer: only the first-minute-to-phone suite (explorer.mjs), on both models.
 const onlyExplorer = process.env.HEADSCOPE_E2E_ONLY === 'explorer';
+// HEADSCOPE_E2E_ONLY=long: only the long-text pass.
+const onlyLong = process.env.HEADSCOPE_E2E_ONLY === 'long';
 const outDir = path.join(webDir, 'test-results');
 
 function fail(message) {
@@ -55,7 +58,7 @@ let ok = false;
 try {
   const apiSuite = new Suite('api');
   const uiSuite = new Suite('browser');
-  if (!onlyExplorer) {
+  if (!onlyExplorer && !onlyLong) {
     console.log('API');
     await apiTests(server.url, apiSuite);
     console.log('Browser (Chromium)');
@@ -71,7 +74,7 @@ try {
   await server.stop();
   log.end();
 }
-if (decoderModel && !onlyExplorer) {
+if (decoderModel && !onlyExplorer && !onlyLong) {
   // A second, short pass on a causal GQA model: its own server, its own log.
   const dlog = fs.createWriteStream(path.join(outDir, 'server-decoder.log'));
   dlog.path = path.join(outDir, 'server-decoder.log');
@@ -107,9 +110,9 @@ async function explorerPass(modelDir, tag, options = {}) {
     xlog.end();
   }
 }
-await explorerPass(model, 'minilm');
+if (!onlyLong) await explorerPass(model, 'minilm');
 // The truncation test once (on the encoder): on SmolLM2 it costs half a minute on two cores.
-if (decoderModel) await explorerPass(decoderModel, 'smollm2', { truncate: false });
+if (decoderModel && !onlyLong) await explorerPass(decoderModel, 'smollm2', { truncate: false });
 if (onlyExplorer) {
   // the long-text pass is left out
 } else if (longModel && !fs.existsSync(longConllu)) {

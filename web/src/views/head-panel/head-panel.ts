@@ -263,33 +263,40 @@ export class HeadPanel implements ExportableView {
     );
   }
 
-  /** "Which heads link A → B?": two token pickers and the heads ranked by that weight. */
+  /** "Which heads link A → B?": two token pickers and the heads ranked by that weight. The pickers
+   *  hold one option per token, so they are built when the section is first opened: a head switch on
+   *  an 8,192-token text must not build 16,384 options. */
   private linkSearch(ctx: ViewContext): HTMLElement {
-    const labels = ctx.run.tokens.map((t) => tokenLabel(t.text));
-    const pick = (id: string, initial: number) => {
-      const sel = h('select', { id }) as HTMLSelectElement;
-      labels.forEach((l, i) => sel.appendChild(h('option', { value: String(i) }, `${i}: ${l}`)));
-      sel.value = String(Math.min(initial, labels.length - 1));
-      return sel;
-    };
-    const q = pick('link-query', labels.length - 2), k = pick('link-key', 1);
-    const out = h('ol', { id: 'link-results', class: 'small' });
-    const go = async () => {
-      clear(out);
-      try {
-        const res = await fetch('/api/link', {
-          method: 'POST',
-          headers: { 'Content-Type': 'application/json' },
-          body: JSON.stringify({ text: ctx.run.text, truncate: true, q: Number(q.value), k: Number(k.value), limit: 8 }),
-        });
-        const r = (await res.json()) as LinkResult;
-        for (const x of r.heads)
-          out.appendChild(h('li', { 'data-layer': String(x.layer), 'data-head': String(x.head) }, `Layer ${x.layer} head ${x.head}: ${fixed(x.weight, 2)} (${fixed(x.weight_no_sink, 2)} without ${r.sink_columns}) – ${x.roles.primary.name}`));
-      } catch (e) {
-        out.appendChild(h('li', {}, String(e)));
-      }
-    };
-    return h('details', { class: 'more', id: 'link-search' }, h('summary', {}, 'Which heads link A → B?'), h('p', { class: 'small' }, 'From ', q, ' to ', k, ' ', h('button', { type: 'button', id: 'link-go', onclick: () => void go() }, 'Rank heads')), out);
+    const details = h('details', { class: 'more', id: 'link-search' }, h('summary', {}, 'Which heads link A → B?')) as HTMLDetailsElement;
+    details.addEventListener('toggle', () => {
+      if (!details.open || details.querySelector('#link-go')) return;
+      const labels = ctx.run.tokens.map((t) => tokenLabel(t.text));
+      const pick = (id: string, initial: number) => {
+        const sel = h('select', { id }) as HTMLSelectElement;
+        labels.forEach((l, i) => sel.appendChild(h('option', { value: String(i) }, `${i}: ${l}`)));
+        sel.value = String(Math.max(0, Math.min(initial, labels.length - 1)));
+        return sel;
+      };
+      const q = pick('link-query', labels.length - 2), k = pick('link-key', 1);
+      const out = h('ol', { id: 'link-results', class: 'small' });
+      const go = async () => {
+        clear(out);
+        try {
+          const res = await fetch('/api/link', {
+            method: 'POST',
+            headers: { 'Content-Type': 'application/json' },
+            body: JSON.stringify({ text: ctx.run.text, truncate: true, q: Number(q.value), k: Number(k.value), limit: 8 }),
+          });
+          const r = (await res.json()) as LinkResult;
+          for (const x of r.heads)
+            out.appendChild(h('li', { 'data-layer': String(x.layer), 'data-head': String(x.head) }, `${layerName(x.layer)} ${headName(x.head).toLowerCase()}: ${fixed(x.weight, 2)} (${fixed(x.weight_no_sink, 2)} without ${r.sink_columns}) – ${x.roles.primary.name}`));
+        } catch (e) {
+          out.appendChild(h('li', {}, String(e)));
+        }
+      };
+      details.append(h('p', { class: 'small' }, 'From ', q, ' to ', k, ' ', h('button', { type: 'button', id: 'link-go', onclick: () => void go() }, 'Rank heads')), out);
+    });
+    return details;
   }
 
   exportParts(): (string | number)[] {

@@ -50,7 +50,7 @@ class Cache final : public DecoderState {
  public:
   enum class Keep { kEveryLayer, kOneLayer };
   Cache(int n_layer, int64_t width, Keep keep = Keep::kEveryLayer)
-      : k(keep == Keep::kOneLayer ? 1 : size_t(n_layer)), v(k.size()), width(width) {}
+      : width(width), k(keep == Keep::kOneLayer ? 1 : size_t(n_layer)), v(k.size()) {}
   int64_t length() const override { return n; }
   int layers() const { return int(k.size()); }
   void reserve(int64_t rows) {
@@ -74,6 +74,11 @@ class Cache final : public DecoderState {
   size_t slot(int layer) const { return k.size() == 1 ? 0 : size_t(layer); }
   std::vector<std::vector<float>> k, v;  // [layers kept][capacity · width]
 };
+// The cache of a whole pass (run(), resume()): nothing extends it afterwards.
+Cache one_layer_cache(const ModelConfig& c) {
+  return Cache(c.n_layer, int64_t(c.n_kv_head) * c.d_head, Cache::Keep::kOneLayer);
+}
+
 }  // namespace
 
 DecoderModel::DecoderModel(ModelConfig config, DecoderArch arch, DecoderWeights weights, std::unique_ptr<Tokenizer> tokenizer)
@@ -104,7 +109,7 @@ LogitReadout DecoderModel::logit_readout() const {
 }
 
 std::unique_ptr<DecoderState> DecoderModel::start() const {
-  return std::make_unique<Cache>(cfg_.n_layer, int64_t(cfg_.n_kv_head) * cfg_.d_head);
+  return std::make_unique<Cache>(cfg_.n_layer, int64_t(cfg_.n_kv_head) * cfg_.d_head);  // every layer, for extend()
 }
 
 // What extend() allocates, in fp32 values:
@@ -132,7 +137,7 @@ uint64_t DecoderModel::extend_bytes(int64_t past, int64_t capacity, int64_t T, c
 }
 
 Capture DecoderModel::run(const Encoding& encoding, const CaptureOptions& options) const {
-  Cache cache(cfg_.n_layer, int64_t(cfg_.n_kv_head) * cfg_.d_head, Cache::Keep::kOneLayer);
+  Cache cache = one_layer_cache(cfg_);
   return extend(cache, encoding.ids(), options, nullptr);
 }
 
@@ -317,7 +322,7 @@ Capture DecoderModel::resume(const Encoding& encoding, int first_layer, const Te
                              const CaptureOptions& options) const {
   const int64_t T = static_cast<int64_t>(encoding.size()), D = cfg_.d_model;
   capture::check_resume(cfg_, T, first_layer, prefix, options);
-  Cache cache(cfg_.n_layer, int64_t(cfg_.n_kv_head) * cfg_.d_head, Cache::Keep::kOneLayer);  // as run()
+  Cache cache = one_layer_cache(cfg_);  // as run()
   check_run_memory(T, extend_bytes(0, 0, T, options, cache.layers()), options);
   cache.reserve(T);
   capture::Recorder rec(cfg_, T, T, options, kv_head_of_);

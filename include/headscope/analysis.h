@@ -272,6 +272,13 @@ struct AtlasOptions {
   int64_t role_min_support = 100;  // relations a head's syntactic role may be based on
   int64_t max_sentences = 0;       // sentences read from each treebank (the first ones); 0: all
   int64_t max_gap_rows = 0;        // rows read from each GAP file (the first ones); 0: all
+  // Also each corpus text's own roles: that text's statistics with the atlas's evidence, which are
+  // the roles `headscope run` gives the text when this evidence is its corpus evidence.
+  bool text_roles = false;
+  // Evidence measured before, one per head (the cached corpus evidence, headscope/pipeline.h):
+  // when given, every head's roles take their probe, syntax and coreference evidence from it (the
+  // probe and the GAP files are then not run; the treebanks are still scored for the report).
+  std::vector<HeadEvidence> evidence;
   // Called with the stage name, items done and items in the stage, after every item.
   std::function<void(std::string_view stage, int64_t done, int64_t total)> progress;
 };

@@ -54,6 +54,10 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
     if (options.progress) options.progress(stage, done, total);
   };
   if (options.report_treebank.empty()) throw Error("atlas: a treebank is required (--treebank FILE.conllu)");
+  const bool given = !options.evidence.empty();
+  if (given && options.evidence.size() != static_cast<size_t>(N))
+    throw Error("atlas: the evidence given has " + std::to_string(options.evidence.size()) + " heads; the model has " +
+                std::to_string(N));
 
   AtlasResult r;
   r.config = c;
@@ -66,8 +70,8 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
   std::vector<DependencySentence> select_tb;
   if (!options.select_treebank.empty()) select_tb = read_conllu(options.select_treebank);
   std::vector<GapExample> report_gap, select_gap;
-  if (!options.report_coref.empty()) report_gap = read_gap_tsv(options.report_coref);
-  if (!options.select_coref.empty()) select_gap = read_gap_tsv(options.select_coref);
+  if (!given && !options.report_coref.empty()) report_gap = read_gap_tsv(options.report_coref);
+  if (!given && !options.select_coref.empty()) select_gap = read_gap_tsv(options.select_coref);
   std::vector<std::string> corpus;
   if (!options.corpus.empty()) corpus = read_corpus(options.corpus);
   auto keep_first = [](auto& rows, int64_t n) {
@@ -136,6 +140,11 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
           token_stats.merge_head(size_t(h), heads[size_t(h)].token);
           word_stats.merge_head(size_t(h), heads[size_t(h)].word);
         }
+        if (options.text_roles) {
+          TextRoles& t = r.texts.emplace_back();
+          t.text = corpus[i];
+          for (const HeadStream& h : heads) t.stats.push_back(h.token.result());
+        }
         ++r.corpus_texts;
         r.corpus_tokens += static_cast<int64_t>(enc.size());
       }
@@ -147,7 +156,9 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
   r.word_stats = word_stats.result();
 
   // ---- induction / duplicate probe ----
-  {
+  if (given) {
+    for (const HeadEvidence& e : options.evidence) r.probe.push_back(e.probe.value_or(ProbeEvidence{}));
+  } else {
     const auto t0 = Clock::now();
     r.probe = measure_probe(model, options.probe_length, options.probe_count, options.seed,
                             [&](int done) { progress("probe", done, options.probe_count); });
@@ -202,6 +213,12 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
     for (int b = 0; b < kCorefBaselineCount; ++b) {
       cr.baseline_report_accuracies.push_back(report.baseline_accuracy(static_cast<CorefBaseline>(b)));
     }
+    // A head's coreference skill is judged against the stronger simple baseline on the report
+    // file: on a few hundred GAP rows the one chosen on the selection file can be the weaker one,
+    // which would make half the heads look like coreference heads.
+    for (int b = 0; b < kCorefBaselineCount; ++b)
+      if (cr.baseline_report_accuracies[size_t(b)] > cr.baseline_report_accuracies[size_t(cr.evidence_baseline)])
+        cr.evidence_baseline = static_cast<CorefBaseline>(b);
     r.coref = cr;
   }
 
@@ -223,11 +240,23 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
                                 hs.baseline_accuracy, hs.baseline_offset, hs.support, r.report_sentences};
     }
     if (r.coref && r.coref->support_report > 0) {
-      e.coref = CorefEvidence{r.coref->head_report_accuracies[i], r.coref->baseline_report_accuracy,
-                              std::string(coref_baseline_name(r.coref->baseline)), r.coref->support_report};
+      const CorefBaseline b = r.coref->evidence_baseline;
+      e.coref = CorefEvidence{r.coref->head_report_accuracies[i], r.coref->baseline_report_accuracies[size_t(b)],
+                              std::string(coref_baseline_name(b)), r.coref->support_report};
     }
   }
+  if (given)
+    for (int h = 0; h < N; ++h) {
+      const auto i = static_cast<size_t>(h);
+      r.evidence[i] = options.evidence[i];
+      r.evidence[i].stats = r.stats[i];
+    }
   r.roles = assign_roles(r.evidence);
+  for (TextRoles& t : r.texts) {
+    std::vector<HeadEvidence> evidence = r.evidence;
+    for (size_t i = 0; i < evidence.size(); ++i) evidence[i].stats = t.stats[i];
+    t.roles = assign_roles(evidence);
+  }
   r.seconds_total = seconds_since(t_start);
   return r;
 }

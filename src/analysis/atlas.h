@@ -8,7 +8,8 @@
 //   3. syntax: Clark et al. dependency scoring on the selection treebank (UD EWT dev) and the
 //      report treebank (UD PUD) (syntax.h); heads, directions and offsets chosen on the first;
 //   4. coreference: GAP pronoun → candidate (coref.h), chosen on one file, reported on the other;
-//   5. roles: assign_roles() per head with all the evidence above.
+//   5. roles: assign_roles() per head with all the evidence above (and, with text_roles, per
+//      corpus text with that text's statistics).
 // A sentence longer than the model's position limit is skipped and counted, never truncated
 // (truncation would cut dependency arcs). The only file access is through the data readers.
 #pragma once
@@ -36,9 +37,17 @@ struct CorefResult {
   int head = -1;                        // best on the selection file
   double head_select_accuracy = 0, head_report_accuracy = 0;
   CorefBaseline baseline = CorefBaseline::kNearest;  // best on the selection file
+  CorefBaseline evidence_baseline = CorefBaseline::kNearest;  // the stronger on the report file: heads' evidence
   double baseline_select_accuracy = 0, baseline_report_accuracy = 0;
   std::vector<double> head_report_accuracies;   // [n_layer * n_head]
   std::vector<double> baseline_report_accuracies;  // [kCorefBaselineCount]
+};
+
+// One corpus text seen on its own (AtlasOptions::text_roles).
+struct TextRoles {
+  std::string text;
+  std::vector<HeadStats> stats;  // [n_layer * n_head], token level
+  std::vector<HeadRoles> roles;  // [n_layer * n_head]
 };
 
 struct AtlasResult {
@@ -56,6 +65,7 @@ struct AtlasResult {
   std::optional<CorefResult> coref;
   std::vector<HeadEvidence> evidence;   // [n_layer * n_head]
   std::vector<HeadRoles> roles;         // [n_layer * n_head]
+  std::vector<TextRoles> texts;         // AtlasOptions::text_roles: [corpus texts run]
   double seconds_total = 0;
   std::vector<std::pair<std::string, double>> seconds_per_stage;
 

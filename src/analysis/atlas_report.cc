@@ -68,6 +68,16 @@ json model_part(const AtlasResult& a) {
     heads.push_back(std::move(h));
   }
   j["heads"] = std::move(heads);
+  if (!a.texts.empty()) {  // AtlasOptions::text_roles: each corpus text's own head objects
+    json texts = json::array();
+    for (const TextRoles& t : a.texts) {
+      json text_heads = json::array();
+      for (int i = 0; i < a.n_heads(); ++i)
+        text_heads.push_back(head_json(a.config, i / H, i % H, t.stats[size_t(i)], t.roles[size_t(i)]));
+      texts.push_back({{"text", t.text}, {"heads", std::move(text_heads)}});
+    }
+    j["texts"] = std::move(texts);
+  }
   json rels = json::array();
   for (const RelationResult& r : a.relations) {
     rels.push_back({{"relation", r.relation},

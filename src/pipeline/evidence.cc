@@ -239,21 +239,7 @@ CorpusEvidence corpus_evidence(const Model& model, const std::string& model_path
     out.syntax = true;
     out.coreference = r.coref.has_value() && r.coref->support_report > 0;
     out.heads = r.evidence;
-    // Coreference skill over the stronger simple baseline on the report file: on a few hundred GAP
-    // rows the one chosen on the selection file can be the weaker one, which would make half the
-    // heads look like coreference heads.
-    double base = 0;
-    int base_id = 0;
-    if (r.coref)
-      for (size_t b = 0; b < r.coref->baseline_report_accuracies.size(); ++b)
-        if (r.coref->baseline_report_accuracies[b] > base) base = r.coref->baseline_report_accuracies[b], base_id = int(b);
-    for (analysis::HeadEvidence& h : out.heads) {
-      h.stats = {};
-      if (h.coref) {
-        h.coref->baseline_accuracy = base;
-        h.coref->baseline_name = std::string(analysis::coref_baseline_name(static_cast<analysis::CorefBaseline>(base_id)));
-      }
-    }
+    for (analysis::HeadEvidence& h : out.heads) h.stats = {};  // the text's own, at run time
     out.source = std::to_string(r.report_sentences) + " UD PUD sentences (heads chosen on " +
                  std::to_string(r.select_sentences) + (a.select_treebank.empty() ? " of the same" : " UD EWT dev") +
                  " sentences)";

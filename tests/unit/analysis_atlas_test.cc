@@ -109,6 +109,58 @@ TEST(AtlasPipeline, MatchesTransformersOnAGoldSlice) {
   }
 }
 
+// Evidence given to the atlas (the cached corpus evidence) is what its roles rest on, and each
+// corpus text gets its own roles from its own statistics.
+TEST(AtlasTextRoles, EachTextGetsRolesFromItsStatisticsAndTheGivenEvidence) {
+  const std::string goldens = env_or_fail("HEADSCOPE_GOLDENS"), model_dir = env_or_fail("HEADSCOPE_MODEL");
+  ASSERT_FALSE(goldens.empty() || model_dir.empty());
+  omp_set_num_threads(1);
+  const auto model = Model::load(model_dir);
+  const int N = model->config().n_layer * model->config().n_head;
+  headscope::testing::TempDir dir("atlas_text_roles");
+  AtlasOptions o;
+  o.report_treebank = goldens + "/atlas_pud.conllu";
+  o.max_sentences = 2;
+  o.text_roles = true;
+  o.evidence.resize(static_cast<size_t>(N) - 1);
+  headscope::testing::write_raw(dir.file("one.txt"), "The trophy didn't fit in the suitcase because it was too big.\n");
+  o.corpus = dir.file("one.txt");
+  EXPECT_THROW(build_atlas(*model, model_dir, o), Error);  // one head short
+
+  // Head 5 gets a strong determiner relation, head 7 a strong coreference record; no probe.
+  o.evidence.assign(static_cast<size_t>(N), HeadEvidence{});
+  o.evidence[5].syntax = SyntaxEvidence{"det", false, 0.95, 0.40, -1, 500, 1000};
+  o.evidence[7].coref = CorefEvidence{0.90, 0.50, "nearest candidate", 400};
+  const AtlasResult one = build_atlas(*model, model_dir, o);
+  ASSERT_EQ(one.texts.size(), 1u);
+  EXPECT_TRUE(one.probe.size() == static_cast<size_t>(N) && one.probe[0].probe_length == 0);  // not measured
+  for (int h = 0; h < N; ++h) {
+    const auto i = static_cast<size_t>(h);
+    // One text: its statistics are the corpus's, so its roles are the corpus roles.
+    EXPECT_EQ(one.texts[0].roles[i].primary.role, one.roles[i].primary.role) << h;
+    EXPECT_EQ(one.texts[0].roles[i].confidence, one.roles[i].confidence) << h;
+  }
+  auto has = [](const HeadRoles& r, Role role) {
+    for (const RoleScore& s : r.scores)
+      if (s.role == role && s.score > 0) return true;
+    return false;
+  };
+  EXPECT_TRUE(has(one.roles[5], Role::kSyntactic));
+  EXPECT_TRUE(has(one.roles[7], Role::kCoreference));
+  EXPECT_FALSE(has(one.roles[6], Role::kSyntactic));
+
+  // Two texts: each keeps its own statistics (they differ), and the JSON lists both.
+  headscope::testing::write_raw(dir.file("two.txt"), "The cat sat on the mat.\nA storm damaged the roof of the school last night.\n");
+  o.corpus = dir.file("two.txt");
+  const AtlasResult two = build_atlas(*model, model_dir, o);
+  ASSERT_EQ(two.texts.size(), 2u);
+  EXPECT_NE(two.texts[0].stats[0].entropy_bits, two.texts[1].stats[0].entropy_bits);
+  const nlohmann::json j = atlas_json(two, nullptr);
+  ASSERT_EQ(j["texts"].size(), 2u);
+  EXPECT_EQ(j["texts"][1]["text"], "A storm damaged the roof of the school last night.");
+  EXPECT_EQ(j["texts"][1]["heads"].size(), static_cast<size_t>(N));
+}
+
 TEST(AtlasInputs, MissingFilesAreReportedByName) {
   const std::string model_dir = env_or_fail("HEADSCOPE_MODEL");
   ASSERT_FALSE(model_dir.empty());

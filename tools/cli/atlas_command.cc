@@ -66,6 +66,7 @@ std::string command_line(const AtlasArgs& a) {
   if (!o.report_coref.empty()) s += " --coref " + o.report_coref;
   if (!o.select_coref.empty()) s += " --select-coref " + o.select_coref;
   if (!o.corpus.empty()) s += " --corpus " + o.corpus;
+  if (o.text_roles) s += " --text-roles";
   s += " --out " + a.out;
   if (a.name != "atlas") s += " --name " + a.name;
   return s;
@@ -120,8 +121,12 @@ void add_atlas_command(CLI::App& app) {
                   "GAP TSV to report coreference accuracy on (e.g. gap/gap-validation.tsv)");
   cmd->add_option("--select-coref", args->options.select_coref,
                   "GAP TSV to choose the coreference head on (default: --coref)");
-  cmd->add_option("--corpus", args->options.corpus,
-                  "Text file, one text a line, for the statistics (default: the treebank's sentences)");
+  auto* corpus = cmd->add_option("--corpus", args->options.corpus,
+                                 "Text file, one text a line, for the statistics (default: the treebank's sentences)");
+  cmd->add_flag("--text-roles", args->options.text_roles,
+                "Also write each --corpus text's own roles (its statistics with the atlas's evidence: what `run` "
+                "gives the text) under \"texts\" in the JSON")
+      ->needs(corpus);
   cmd->add_option("--control", args->control,
                   "A second model directory (e.g. random weights) reported beside the first");
   cmd->add_option("--out,-o", args->out, "Output folder (default: atlas)");

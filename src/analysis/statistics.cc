@@ -269,11 +269,23 @@ void HeadStatsAccumulator::add_contiguous_row(const float* row, int q, const Seq
 // the attendable keys (Kobayashi et al. 2020's ‖α f(x)‖ in place of α).
 void HeadStatsAccumulator::add_norm_row(const float* row, int q, const SequenceInfo& seq) {
   double sink = 0, total = 0;
-  for (int k = 0; k < seq.T(); ++k) {
-    if (!seq.may_attend(q, k)) continue;
-    const double w = double(row[k]) * norms_[k];
-    total += w;
-    if (k == 0 || seq.kinds[static_cast<size_t>(k)] == TokenKind::kSpecial) sink += w;
+  if (seq.attendable.empty()) {  // the keys are 0 .. n − 1 (add_contiguous_row): one vectorised pass
+    const int n = seq.causal ? q + 1 : seq.T();
+    const TokenKind* kinds = seq.kinds.data();
+    const float* norms = norms_;
+#pragma omp simd reduction(+ : sink, total)
+    for (int k = 0; k < n; ++k) {
+      const double w = double(row[k]) * norms[k];
+      total += w;
+      sink += k == 0 || kinds[k] == TokenKind::kSpecial ? w : 0.0;
+    }
+  } else {
+    for (int k = 0; k < seq.T(); ++k) {
+      if (!seq.may_attend(q, k)) continue;
+      const double w = double(row[k]) * norms_[k];
+      total += w;
+      if (k == 0 || seq.kinds[static_cast<size_t>(k)] == TokenKind::kSpecial) sink += w;
+    }
   }
   if (total <= 0) return;  // every attended value is zero: no share to speak of
   sink_norm_ += sink / total;

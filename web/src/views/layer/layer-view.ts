@@ -90,7 +90,7 @@ export class LayerView implements ExportableView {
     this.tiles = [];
     // With grouped-query attention, one framed sub-grid per KV head holds the query heads that
     // share its keys and values; otherwise all heads sit in one grid.
-    const groups = kvGroups(model);
+    const groups = rollout ? null : kvGroups(model);  // rollout mixes every head: no groups to frame
     this.grid.classList.toggle('grouped', groups !== null);
     const slotOf: HTMLElement[] = [];
     if (groups)
@@ -193,7 +193,7 @@ export class LayerView implements ExportableView {
     const { model, state } = this.ctx;
     const cols = Math.max(1, Math.min(this.tiles.length, 6));
     const rows = Math.ceil(this.tiles.length / cols);
-    const groups = kvGroups(model);
+    const groups = this.maps === 'rollout' ? null : kvGroups(model);
     const gap = 18, top = groups ? 68 : 52, tileHead = 18;
     // Token labels beside and above every tile when its cells are tall enough to read them.
     const labels = this.tiles[0]?.shown?.labels ?? [];

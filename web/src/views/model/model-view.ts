@@ -59,7 +59,7 @@ export class ModelView implements ExportableView {
       'section',
       { class: 'view model-view', 'aria-labelledby': 'model-title' },
       h('div', { class: 'view-head' }, h('h2', { id: 'model-title' }, 'Every head of the model'), this.legendSlot),
-      h('p', { class: 'muted' }, 'Rows are layers (input at the top), columns are heads. The coloured strip under each map names the role detected on this text. Under grouped-query attention the top line names the key/value head each column shares.'),
+      h('p', { class: 'muted', id: 'model-intro' }),
       this.groupsNote,
       h('div', { class: 'scroll-x' }, this.canvas),
       this.roles,
@@ -71,6 +71,9 @@ export class ModelView implements ExportableView {
     this.ctx = ctx;
     this.maps = ctx.maps;
     const { model, state, units } = ctx;
+    this.el.querySelector('#model-intro')!.textContent =
+      'Rows are layers (input at the top), columns are heads. The coloured strip under each map names the role detected on this text. Under grouped-query attention the top line names the key/value head each column shares.' +
+      (ctx.maps === 'rollout' ? ' Rollout is one map per layer (every head and the residual so far), so each row repeats its layer’s map in every column; the roles are still each head’s.' : ctx.maps === 'norm' ? ' The maps are norm-weighted: α · ‖v W_O‖ per key, each row rescaled to sum 1.' : '');
     this.thumb = Math.max(24, Math.min(72, Math.floor((this.maxWidth - LABEL_W) / model.n_head) - GAP));
     // Pooling every head is the costly part: redo it only for new data; a new scale only
     // recolours, and a new selection only redraws.

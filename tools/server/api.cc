@@ -278,8 +278,10 @@ HttpReply Api::run(std::string_view body) {
     // Which /api/attention views this run can show: null, or why not (the page disables the choice).
     json views = json::object();
     for (const auto& [name, view] : {std::pair{"weights", AttentionView::kWeights}, std::pair{"norm", AttentionView::kNorm},
-                                     std::pair{"rollout", AttentionView::kRollout}})
-      if (const auto why = view_unavailable(*record, view)) views[name] = *why; else views[name] = nullptr;
+                                     std::pair{"rollout", AttentionView::kRollout}}) {
+      const auto why = view_unavailable(*record, view);
+      views[name] = why ? json(*why) : json(nullptr);
+    }
     out["views"] = views;
     if (!record->overviews.empty()) {
       const analysis::HeadOverview& o = record->overviews.front();
@@ -358,6 +360,8 @@ HttpReply Api::attention(std::string_view body) {
     // The requested layers and heads at token level, [nl, nh, T, T], or straight from the word maps.
     const Tensor& att = record->attention(req.view == AttentionView::kWeights ? req.text.level : Level::kToken);
     const int64_t T = att.dim(2), block = T * T;
+    if (req.view == AttentionView::kNorm && record->capture.value_norms.numel() != int64_t{c.n_layer} * c.n_head * T)
+      throw Error("/api/attention: the norm-weighted view needs the run's value norms [n_layer, n_head, T], and this run kept none");
     Tensor part({nl, nh, T, T}, Tensor::Uninitialized{});
     std::shared_ptr<const Tensor> rollout;
     if (req.view == AttentionView::kRollout) rollout = rollout_of(record);

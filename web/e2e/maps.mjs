@@ -111,6 +111,28 @@ export async function mapsTests(base, suite, outDir, { tag, quick = false }) {
         assert.match(await page.textContent('.model-view .legend figcaption'), /rollout share/);
         await part(page, '.model-view', path.join(outDir, `33-${tag}-maps-rollout-model.png`));
       });
+    if (!quick)
+      await suite.test(`${tag}: a view the run cannot show is disabled, with the reason in its title and a visible note`, async () => {
+        // The server's reason as /api/run would give it for a long text (the long-text pass has the real one).
+        const reason = 'the rollout view multiplies every layer map: this text is over the limit of 1024';
+        const other = await page.context().newPage();
+        await other.route('**/api/run', async (route) => {
+          const res = await route.fetch();
+          const run = await res.json();
+          run.views = { ...run.views, rollout: reason };
+          await route.fulfill({ response: res, json: run });
+        });
+        await other.goto(`${base}/?text=${encodeURIComponent(TROPHY)}&layer=${layer}&head=${head}&maps=rollout`);
+        await readyNumber(other);
+        const button = other.locator('#maps-toggle [data-maps="rollout"]');
+        assert.equal(await button.isDisabled(), true);
+        assert.match(await button.getAttribute('title'), /not available: the rollout view multiplies/);
+        assert.equal(await other.isVisible('#maps-note'), true);
+        assert.match(await other.textContent('#maps-note'), /Rollout unavailable \(weights shown\): the rollout view/);
+        assert.equal(await other.locator('#head-grid canvas').count(), model.n_head, 'the weights are drawn instead');
+        assert.match(await other.textContent('.layer-view .legend figcaption'), /attention weight/);
+        await other.close();
+      });
     assert.deepEqual(errors, []);
   } finally {
     await browser.close();

@@ -152,6 +152,9 @@ Tensor norm_weighted_attention(const RunAnalysis& run);
 // Attention rollout (Abnar & Zuidema 2020), residual included: [n_layer, T, T], slice l the
 // rollout up to and including layer l. Dense runs only, as above.
 Tensor attention_rollout(const RunAnalysis& run);
+// Token-level maps [A, B, T, T] of this run (weights, norm-weighted, rollout) merged into its words
+// as the word-level weights are: keys summed per word, query rows averaged ([A, B, U, U]).
+Tensor merge_into_words(const RunAnalysis& run, const Tensor& token_maps);
 
 struct LogitAttributionOptions {
   int32_t contrast = -1;  // >= 0: also attribute logit(target) − logit(contrast) at every position

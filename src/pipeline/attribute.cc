@@ -3,6 +3,7 @@
 #include <string>
 
 #include "analysis/attribution.h"
+#include "analysis/words.h"
 #include "headscope/error.h"
 #include "headscope/pipeline.h"
 
@@ -25,6 +26,10 @@ Tensor norm_weighted_attention(const RunAnalysis& run) {
 }
 
 Tensor attention_rollout(const RunAnalysis& run) { return analysis::attention_rollout(dense_maps(run, "attention rollout")); }
+
+Tensor merge_into_words(const RunAnalysis& run, const Tensor& token_maps) {
+  return analysis::merge_attention(token_maps, run.words);
+}
 
 std::vector<analysis::LogitAttribution> attribute_logits(const Model& model, const Encoding& encoding,
                                                          const LogitAttributionOptions& options) {

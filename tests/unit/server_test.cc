@@ -381,6 +381,87 @@ TEST(ServerLongText, TileEqualsTheDenseMapsSlice) {
   EXPECT_FALSE(body_of(f.api.run(json{{"text", kText}}.dump()))["streamed"].get<bool>());
 }
 
+// ---- the views of /api/attention: weights, norm-weighted, rollout ----
+
+TEST(ServerViews, NormAndRolloutEqualThePipelineOnTheSameRun) {
+  ApiFixture f(minilm());
+  const ModelConfig& c = minilm().config();
+  const json run = body_of(f.api.run(json{{"text", kText}}.dump()));
+  for (const char* v : {"weights", "norm", "rollout"}) EXPECT_TRUE(run["views"][v].is_null()) << v;
+  const auto record = f.cache.cached(kText, false);
+  ASSERT_TRUE(record);
+  const int T = record->T(), H = c.n_head;
+  const Tensor nw = norm_weighted_attention(*record);  // [L, H, T, T]
+  const Tensor ro = attention_rollout(*record);        // [L, T, T]
+
+  // norm: each row of the pipeline's map divided by its sum, here in double.
+  const Decoded norm = decode(f.api.attention(json{{"text", kText}, {"layer", 3}, {"view", "norm"}}.dump()));
+  ASSERT_EQ(norm.shape, (std::vector<int64_t>{1, H, T, T}));
+  for (int h = 0; h < H; ++h)
+    for (int q = 0; q < T; ++q) {
+      const float* row = nw.ptr() + ((int64_t{3} * H + h) * T + q) * T;
+      double total = 0;
+      for (int k = 0; k < T; ++k) total += row[k];
+      for (int k = 0; k < T; ++k)
+        EXPECT_NEAR(norm.values[(h * T + q) * T + k], row[k] / total, 1e-6) << h << "," << q << "," << k;
+    }
+  // ...and differs from the weights (the value norms are not all equal).
+  const Decoded weights = decode(f.api.attention(json{{"text", kText}, {"layer", 3}}.dump()));
+  double diff = 0;
+  for (size_t i = 0; i < weights.values.size(); ++i) diff = std::max(diff, double(std::abs(weights.values[i] - norm.values[i])));
+  EXPECT_GT(diff, 0.01);
+
+  // rollout: one map per layer, the pipeline's slice as it is.
+  const Decoded one = decode(f.api.attention(json{{"text", kText}, {"layer", 4}, {"view", "rollout"}}.dump()));
+  ASSERT_EQ(one.shape, (std::vector<int64_t>{1, 1, T, T}));
+  for (int i = 0; i < T * T; ++i) EXPECT_EQ(one.values[i], ro.ptr()[int64_t{4} * T * T + i]) << i;
+  const Decoded all = decode(f.api.attention(json{{"text", kText}, {"view", "rollout"}}.dump()));
+  ASSERT_EQ(all.shape, (std::vector<int64_t>{c.n_layer, 1, T, T}));
+  EXPECT_EQ(all.values.back(), ro.ptr()[ro.numel() - 1]);
+
+  // word level: the token map merged like the weights are, so every row still sums to 1.
+  const Decoded words = decode(f.api.attention(json{{"text", kText}, {"layer", 3}, {"view", "norm"}, {"level", "word"}}.dump()));
+  const int64_t U = record->words.n_units;
+  ASSERT_EQ(words.shape, (std::vector<int64_t>{1, H, U, U}));
+  for (int64_t r = 0; r < H * U; ++r) {
+    double total = 0;
+    for (int64_t k = 0; k < U; ++k) total += words.values[r * U + k];
+    EXPECT_NEAR(total, 1.0, 1e-5) << r;
+  }
+}
+
+TEST(ServerViews, BadViewsAreClear4xx) {
+  ApiFixture f(minilm());
+  const HttpReply bad = f.api.attention(json{{"text", kText}, {"view", "gradients"}}.dump());
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("weights, norm, rollout"), std::string::npos) << bad.body;
+  EXPECT_EQ(f.api.attention(json{{"text", kText}, {"view", 3}}.dump()).status, 400);
+  const HttpReply head = f.api.attention(json{{"text", kText}, {"layer", 1}, {"head", 2}, {"view", "rollout"}}.dump());
+  EXPECT_EQ(head.status, 400);
+  EXPECT_NE(head.body.find("one map per layer"), std::string::npos) << head.body;
+
+  // A streamed run keeps no whole maps: both views refused, and /api/run says why beforehand.
+  ApiFixture streamed(minilm(), {}, AnalyseOptions::Maps::kStream);
+  const json run = body_of(streamed.api.run(json{{"text", kText}}.dump()));
+  EXPECT_TRUE(run["views"]["weights"].is_null());
+  for (const char* v : {"norm", "rollout"}) {
+    ASSERT_TRUE(run["views"][v].is_string()) << v;
+    EXPECT_NE(run["views"][v].get<std::string>().find("streamed"), std::string::npos);
+    const HttpReply r = streamed.api.attention(json{{"text", kText}, {"layer", 1}, {"view", v}}.dump());
+    EXPECT_EQ(r.status, 422) << v;
+    EXPECT_EQ(error_code(r), "streamed");
+    EXPECT_NE(r.body.find(std::to_string(limits::kDenseMapsBytes >> 20) + " MiB"), std::string::npos) << r.body;
+  }
+
+  // Past the rollout budget (the explorer's default token limit is under it, so the rule is read directly).
+  RunRecord longer;
+  longer.encoding.tokens.resize(static_cast<size_t>(limits::kMaxRolloutTokens) + 1);
+  const auto why = Api::view_unavailable(longer, AttentionView::kRollout);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("limit of " + std::to_string(limits::kMaxRolloutTokens)), std::string::npos) << *why;
+  EXPECT_FALSE(Api::view_unavailable(longer, AttentionView::kNorm));
+}
+
 TEST(ServerLongText, StreamedRunAnswersTilesAndOverviewsAndRefusesFullMaps) {
   ApiFixture dense(minilm(), {}, AnalyseOptions::Maps::kDense);
   ApiFixture streamed(minilm(), {}, AnalyseOptions::Maps::kStream);

@@ -275,6 +275,14 @@ HttpReply Api::run(std::string_view body) {
     // How the maps can be read: whole from /api/attention, or (streamed) as pooled overviews and
     // exact tiles. Cell c of an overview covers tokens starts[c] .. starts[c + 1] − 1.
     out["streamed"] = record->streamed;
+    // Which /api/attention views this run can show: null, or why not (the page disables the choice).
+    json views = json::object();
+    for (const auto& [name, view] : {std::pair{"weights", AttentionView::kWeights}, std::pair{"norm", AttentionView::kNorm},
+                                     std::pair{"rollout", AttentionView::kRollout}}) {
+      const auto why = view_unavailable(*record, view);
+      views[name] = why ? json(*why) : json(nullptr);
+    }
+    out["views"] = views;
     if (!record->overviews.empty()) {
       const analysis::HeadOverview& o = record->overviews.front();
       std::vector<int> starts(static_cast<size_t>(o.cells) + 1, o.T);
@@ -285,9 +293,46 @@ HttpReply Api::run(std::string_view body) {
   });
 }
 
+namespace {
+
+// Each row renormalised to sum 1 (a row of zeros stays zeros): the norm-weighted view is shown as
+// shares of what a query's output moved, on the same 0–1 scale as the weights (docs/explorer.md).
+void renormalise_rows(float* rows, int64_t n_rows, int64_t cols) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    float* row = rows + r * cols;
+    double total = 0;
+    for (int64_t k = 0; k < cols; ++k) total += row[k];
+    if (total > 0)
+      for (int64_t k = 0; k < cols; ++k) row[k] = static_cast<float>(row[k] / total);
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> Api::view_unavailable(const RunRecord& run, AttentionView view) {
+  if (view == AttentionView::kWeights) return std::nullopt;
+  const char* name = view == AttentionView::kNorm ? "norm-weighted" : "rollout";
+  if (run.streamed)
+    return std::string("the ") + name + " view needs the whole attention maps, and this text's " +
+           std::to_string(run.T()) + " tokens were streamed (dense maps are kept up to " +
+           std::to_string(limits::kDenseMapsBytes >> 20) + " MiB): analyse a shorter text";
+  if (view == AttentionView::kRollout && run.T() > limits::kMaxRolloutTokens)
+    return "the rollout view multiplies every layer's T x T map (n_layer · T³): this text's " + std::to_string(run.T()) +
+           " tokens are over the limit of " + std::to_string(limits::kMaxRolloutTokens) + "; analyse a shorter text";
+  return std::nullopt;
+}
+
+std::shared_ptr<const Tensor> Api::rollout_of(const std::shared_ptr<const RunRecord>& run) {
+  std::lock_guard lock(rollout_mutex_);
+  if (rollout_ && rollout_run_.lock() == run) return rollout_;
+  rollout_ = std::make_shared<const Tensor>(attention_rollout(*run));  // [n_layer, T, T]
+  rollout_run_ = run;
+  return rollout_;
+}
+
 HttpReply Api::attention(std::string_view body) {
   return guarded(body, [&](std::string_view b) {
-    const json j = parse_object(b, {"text", "truncate", "level", "layer", "head", "dtype"});
+    const json j = parse_object(b, {"text", "truncate", "level", "layer", "head", "dtype", "view"});
     AttentionRequest req;
     req.text = parse_text_request(j, limits_, model_, cache_);
     const ModelConfig& c = model_.config();
@@ -296,23 +341,55 @@ HttpReply Api::attention(std::string_view body) {
     if (req.layer) check_index(*req.layer, c.n_layer, "layer", "layers");
     if (req.head) check_index(*req.head, c.n_head, "head", "heads per layer");
     req.dtype = parse_dtype(j);
+    const std::string view = optional_enum(j, "view", {"weights", "norm", "rollout"});
+    req.view = view == "norm" ? AttentionView::kNorm : view == "rollout" ? AttentionView::kRollout : AttentionView::kWeights;
+    if (req.view == AttentionView::kRollout && req.head)
+      throw RequestError{400, "bad_field",
+                         "the rollout view has one map per layer (every head mixed), not per head: leave out \"head\""};
 
     const auto ticket = admit();
     const auto record = cache_.get(req.text.text, req.text.truncate, std::move(req.text.encoding));
-    refuse_streamed(*record, "/api/attention",
-                    "read the pooled maps from /api/overview and exact weights of any region from /api/tile");
-    const Tensor& att = record->attention(req.text.level);  // [n_layer, n_head, U, U]
-    const int64_t U = att.dim(2), block = U * U;
+    if (record->streamed && req.view == AttentionView::kWeights)
+      refuse_streamed(*record, "/api/attention",
+                      "read the pooled maps from /api/overview and exact weights of any region from /api/tile");
+    if (const auto why = view_unavailable(*record, req.view))
+      throw RequestError{record->streamed ? 422 : 413, record->streamed ? "streamed" : "too_long_for_view",
+                         "/api/attention: " + *why};
     const int l0 = req.layer.value_or(0), nl = req.layer ? 1 : c.n_layer;
-    const int h0 = req.head.value_or(0), nh = req.head ? 1 : c.n_head;
-    std::vector<float> values;
-    values.reserve(static_cast<size_t>(nl * nh * block));
+    const int h0 = req.head.value_or(0), nh = req.view == AttentionView::kRollout ? 1 : req.head ? 1 : c.n_head;
+    // The requested layers and heads at token level, [nl, nh, T, T], or straight from the word maps.
+    const Tensor& att = record->attention(req.view == AttentionView::kWeights ? req.text.level : Level::kToken);
+    const int64_t T = att.dim(2), block = T * T;
+    if (req.view == AttentionView::kNorm && record->capture.value_norms.numel() != int64_t{c.n_layer} * c.n_head * T)
+      throw Error("/api/attention: the norm-weighted view needs the run's value norms [n_layer, n_head, T], and this run kept none");
+    Tensor part({nl, nh, T, T}, Tensor::Uninitialized{});
+    std::shared_ptr<const Tensor> rollout;
+    if (req.view == AttentionView::kRollout) rollout = rollout_of(record);
     for (int l = l0; l < l0 + nl; ++l)
       for (int h = h0; h < h0 + nh; ++h) {
+        float* dst = part.ptr() + (static_cast<int64_t>(l - l0) * nh + (h - h0)) * block;
+        if (req.view == AttentionView::kRollout) {
+          std::copy_n(rollout->ptr() + static_cast<int64_t>(l) * block, block, dst);
+          continue;
+        }
         const float* src = att.ptr() + (static_cast<int64_t>(l) * c.n_head + h) * block;
-        values.insert(values.end(), src, src + block);
+        if (req.view == AttentionView::kWeights) {
+          std::copy_n(src, block, dst);
+          continue;
+        }
+        // α_qk · ‖v_k W_O,hᵀ‖, as norm_weighted_attention() computes it, then rows to shares.
+        const float* norms = record->capture.value_norms.ptr() + (static_cast<int64_t>(l) * c.n_head + h) * T;
+        for (int64_t q = 0; q < T; ++q)
+          for (int64_t k = 0; k < T; ++k) dst[q * T + k] = src[q * T + k] * norms[k];
+        renormalise_rows(dst, T, T);
       }
-    return HttpReply{200, "application/octet-stream", encode_tensor(values, {nl, nh, U, U}, req.dtype), {}};
+    if (req.view != AttentionView::kWeights && req.text.level == Level::kWord)
+      part = merge_into_words(*record, part);  // keys summed per word, queries averaged
+    const int64_t U = part.dim(2);
+    return HttpReply{200, "application/octet-stream",
+                     encode_tensor(std::span<const float>(part.ptr(), static_cast<size_t>(part.numel())), {nl, nh, U, U},
+                                   req.dtype),
+                     {}};
   });
 }
 

@@ -6,6 +6,8 @@
 // them free of httplib types makes the contract (docs/api.md) readable in one file.
 #pragma once
 #include <chrono>
+#include <memory>
+#include <mutex>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -46,8 +48,14 @@ struct TextRequest {
   bool hide_special = false;  // statistics and roles without the special tokens (run only)
   Encoding encoding;          // the text encoded once, under the server's token limit
 };
+// Which quantity /api/attention sends (docs/explorer.md "Views"): the attention weights; each head's
+// norm-weighted map α_qk · ‖v_k W_O,hᵀ‖ with every row renormalised to sum 1; or the attention
+// rollout up to each layer, one map per layer ([layers, 1, U, U]).
+enum class AttentionView { kWeights, kNorm, kRollout };
+
 struct AttentionRequest {
   TextRequest text;
+  AttentionView view = AttentionView::kWeights;
   std::optional<int> layer;  // absent: every layer
   std::optional<int> head;   // absent: every head
   WireDtype dtype = WireDtype::kFloat32;
@@ -97,6 +105,10 @@ class Api {
   // UTF-8 (a decoded URL, a header) is written with U+FFFD in place of the bad bytes.
   static HttpReply error(int status, std::string_view code, std::string_view message) noexcept;
 
+  // Why `view` cannot be shown for this run (streamed maps; rollout over limits::kMaxRolloutTokens),
+  // or nothing when it can. /api/run reports it per view, /api/attention refuses with it.
+  static std::optional<std::string> view_unavailable(const RunRecord& run, AttentionView view);
+
   // The admission of heavy requests (run, attention, decompose, generate), for the tests.
   ComputeQueue& compute_queue() { return queue_; }
 
@@ -108,8 +120,14 @@ class Api {
   // A compute slot for a heavy request; throws (→ 503 with Retry-After) when the queue is full.
   std::optional<ComputeQueue::Ticket> admit();
 
+  // The rollout of the latest run asked for (n_layer · T³ to compute; a layer grid asks once per layer).
+  std::shared_ptr<const Tensor> rollout_of(const std::shared_ptr<const RunRecord>& run);
+
   const Model& model_;
   RunCache& cache_;
+  std::mutex rollout_mutex_;
+  std::weak_ptr<const RunRecord> rollout_run_;
+  std::shared_ptr<const Tensor> rollout_;
   ApiLimits limits_;
   ComputeQueue queue_;
   std::string corpus_source_ = "none: roles come from the text and the probe";

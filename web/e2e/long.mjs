@@ -267,6 +267,12 @@ export async function longTests(base, suite, outDir, text, timings) {
       await page.waitForFunction((b) => document.body.getAttribute('data-ready') !== b, before, { timeout: 60000 });
       assert.equal(await page.isVisible('#long-notice'), true);
       assert.match(await page.textContent('#long-notice'), /streamed/);
+      // The maps toggle: norm-weighted and rollout need the whole maps, so they are disabled with the reason.
+      for (const m of ['norm', 'rollout']) {
+        assert.equal(await page.locator(`#maps-toggle [data-maps="${m}"]`).isDisabled(), true, m);
+        assert.match(await page.getAttribute(`#maps-toggle [data-maps="${m}"]`, 'title'), /streamed/);
+      }
+      assert.match(await page.textContent('#maps-note'), /Norm-weighted unavailable: .*streamed/);
       await page.keyboard.press('1');
       assert.deepEqual(errors, []);
     });

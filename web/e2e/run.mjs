@@ -10,6 +10,7 @@
 //                    The analysis takes minutes on two cores; timings go to test-results/long-timings.json.
 //   HEADSCOPE_E2E_ONLY=explorer  only the first-minute-to-phone suite (explorer.mjs) on both models
 //   HEADSCOPE_E2E_ONLY=long      only the long-text pass
+//   HEADSCOPE_E2E_ONLY=maps      only the weights / norm-weighted / rollout pass (maps.mjs) on both models
 //   CHROMIUM         the browser (default: /usr/bin/chromium)
 // Screenshots, exported files and the server log go to web/test-results/.
 import fs from 'node:fs';
@@ -21,6 +22,7 @@ import { decoderTests } from './decoder.mjs';
 import { explorerTests } from './explorer.mjs';
 import { startServer, Suite } from './harness.mjs';
 import { LONG_TOKENS, longTests, longText } from './long.mjs';
+import { mapsTests } from './maps.mjs';
 
 const webDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const root = path.resolve(webDir, '..');
@@ -36,6 +38,8 @@ const dist = path.join(webDir, 'dist');
 const onlyExplorer = process.env.HEADSCOPE_E2E_ONLY === 'explorer';
 // HEADSCOPE_E2E_ONLY=long: only the long-text pass.
 const onlyLong = process.env.HEADSCOPE_E2E_ONLY === 'long';
+// HEADSCOPE_E2E_ONLY=maps: only the maps toggle pass (maps.mjs).
+const onlyMaps = process.env.HEADSCOPE_E2E_ONLY === 'maps';
 const outDir = path.join(webDir, 'test-results');
 
 function fail(message) {
@@ -58,7 +62,7 @@ let ok = false;
 try {
   const apiSuite = new Suite('api');
   const uiSuite = new Suite('browser');
-  if (!onlyExplorer && !onlyLong) {
+  if (!onlyExplorer && !onlyLong && !onlyMaps) {
     console.log('API');
     await apiTests(server.url, apiSuite);
     console.log('Browser (Chromium)');
@@ -74,7 +78,7 @@ try {
   await server.stop();
   log.end();
 }
-if (decoderModel && !onlyExplorer && !onlyLong) {
+if (decoderModel && !onlyExplorer && !onlyLong && !onlyMaps) {
   // A second, short pass on a causal GQA model: its own server, its own log.
   const dlog = fs.createWriteStream(path.join(outDir, 'server-decoder.log'));
   dlog.path = path.join(outDir, 'server-decoder.log');
@@ -110,10 +114,29 @@ async function explorerPass(modelDir, tag, options = {}) {
     xlog.end();
   }
 }
-if (!onlyLong) await explorerPass(model, 'minilm');
+if (!onlyLong && !onlyMaps) await explorerPass(model, 'minilm');
 // The truncation test once (on the encoder): on SmolLM2 it costs half a minute on two cores.
-if (decoderModel && !onlyLong) await explorerPass(decoderModel, 'smollm2', { truncate: false });
-if (onlyExplorer) {
+if (decoderModel && !onlyLong && !onlyMaps) await explorerPass(decoderModel, 'smollm2', { truncate: false });
+/** The maps toggle on its own server: the full check on the encoder, a quick one on the decoder. */
+async function mapsPass(modelDir, tag, quick) {
+  const mlog = fs.createWriteStream(path.join(outDir, `server-maps-${tag}.log`));
+  mlog.path = path.join(outDir, `server-maps-${tag}.log`);
+  const mserver = await startServer({ bin, model: modelDir, webDir: dist, log: mlog, args: ['--max-tokens', '64'] });
+  console.log(`Maps toggle (${path.basename(modelDir)} at ${mserver.url})`);
+  try {
+    const suite = new Suite(`maps ${tag}`);
+    await mapsTests(mserver.url, suite, outDir, { tag, quick });
+    ok = suite.summary() && ok;
+  } finally {
+    await mserver.stop();
+    mlog.end();
+  }
+}
+if (!onlyLong && !onlyExplorer) {
+  await mapsPass(model, 'minilm', false);
+  if (decoderModel) await mapsPass(decoderModel, 'smollm2', true);
+}
+if (onlyExplorer || onlyMaps) {
   // the long-text pass is left out
 } else if (longModel && !fs.existsSync(longConllu)) {
   console.log(`Long text: skipped, no treebank at ${longConllu} (set HEADSCOPE_LONG_TEXT)`);

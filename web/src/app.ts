@@ -17,6 +17,7 @@ import type { ExportableView, MountedView, ViewContext, ViewHost } from './views
 import { HeadPanel } from './views/head-panel/head-panel';
 import { VIEW_IDS, VIEWS } from './views';
 import { learningContext } from './views/lesson/learning-context';
+import { MAP_LABELS, MAP_VIEWS, shownMapView } from './lib/maps';
 import { WhyHeadsView } from './views/lesson/why-heads';
 import { ProjectionView } from './views/projection/projection-view';
 import { SentenceView, textBeforeByte } from './views/sentence/sentence-view';
@@ -142,7 +143,8 @@ export class App {
       if (patch.token === undefined) next.token = Math.min(next.token, 1);
       if (patch.lock === undefined) next.lock = -1;
     }
-    const viewChanged = next.view !== this.state.view;
+    // A change of view or of what the maps show is a history entry (Back returns to it).
+    const viewChanged = next.view !== this.state.view || next.maps !== this.state.maps;
     this.state = next;
     const query = stateToQuery(this.state);
     // A change of view is a history entry (Back and Forward move between views); other changes
@@ -197,7 +199,10 @@ export class App {
         units = unitsOf(run, this.state.level);
       }
       const state = this.state;
-      const ctx: ViewContext = { model: this.model, state, run, units };
+      // Norm-weighted or rollout maps where this run can show them (not streamed, rollout within
+      // its token limit); the weights otherwise, and the toolbar says why.
+      const maps = shownMapView(state.maps, run.views).view;
+      const ctx: ViewContext = { model: this.model, state, run, units, maps };
       this.ctx = ctx;
       this.sentence.update(
         run.text,
@@ -211,20 +216,23 @@ export class App {
         run.truncated ? textBeforeByte(run.text, Math.max(0, ...run.tokens.map((t) => t.end))) : null,
         `This text is longer than the ${run.n_tokens} tokens the model reads at once, so only its first ${run.n_tokens} tokens are analysed. `,
       );
-      this.toolbar.update(state);
+      this.toolbar.update(state, run.views);
       // A long text's maps were streamed: the layer's pooled overview stands in for its maps, and
       // the head panel zooms into exact tiles. Views that need every full map say so instead.
       const streamed = !!run.streamed;
       const layer = streamed ? await this.api.overview(state.text, state.layer) : await this.api.attention(state.text, state.level, state.layer);
+      // The layer grid and the head panel draw the chosen maps; the other views keep the weights.
+      const mapsLayer = maps === 'weights' ? layer : await this.api.attention(state.text, state.level, state.layer, 'float32', maps);
+      const follows = state.view === 'layer' || state.view === 'model';
       if (stale()) return;
       const shownView = streamed && state.view !== 'layer' ? null : state.view;
       for (const [id, v] of this.views) v.el.hidden = id !== shownView;
       this.longNotice.hidden = shownView !== null;
       if (shownView === null)
         this.longNotice.textContent = `This view needs every full attention map, which a long text (${run.n_tokens} tokens) does not keep: its maps were streamed through the statistics. The Layer heads view shows every head's pooled map, and the head panel below zooms into exact weights.`;
-      else await this.activeView().render(ctx, layer);
+      else await this.activeView().render(follows ? ctx : { ...ctx, maps: 'weights' }, follows ? mapsLayer : layer);
       if (stale()) return;
-      this.headPanel.update(ctx, layer, streamed ? (l, hd, r) => this.api.tile(state.text, l, hd, r.q0, r.q1, r.k0, r.k1) : undefined);
+      this.headPanel.update(ctx, mapsLayer, streamed ? (l, hd, r) => this.api.tile(state.text, l, hd, r.q0, r.q1, r.k0, r.k1) : undefined);
       let dec: Decomposition | null = null;
       try {
         // A streamed run keeps no head outputs (the server answers 422): no W_O decomposition.
@@ -317,7 +325,7 @@ export class App {
     const role = run.heads[state.layer * this.model.n_head + state.head]?.roles.primary;
     const scene = withCaption(inner, {
       title: `headscope · ${this.viewTitle(view)}`,
-      facts: `${this.model.name} · ${layerWithIndex(state.layer)} · ${headWithIndex(state.head)}${role ? ` – ${role.name}${role.detail ? ` (${role.detail})` : ''}` : ''} · ${state.level}s${state.hideSpecial ? ', special tokens hidden' : ''} · ${state.scale} scale`,
+      facts: `${this.model.name} · ${layerWithIndex(state.layer)} · ${headWithIndex(state.head)}${role ? ` – ${role.name}${role.detail ? ` (${role.detail})` : ''}` : ''} · ${state.level}s${state.hideSpecial ? ', special tokens hidden' : ''} · ${state.scale} scale${view.exportParts().includes(ctx.maps) ? ` · ${MAP_LABELS[ctx.maps].toLowerCase()} maps` : ''}`,
       text: run.text,
     }, THEME);
     const name = exportName([this.model.name, ...view.exportParts()], format);
@@ -348,6 +356,7 @@ export class App {
       ['w', 'tokens ↔ words'],
       ['s', 'hide / show special tokens'],
       ['c', 'next colour scale'],
+      ['n', 'maps: weights → norm-weighted → rollout'],
       ['Esc', 'release a locked token, close this help'],
       ['Tab', 'move between controls; Enter or Space activates'],
     ];
@@ -388,6 +397,15 @@ export class App {
           return { hideSpecial: !s.hideSpecial };
         case 'c':
           return { scale: SCALES[(SCALES.indexOf(s.scale) + 1) % SCALES.length] };
+        case 'n': {
+          // The next map view this run can show.
+          const views = this.ctx?.run.views;
+          for (let i = 1; i <= MAP_VIEWS.length; i++) {
+            const next = MAP_VIEWS[(MAP_VIEWS.indexOf(s.maps) + i) % MAP_VIEWS.length];
+            if (!views?.[next]) return { maps: next };
+          }
+          return null;
+        }
         case 'Escape':
           if (!this.help.hidden) this.toggleHelp(false);
           return s.lock >= 0 ? { lock: -1 } : null;

@@ -5,6 +5,7 @@
 import { decodeTensor, decodeTypedArray, type Tensor, type TypedArrayJson } from './wire';
 import type { Level } from './state';
 import type { OverviewInfo } from './long';
+import type { MapAvailability, MapView } from './maps';
 
 export interface RoleInfo {
   id: string;
@@ -172,6 +173,8 @@ export interface RunResult {
   /** True for a long text whose maps were streamed: /api/attention refuses it; the maps are read
    *  through /api/overview (pooled) and /api/tile (exact). */
   streamed?: boolean;
+  /** Per map view: null when /api/attention can send it for this run, else why not. */
+  views?: MapAvailability;
   /** The pooled overview's cells (token level). */
   overview?: OverviewInfo;
 }
@@ -306,9 +309,10 @@ export class ApiClient {
     return this.runs.get(JSON.stringify([text, level, special]), async () => (await this.post('/api/run', { text, truncate: true, level, special })).json());
   }
 
-  /** Attention of one layer (or every layer when layer is null): [layers, n_head, U, U]. */
-  attention(text: string, level: Level, layer: number | null, dtype: 'float32' | 'uint8' = 'float32'): Promise<Tensor> {
-    const body = { text, truncate: true, level, layer, dtype };
+  /** Attention of one layer (or every layer when layer is null): [layers, n_head, U, U]; with
+   *  view 'rollout' [layers, 1, U, U] (one map per layer). */
+  attention(text: string, level: Level, layer: number | null, dtype: 'float32' | 'uint8' = 'float32', view: MapView = 'weights'): Promise<Tensor> {
+    const body = view === 'weights' ? { text, truncate: true, level, layer, dtype } : { text, truncate: true, level, layer, dtype, view };
     return this.attentions.get(JSON.stringify(body), async () => decodeTensor(await (await this.post('/api/attention', body)).arrayBuffer()));
   }
 

@@ -8,6 +8,7 @@ import { DIVERGING, SEQUENTIAL, SEQUENTIAL_LUT, lutColour, rgbToHex, scaleTicks,
 import { h } from './dom';
 import { MASKED_COLOURS } from './heatmap';
 import type { SceneItem } from './scene';
+import { MAP_QUANTITY, type MapView } from './maps';
 
 export const SCALE_TITLES: Record<ScaleName, string> = {
   linear: 'attention weight (linear, 0–1)',
@@ -15,19 +16,24 @@ export const SCALE_TITLES: Record<ScaleName, string> = {
   contrast: 'attention weight (√ contrast, 0–1)',
 };
 
+/** The legend's title for the maps shown: 'norm-weighted share (linear, 0–1)' and so on. */
+export function legendTitle(scale: ScaleName, view: MapView = 'weights'): string {
+  return view === 'weights' ? SCALE_TITLES[scale] : SCALE_TITLES[scale].replace('attention weight', MAP_QUANTITY[view]);
+}
+
 export const MASKED_LABEL = 'masked (future token)';
 const HATCH = `repeating-linear-gradient(45deg, ${MASKED_COLOURS[0]} 0 4px, ${MASKED_COLOURS[1]} 4px 8px)`;
 
 /** A legend element for attention weights; for a causal model it also explains the hatched
  *  cells above the diagonal (keys after the query, which the model cannot attend to). */
-export function attentionLegend(scale: ScaleName, causal = false): HTMLElement {
+export function attentionLegend(scale: ScaleName, causal = false, view: MapView = 'weights'): HTMLElement {
   const bar = h('div', { class: 'legend-bar', style: `background: linear-gradient(to right, ${SEQUENTIAL.join(', ')})` });
   const ticks = h('div', { class: 'legend-ticks' });
   for (const t of scaleTicks(scale)) ticks.appendChild(h('span', { style: `left: ${(t.position * 100).toFixed(2)}%` }, t.label));
   return h(
     'figure',
-    { class: 'legend', 'data-scale': scale, 'aria-label': `colour legend: ${SCALE_TITLES[scale]}` },
-    h('figcaption', {}, SCALE_TITLES[scale]),
+    { class: 'legend', 'data-scale': scale, 'data-maps': view, 'aria-label': `colour legend: ${legendTitle(scale, view)}` },
+    h('figcaption', {}, legendTitle(scale, view)),
     bar,
     ticks,
     ...(causal ? [h('div', { class: 'legend-masked' }, h('span', { class: 'masked-swatch', style: `background: ${HATCH}` }), MASKED_LABEL)] : []),
@@ -54,8 +60,8 @@ function signedTicks(limit: number): [string, number][] {
 const BAR_STEPS = 64;
 
 /** Scene items of an attention legend at (x, y), `width` wide, 44 px tall. */
-export function attentionLegendItems(x: number, y: number, width: number, scale: ScaleName, textColour: string, causal = false): SceneItem[] {
-  const items: SceneItem[] = [{ kind: 'text', x, y: y + 10, text: SCALE_TITLES[scale], size: 11, fill: textColour }];
+export function attentionLegendItems(x: number, y: number, width: number, scale: ScaleName, textColour: string, causal = false, view: MapView = 'weights'): SceneItem[] {
+  const items: SceneItem[] = [{ kind: 'text', x, y: y + 10, text: legendTitle(scale, view), size: 11, fill: textColour }];
   for (let i = 0; i < BAR_STEPS; i++) {
     const fill = rgbToHex(lutColour(SEQUENTIAL_LUT, (i + 0.5) / BAR_STEPS));
     items.push({ kind: 'rect', x: x + (i * width) / BAR_STEPS, y: y + 16, w: width / BAR_STEPS + 0.5, h: 10, fill });

@@ -18,6 +18,7 @@ describe('view state in the URL', () => {
       compareA: { layer: 2, head: 3 },
       compareB: { layer: 5, head: 0 },
       lock: 3,
+      maps: 'rollout',
     };
     expect(stateFromQuery('?' + stateToQuery(s), shape, views)).toEqual(s);
   });
@@ -27,7 +28,7 @@ describe('view state in the URL', () => {
   });
 
   it('falls back to defaults on malformed or out-of-range values', () => {
-    const s = stateFromQuery('layer=9&head=-1&view=nope&scale=cubic&level=letters&token=x&a=7.1&b=1.99&lock=abc', shape, views);
+    const s = stateFromQuery('layer=9&head=-1&view=nope&scale=cubic&level=letters&token=x&a=7.1&b=1.99&lock=abc&maps=gradients', shape, views);
     expect(s.layer).toBe(DEFAULT_STATE.layer);
     expect(s.head).toBe(DEFAULT_STATE.head);
     expect(s.view).toBe('layer');
@@ -37,6 +38,7 @@ describe('view state in the URL', () => {
     expect(s.compareA).toEqual(DEFAULT_STATE.compareA);
     expect(s.compareB).toEqual({ layer: 0, head: 1 });
     expect(s.lock).toBe(-1);
+    expect(s.maps).toBe('weights');
   });
 
   it('treats a blank text as the default sentence', () => {

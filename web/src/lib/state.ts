@@ -2,6 +2,7 @@
 // be bookmarked, shared and restored (?text=…&layer=2&head=5&view=layer…).
 
 import { SCALES, type ScaleName } from './colour';
+import { parseMapView, type MapView } from './maps';
 
 /** The id of a tab view registered in views/index.ts. */
 export type ViewName = string;
@@ -28,6 +29,8 @@ export interface ViewState {
   compareB: HeadRef;
   /** Query position locked in the head-lines view (-1: none); in the units of `level`. */
   lock: number;
+  /** What the maps show: weights, norm-weighted or rollout (lib/maps.ts). */
+  maps: MapView;
 }
 
 export const DEFAULT_TEXT = "The animal didn't cross the street because it was too tired.";
@@ -44,6 +47,7 @@ export const DEFAULT_STATE: ViewState = {
   compareA: { layer: 0, head: 0 },
   compareB: { layer: 0, head: 1 },
   lock: -1,
+  maps: 'weights',
 };
 
 export interface ModelShape {
@@ -90,6 +94,7 @@ export function stateToQuery(s: ViewState): string {
     p.set('b', headRefToString(s.compareB));
   }
   if (s.lock >= 0) p.set('lock', String(s.lock));
+  if (s.maps !== d.maps) p.set('maps', s.maps);
   return p.toString();
 }
 
@@ -117,5 +122,6 @@ export function stateFromQuery(query: string, shape: ModelShape, views: readonly
     compareA: parseHeadRef(p.get('a'), shape, d.compareA),
     compareB: parseHeadRef(p.get('b'), shape, { layer: 0, head: Math.min(1, shape.n_head - 1) }),
     lock: clampInt(p.get('lock'), 0, 1 << 20, -1),
+    maps: parseMapView(p.get('maps')),
   };
 }

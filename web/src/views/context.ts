@@ -9,6 +9,7 @@ import { readableOn } from '../lib/colour';
 import type { Scene } from '../lib/scene';
 import type { ViewState } from '../lib/state';
 import type { Units } from '../lib/units';
+import type { MapView } from '../lib/maps';
 import type { Tensor } from '../lib/wire';
 
 export interface ViewContext {
@@ -17,6 +18,8 @@ export interface ViewContext {
   /** The run at state.level (its tokens and words are always both present). */
   run: RunResult;
   units: Units;
+  /** What the maps show for this run: state.maps, or 'weights' where the run cannot show it. */
+  maps: MapView;
 }
 
 /** A view whose picture can be exported as SVG and PNG. */

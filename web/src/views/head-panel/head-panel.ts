@@ -15,6 +15,7 @@ import type { Scene, SceneItem } from '../../lib/scene';
 import { THEME } from '../../lib/theme';
 import type { Tensor } from '../../lib/wire';
 import { MASKED_LABEL, attentionLegend, attentionLegendItems } from '../../lib/legend';
+import { MAP_QUANTITY, mapHead } from '../../lib/maps';
 import { headReport, roleInfo, roleStyle, type ExportableView, type ViewContext } from '../context';
 import type { Region } from '../../lib/long';
 import { ZoomMap } from './zoom-map';
@@ -152,7 +153,7 @@ export class HeadPanel implements ExportableView {
     if (long) this.updateLong(ctx, attention, tile!);
     else this.updateHeatmap(ctx, attention);
     clear(this.legendSlot);
-    this.legendSlot.appendChild(attentionLegend(state.scale, model.causal));
+    this.legendSlot.appendChild(attentionLegend(state.scale, model.causal, long ? 'weights' : ctx.maps));
     this.updateInfo(ctx);
   }
 
@@ -176,15 +177,20 @@ export class HeadPanel implements ExportableView {
 
   private updateHeatmap(ctx: ViewContext, attention: Tensor): void {
     const { model, state, units } = ctx;
-    const shown = shownMatrix(headMatrix(attention, 0, state.head), units, state.hideSpecial);
+    const shown = shownMatrix(headMatrix(attention, 0, mapHead(ctx.maps, state.head)), units, state.hideSpecial);
     this.shownIndex = shown.index;
+    const quantity = MAP_QUANTITY[ctx.maps];
+    this.heatmap.el.dataset.maps = ctx.maps;
+    // Rollout has one map per layer: the panel shows the layer's, and says so.
+    this.figureNote.hidden = ctx.maps !== 'rollout';
+    if (ctx.maps === 'rollout') this.figureNote.textContent = `This map is the attention rollout up to ${layerName(state.layer).toLowerCase()}, every head and the residual together (one map per layer, not this head's); the statistics are this head's weights.`;
     this.heatmap.update({
       matrix: shown.matrix,
       pixels: displayPixels(shown.matrix, state.scale, HEATMAP_SIZE, model.causal),
       labels: shown.labels,
       describe: (q, k, v) => [
         `${tokenLabel(shown.labels[q], 24)} → ${tokenLabel(shown.labels[k], 24)}`,
-        isMasked(model.causal, q, k) ? MASKED_LABEL : `weight ${v.toFixed(4)}${state.hideSpecial ? ' (renormalised without special tokens)' : ''}`,
+        isMasked(model.causal, q, k) ? MASKED_LABEL : `${quantity} ${v.toFixed(4)}${state.hideSpecial ? ' (renormalised without special tokens)' : ''}`,
         `query ${shown.index[q]}, key ${shown.index[k]} (${units.level}s)`,
       ],
     });
@@ -256,10 +262,23 @@ export class HeadPanel implements ExportableView {
       h('p', { class: 'muted small' }, `Measured on this text, over all ${s.n_queries} query ${run.level}s (${run.special === 'hide' ? 'special tokens left out, rows renormalised' : 'special tokens included'}). Confidence ${fixed(report.roles.confidence, 2)}, ${fixed(report.roles.margin, 2)} ahead of ${secondaryRole.name.toLowerCase()}.`),
       h('h3', {}, 'Statistics'),
       stats,
+      this.sinkComparison(s),
       h('h3', {}, 'Typical function'),
       h('p', { id: 'head-function' }, sentence(role.typical_function)),
       role.literature ? h('p', { class: 'muted small' }, 'See: ', role.literature) : '',
       h('details', { class: 'more' }, h('summary', {}, 'Role scores and more measurements'), scores, more),
+    );
+  }
+
+  /** The head's special-token share by weight and by what is moved (sink_mass vs sink_mass_norm). */
+  private sinkComparison(s: HeadStats): HTMLElement {
+    const cell = (key: 'sink_mass' | 'sink_mass_norm', label: string) =>
+      h('div', { class: 'stat', 'data-stat': key, 'data-value': s[key] === null ? '' : String(s[key]) }, h('span', { class: 'stat-value' }, percent(s[key] as number | null, 1)), h('span', { class: 'stat-label' }, label));
+    return h(
+      'div',
+      { class: 'sink-compare', id: 'sink-compare' },
+      h('div', { class: 'stat-grid' }, cell('sink_mass', 'on first or special tokens, by weight'), cell('sink_mass_norm', 'the same, by norm (‖α·vW_O‖)')),
+      h('p', { class: 'muted small' }, 'Weight on [CLS]/[SEP] or the first token often moves small vectors (Kobayashi et al. 2020): when the share by norm is much lower, that attention is mostly a place to park, not information moved.'),
     );
   }
 
@@ -300,7 +319,9 @@ export class HeadPanel implements ExportableView {
   }
 
   exportParts(): (string | number)[] {
-    return this.ctx ? [`layer${this.ctx.state.layer}`, `head${this.ctx.state.head}`] : ['head'];
+    if (!this.ctx) return ['head'];
+    const parts = [`layer${this.ctx.state.layer}`, `head${this.ctx.state.head}`];
+    return this.ctx.maps === 'weights' || this.ctx.run.streamed ? parts : [...parts, this.ctx.maps];
   }
 
   scene(): Scene | null {
@@ -317,7 +338,7 @@ export class HeadPanel implements ExportableView {
       { kind: 'text', x: pad, y: 26, text: `${headWithIndex(state.head)} – ${report.roles.primary.name}${report.roles.primary.detail ? ` (${report.roles.primary.detail})` : ''}`, size: 17, fill: THEME.text, weight: 'bold' },
       { kind: 'text', x: pad, y: 44, text: `${model.name} · ${layerWithIndex(state.layer)} · ${state.level}s`, size: 11, fill: THEME.muted },
       ...(zoomPixels ? [{ kind: 'image' as const, x: pad, y: 56, w: hw, h: hh, pixels: zoomPixels }] : this.heatmap.sceneItems(pad, 56)),
-      ...attentionLegendItems(pad, 56 + hh + 6, Math.min(300, hw), state.scale, THEME.text, this.ctx.model.causal),
+      ...attentionLegendItems(pad, 56 + hh + 6, Math.min(300, hw), state.scale, THEME.text, this.ctx.model.causal, this.ctx.run.streamed ? 'weights' : this.ctx.maps),
     ];
     LESSON_STATS.forEach((st, i) => {
       const y = 80 + i * 56;

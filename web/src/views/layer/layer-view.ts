@@ -4,6 +4,7 @@ import { h, clear, hideTooltip, showTooltip, sizeCanvas } from '../../lib/dom';
 import { cellAt, displayPixels, isMasked, pixelsCanvas, rectPixels } from '../../lib/heatmap';
 import { maxPoolRect, pooledMasked } from '../../lib/long';
 import { MASKED_LABEL, attentionLegend, attentionLegendItems } from '../../lib/legend';
+import { MAP_LABELS, MAP_QUANTITY, type MapView } from '../../lib/maps';
 import { headMatrix } from '../../lib/matrix';
 import { shownMatrix, type ShownMatrix } from '../../lib/display';
 import type { Pixels, Scene, SceneItem } from '../../lib/scene';
@@ -40,6 +41,7 @@ export class LayerView implements ExportableView {
   private ctx: ViewContext | null = null;
   /** What the tiles were last drawn from. */
   private drawnFrom: { attention: Tensor; scale: string; hideSpecial: boolean; run: unknown } | null = null;
+  private maps: MapView = 'weights';
 
   constructor(private readonly callbacks: LayerCallbacks) {
     this.heading = h('h2', { id: 'layer-title' });
@@ -50,7 +52,7 @@ export class LayerView implements ExportableView {
       'section',
       { class: 'view layer-view', 'aria-labelledby': 'layer-title' },
       h('div', { class: 'view-head' }, this.heading, this.legendSlot),
-      h('p', { class: 'muted' }, 'Each square is one head: row = the token that looks (query), column = the token looked at (key). Click a head to study it below; hover for exact weights.'),
+      h('p', { class: 'muted', id: 'layer-intro' }),
       this.note,
       this.grid,
     );
@@ -72,14 +74,23 @@ export class LayerView implements ExportableView {
       return;
     }
     this.drawnFrom = { attention, scale: state.scale, hideSpecial: state.hideSpecial, run: ctx.run };
-    this.heading.textContent = `${layerName(state.layer)}: all ${model.n_head} heads side by side`;
+    const maps = (this.maps = ctx.maps);
+    const rollout = maps === 'rollout';
+    const quantity = MAP_QUANTITY[maps];
+    this.heading.textContent = rollout
+      ? `${layerName(state.layer)}: attention rollout up to this layer (one map for all heads)`
+      : `${layerName(state.layer)}: all ${model.n_head} heads side by side${maps === 'norm' ? ', norm-weighted' : ''}`;
+    this.el.querySelector('#layer-intro')!.textContent = rollout
+      ? 'Rollout mixes every head and the residual of this layer and those before it: row = the query, column = the input token its output traces back to. Pick a head below to study it; hover for exact values.'
+      : `Each square is one head: row = the token that looks (query), column = the token looked at (key). Click a head to study it below; hover for exact ${maps === 'norm' ? 'norm-weighted shares' : 'weights'}.`;
+    this.el.dataset.maps = maps;
     clear(this.legendSlot);
-    this.legendSlot.appendChild(attentionLegend(state.scale, model.causal));
+    this.legendSlot.appendChild(attentionLegend(state.scale, model.causal, maps));
     clear(this.grid);
     this.tiles = [];
     // With grouped-query attention, one framed sub-grid per KV head holds the query heads that
     // share its keys and values; otherwise all heads sit in one grid.
-    const groups = kvGroups(model);
+    const groups = rollout ? null : kvGroups(model);  // rollout mixes every head: no groups to frame
     this.grid.classList.toggle('grouped', groups !== null);
     const slotOf: HTMLElement[] = [];
     if (groups)
@@ -98,7 +109,7 @@ export class LayerView implements ExportableView {
     const long = ctx.run.streamed && ctx.run.overview ? ctx.run.overview : null;
     this.note.hidden = !long;
     if (long) this.note.textContent = `A long text (${ctx.run.n_tokens} tokens, maps streamed): each square shows the largest weight of every block of about ${Math.ceil(long.T / long.cells)} tokens. Pick a head and zoom into its map below for exact weights.`;
-    for (let head = 0; head < model.n_head; head++) {
+    for (let head = 0; head < (rollout && !long ? 1 : model.n_head); head++) {
       const canvas = document.createElement('canvas');
       const c2d = sizeCanvas(canvas, TILE, TILE);
       c2d.imageSmoothingEnabled = false;
@@ -133,13 +144,21 @@ export class LayerView implements ExportableView {
         if (!cell) return hideTooltip();
         const v = shown.matrix.data[cell.q * shown.matrix.n + cell.k];
         showTooltip(e.clientX, e.clientY, [
-          `${layerName(state.layer)} · ${headWithIndex(head)}${groups ? ` · KV head ${model.kv_head_of[head] + 1}` : ''}`,
+          `${layerName(state.layer)} · ${rollout ? 'rollout (all heads)' : headWithIndex(head)}${groups && !rollout ? ` · KV head ${model.kv_head_of[head] + 1}` : ''}`,
           `${tokenLabel(shown.labels[cell.q], 24)} → ${tokenLabel(shown.labels[cell.k], 24)}`,
-          isMasked(model.causal, cell.q, cell.k) ? MASKED_LABEL : `weight ${v.toFixed(4)}`,
+          isMasked(model.causal, cell.q, cell.k) ? MASKED_LABEL : `${quantity} ${v.toFixed(4)}`,
         ]);
       });
       }
       canvas.addEventListener('mouseleave', hideTooltip);
+      if (rollout && !long) {
+        canvas.dataset.quantity = quantity;
+        this.grid.appendChild(
+          h('div', { class: 'head-tile rollout-tile', 'data-maps': 'rollout', 'aria-label': `${layerName(state.layer)}: attention rollout` }, h('span', { class: 'tile-head' }, h('span', { class: 'tile-name' }, `${MAP_LABELS.rollout} · all heads`)), canvas),
+        );
+        continue;
+      }
+      canvas.dataset.quantity = quantity;
       const selected = head === state.head;
       (slotOf[head] ?? this.grid).appendChild(
         h(
@@ -165,15 +184,16 @@ export class LayerView implements ExportableView {
   }
 
   exportParts(): (string | number)[] {
-    return this.ctx ? [`layer${this.ctx.state.layer}`, 'heads'] : ['layer'];
+    const parts = this.ctx ? [`layer${this.ctx.state.layer}`, this.maps === 'rollout' ? 'rollout' : 'heads'] : ['layer'];
+    return this.maps === 'norm' ? [...parts, 'norm'] : parts;
   }
 
   scene(): Scene | null {
     if (!this.ctx) return null;
     const { model, state } = this.ctx;
-    const cols = Math.min(model.n_head, 6);
-    const rows = Math.ceil(model.n_head / cols);
-    const groups = kvGroups(model);
+    const cols = Math.max(1, Math.min(this.tiles.length, 6));
+    const rows = Math.ceil(this.tiles.length / cols);
+    const groups = this.maps === 'rollout' ? null : kvGroups(model);
     const gap = 18, top = groups ? 68 : 52, tileHead = 18;
     // Token labels beside and above every tile when its cells are tall enough to read them.
     const labels = this.tiles[0]?.shown?.labels ?? [];
@@ -181,7 +201,7 @@ export class LayerView implements ExportableView {
     const width = cols * (TILE + gutter) + (cols + 1) * gap;
     const height = top + rows * (TILE + tileHead + gap + gutter) + 60;
     const items: SceneItem[] = [
-      { kind: 'text', x: gap, y: 24, text: `${model.name} · ${layerWithIndex(state.layer)} · ${model.n_head} heads · ${state.level}s`, size: 15, fill: THEME.text, weight: 'bold' },
+      { kind: 'text', x: gap, y: 24, text: `${model.name} · ${layerWithIndex(state.layer)} · ${this.maps === 'rollout' ? 'attention rollout' : `${model.n_head} heads`} · ${state.level}s · ${MAP_LABELS[this.maps].toLowerCase()}`, size: 15, fill: THEME.text, weight: 'bold' },
       { kind: 'text', x: gap, y: 42, text: this.ctx.run.text, size: 11, fill: THEME.muted },
     ];
     if (groups) items.push({ kind: 'text', x: gap, y: 58, text: `${groups.map((g) => g.label).join(' · ')} (head names and frames coloured by KV head)`, size: 11, fill: THEME.muted });
@@ -190,10 +210,13 @@ export class LayerView implements ExportableView {
       const y = top + Math.floor(head / cols) * (TILE + tileHead + gap + gutter);
       const report = headReport(this.ctx!, state.layer, head);
       const role = roleInfo(model, report.roles.primary.id);
+      if (this.maps === 'rollout' && this.tiles.length === 1) items.push({ kind: 'text', x, y: y + 12, text: 'rollout · all heads', size: 12, fill: THEME.text, weight: 'bold' });
+      else {
       items.push({ kind: 'text', x, y: y + 12, text: headShort(head), size: 12, fill: groups ? groupColour(model.kv_head_of[head]) : THEME.text, weight: 'bold' });
       items.push({ kind: 'rect', x: x + 30, y: y + 2, w: 22, h: 13, fill: role.color, rx: 3 });
       items.push({ kind: 'text', x: x + 41, y: y + 12, text: roleBadge(role.name), size: 9, fill: readableOn(role.color), anchor: 'middle', weight: 'bold' });
       items.push({ kind: 'text', x: x + 58, y: y + 12, text: report.roles.primary.name, size: 11, fill: THEME.muted });
+      }
       const ty = y + tileHead + gutter;
       if (gutter > 0) {
         const cell = TILE / labels.length;
@@ -206,7 +229,7 @@ export class LayerView implements ExportableView {
       items.push({ kind: 'image', x, y: ty, w: TILE, h: TILE, pixels: tile.pixels });
       items.push({ kind: 'rect', x, y: ty, w: TILE, h: TILE, fill: 'none', stroke: head === state.head ? THEME.focus : groups ? groupColour(model.kv_head_of[head]) : THEME.border, strokeWidth: head === state.head || groups ? 2 : 1 });
     });
-    items.push(...attentionLegendItems(gap, height - 50, Math.min(320, width - 2 * gap), state.scale, THEME.text, model.causal));
+    items.push(...attentionLegendItems(gap, height - 50, Math.min(320, width - 2 * gap), state.scale, THEME.text, model.causal, this.maps));
     return { width, height, background: THEME.panel, items };
   }
 }

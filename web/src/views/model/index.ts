@@ -14,7 +14,7 @@ export const modelView: ViewDefinition = {
     const view = new ModelView({ select: (layer, head) => host.change({ layer, head }) }, MAX_WIDTH);
     return mounted(view, async (ctx) => {
       const { text, level } = ctx.state;
-      view.update(ctx, await host.attention(text, level, null, 'uint8'));
+      view.update(ctx, await host.attention(text, level, null, 'uint8', ctx.maps));
     });
   },
 };

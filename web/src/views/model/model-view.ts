@@ -6,6 +6,7 @@ import { h, clear, hideTooltip, showTooltip, sizeCanvas } from '../../lib/dom';
 import { fixed } from '../../lib/format';
 import { matrixPixels, pixelsCanvas } from '../../lib/heatmap';
 import { attentionLegend, attentionLegendItems } from '../../lib/legend';
+import { MAP_LABELS, mapHead, type MapView } from '../../lib/maps';
 import { headMatrix, maxPool, type Matrix } from '../../lib/matrix';
 import type { ScaleName } from '../../lib/colour';
 import { shownMatrix } from '../../lib/display';
@@ -35,6 +36,8 @@ export class ModelView implements ExportableView {
   private thumbs: Pixels[] = [];
   private pooled: Matrix[] = [];
   private pooledFrom: { attention: Tensor; hideSpecial: boolean; units: number } | null = null;
+  /** The maps shown (lib/maps.ts); rollout repeats each layer's one map along its row. */
+  private maps: MapView = 'weights';
   private thumbScale: ScaleName | null = null;
   private thumb = 64;
 
@@ -56,7 +59,7 @@ export class ModelView implements ExportableView {
       'section',
       { class: 'view model-view', 'aria-labelledby': 'model-title' },
       h('div', { class: 'view-head' }, h('h2', { id: 'model-title' }, 'Every head of the model'), this.legendSlot),
-      h('p', { class: 'muted' }, 'Rows are layers (input at the top), columns are heads. The coloured strip under each map names the role detected on this text. Under grouped-query attention the top line names the key/value head each column shares.'),
+      h('p', { class: 'muted', id: 'model-intro' }),
       this.groupsNote,
       h('div', { class: 'scroll-x' }, this.canvas),
       this.roles,
@@ -66,7 +69,11 @@ export class ModelView implements ExportableView {
   /** attention: [n_layer, n_head, U, U] (8-bit is plenty for thumbnails). */
   update(ctx: ViewContext, attention: Tensor): void {
     this.ctx = ctx;
+    this.maps = ctx.maps;
     const { model, state, units } = ctx;
+    this.el.querySelector('#model-intro')!.textContent =
+      'Rows are layers (input at the top), columns are heads. The coloured strip under each map names the role detected on this text. Under grouped-query attention the top line names the key/value head each column shares.' +
+      (ctx.maps === 'rollout' ? ' Rollout is one map per layer (every head and the residual so far), so each row repeats its layer’s map in every column; the roles are still each head’s.' : ctx.maps === 'norm' ? ' The maps are norm-weighted: α · ‖v W_O‖ per key, each row rescaled to sum 1.' : '');
     this.thumb = Math.max(24, Math.min(72, Math.floor((this.maxWidth - LABEL_W) / model.n_head) - GAP));
     // Pooling every head is the costly part: redo it only for new data; a new scale only
     // recolours, and a new selection only redraws.
@@ -75,7 +82,7 @@ export class ModelView implements ExportableView {
       this.pooled = [];
       for (let l = 0; l < model.n_layer; l++)
         for (let hd = 0; hd < model.n_head; hd++)
-          this.pooled.push(maxPool(shownMatrix(headMatrix(attention, l, hd), units, state.hideSpecial).matrix, Math.ceil(this.thumb * Math.min(3, window.devicePixelRatio || 1))));
+          this.pooled.push(maxPool(shownMatrix(headMatrix(attention, l, mapHead(ctx.maps, hd)), units, state.hideSpecial).matrix, Math.ceil(this.thumb * Math.min(3, window.devicePixelRatio || 1))));
       this.pooledFrom = { attention, hideSpecial: state.hideSpecial, units: units.labels.length };
       this.thumbScale = null;
     }
@@ -90,7 +97,7 @@ export class ModelView implements ExportableView {
       ? `Grouped-query attention: ${model.n_head} query heads share ${model.n_kv_head} key/value heads. ${groups.map((g) => g.label).join('; ')}.`
       : '';
     clear(this.legendSlot);
-    this.legendSlot.appendChild(attentionLegend(state.scale, model.causal));
+    this.legendSlot.appendChild(attentionLegend(state.scale, model.causal, ctx.maps));
     const counts = new Map<string, number>();
     for (const r of ctx.run.heads) counts.set(r.roles.primary.id, (counts.get(r.roles.primary.id) ?? 0) + 1);
     clear(this.roles);
@@ -169,7 +176,7 @@ export class ModelView implements ExportableView {
   }
 
   exportParts(): (string | number)[] {
-    return ['model', 'overview'];
+    return this.maps === 'weights' ? ['model', 'overview'] : ['model', 'overview', this.maps];
   }
 
   scene(): Scene | null {
@@ -177,9 +184,9 @@ export class ModelView implements ExportableView {
     const { model, state } = this.ctx;
     const gridW = LABEL_W + model.n_head * this.cellW, gridH = this.headerH + model.n_layer * this.cellH;
     const items: SceneItem[] = [
-      { kind: 'text', x: 12, y: 22, text: `${model.name}: ${model.n_layer} layers × ${model.n_head} heads, coloured by role (${state.level}s)`, size: 14, fill: THEME.text, weight: 'bold' },
+      { kind: 'text', x: 12, y: 22, text: `${model.name}: ${model.n_layer} layers × ${model.n_head} heads, coloured by role (${state.level}s, ${MAP_LABELS[this.maps].toLowerCase()})`, size: 14, fill: THEME.text, weight: 'bold' },
       ...this.items(12, 34),
-      ...attentionLegendItems(12, 34 + gridH + 10, 300, state.scale, THEME.text, model.causal),
+      ...attentionLegendItems(12, 34 + gridH + 10, 300, state.scale, THEME.text, model.causal, this.maps),
     ];
     let lx = 340;
     const counted = new Set(this.ctx.run.heads.map((r) => r.roles.primary.id));

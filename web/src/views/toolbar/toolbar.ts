@@ -6,6 +6,7 @@ import { SCALES, type ScaleName } from '../../lib/colour';
 import type { Level, ViewState } from '../../lib/state';
 import type { ViewDefinition } from '../context';
 import { headWithIndex, layerWithIndex, NUMBERING_NOTE } from '../../lib/numbering';
+import { MAP_EXPLANATION, MAP_LABELS, MAP_VIEWS, type MapAvailability } from '../../lib/maps';
 
 /** Above this many layers the buttons give way to a select (a 30-layer model's 30 buttons do not
  *  fit a toolbar); on narrow screens the select is used whatever the count (styles.css). */
@@ -30,6 +31,8 @@ export class Toolbar {
   private level: HTMLElement;
   private special: HTMLInputElement;
   private scale: HTMLSelectElement;
+  private maps: HTMLElement;
+  private mapsNote: HTMLElement;
 
   /** views: one tab each, in this order (views/index.ts). */
   constructor(
@@ -67,6 +70,12 @@ export class Toolbar {
     for (const s of SCALES) this.scale.appendChild(h('option', { value: s }, SCALE_LABELS[s]));
     this.scale.addEventListener('change', () => callbacks.change({ scale: this.scale.value as ScaleName }));
 
+    // What the maps show (lib/maps.ts): the layer grid, the model overview and the head panel follow it.
+    this.maps = h('div', { class: 'segmented', role: 'group', 'aria-label': 'maps', id: 'maps-toggle' });
+    for (const m of MAP_VIEWS)
+      this.maps.appendChild(h('button', { type: 'button', 'data-maps': m, title: `${MAP_EXPLANATION[m]} (key n)`, onclick: () => callbacks.change({ maps: m }) }, MAP_LABELS[m]));
+    this.mapsNote = h('p', { class: 'maps-note muted small', id: 'maps-note', 'aria-live': 'polite', hidden: true });
+
     const exportButton = (label: string, id: string, fn: () => void, title: string) => h('button', { type: 'button', class: 'ghost', id, title, onclick: fn }, label);
     this.el = h(
       'nav',
@@ -80,6 +89,7 @@ export class Toolbar {
         h('label', { class: 'control' }, h('span', {}, 'Units'), this.level),
         h('label', { class: 'control check', for: 'hide-special' }, this.special, h('span', {}, 'Hide special tokens')),
         h('label', { class: 'control' }, h('span', {}, 'Colour'), this.scale),
+        h('div', { class: 'control maps-control', role: 'group', 'aria-label': 'maps' }, h('span', { title: 'what the layer grid, the model overview and the head panel draw' }, 'Maps'), this.maps),
         h(
           'div',
           { class: 'control exports', role: 'group', 'aria-label': 'export' },
@@ -90,10 +100,24 @@ export class Toolbar {
           exportButton('JSON', 'export-json', () => callbacks.exportStats('json'), 'statistics and roles of every head as JSON'),
         ),
       ),
+      this.mapsNote,
     );
   }
 
-  update(state: ViewState): void {
+  /** views: which map views the current run can show (/api/run "views"); unknown before a run. */
+  update(state: ViewState, views?: MapAvailability): void {
+    const notes: string[] = [];
+    for (const b of this.maps.querySelectorAll<HTMLButtonElement>('button')) {
+      const m = b.getAttribute('data-maps') as keyof typeof MAP_LABELS;
+      const reason = views?.[m] ?? null;
+      b.setAttribute('aria-pressed', String(m === state.maps));
+      b.disabled = reason !== null;
+      b.title = reason ? `${MAP_LABELS[m]} is not available: ${reason}` : `${MAP_EXPLANATION[m]} (key n)`;
+      if (reason) notes.push(`${MAP_LABELS[m]} unavailable${m === state.maps ? ' (weights shown)' : ''}: ${reason}.`);
+    }
+    if (state.maps !== 'weights' && !views?.[state.maps]) notes.unshift(MAP_EXPLANATION[state.maps]);
+    this.mapsNote.hidden = notes.length === 0;
+    this.mapsNote.textContent = notes.join(' ');
     for (const tab of this.tabs.children) {
       const on = tab.getAttribute('data-view') === state.view;
       tab.setAttribute('aria-selected', String(on));

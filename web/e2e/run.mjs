@@ -10,11 +10,13 @@
 //                    The analysis takes minutes on two cores; timings go to test-results/long-timings.json.
 //   HEADSCOPE_E2E_ONLY=explorer  only the first-minute-to-phone suite (explorer.mjs) on both models
 //   HEADSCOPE_E2E_ONLY=long      only the long-text pass
+//   HEADSCOPE_E2E_ONLY=ablation  only the causal-evidence pass (ablation.mjs) on both models
 //   CHROMIUM         the browser (default: /usr/bin/chromium)
 // Screenshots, exported files and the server log go to web/test-results/.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ablationTests } from './ablation.mjs';
 import { apiTests } from './api.mjs';
 import { browserTests } from './browser.mjs';
 import { decoderTests } from './decoder.mjs';
@@ -36,6 +38,8 @@ const dist = path.join(webDir, 'dist');
 const onlyExplorer = process.env.HEADSCOPE_E2E_ONLY === 'explorer';
 // HEADSCOPE_E2E_ONLY=long: only the long-text pass.
 const onlyLong = process.env.HEADSCOPE_E2E_ONLY === 'long';
+// HEADSCOPE_E2E_ONLY=ablation: only the causal-evidence pass (ablation.mjs), on both models.
+const onlyAblation = process.env.HEADSCOPE_E2E_ONLY === 'ablation';
 const outDir = path.join(webDir, 'test-results');
 
 function fail(message) {
@@ -58,7 +62,7 @@ let ok = false;
 try {
   const apiSuite = new Suite('api');
   const uiSuite = new Suite('browser');
-  if (!onlyExplorer && !onlyLong) {
+  if (!onlyExplorer && !onlyLong && !onlyAblation) {
     console.log('API');
     await apiTests(server.url, apiSuite);
     console.log('Browser (Chromium)');
@@ -74,7 +78,7 @@ try {
   await server.stop();
   log.end();
 }
-if (decoderModel && !onlyExplorer && !onlyLong) {
+if (decoderModel && !onlyExplorer && !onlyLong && !onlyAblation) {
   // A second, short pass on a causal GQA model: its own server, its own log.
   const dlog = fs.createWriteStream(path.join(outDir, 'server-decoder.log'));
   dlog.path = path.join(outDir, 'server-decoder.log');
@@ -110,10 +114,27 @@ async function explorerPass(modelDir, tag, options = {}) {
     xlog.end();
   }
 }
-if (!onlyLong) await explorerPass(model, 'minilm');
+if (!onlyLong && !onlyAblation) await explorerPass(model, 'minilm');
 // The truncation test once (on the encoder): on SmolLM2 it costs half a minute on two cores.
-if (decoderModel && !onlyLong) await explorerPass(decoderModel, 'smollm2', { truncate: false });
-if (onlyExplorer) {
+if (decoderModel && !onlyLong && !onlyAblation) await explorerPass(decoderModel, 'smollm2', { truncate: false });
+/** The causal-evidence pass (ablation.mjs) on its own server. */
+async function ablationPass(modelDir, tag) {
+  const alog = fs.createWriteStream(path.join(outDir, `server-ablation-${tag}.log`));
+  alog.path = path.join(outDir, `server-ablation-${tag}.log`);
+  const aserver = await startServer({ bin, model: modelDir, webDir: dist, log: alog, args: ['--max-tokens', '64'] });
+  console.log(`Ablation (${path.basename(modelDir)} at ${aserver.url})`);
+  try {
+    const suite = new Suite(`ablation ${tag}`);
+    await ablationTests(aserver.url, suite, outDir, { tag });
+    ok = suite.summary() && ok;
+  } finally {
+    await aserver.stop();
+    alog.end();
+  }
+}
+if (!onlyLong && !onlyExplorer) await ablationPass(model, 'minilm');
+if (decoderModel && !onlyLong && !onlyExplorer) await ablationPass(decoderModel, 'smollm2');
+if (onlyExplorer || onlyAblation) {
   // the long-text pass is left out
 } else if (longModel && !fs.existsSync(longConllu)) {
   console.log(`Long text: skipped, no treebank at ${longConllu} (set HEADSCOPE_LONG_TEXT)`);

@@ -14,6 +14,7 @@ import { headReport, roleBadge, roleInfo, roleStyle, type ExportableView, type V
 import { readableOn } from '../../lib/colour';
 import { groupColour, kvGroups } from '../../lib/kv-groups';
 import { headName, headShort, headWithIndex, layerName, layerWithIndex } from '../../lib/numbering';
+import { importanceBadge } from '../ablation/badge';
 
 const TILE = 168;
 /** Exported tiles carry token labels when each cell is at least this tall (px): 8 px text. */
@@ -39,7 +40,7 @@ export class LayerView implements ExportableView {
   private tiles: Tile[] = [];
   private ctx: ViewContext | null = null;
   /** What the tiles were last drawn from. */
-  private drawnFrom: { attention: Tensor; scale: string; hideSpecial: boolean; run: unknown } | null = null;
+  private drawnFrom: { attention: Tensor; scale: string; hideSpecial: boolean; run: unknown; importance: unknown } | null = null;
 
   constructor(private readonly callbacks: LayerCallbacks) {
     this.heading = h('h2', { id: 'layer-title' });
@@ -63,7 +64,7 @@ export class LayerView implements ExportableView {
     // Selecting another head changes only the outline: keep the drawn heatmaps.
     const drawn = this.drawnFrom;
     this.ctx = ctx;
-    if (drawn && drawn.attention === attention && drawn.scale === state.scale && drawn.hideSpecial === state.hideSpecial && drawn.run === ctx.run) {
+    if (drawn && drawn.attention === attention && drawn.scale === state.scale && drawn.hideSpecial === state.hideSpecial && drawn.run === ctx.run && drawn.importance === ctx.importance) {
       for (const tile of this.grid.querySelectorAll<HTMLElement>('.head-tile')) {
         const selected = Number(tile.dataset.head) === state.head;
         tile.classList.toggle('selected', selected);
@@ -71,7 +72,7 @@ export class LayerView implements ExportableView {
       }
       return;
     }
-    this.drawnFrom = { attention, scale: state.scale, hideSpecial: state.hideSpecial, run: ctx.run };
+    this.drawnFrom = { attention, scale: state.scale, hideSpecial: state.hideSpecial, run: ctx.run, importance: ctx.importance };
     this.heading.textContent = `${layerName(state.layer)}: all ${model.n_head} heads side by side`;
     clear(this.legendSlot);
     this.legendSlot.appendChild(attentionLegend(state.scale, model.causal));
@@ -157,6 +158,7 @@ export class LayerView implements ExportableView {
             { class: 'tile-head' },
             h('span', { class: 'tile-name', title: headWithIndex(head) }, headShort(head)),
             h('span', { class: 'badge', style: roleStyle(role.color), title: report.roles.primary.evidence }, report.roles.primary.name),
+            importanceBadge(ctx, state.layer, head),
           ),
           canvas,
         ),

@@ -619,9 +619,9 @@ HttpReply Api::importance(std::string_view body) {
     const json j = parse_object(b, {"text", "truncate"});
     const ModelConfig& c = model_.config();
     TextRequest req = parse_text_request(j, limits_, model_, cache_, /*reuse_cached=*/false);
-    const int64_t heads = int64_t{c.n_layer} * c.n_head;
-    check_ablation_tokens(req.encoding, limits::kMaxImportanceTokenPasses / heads, "/api/importance",
-                          "importance reruns the text once for each of the model's " + std::to_string(heads) +
+    const int64_t n_heads = int64_t{c.n_layer} * c.n_head;
+    check_ablation_tokens(req.encoding, limits::kMaxImportanceTokenPasses / n_heads, "/api/importance",
+                          "importance reruns the text once for each of the model's " + std::to_string(n_heads) +
                               " heads; limits::kMaxImportanceTokenPasses is " +
                               std::to_string(limits::kMaxImportanceTokenPasses) + " tokens x heads");
     const std::string key = std::string(req.truncate ? "1" : "0") + req.text;

@@ -61,7 +61,7 @@ export async function ablationTests(base, suite, outDir, { tag }) {
         assert.equal(await page.$$eval('#ablate-layers .layer-change-bar', (els) => els.length), model.n_layer);
         const mean = await post(base, '/api/ablate', { text: TROPHY, truncate: true, heads: [[LAYER, HEAD]], mode: 'mean' });
         assert.equal(Number((await ablateInPage(page, 'mean', '#ablate-distance')).effect), mean.effect);
-        await page.$eval('#ablate-box', (el) => el.scrollIntoView());
+        await page.$eval('#ablate-box', (el) => el.scrollIntoView({ block: 'center' }));
         await shot(page, 'ablate-L3H1');
       });
       await suite.test(`${tag}: "Why several heads?" gives measured numbers`, async () => {
@@ -69,7 +69,7 @@ export async function ablationTests(base, suite, outDir, { tag }) {
         const share = Number(await page.getAttribute('#why-concentration', 'data-top-share'));
         assert.ok(share > 0 && share <= 1, `top share ${share}`);
         assert.match(await page.textContent('#why-proxy'), /Spearman ρ = -?\d/);
-        await page.$eval('#why-removal', (el) => el.scrollIntoView());
+        await page.$eval('#why-removal', (el) => el.scrollIntoView({ block: 'center' }));
         await shot(page, 'why-heads');
       });
     } else {
@@ -82,7 +82,7 @@ export async function ablationTests(base, suite, outDir, { tag }) {
         assert.equal(data.after, api.next_after.text);
         assert.equal(Number(data.effect), api.effect);
         assert.match(await page.textContent('#ablate-loss'), /Mean next-token loss \d+\.\d+ → \d+\.\d+ nats/);
-        await page.$eval('#ablate-box', (el) => el.scrollIntoView());
+        await page.$eval('#ablate-box', (el) => el.scrollIntoView({ block: 'center' }));
         await shot(page, 'ablate-L3H1');
       });
     }
@@ -96,7 +96,7 @@ export async function ablationTests(base, suite, outDir, { tag }) {
         await ablateInPage(phone.page, 'zero', '#ablate-distance');
         const overflow = await phone.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
         assert.ok(overflow <= 1, `the page is ${overflow} px wider than the screen`);
-        await phone.page.$eval('#head-importance', (el) => el.scrollIntoView());
+        await phone.page.$eval('#head-importance', (el) => el.scrollIntoView({ block: 'center' }));
         await shot(phone.page, 'phone');
         assert.deepEqual(phone.errors, []);
         await phone.context.close();

@@ -76,7 +76,7 @@ export class AblateBox {
 
 /** The result in words and a bar row of the per-layer change. */
 export function describe(r: AblateResult, label: string): HTMLElement[] {
-  const ref = r.reference ? ` (from ${r.reference})` : '';
+  const ref = r.reference ? `, from ${r.reference}` : '';
   const parts: HTMLElement[] = [];
   if (r.next_before && r.next_after && r.mean_loss_before !== undefined && r.mean_loss_after !== undefined) {
     const same = r.next_before.id === r.next_after.id;

@@ -185,7 +185,7 @@ export class WhyHeadsView {
     );
     // The most important head against the LEAST_SET least important ones removed together.
     const least = leastImportant(importance, Math.min(LEAST_SET, n - 1));
-    const vs = h('p', { id: 'why-most-vs-least' }, `Removing ${name(top)} (${role(top)}) alone: ${effectText(importance.ablation[top])} ${unit}. Removing the ${least.length} least important heads together: measuring…`);
+    const vs = h('p', { id: 'why-most-vs-least' }, `Removing ${name(top)} (${role(top)}) alone: ${effectText(importance.ablation[top])} (${unit}). Removing the ${least.length} least important heads together: measuring…`);
     box.append(vs);
     const text = run.text;
     this.ablate(text, least)
@@ -193,7 +193,7 @@ export class WhyHeadsView {
         if (ctx.run.text !== text || !vs.isConnected) return;
         const ratio = (importance.ablation[top] ?? 0) / Math.max(r.effect, 1e-12);
         vs.dataset.leastEffect = String(r.effect);
-        vs.textContent = `Removing ${name(top)} (${role(top)}) alone: ${effectText(importance.ablation[top])} ${unit}. Removing the ${least.length} least important heads together (${least.map(([l, hd]) => headTag(l, hd)).join(', ')}): ${effectText(r.effect)} ${unit}${r.effect > 0 && ratio > 1 ? `, ${fixed(ratio, ratio < 10 ? 1 : 0)}× less than that one head` : ''}. Many heads can go with little change; a few cannot.`;
+        vs.textContent = `Removing ${name(top)} (${role(top)}) alone: ${effectText(importance.ablation[top])} (${unit}). Removing the ${least.length} least important heads together (${least.map(([l, hd]) => headTag(l, hd)).join(', ')}): ${effectText(r.effect)} (${unit})${r.effect > 0 && ratio > 1 ? `, ${fixed(ratio, ratio < 10 ? 1 : 0)}× less than that one head` : ''}. Many heads can go with little change; a few cannot.`;
       })
       .catch((e) => {
         if (vs.isConnected) vs.textContent += ` (failed: ${(e as Error).message})`;
@@ -208,7 +208,7 @@ export class WhyHeadsView {
         h(
           'p',
           { id: 'why-layer-contrast' },
-          `In ${layerName(state.layer).toLowerCase()}, ${headName(hi % H).toLowerCase()} (${role(hi)}) ranks #${importance.rank[hi]} of ${n} (${effectText(importance.ablation[hi])} ${unit}) and ${headName(lo % H).toLowerCase()} (${role(lo)}) #${importance.rank[lo]} (${effectText(importance.ablation[lo])}). `,
+          `In ${layerName(state.layer).toLowerCase()}, ${headName(hi % H).toLowerCase()} (${role(hi)}) ranks #${importance.rank[hi]} of ${n} (${effectText(importance.ablation[hi])}, ${unit}) and ${headName(lo % H).toLowerCase()} (${role(lo)}) #${importance.rank[lo]} (${effectText(importance.ablation[lo])}). `,
           sameRole
             ? 'Both show the same dominant pattern, yet removing them does not cost the same: where a head looks does not say how much the rest of the network relies on it.'
             : 'The same layer, two different patterns, and the network leans on one far more than on the other.',
@@ -220,7 +220,7 @@ export class WhyHeadsView {
       h(
         'p',
         { class: 'muted small', id: 'why-proxy' },
-        `Measured in ${fixed(importance.seconds, 1)} s (${n} reruns of this text from the head's layer on). A cheap stand-in that needs no reruns, the size of each head's contribution relative to the residual stream, ranks the heads with Spearman ρ = ${rho === null ? '–' : fixed(rho, 2)} against these effects. One text is a small sample: \`headscope ablate\` measures importance over a corpus (docs/causal.md).`,
+        `Measured in ${fixed(importance.seconds, 1)} s (${n} reruns of this text from the head's layer on). A cheap stand-in that needs no reruns, the size of each head's contribution relative to the residual stream, ranks the heads with Spearman ρ = ${rho === null ? '–' : fixed(rho, 2)} against these effects. One text is a small sample: “headscope ablate” measures importance over a corpus (docs/causal.md).`,
       ),
     );
     return box;

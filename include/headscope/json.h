@@ -27,7 +27,7 @@ void to_json(nlohmann::json& j, const GeneratedToken& token);
 
 // "layer.head" objects and the ablation results (docs/causal.md): {layer, head}; TextEffect
 // {tokens, donor, loss_before, loss_after, mean_loss_before, mean_loss_after, top1_changed,
-// embedding_distance, layer_change}; AblationResult {heads, effect, texts}; HeadImportance
+// next_before {id, p}, next_after {id, p} (the top-1 after the last token), embedding_distance, layer_change}; AblationResult {heads, effect, texts}; HeadImportance
 // {layer, head, ablation, proxy}; PruningPoint {removed, effect, change}.
 void to_json(nlohmann::json& j, const HeadRef& head);
 void to_json(nlohmann::json& j, const TextEffect& effect);

@@ -133,6 +133,20 @@ inline constexpr size_t kMaxAblationTexts = 1000;
 // largest model limits.h admits many times over.
 inline constexpr size_t kMaxHeadSpecBytes = size_t{64} << 10;
 
+// ---- explorer ablation ----
+
+// Tokens of a text /api/ablate takes: one ablation reruns the text from the first ablated layer
+// (at most a forward pass), and mean/resample add one pass per reference sentence; 2,048 tokens of
+// SmolLM2 take seconds on two cores, an 8K streamed text would hold the compute slot for minutes.
+inline constexpr int64_t kMaxAblateTokens = 2048;
+// Tokens × heads of one /api/importance request: it reruns the text once per head, so its cost is
+// about T · n_layer · n_head token-passes. SmolLM2-135M spends ~40 s of one core on its 270 heads
+// over a 14-token sentence (every pass computes the logits of every token); 16,384 admits 60 tokens
+// there (a few minutes at most) and 227 for all-MiniLM-L6-v2's 72 heads (seconds).
+inline constexpr int64_t kMaxImportanceTokenPasses = 16384;
+// Texts whose importance the server keeps (a few KiB each), so that going back to a text is free.
+inline constexpr size_t kImportanceCacheTexts = 16;
+
 // ---- attribution (src/analysis/attribution.cc) ----
 
 // Norm-weighted maps built at once ([n_layer, n_head, T, T] fp32, a second copy beside the dense

@@ -308,6 +308,9 @@ struct TextEffect {
   std::vector<float> loss_before, loss_after;
   double mean_loss_before = 0, mean_loss_after = 0;
   std::vector<int> top1_changed;  // positions t whose argmax changed
+  // The prediction after the last token (row T − 1): its top-1 token id and softmax probability.
+  int last_top1_before = -1, last_top1_after = -1;
+  double last_p_before = 0, last_p_after = 0;
   // Encoders: 1 − cos of the mean-pooled sentence embeddings (mean over the T tokens of the last
   // hidden state; cosine, so the model's own normalisation changes nothing).
   double embedding_distance = 0;
@@ -357,6 +360,7 @@ class Ablator {
     Tensor hidden;              // [n_layer + 1, T, d_model]: where a resumed pass starts
     std::vector<float> loss;    // decoders: [T − 1] next-token loss
     std::vector<int> top1;      // decoders: [T] argmax of each row's logits
+    double last_p = 0;          // decoders: softmax probability of top1[T − 1] in row T − 1
     std::vector<double> pooled; // encoders: [d_model] mean-pooled last hidden state
   };
   Clean summarise(const Encoding& text, Capture&& capture) const;

@@ -150,11 +150,14 @@ Ablator::Clean Ablator::summarise(const Encoding& text, Capture&& cap) const {
   for (int64_t t = 0; t < T; ++t) {
     const float* row = cap.logits.ptr() + t * V;
     clean.top1.push_back(int(std::max_element(row, row + V) - row));
-    if (t + 1 == T) break;
-    // −log softmax(row)[next] = logsumexp(row) − row[next], in double
+    // −log softmax(row)[next] = logsumexp(row) − row[next], in double; softmax(row)[top] = 1 / z
     const float top = row[clean.top1.back()];
     double z = 0;
     for (int64_t v = 0; v < V; ++v) z += std::exp(double(row[v]) - top);
+    if (t + 1 == T) {
+      clean.last_p = 1.0 / z;
+      break;
+    }
     clean.loss.push_back(float(std::log(z) + top - row[text.tokens[size_t(t + 1)].id]));
   }
   return clean;
@@ -183,6 +186,8 @@ TextEffect Ablator::compare(size_t i, Capture&& ablated) const {
     e.mean_loss_after = std::accumulate(after.loss.begin(), after.loss.end(), 0.0) / double(after.loss.size());
     for (int64_t t = 0; t < T; ++t)
       if (after.top1[size_t(t)] != before.top1[size_t(t)]) e.top1_changed.push_back(int(t));
+    e.last_top1_before = before.top1.back(), e.last_top1_after = after.top1.back();
+    e.last_p_before = before.last_p, e.last_p_after = after.last_p;
   } else {
     double dot = 0, na = 0, nb = 0;
     for (int64_t k = 0; k < D; ++k) {

@@ -62,6 +62,8 @@ void to_json(json& j, const TextEffect& e) {
     j["mean_loss_before"] = json_number(e.mean_loss_before);
     j["mean_loss_after"] = json_number(e.mean_loss_after);
     j["top1_changed"] = e.top1_changed;
+    j["next_before"] = {{"id", e.last_top1_before}, {"p", json_number(e.last_p_before)}};
+    j["next_after"] = {{"id", e.last_top1_after}, {"p", json_number(e.last_p_after)}};
   } else {
     j["embedding_distance"] = json_number(e.embedding_distance);
   }

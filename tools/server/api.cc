@@ -2,8 +2,10 @@
 #include "server/api.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <set>
 #include <span>
 #include <utility>
@@ -593,6 +595,155 @@ HttpReply Api::generate(std::string_view body) {
         {"stopped_at_eos", g.stopped_at_eos},
         {"stopped_at_limit", g.stopped_at_limit},
     };
+    return json_reply(out);
+  });
+}
+
+namespace {
+
+// The token budget of an ablation request, checked on the encoding before any pass is run.
+void check_ablation_tokens(const Encoding& encoding, int64_t max, const char* endpoint, const std::string& why) {
+  const auto T = static_cast<int64_t>(encoding.size());
+  if (T > max)
+    throw RequestError{413, "text_too_long",
+                       std::string(endpoint) + ": the text is " + std::to_string(T) + " tokens; at most " +
+                           std::to_string(max) + " are allowed (" + why + "): send a shorter text"};
+}
+
+// "heads": [[layer, head], ...], 0-based, at least one, none twice.
+std::vector<HeadRef> parse_head_list(const json& j, const ModelConfig& c) {
+  if (!j.contains("heads")) throw RequestError{400, "missing_field", "field \"heads\" is required, e.g. [[3, 1]]"};
+  const json& list = j["heads"];
+  if (!list.is_array() || list.empty())
+    throw RequestError{400, "bad_field", "field \"heads\" must be a non-empty list of [layer, head] pairs, e.g. [[3, 1]]"};
+  std::vector<HeadRef> heads;
+  for (const json& item : list) {
+    if (!item.is_array() || item.size() != 2 || !item[0].is_number_integer() || !item[1].is_number_integer())
+      throw RequestError{400, "bad_field", "heads: " + dump(item) + " is not a [layer, head] pair of integers"};
+    const int64_t l = item[0].get<int64_t>(), h = item[1].get<int64_t>();
+    if (l < 0 || l >= c.n_layer || h < 0 || h >= c.n_head)
+      throw RequestError{400, "unknown_head",
+                         "heads: " + dump(item) + " is not a head of " + c.name + " (layers 0.." +
+                             std::to_string(c.n_layer - 1) + ", heads 0.." + std::to_string(c.n_head - 1) +
+                             ", counted from 0)"};
+    const HeadRef ref{static_cast<int>(l), static_cast<int>(h)};
+    if (std::find(heads.begin(), heads.end(), ref) != heads.end())
+      throw RequestError{400, "bad_field", "heads: " + dump(item) + " is named twice"};
+    heads.push_back(ref);
+  }
+  return heads;
+}
+
+json next_token_json(const Model& model, int id, double p) {
+  return {{"id", id}, {"text", model.tokenizer().decode({static_cast<int32_t>(id)})}, {"p", json_number(p)}};
+}
+
+}  // namespace
+
+const std::vector<std::string>& ablation_reference_sentences() {
+  static const std::vector<std::string> sentences = {
+      "The trophy would not fit in the brown suitcase because it was too big.",
+      "She opened the window and the cold air filled the room.",
+      "After the meeting, the engineers went back to their desks.",
+      "A small dog was barking at the postman across the street.",
+      "The river rose quickly during the night, flooding the lower fields.",
+      "He said that the report would be ready by Friday morning.",
+      "Children in the village learn to swim before they can read.",
+      "The old library closed its doors for the last time in June.",
+  };
+  return sentences;
+}
+
+HttpReply Api::ablate(std::string_view body) {
+  return guarded(body, [&](std::string_view b) {
+    const json j = parse_object(b, {"text", "truncate", "heads", "mode"});
+    const ModelConfig& c = model_.config();
+    AblateRequest req;
+    req.text = parse_text_request(j, limits_, model_, cache_, /*reuse_cached=*/false);
+    req.heads = parse_head_list(j, c);
+    req.mode = parse_ablation_mode(optional_enum(j, "mode", {"zero", "mean", "resample"}));
+    check_ablation_tokens(req.text.encoding, limits::kMaxAblateTokens, "/api/ablate",
+                          "an ablation reruns the text from the first ablated layer");
+    AblateOptions options;
+    options.mode = req.mode;
+    if (req.mode != Ablation::Mode::kZero)
+      for (const std::string& s : ablation_reference_sentences()) options.reference.push_back(model_.encode(s));
+    const auto ticket = admit();
+    const auto lock = cache_.exclusive_model();
+    const Ablator ablator(model_, {req.text.encoding}, std::move(options));
+    const AblationResult result = ablator.ablate(req.heads);
+    const TextEffect& e = result.texts.front();
+    json out = e;
+    out["heads"] = json::array();
+    for (const HeadRef& h : req.heads) out["heads"].push_back({h.layer, h.head});
+    out["mode"] = ablation_mode_name(req.mode);
+    out["reference"] = req.mode == Ablation::Mode::kZero
+                           ? json(nullptr)
+                           : json("the server's " + std::to_string(ablation_reference_sentences().size()) +
+                                  " reference sentences");
+    out["effect"] = json_number(result.effect);
+    out["unit"] = c.causal ? "nats" : "1 - cos";
+    if (c.causal) {
+      out["next_before"] = next_token_json(model_, e.last_top1_before, e.last_p_before);
+      out["next_after"] = next_token_json(model_, e.last_top1_after, e.last_p_after);
+    }
+    return json_reply(out);
+  });
+}
+
+HttpReply Api::importance(std::string_view body) {
+  return guarded(body, [&](std::string_view b) {
+    const json j = parse_object(b, {"text", "truncate"});
+    const ModelConfig& c = model_.config();
+    TextRequest req = parse_text_request(j, limits_, model_, cache_, /*reuse_cached=*/false);
+    const int64_t n_heads = int64_t{c.n_layer} * c.n_head;
+    check_ablation_tokens(req.encoding, limits::kMaxImportanceTokenPasses / n_heads, "/api/importance",
+                          "importance reruns the text once for each of the model's " + std::to_string(n_heads) +
+                              " heads; limits::kMaxImportanceTokenPasses is " +
+                              std::to_string(limits::kMaxImportanceTokenPasses) + " tokens x heads");
+    const std::string key = std::string(req.truncate ? "1" : "0") + req.text;
+    {
+      const std::lock_guard<std::mutex> guard(importance_mutex_);
+      for (auto it = importance_cache_.begin(); it != importance_cache_.end(); ++it)
+        if (it->first == key) {
+          importance_cache_.splice(importance_cache_.begin(), importance_cache_, it);
+          json out = json::parse(it->second);
+          out["cached"] = true;
+          return json_reply(out);
+        }
+    }
+    const auto ticket = admit();
+    const auto lock = cache_.exclusive_model();
+    const auto start = std::chrono::steady_clock::now();
+    const Ablator ablator(model_, {req.encoding}, AblateOptions{});
+    const std::vector<HeadImportance> heads = ablator.importance();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::vector<double> ablation, proxy;
+    for (const HeadImportance& h : heads) ablation.push_back(h.ablation), proxy.push_back(h.proxy);
+    // rank[i]: 1 for the head whose removal changes the output most (ties keep layer-major order)
+    std::vector<size_t> order(heads.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ablation[a] > ablation[b]; });
+    std::vector<int> rank(heads.size());
+    for (size_t r = 0; r < order.size(); ++r) rank[order[r]] = static_cast<int>(r) + 1;
+    json ab = json::array(), px = json::array();
+    for (size_t i = 0; i < heads.size(); ++i) ab.push_back(json_number(ablation[i])), px.push_back(json_number(proxy[i]));
+    json out = {{"shape", {c.n_layer, c.n_head}},
+                {"tokens", req.encoding.size()},
+                {"mode", "zero"},
+                {"measure", c.causal ? "delta_loss" : "embedding_distance"},
+                {"unit", c.causal ? "nats" : "1 - cos"},
+                {"ablation", std::move(ab)},
+                {"proxy", std::move(px)},
+                {"rank", rank},
+                {"spearman", json_number(spearman(ablation, proxy))},
+                {"seconds", json_number(seconds)}};
+    {
+      const std::lock_guard<std::mutex> guard(importance_mutex_);
+      importance_cache_.emplace_front(key, dump(out));
+      while (importance_cache_.size() > limits::kImportanceCacheTexts) importance_cache_.pop_back();
+    }
+    out["cached"] = false;
     return json_reply(out);
   });
 }

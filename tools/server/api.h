@@ -9,6 +9,8 @@
 #include <memory>
 #include <mutex>
 #include <cstdint>
+#include <list>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -80,6 +82,18 @@ struct DecomposeRequest {
   int token = 0;  // token index (W_O acts on token positions, so always token level)
 };
 
+// POST /api/ablate: the heads (0-based) replaced in this text's forward pass, and how.
+struct AblateRequest {
+  TextRequest text;
+  std::vector<HeadRef> heads;
+  Ablation::Mode mode = Ablation::Mode::kZero;
+};
+
+// The reference corpus of mean and resample ablation on one text: a few plain English sentences
+// shipped with the server (the head means and the donor text come from these, never from the
+// text itself). Resample draws its donor with seed 0, so a request always gives the same answer.
+const std::vector<std::string>& ablation_reference_sentences();
+
 class Api {
  public:
   Api(const Model& model, RunCache& cache, ApiLimits limits = {});
@@ -93,6 +107,8 @@ class Api {
   HttpReply decompose(std::string_view body);  // POST /api/decompose
   HttpReply generate(std::string_view body);   // POST /api/generate (causal models only)
   HttpReply link(std::string_view body);       // POST /api/link: which heads link token q → token k
+  HttpReply ablate(std::string_view body);     // POST /api/ablate: the effect of removing a set of heads
+  HttpReply importance(std::string_view body); // POST /api/importance: every head's zero-ablation effect
 
   // What the corpus evidence joined into the roles is (CorpusEvidence::source ...), for /api/model.
   void set_corpus_info(std::string source, bool syntax, bool coreference) {
@@ -132,6 +148,9 @@ class Api {
   ComputeQueue queue_;
   std::string corpus_source_ = "none: roles come from the text and the probe";
   bool corpus_syntax_ = false, corpus_coreference_ = false;
+  // The last kImportanceCacheTexts importance replies, by text and truncate, newest first.
+  std::mutex importance_mutex_;
+  std::list<std::pair<std::string, std::string>> importance_cache_;
 };
 
 }  // namespace headscope::server

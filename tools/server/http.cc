@@ -153,6 +153,8 @@ void configure_http(httplib::Server& http, Api& api, const HttpOptions& options)
   post("/api/decompose", &Api::decompose);
   post("/api/generate", &Api::generate);
   post("/api/link", &Api::link);
+  post("/api/ablate", &Api::ablate);
+  post("/api/importance", &Api::importance);
 
   // Errors that never reached a handler (unknown path, bad request line, a URI over 8 KiB) get the
   // API's JSON shape. cpp-httplib calls this for every status >= 400 OUTSIDE its try/catch, so it

@@ -11,11 +11,13 @@
 //   HEADSCOPE_E2E_ONLY=explorer  only the first-minute-to-phone suite (explorer.mjs) on both models
 //   HEADSCOPE_E2E_ONLY=long      only the long-text pass
 //   HEADSCOPE_E2E_ONLY=maps      only the weights / norm-weighted / rollout pass (maps.mjs) on both models
+//   HEADSCOPE_E2E_ONLY=ablation  only the causal-evidence pass (ablation.mjs) on both models
 //   CHROMIUM         the browser (default: /usr/bin/chromium)
 // Screenshots, exported files and the server log go to web/test-results/.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ablationTests } from './ablation.mjs';
 import { apiTests } from './api.mjs';
 import { browserTests } from './browser.mjs';
 import { decoderTests } from './decoder.mjs';
@@ -40,6 +42,8 @@ const onlyExplorer = process.env.HEADSCOPE_E2E_ONLY === 'explorer';
 const onlyLong = process.env.HEADSCOPE_E2E_ONLY === 'long';
 // HEADSCOPE_E2E_ONLY=maps: only the maps toggle pass (maps.mjs).
 const onlyMaps = process.env.HEADSCOPE_E2E_ONLY === 'maps';
+// HEADSCOPE_E2E_ONLY=ablation: only the causal-evidence pass (ablation.mjs), on both models.
+const onlyAblation = process.env.HEADSCOPE_E2E_ONLY === 'ablation';
 const outDir = path.join(webDir, 'test-results');
 
 function fail(message) {
@@ -62,7 +66,7 @@ let ok = false;
 try {
   const apiSuite = new Suite('api');
   const uiSuite = new Suite('browser');
-  if (!onlyExplorer && !onlyLong && !onlyMaps) {
+  if (!onlyExplorer && !onlyLong && !onlyMaps && !onlyAblation) {
     console.log('API');
     await apiTests(server.url, apiSuite);
     console.log('Browser (Chromium)');
@@ -78,7 +82,7 @@ try {
   await server.stop();
   log.end();
 }
-if (decoderModel && !onlyExplorer && !onlyLong && !onlyMaps) {
+if (decoderModel && !onlyExplorer && !onlyLong && !onlyMaps && !onlyAblation) {
   // A second, short pass on a causal GQA model: its own server, its own log.
   const dlog = fs.createWriteStream(path.join(outDir, 'server-decoder.log'));
   dlog.path = path.join(outDir, 'server-decoder.log');
@@ -114,9 +118,9 @@ async function explorerPass(modelDir, tag, options = {}) {
     xlog.end();
   }
 }
-if (!onlyLong && !onlyMaps) await explorerPass(model, 'minilm');
+if (!onlyLong && !onlyMaps && !onlyAblation) await explorerPass(model, 'minilm');
 // The truncation test once (on the encoder): on SmolLM2 it costs half a minute on two cores.
-if (decoderModel && !onlyLong && !onlyMaps) await explorerPass(decoderModel, 'smollm2', { truncate: false });
+if (decoderModel && !onlyLong && !onlyMaps && !onlyAblation) await explorerPass(decoderModel, 'smollm2', { truncate: false });
 /** The maps toggle on its own server: the full check on the encoder, a quick one on the decoder. */
 async function mapsPass(modelDir, tag, quick) {
   const mlog = fs.createWriteStream(path.join(outDir, `server-maps-${tag}.log`));
@@ -132,11 +136,28 @@ async function mapsPass(modelDir, tag, quick) {
     mlog.end();
   }
 }
-if (!onlyLong && !onlyExplorer) {
+if (!onlyLong && !onlyExplorer && !onlyAblation) {
   await mapsPass(model, 'minilm', false);
   if (decoderModel) await mapsPass(decoderModel, 'smollm2', true);
 }
-if (onlyExplorer || onlyMaps) {
+/** The causal-evidence pass (ablation.mjs) on its own server. */
+async function ablationPass(modelDir, tag) {
+  const alog = fs.createWriteStream(path.join(outDir, `server-ablation-${tag}.log`));
+  alog.path = path.join(outDir, `server-ablation-${tag}.log`);
+  const aserver = await startServer({ bin, model: modelDir, webDir: dist, log: alog, args: ['--max-tokens', '64'] });
+  console.log(`Ablation (${path.basename(modelDir)} at ${aserver.url})`);
+  try {
+    const suite = new Suite(`ablation ${tag}`);
+    await ablationTests(aserver.url, suite, outDir, { tag });
+    ok = suite.summary() && ok;
+  } finally {
+    await aserver.stop();
+    alog.end();
+  }
+}
+if (!onlyLong && !onlyExplorer && !onlyMaps) await ablationPass(model, 'minilm');
+if (decoderModel && !onlyLong && !onlyExplorer && !onlyMaps) await ablationPass(decoderModel, 'smollm2');
+if (onlyExplorer || onlyMaps || onlyAblation) {
   // the long-text pass is left out
 } else if (longModel && !fs.existsSync(longConllu)) {
   console.log(`Long text: skipped, no treebank at ${longConllu} (set HEADSCOPE_LONG_TEXT)`);

@@ -3,7 +3,8 @@
 // which also writes the state into the URL. The tab views come from the registry in
 // views/index.ts; nothing here names one.
 
-import { ApiClient, ApiError, type Decomposition, type ModelInfo, type RunResult } from './lib/api';
+import { ApiClient, ApiError, type Decomposition, type ImportanceResult, type ModelInfo, type RunResult } from './lib/api';
+import { AUTO_IMPORTANCE_MAX_HEADS, AUTO_IMPORTANCE_MAX_TOKENS } from './views/ablation/importance';
 import { SCALES } from './lib/colour';
 import { h } from './lib/dom';
 import { download, exportName, scenePng, sceneSvg, statsToCsv, statsToJson } from './lib/export';
@@ -14,7 +15,8 @@ import { withCaption } from './lib/scene';
 import { THEME } from './lib/theme';
 import { tokenShown } from './lib/units';
 import type { ExportableView, MountedView, ViewContext, ViewHost } from './views/context';
-import { HeadPanel } from './views/head-panel/head-panel';
+import { HeadPanel, type TileFetcher } from './views/head-panel/head-panel';
+import type { Tensor } from './lib/wire';
 import { VIEW_IDS, VIEWS } from './views';
 import { learningContext } from './views/lesson/learning-context';
 import { MAP_LABELS, MAP_VIEWS, shownMapView } from './lib/maps';
@@ -22,6 +24,11 @@ import { WhyHeadsView } from './views/lesson/why-heads';
 import { ProjectionView } from './views/projection/projection-view';
 import { SentenceView, textBeforeByte } from './views/sentence/sentence-view';
 import { Toolbar } from './views/toolbar/toolbar';
+
+/** For the page's tests: body[data-importance] says where the importance of the text stands. */
+function importanceState(imp: ImportanceResult | string | undefined): string {
+  return imp === undefined ? 'none' : typeof imp === 'object' ? 'ready' : imp === 'measuring' ? 'measuring' : 'error';
+}
 
 export class App {
   private state: ViewState;
@@ -38,6 +45,10 @@ export class App {
   private progress: HTMLElement;
   private help: HTMLElement;
   private longNotice: HTMLElement;
+  /** Every head's ablation effect per text: the reply, 'measuring', or the server's refusal. */
+  private importances = new Map<string, ImportanceResult | string>();
+  /** What the last complete refresh drew from, so that importance can be drawn in without one. */
+  private drawn: { layer: Tensor; dec: Decomposition | null; plain: RunResult; tile?: TileFetcher } | null = null;
   /** Set by Generate (and by a reload of its steps): the next refresh locks the selected step. */
   private lockStep = false;
 
@@ -74,9 +85,14 @@ export class App {
         if (token !== undefined) this.setState({ token });
       },
       (format) => void this.exportScene(this.headPanel, format),
+      (layer, head, mode) => this.api.ablate(this.state.text, [[layer, head]], mode),
+      () => this.measureImportance(this.state.text),
     );
     this.projection = new ProjectionView({ selectToken: (token) => this.setState({ token }) });
-    this.why = new WhyHeadsView();
+    this.why = new WhyHeadsView(
+      (text, heads) => this.api.ablate(text, heads, 'zero'),
+      () => this.measureImportance(this.state.text),
+    );
     this.busy = h('span', { class: 'busy', id: 'busy', 'aria-live': 'polite' });
     this.progress = h('progress', { id: 'progress', 'aria-label': 'computing', hidden: true });
     this.help = this.helpDialog();
@@ -202,8 +218,14 @@ export class App {
       // Norm-weighted or rollout maps where this run can show them (not streamed, rollout within
       // its token limit); the weights otherwise, and the toolbar says why.
       const maps = shownMapView(state.maps, run.views).view;
-      const ctx: ViewContext = { model: this.model, state, run, units, maps };
+      // Importance of every head: measured at once for short texts on small models, else on request.
+      const heads = this.model.n_layer * this.model.n_head;
+      if (heads <= AUTO_IMPORTANCE_MAX_HEADS && run.n_tokens <= AUTO_IMPORTANCE_MAX_TOKENS && !run.streamed && !this.importances.has(state.text))
+        this.measureImportance(state.text, false);
+      const imp = this.importances.get(state.text);
+      const ctx: ViewContext = { model: this.model, state, run, units, maps, importance: typeof imp === 'object' ? imp : null, importanceStatus: typeof imp === 'string' ? imp : undefined };
       this.ctx = ctx;
+      this.drawn = null;
       this.sentence.update(
         run.text,
         `${run.n_tokens} tokens · ${run.words.filter((w) => !w.special).length} words${run.truncated ? ' · only the beginning analysed' : ''}`,
@@ -232,7 +254,8 @@ export class App {
         this.longNotice.textContent = `This view needs every full attention map, which a long text (${run.n_tokens} tokens) does not keep: its maps were streamed through the statistics. The Layer heads view shows every head's pooled map, and the head panel below zooms into exact weights.`;
       else await this.activeView().render(follows ? ctx : { ...ctx, maps: 'weights' }, follows ? mapsLayer : layer);
       if (stale()) return;
-      this.headPanel.update(ctx, mapsLayer, streamed ? (l, hd, r) => this.api.tile(state.text, l, hd, r.q0, r.q1, r.k0, r.k1) : undefined);
+      const tile: TileFetcher | undefined = streamed ? (l, hd, r) => this.api.tile(state.text, l, hd, r.q0, r.q1, r.k0, r.k1) : undefined;
+      this.headPanel.update(ctx, mapsLayer, tile);
       let dec: Decomposition | null = null;
       try {
         // A streamed run keeps no head outputs (the server answers 422): no W_O decomposition.
@@ -243,6 +266,10 @@ export class App {
       if (stale()) return;
       this.projection.update(ctx, dec);
       this.why.update(ctx, dec, plain);
+      this.drawn = { layer, dec, plain, tile };
+      // Importance that arrived while this refresh ran is drawn in now.
+      if (this.importances.get(state.text) !== imp) void this.drawImportance(state.text);
+      else document.body.setAttribute('data-importance', importanceState(imp));
       this.setBusy(null);
       document.body.setAttribute('data-ready', String(gen));
     } catch (e) {
@@ -251,6 +278,36 @@ export class App {
       this.showError(s.text, e);
       document.body.setAttribute('data-ready', `error-${gen}`);
     }
+  }
+
+  /** Asks the server for every head's importance on `text`; the page is drawn again when it
+   *  arrives (and at once, to show the progress state, when `redraw`). */
+  private measureImportance(text: string, redraw = true): void {
+    const known = this.importances.get(text);
+    if (known === 'measuring' || typeof known === 'object') return;
+    this.importances.set(text, 'measuring');
+    if (redraw) void this.drawImportance(text);
+    this.api
+      .importance(text)
+      .then((r) => this.importances.set(text, r))
+      .catch((e) => this.importances.set(text, e instanceof ApiError ? e.message : String(e)))
+      .finally(() => void this.drawImportance(text));
+  }
+
+  /** Draws the importance state of `text` into the views that show it (layer tiles, head panel,
+   *  "Why several heads?") when that text is on screen; no new analysis, no new data-ready. */
+  private async drawImportance(text: string): Promise<void> {
+    const ctx = this.ctx, drawn = this.drawn;
+    if (!ctx || !drawn || ctx.run.text !== text || this.state.text !== text) return;
+    const imp = this.importances.get(text);
+    const next: ViewContext = { ...ctx, importance: typeof imp === 'object' ? imp : null, importanceStatus: typeof imp === 'string' ? imp : undefined };
+    this.ctx = next;
+    const gen = this.generation;
+    if (!this.activeView().el.hidden) await this.activeView().render(next, drawn.layer);
+    if (gen !== this.generation) return;
+    this.headPanel.update(next, drawn.layer, drawn.tile);
+    this.why.update(next, drawn.dec, drawn.plain);
+    document.body.setAttribute('data-importance', importanceState(imp));
   }
 
   /** An error in words for a reader: a text over the server's size limit gets the truncate

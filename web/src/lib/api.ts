@@ -226,6 +226,51 @@ export function decodeDecomposition(j: DecompositionJson): Decomposition {
   };
 }
 
+/** The ablation modes of POST /api/ablate (docs/causal.md): the head's output replaced by zeros,
+ *  by its mean over the server's reference sentences, or by a reference sentence's output. */
+export type AblationMode = 'zero' | 'mean' | 'resample';
+
+/** POST /api/ablate: what removing `heads` (0-based [layer, head]) did to this text. */
+export interface AblateResult {
+  heads: [number, number][];
+  mode: AblationMode;
+  /** Where mean / resample take head outputs from; null for zero ablation. */
+  reference: string | null;
+  tokens: number;
+  /** Decoders: Δ mean next-token loss in nats; encoders: 1 − cos of the sentence embedding. */
+  effect: number;
+  unit: 'nats' | '1 - cos';
+  /** [n_layer] ‖h′ − h‖ / ‖h‖ of each layer's output (hidden state after layer l). */
+  layer_change: number[];
+  embedding_distance?: number;
+  loss_before?: number[];
+  loss_after?: number[];
+  mean_loss_before?: number;
+  mean_loss_after?: number;
+  /** Positions t whose top-1 next token changed. */
+  top1_changed?: number[];
+  /** The top-1 next token after the last token, before and after the ablation. */
+  next_before?: { id: number; text: string; p: number };
+  next_after?: { id: number; text: string; p: number };
+}
+
+/** POST /api/importance: every head's zero-ablation effect on this text, layer-major. */
+export interface ImportanceResult {
+  shape: [number, number];
+  tokens: number;
+  measure: 'delta_loss' | 'embedding_distance';
+  unit: 'nats' | '1 - cos';
+  /** [n_layer · n_head] the effect of removing that head alone. */
+  ablation: (number | null)[];
+  /** [n_layer · n_head] mean ‖head contribution‖ / ‖residual stream‖, the cheap proxy. */
+  proxy: (number | null)[];
+  /** [n_layer · n_head] 1 = the largest effect. */
+  rank: number[];
+  spearman: number | null;
+  seconds: number;
+  cached: boolean;
+}
+
 /** An error reply of the API: {"error": {status, code, message}}. */
 export class ApiError extends Error {
   constructor(
@@ -282,6 +327,8 @@ export class ApiClient {
   private decompositions = new PromiseCache<Decomposition>(32);
   private overviews = new PromiseCache<Tensor>(16);
   private tiles = new PromiseCache<Tensor>(48);
+  private ablations = new PromiseCache<AblateResult>(32);
+  private importances = new PromiseCache<ImportanceResult>(8);
 
   constructor(private readonly base = '') {}
 
@@ -332,5 +379,16 @@ export class ApiClient {
   decompose(text: string, layer: number, token: number): Promise<Decomposition> {
     const body = { text, truncate: true, layer, token };
     return this.decompositions.get(JSON.stringify(body), async () => decodeDecomposition(await (await this.post('/api/decompose', body)).json()));
+  }
+
+  /** heads: 0-based [layer, head] pairs, removed together. */
+  ablate(text: string, heads: [number, number][], mode: AblationMode = 'zero'): Promise<AblateResult> {
+    const body = { text, truncate: true, heads, mode };
+    return this.ablations.get(JSON.stringify(body), async () => (await this.post('/api/ablate', body)).json());
+  }
+
+  importance(text: string): Promise<ImportanceResult> {
+    const body = { text, truncate: true };
+    return this.importances.get(JSON.stringify(body), async () => (await this.post('/api/importance', body)).json());
   }
 }

@@ -4,7 +4,7 @@
 // user actions through callbacks. A tab view's registration (views/<name>/index.ts) says which
 // attention it needs and asks the host for it.
 
-import type { ApiClient, HeadReport, ModelInfo, RoleInfo, RunResult } from '../lib/api';
+import type { ApiClient, HeadReport, ImportanceResult, ModelInfo, RoleInfo, RunResult } from '../lib/api';
 import { readableOn } from '../lib/colour';
 import type { Scene } from '../lib/scene';
 import type { ViewState } from '../lib/state';
@@ -20,6 +20,10 @@ export interface ViewContext {
   units: Units;
   /** What the maps show for this run: state.maps, or 'weights' where the run cannot show it. */
   maps: MapView;
+  /** Every head's ablation effect on this text (POST /api/importance), once measured; null before. */
+  importance?: ImportanceResult | null;
+  /** While importance is not there: 'measuring', or the server's message when it was refused. */
+  importanceStatus?: string;
 }
 
 /** A view whose picture can be exported as SVG and PNG. */

@@ -2,7 +2,7 @@
 // statistics of the lesson (entropy, sparsity, max and average attention), the role's typical
 // function, and the head's attention drawn large with labels.
 
-import type { HeadStats, LinkResult } from '../../lib/api';
+import type { AblateResult, AblationMode, HeadStats, LinkResult } from '../../lib/api';
 import { tokenShown } from '../../lib/units';
 import { h, clear } from '../../lib/dom';
 import { fixed, percent, tokenLabel } from '../../lib/format';
@@ -19,7 +19,11 @@ import { MAP_QUANTITY, mapHead } from '../../lib/maps';
 import { headReport, roleInfo, roleStyle, type ExportableView, type ViewContext } from '../context';
 import type { Region } from '../../lib/long';
 import { ZoomMap } from './zoom-map';
-import { headName, headWithIndex, layerName, layerWithIndex } from '../../lib/numbering';
+import { headName, headTag, headWithIndex, layerName, layerWithIndex } from '../../lib/numbering';
+import { AblateBox } from '../ablation/ablate-box';
+import '../ablation/ablation.css';
+import { importanceBadge } from '../ablation/badge';
+import { rankText } from '../ablation/importance';
 
 /** Exact weights of one head of a streamed run over a region (POST /api/tile). */
 export type TileFetcher = (layer: number, head: number, r: Region) => Promise<Tensor>;
@@ -98,14 +102,24 @@ export class HeadPanel implements ExportableView {
   private figureNote: HTMLElement;
   private legendSlot: HTMLElement;
   private info: HTMLElement;
+  private importanceLine: HTMLElement;
+  private ablateBox = new AblateBox();
   private ctx: ViewContext | null = null;
   /** Unit index of every shown row (special tokens may be hidden). */
   private shownIndex: number[] = [];
 
   /** onQuery: a cell was clicked; receives the unit index of its row (the query).
-   *  onExport: the panel's own PNG / SVG buttons. */
-  constructor(onQuery: (unit: number) => void, onExport: (format: 'png' | 'svg') => void) {
+   *  onExport: the panel's own PNG / SVG buttons.
+   *  onAblate: removes head (layer, head) from the current text's forward pass (POST /api/ablate).
+   *  onMeasure: "Measure importance": every head's ablation effect on the text (POST /api/importance). */
+  constructor(
+    onQuery: (unit: number) => void,
+    onExport: (format: 'png' | 'svg') => void,
+    private readonly onAblate: (layer: number, head: number, mode: AblationMode) => Promise<AblateResult>,
+    private readonly onMeasure: () => void,
+  ) {
     this.kicker = h('p', { class: 'kicker' });
+    this.importanceLine = h('p', { class: 'muted small', id: 'head-importance' });
     this.title = h('h2', { id: 'head-title' });
     this.heatmap = new LabeledHeatmap(HEATMAP_SIZE, (q) => onQuery(this.shownIndex[q]));
     this.zoom = new ZoomMap(HEATMAP_SIZE);
@@ -118,7 +132,7 @@ export class HeadPanel implements ExportableView {
       h(
         'div',
         { class: 'view-head' },
-        h('div', {}, this.kicker, this.title),
+        h('div', {}, this.kicker, this.title, this.importanceLine),
         h(
           'div',
           { class: 'exports', role: 'group', 'aria-label': 'export the selected head' },
@@ -145,6 +159,25 @@ export class HeadPanel implements ExportableView {
     clear(this.title);
     this.title.append(`${headWithIndex(state.head)} – `, h('span', { class: 'role-name', style: `--role: ${role.color}` }, primary.name + detail));
     this.title.setAttribute('data-role', primary.id);
+    clear(this.importanceLine);
+    const imp = ctx.importance;
+    if (imp) {
+      const i = state.layer * model.n_head + state.head;
+      this.importanceLine.append(importanceBadge(ctx, state.layer, state.head), ` ${rankText(imp, i)} on this text, zero ablation`);
+      this.importanceLine.dataset.rank = String(imp.rank[i]);
+    } else {
+      delete this.importanceLine.dataset.rank;
+      const measuring = ctx.importanceStatus === 'measuring';
+      const n = model.n_layer * model.n_head;
+      this.importanceLine.append(
+        h('button', { type: 'button', class: 'ghost', id: 'measure-importance', disabled: measuring, onclick: () => this.onMeasure(), title: `Removes each of the ${n} heads in turn from this text's forward pass and measures the change of the output` }, measuring ? 'Measuring importance…' : 'Measure importance'),
+        measuring ? h('progress', { id: 'importance-progress', 'aria-label': `measuring the importance of ${n} heads` }) : '',
+        measuring ? ` ${n} heads, one rerun each` : ctx.importanceStatus ? h('span', { class: 'error', id: 'importance-error' }, ` ${ctx.importanceStatus}`) : ` of all ${n} heads on this text: how much the output changes when each is removed`,
+      );
+    }
+    this.ablateBox.update(`${run.text}\u0000${state.layer}.${state.head}`, headTag(state.layer, state.head), (mode) =>
+      this.onAblate(state.layer, state.head, mode),
+    );
 
     const long = !!run.streamed && !!run.overview && !!tile;
     this.heatmap.el.hidden = long;
@@ -258,6 +291,7 @@ export class HeadPanel implements ExportableView {
       ),
       textLine,
       h('p', { class: 'muted' }, h('span', { class: 'badge', style: roleStyle(role.color) }, primary.name), ' ', sentence(role.description)),
+      this.ablateBox.el,
       this.linkSearch(ctx),
       h('p', { class: 'muted small' }, `Measured on this text, over all ${s.n_queries} query ${run.level}s (${run.special === 'hide' ? 'special tokens left out, rows renormalised' : 'special tokens included'}). Confidence ${fixed(report.roles.confidence, 2)}, ${fixed(report.roles.margin, 2)} ahead of ${secondaryRole.name.toLowerCase()}.`),
       h('h3', {}, 'Statistics'),

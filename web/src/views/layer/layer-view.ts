@@ -15,6 +15,7 @@ import { headReport, roleBadge, roleInfo, roleStyle, type ExportableView, type V
 import { readableOn } from '../../lib/colour';
 import { groupColour, kvGroups } from '../../lib/kv-groups';
 import { headName, headShort, headWithIndex, layerName, layerWithIndex } from '../../lib/numbering';
+import { importanceBadge } from '../ablation/badge';
 
 const TILE = 168;
 /** Exported tiles carry token labels when each cell is at least this tall (px): 8 px text. */
@@ -40,7 +41,7 @@ export class LayerView implements ExportableView {
   private tiles: Tile[] = [];
   private ctx: ViewContext | null = null;
   /** What the tiles were last drawn from. */
-  private drawnFrom: { attention: Tensor; scale: string; hideSpecial: boolean; run: unknown } | null = null;
+  private drawnFrom: { attention: Tensor; scale: string; hideSpecial: boolean; run: unknown; importance: unknown } | null = null;
   private maps: MapView = 'weights';
 
   constructor(private readonly callbacks: LayerCallbacks) {
@@ -65,7 +66,7 @@ export class LayerView implements ExportableView {
     // Selecting another head changes only the outline: keep the drawn heatmaps.
     const drawn = this.drawnFrom;
     this.ctx = ctx;
-    if (drawn && drawn.attention === attention && drawn.scale === state.scale && drawn.hideSpecial === state.hideSpecial && drawn.run === ctx.run) {
+    if (drawn && drawn.attention === attention && drawn.scale === state.scale && drawn.hideSpecial === state.hideSpecial && drawn.run === ctx.run && drawn.importance === ctx.importance) {
       for (const tile of this.grid.querySelectorAll<HTMLElement>('.head-tile')) {
         const selected = Number(tile.dataset.head) === state.head;
         tile.classList.toggle('selected', selected);
@@ -73,7 +74,7 @@ export class LayerView implements ExportableView {
       }
       return;
     }
-    this.drawnFrom = { attention, scale: state.scale, hideSpecial: state.hideSpecial, run: ctx.run };
+    this.drawnFrom = { attention, scale: state.scale, hideSpecial: state.hideSpecial, run: ctx.run, importance: ctx.importance };
     const maps = (this.maps = ctx.maps);
     const rollout = maps === 'rollout';
     const quantity = MAP_QUANTITY[maps];
@@ -176,6 +177,7 @@ export class LayerView implements ExportableView {
             { class: 'tile-head' },
             h('span', { class: 'tile-name', title: headWithIndex(head) }, headShort(head)),
             h('span', { class: 'badge', style: roleStyle(role.color), title: report.roles.primary.evidence }, report.roles.primary.name),
+            importanceBadge(ctx, state.layer, head),
           ),
           canvas,
         ),

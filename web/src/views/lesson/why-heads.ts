@@ -1,12 +1,18 @@
 // "Why several heads?": the general argument, then what this model's heads actually do on the
-// current text: the roles found in the selected layer, which heads contribute most to the
-// selected token's output, and how the roles spread over the whole model.
+// current text: the roles found in the selected layer, what removing heads does to the output
+// (measured by ablation: how concentrated the effect is, the most important head against the ten
+// least important together, heads of one layer that differ in role and in importance), which heads
+// contribute most to the selected token's output, and how the roles spread over the whole model.
 
-import type { Decomposition, HeadReport, RunResult } from '../../lib/api';
+import type { AblateResult, Decomposition, HeadReport, RunResult } from '../../lib/api';
+import { byImportance, effectText, leastImportant, topShare, unitLabel } from '../ablation/importance';
 import { h, clear } from '../../lib/dom';
 import { fixed, tokenLabel } from '../../lib/format';
 import { roleInfo, roleStyle, type ViewContext } from '../context';
-import { headName, layerName } from '../../lib/numbering';
+import { headName, headTag, layerName } from '../../lib/numbering';
+
+/** How many of the least important heads are removed together against the most important one. */
+const LEAST_SET = 10;
 
 /** Role id of heads that park their attention on [CLS]/[SEP]/BOS (analysis/roles.h, kSink). */
 const SINK_ROLE = 'sink';
@@ -32,7 +38,12 @@ export class WhyHeadsView {
   readonly el: HTMLElement;
   private body: HTMLElement;
 
-  constructor() {
+  /** ablate: removes heads (0-based [layer, head]) from the text's pass together (zero ablation).
+   *  measure: asks for every head's importance on the text. */
+  constructor(
+    private readonly ablate: (text: string, heads: [number, number][]) => Promise<AblateResult>,
+    private readonly measure: () => void,
+  ) {
     this.body = h('div', { id: 'why-heads-body' });
     this.el = h(
       'section',
@@ -43,7 +54,7 @@ export class WhyHeadsView {
         {},
         'Each row of an attention map is a distribution that sums to one, so a lone head faces a trade-off for every token: weight on the previous word is weight taken away from the subject, the sentence boundary or an antecedent. ',
         'Splitting the layer into heads removes that trade-off. Each head has its own small query, key and value projections, forms its own pattern, and returns its own summary; W_O then decides how much of each summary reaches the rest of the network. ',
-        'Whether the heads really divide the work is a question about a trained model, and this one answers it below.',
+        'Whether the heads really divide the work is a question about a trained model. Below, this model answers it on your text twice: by what each head looks at, and by what happens to the output when heads are taken out.',
       ),
       this.body,
     );
@@ -74,6 +85,7 @@ export class WhyHeadsView {
           ? `On this text ${layerName(state.layer).toLowerCase()} shows only two patterns, so its heads overlap more than the textbook picture suggests:`
           : `On this text every head of ${layerName(state.layer).toLowerCase()} shows the same dominant pattern; the differences between them are in the details (see the role scores of each head):`;
     this.body.append(h('h3', {}, `What the heads of ${model.name} do`), h('p', {}, spread), ul);
+    this.body.append(this.removal(ctx, layerReports));
 
     // A head that parks most of its weight on special tokens still spends the rest somewhere, and
     // that remainder is where such heads differ: their roles once the special tokens are left out.
@@ -132,5 +144,85 @@ export class WhyHeadsView {
         'Roles here come from one sentence; `headscope atlas` measures them over a corpus, with syntactic and coreference roles checked against gold annotations.',
       ),
     );
+  }
+
+  /** "What removing heads does": every number measured on this text by ablation. */
+  private removal(ctx: ViewContext, layerReports: HeadReport[]): HTMLElement {
+    const { model, state, run, importance, importanceStatus } = ctx;
+    const box = h('div', { id: 'why-removal' }, h('h3', {}, 'What removing heads does'));
+    const n = model.n_layer * model.n_head;
+    if (!importance) {
+      const measuring = importanceStatus === 'measuring';
+      box.append(
+        h(
+          'p',
+          {},
+          `Take each of the ${n} heads out of the forward pass in turn (its output set to zero before W_O) and measure how much ${model.causal ? 'the next-token loss' : 'the sentence embedding'} of this text changes. `,
+          importanceStatus && !measuring ? h('span', { class: 'error' }, importanceStatus) : '',
+          ' ',
+          h('button', { type: 'button', id: 'why-measure', disabled: measuring, onclick: () => this.measure() }, measuring ? 'Measuring…' : 'Measure importance'),
+        ),
+      );
+      return box;
+    }
+    const unit = unitLabel(importance.unit);
+    const order = byImportance(importance);
+    const name = (i: number) => headTag(Math.floor(i / model.n_head), i % model.n_head);
+    const role = (i: number) => run.heads[i].roles.primary.name.toLowerCase();
+    const k = Math.max(1, Math.round(n / 20));
+    const share = topShare(importance, k);
+    const halfShare = 1 - topShare(importance, Math.ceil(n / 2));
+    const top = order[0];
+    box.append(
+      h(
+        'p',
+        { id: 'why-concentration', 'data-top-share': String(share) },
+        `Removing one head at a time, the ${k} most important of the ${n} heads (${order.slice(0, k).map(name).join(', ')}) account for ${fixed(share * 100, 0)} % of the summed effects, the less important half for ${fixed(halfShare * 100, 0)} %. `,
+        model.causal
+          ? `The effect is the change of the mean next-token loss on this text, in nats (a head whose removal lowers the loss counts as 0 here).`
+          : `The effect is 1 − cos between the sentence embedding (mean of the last layer's token vectors) with and without the head.`,
+      ),
+    );
+    // The most important head against the LEAST_SET least important ones removed together.
+    const least = leastImportant(importance, Math.min(LEAST_SET, n - 1));
+    const vs = h('p', { id: 'why-most-vs-least' }, `Removing ${name(top)} (${role(top)}) alone: ${effectText(importance.ablation[top])} (${unit}). Removing the ${least.length} least important heads together: measuring…`);
+    box.append(vs);
+    const text = run.text;
+    this.ablate(text, least)
+      .then((r) => {
+        if (ctx.run.text !== text || !vs.isConnected) return;
+        const ratio = (importance.ablation[top] ?? 0) / Math.max(r.effect, 1e-12);
+        vs.dataset.leastEffect = String(r.effect);
+        vs.textContent = `Removing ${name(top)} (${role(top)}) alone: ${effectText(importance.ablation[top])} (${unit}). Removing the ${least.length} least important heads together (${least.map(([l, hd]) => headTag(l, hd)).join(', ')}): ${effectText(r.effect)} (${unit})${r.effect > 0 && ratio > 1 ? `, ${fixed(ratio, ratio < 10 ? 1 : 0)}× less than that one head` : ''}. Many heads can go with little change; a few cannot.`;
+      })
+      .catch((e) => {
+        if (vs.isConnected) vs.textContent += ` (failed: ${(e as Error).message})`;
+      });
+    // Heads of the selected layer: the most and the least important, with their roles.
+    const H = model.n_head;
+    const inLayer = layerReports.map((r) => state.layer * H + r.head).sort((a, b) => importance.rank[a] - importance.rank[b]);
+    const hi = inLayer[0], lo = inLayer[inLayer.length - 1];
+    if (hi !== undefined && lo !== undefined && hi !== lo) {
+      const sameRole = run.heads[hi].roles.primary.id === run.heads[lo].roles.primary.id;
+      box.append(
+        h(
+          'p',
+          { id: 'why-layer-contrast' },
+          `In ${layerName(state.layer).toLowerCase()}, ${headName(hi % H).toLowerCase()} (${role(hi)}) ranks #${importance.rank[hi]} of ${n} (${effectText(importance.ablation[hi])}, ${unit}) and ${headName(lo % H).toLowerCase()} (${role(lo)}) #${importance.rank[lo]} (${effectText(importance.ablation[lo])}). `,
+          sameRole
+            ? 'Both show the same dominant pattern, yet removing them does not cost the same: where a head looks does not say how much the rest of the network relies on it.'
+            : 'The same layer, two different patterns, and the network leans on one far more than on the other.',
+        ),
+      );
+    }
+    const rho = importance.spearman;
+    box.append(
+      h(
+        'p',
+        { class: 'muted small', id: 'why-proxy' },
+        `Measured in ${fixed(importance.seconds, 1)} s (${n} reruns of this text from the head's layer on). A cheap stand-in that needs no reruns, the size of each head's contribution relative to the residual stream, ranks the heads with Spearman ρ = ${rho === null ? '–' : fixed(rho, 2)} against these effects. One text is a small sample: “headscope ablate” measures importance over a corpus (docs/causal.md).`,
+      ),
+    );
+    return box;
   }
 }

@@ -1,0 +1,62 @@
+// Pure helpers over an importance reply (POST /api/importance): a head's rank and effect in words,
+// how concentrated the effects are, and which heads matter least. No DOM here (importance.test.ts).
+
+import type { ImportanceResult } from '../../lib/api';
+
+/** Models with at most this many heads get their importance measured as soon as a short text is
+ *  analysed (all-MiniLM-L6-v2's 72 heads: well under a second); larger ones wait for the button
+ *  (SmolLM2's 270 heads take seconds). */
+export const AUTO_IMPORTANCE_MAX_HEADS = 100;
+/** ... and only for texts of at most this many tokens (a sentence or two). */
+export const AUTO_IMPORTANCE_MAX_TOKENS = 64;
+
+/** The effect's unit as the page writes it. */
+export function unitLabel(unit: ImportanceResult['unit']): string {
+  return unit === 'nats' ? 'Δ loss, nats' : '1 − cos';
+}
+
+/** A small effect with enough digits to tell heads apart: 0.000123 → "1.23e-4", 0.0412 → "0.0412". */
+export function effectText(v: number | null | undefined): string {
+  if (v === null || v === undefined || !Number.isFinite(v)) return '–';
+  const a = Math.abs(v);
+  if (a === 0) return '0';
+  if (a < 1e-3) return v.toExponential(2);
+  return v.toPrecision(3);
+}
+
+/** "importance #3 of 72 (0.0412 1 − cos)" for head `index` (layer-major). */
+export function rankText(imp: ImportanceResult, index: number): string {
+  const n = imp.rank.length;
+  return `importance #${imp.rank[index]} of ${n} (${effectText(imp.ablation[index])} ${unitLabel(imp.unit)})`;
+}
+
+/** Layer-major head indices, most important first (ties: layer-major order). */
+export function byImportance(imp: ImportanceResult): number[] {
+  return imp.rank.map((r, i) => [r, i] as const).sort((a, b) => a[0] - b[0]).map(([, i]) => i);
+}
+
+/** The share of the summed positive effects that the `k` most important heads carry (0 when no
+ *  head has a positive effect). A decoder head can lower the loss: negative effects count as 0. */
+export function topShare(imp: ImportanceResult, k: number): number {
+  const values = imp.ablation.map((v) => Math.max(0, v ?? 0));
+  const total = values.reduce((a, b) => a + b, 0);
+  if (total <= 0) return 0;
+  const top = byImportance(imp).slice(0, k).reduce((a, i) => a + values[i], 0);
+  return top / total;
+}
+
+/** The `n` least important heads as [layer, head] pairs, least important first. */
+export function leastImportant(imp: ImportanceResult, n: number): [number, number][] {
+  const H = imp.shape[1];
+  return byImportance(imp)
+    .reverse()
+    .slice(0, n)
+    .map((i) => [Math.floor(i / H), i % H]);
+}
+
+/** Width of a head's importance bar, 0..1: its effect over the largest effect. */
+export function barFraction(imp: ImportanceResult, index: number): number {
+  const max = Math.max(0, ...imp.ablation.map((v) => v ?? 0));
+  const v = imp.ablation[index] ?? 0;
+  return max > 0 ? Math.max(0, Math.min(1, v / max)) : 0;
+}

@@ -272,6 +272,12 @@ struct AtlasOptions {
   int64_t role_min_support = 100;  // relations a head's syntactic role may be based on
   int64_t max_sentences = 0;       // sentences read from each treebank (the first ones); 0: all
   int64_t max_gap_rows = 0;        // rows read from each GAP file (the first ones); 0: all
+  // Zero-ablation importance of every head and its proxy (docs/causal.md), measured by the
+  // pipeline's make_atlas over the first `importance_texts` sentences of the report treebank that
+  // fit the model. 0: none; −1: kDefaultImportanceTexts when the model has at most
+  // limits::kMaxAtlasImportanceHeadsByDefault heads, else none.
+  int64_t importance_texts = -1;
+  static constexpr int64_t kDefaultImportanceTexts = 50;
   // Called with the stage name, items done and items in the stage, after every item.
   std::function<void(std::string_view stage, int64_t done, int64_t total)> progress;
 };

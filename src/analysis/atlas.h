@@ -41,6 +41,16 @@ struct CorefResult {
   std::vector<double> baseline_report_accuracies;  // [kCorefBaselineCount]
 };
 
+// Every head ablated alone (zero ablation) over a few sentences, and the proxy (docs/causal.md).
+// Filled by the pipeline's make_atlas (the Ablator lives above this layer); absent when off.
+struct AtlasImportance {
+  int64_t texts = 0;             // the first report-treebank sentences that fit the model
+  std::string measure;           // what `ablation` is: Δ mean next-token loss or 1 − cos
+  std::vector<double> ablation;  // [n_layer * n_head] mean effect of ablating the head alone
+  std::vector<double> proxy;     // [n_layer * n_head] mean ‖contribution‖ / ‖residual stream‖
+  double spearman = 0;           // Spearman's ρ between the two
+};
+
 struct AtlasResult {
   ModelConfig config;
   std::string model_path;
@@ -56,6 +66,7 @@ struct AtlasResult {
   std::optional<CorefResult> coref;
   std::vector<HeadEvidence> evidence;   // [n_layer * n_head]
   std::vector<HeadRoles> roles;         // [n_layer * n_head]
+  std::optional<AtlasImportance> importance;
   double seconds_total = 0;
   std::vector<std::pair<std::string, double>> seconds_per_stage;
 

@@ -279,6 +279,12 @@ struct AtlasOptions {
   // when given, every head's roles take their probe, syntax and coreference evidence from it (the
   // probe and the GAP files are then not run; the treebanks are still scored for the report).
   std::vector<HeadEvidence> evidence;
+  // Zero-ablation importance of every head and its proxy (docs/causal.md), measured by the
+  // pipeline's make_atlas over the first `importance_texts` sentences of the report treebank that
+  // fit the model. 0: none; −1: kDefaultImportanceTexts when the model has at most
+  // limits::kMaxAtlasImportanceHeadsByDefault heads, else none.
+  int64_t importance_texts = -1;
+  static constexpr int64_t kDefaultImportanceTexts = 50;
   // Called with the stage name, items done and items in the stage, after every item.
   std::function<void(std::string_view stage, int64_t done, int64_t total)> progress;
 };

@@ -281,6 +281,10 @@ struct AtlasFiles {
 AtlasFiles make_atlas(const std::string& model_path, const std::string& control_path,
                       const analysis::AtlasOptions& options, const std::string& command_line,
                       const std::string& image_name, const LoadOptions& load = {});
+// The texts the atlas measures head importance on (AtlasOptions::importance_texts): the first
+// sentences of the report treebank that fit the model untruncated (and, for decoders, have the two
+// tokens a next-token loss needs). Empty when importance is off for this model.
+std::vector<Encoding> atlas_importance_texts(const Model& model, const analysis::AtlasOptions& options);
 
 // ---- head ablation (src/pipeline/ablate.cc; docs/causal.md) ----
 

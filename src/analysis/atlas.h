@@ -50,6 +50,16 @@ struct TextRoles {
   std::vector<HeadRoles> roles;  // [n_layer * n_head]
 };
 
+// Every head ablated alone (zero ablation) over a few sentences, and the proxy (docs/causal.md).
+// Filled by the pipeline's make_atlas (the Ablator lives above this layer); absent when off.
+struct AtlasImportance {
+  int64_t texts = 0;             // the first report-treebank sentences that fit the model
+  std::string measure;           // what `ablation` is: Δ mean next-token loss or 1 − cos
+  std::vector<double> ablation;  // [n_layer * n_head] mean effect of ablating the head alone
+  std::vector<double> proxy;     // [n_layer * n_head] mean ‖contribution‖ / ‖residual stream‖
+  double spearman = 0;           // Spearman's ρ between the two
+};
+
 struct AtlasResult {
   ModelConfig config;
   std::string model_path;
@@ -66,6 +76,7 @@ struct AtlasResult {
   std::vector<HeadEvidence> evidence;   // [n_layer * n_head]
   std::vector<HeadRoles> roles;         // [n_layer * n_head]
   std::vector<TextRoles> texts;         // AtlasOptions::text_roles: [corpus texts run]
+  std::optional<AtlasImportance> importance;
   double seconds_total = 0;
   std::vector<std::pair<std::string, double>> seconds_per_stage;
 

@@ -65,6 +65,7 @@ json model_part(const AtlasResult& a) {
                      {"baseline_offset", hs.baseline_offset}, {"support", hs.support}};
     }
     if (a.coref) h["coref_accuracy"] = a.coref->head_report_accuracies[u];
+    if (a.importance) h["importance"] = {{"ablation", a.importance->ablation[u]}, {"proxy", a.importance->proxy[u]}};
     heads.push_back(std::move(h));
   }
   j["heads"] = std::move(heads);
@@ -77,6 +78,12 @@ json model_part(const AtlasResult& a) {
       texts.push_back({{"text", t.text}, {"heads", std::move(text_heads)}});
     }
     j["texts"] = std::move(texts);
+  }
+  if (a.importance) {
+    j["importance"] = {{"mode", "zero"},
+                       {"texts", a.importance->texts},
+                       {"measure", a.importance->measure},
+                       {"spearman_proxy", json_number(a.importance->spearman)}};
   }
   json rels = json::array();
   for (const RelationResult& r : a.relations) {
@@ -205,6 +212,9 @@ std::string atlas_markdown(const AtlasResult& a, const AtlasResult* control, con
   md += format("- Statistics over %lld texts, %lld tokens (%s)\n", static_cast<long long>(a.corpus_texts),
             static_cast<long long>(a.corpus_tokens), o.corpus.empty() ? "the report treebank's sentences" : o.corpus.c_str());
   md += format("- Probe: %d sequences of %d random tokens, each repeated twice\n", o.probe_count, o.probe_length);
+  if (a.importance)
+    md += format("- Importance: every head zero-ablated alone over the first %lld report-treebank sentences (%s)\n",
+                 static_cast<long long>(a.importance->texts), a.importance->measure.c_str());
   md += format("- Wall time: %.1f s", a.seconds_total);
   for (const auto& [stage, s] : a.seconds_per_stage) md += format("; %s %.1f s", stage.c_str(), s);
   md += "\n\nDefinitions of every number: [docs/metrics.md](metrics.md).\n\n";
@@ -326,29 +336,52 @@ std::string atlas_markdown(const AtlasResult& a, const AtlasResult* control, con
               head_name(d, H).c_str(), pct(a.probe[size_t(d)].duplicate).c_str());
   }
 
+  // ---- importance ----
+  if (a.importance) {
+    const AtlasImportance& imp = *a.importance;
+    md += format("\n## Importance (zero ablation)\n\nEach head removed alone (its output set to 0 before W_O) over %lld "
+                 "sentences; importance = mean %s (docs/causal.md). The proxy (‖contribution‖ / ‖residual stream‖, no "
+                 "ablation) ranks the heads with Spearman ρ = %s.\n\n| rank | most important | role | importance | proxy "
+                 "| least important | role | importance | proxy |\n|---|---|---|---|---|---|---|---|---|\n",
+                 static_cast<long long>(imp.texts), imp.measure.c_str(), num(imp.spearman).c_str());
+    std::vector<int> order(static_cast<size_t>(a.n_heads()));
+    for (int i = 0; i < a.n_heads(); ++i) order[static_cast<size_t>(i)] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int x, int y) { return imp.ablation[size_t(x)] > imp.ablation[size_t(y)]; });
+    const auto cells = [&](int i) {
+      return format("%s | %s | %.4g | %.3f", head_name(i, H).c_str(), short_label(a.roles[size_t(i)].primary).c_str(),
+                    imp.ablation[size_t(i)], imp.proxy[size_t(i)]);
+    };
+    for (int k = 0; k < std::min(5, a.n_heads()); ++k)
+      md += format("| %d | %s | %s |\n", k + 1, cells(order[size_t(k)]).c_str(),
+                   cells(order[size_t(a.n_heads() - 1 - k)]).c_str());
+  }
+
   // ---- every head ----
-  md += "\n## Every head: roles and evidence\n\n| head | primary | confidence | secondary | evidence for the primary role |\n|---|---|---|---|---|\n";
+  md += "\n## Every head: roles and evidence\n\n| head | primary | confidence | secondary | importance | evidence for the primary role |\n|---|---|---|---|---|---|\n";
   for (int i = 0; i < a.n_heads(); ++i) {
     const HeadRoles& r = a.roles[static_cast<size_t>(i)];
     std::string primary(role_info(r.primary.role).name), secondary(role_info(r.secondary.role).name);
     if (!r.primary.detail.empty()) primary += " " + r.primary.detail;
     if (!r.secondary.detail.empty()) secondary += " " + r.secondary.detail;
-    md += format("| %s | %s | %s | %s (%s) | %s |\n", head_name(i, H).c_str(), primary.c_str(), num(r.confidence).c_str(),
-              secondary.c_str(), num(r.secondary.score).c_str(), r.primary.evidence.c_str());
+    const std::string importance = a.importance ? format("%.4g", a.importance->ablation[size_t(i)]) : "–";
+    md += format("| %s | %s | %s | %s (%s) | %s | %s |\n", head_name(i, H).c_str(), primary.c_str(), num(r.confidence).c_str(),
+              secondary.c_str(), num(r.secondary.score).c_str(), importance.c_str(), r.primary.evidence.c_str());
   }
 
   // ---- statistics ----
   md += "\n## Statistics of every head (token level)\n\nEntropy in bits and normalised; sparsity = share of weights "
         "below a tenth of the uniform share; keys90 = keys holding 90 % of a row; max = mean row maximum; avg = Σa² "
-        "(the weight where the attention lands); masses in %.\n\n"
-        "| head | H | H norm | sparsity | keys90 | max | avg | distance | sink | [SEP]/EOS | prev | next | self | punct |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+        "(the weight where the attention lands); sink (norm) = the sink's share of what the head moves, "
+        "‖α·v W_O‖ (Kobayashi et al. 2020, docs/causal.md); masses in %.\n\n"
+        "| head | H | H norm | sparsity | keys90 | max | avg | distance | sink | sink (norm) | [SEP]/EOS | prev | next | self | punct |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (int i = 0; i < a.n_heads(); ++i) {
     const HeadStats& s = a.stats[static_cast<size_t>(i)];
-    md += format("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", head_name(i, H).c_str(),
+    md += format("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", head_name(i, H).c_str(),
               num(s.entropy_bits).c_str(), num(s.entropy_norm).c_str(), num(s.sparsity).c_str(), num(s.keys_90, 1).c_str(),
               num(s.max_attention).c_str(), num(s.avg_attention).c_str(), num(s.mean_distance, 1).c_str(),
-              pct(s.sink_mass).c_str(), pct(s.end_special_mass).c_str(), pct(s.prev_mass).c_str(),
+              pct(s.sink_mass).c_str(), pct(s.sink_mass_norm).c_str(), pct(s.end_special_mass).c_str(), pct(s.prev_mass).c_str(),
               pct(s.next_mass).c_str(), pct(s.self_mass).c_str(), pct(s.punct_mass).c_str());
   }
   return md;

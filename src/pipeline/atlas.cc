@@ -1,15 +1,61 @@
 // headscope pipeline — make_atlas(): the atlas of a model (and a control) as the files
 // `headscope atlas` writes (see headscope/pipeline.h; method in src/analysis/atlas.h).
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "analysis/atlas.h"
 #include "analysis/atlas_report.h"
+#include "analysis/syntax.h"
+#include "headscope/error.h"
+#include "headscope/limits.h"
 #include "headscope/pipeline.h"
 #include "render/grid.h"
 
 namespace headscope {
+
+std::vector<Encoding> atlas_importance_texts(const Model& model, const analysis::AtlasOptions& options) {
+  const ModelConfig& c = model.config();
+  int64_t n = options.importance_texts;
+  if (n < 0) n = c.n_layer * c.n_head <= limits::kMaxAtlasImportanceHeadsByDefault ? options.kDefaultImportanceTexts : 0;
+  std::vector<Encoding> texts;
+  if (n == 0) return texts;
+  for (const analysis::DependencySentence& sentence : analysis::read_conllu(options.report_treebank)) {
+    if (int64_t(texts.size()) == n) break;
+    Encoding e;
+    try {
+      e = model.encode(analysis::join_words(sentence), /*truncate=*/true);
+    } catch (const Error&) {
+      continue;  // nothing to encode
+    }
+    if (!e.truncated && e.size() >= 2) texts.push_back(std::move(e));
+  }
+  return texts;
+}
+
+namespace {
+
+// Zero ablation of every head alone over the importance texts, with the proxy (docs/causal.md).
+std::optional<analysis::AtlasImportance> measure_importance(const Model& model, const analysis::AtlasOptions& options) {
+  std::vector<Encoding> texts = atlas_importance_texts(model, options);
+  if (texts.empty()) return std::nullopt;
+  analysis::AtlasImportance out;
+  out.texts = int64_t(texts.size());
+  out.measure = model.config().causal ? "delta mean next-token loss" : "1 - cos of the mean-pooled embedding";
+  if (options.progress) options.progress("importance", 0, 1);
+  const Ablator ablator(model, std::move(texts), AblateOptions{});
+  for (const HeadImportance& h : ablator.importance()) {
+    out.ablation.push_back(h.ablation);
+    out.proxy.push_back(h.proxy);
+  }
+  out.spearman = spearman(out.ablation, out.proxy);
+  if (options.progress) options.progress("importance", 1, 1);
+  return out;
+}
+
+}  // namespace
 
 AtlasFiles make_atlas(const std::string& model_path, const std::string& control_path,
                       const analysis::AtlasOptions& options, const std::string& command_line,
@@ -23,7 +69,15 @@ AtlasFiles make_atlas(const std::string& model_path, const std::string& control_
       o.progress = [&](std::string_view stage, int64_t done, int64_t total) {
         options.progress(stage_prefix + std::string(stage), done, total);
       };
-    return analysis::build_atlas(*model, path, o);
+    analysis::AtlasResult atlas = analysis::build_atlas(*model, path, o);
+    const auto t0 = std::chrono::steady_clock::now();
+    atlas.importance = measure_importance(*model, o);
+    if (atlas.importance) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      atlas.seconds_per_stage.emplace_back("importance", s);
+      atlas.seconds_total += s;
+    }
+    return atlas;
   };
   const analysis::AtlasResult main = build(model_path, "");
   std::unique_ptr<analysis::AtlasResult> control;

@@ -8,6 +8,8 @@
 #include "test_support.h"
 
 #include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "headscope/model.h"
 #include "headscope/pipeline.h"
@@ -153,6 +155,53 @@ TEST(Ablation, DecoderGqaResumeKeepsGroupAndFillsTheCache) {
   }
   EXPECT_LE(worst, 1e-5f);
   EXPECT_GT(moved, 1e-3f) << "the ablation did not change the last row";
+}
+
+// The atlas's importance (make_atlas → atlas.json) is the Ablator's: its first N treebank sentences,
+// each head zero-ablated alone, the same mean over the texts. A treebank of three sentences, the
+// atlas told to use two of them; the oracle is the Ablator run directly on those two texts.
+TEST(AtlasImportance, EqualsTheAblatorOnTheFirstTreebankSentences) {
+  const std::string model_dir = testing::env_or_fail("HEADSCOPE_MODEL");
+  ASSERT_FALSE(model_dir.empty());
+  const std::filesystem::path tb = std::filesystem::temp_directory_path() / "headscope_atlas_importance.conllu";
+  const auto word = [](int id, const char* form, int head, const char* rel) {
+    return std::to_string(id) + "\t" + form + "\t_\t_\t_\t_\t" + std::to_string(head) + "\t" + rel + "\t_\t_\n";
+  };
+  testing::write_raw(tb.string(), "# text = The dog barked.\n" + word(1, "The", 2, "det") + word(2, "dog", 3, "nsubj") +
+                                      word(3, "barked", 0, "root") + word(4, ".", 3, "punct") + "\n" +
+                                      "# text = Cats sleep.\n" + word(1, "Cats", 2, "nsubj") + word(2, "sleep", 0, "root") +
+                                      word(3, ".", 2, "punct") + "\n" + "# text = Birds sing.\n" +
+                                      word(1, "Birds", 2, "nsubj") + word(2, "sing", 0, "root") + word(3, ".", 2, "punct") + "\n");
+  analysis::AtlasOptions o;
+  o.report_treebank = tb.string();
+  o.probe_count = 1;
+  o.probe_length = 8;
+  o.min_support = 1;
+  o.importance_texts = 2;
+  const AtlasFiles files = make_atlas(model_dir, "", o, "test", "test.png");
+  const nlohmann::json atlas = nlohmann::json::parse(files.json);
+  ASSERT_TRUE(atlas.contains("importance"));
+  EXPECT_EQ(atlas["importance"]["texts"].get<int>(), 2);
+  EXPECT_NE(files.markdown.find("## Importance (zero ablation)"), std::string::npos);
+  EXPECT_NE(files.markdown.find("| sink (norm) |"), std::string::npos);  // the norm-weighted sink share is reported
+
+  const Model& model = testing::default_model();
+  const Ablator direct(model, {model.encode("The dog barked ."), model.encode("Cats sleep .")}, AblateOptions{});
+  const int H = model.config().n_head;
+  for (const HeadRef head : {HeadRef{0, 0}, HeadRef{3, 7}, HeadRef{5, 5}}) {
+    const nlohmann::json& h = atlas["heads"][size_t(head.layer * H + head.head)];
+    ASSERT_EQ(h["layer"].get<int>(), head.layer);
+    ASSERT_EQ(h["head"].get<int>(), head.head);
+    const double want = direct.ablate({head}).effect;
+    EXPECT_GT(want, 0.0);
+    EXPECT_NEAR(h["importance"]["ablation"].get<double>(), want, 1e-9 * want) << head.layer << "." << head.head;
+  }
+  // Off: no importance anywhere.
+  o.importance_texts = 0;
+  const AtlasFiles off = make_atlas(model_dir, "", o, "test", "test.png");
+  EXPECT_FALSE(nlohmann::json::parse(off.json).contains("importance"));
+  EXPECT_EQ(off.markdown.find("## Importance"), std::string::npos);
+  std::filesystem::remove(tb);
 }
 
 }  // namespace

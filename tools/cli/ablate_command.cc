@@ -5,8 +5,12 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -24,11 +28,12 @@ namespace {
 struct AblateArgs {
   LoadOptions load;
   std::string model = default_model_dir();
-  std::string text, text_file, corpus, reference;
+  std::string text, text_file, corpus, reference, held_out;
   std::string heads;
   bool all_heads = false;
   bool prune = false;
   int prune_step = 1;
+  int random_orders = 1;
   std::string mode = "zero";
   uint64_t seed = 0;
   std::string json_path, csv_path;
@@ -58,10 +63,31 @@ void write_file(const std::string& path, const std::string& contents) {
   if (!out || !(out << contents)) throw Error(path + ": cannot write");
 }
 
+// Wall and CPU seconds (all threads) since construction: the machine may be shared, so both.
+struct Stopwatch {
+  std::chrono::steady_clock::time_point wall = std::chrono::steady_clock::now();
+  std::clock_t cpu = std::clock();
+  nlohmann::json seconds() const {
+    return {{"wall", std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count()},
+            {"cpu", double(std::clock() - cpu) / CLOCKS_PER_SEC}};
+  }
+};
+
+// The number of heads removed before the first point at ≥ 1 % change (Michel et al.'s share × n).
+int removable(const std::vector<PruningPoint>& curve) {
+  int k = 0;
+  for (const PruningPoint& p : curve) {
+    if (std::abs(p.change) >= 0.01) break;
+    k = p.removed;
+  }
+  return k;
+}
+
 void ablate(const AblateArgs& a) {
   if (a.threads > 0) omp_set_num_threads(a.threads);
   if (a.heads.empty() == !a.all_heads) throw Error("give either --heads (e.g. 3.1,2.8) or --all-heads");
   if (a.prune && !a.all_heads) throw Error("--prune needs --all-heads (the order comes from every head's importance)");
+  if (!a.held_out.empty() && !a.prune) throw Error("--held-out needs --prune (it is where the pruning curves are measured)");
   const Ablation::Mode mode = parse_ablation_mode(a.mode);
   auto model = load_model(a.model, a.load);
   const ModelConfig& c = model->config();
@@ -98,7 +124,9 @@ void ablate(const AblateArgs& a) {
       csv += line;
     }
   } else {
+    const Stopwatch importance_time;
     const std::vector<HeadImportance> imp = ablator.importance();
+    j["importance_seconds"] = importance_time.seconds();
     std::vector<double> effect, proxy;
     for (const HeadImportance& h : imp) effect.push_back(h.ablation), proxy.push_back(h.proxy);
     const double rho = spearman(effect, proxy);
@@ -113,34 +141,71 @@ void ablate(const AblateArgs& a) {
     std::vector<HeadImportance> ranked = imp;
     std::stable_sort(ranked.begin(), ranked.end(),
                      [](const HeadImportance& x, const HeadImportance& y) { return x.ablation > y.ablation; });
-    std::printf("importance of %zu heads over %zu text(s) (%s, %s); Spearman vs proxy %.3f\n", imp.size(),
-                texts.size(), measure, ablation_mode_name(mode), rho);
+    std::printf("importance of %zu heads over %zu text(s) (%s, %s) in %.1f s wall, %.1f s CPU; Spearman vs proxy %.3f\n",
+                imp.size(), texts.size(), measure, ablation_mode_name(mode),
+                j["importance_seconds"]["wall"].get<double>(), j["importance_seconds"]["cpu"].get<double>(), rho);
     for (size_t i = 0; i < std::min<size_t>(10, ranked.size()); ++i)
       std::printf("  %-6s %.6g  (proxy %.4f)\n", head_name(ranked[i].head).c_str(), ranked[i].ablation,
                   ranked[i].proxy);
     if (a.prune) {
-      // Michel et al. 2019: least important first, against a random order of the same heads.
-      std::vector<HeadRef> by_importance, random;
+      // Michel et al. 2019: least important first, against random orders of the same heads (seeds
+      // seed, seed + 1, ...). The curves are measured on --held-out when given, else on the texts.
+      const Stopwatch prune_time;
+      std::unique_ptr<Ablator> held_out;
+      if (!a.held_out.empty()) {
+        AblateOptions o;
+        o.mode = mode;
+        o.seed = a.seed;
+        if (!a.reference.empty()) o.reference = encode_all(*model, read_lines(a.reference));
+        held_out = std::make_unique<Ablator>(*model, encode_all(*model, read_lines(a.held_out)), std::move(o));
+      }
+      const Ablator& curves = held_out ? *held_out : ablator;
+      std::vector<HeadRef> by_importance;
       for (auto it = ranked.rbegin(); it != ranked.rend(); ++it) by_importance.push_back(it->head);
-      for (const HeadImportance& h : imp) random.push_back(h.head);
-      std::mt19937_64 rng(a.seed);
-      std::shuffle(random.begin(), random.end(), rng);
-      const auto curve_a = ablator.pruning_curve(by_importance, a.prune_step);
-      const auto curve_b = ablator.pruning_curve(random, a.prune_step);
-      const auto removable = [](const std::vector<PruningPoint>& curve) {  // before the first point ≥ 1 %
-        int k = 0;
-        for (const PruningPoint& p : curve) {
-          if (std::abs(p.change) >= 0.01) break;
-          k = p.removed;
-        }
-        return k;
-      };
+      const auto curve_a = curves.pruning_curve(by_importance, a.prune_step);
+      nlohmann::json randoms = nlohmann::json::array(), shares = nlohmann::json::array();
+      std::vector<std::vector<PruningPoint>> curve_r;
       const double n = double(imp.size());
-      j["pruning"] = {{"importance_order", curve_a}, {"random_order", curve_b},
+      for (int r = 0; r < a.random_orders; ++r) {
+        std::vector<HeadRef> random;
+        for (const HeadImportance& h : imp) random.push_back(h.head);
+        std::mt19937_64 rng(a.seed + uint64_t(r));
+        std::shuffle(random.begin(), random.end(), rng);
+        curve_r.push_back(curves.pruning_curve(random, a.prune_step));
+        randoms.push_back(curve_r.back());
+        shares.push_back(removable(curve_r.back()) / n);
+      }
+      // Per point: mean and sample sd of the change over the random orders.
+      nlohmann::json summary = nlohmann::json::array();
+      double share_mean = 0, share_sd = 0;
+      for (const auto& s : shares) share_mean += s.get<double>() / double(shares.size());
+      for (const auto& s : shares) share_sd += std::pow(s.get<double>() - share_mean, 2);
+      share_sd = shares.size() > 1 ? std::sqrt(share_sd / double(shares.size() - 1)) : 0.0;
+      for (size_t p = 0; p < curve_a.size(); ++p) {
+        double mean = 0, sd = 0;
+        for (const auto& c : curve_r) mean += c[p].change / double(curve_r.size());
+        for (const auto& c : curve_r) sd += std::pow(c[p].change - mean, 2);
+        sd = curve_r.size() > 1 ? std::sqrt(sd / double(curve_r.size() - 1)) : 0.0;
+        summary.push_back({{"removed", curve_a[p].removed}, {"change_mean", mean}, {"change_sd", sd}});
+      }
+      j["pruning"] = {{"texts", curves.texts().size()},
+                      {"held_out", !a.held_out.empty()},
+                      {"importance_order", curve_a},
+                      {"random_order", curve_r.front()},
+                      {"random_orders", randoms},
+                      {"random_summary", summary},
                       {"removable_share_importance", removable(curve_a) / n},
-                      {"removable_share_random", removable(curve_b) / n}};
-      std::printf("pruning: %.1f %% of heads removable at < 1 %% change in importance order, %.1f %% in random order\n",
-                  100 * removable(curve_a) / n, 100 * removable(curve_b) / n);
+                      {"removable_share_random", shares.front()},
+                      {"removable_shares_random", shares},
+                      {"seconds", prune_time.seconds()}};
+      std::printf("pruning over %zu %s text(s): %.1f %% of heads removable at < 1 %% change in importance order, "
+                  "%.1f %% ± %.1f %% in %d random order(s) in %.1f s wall, %.1f s CPU\n",
+                  curves.texts().size(), held_out ? "held-out" : "", 100 * removable(curve_a) / n, 100 * share_mean,
+                  100 * share_sd, a.random_orders, j["pruning"]["seconds"]["wall"].get<double>(),
+                  j["pruning"]["seconds"]["cpu"].get<double>());
+      for (size_t p = 0; p < curve_a.size(); ++p)
+        std::printf("  %4d removed: %.4g importance order, %.4g ± %.4g random\n", curve_a[p].removed, curve_a[p].change,
+                    summary[p]["change_mean"].get<double>(), summary[p]["change_sd"].get<double>());
     }
   }
   if (!a.json_path.empty()) write_file(a.json_path, j.dump(1) + "\n");
@@ -163,6 +228,12 @@ void add_ablate_command(CLI::App& app) {
   auto* all = cmd->add_flag("--all-heads", args->all_heads, "ablate every head alone: importance and its proxy");
   heads->excludes(all);
   cmd->add_flag("--prune", args->prune, "with --all-heads: pruning curves in importance and random order");
+  cmd->add_option("--held-out", args->held_out,
+                  "with --prune: texts (one per line) the pruning curves are measured on; the order comes from --corpus")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--random-orders", args->random_orders,
+                  "with --prune: random orders (seeds --seed, --seed + 1, ...), reported as mean and sd")
+      ->check(CLI::Range(1, 100));
   cmd->add_option("--prune-step", args->prune_step, "heads added between two points of a pruning curve")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--mode", args->mode, "zero | mean | resample")->capture_default_str();

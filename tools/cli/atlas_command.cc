@@ -67,6 +67,7 @@ std::string command_line(const AtlasArgs& a) {
   if (!o.select_coref.empty()) s += " --select-coref " + o.select_coref;
   if (!o.corpus.empty()) s += " --corpus " + o.corpus;
   if (o.text_roles) s += " --text-roles";
+  if (o.importance_texts >= 0) s += " --importance " + std::to_string(o.importance_texts);
   s += " --out " + a.out;
   if (a.name != "atlas") s += " --name " + a.name;
   return s;
@@ -139,6 +140,10 @@ void add_atlas_command(CLI::App& app) {
   cmd->add_option("--seed", args->options.seed, "Seed of the probe's random tokens");
   cmd->add_option("--min-support", args->options.min_support, "Report relations with at least this many dependents")
       ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--importance", args->options.importance_texts,
+                  "Zero-ablate every head over the first N report-treebank sentences (0: off; default: 50 for models "
+                  "with at most 144 heads, else off)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1000}));
   cmd->add_option("--threads", args->threads, "Threads for the forward pass (default: all cores)");
   cmd->add_flag("--quiet,-q", args->quiet, "No progress bar");
   cmd->callback([args]() { run(*args); });

@@ -88,7 +88,8 @@ TEST(ServerAblate, DecoderEffectAndNextTokenEqualTheAblator) {
   const float* row = cap.logits.ptr() + (T - 1) * V;
   double z = 0;
   for (int64_t v = 0; v < V; ++v) z += std::exp(double(row[v]) - double(row[e.last_top1_before]));
-  EXPECT_NEAR(j["next_before"]["p"].get<double>(), 1.0 / z, 1e-12);
+  // The pipeline sums the vocabulary with the vectorised float exp (within 2 ulp of std::exp).
+  EXPECT_NEAR(j["next_before"]["p"].get<double>(), 1.0 / z, 1e-6 / z);
   for (int64_t v = 0; v < V; ++v) ASSERT_LE(row[v], row[e.last_top1_before]);
 }
 

@@ -1,6 +1,6 @@
 // Causal evidence in the explorer (issue 16, item 5) on one live server: importance badges on the
-// layer tiles and in the head panel, "Ablate this head" on the trophy sentence (L3H1 as the page
-// counts, index 2.0: the atlas's coreference head of all-MiniLM-L6-v2) equal to the API's number,
+// layer tiles and in the head panel, "Ablate this head" on the trophy sentence (L4H2 as the page
+// counts, index 3.1: the atlas's coreference head of all-MiniLM-L6-v2) equal to the API's number,
 // the measured "Why several heads?" paragraphs, and a 390 × 844 screen. On a decoder (SmolLM2) the
 // next-token prediction before → after. Screenshots go to test-results/ (prefix 16-<model>-).
 import assert from 'node:assert/strict';
@@ -9,7 +9,7 @@ import { chromium } from 'playwright-core';
 import { CHROMIUM_ARGS } from './browser.mjs';
 
 const TROPHY = "The trophy didn't fit in the suitcase because it was too big.";
-const LAYER = 2, HEAD = 0;  // L3H1 as the page numbers heads
+const LAYER = 3, HEAD = 1;  // L4H2 as the page numbers heads (index 3.1)
 
 async function post(base, pathName, body) {
   const res = await fetch(base + pathName, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
@@ -53,7 +53,7 @@ export async function ablationTests(base, suite, outDir, { tag }) {
         assert.equal(rank, imp.rank[LAYER * model.n_head + HEAD]);
         assert.match(await page.textContent('#head-importance'), new RegExp(`importance #${rank} of ${n} \\(.* 1 − cos\\)`));
       });
-      await suite.test(`${tag}: ablating L3H1 changes the embedding by the API's 1 − cos`, async () => {
+      await suite.test(`${tag}: ablating L4H2 changes the embedding by the API's 1 − cos`, async () => {
         const api = await post(base, '/api/ablate', { text: TROPHY, truncate: true, heads: [[LAYER, HEAD]], mode: 'zero' });
         const data = await ablateInPage(page, 'zero', '#ablate-distance');
         assert.ok(api.effect > 0, `1 − cos ${api.effect}`);
@@ -62,7 +62,7 @@ export async function ablationTests(base, suite, outDir, { tag }) {
         const mean = await post(base, '/api/ablate', { text: TROPHY, truncate: true, heads: [[LAYER, HEAD]], mode: 'mean' });
         assert.equal(Number((await ablateInPage(page, 'mean', '#ablate-distance')).effect), mean.effect);
         await page.$eval('#ablate-box', (el) => el.scrollIntoView({ block: 'center' }));
-        await shot(page, 'ablate-L3H1');
+        await shot(page, 'ablate-L4H2');
       });
       await suite.test(`${tag}: "Why several heads?" gives measured numbers`, async () => {
         await page.waitForSelector('#why-most-vs-least[data-least-effect]', { timeout: 60000 });
@@ -83,7 +83,7 @@ export async function ablationTests(base, suite, outDir, { tag }) {
         assert.equal(Number(data.effect), api.effect);
         assert.match(await page.textContent('#ablate-loss'), /Mean next-token loss \d+\.\d+ → \d+\.\d+ nats/);
         await page.$eval('#ablate-box', (el) => el.scrollIntoView({ block: 'center' }));
-        await shot(page, 'ablate-L3H1');
+        await shot(page, 'ablate-L4H2');
       });
     }
     assert.deepEqual(errors, []);

@@ -48,7 +48,7 @@ export class App {
   /** Every head's ablation effect per text: the reply, 'measuring', or the server's refusal. */
   private importances = new Map<string, ImportanceResult | string>();
   /** What the last complete refresh drew from, so that importance can be drawn in without one. */
-  private drawn: { layer: Tensor; dec: Decomposition | null; plain: RunResult; tile?: TileFetcher } | null = null;
+  private drawn: { layer: Tensor; mapsLayer: Tensor; follows: boolean; dec: Decomposition | null; plain: RunResult; tile?: TileFetcher } | null = null;
   /** Set by Generate (and by a reload of its steps): the next refresh locks the selected step. */
   private lockStep = false;
 
@@ -266,7 +266,7 @@ export class App {
       if (stale()) return;
       this.projection.update(ctx, dec);
       this.why.update(ctx, dec, plain);
-      this.drawn = { layer, dec, plain, tile };
+      this.drawn = { layer, mapsLayer, follows, dec, plain, tile };
       // Importance that arrived while this refresh ran is drawn in now.
       if (this.importances.get(state.text) !== imp) void this.drawImportance(state.text);
       else document.body.setAttribute('data-importance', importanceState(imp));
@@ -303,9 +303,10 @@ export class App {
     const next: ViewContext = { ...ctx, importance: typeof imp === 'object' ? imp : null, importanceStatus: typeof imp === 'string' ? imp : undefined };
     this.ctx = next;
     const gen = this.generation;
-    if (!this.activeView().el.hidden) await this.activeView().render(next, drawn.layer);
+    if (!this.activeView().el.hidden)
+      await this.activeView().render(drawn.follows ? next : { ...next, maps: 'weights' }, drawn.follows ? drawn.mapsLayer : drawn.layer);
     if (gen !== this.generation) return;
-    this.headPanel.update(next, drawn.layer, drawn.tile);
+    this.headPanel.update(next, drawn.mapsLayer, drawn.tile);
     this.why.update(next, drawn.dec, drawn.plain);
     document.body.setAttribute('data-importance', importanceState(imp));
   }

@@ -149,6 +149,9 @@ Tensor attention_tile(const Model& model, const RunAnalysis& run, int layer, int
 // Every head's norm-weighted map ‖α_qk · v_k W_O,hᵀ‖ (Kobayashi et al. 2020): [n_layer, n_head, T, T].
 // Dense runs only (a streamed run keeps no maps): Error saying to add --maps dense otherwise.
 Tensor norm_weighted_attention(const RunAnalysis& run);
+// One head's slice of it, written to `out` [T, T] (the server's norm-weighted view). Dense runs
+// only; Error when the run kept no value norms.
+void norm_weighted_head(const RunAnalysis& run, int layer, int head, float* out);
 // Attention rollout (Abnar & Zuidema 2020), residual included: [n_layer, T, T], slice l the
 // rollout up to and including layer l. Dense runs only, as above.
 Tensor attention_rollout(const RunAnalysis& run);

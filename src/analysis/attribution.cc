@@ -12,6 +12,11 @@
 
 namespace headscope::analysis {
 
+void norm_weight_rows(const float* attention, const float* norms, int64_t T, int64_t Tk, float* out) {
+  for (int64_t q = 0; q < T; ++q)
+    for (int64_t k = 0; k < Tk; ++k) out[q * Tk + k] = attention[q * Tk + k] * norms[k];  // α_qk · ‖f_h(x_k)‖
+}
+
 Tensor norm_weighted_attention(const Tensor& attention, const Tensor& value_norms) {
   if (attention.rank() != 4) throw Error("norm-weighted attention: the run kept no attention maps (dense maps needed)");
   const int64_t L = attention.dim(0), H = attention.dim(1), T = attention.dim(2), Tk = attention.dim(3);
@@ -24,14 +29,8 @@ Tensor norm_weighted_attention(const Tensor& attention, const Tensor& value_norm
                         std::to_string(limits::kMaxNormWeightedBytes >> 20) +
                         " MiB; multiply each head's attention by its value norms (value_norms.npy) instead");
   Tensor out({L, H, T, Tk}, Tensor::Uninitialized{});
-  for (int64_t lh = 0; lh < L * H; ++lh) {
-    const float* n = value_norms.ptr() + lh * Tk;  // [Tk]
-    for (int64_t q = 0; q < T; ++q) {
-      const float* a = attention.ptr() + (lh * T + q) * Tk;
-      float* o = out.ptr() + (lh * T + q) * Tk;
-      for (int64_t k = 0; k < Tk; ++k) o[k] = a[k] * n[k];  // α_qk · ‖f_h(x_k)‖
-    }
-  }
+  for (int64_t lh = 0; lh < L * H; ++lh)
+    norm_weight_rows(attention.ptr() + lh * T * Tk, value_norms.ptr() + lh * Tk, T, Tk, out.ptr() + lh * T * Tk);
   return out;
 }
 

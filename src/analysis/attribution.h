@@ -13,6 +13,8 @@ namespace headscope::analysis {
 // ‖α_qk · f_h(x_k)‖ = α_qk · ‖f_h(x_k)‖ for every head: attention [n_layer, n_head, T, Tk] times
 // value_norms [n_layer, n_head, Tk] broadcast over the rows. Returns [n_layer, n_head, T, Tk].
 // Throws Error when the shapes disagree, ResourceError over limits::kMaxNormWeightedBytes.
+// One head's block: out[q, k] = attention[q, k] · norms[k] for T rows of Tk keys (α_qk · ‖f_h(x_k)‖).
+void norm_weight_rows(const float* attention, const float* norms, int64_t T, int64_t Tk, float* out);
 Tensor norm_weighted_attention(const Tensor& attention, const Tensor& value_norms);
 
 // Attention rollout: per layer Â_l = 0.5 · mean_h A_l,h + 0.5 · I with every row renormalised to sum

@@ -379,10 +379,8 @@ HttpReply Api::attention(std::string_view body) {
           std::copy_n(src, block, dst);
           continue;
         }
-        // α_qk · ‖v_k W_O,hᵀ‖, as norm_weighted_attention() computes it, then rows to shares.
-        const float* norms = record->capture.value_norms.ptr() + (static_cast<int64_t>(l) * c.n_head + h) * T;
-        for (int64_t q = 0; q < T; ++q)
-          for (int64_t k = 0; k < T; ++k) dst[q * T + k] = src[q * T + k] * norms[k];
+        // α_qk · ‖v_k W_O,hᵀ‖ (the pipeline's norm_weighted_attention, one head), then rows to shares.
+        norm_weighted_head(*record, l, h, dst);
         renormalise_rows(dst, T, T);
       }
     if (req.view != AttentionView::kWeights && req.text.level == Level::kWord)

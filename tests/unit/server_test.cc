@@ -104,6 +104,13 @@ TEST(ServerGate, WrongMethodOnAKnownPathIs405WithAllow) {
   const auto get = check_request(head("GET", "/api/attention", {{"Host", "localhost"}}), gate_options());
   ASSERT_TRUE(get);
   EXPECT_EQ(get->allow, "POST");
+  // Every POST endpoint is in the table, /api/link included (it once answered a GET with 404).
+  for (const char* path : {"/api/link", "/api/ablate", "/api/importance", "/api/tile", "/api/overview"}) {
+    const auto wrong = check_request(head("GET", path, {{"Host", "localhost"}}), gate_options());
+    ASSERT_TRUE(wrong) << path;
+    EXPECT_EQ(wrong->status, 405) << path;
+    EXPECT_EQ(wrong->allow, "POST") << path;
+  }
   EXPECT_EQ(status_of(head("POST", "/index.html", {{"Host", "localhost"}, {"Content-Length", "0"}})), 405);
   EXPECT_EQ(status_of(head("HEAD", "/api/model", {{"Host", "localhost"}})), 0);
   // An unknown API path is left to the router (404), whatever the method.

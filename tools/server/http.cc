@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <stdexcept>
+#include <string_view>
 #include <httplib.h>
 #include <sys/socket.h>
 
@@ -135,7 +137,17 @@ void configure_http(httplib::Server& http, Api& api, const HttpOptions& options)
   http.Get("/api/model", [&api](const httplib::Request&, httplib::Response& res) { send(res, api.model_info()); });
   http.Get("/api/health", [&api](const httplib::Request&, httplib::Response& res) { send(res, api.health()); });
   const size_t max_body = options.max_body_bytes;
+  // Every route is also in the gate's table (gate.cc), which answers a wrong method with 405 and
+  // Allow; a route missing there would answer 404 to a GET instead, so the server refuses to start.
+  const auto in_gate_table = [](std::string_view path, std::string_view method) {
+    for (const Route& route : api_routes())
+      if (route.path == path && route.method == method) return;
+    throw std::logic_error("route " + std::string(method) + " " + std::string(path) + " is missing from api_routes() in gate.cc");
+  };
+  in_gate_table("/api/model", "GET");
+  in_gate_table("/api/health", "GET");
   const auto post = [&](const char* path, Endpoint endpoint) {
+    in_gate_table(path, "POST");
     http.Post(path, [&api, endpoint, max_body](const httplib::Request&, httplib::Response& res,
                                                const httplib::ContentReader& reader) {
       std::string body;

@@ -141,7 +141,26 @@ struct LoadOptions {
   // (MemAvailable in /proc/meminfo, less limits::kRunMemoryMarginBytes), or the environment
   // variable HEADSCOPE_MEMORY_BUDGET (bytes) when it is set.
   uint64_t run_memory_budget = 0;
+  // Bytes the loaded weights may take; 0 = what the system has available (MemAvailable less
+  // limits::kRunMemoryMarginBytes). Model::load estimates the weights' size from the file headers
+  // before reading any weight (load_estimate) and refuses a model over it with a ResourceError
+  // that gives the estimate and the largest model that would fit, instead of being killed by
+  // the kernel halfway through.
+  uint64_t load_memory_budget = 0;
 };
+
+// What loading a model will hold, from its files' headers alone (no weight is read).
+struct LoadEstimate {
+  uint64_t parameters = 0;  // numbers stored in the weight tensors
+  uint64_t file_bytes = 0;  // the weight files' size on disk (mapped, read once)
+  uint64_t bytes = 0;       // resident bytes after loading: weights expanded to fp32, plus copies
+};
+// Throws Error for a path that is not a model (the loader's own messages).
+LoadEstimate load_estimate(const std::string& path);
+// Throws ResourceError when load_estimate(path).bytes is over options.load_memory_budget (0: what
+// the system has available), naming the estimate and the largest model that would fit.
+// Model::load calls it first.
+void check_load_memory(const std::string& path, const LoadOptions& options);
 
 class Model {
  public:

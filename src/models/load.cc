@@ -7,6 +7,7 @@
 #include "headscope/limits.h"
 #include "headscope/model.h"
 #include "io/gguf.h"
+#include "io/safetensors.h"
 #include "models/families.h"
 
 namespace headscope {
@@ -67,6 +68,33 @@ std::unique_ptr<Model> load_family(const std::string& path, models::WeightCheck&
 
 }  // namespace
 
+LoadEstimate load_estimate(const std::string& path) {
+  LoadEstimate e;
+  if (path.empty() || !fs::exists(path)) throw Error((path.empty() ? std::string("no model given") : path + ": no such file or directory"));
+  if (const std::string gguf = gguf_file_of(path); !gguf.empty()) {
+    const io::GgufFile file(gguf);
+    for (const auto& [name, t] : file.tensors()) {
+      e.parameters += uint64_t(t.numel());
+      e.file_bytes += t.nbytes;
+    }
+  } else {
+    const io::WeightStore store = io::WeightStore::open_dir(path);
+    for (const std::string& name : store.names()) {
+      const io::RawTensor& raw = store.raw(name);
+      uint64_t n = 1;
+      for (int64_t d : raw.shape) n *= uint64_t(d);
+      e.parameters += n;
+      e.file_bytes += raw.nbytes;
+    }
+  }
+  // fp32 weights, plus what the loaders and kernels add on top: the fused Q|K|V copies and the
+  // packed layouts of the linear layers (an eighth is above what the two real models of the tests
+  // measure), and the vocabulary and tokenizer tables.
+  const uint64_t fp32 = 4 * e.parameters;
+  e.bytes = fp32 + fp32 / 8 + limits::kLoadOverheadBytes;
+  return e;
+}
+
 namespace models {
 
 void WeightCheck::operator()(const Tensor& t, const std::string& name, const std::string& file) {
@@ -98,6 +126,7 @@ std::vector<std::string> WeightCheck::warnings() const {
 }  // namespace models
 
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& options) {
+  check_load_memory(path, options);
   models::WeightCheck check(options.strict);
   std::unique_ptr<Model> model = load_family(path, check);
   model->warnings_ = check.warnings();

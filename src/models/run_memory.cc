@@ -1,4 +1,5 @@
-// headscope — the memory check every run makes before it allocates (Model::check_run_memory).
+// headscope — the memory checks made before allocating: a model's weights before they are loaded
+// (check_load_memory) and every run's buffers (Model::check_run_memory).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -35,7 +36,28 @@ std::string gib(uint64_t bytes) {
   return buf;
 }
 
+std::string millions(uint64_t n) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1fM", double(n) / 1e6);
+  return buf;
+}
+
 }  // namespace
+
+void check_load_memory(const std::string& path, const LoadOptions& options) {
+  uint64_t budget = options.load_memory_budget;
+  if (budget == 0) {
+    const uint64_t available = mem_available();
+    if (available == 0) return;  // unknown: let the allocator decide
+    budget = available > limits::kRunMemoryMarginBytes ? available - limits::kRunMemoryMarginBytes : 0;
+  }
+  const LoadEstimate e = load_estimate(path);
+  if (e.bytes <= budget) return;
+  const uint64_t per_weight = e.parameters > 0 ? std::max<uint64_t>(1, e.bytes / e.parameters) : 4;
+  throw ResourceError(path + ": loading needs about " + gib(e.bytes) + " (" + millions(e.parameters) +
+                      " weights, kept as fp32) but " + gib(budget) + " is available; a model of up to about " +
+                      millions(budget / per_weight) + " weights would fit (free some memory, or pick a smaller model)");
+}
 
 uint64_t Model::run_memory_budget() const {
   if (options_.run_memory_budget > 0) return options_.run_memory_budget;

@@ -64,16 +64,19 @@ def test_tour_notebook_runs_and_its_views_draw(tmp_path, monkeypatch):
     pages.append((saved, False, payload_of(saved.read_text()), "notebook-save-html"))
     assert len(pages) == 4, [p[3] for p in pages]  # three show() cells and the saved file
 
+    # The layer views are hovered; the others (head panel, model grid) checked for a drawn canvas.
+    canvases = {"head": "#head-panel canvas", "model": "#model-grid"}
     checks, expected = [], []
     for f, frame, data, name in pages:
         a = data["attention"]
         attention = np.frombuffer(base64.b64decode(a["data"]), "<f4").reshape(a["shape"])
-        layer, head = data["layer"], data["head"]
-        if data["view"] != "layer":  # only the layer view has one tile per head to hover
-            continue
-        checks.append({"file": str(f), "frame": frame, "layer": layer, "head": head, "q": Q, "k": K,
-                       "n": attention.shape[-1], "expected": float(attention[layer, head, Q, K]),
-                       "shot": str(RESULTS / f"embed-{name}.png")})
-        expected.append(checks[-1]["expected"])
-    assert len(checks) == 2
-    assert_drawn(browser_check(checks, tmp_path), expected)
+        layer, head, view = data["layer"], data["head"], data["view"]
+        check = {"file": str(f), "frame": frame, "head": head, "shot": str(RESULTS / f"embed-{name}.png")}
+        if view == "layer":
+            check.update(q=Q, k=K, n=attention.shape[-1], expected=float(attention[layer, head, Q, K]))
+        else:
+            check["canvas"] = canvases[view]
+        checks.append(check)
+        expected.append(check.get("expected"))
+    assert sorted(d["view"] for _, _, d, _ in pages) == ["head", "layer", "layer", "model"]
+    assert_drawn(browser_check(checks, tmp_path), expected, min_ink=0.1)

@@ -76,7 +76,7 @@ class EmbeddedExplorer {
         h('p', { class: 'embed-text', id: 'embed-text' }, run.text),
         h('div', { class: 'panel toolbar embed-toolbar' }, this.tabs, h('label', {}, 'Layer ', this.layerSelect), h('label', {}, ' Head ', this.headSelect)),
         this.slot,
-        h('p', { class: 'muted small', id: 'embed-note' }, `Embedded result: the attention of this text only. Ablation, head importance, generation, the W_O decomposition, word level and other texts ${NEEDS_MODEL}.`),
+        h('p', { class: 'muted small', id: 'embed-note' }, 'Embedded result: the attention of this text and its statistics only. Ablation, head importance, generation, the W_O decomposition, word level and other texts need the model: open the text in `headscope serve` for them.'),
       ),
     );
     void this.render();

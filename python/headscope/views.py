@@ -211,6 +211,8 @@ def show_attention(attn: Any, tokens: Sequence[str], *, view: str = "layer", spe
     [1, H, T, T] tensors transformers returns with output_attentions=True. headscope computes
     each head's statistics and roles (``_core.analyse_attention``); with `path`, also saved."""
     _check_view(view)
+    if view == "projection":
+        raise ValueError("view 'projection' draws the model's W_O, which attention from elsewhere does not have")
     tokens = [str(t) for t in tokens]
     a = check_attention(attn, len(tokens))
     if special is not None:

@@ -112,6 +112,8 @@ def test_show_attention_refuses_what_is_not_attention():
         views.check_attention((good[None, None][0], np.stack([good, good])[None][0]), 3)
     with pytest.raises(ValueError, match="special has 2 flags for 3 tokens"):
         views.show_attention(good, tokens, special=[True, False])
+    with pytest.raises(ValueError, match="view 'projection' draws the model's W_O"):
+        views.show_attention(good, tokens, view="projection")
     assert views.check_attention(good.astype(np.float64), 3).dtype == np.float32
 
 

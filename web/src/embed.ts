@@ -90,8 +90,9 @@ class EmbeddedExplorer {
   private async render(): Promise<void> {
     const gen = ++this.generation;
     const s = this.state, m = this.api.modelInfo, run = this.api.payload.run;
+    // Attention from elsewhere (show_attention) has no model dimensions: no W_O diagram to draw.
     this.tabs.replaceChildren(
-      ...EMBED_VIEWS.map((v) =>
+      ...EMBED_VIEWS.filter((v) => v.id !== 'projection' || m.d_model > 0).map((v) =>
         h('button', { type: 'button', role: 'tab', class: v.id === s.view ? 'tab active' : 'tab', 'data-view': v.id, 'aria-selected': String(v.id === s.view), onclick: () => this.setState({ view: v.id }) }, v.label),
       ),
     );
@@ -110,7 +111,7 @@ class EmbeddedExplorer {
         this.headPanel.update(ctx, layer);
       } else {
         this.slot.replaceChildren(this.projection.el);
-        this.projection.update(ctx, null, `The numbers of the W_O decomposition ${NEEDS_MODEL}.`);
+        this.projection.update(ctx, null, `The W_O decomposition of a token ${NEEDS_MODEL}.`);
       }
       if (gen !== this.generation) return;
       document.body.setAttribute('data-ready', String(gen));

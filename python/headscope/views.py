@@ -27,6 +27,10 @@ VIEWS = ("layer", "model", "head", "lines", "projection", "compare")
 BUNDLE = Path(__file__).with_name("_web") / "headscope-embed.js"
 # How far a row of attention may sum from 1 (float32 softmax, or float16 from a framework).
 ROW_SUM_TOLERANCE = 1e-2
+# Largest attention tensor a page embeds (float32 bytes; the page holds 4/3 of it as base64): 32 MiB
+# is e.g. SmolLM2 (30 × 9 heads) at 128 tokens with room to spare, and a notebook still opens
+# quickly; longer texts belong in `headscope serve`, which sends one layer at a time.
+MAX_EMBED_BYTES = 32 << 20
 
 
 class View:
@@ -67,6 +71,11 @@ def _check_view(view: str) -> None:
 
 def _attention_json(attention: np.ndarray) -> dict:
     a = np.ascontiguousarray(attention, dtype="<f4")
+    if a.nbytes > MAX_EMBED_BYTES:
+        L, H, T, _ = a.shape
+        raise ValueError(f"attention [{L}, {H}, {T}, {T}] is {a.nbytes / 2**20:.1f} MiB of float32, over the "
+                         f"{MAX_EMBED_BYTES >> 20} MiB a page embeds (headscope.views.MAX_EMBED_BYTES); "
+                         "show a shorter text, or open it in `headscope serve`")
     return {"shape": list(a.shape), "dtype": "float32", "data": base64.b64encode(a.tobytes()).decode("ascii")}
 
 

@@ -89,6 +89,12 @@ def test_show_is_an_iframe_holding_the_page(result):
         views.show(result, "heads")
 
 
+def test_page_refuses_attention_over_its_budget(result, monkeypatch):
+    monkeypatch.setattr(views, "MAX_EMBED_BYTES", result.attention.nbytes - 1)
+    with pytest.raises(ValueError, match=r"attention \[6, 12, 13, 13\] is 0.0 MiB of float32, over the 0 MiB"):
+        views.save_html(result, "/nonexistent/never-written.html")
+
+
 def test_show_attention_refuses_what_is_not_attention():
     tokens = ["a", "b", "c"]
     good = np.full((2, 3, 3), 1 / 3, np.float32)

@@ -31,10 +31,12 @@ Q, K = 2, 5
 
 
 def has_core() -> bool:
+    """Whether the package's built extension is importable (not a stand-in module)."""
     try:
-        return importlib.util.find_spec("headscope._core") is not None
-    except ImportError:
+        spec = importlib.util.find_spec("headscope._core")
+    except (ImportError, ValueError):
         return False
+    return spec is not None and spec.origin is not None and Path(spec.origin).is_file()
 
 
 @pytest.mark.skipif(not views.BUNDLE.is_file(), reason="no embedded bundle: make web-embed")

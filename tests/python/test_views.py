@@ -139,10 +139,10 @@ def test_pages_draw_heatmaps_with_the_arrays_values(result, tmp_path):
 
 
 @needs_bundle
-def test_show_attention_from_transformers_tuple(result, tmp_path):
+def test_show_attention_from_transformers_tuple(result, tmp_path, monkeypatch):
     """Bring your own attention: transformers' tuple of [1, H, T, T] tensors of the same text."""
     torch = pytest.importorskip("torch")
-    views_standin.install()
+    views_standin.install(monkeypatch)
     layers = tuple(torch.from_numpy(result.attention[l][None].copy()) for l in range(result.attention.shape[0]))
     run = json.loads(result.json())
     tokens = [t["text"] for t in run["tokens"]]

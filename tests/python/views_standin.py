@@ -77,15 +77,18 @@ def analyse_attention(attention, tokens, special=None) -> str:
     raise NotImplementedError("the stand-in analyses only the maps of runs it made; build headscope._core")
 
 
-def install():
-    """Makes `import headscope` offer load/show/save_html/show_attention through the stand-in."""
+def install(monkeypatch=None):
+    """Makes `import headscope` offer load/show/save_html/show_attention through the stand-in
+    (in a pytest process, pass its monkeypatch so that the stand-in leaves with the test)."""
     import headscope
     from headscope import views
 
     core = types.ModuleType("headscope._core")
     core.analyse_attention = analyse_attention
-    sys.modules["headscope._core"] = core
-    headscope._core = core
-    headscope.load = StandInModel
-    headscope.show, headscope.save_html, headscope.show_attention = views.show, views.save_html, views.show_attention
+    setitem = monkeypatch.setitem if monkeypatch else (lambda d, k, v: d.__setitem__(k, v))
+    setattr_ = monkeypatch.setattr if monkeypatch else setattr
+    setitem(sys.modules, "headscope._core", core)
+    for name, value in (("_core", core), ("load", StandInModel), ("show", views.show),
+                        ("save_html", views.save_html), ("show_attention", views.show_attention)):
+        setattr_(headscope, name, value, raising=False) if monkeypatch else setattr_(headscope, name, value)
     return headscope

@@ -8,7 +8,7 @@ BUILD := build
 GOLDENS := $(BUILD)/goldens
 DEMO_TEXT := The animal didn't cross the street because it was too tired.
 
-.PHONY: all setup build evidence goldens test test-cpp test-web test-sanitize test-fuzz fuzz fuzz-build demo bench clean
+.PHONY: all setup build evidence goldens test test-cpp test-web test-views web-embed test-sanitize test-fuzz fuzz fuzz-build demo bench clean
 
 all: build
 
@@ -36,6 +36,18 @@ test-cpp: build goldens evidence
 
 test-web: build evidence
 	@if [ -f web/package.json ]; then cd web && HEADSCOPE_DATA=$(abspath ../shared/data) npm test --silent; fi
+
+# The explorer's views for the Python package: one self-contained script (web/vite.embed.config.ts)
+# written into python/headscope/_web/, which the wheel ships (a build output, not committed).
+web-embed: setup
+	@cd web && npx vite build --config vite.embed.config.ts --logLevel warn
+
+# show() / save_html() / show_attention() and the tour notebook, executed in a Jupyter kernel and
+# drawn in Chromium (tests/python/test_views.py, test_notebook.py; about a minute).
+test-views: build evidence web-embed
+	@HEADSCOPE_BIN=$(abspath $(BUILD)/headscope) HEADSCOPE_MODEL=$(abspath $(MODEL)) HEADSCOPE_DATA=$(abspath ../shared/data) \
+	  HEADSCOPE_CACHE_DIR=$(EVIDENCE_CACHE) HF_HUB_OFFLINE=1 OMP_NUM_THREADS=2 \
+	  $(PY) -m pytest -q -p no:cacheprovider --rootdir tests/python tests/python/test_views.py tests/python/test_notebook.py
 
 # The same C++ and reference tests on a build with AddressSanitizer and UndefinedBehaviorSanitizer
 # (preset "sanitize"): any out-of-bounds access, use after free, leak or undefined behaviour fails.

@@ -64,9 +64,10 @@ if [ -f web/package.json ]; then
     echo "setup: npm ci in web/"
     (cd web && npm ci --no-audit --no-fund --loglevel=error)
   fi
-  # Rebuild web/dist when it is missing or older than any source of the UI.
-  if [ ! -f web/dist/index.html ] || [ -n "$(find web/index.html web/package-lock.json web/vite.config.ts web/src -newer web/dist/index.html -print -quit)" ]; then
-    echo "setup: building the web UI (web/dist)"
+  # Rebuild web/dist and the Python package's embedded views (python/headscope/_web) when either
+  # is missing or older than any source of the UI.
+  if [ ! -f web/dist/index.html ] || [ ! -f python/headscope/_web/headscope-embed.js ] || [ -n "$(find web/index.html web/package-lock.json web/vite.config.ts web/vite.embed.config.ts web/src -newer web/dist/index.html -print -quit)" ]; then
+    echo "setup: building the web UI (web/dist, python/headscope/_web)"
     (cd web && npm run build --silent >/dev/null)
   fi
 fi

@@ -152,7 +152,8 @@ export class ProjectionView implements ExportableView {
     );
   }
 
-  update(ctx: ViewContext, dec: Decomposition | null): void {
+  /** dec null: still loading, or, when `unavailable` says why, not to be had (embedded results). */
+  update(ctx: ViewContext, dec: Decomposition | null, unavailable?: string): void {
     this.ctx = ctx;
     this.dec = dec;
     const { model, state, run } = ctx;
@@ -174,7 +175,7 @@ export class ProjectionView implements ExportableView {
     for (const chip of this.tokens.children) chip.setAttribute('aria-pressed', String(Number(chip.getAttribute('data-token')) === state.token));
     clear(this.body);
     if (!dec) {
-      this.body.appendChild(h('p', { class: 'muted' }, 'Loading the decomposition…'));
+      this.body.appendChild(h('p', { class: 'muted', id: 'decomposition-note' }, unavailable ?? 'Loading the decomposition…'));
       return;
     }
     this.renderVectors(ctx, dec);

@@ -13,6 +13,7 @@
 // (d_model / n_head)^−½ for the 62-layer 27B); Gemma 2 GGUF alternates, from a sliding layer 0.
 #include <cmath>
 #include <filesystem>
+#include <string_view>
 
 #include "headscope/limits.h"
 #include "io/gguf.h"
@@ -229,9 +230,19 @@ class IdsOnlyTokenizer final : public Tokenizer {
     return id >= 0 && size_t(id) < tokens_.size() ? tokens_[size_t(id)] : std::string();
   }
   std::string decode(const std::vector<int32_t>& ids) const override {
+    static constexpr std::string_view kSpace = "\xE2\x96\x81";  // SentencePiece's "▁" stands for a space
     std::string out;
-    for (int32_t id : ids) out += token_text(id);
-    for (size_t i = 0; (i = out.find("\xE2\x96\x81", i)) != std::string::npos;) out.replace(i, 3, " ");  // ▁ → space
+    for (int32_t id : ids) {
+      const std::string piece = token_text(id);
+      for (size_t i = 0; i < piece.size();) {
+        if (std::string_view(piece).substr(i, kSpace.size()) == kSpace) {
+          out += ' ';
+          i += kSpace.size();
+        } else {
+          out += piece[i++];
+        }
+      }
+    }
     return out;
   }
   int32_t vocab_size() const override { return int32_t(tokens_.size()); }

@@ -168,7 +168,21 @@ def main(model_dir: pathlib.Path, out_dir: pathlib.Path) -> None:
         if name in ("qwen3", "gemma3_text"):
             arch = {"qwen3": "qwen3", "gemma3_text": "gemma3"}[name]
             write_gguf(out / f"{name}.gguf", arch, model, json.loads(tok.to_str()))
+        if name == "gemma3_text":
+            multimodal_folder(out / "gemma3_multimodal", d)
     gemma_270m_goldens(out)
+
+
+def multimodal_folder(dst, text_dir):
+    """The tiny Gemma 3 as a multimodal checkpoint stores it: config model_type "gemma3" with the
+    text model in text_config, weights behind "language_model." (the Hub's layout); no vision tower."""
+    from safetensors.numpy import load_file, save_file
+    dst.mkdir(parents=True, exist_ok=True)
+    text_config = json.loads((text_dir / "config.json").read_text())
+    (dst / "config.json").write_text(json.dumps({"model_type": "gemma3", "text_config": text_config}, indent=1))
+    weights = load_file(str(text_dir / "model.safetensors"))
+    save_file({"language_model." + k: v for k, v in weights.items()}, str(dst / "model.safetensors"))
+    (dst / "tokenizer.json").write_bytes((text_dir / "tokenizer.json").read_bytes())
 
 
 if __name__ == "__main__":

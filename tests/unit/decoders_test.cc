@@ -139,6 +139,14 @@ TEST(Decoders, Qwen3QkNorm) { check_hf_folder("qwen3"); }
 TEST(Decoders, GemmaGeGluScaledEmbeddings) { check_hf_folder("gemma"); }
 TEST(Decoders, Gemma2SandwichNormsSoftCapping) { check_hf_folder("gemma2"); }
 TEST(Decoders, Gemma3LocalGlobalLayers) { check_hf_folder("gemma3_text"); }
+// The same weights as a multimodal "gemma3" checkpoint holds its text model (text_config,
+// "language_model." prefix): the same goldens.
+TEST(Decoders, Gemma3TextOfMultimodalConfig) {
+  const auto prompts = read_goldens(goldens() / "gemma3_text");
+  ASSERT_FALSE(prompts.empty());
+  const auto model = Model::load((goldens() / "gemma3_multimodal").string());
+  check_model("gemma3 text_config", *model, prompts, kF32, true);
+}
 
 // The same weights converted to GGUF (f32): Llama's Q/K rows are permuted into the interleaved
 // RoPE layout by the conversion, so agreement checks that layout too.

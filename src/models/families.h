@@ -57,8 +57,10 @@ DecoderHyper gpt2_config(const io::GgufFile& file);
 // bert.cc — BERT / sentence-transformers encoders ("bert", also MiniLM checkpoints).
 std::unique_ptr<Model> load_bert(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
 
-// llama.cc — the Llama family: "llama", "mistral", "qwen2" (and SmolLM, which is "llama").
+// llama.cc — the Llama family: "llama", "mistral", "qwen2", "qwen3" (and SmolLM, which is "llama").
 std::unique_ptr<Model> load_llama(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
+// gemma.cc — Gemma, Gemma 2, Gemma 3 ("gemma", "gemma2", "gemma3_text", and "gemma3"'s text_config).
+std::unique_ptr<Model> load_gemma(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
 // gpt2.cc — GPT-2.
 std::unique_ptr<Model> load_gpt2(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
 
@@ -67,6 +69,8 @@ std::unique_ptr<Model> load_gpt2(const std::string& dir, const nlohmann::json& c
 // general.name is often an internal training-run name).
 std::unique_ptr<Model> load_llama_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
                                        WeightCheck& check);
+std::unique_ptr<Model> load_gemma_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
+                                       WeightCheck& check);  // "gemma", "gemma2", "gemma3"
 std::unique_ptr<Model> load_gpt2_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
                                       WeightCheck& check);
 

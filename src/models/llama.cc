@@ -1,6 +1,7 @@
-// headscope — the Llama family (Touvron et al. 2023): Llama 2/3, Mistral, Qwen2, SmolLM.
+// headscope — the Llama family (Touvron et al. 2023): Llama 2/3, Mistral, Qwen2, Qwen3, SmolLM.
 // Pre-RMSNorm blocks, rotary positions, grouped-query attention, SwiGLU feed-forward
-// (transformers' modeling_llama.py; Qwen2 adds Q/K/V biases, Mistral a sliding window).
+// (transformers' modeling_llama.py; Qwen2 adds Q/K/V biases, Mistral a sliding window, Qwen3
+// QK-norm: an RMSNorm over d_head of each head's q and k before RoPE).
 // The forward pass is the shared decoder (decoder.h); this file reads hyper-parameters and
 // tensors, from a Hugging Face folder or a GGUF file, through one tensor-name table.
 #include <algorithm>
@@ -20,7 +21,7 @@ namespace headscope::models {
 namespace {
 
 // Every tensor of the family, by role: its Hugging Face name and its GGUF name (llama.cpp).
-enum Role { kAttnNorm, kQ, kK, kV, kQBias, kKBias, kVBias, kO, kOBias, kFfnNorm, kGate, kUp, kDown, kRoleCount };
+enum Role { kAttnNorm, kQ, kK, kV, kQBias, kKBias, kVBias, kO, kOBias, kFfnNorm, kGate, kUp, kDown, kQNorm, kKNorm, kRoleCount };
 constexpr TensorName kLayerTensors[kRoleCount] = {
     /* kAttnNorm */ {"model.layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight"},
     /* kQ        */ {"model.layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight"},
@@ -35,7 +36,11 @@ constexpr TensorName kLayerTensors[kRoleCount] = {
     /* kGate     */ {"model.layers.%d.mlp.gate_proj.weight", "blk.%d.ffn_gate.weight"},
     /* kUp       */ {"model.layers.%d.mlp.up_proj.weight", "blk.%d.ffn_up.weight"},
     /* kDown     */ {"model.layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight"},
+    /* kQNorm    */ {"model.layers.%d.self_attn.q_norm.weight", "blk.%d.attn_q_norm.weight"},  // Qwen3
+    /* kKNorm    */ {"model.layers.%d.self_attn.k_norm.weight", "blk.%d.attn_k_norm.weight"},  // Qwen3
 };
+
+bool has_qk_norm(const std::string& architecture) { return architecture == "qwen3"; }
 enum Global { kEmbedding, kFinalNorm, kLmHead, kGlobalCount };
 constexpr TensorName kGlobalTensors[kGlobalCount] = {
     /* kEmbedding */ {"model.embed_tokens.weight", "token_embd.weight"},  // [vocab, d_model]
@@ -126,7 +131,7 @@ DecoderHyper llama_config(const nlohmann::json& c, const std::string& where) {
         throw Error(where + ": \"layer_types\"[" + std::to_string(l) + "] is " + t.dump() +
                     ", expected \"full_attention\" or \"sliding_attention\"");
     }
-  } else if (m.architecture == "qwen2") {
+  } else if (m.architecture == "qwen2" || m.architecture == "qwen3") {
     // Older Qwen2 configs: the window applies from layer max_window_layers on, if enabled.
     if (json_bool(c, "use_sliding_window", where, false)) {
       const int64_t first = json_int(c, "max_window_layers", where, 0, kMaxLayers, m.n_layer);
@@ -164,14 +169,15 @@ DecoderHyper llama_config(const io::GgufFile& f) {
   hp.rope.base = rope_base(gguf_number(f, p + "rope.freq_base", 10000.0), f.path() + ": metadata '" + p + "rope.freq_base'");
   // llama.cpp's convert script permutes Llama's Q/K rows into the interleaved layout (rope type
   // NORM); Qwen2 keeps Hugging Face's half-split layout (rope type NEOX).
-  hp.rope.layout = arch == "qwen2" ? ops::RopeLayout::kHalfSplit : ops::RopeLayout::kInterleaved;
+  // Qwen3 likewise.
+  hp.rope.layout = arch == "qwen2" || arch == "qwen3" ? ops::RopeLayout::kHalfSplit : ops::RopeLayout::kInterleaved;
   const std::string scaling = f.get_string(p + "rope.scaling.type", "none");
   if (scaling != "none") throw Error(f.path() + ": rope scaling '" + scaling + "' in GGUF is not supported");
   m.eos_token_id = int32_t(gguf_int(f, "tokenizer.ggml.eos_token_id", 0, kMaxVocabulary, -1));
   check_model_shape(m, f.path());
   hp.window.assign(size_t(m.n_layer), 0);
   const int64_t window = gguf_int(f, p + "attention.sliding_window", 0, kMaxWindow, 0);
-  if (arch != "qwen2") {
+  if (arch != "qwen2" && arch != "qwen3") {
     for (auto& w : hp.window) w = window;
   }
   hp.tied = !f.has_tensor(kGlobalTensors[kLmHead].gguf);
@@ -213,6 +219,10 @@ std::unique_ptr<Model> build(DecoderHyper hp, const TensorReader& in, std::uniqu
     b.w_gate = get(kGate, {F, D});
     b.w_up = get(kUp, {F, D});
     b.w_down = get(kDown, {D, F});
+    if (has_qk_norm(m.architecture)) {
+      b.q_norm = in.get(kLayerTensors[kQNorm], l, {Dh});
+      b.k_norm = in.get(kLayerTensors[kKNorm], l, {Dh});
+    }
     b.window = hp.window[size_t(l)];
     w.layers.push_back(std::move(b));
   }
@@ -230,6 +240,7 @@ std::unique_ptr<Model> build(DecoderHyper hp, const TensorReader& in, std::uniqu
   arch.mlp = DecoderArch::Mlp::kSwiGlu;
   arch.rope = true;
   arch.rope_config = hp.rope;
+  arch.qk_norm = has_qk_norm(m.architecture);
   return std::make_unique<DecoderModel>(hp.cfg, arch, std::move(w), std::move(tokenizer));
 }
 

@@ -38,9 +38,11 @@ std::unique_ptr<Model> load_gguf(const std::string& file, const std::string& giv
                                                    : fs::path(file).stem().string();
   auto gguf = std::make_shared<const io::GgufFile>(file);
   const std::string arch = gguf->get_string("general.architecture");
-  if (arch == "llama" || arch == "qwen2") return models::load_llama_gguf(gguf, name, check);
+  if (arch == "llama" || arch == "qwen2" || arch == "qwen3") return models::load_llama_gguf(gguf, name, check);
+  if (arch == "gemma" || arch == "gemma2" || arch == "gemma3") return models::load_gemma_gguf(gguf, name, check);
   if (arch == "gpt2") return models::load_gpt2_gguf(gguf, name, check);
-  throw Error(file + ": GGUF architecture '" + arch + "' is not supported (supported: llama, qwen2, gpt2)");
+  throw Error(file + ": GGUF architecture '" + arch +
+              "' is not supported (supported: llama, qwen2, qwen3, gemma, gemma2, gemma3, gpt2)");
 }
 
 std::unique_ptr<Model> load_family(const std::string& path, models::WeightCheck& check) {
@@ -61,9 +63,11 @@ std::unique_ptr<Model> load_family(const std::string& path, models::WeightCheck&
   const std::string type = config.contains("model_type") && config["model_type"].is_string()
                                ? config["model_type"].get<std::string>() : std::string();
   if (type == "bert") return models::load_bert(path, config, check);
-  if (type == "llama" || type == "mistral" || type == "qwen2") return models::load_llama(path, config, check);
+  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3") return models::load_llama(path, config, check);
+  if (type == "gemma" || type == "gemma2" || type == "gemma3_text" || type == "gemma3")
+    return models::load_gemma(path, config, check);
   if (type == "gpt2") return models::load_gpt2(path, config, check);
-  throw Error(config_path.string() + ": model_type \"" + type + "\" is not supported (supported: bert, llama, mistral, qwen2, gpt2)");
+  throw Error(config_path.string() + ": model_type \"" + type + "\" is not supported (supported: bert, llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, gemma3, gpt2)");
 }
 
 }  // namespace

@@ -15,4 +15,11 @@ void gelu_tanh(float* x, int64_t n);
 // SwiGLU feed-forward gate (Shazeer 2020): gate[i] = silu(gate[i]) · up[i], silu(z) = z / (1 + e^−z).
 void silu_mul(float* gate, const float* up, int64_t n);
 
+// GeGLU feed-forward gate (Gemma): gate[i] = gelu_tanh(gate[i]) · up[i], GELU in its tanh form
+// (transformers' "gelu_pytorch_tanh", the same formula as gelu_tanh above).
+void gelu_tanh_mul(float* gate, const float* up, int64_t n);
+
+// Soft-capping (Gemma 2): x[i] = cap · tanh(x[i] / cap), which bounds |x| below cap. In place.
+void soft_cap(float* x, int64_t n, float cap);
+
 }  // namespace headscope::ops

@@ -14,6 +14,9 @@ void softmax_rows(float* scores, int64_t rows, int64_t cols, int64_t ld, int64_t
     const int64_t q = first_row + r;
     const int64_t hi = mask.causal ? std::min<int64_t>(q + 1, cols) : cols;
     const int64_t lo = mask.window > 0 ? std::max<int64_t>(0, hi - mask.window) : 0;
+    if (mask.softcap > 0.0f) {
+      for (int64_t k = lo; k < hi; ++k) s[k] = mask.softcap * std::tanh(s[k] / mask.softcap);
+    }
     if (mask.key_bias != nullptr) {
       for (int64_t k = lo; k < hi; ++k) s[k] += mask.key_bias[k];
     }

@@ -7,10 +7,13 @@ namespace headscope::ops {
 // Which keys a query row may attend to. Row q of a [T, T] score matrix keeps keys
 // k in [lo, hi) where hi = causal ? q + 1 : T and lo = window > 0 ? max(0, hi − window) : 0;
 // key_bias (may be null) is added to every score (0 or a large negative number for padding).
+// softcap > 0 first replaces each kept score s by softcap · tanh(s / softcap) (Gemma 2's attention
+// logit soft-capping, applied before the mask and the softmax as in transformers' Gemma2Attention).
 struct KeyMask {
   bool causal = false;
   int64_t window = 0;               // sliding-window size (Mistral); 0 = unlimited
   const float* key_bias = nullptr;  // [T]
+  float softcap = 0.0f;             // 0 = none
 };
 
 // In place over `rows` rows of length `cols` (row stride ld), rows numbered from `first_row`

@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "ops/activations.h"
+#include "ops/attention.h"
 #include "ops/norm.h"
 #include "ops/reference/activations.h"
+#include "ops/reference/attention.h"
 #include "ops/reference/norm.h"
 #include "ops/reference/rope.h"
 #include "ops/rope.h"
@@ -52,6 +54,49 @@ TEST(DecoderOps, ActivationsMatchTwins) {
   float one = 1.0f;  // GELU-tanh(1) = 0.841191990607...
   gelu_tanh(&one, 1);
   EXPECT_NEAR(one, 0.8411919906f, 1e-6f);
+}
+
+// Gemma's GeGLU gate and soft-capping against their twins and a hand value.
+TEST(DecoderOps, GemmaActivationsMatchTwins) {
+  auto gate = random_vector(1000, 6, 4.0f), up = random_vector(1000, 7);
+  auto g_fast = gate, g_slow = gate;
+  gelu_tanh_mul(g_fast.data(), up.data(), 1000);
+  reference::gelu_tanh_mul(g_slow.data(), up.data(), 1000);
+  EXPECT_LT(max_abs_diff(g_fast, g_slow), 1e-5f);
+  float one = 1.0f;
+  const float two = 2.0f;
+  gelu_tanh_mul(&one, &two, 1);  // 2 · GELU-tanh(1)
+  EXPECT_NEAR(one, 2 * 0.8411919906f, 2e-6f);
+  auto s_fast = random_vector(1000, 8, 200.0f), s_slow = s_fast;
+  soft_cap(s_fast.data(), 1000, 50.0f);
+  reference::soft_cap(s_slow.data(), 1000, 50.0f);
+  EXPECT_LT(max_abs_diff(s_fast, s_slow), 1e-4f);
+  for (float v : s_fast) EXPECT_LE(std::abs(v), 50.0f);
+  float x = 50.0f;  // 50 · tanh(1) = 38.0797077977...
+  soft_cap(&x, 1, 50.0f);
+  EXPECT_NEAR(x, 38.0797078f, 1e-4f);
+}
+
+// Attention with soft-capped scores (Gemma 2) against the slow twin; with a cap far below the
+// scores the rows flatten, so the cap must be applied (a run without it differs).
+TEST(DecoderOps, SoftCappedAttentionMatchesTwin) {
+  const int64_t T = 11, H = 4, Hkv = 2, Dh = 8, ld = H * Dh;
+  auto q = random_vector(T * ld, 21, 3.0f), k = random_vector(T * Hkv * Dh, 22, 3.0f), v = random_vector(T * Hkv * Dh, 23);
+  const int kv[H] = {0, 0, 1, 1};
+  const AttentionDims d{T, T, H, Hkv, Dh, 1.0f};
+  KeyMask mask;
+  mask.causal = true;
+  mask.window = 4;
+  mask.softcap = 2.0f;
+  std::vector<float> p(H * T * T), o(T * ld), p_slow(p.size()), o_slow(o.size()), p_plain(p.size()), o_plain(o.size());
+  attention(q.data(), ld, k.data(), Hkv * Dh, v.data(), Hkv * Dh, kv, d, mask, 0, p.data(), o.data(), ld);
+  reference::attention(q.data(), ld, k.data(), Hkv * Dh, v.data(), Hkv * Dh, kv, d, mask, 0, p_slow.data(), o_slow.data(), ld);
+  EXPECT_LT(max_abs_diff(p, p_slow), 2e-6f);
+  EXPECT_LT(max_abs_diff(o, o_slow), 1e-5f);
+  KeyMask plain = mask;
+  plain.softcap = 0.0f;
+  attention(q.data(), ld, k.data(), Hkv * Dh, v.data(), Hkv * Dh, kv, d, plain, 0, p_plain.data(), o_plain.data(), ld);
+  EXPECT_GT(max_abs_diff(p, p_plain), 1e-2f);
 }
 
 TEST(DecoderOps, RopeMatchesTwinInBothLayouts) {

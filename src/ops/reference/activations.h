@@ -8,5 +8,7 @@ namespace headscope::ops::reference {
 
 void gelu_tanh(float* x, int64_t n);
 void silu_mul(float* gate, const float* up, int64_t n);
+void gelu_tanh_mul(float* gate, const float* up, int64_t n);
+void soft_cap(float* x, int64_t n, float cap);
 
 }  // namespace headscope::ops::reference

@@ -20,7 +20,9 @@ void attention(const float* q, int64_t ldq, const float* k, int64_t ldk, const f
       for (int64_t j = lo; j < hi; ++j) {
         double dot = 0;
         for (int64_t c = 0; c < d.d_head; ++c) dot += double(q[i * ldq + h * d.d_head + c]) * k[j * ldk + g * d.d_head + c];
-        s[j] = dot * d.scale + (mask.key_bias ? mask.key_bias[j] : 0.0);
+        s[j] = dot * d.scale;
+        if (mask.softcap > 0.0f) s[j] = mask.softcap * std::tanh(s[j] / mask.softcap);
+        s[j] += mask.key_bias ? mask.key_bias[j] : 0.0;
         mx = std::max(mx, s[j]);
       }
       double z = 0;

@@ -166,7 +166,7 @@ void check_unsupported_options(const json& c, const std::string& where) {
   refuse_keys(c, where, {"num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts", "num_experts_per_tok",
                          "moe_intermediate_size", "n_shared_experts"},
               "a mixture of experts");
-  refuse_keys(c, where, {"alibi", "use_alibi", "alibi_bias_max"}, "ALiBi attention biases");
+  refuse_keys(c, where, {"alibi", "use_alibi", "alibi_bias_max"}, "ALiBi (linear attention biases)");
   refuse_keys(c, where, {"use_qk_norm", "qk_layernorm", "qk_norm"}, "normalising queries and keys");
 }
 

@@ -168,6 +168,14 @@ void check_unsupported_options(const json& c, const std::string& where) {
               "a mixture of experts");
   refuse_keys(c, where, {"alibi", "use_alibi", "alibi_bias_max"}, "ALiBi (linear attention biases)");
   refuse_keys(c, where, {"use_qk_norm", "qk_layernorm", "qk_norm"}, "normalising queries and keys");
+  refuse_keys(c, where, {"is_encoder_decoder"}, "an encoder-decoder model");
+  // GPTQ, AWQ, bitsandbytes, FP8, …: the weights are stored packed under other tensor names.
+  if (in_use(c, "quantization_config")) {
+    const json& q = c["quantization_config"];
+    const std::string method = q.is_object() && q.contains("quant_method") ? q["quant_method"].dump() : q.dump();
+    throw Error(at(where, "quantization_config") + " names quant_method " + method +
+                ": quantized safetensors checkpoints are not supported; load the unquantized model, or a GGUF of it");
+  }
 }
 
 void check_encoder_options(const json& c, const std::string& where) {

@@ -75,6 +75,10 @@ std::unique_ptr<Model> load_gguf(const std::string& file, const std::string& giv
                                                    : fs::path(file).stem().string();
   auto gguf = std::make_shared<const io::GgufFile>(file);
   const std::string arch = gguf->get_string("general.architecture");
+  // Mixtral and other mixtures of experts are stored under a dense family's architecture name.
+  if (const std::string key = arch + ".expert_count"; gguf->has(key) && gguf->get_int(key) != 0)
+    throw Error(file + ": metadata '" + key + "' is " + std::to_string(gguf->get_int(key)) +
+                ": a mixture of experts is not supported by headscope");
   for (const GgufFamily& family : kGgufFamilies)
     if (arch == family.architecture) return family.load(gguf, name, check);
   throw Error(file + ": GGUF architecture '" + arch + "' is not supported (supported: " +

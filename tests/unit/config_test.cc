@@ -384,6 +384,9 @@ TEST(Config, OptionsNoFamilyImplementsAreRefusedByName) {
       {{{"num_experts_per_tok", 2}}, {"\"num_experts_per_tok\"", "mixture of experts"}},
       {{{"alibi", true}}, {"\"alibi\" is true", "ALiBi"}},
       {{{"use_qk_norm", true}}, {"\"use_qk_norm\"", "normalising queries and keys"}},
+      {{{"is_encoder_decoder", true}}, {"\"is_encoder_decoder\"", "encoder-decoder"}},
+      {json::parse(R"({"quantization_config": {"quant_method": "gptq", "bits": 4}})"),
+       {"\"quantization_config\" names quant_method \"gptq\"", "quantized safetensors", "GGUF"}},
   };
   for (const auto& [c, parts] : cases) {
     std::vector<std::string> want = parts;
@@ -402,6 +405,11 @@ TEST(ConfigGguf, UnknownArchitectureListsTheDispatchTable) {
   expect_error([&] { headscope::Model::load(path); },
                {path, "GGUF architecture 'falcon' is not supported", "supported: llama, qwen2, gpt2"});
   EXPECT_EQ(models::supported_gguf_architectures(), "llama, qwen2, gpt2");
+  // Mixtral is stored as "llama" with an expert count.
+  auto m = llama_metadata();
+  m["llama.expert_count"] = kv_u32("llama.expert_count", 8);
+  write_raw(path, gguf_with(m));
+  expect_error([&] { headscope::Model::load(path); }, {path, "'llama.expert_count' is 8", "mixture of experts"});
 }
 
 }  // namespace

@@ -64,7 +64,7 @@ EncoderModel::EncoderModel(const std::string& dir, ModelConfig cfg, const Encode
   const auto src = safetensors_source(dir, check);
   // Checkpoints saved from the bare model class have bare names; from a task head they carry the
   // family's prefix, and the head's own tensors (lm_head, cls, classifier, …) are not read.
-  const TensorReader in(*src, false, src->has(names.global[kEncWordEmbedding].hf) ? "" : names.prefix);
+  const TensorReader in(*src, false, checkpoint_prefix(*src, names.global[kEncWordEmbedding], names.prefix));
   const int64_t D = cfg_.d_model, F = cfg_.d_ff;
   in.expect_layers(cfg_.n_layer, {names.layer[kEncFfnNormB]});
   word_emb_ = in.get(names.global[kEncWordEmbedding], {cfg_.vocab_size, D});

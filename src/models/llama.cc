@@ -244,7 +244,7 @@ std::unique_ptr<Model> load_llama(const std::string& dir, const nlohmann::json& 
   hp.cfg.name = std::filesystem::path(dir).filename().string();
   auto tokenizer = Tokenizer::from_model_dir(dir);
   auto src = safetensors_source(dir, check);
-  const std::string prefix = src->has("model." + std::string(kGlobalTensors[kEmbedding].hf)) ? "model." : "";
+  const std::string prefix = checkpoint_prefix(*src, kGlobalTensors[kEmbedding], "model.");
   // A checkpoint without an output head (LlamaModel saved bare, *ForSequenceClassification with
   // its "score" head): attention and hidden states are the model's own; the logits that
   // generation and logit attribution need are computed with the token embedding as the head.

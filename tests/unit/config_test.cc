@@ -398,6 +398,21 @@ TEST(Config, OptionsNoFamilyImplementsAreRefusedByName) {
   EXPECT_NO_THROW(models::check_unsupported_options(llama_json(), kWhere));
 }
 
+// Rope scalings other than default and llama3, in both spellings transformers has written.
+TEST(Config, UnknownRopeScalingRefusedByName) {
+  for (const char* type : {"yarn", "linear", "dynamic", "longrope"}) {
+    SCOPED_TRACE(type);
+    json v5 = llama_json();
+    v5["rope_parameters"] = {{"rope_type", type}, {"rope_theta", 10000.0}, {"factor", 4.0}};
+    expect_error([&] { models::llama_config(v5, kWhere); },
+                 {kWhere, std::string("rope type \"") + type + "\" is not supported", "default and llama3"});
+    json v4 = llama_json();
+    v4.erase("rope_parameters");
+    v4["rope_scaling"] = {{"type", type}, {"factor", 4.0}};
+    expect_error([&] { models::llama_config(v4, kWhere); }, {std::string("rope type \"") + type + "\""});
+  }
+}
+
 TEST(ConfigGguf, UnknownArchitectureListsTheDispatchTable) {
   TempDir dir;
   const std::string path = dir.file("m.gguf");

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 
 #include "headscope/limits.h"
@@ -139,6 +140,48 @@ void check_model_shape(const ModelConfig& m, const std::string& where) {
     throw Error(where + ": end-of-text token id " + std::to_string(m.eos_token_id) + " is outside the vocabulary of " +
                 std::to_string(m.vocab_size));
   norm_epsilon(m.norm_eps, where + ": the normalisation epsilon");
+}
+
+namespace {
+
+// An option is in use unless absent, null, false, 0 or an empty string / list / object.
+bool in_use(const json& c, const char* key) {
+  if (absent(c, key)) return false;
+  const json& v = c[key];
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number()) return v.get<double>() != 0.0;
+  return !v.empty();
+}
+
+void refuse_keys(const json& c, const std::string& where, std::initializer_list<const char*> keys, const char* what) {
+  for (const char* key : keys)
+    if (in_use(c, key))
+      throw Error(at(where, key) + " is " + c[key].dump() + ": " + what + " is not supported by headscope");
+}
+
+}  // namespace
+
+void check_unsupported_options(const json& c, const std::string& where) {
+  if (!c.is_object()) return;
+  refuse_keys(c, where, {"num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts", "num_experts_per_tok",
+                         "moe_intermediate_size", "n_shared_experts"},
+              "a mixture of experts");
+  refuse_keys(c, where, {"alibi", "use_alibi", "alibi_bias_max"}, "ALiBi (linear attention biases)");
+  refuse_keys(c, where, {"use_qk_norm", "qk_layernorm", "qk_norm"}, "normalising queries and keys");
+  refuse_keys(c, where, {"is_encoder_decoder"}, "an encoder-decoder model");
+  // GPTQ, AWQ, bitsandbytes, FP8, …: the weights are stored packed under other tensor names.
+  if (in_use(c, "quantization_config")) {
+    const json& q = c["quantization_config"];
+    const std::string method = q.is_object() && q.contains("quant_method") ? q["quant_method"].dump() : q.dump();
+    throw Error(at(where, "quantization_config") + " names quant_method " + method +
+                ": quantized safetensors checkpoints are not supported; load the unquantized model, or a GGUF of it");
+  }
+}
+
+void check_encoder_options(const json& c, const std::string& where) {
+  if (!c.is_object()) return;
+  refuse_keys(c, where, {"is_decoder"}, "an encoder run as a causal decoder");
+  refuse_keys(c, where, {"add_cross_attention"}, "cross-attention");
 }
 
 }  // namespace headscope::models

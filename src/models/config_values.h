@@ -60,4 +60,13 @@ double rope_base(double value, const std::string& what);
 // (ResourceError beyond a budget) naming `where`.
 void check_model_shape(const ModelConfig& m, const std::string& where);
 
+// Refuses, by key, config.json options that change the computation and that no family implements,
+// whatever the family: mixtures of experts (num_experts, num_local_experts, n_routed_experts, …),
+// ALiBi, QK normalisation flags, encoder-decoder models, quantized checkpoints
+// (quantization_config). A key that is absent, null, false or 0 is not an option in use.
+void check_unsupported_options(const nlohmann::json& c, const std::string& where);
+// The same for the encoder families: a decoder built from an encoder (is_decoder) or one with
+// cross-attention to another model (add_cross_attention).
+void check_encoder_options(const nlohmann::json& c, const std::string& where);
+
 }  // namespace headscope::models

@@ -29,6 +29,8 @@ class WeightCheck {
   explicit WeightCheck(bool strict) : strict_(strict) {}
   // `name` is the tensor, `file` where it was read from.
   void operator()(const Tensor& t, const std::string& name, const std::string& file);
+  // A warning about the checkpoint as a whole (kept under the same limit).
+  void warn(const std::string& message);
   // The warnings so far (at most limits::kMaxLoadWarnings, then one line counting the rest).
   std::vector<std::string> warnings() const;
 
@@ -47,8 +49,18 @@ struct DecoderHyper {
   bool scale_by_inverse_layer = false;  // GPT-2's scale_attn_by_inverse_layer_idx
 };
 
+// RoBERTa / XLM-RoBERTa: BERT's hyper-parameters, with max_positions the usable length
+// (max_position_embeddings − padding_idx − 1) and the position table's rows kept apart.
+struct RobertaHyper {
+  ModelConfig cfg;
+  int padding_idx = 1;        // pad_token_id
+  int64_t position_rows = 0;  // max_position_embeddings
+};
+
 // Pure readers of the hyper-parameters; `where` names the config file in messages.
 ModelConfig bert_config(const nlohmann::json& config, const std::string& where);
+RobertaHyper roberta_config(const nlohmann::json& config, const std::string& where);
+ModelConfig distilbert_config(const nlohmann::json& config, const std::string& where);
 DecoderHyper llama_config(const nlohmann::json& config, const std::string& where);
 DecoderHyper llama_config(const io::GgufFile& file);  // also needs the tensor list (tied head)
 DecoderHyper gpt2_config(const nlohmann::json& config, const std::string& where);
@@ -56,6 +68,10 @@ DecoderHyper gpt2_config(const io::GgufFile& file);
 
 // bert.cc — BERT / sentence-transformers encoders ("bert", also MiniLM checkpoints).
 std::unique_ptr<Model> load_bert(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
+// roberta.cc — "roberta" and "xlm-roberta".
+std::unique_ptr<Model> load_roberta(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
+// distilbert.cc — "distilbert".
+std::unique_ptr<Model> load_distilbert(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
 
 // llama.cc — the Llama family: "llama", "mistral", "qwen2", "qwen3" (and SmolLM, which is "llama").
 std::unique_ptr<Model> load_llama(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
@@ -73,5 +89,10 @@ std::unique_ptr<Model> load_gemma_gguf(std::shared_ptr<const io::GgufFile> file,
                                        WeightCheck& check);  // "gemma", "gemma2", "gemma3"
 std::unique_ptr<Model> load_gpt2_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
                                       WeightCheck& check);
+
+// The families Model::load dispatches to, as one line each: the config.json model_types, then the
+// GGUF architectures (load.cc's tables; the refusal of any other names them from there).
+std::string supported_model_types();
+std::string supported_gguf_architectures();
 
 }  // namespace headscope::models

@@ -20,33 +20,36 @@
 namespace headscope::models {
 namespace {
 
-// Every tensor of the family, by role: its Hugging Face name and its GGUF name (llama.cpp).
+// Every tensor of the family, by role: its Hugging Face name (after the "model." prefix that
+// *ForCausalLM and other task-head checkpoints add; LlamaModel, MistralModel and Qwen2Model save
+// the names bare) and its GGUF name (llama.cpp).
 enum Role { kAttnNorm, kQ, kK, kV, kQBias, kKBias, kVBias, kO, kOBias, kFfnNorm, kGate, kUp, kDown, kQNorm, kKNorm, kRoleCount };
 constexpr TensorName kLayerTensors[kRoleCount] = {
-    /* kAttnNorm */ {"model.layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight"},
-    /* kQ        */ {"model.layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight"},
-    /* kK        */ {"model.layers.%d.self_attn.k_proj.weight", "blk.%d.attn_k.weight"},
-    /* kV        */ {"model.layers.%d.self_attn.v_proj.weight", "blk.%d.attn_v.weight"},
-    /* kQBias    */ {"model.layers.%d.self_attn.q_proj.bias", "blk.%d.attn_q.bias", kOptional},  // Qwen2
-    /* kKBias    */ {"model.layers.%d.self_attn.k_proj.bias", "blk.%d.attn_k.bias", kOptional},
-    /* kVBias    */ {"model.layers.%d.self_attn.v_proj.bias", "blk.%d.attn_v.bias", kOptional},
-    /* kO        */ {"model.layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight"},
-    /* kOBias    */ {"model.layers.%d.self_attn.o_proj.bias", "blk.%d.attn_output.bias", kOptional},
-    /* kFfnNorm  */ {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.ffn_norm.weight"},
-    /* kGate     */ {"model.layers.%d.mlp.gate_proj.weight", "blk.%d.ffn_gate.weight"},
-    /* kUp       */ {"model.layers.%d.mlp.up_proj.weight", "blk.%d.ffn_up.weight"},
-    /* kDown     */ {"model.layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight"},
-    /* kQNorm    */ {"model.layers.%d.self_attn.q_norm.weight", "blk.%d.attn_q_norm.weight"},  // Qwen3
-    /* kKNorm    */ {"model.layers.%d.self_attn.k_norm.weight", "blk.%d.attn_k_norm.weight"},  // Qwen3
+    /* kAttnNorm */ {"layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight"},
+    /* kQ        */ {"layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight"},
+    /* kK        */ {"layers.%d.self_attn.k_proj.weight", "blk.%d.attn_k.weight"},
+    /* kV        */ {"layers.%d.self_attn.v_proj.weight", "blk.%d.attn_v.weight"},
+    /* kQBias    */ {"layers.%d.self_attn.q_proj.bias", "blk.%d.attn_q.bias", kOptional},  // Qwen2
+    /* kKBias    */ {"layers.%d.self_attn.k_proj.bias", "blk.%d.attn_k.bias", kOptional},
+    /* kVBias    */ {"layers.%d.self_attn.v_proj.bias", "blk.%d.attn_v.bias", kOptional},
+    /* kO        */ {"layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight"},
+    /* kOBias    */ {"layers.%d.self_attn.o_proj.bias", "blk.%d.attn_output.bias", kOptional},
+    /* kFfnNorm  */ {"layers.%d.post_attention_layernorm.weight", "blk.%d.ffn_norm.weight"},
+    /* kGate     */ {"layers.%d.mlp.gate_proj.weight", "blk.%d.ffn_gate.weight"},
+    /* kUp       */ {"layers.%d.mlp.up_proj.weight", "blk.%d.ffn_up.weight"},
+    /* kDown     */ {"layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight"},
+    /* kQNorm    */ {"layers.%d.self_attn.q_norm.weight", "blk.%d.attn_q_norm.weight"},  // Qwen3
+    /* kKNorm    */ {"layers.%d.self_attn.k_norm.weight", "blk.%d.attn_k_norm.weight"},  // Qwen3
 };
 
 bool has_qk_norm(const std::string& architecture) { return architecture == "qwen3"; }
-enum Global { kEmbedding, kFinalNorm, kLmHead, kGlobalCount };
+enum Global { kEmbedding, kFinalNorm, kGlobalCount };
 constexpr TensorName kGlobalTensors[kGlobalCount] = {
-    /* kEmbedding */ {"model.embed_tokens.weight", "token_embd.weight"},  // [vocab, d_model]
-    /* kFinalNorm */ {"model.norm.weight", "output_norm.weight"},          // [d_model]
-    /* kLmHead    */ {"lm_head.weight", "output.weight"},                  // [vocab, d_model], absent when tied
+    /* kEmbedding */ {"embed_tokens.weight", "token_embd.weight"},  // [vocab, d_model]
+    /* kFinalNorm */ {"norm.weight", "output_norm.weight"},          // [d_model]
 };
+// The output head, outside the body (never prefixed); absent when tied to the token embedding.
+constexpr TensorName kLmHead = {"lm_head.weight", "output.weight"};  // [vocab, d_model]
 
 // Sliding-window sizes and window-layer counts: at most the longest position limit we accept.
 constexpr int64_t kMaxWindow = limits::kMaxPositions;
@@ -180,7 +183,7 @@ DecoderHyper llama_config(const io::GgufFile& f) {
   if (arch != "qwen2" && arch != "qwen3") {
     for (auto& w : hp.window) w = window;
   }
-  hp.tied = !f.has_tensor(kGlobalTensors[kLmHead].gguf);
+  hp.tied = !f.has_tensor(kLmHead.gguf);
   return hp;
 }
 
@@ -193,11 +196,12 @@ std::unique_ptr<Model> build(DecoderHyper hp, const TensorReader& in, std::uniqu
   w.token_embedding = in.get(kGlobalTensors[kEmbedding], {V, D});
   w.final_norm = in.get(kGlobalTensors[kFinalNorm], {D});
   if (!hp.tied) {
-    if (!in.has(kGlobalTensors[kLmHead])) {
-      throw Error(in.source().describe() + ": no " + in.name(kGlobalTensors[kLmHead]) +
+    const TensorReader top(in.source(), in.gguf());  // no prefix: for the output head
+    if (!top.has(kLmHead)) {
+      throw Error(in.source().describe() + ": no " + top.name(kLmHead) +
                   " and tie_word_embeddings is false; the checkpoint is incomplete");
     }
-    w.lm_head = in.get(kGlobalTensors[kLmHead], {V, D});
+    w.lm_head = top.get(kLmHead, {V, D});
   }
   in.expect_layers(m.n_layer, {kLayerTensors[kAttnNorm], kLayerTensors[kQ], kLayerTensors[kDown]});
   w.layers.reserve(size_t(m.n_layer));
@@ -251,7 +255,21 @@ std::unique_ptr<Model> load_llama(const std::string& dir, const nlohmann::json& 
   hp.cfg.name = std::filesystem::path(dir).filename().string();
   auto tokenizer = Tokenizer::from_model_dir(dir);
   auto src = safetensors_source(dir, check);
-  return build(std::move(hp), TensorReader(*src, false), std::move(tokenizer));
+  const std::string prefix = checkpoint_prefix(*src, kGlobalTensors[kEmbedding], "model.");
+  // A checkpoint without an output head (LlamaModel saved bare, *ForSequenceClassification with
+  // its "score" head): attention and hidden states are the model's own; the logits that
+  // generation and logit attribution need are computed with the token embedding as the head.
+  // A *ForCausalLM checkpoint without lm_head stays an error (build(): incomplete).
+  bool causal_lm = false;
+  if (config.contains("architectures") && config["architectures"].is_array())
+    for (const auto& a : config["architectures"])
+      causal_lm = causal_lm || (a.is_string() && a.get<std::string>().ends_with("ForCausalLM"));
+  if (!hp.tied && !causal_lm && !src->has(kLmHead.hf)) {
+    hp.tied = true;
+    check.warn(dir + ": no '" + std::string(kLmHead.hf) + "' (a checkpoint saved without its language-model head); "
+               "logits use the token embedding as the output head, which this model was not trained with");
+  }
+  return build(std::move(hp), TensorReader(*src, false, prefix), std::move(tokenizer));
 }
 
 std::unique_ptr<Model> load_llama_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,

@@ -3,11 +3,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <utility>
 
 #include "headscope/limits.h"
 #include "headscope/model.h"
 #include "io/gguf.h"
 #include "io/safetensors.h"
+#include "models/config_values.h"
 #include "models/families.h"
 
 namespace headscope {
@@ -29,6 +32,50 @@ std::string gguf_file_of(const std::string& path) {
   return found;
 }
 
+// The families, one row each: what config.json's model_type or a GGUF's general.architecture
+// names, and the loader. The refusal of any other name lists these rows.
+using HfLoader = std::unique_ptr<Model> (*)(const std::string&, const nlohmann::json&, models::WeightCheck&);
+using GgufLoader = std::unique_ptr<Model> (*)(std::shared_ptr<const io::GgufFile>, const std::string&,
+                                              models::WeightCheck&);
+struct HfFamily {
+  const char* model_type;
+  HfLoader load;
+};
+struct GgufFamily {
+  const char* architecture;
+  GgufLoader load;
+};
+constexpr HfFamily kHfFamilies[] = {
+    {"bert", models::load_bert},
+    {"roberta", models::load_roberta},
+    {"xlm-roberta", models::load_roberta},
+    {"distilbert", models::load_distilbert},
+    {"llama", models::load_llama},
+    {"mistral", models::load_llama},
+    {"qwen2", models::load_llama},
+    {"qwen3", models::load_llama},
+    {"gemma", models::load_gemma},
+    {"gemma2", models::load_gemma},
+    {"gemma3_text", models::load_gemma},
+    {"gemma3", models::load_gemma},
+    {"gpt2", models::load_gpt2},
+};
+constexpr GgufFamily kGgufFamilies[] = {
+    {"llama", models::load_llama_gguf},
+    {"qwen2", models::load_llama_gguf},
+    {"qwen3", models::load_llama_gguf},
+    {"gemma", models::load_gemma_gguf},
+    {"gemma2", models::load_gemma_gguf},
+    {"gemma3", models::load_gemma_gguf},
+    {"gpt2", models::load_gpt2_gguf},
+};
+
+// Families people ask for that headscope knows and does not implement: why, in a few words.
+constexpr std::pair<const char*, const char*> kNotImplemented[] = {
+    {"modernbert", "ModernBERT's rotary positions, alternating global/local attention and GeGLU feed-forward are "
+                   "not implemented"},
+};
+
 // GGUF files name their family in general.architecture (llama.cpp's LLM_ARCH names). The display
 // name is the folder's name when a folder was given (the repository's name, as downloaded), else
 // the file's name without ".gguf"; general.name is left aside (often a training run's name).
@@ -38,11 +85,14 @@ std::unique_ptr<Model> load_gguf(const std::string& file, const std::string& giv
                                                    : fs::path(file).stem().string();
   auto gguf = std::make_shared<const io::GgufFile>(file);
   const std::string arch = gguf->get_string("general.architecture");
-  if (arch == "llama" || arch == "qwen2" || arch == "qwen3") return models::load_llama_gguf(gguf, name, check);
-  if (arch == "gemma" || arch == "gemma2" || arch == "gemma3") return models::load_gemma_gguf(gguf, name, check);
-  if (arch == "gpt2") return models::load_gpt2_gguf(gguf, name, check);
-  throw Error(file + ": GGUF architecture '" + arch +
-              "' is not supported (supported: llama, qwen2, qwen3, gemma, gemma2, gemma3, gpt2)");
+  // Mixtral and other mixtures of experts are stored under a dense family's architecture name.
+  if (const std::string key = arch + ".expert_count"; gguf->has(key) && gguf->get_int(key) != 0)
+    throw Error(file + ": metadata '" + key + "' is " + std::to_string(gguf->get_int(key)) +
+                ": a mixture of experts is not supported by headscope");
+  for (const GgufFamily& family : kGgufFamilies)
+    if (arch == family.architecture) return family.load(gguf, name, check);
+  throw Error(file + ": GGUF architecture '" + arch + "' is not supported (supported: " +
+              models::supported_gguf_architectures() + ")");
 }
 
 std::unique_ptr<Model> load_family(const std::string& path, models::WeightCheck& check) {
@@ -62,12 +112,16 @@ std::unique_ptr<Model> load_family(const std::string& path, models::WeightCheck&
   if (config.is_discarded() || !config.is_object()) throw Error(config_path.string() + ": not a valid JSON object");
   const std::string type = config.contains("model_type") && config["model_type"].is_string()
                                ? config["model_type"].get<std::string>() : std::string();
-  if (type == "bert") return models::load_bert(path, config, check);
-  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3") return models::load_llama(path, config, check);
-  if (type == "gemma" || type == "gemma2" || type == "gemma3_text" || type == "gemma3")
-    return models::load_gemma(path, config, check);
-  if (type == "gpt2") return models::load_gpt2(path, config, check);
-  throw Error(config_path.string() + ": model_type \"" + type + "\" is not supported (supported: bert, llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, gemma3, gpt2)");
+  for (const HfFamily& family : kHfFamilies) {
+    if (type != family.model_type) continue;
+    models::check_unsupported_options(config, config_path.string());
+    return family.load(path, config, check);
+  }
+  std::string why;
+  for (const auto& [name, reason] : kNotImplemented)
+    if (type == name) why = " (" + std::string(reason) + ")";
+  throw Error(config_path.string() + ": model_type \"" + type + "\" is not supported" + why +
+              "; supported: " + models::supported_model_types());
 }
 
 }  // namespace
@@ -101,6 +155,23 @@ LoadEstimate load_estimate(const std::string& path) {
 
 namespace models {
 
+std::string supported_model_types() {
+  std::string out;
+  for (const HfFamily& family : kHfFamilies) out += (out.empty() ? "" : ", ") + std::string(family.model_type);
+  return out;
+}
+
+std::string supported_gguf_architectures() {
+  std::string out;
+  for (const GgufFamily& family : kGgufFamilies) out += (out.empty() ? "" : ", ") + std::string(family.architecture);
+  return out;
+}
+
+void WeightCheck::warn(const std::string& message) {
+  if (warnings_.size() < limits::kMaxLoadWarnings) warnings_.push_back(message);
+  else ++more_;
+}
+
 void WeightCheck::operator()(const Tensor& t, const std::string& name, const std::string& file) {
   for (int64_t d : t.shape)
     if (d <= 0)
@@ -123,7 +194,7 @@ void WeightCheck::operator()(const Tensor& t, const std::string& name, const std
 
 std::vector<std::string> WeightCheck::warnings() const {
   std::vector<std::string> out = warnings_;
-  if (more_ > 0) out.push_back(std::to_string(more_) + " more tensors have non-finite values");
+  if (more_ > 0) out.push_back(std::to_string(more_) + " more load warnings (tensors with non-finite values, or the checkpoint's layout)");
   return out;
 }
 

@@ -57,6 +57,10 @@ std::unique_ptr<WeightSource> gguf_source(std::shared_ptr<const io::GgufFile> fi
   return std::make_unique<GgufSource>(std::move(file), check);
 }
 
+std::string checkpoint_prefix(const WeightSource& source, const TensorName& first, const std::string& prefix) {
+  return !source.has(prefix + first.hf) && source.has(first.hf) ? "" : prefix;
+}
+
 std::string TensorReader::name(const TensorName& t, int layer) const {
   if (gguf_) {
     if (t.gguf == nullptr) throw Error(src_.describe() + ": tensor '" + layer_name(t.hf, layer) + "' has no GGUF name");

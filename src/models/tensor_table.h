@@ -57,6 +57,12 @@ class WeightSource {
 std::unique_ptr<WeightSource> safetensors_source(const std::string& dir, WeightCheck& check);
 std::unique_ptr<WeightSource> gguf_source(std::shared_ptr<const io::GgufFile> file, WeightCheck& check);
 
+// The checkpoint prefix in front of a family's Hugging Face names: `prefix` when `first` is stored
+// with it (a task-head class: "model.", "bert.", "roberta.", …), "" when it is stored bare (the
+// base class: LlamaModel, BertModel, …). When neither holds, `prefix`, so that the error for the
+// missing tensor names it as the usual checkpoints do.
+std::string checkpoint_prefix(const WeightSource& source, const TensorName& first, const std::string& prefix);
+
 // Reads table rows from one source, by their GGUF names or by their Hugging Face names behind
 // `hf_prefix` (checkpoints saved from a task head carry "bert.", "transformer.", ...).
 class TensorReader {

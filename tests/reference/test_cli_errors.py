@@ -78,7 +78,21 @@ def test_unsupported_architecture(tmp_path):
     d = model_copy(tmp_path)
     cfg = (d / "config.json").read_text().replace('"model_type": "bert"', '"model_type": "t5"')
     (d / "config.json").write_text(cfg)
-    assert_clean_error(run("run", "--model", d, "--text", "hi"), "t5", "not supported")
+    assert_clean_error(run("run", "--model", d, "--text", "hi"), "t5", "not supported",
+                       "supported: bert, roberta, xlm-roberta, distilbert")
+
+
+@pytest.mark.parametrize("edit, fragments", [
+    ('"model_type": "modernbert"', ("modernbert", "GeGLU")),
+    ('"model_type": "bert", "num_local_experts": 8', ("num_local_experts", "mixture of experts")),
+    ('"model_type": "bert", "is_decoder": true', ("is_decoder", "causal decoder")),
+    ('"model_type": "bert", "quantization_config": {"quant_method": "awq"}', ("quantization_config", "awq")),
+])
+def test_unimplemented_options_refused_by_name(tmp_path, edit, fragments):
+    d = model_copy(tmp_path)
+    cfg = (d / "config.json").read_text().replace('"model_type": "bert"', edit)
+    (d / "config.json").write_text(cfg)
+    assert_clean_error(run("run", "--model", d, "--text", "hi"), *fragments, "config.json")
 
 
 def test_config_with_wrong_shapes(tmp_path):

@@ -12,6 +12,8 @@
 
 #include "headscope/limits.h"
 #include "io/gguf.h"
+#include "headscope/model.h"
+#include "models/config_values.h"
 #include "models/families.h"
 #include "test_support.h"
 
@@ -311,6 +313,118 @@ TEST(ConfigGguf, Gpt2Metadata) {
   m.erase("gpt2.vocab_size");  // and no tokenizer.ggml.tokens to count: no vocabulary at all
   write_raw(path, gguf_with(m));
   expect_error([&] { models::gpt2_config(headscope::io::GgufFile(path)); }, {path, "vocabulary size is 0"});
+}
+
+// ---- encoder families and options no family implements ----
+
+// A RoBERTa config as transformers writes it (type_vocab_size 1, pad 1, 514 position rows).
+json roberta_json() {
+  json c = bert_json();
+  c["model_type"] = "roberta";
+  c["pad_token_id"] = 1;
+  c["max_position_embeddings"] = 514;
+  c["type_vocab_size"] = 1;
+  return c;
+}
+
+json distilbert_json() {
+  return json::parse(R"({"model_type": "distilbert", "activation": "gelu", "dim": 768, "hidden_dim": 3072,
+    "n_heads": 12, "n_layers": 6, "max_position_embeddings": 512, "vocab_size": 30522, "pad_token_id": 0,
+    "sinusoidal_pos_embds": false})");
+}
+
+TEST(Config, EncoderFamilies) {
+  const models::RobertaHyper r = models::roberta_config(roberta_json(), kWhere);
+  EXPECT_EQ(r.cfg.architecture, "roberta");
+  EXPECT_EQ(r.padding_idx, 1);
+  EXPECT_EQ(r.position_rows, 514);
+  EXPECT_EQ(r.cfg.max_positions, 512);
+  const ModelConfig d = models::distilbert_config(distilbert_json(), kWhere);
+  EXPECT_EQ(d.n_layer, 6);
+  EXPECT_EQ(d.d_head, 64);
+  EXPECT_EQ(d.d_ff, 3072);
+  EXPECT_FLOAT_EQ(d.norm_eps, 1e-12f);
+  EXPECT_FALSE(d.causal);
+}
+
+ModelConfig read_roberta(const json& c) { return models::roberta_config(c, kWhere).cfg; }
+ModelConfig read_distilbert(const json& c) { return models::distilbert_config(c, kWhere); }
+
+TEST(Config, EncoderOptionsNotImplementedAreRefusedByName) {
+  expect_each_refused(bert_json, read_bert, {
+      {"position_embedding_type", "relative_key", {"position_embedding_type \"relative_key\" is not supported"}},
+      {"is_decoder", true, {"\"is_decoder\" is true", "causal decoder", "not supported"}},
+      {"add_cross_attention", true, {"\"add_cross_attention\" is true", "cross-attention"}},
+  });
+  expect_each_refused(roberta_json, read_roberta, {
+      {"pad_token_id", 40000, {"\"pad_token_id\" is 40000", "limit"}},
+      {"pad_token_id", 600, {"pad_token_id 600 leaves no positions in the 514"}},
+      {"max_position_embeddings", 2, {"pad_token_id 1 leaves no positions in the 2"}},
+      {"is_decoder", true, {"\"is_decoder\""}},
+  });
+  expect_each_refused(distilbert_json, read_distilbert, {
+      {"activation", "relu", {"activation \"relu\" is not supported"}},
+      {"dim", 100, {"dim 100 is not a multiple of n_heads 12"}},
+      {"n_layers", 0, {"\"n_layers\"", "at least 1"}},
+      {"sinusoidal_pos_embds", "yes", {"\"sinusoidal_pos_embds\"", "true or false"}},
+      {"add_cross_attention", true, {"cross-attention"}},
+  });
+  // false, 0 and null are options not in use.
+  json c = bert_json();
+  c["is_decoder"] = false;
+  c["add_cross_attention"] = nullptr;
+  EXPECT_NO_THROW(read_bert(c));
+}
+
+TEST(Config, OptionsNoFamilyImplementsAreRefusedByName) {
+  const std::vector<std::pair<json, std::vector<std::string>>> cases = {
+      {{{"num_local_experts", 8}}, {"\"num_local_experts\" is 8", "mixture of experts"}},
+      {{{"num_experts", 64}}, {"\"num_experts\" is 64", "mixture of experts"}},
+      {{{"n_routed_experts", 256}}, {"\"n_routed_experts\"", "mixture of experts"}},
+      {{{"num_experts_per_tok", 2}}, {"\"num_experts_per_tok\"", "mixture of experts"}},
+      {{{"alibi", true}}, {"\"alibi\" is true", "ALiBi"}},
+      {{{"use_qk_norm", true}}, {"\"use_qk_norm\"", "normalising queries and keys"}},
+      {{{"is_encoder_decoder", true}}, {"\"is_encoder_decoder\"", "encoder-decoder"}},
+      {json::parse(R"({"quantization_config": {"quant_method": "gptq", "bits": 4}})"),
+       {"\"quantization_config\" names quant_method \"gptq\"", "quantized safetensors", "GGUF"}},
+  };
+  for (const auto& [c, parts] : cases) {
+    std::vector<std::string> want = parts;
+    want.push_back(kWhere);
+    expect_error([&] { models::check_unsupported_options(c, kWhere); }, want);
+  }
+  EXPECT_NO_THROW(models::check_unsupported_options(json::parse(R"({"num_experts": 0, "num_local_experts": null,
+      "alibi": false, "moe_intermediate_size": 0})"), kWhere));
+  EXPECT_NO_THROW(models::check_unsupported_options(llama_json(), kWhere));
+}
+
+// Rope scalings other than default and llama3, in both spellings transformers has written.
+TEST(Config, UnknownRopeScalingRefusedByName) {
+  for (const char* type : {"yarn", "linear", "dynamic", "longrope"}) {
+    SCOPED_TRACE(type);
+    json v5 = llama_json();
+    v5["rope_parameters"] = {{"rope_type", type}, {"rope_theta", 10000.0}, {"factor", 4.0}};
+    expect_error([&] { models::llama_config(v5, kWhere); },
+                 {kWhere, std::string("rope type \"") + type + "\" is not supported", "default and llama3"});
+    json v4 = llama_json();
+    v4.erase("rope_parameters");
+    v4["rope_scaling"] = {{"type", type}, {"factor", 4.0}};
+    expect_error([&] { models::llama_config(v4, kWhere); }, {std::string("rope type \"") + type + "\""});
+  }
+}
+
+TEST(ConfigGguf, UnknownArchitectureListsTheDispatchTable) {
+  TempDir dir;
+  const std::string path = dir.file("m.gguf");
+  write_raw(path, gguf_with({{"general.architecture", kv_str("general.architecture", "falcon")}}));
+  expect_error([&] { headscope::Model::load(path); },
+               {path, "GGUF architecture 'falcon' is not supported", "supported: llama, qwen2, gpt2"});
+  EXPECT_EQ(models::supported_gguf_architectures(), "llama, qwen2, gpt2");
+  // Mixtral is stored as "llama" with an expert count.
+  auto m = llama_metadata();
+  m["llama.expert_count"] = kv_u32("llama.expert_count", 8);
+  write_raw(path, gguf_with(m));
+  expect_error([&] { headscope::Model::load(path); }, {path, "'llama.expert_count' is 8", "mixture of experts"});
 }
 
 }  // namespace

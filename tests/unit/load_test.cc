@@ -105,6 +105,53 @@ TEST(Load, MissingDeclaredLayerIsRefusedBeforeSizingLayers) {
   expect_error([&] { Model::load(dir.path().string()); }, {"declare 3 layers", "model.layers.2."});
 }
 
+// ---- checkpoint layouts: the same weights under a task head's prefix, or bare ----
+
+// The largest |difference| between the attention of two models on the same ids.
+float attention_gap(const Model& a, const Model& b, const std::vector<int32_t>& ids) {
+  headscope::Encoding e;
+  for (int32_t id : ids) e.tokens.push_back({id, "", 0, 0, false, -1});
+  const headscope::Capture ca = a.run(e, {}), cb = b.run(e, {});
+  EXPECT_EQ(ca.attention.shape, cb.attention.shape);
+  float gap = 0.0f;
+  for (size_t i = 0; i < ca.attention.data.size(); ++i) gap = std::max(gap, std::abs(ca.attention.data[i] - cb.attention.data[i]));
+  return gap;
+}
+
+// MiniLM is saved as a bare BertModel; as a BertForMaskedLM its names carry "bert." and a "cls."
+// head sits beside them, which is not read.
+TEST(Load, BertUnderTheTaskHeadPrefixLoadsTheSameWeights) {
+  TempDir dir;
+  copy_with_edit(minilm(), dir.path(), [](std::map<std::string, Tensor>& t) {
+    std::map<std::string, Tensor> prefixed;
+    for (auto& [name, tensor] : t) prefixed["bert." + name] = std::move(tensor);
+    prefixed["cls.predictions.bias"] = Tensor({30522});
+    t = std::move(prefixed);
+  });
+  const auto original = Model::load(minilm().string());
+  const auto prefixed = Model::load(dir.path().string());
+  EXPECT_EQ(attention_gap(*original, *prefixed, {101, 7592, 2088, 102}), 0.0f);
+}
+
+// The tiny Llama is saved as LlamaForCausalLM ("model." + lm_head); without the prefix (a bare
+// LlamaModel that kept its head) it is the same model, logits included, with no warning.
+TEST(Load, LlamaWithoutTheModelPrefixLoadsTheSameWeights) {
+  TempDir dir;
+  copy_with_edit(tiny_llama(), dir.path(), [](std::map<std::string, Tensor>& t) {
+    std::map<std::string, Tensor> bare;
+    for (auto& [name, tensor] : t) bare[name.rfind("model.", 0) == 0 ? name.substr(6) : name] = std::move(tensor);
+    t = std::move(bare);
+  });
+  const auto original = Model::load(tiny_llama().string());
+  const auto bare = Model::load(dir.path().string());
+  EXPECT_TRUE(bare->warnings().empty());
+  EXPECT_EQ(attention_gap(*original, *bare, {0, 17, 42, 99, 5}), 0.0f);
+  std::vector<float> la, lb;
+  original->extend(*original->start(), {0, 17, 42}, {}, &la);
+  bare->extend(*bare->start(), {0, 17, 42}, {}, &lb);
+  EXPECT_EQ(la, lb);
+}
+
 // ---- the memory estimate and the budget ----
 
 // The bytes of what a capture holds, from the tensors a run actually returned.

@@ -1,0 +1,191 @@
+// headscope — the shared post-LayerNorm encoder (encoder.h): one forward pass for BERT,
+// RoBERTa / XLM-RoBERTa and DistilBERT, as transformers' modeling_bert.py (BertEmbeddings,
+// BertSelfAttention with eager attention, BertSelfOutput, BertIntermediate, BertOutput).
+#include <cmath>
+#include <filesystem>
+
+#include "capture/capture.h"
+#include "models/encoder.h"
+#include "models/families.h"
+#include "models/tensor_table.h"
+#include "ops/activations.h"
+#include "ops/attention.h"
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+#include "ops/norm.h"
+#include "tensor/tensor_ops.h"
+
+namespace headscope::models {
+namespace {
+
+// The four GEMMs hold their weights (nn.Linear layout) and a prepacked copy (ops/packed_linear.h).
+struct EncoderLayer {
+  ops::PackedLinear qkv;        // W [3·d_model, d_model], b [3·d_model] — Q, K, V fused at load time
+  ops::PackedLinear o;          // W_O [d_model, d_model], b_O [d_model]
+  Tensor ln_attn_g, ln_attn_b;  // [d_model]
+  ops::PackedLinear up;         // [d_ff, d_model], [d_ff]
+  ops::PackedLinear down;       // [d_model, d_ff], [d_model]
+  Tensor ln_ffn_g, ln_ffn_b;    // [d_model]
+};
+
+class EncoderModel final : public Model {
+ public:
+  EncoderModel(const std::string& dir, ModelConfig cfg, const EncoderTensors& names, const EncoderEmbedding& embedding,
+               WeightCheck& check);
+  const ModelConfig& config() const override { return cfg_; }
+  const Tokenizer& tokenizer() const override { return *tokenizer_; }
+  Capture run(const Encoding& encoding, const CaptureOptions& options) const override;
+  Capture resume(const Encoding& encoding, int first_layer, const Tensor& prefix,
+                 const CaptureOptions& options) const override;
+  uint64_t run_bytes(int64_t T, const CaptureOptions& options) const override;
+  void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1, int64_t k0, int64_t k1,
+                         float* probs) const override {
+    capture::attention_from_qk(capture, layer, head, q0, q1, k0, k1, attention_scale(), ops::KeyMask{}, probs);
+  }
+  const Tensor& output_projection(int layer) const override { return layers_.at(size_t(layer)).o.weights(); }
+  const Tensor& output_bias(int layer) const override { return layers_.at(size_t(layer)).o.bias(); }
+
+ private:
+  float attention_scale() const { return 1.0f / std::sqrt(static_cast<float>(cfg_.d_head)); }
+  void run_layers(int first, std::vector<float>& x, capture::Recorder& rec) const;
+  ModelConfig cfg_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  EncoderEmbedding embedding_;
+  Tensor word_emb_, pos_emb_, type_emb_, ln_emb_g_, ln_emb_b_;  // [V, D], [P, D], [types, D] (or empty), [D], [D]
+  std::vector<EncoderLayer> layers_;
+  std::vector<int> kv_head_of_;  // [n_head], the identity: every head has its own keys
+};
+
+EncoderModel::EncoderModel(const std::string& dir, ModelConfig cfg, const EncoderTensors& names,
+                           const EncoderEmbedding& embedding, WeightCheck& check)
+    : cfg_(std::move(cfg)), embedding_(embedding) {
+  cfg_.name = std::filesystem::path(dir).filename().string();
+  tokenizer_ = Tokenizer::from_model_dir(dir);
+  const auto src = safetensors_source(dir, check);
+  // Checkpoints saved from the bare model class have bare names; from a task head they carry the
+  // family's prefix, and the head's own tensors (lm_head, cls, classifier, …) are not read.
+  const TensorReader in(*src, false, checkpoint_prefix(*src, names.global[kEncWordEmbedding], names.prefix));
+  const int64_t D = cfg_.d_model, F = cfg_.d_ff;
+  in.expect_layers(cfg_.n_layer, {names.layer[kEncFfnNormB]});
+  word_emb_ = in.get(names.global[kEncWordEmbedding], {cfg_.vocab_size, D});
+  pos_emb_ = in.get(names.global[kEncPositionEmbedding], {embedding_.position_rows, D});
+  if (embedding_.token_types) {
+    type_emb_ = in.get(names.global[kEncTypeEmbedding], {});
+    type_emb_.expect_shape({-1, D}, in.name(names.global[kEncTypeEmbedding]));
+  }
+  ln_emb_g_ = in.get(names.global[kEncEmbNormW], {D});
+  ln_emb_b_ = in.get(names.global[kEncEmbNormB], {D});
+  layers_.reserve(size_t(cfg_.n_layer));
+  for (int l = 0; l < cfg_.n_layer; ++l) {
+    const auto get = [&](EncoderRole r, std::vector<int64_t> shape) { return in.get(names.layer[r], l, shape); };
+    const Tensor wq = get(kEncQ, {D, D}), wk = get(kEncK, {D, D}), wv = get(kEncV, {D, D});
+    const Tensor bq = get(kEncQBias, {D}), bk = get(kEncKBias, {D}), bv = get(kEncVBias, {D});
+    EncoderLayer b;
+    b.qkv = ops::PackedLinear(concat_rows({&wq, &wk, &wv}), concat_rows({&bq, &bk, &bv}));
+    b.o = ops::PackedLinear(get(kEncO, {D, D}), get(kEncOBias, {D}));
+    b.ln_attn_g = get(kEncAttnNormW, {D});
+    b.ln_attn_b = get(kEncAttnNormB, {D});
+    b.up = ops::PackedLinear(get(kEncUp, {F, D}), get(kEncUpBias, {F}));
+    b.down = ops::PackedLinear(get(kEncDown, {D, F}), get(kEncDownBias, {D}));
+    b.ln_ffn_g = get(kEncFfnNormW, {D});
+    b.ln_ffn_b = get(kEncFfnNormB, {D});
+    layers_.push_back(std::move(b));
+  }
+  kv_head_of_.resize(size_t(cfg_.n_head));
+  for (int h = 0; h < cfg_.n_head; ++h) kv_head_of_[size_t(h)] = h;
+}
+
+// What run() allocates for T tokens: the capture (capture::capture_bytes), the activations of
+// one layer — x, attention output, concat and down [T, d_model] each, qkv [T, 3·d_model],
+// up [T, d_ff] — and, when attention is not captured, one layer's probabilities [n_head, T, T]
+// (a block of rows of it when streamed: capture::attention_scratch_bytes).
+// The packed GEMMs' per-call buffers are small next to these and are not counted.
+uint64_t EncoderModel::run_bytes(int64_t T, const CaptureOptions& options) const {
+  const uint64_t t = uint64_t(T), D = uint64_t(cfg_.d_model), F = uint64_t(cfg_.d_ff);
+  uint64_t floats = t * (7 * D + F);
+  return capture::capture_bytes(cfg_, T, T, options) + capture::attention_scratch_bytes(cfg_, T, T, options) +
+         floats * sizeof(float);
+}
+
+Capture EncoderModel::run(const Encoding& enc, const CaptureOptions& options) const {
+  const int64_t T = static_cast<int64_t>(enc.size());
+  const int64_t D = cfg_.d_model;
+  if (T == 0) throw Error("nothing to run: the encoding has no tokens");
+  if (T > cfg_.max_positions)
+    throw Error("the text is " + std::to_string(T) + " tokens; the model allows at most " +
+                std::to_string(cfg_.max_positions));
+  for (const Token& token : enc.tokens)
+    if (token.id < 0 || token.id >= cfg_.vocab_size)
+      throw Error("token id " + std::to_string(token.id) + " is outside the vocabulary");
+  check_run_memory(T, run_bytes(T, options), options);
+  capture::Recorder rec(cfg_, T, T, options, kv_head_of_);
+
+  // Embeddings: word + position (+ token type 0), then LayerNorm.        x: [T, D]
+  std::vector<float> x(T * D);
+  const int64_t pad = embedding_.padding_idx;
+  int64_t seen = 0;  // RoBERTa: the tokens so far that are not padding
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t id = enc.tokens[size_t(t)].id;
+    const int64_t pos = pad < 0 ? t : id == pad ? pad : pad + ++seen;
+    for (int64_t i = 0; i < D; ++i)
+      x[t * D + i] = word_emb_.data[id * D + i] + pos_emb_.data[pos * D + i] + (type_emb_.empty() ? 0.0f : type_emb_.data[i]);
+  }
+  ops::layer_norm(x.data(), T, D, ln_emb_g_.ptr(), ln_emb_b_.ptr(), cfg_.norm_eps, x.data());
+  rec.record_hidden(0, x.data());
+  run_layers(0, x, rec);
+  return rec.finish();
+}
+
+Capture EncoderModel::resume(const Encoding& enc, int first_layer, const Tensor& prefix,
+                          const CaptureOptions& options) const {
+  const int64_t T = static_cast<int64_t>(enc.size()), D = cfg_.d_model;
+  capture::check_resume(cfg_, T, first_layer, prefix, options);
+  check_run_memory(T, run_bytes(T, options), options);
+  capture::Recorder rec(cfg_, T, T, options, kv_head_of_);
+  for (int i = 0; i <= first_layer; ++i) rec.record_hidden(i, prefix.ptr() + i * T * D);
+  std::vector<float> x(prefix.ptr() + first_layer * T * D, prefix.ptr() + (first_layer + 1) * T * D);
+  run_layers(first_layer, x, rec);
+  return rec.finish();
+}
+
+// Layers first .. n_layer − 1 on the residual stream x [T, d_model] (in: entering layer `first`;
+// out: the last layer's output), each recorded through `rec`.
+void EncoderModel::run_layers(int first, std::vector<float>& x, capture::Recorder& rec) const {
+  const int64_t T = int64_t(x.size()) / cfg_.d_model;
+  const int64_t D = cfg_.d_model, F = cfg_.d_ff, H = cfg_.n_head, Dh = cfg_.d_head;
+  // Activations of one layer, reused across layers.
+  std::vector<float> qkv(T * 3 * D), concat(T * D), attn(T * D), up(T * F), down(T * D);
+  for (int l = first; l < cfg_.n_layer; ++l) {
+    const EncoderLayer& b = layers_[size_t(l)];
+    // Attention block, post-norm: x = LN(x + MHA(x)).
+    b.qkv.forward(x.data(), T, qkv.data());                                                  // [T, 3D]: Q | K | V
+    const float *q = qkv.data(), *k = q + D, *v = k + D;
+    rec.record_qk(l, q, 3 * D, k, 3 * D);
+    rec.record_value_norms(l, v, 3 * D, b.o.weights());
+    rec.attention(l, /*causal=*/false, [&](int64_t q0, int64_t q1, int64_t width, ops::ProbsOut probs) {  // probs: [H, rows, T]
+      const ops::AttentionDims dims{q1 - q0, width, H, H, Dh, attention_scale()};
+      ops::attention(q + q0 * 3 * D, 3 * D, k, 3 * D, v, 3 * D, kv_head_of_.data(), dims, ops::KeyMask{}, q0, probs,
+                     concat.data() + q0 * D, D);                                            // concat: [T, H·Dh]
+    });
+    rec.project_heads(l, concat.data(), b.o.weights(), b.o.bias().ptr(), attn.data(), &b.o);  // attn: [T, D]
+    ops::add_inplace(attn.data(), x.data(), T * D);                                          // residual
+    ops::layer_norm(attn.data(), T, D, b.ln_attn_g.ptr(), b.ln_attn_b.ptr(), cfg_.norm_eps, x.data());
+    // Feed-forward block, post-norm: x = LN(x + W_2 · GELU(W_1 · x + b_1) + b_2).
+    b.up.forward(x.data(), T, up.data());                                                    // [T, F]
+    ops::gelu_erf(up.data(), T * F);
+    b.down.forward(up.data(), T, down.data());                                               // [T, D]
+    rec.record_mlp(l, down.data());
+    ops::add_inplace(down.data(), x.data(), T * D);                                          // residual
+    ops::layer_norm(down.data(), T, D, b.ln_ffn_g.ptr(), b.ln_ffn_b.ptr(), cfg_.norm_eps, x.data());
+    rec.record_hidden(l + 1, x.data());
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Model> load_encoder(const std::string& dir, ModelConfig cfg, const EncoderTensors& names,
+                                    const EncoderEmbedding& embedding, WeightCheck& check) {
+  return std::make_unique<EncoderModel>(dir, std::move(cfg), names, embedding, check);
+}
+
+}  // namespace headscope::models

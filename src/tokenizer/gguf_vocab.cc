@@ -58,6 +58,48 @@ std::vector<int64_t> token_types(const io::GgufFile& file, size_t n_tokens) {
   return types;
 }
 
+// The pieces of a vocabulary by a polynomial hash of their bytes, H(s) = sum s[i] * B^(n-1-i) mod
+// 2^64, so that every prefix and every suffix of a piece is hashed in O(1) from the one before.
+// Open addressing over (hash, id); a hit is confirmed by comparing the bytes. derive_merges looks up
+// ~2 million splits of Gemma's pieces, which costs seconds through the node-based Vocab map.
+class PieceIndex {
+ public:
+  static constexpr uint64_t kBase = 0x100000001b3ull;  // odd, so B^k never becomes 0
+
+  explicit PieceIndex(const Vocab& vocab) : vocab_(vocab) {
+    size_t capacity = 16;
+    while (capacity < 2 * vocab.tokens.size()) capacity <<= 1;
+    mask_ = capacity - 1;
+    slots_.assign(capacity, Slot{0, -1});
+    for (size_t id = 0; id < vocab.tokens.size(); ++id) {
+      const std::string& piece = vocab.tokens[id];
+      if (piece.empty() || vocab.find(piece) != static_cast<int32_t>(id)) continue;
+      uint64_t h = 0;
+      for (unsigned char b : piece) h = h * kBase + b;
+      size_t i = spread(h);
+      while (slots_[i].id >= 0) i = (i + 1) & mask_;
+      slots_[i] = {h, static_cast<int32_t>(id)};
+    }
+  }
+  std::optional<int32_t> find(uint64_t hash, std::string_view piece) const {
+    for (size_t i = spread(hash);; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.id < 0) return std::nullopt;
+      if (s.hash == hash && vocab_.tokens[static_cast<size_t>(s.id)] == piece) return s.id;
+    }
+  }
+
+ private:
+  struct Slot {
+    uint64_t hash;
+    int32_t id;  // -1: empty
+  };
+  size_t spread(uint64_t h) const { return static_cast<size_t>((h ^ (h >> 31)) * 0x9e3779b97f4a7c15ull >> 20) & mask_; }
+  const Vocab& vocab_;
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+};
+
 // The merges a SentencePiece vocabulary implies, as transformers derives them
 // (tokenization_utils_base.generate_merges): every split of every piece into two pieces of the
 // vocabulary is a merge; a piece's splits are ordered by (left id, right id), then all merges are
@@ -70,30 +112,37 @@ std::vector<Bpe::IdMerge> derive_merges(const Vocab& vocab, const std::vector<do
     int32_t left_chars, right_chars;
     Bpe::IdMerge merge;
   };
-  std::vector<Candidate> all;
-  int64_t work = 0;  // bytes hashed by the lookups below
-  std::vector<Candidate> local;
+  const PieceIndex index(vocab);
+  std::vector<Candidate> all, local;
+  std::vector<uint64_t> prefix, suffix, power{1};  // hashes of piece[0, b) and piece[b, n); B^k
+  int64_t work = 0;  // bytes compared by the lookups below, at most
   for (size_t i = 0; i < vocab.tokens.size(); ++i) {
     const std::string& piece = vocab.tokens[i];
     if (piece.empty() || vocab.find(piece) != static_cast<int32_t>(i)) continue;  // a later duplicate wins
-    const unicode::DecodedText chars = unicode::decode_utf8(piece, path + " token " + std::to_string(i));
-    const size_t n = chars.chars.size();
-    work += static_cast<int64_t>(n) * static_cast<int64_t>(piece.size());
+    const size_t n = piece.size();
+    work += static_cast<int64_t>(n) * static_cast<int64_t>(n);
     if (work > limits::kMaxMergeDerivationBytes) {
-      throw ResourceError(path + ": deriving merges from the vocabulary would hash more than " +
+      throw ResourceError(path + ": deriving merges from the vocabulary would compare more than " +
                           std::to_string(limits::kMaxMergeDerivationBytes) +
                           " bytes (the pieces are far longer than in any real vocabulary)");
     }
+    while (power.size() <= n) power.push_back(power.back() * PieceIndex::kBase);
+    prefix.assign(n + 1, 0);
+    suffix.assign(n + 1, 0);
+    for (size_t b = 0; b < n; ++b) prefix[b + 1] = prefix[b] * PieceIndex::kBase + static_cast<unsigned char>(piece[b]);
+    for (size_t b = n; b-- > 0;) suffix[b] = static_cast<unsigned char>(piece[b]) * power[n - 1 - b] + suffix[b + 1];
     local.clear();
     const std::string_view sv(piece);
-    for (size_t k = 1; k < n; ++k) {
-      const auto cut = static_cast<size_t>(chars.byte_offsets[k]);
-      const auto left = vocab.find(sv.substr(0, cut));
+    int32_t chars = 0, total_chars = 0;
+    for (unsigned char c : piece) total_chars += (c & 0xC0) != 0x80;
+    for (size_t cut = 1; cut < n; ++cut) {
+      if ((static_cast<unsigned char>(piece[cut - 1]) & 0xC0) != 0x80) ++chars;  // characters in [0, cut)
+      if ((static_cast<unsigned char>(piece[cut]) & 0xC0) == 0x80) continue;    // not a character boundary
+      const auto left = index.find(prefix[cut], sv.substr(0, cut));
       if (!left) continue;
-      const auto right = vocab.find(sv.substr(cut));
+      const auto right = index.find(suffix[cut], sv.substr(cut));
       if (!right) continue;
-      local.push_back({scores[i], static_cast<int32_t>(k), static_cast<int32_t>(n - k),
-                       {*left, *right, static_cast<int32_t>(i)}});
+      local.push_back({scores[i], chars, total_chars - chars, {*left, *right, static_cast<int32_t>(i)}});
     }
     std::sort(local.begin(), local.end(), [](const Candidate& a, const Candidate& b) {
       return std::pair(a.merge.left, a.merge.right) < std::pair(b.merge.left, b.merge.right);
@@ -150,10 +199,14 @@ std::unique_ptr<Tokenizer> sentencepiece_from_gguf(const io::GgufFile& file) {
   vocab.ids.reserve(tokens.size());
   for (size_t i = 0; i < tokens.size(); ++i) {
     std::string piece = tokens[i];
-    if (gemma) {
-      const std::u32string chars = unicode::decode_utf8(piece, path + " token " + std::to_string(i)).chars;
+    if (const int64_t bad = unicode::find_invalid_utf8(piece); bad >= 0) {
+      throw Error(path + ": tokenizer.ggml.tokens entry " + std::to_string(i) + " is not valid UTF-8 (byte " +
+                  std::to_string(bad) + "); the file is corrupt");
+    }
+    if (gemma && piece.find(' ') != std::string::npos) {
+      const std::u32string chars = unicode::decode_utf8(piece, path).chars;
       const bool blank = std::all_of(chars.begin(), chars.end(), unicode::is_whitespace);
-      if (blank && piece.find(' ') != std::string::npos) {
+      if (blank) {
         piece.clear();
         for (size_t k = 0; k < chars.size(); ++k) piece += "\u2581";
       }

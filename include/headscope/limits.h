@@ -75,6 +75,12 @@ inline constexpr int64_t kMaxTemplateStringBytes = 16ll << 20;
 inline constexpr int64_t kMaxTemplateOutputBytes = 16ll << 20;
 // Bytes copied, compared or scanned by one rendering's string operations (about a second of work).
 inline constexpr int64_t kMaxTemplateWorkBytes = 1ll << 30;
+// Bytes hashed while deriving the merges of a SentencePiece GGUF vocabulary (characters x bytes of
+// every piece); Gemma 3's 262K pieces need ~10 MB, so 1 GiB only stops absurdly long pieces.
+inline constexpr int64_t kMaxMergeDerivationBytes = 1ll << 30;
+// Bytes of one Unigram piece: Viterbi walks this far from every text position; SentencePiece
+// trains pieces of at most 16 characters (64 bytes), so 1 KiB refuses only hostile vocabularies.
+inline constexpr int64_t kMaxUnigramPieceBytes = 1024;
 
 // ---- the HTTP server ----
 // `headscope serve` listens on loopback for one user's browser; these bound what one client, or a

@@ -26,6 +26,19 @@ Bpe::Bpe(Vocab vocab, const std::vector<std::pair<std::string, std::string>>& me
     // A pair listed twice keeps its first (best) rank, as the library's map does.
     merges_.try_emplace(pair_key(*l, *rr), Merge{static_cast<int32_t>(r), *m});
   }
+  set_up_options(source);
+}
+
+Bpe::Bpe(Vocab vocab, const std::vector<IdMerge>& merges, BpeOptions options, const std::string& source)
+    : vocab_(std::move(vocab)), options_(std::move(options)) {
+  merges_.reserve(merges.size());
+  for (size_t r = 0; r < merges.size(); ++r) {
+    merges_.try_emplace(pair_key(merges[r].left, merges[r].right), Merge{static_cast<int32_t>(r), merges[r].merged});
+  }
+  set_up_options(source);
+}
+
+void Bpe::set_up_options(const std::string& source) {
   if (options_.unk_token) {
     unk_id_ = vocab_.find(*options_.unk_token);
     if (!unk_id_) throw Error(source + ": unk_token '" + *options_.unk_token + "' is not in the vocabulary");

@@ -40,6 +40,12 @@ class Bpe final : public Model {
   // vocabulary throw Error naming `source`, as the library refuses them.
   Bpe(Vocab vocab, const std::vector<std::pair<std::string, std::string>>& merges, BpeOptions options,
       const std::string& source);
+  // The same from merges already resolved to ids: merges[r] = {left, right, merged} has rank r.
+  // Used where the merges are derived from a vocabulary (SentencePiece GGUF, tokenizer/gguf_vocab.h).
+  struct IdMerge {
+    int32_t left, right, merged;
+  };
+  Bpe(Vocab vocab, const std::vector<IdMerge>& merges, BpeOptions options, const std::string& source);
   void tokenize(const NormalizedString& word, std::vector<ModelToken>& out) const override;
   const Vocab& vocab() const override { return vocab_; }
 
@@ -51,6 +57,7 @@ class Bpe final : public Model {
   static uint64_t pair_key(int32_t left, int32_t right) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
   }
+  void set_up_options(const std::string& source);
   Vocab vocab_;
   BpeOptions options_;
   std::unordered_map<uint64_t, Merge> merges_;  // (left id, right id) -> rank and merged id

@@ -1,10 +1,15 @@
 #include "tokenizer/gguf_vocab.h"
 
+#include <algorithm>
+#include <optional>
 #include <set>
 #include <string_view>
+#include <tuple>
 
 #include "headscope/error.h"
 #include "headscope/limits.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/normalizers.h"
 #include "tokenizer/pipeline.h"
 #include "tokenizer/pre_tokenizers.h"
 #include "tokenizer/unicode.h"
@@ -13,6 +18,7 @@ namespace headscope::tokenizer {
 
 namespace {
 
+constexpr int64_t kTokenNormal = 1;
 constexpr int64_t kTokenControl = 3;
 constexpr int64_t kTokenUserDefined = 4;
 
@@ -33,13 +39,256 @@ bool is_byte_level_spelling(const std::u32string& chars) {
   return true;
 }
 
+// tokenizers_from_gguf's checks of list sizes, shared by both vocabulary kinds.
+void check_count(const io::GgufFile& file, const char* key, size_t n, int64_t limit) {
+  if (n > static_cast<size_t>(limit)) {
+    throw ResourceError(file.path() + ": " + key + " has " + std::to_string(n) + " entries, more than the " +
+                        std::to_string(limit) + " allowed");
+  }
+}
+
+std::vector<int64_t> token_types(const io::GgufFile& file, size_t n_tokens) {
+  std::vector<int64_t> types;
+  if (file.has("tokenizer.ggml.token_type")) types = file.get_int_array("tokenizer.ggml.token_type");
+  if (types.empty()) types.assign(n_tokens, kTokenNormal);
+  if (types.size() != n_tokens) {
+    throw Error(file.path() + ": tokenizer.ggml.token_type has " + std::to_string(types.size()) + " entries for " +
+                std::to_string(n_tokens) + " tokens");
+  }
+  return types;
+}
+
+// The pieces of a vocabulary by a polynomial hash of their bytes, H(s) = sum s[i] * B^(n-1-i) mod
+// 2^64, so that every prefix and every suffix of a piece is hashed in O(1) from the one before.
+// Open addressing over (hash, id); a hit is confirmed by comparing the bytes. derive_merges looks up
+// ~2 million splits of Gemma's pieces, which costs seconds through the node-based Vocab map.
+class PieceIndex {
+ public:
+  static constexpr uint64_t kBase = 0x100000001b3ull;  // odd, so B^k never becomes 0
+
+  explicit PieceIndex(const Vocab& vocab) : vocab_(vocab) {
+    size_t capacity = 16;
+    while (capacity < 2 * vocab.tokens.size()) capacity <<= 1;
+    mask_ = capacity - 1;
+    slots_.assign(capacity, Slot{0, -1});
+    for (size_t id = 0; id < vocab.tokens.size(); ++id) {
+      const std::string& piece = vocab.tokens[id];
+      if (piece.empty() || vocab.find(piece) != static_cast<int32_t>(id)) continue;
+      uint64_t h = 0;
+      for (unsigned char b : piece) h = h * kBase + b;
+      size_t i = spread(h);
+      while (slots_[i].id >= 0) i = (i + 1) & mask_;
+      slots_[i] = {h, static_cast<int32_t>(id)};
+    }
+  }
+  std::optional<int32_t> find(uint64_t hash, std::string_view piece) const {
+    for (size_t i = spread(hash);; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.id < 0) return std::nullopt;
+      if (s.hash == hash && vocab_.tokens[static_cast<size_t>(s.id)] == piece) return s.id;
+    }
+  }
+
+ private:
+  struct Slot {
+    uint64_t hash;
+    int32_t id;  // -1: empty
+  };
+  size_t spread(uint64_t h) const { return static_cast<size_t>((h ^ (h >> 31)) * 0x9e3779b97f4a7c15ull >> 20) & mask_; }
+  const Vocab& vocab_;
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+};
+
+// The merges a SentencePiece vocabulary implies, as transformers derives them
+// (tokenization_utils_base.generate_merges): every split of every piece into two pieces of the
+// vocabulary is a merge; a piece's splits are ordered by (left id, right id), then all merges are
+// sorted, stably, by (score of the merged piece, characters of the left part, of the right part),
+// best first. Merging the best-ranked adjacent pair first is then llama.cpp's SPM rule (merge the
+// adjacent pair whose merged piece scores highest, leftmost on ties) except for equal scores.
+std::vector<Bpe::IdMerge> derive_merges(const Vocab& vocab, const std::vector<double>& scores, const std::string& path) {
+  struct Candidate {
+    double score;
+    int32_t left_chars, right_chars;
+    Bpe::IdMerge merge;
+  };
+  const PieceIndex index(vocab);
+  std::vector<Candidate> all, local;
+  std::vector<uint64_t> prefix, suffix, power{1};  // hashes of piece[0, b) and piece[b, n); B^k
+  int64_t work = 0;  // bytes compared by the lookups below, at most
+  for (size_t i = 0; i < vocab.tokens.size(); ++i) {
+    const std::string& piece = vocab.tokens[i];
+    if (piece.empty() || vocab.find(piece) != static_cast<int32_t>(i)) continue;  // a later duplicate wins
+    const size_t n = piece.size();
+    work += static_cast<int64_t>(n) * static_cast<int64_t>(n);
+    if (work > limits::kMaxMergeDerivationBytes) {
+      throw ResourceError(path + ": deriving merges from the vocabulary would compare more than " +
+                          std::to_string(limits::kMaxMergeDerivationBytes) +
+                          " bytes (the pieces are far longer than in any real vocabulary)");
+    }
+    while (power.size() <= n) power.push_back(power.back() * PieceIndex::kBase);
+    prefix.assign(n + 1, 0);
+    suffix.assign(n + 1, 0);
+    for (size_t b = 0; b < n; ++b) prefix[b + 1] = prefix[b] * PieceIndex::kBase + static_cast<unsigned char>(piece[b]);
+    for (size_t b = n; b-- > 0;) suffix[b] = static_cast<unsigned char>(piece[b]) * power[n - 1 - b] + suffix[b + 1];
+    local.clear();
+    const std::string_view sv(piece);
+    int32_t chars = 0, total_chars = 0;
+    for (unsigned char c : piece) total_chars += (c & 0xC0) != 0x80;
+    for (size_t cut = 1; cut < n; ++cut) {
+      if ((static_cast<unsigned char>(piece[cut - 1]) & 0xC0) != 0x80) ++chars;  // characters in [0, cut)
+      if ((static_cast<unsigned char>(piece[cut]) & 0xC0) == 0x80) continue;    // not a character boundary
+      const auto left = index.find(prefix[cut], sv.substr(0, cut));
+      if (!left) continue;
+      const auto right = index.find(suffix[cut], sv.substr(cut));
+      if (!right) continue;
+      local.push_back({scores[i], chars, total_chars - chars, {*left, *right, static_cast<int32_t>(i)}});
+    }
+    std::sort(local.begin(), local.end(), [](const Candidate& a, const Candidate& b) {
+      return std::pair(a.merge.left, a.merge.right) < std::pair(b.merge.left, b.merge.right);
+    });
+    all.insert(all.end(), local.begin(), local.end());
+    if (all.size() > static_cast<size_t>(limits::kMaxBpeMerges)) {
+      throw ResourceError(path + ": the vocabulary implies more than " + std::to_string(limits::kMaxBpeMerges) +
+                          " merges, the most allowed");
+    }
+  }
+  std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
+    return std::tuple(a.score, a.left_chars, a.right_chars) > std::tuple(b.score, b.left_chars, b.right_chars);
+  });
+  std::vector<Bpe::IdMerge> merges;
+  merges.reserve(all.size());
+  for (const Candidate& c : all) merges.push_back(c.merge);
+  return merges;
+}
+
+bool is_gemma(const std::string& architecture) {
+  return architecture == "gemma" || architecture == "gemma2" || architecture == "gemma3";
+}
+
+// A SentencePiece vocabulary ("llama"): pieces with scores, no merges, byte pieces <0xNN>. Built as
+// transformers builds it from the same file (integrations/gguf/gguf_tokenizer_mapping.py):
+//   Gemma (gemma, gemma2, gemma3)  GemmaTokenizer: normalizer Replace(" " -> "▁"), no prefix; pieces
+//                                  made only of whitespace and spelled with spaces are respelled with
+//                                  "▁"; merges ranked by the piece's position in the file, not its
+//                                  score (Gemma's scores do not follow the merge order)
+//   anything else                  LlamaTokenizer: Metaspace("▁", prepend "first" unless
+//                                  tokenizer.ggml.add_space_prefix is false); merges ranked by score
+// Both: BPE with byte_fallback and fuse_unk; control pieces are special added tokens and
+// user-defined pieces plain added tokens, both matched whole in the raw text; BOS first when
+// tokenizer.ggml.add_bos_token (default true) and EOS last when add_eos_token (default false).
+std::unique_ptr<Tokenizer> sentencepiece_from_gguf(const io::GgufFile& file) {
+  const std::string& path = file.path();
+  const bool gemma = is_gemma(file.get_string("general.architecture", ""));
+  const std::vector<std::string> tokens = file.get_string_array("tokenizer.ggml.tokens");
+  check_count(file, "tokenizer.ggml.tokens", tokens.size(), limits::kMaxVocabulary);
+  const std::vector<int64_t> types = token_types(file, tokens.size());
+  std::vector<double> scores(tokens.size());
+  if (gemma) {
+    for (size_t i = 0; i < tokens.size(); ++i) scores[i] = -static_cast<double>(i);
+  } else {
+    if (!file.has("tokenizer.ggml.scores")) throw Error(path + ": a 'llama' vocabulary needs tokenizer.ggml.scores");
+    const std::vector<float> stored = file.get_float_array("tokenizer.ggml.scores");
+    if (stored.size() != tokens.size()) {
+      throw Error(path + ": tokenizer.ggml.scores has " + std::to_string(stored.size()) + " entries for " +
+                  std::to_string(tokens.size()) + " tokens");
+    }
+    std::copy(stored.begin(), stored.end(), scores.begin());
+  }
+  Vocab vocab;
+  vocab.ids.reserve(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    std::string piece = tokens[i];
+    if (const int64_t bad = unicode::find_invalid_utf8(piece); bad >= 0) {
+      throw Error(path + ": tokenizer.ggml.tokens entry " + std::to_string(i) + " is not valid UTF-8 (byte " +
+                  std::to_string(bad) + "); the file is corrupt");
+    }
+    if (gemma && piece.find(' ') != std::string::npos) {
+      const std::u32string chars = unicode::decode_utf8(piece, path).chars;
+      const bool blank = std::all_of(chars.begin(), chars.end(), unicode::is_whitespace);
+      if (blank) {
+        piece.clear();
+        for (size_t k = 0; k < chars.size(); ++k) piece += "\u2581";
+      }
+    }
+    vocab.add(std::move(piece), static_cast<int32_t>(i));
+  }
+  const std::vector<Bpe::IdMerge> merges = derive_merges(vocab, scores, path);
+
+  const auto special_id = [&](const char* key) -> std::optional<int32_t> {
+    if (!file.has(key)) return std::nullopt;
+    const int64_t id = file.get_int(key);
+    if (id < 0 || id >= static_cast<int64_t>(tokens.size())) {
+      throw Error(path + ": " + key + " is " + std::to_string(id) + ", outside the " + std::to_string(tokens.size()) +
+                  " tokens");
+    }
+    return static_cast<int32_t>(id);
+  };
+  BpeOptions options;
+  options.byte_fallback = true;
+  options.fuse_unk = true;
+  const std::optional<int32_t> unk = special_id("tokenizer.ggml.unknown_token_id");
+  const std::string unk_text = unk ? vocab.tokens[static_cast<size_t>(*unk)] : std::string("<unk>");
+  if (vocab.find(unk_text)) options.unk_token = unk_text;
+
+  PipelineTokenizer::Parts parts;
+  parts.source = path;
+  parts.decode_style = DecodeStyle::kSentencePiece;
+  if (gemma) {
+    parts.normalizer = read_normalizer(
+        {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}, path);
+  } else {
+    const bool prefix = file.get_bool("tokenizer.ggml.add_space_prefix", true);
+    parts.pre_tokenizer = read_pre_tokenizer(
+        {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", prefix ? "first" : "never"}, {"split", false}},
+        path);
+  }
+  // Control pieces, the named special ids, then user-defined pieces that the vocabulary spells as
+  // the file does (Gemma's respelled blank pieces are not matched whole, as in transformers).
+  std::vector<bool> is_special(tokens.size(), false);
+  for (size_t i = 0; i < tokens.size(); ++i) is_special[i] = types[i] == kTokenControl;
+  for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                          "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id"}) {
+    if (const auto id = special_id(key)) is_special[static_cast<size_t>(*id)] = true;
+  }
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const bool user = types[i] == kTokenUserDefined && vocab.find(tokens[i]) == static_cast<int32_t>(i);
+    if (!is_special[i] && !user) continue;
+    AddedToken t;
+    t.content = vocab.tokens[i];
+    t.id = static_cast<int32_t>(i);
+    t.special = is_special[i];
+    parts.added_tokens.push_back(std::move(t));
+  }
+  const auto template_piece = [&](int32_t id) {
+    TemplatePiece p;
+    p.ids = {id};
+    p.tokens = {vocab.tokens[static_cast<size_t>(id)]};
+    return p;
+  };
+  const std::optional<int32_t> bos = special_id("tokenizer.ggml.bos_token_id");
+  const std::optional<int32_t> eos = special_id("tokenizer.ggml.eos_token_id");
+  const bool add_bos = bos && file.get_bool("tokenizer.ggml.add_bos_token", true);
+  const bool add_eos = eos && file.get_bool("tokenizer.ggml.add_eos_token", false);
+  if (add_bos || add_eos) {
+    if (add_bos) parts.post_processor.single.push_back(template_piece(*bos));
+    TemplatePiece sequence;
+    sequence.is_sequence = true;
+    parts.post_processor.single.push_back(sequence);
+    if (add_eos) parts.post_processor.single.push_back(template_piece(*eos));
+  }
+  parts.model = std::make_unique<Bpe>(std::move(vocab), merges, std::move(options), path);
+  return std::make_unique<PipelineTokenizer>(std::move(parts));
+}
+
 }  // namespace
 
 nlohmann::json tokenizer_json_from_gguf(const io::GgufFile& file) {
   const std::string model = file.get_string("tokenizer.ggml.model", "");
   if (model != "gpt2") {
     throw Error(file.path() + ": tokenizer.ggml.model '" + model +
-                "' is not supported (only byte-level BPE, 'gpt2'); use the model's Hugging Face folder instead");
+                "' is not supported (byte-level BPE 'gpt2' and SentencePiece 'llama' are); use the model's Hugging "
+                "Face folder instead");
   }
   const std::vector<std::string> tokens = file.get_string_array("tokenizer.ggml.tokens");
   const auto check_count = [&](const char* key, size_t n, int64_t limit) {
@@ -99,6 +348,7 @@ nlohmann::json tokenizer_json_from_gguf(const io::GgufFile& file) {
 }
 
 std::unique_ptr<Tokenizer> tokenizer_from_gguf(const io::GgufFile& file) {
+  if (file.get_string("tokenizer.ggml.model", "") == "llama") return sentencepiece_from_gguf(file);
   return from_json(tokenizer_json_from_gguf(file), file.path());
 }
 

@@ -12,7 +12,10 @@
 // anything else gets GPT-2's ByteLevel regex) and no template. llama.cpp itself also adds BOS when
 // tokenizer.ggml.add_bos_token is set and splits digits first for "smollm"; transformers does
 // neither, and with SmolLM2's vocabulary (no multi-digit tokens) the digit split changes nothing.
-// SentencePiece vocabularies ("llama": tokens with scores, no merges) are refused with an Error.
+// SentencePiece vocabularies ("llama": tokens with scores, no merges) are rebuilt as transformers
+// rebuilds them (GemmaTokenizer for gemma/gemma2/gemma3, LlamaTokenizer otherwise): a BPE model with
+// byte fallback over merges derived from the scores; see sentencepiece_from_gguf in gguf_vocab.cc and
+// docs/models.md. tokenizer_json_from_gguf serves the byte-level kind only; tokenizer_from_gguf both.
 #pragma once
 #include <memory>
 #include <nlohmann/json.hpp>

@@ -26,6 +26,7 @@
 #include "tokenizer/pipeline.h"
 #include "tokenizer/post_processors.h"
 #include "tokenizer/pre_tokenizers.h"
+#include "tokenizer/unigram.h"
 #include "tokenizer/wordpiece.h"
 
 namespace headscope {
@@ -45,6 +46,7 @@ struct Reader {
 constexpr Reader<std::unique_ptr<Model>> kModels[] = {
     {"WordPiece", tokenizer::read_wordpiece_model},
     {"BPE", tokenizer::read_bpe_model},
+    {"Unigram", tokenizer::read_unigram_model},
 };
 constexpr Reader<std::unique_ptr<Normalizer>> kNormalizers[] = {
     {"BertNormalizer", tokenizer::read_bert_normalizer},

@@ -201,10 +201,12 @@ class Model:
 
         text_or_ids: the text (str, or UTF-8 bytes), or token ids (taken as they are: no template
             is added; ids the template adds, such as [CLS], count as special).
-        capture: the arrays to keep besides the statistics (see Result): "attention" [layer, head,
-            q, k], "head_outputs" [layer, head, T, d_head], "contributions" [layer, head, T, d_model],
-            "hidden_states" [n_layer + 1, T, d_model], "queries" [layer, head, T, d_head] and "keys"
-            [layer, n_kv_head, T, d_head] (these two come together).
+        capture: the arrays to keep besides the statistics (see Result):
+            "attention"      [layer, head, q, k]  (n_layer, n_head, T, T)
+            "head_outputs"   [n_layer, n_head, T, d_head]
+            "contributions"  [n_layer, n_head, T, d_model]
+            "hidden_states"  [n_layer + 1, T, d_model]
+            "queries", "keys" (together)  [n_layer, n_head, T, d_head], [n_layer, n_kv_head, T, d_head]
         words: statistics, roles and json() over words (pieces merged) instead of tokens.
         maps: "dense" keeps every [T, T] map; "stream" hands each layer's maps to the statistics
             block by block and keeps none (memory grows with T, not T^2: read maps with

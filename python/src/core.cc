@@ -437,29 +437,31 @@ NB_MODULE(_core, m) {
 
   // headscope.Error (a ValueError), headscope.FileError (also an OSError: the model path is not
   // there), headscope.ResourceError (over a budget or the machine's memory).
-  static nb::object error_type = nb::steal(PyErr_NewExceptionWithDoc(
+  // Raw pointers, kept for the life of the process: a static nb::object would be released after
+  // the interpreter has shut down.
+  static PyObject* error_type = PyErr_NewExceptionWithDoc(
       "headscope.Error", "A headscope error: one line naming the file, key or argument and what to do.",
-      PyExc_ValueError, nullptr));
-  nb::object file_bases = nb::make_tuple(error_type, nb::handle(PyExc_OSError));
-  static nb::object file_error_type = nb::steal(PyErr_NewExceptionWithDoc(
-      "headscope.FileError", "The model path does not exist or cannot be read.", file_bases.ptr(), nullptr));
-  static nb::object resource_error_type = nb::steal(PyErr_NewExceptionWithDoc(
-      "headscope.ResourceError", "Well-formed input over a headscope budget or the machine's memory.",
-      error_type.ptr(), nullptr));
-  m.attr("Error") = error_type;
-  m.attr("FileError") = file_error_type;
-  m.attr("ResourceError") = resource_error_type;
+      PyExc_ValueError, nullptr);
+  nb::object file_bases = nb::make_tuple(nb::handle(error_type), nb::handle(PyExc_OSError));
+  static PyObject* file_error_type = PyErr_NewExceptionWithDoc(
+      "headscope.FileError", "The model path does not exist or cannot be read.", file_bases.ptr(), nullptr);
+  static PyObject* resource_error_type = PyErr_NewExceptionWithDoc(
+      "headscope.ResourceError", "Well-formed input over a headscope budget or the machine's memory.", error_type,
+      nullptr);
+  m.attr("Error") = nb::handle(error_type);
+  m.attr("FileError") = nb::handle(file_error_type);
+  m.attr("ResourceError") = nb::handle(resource_error_type);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
     } catch (const FileError& e) {
-      PyErr_SetString(file_error_type.ptr(), e.what());
+      PyErr_SetString(file_error_type, e.what());
     } catch (const headscope::ResourceError& e) {
-      PyErr_SetString(resource_error_type.ptr(), e.what());
+      PyErr_SetString(resource_error_type, e.what());
     } catch (const headscope::Error& e) {
-      PyErr_SetString(error_type.ptr(), e.what());
+      PyErr_SetString(error_type, e.what());
     } catch (const std::bad_alloc&) {
-      PyErr_SetString(resource_error_type.ptr(), "not enough memory for this request; try a shorter text");
+      PyErr_SetString(resource_error_type, "not enough memory for this request; try a shorter text");
     }
   });
 
@@ -502,13 +504,13 @@ NB_MODULE(_core, m) {
            "progress"_a.none(), "The corpus atlas of this model (JSON, Markdown, PNG).");
 
   nb::class_<PyRun>(m, "Run", "One analysed text (internal; see headscope.Result).")
-      .def_prop_ro("attention", [](const PyRun& r) { return capture_array(r, &headscope::Capture::attention); })
-      .def_prop_ro("head_outputs", [](const PyRun& r) { return capture_array(r, &headscope::Capture::head_outputs); })
-      .def_prop_ro("contributions", [](const PyRun& r) { return capture_array(r, &headscope::Capture::contributions); })
-      .def_prop_ro("hidden_states", [](const PyRun& r) { return capture_array(r, &headscope::Capture::hidden_states); })
-      .def_prop_ro("queries", [](const PyRun& r) { return capture_array(r, &headscope::Capture::queries); })
-      .def_prop_ro("keys", [](const PyRun& r) { return capture_array(r, &headscope::Capture::keys); })
-      .def_prop_ro("value_norms", [](const PyRun& r) { return capture_array(r, &headscope::Capture::value_norms); })
+      .def_prop_ro("attention", [](const PyRun& r) { return capture_array(r, &headscope::Capture::attention); }, nb::rv_policy::reference)
+      .def_prop_ro("head_outputs", [](const PyRun& r) { return capture_array(r, &headscope::Capture::head_outputs); }, nb::rv_policy::reference)
+      .def_prop_ro("contributions", [](const PyRun& r) { return capture_array(r, &headscope::Capture::contributions); }, nb::rv_policy::reference)
+      .def_prop_ro("hidden_states", [](const PyRun& r) { return capture_array(r, &headscope::Capture::hidden_states); }, nb::rv_policy::reference)
+      .def_prop_ro("queries", [](const PyRun& r) { return capture_array(r, &headscope::Capture::queries); }, nb::rv_policy::reference)
+      .def_prop_ro("keys", [](const PyRun& r) { return capture_array(r, &headscope::Capture::keys); }, nb::rv_policy::reference)
+      .def_prop_ro("value_norms", [](const PyRun& r) { return capture_array(r, &headscope::Capture::value_norms); }, nb::rv_policy::reference)
       .def_prop_ro("streamed", [](const PyRun& r) { return r.run->streamed; })
       .def_prop_ro("text", [](const PyRun& r) { return nb::bytes(r.run->text.data(), r.run->text.size()); })
       .def_prop_ro("encoding", [](const PyRun& r) { return encoding_tuple(r.run->encoding); })

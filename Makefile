@@ -35,7 +35,7 @@ test-cpp: build goldens evidence
 	  HEADSCOPE_DATA=$(abspath ../shared/data) HEADSCOPE_CACHE_DIR=$(EVIDENCE_CACHE) ctest --output-on-failure -j2
 
 # The Python package (docs/python.md): a wheel built by scikit-build-core from the same CMake targets
-# into build/dist (its CMake build folder build/python persists, so a rebuild is incremental), then
+# into build/dist (its CMake build folder build-python persists, so a rebuild is incremental), then
 # installed into .venv; tests/python checks it against the CLI, transformers and a clean venv.
 PY_WHEELS := $(BUILD)/dist
 PY_LAUNCHER := $(if $(shell command -v ccache),-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -92,4 +92,4 @@ bench: build
 	@bench/run.sh
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-debug $(BUILD)-sanitize $(BUILD)-fuzz
+	rm -rf $(BUILD) $(BUILD)-debug $(BUILD)-sanitize $(BUILD)-fuzz $(BUILD)-python

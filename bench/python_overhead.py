@@ -4,7 +4,8 @@
    process (bench/analyse_bench.cc: encode + analyse, attention only, the probe measured once), on the
    default model at T = 16 / 128 / 512 tokens: median of 20 runs each, same threads. Target: at most
    5 % more at T = 128.
-2. First result in a fresh interpreter: `import headscope; load; run` against transformers'
+2. First result in a fresh interpreter: `import headscope; load; run` (defaults: the cached corpus evidence
+   and its probe) against transformers'
    `from_pretrained` + forward with output_attentions (bench/reference_first_result.py), each in a new
    process, median of 3. Target: headscope at least 10x sooner.
 
@@ -91,7 +92,7 @@ def main():
         return
     short = "The animal didn't cross the street because it was too tired."
     hs = first_result([sys.executable, "-c",
-                       "import sys, headscope; m = headscope.load(sys.argv[1]); r = m.run(sys.argv[2], corpus=False); "
+                       "import sys, headscope; m = headscope.load(sys.argv[1]); r = m.run(sys.argv[2]); "
                        "print(r.attention.shape)", args.model, short], env)
     hf = first_result([sys.executable, str(ROOT / "bench" / "reference_first_result.py"), args.model, short], env)
     print(json.dumps({"first_result_headscope_s": round(hs, 2), "first_result_transformers_s": round(hf, 2),

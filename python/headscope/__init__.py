@@ -186,6 +186,13 @@ class Model:
         c = self.config
         return f"<headscope.Model {c.name}: {c.family}, {c.n_layer} layers x {c.n_head} heads, d_model {c.d_model}>"
 
+    @property
+    def corpus_source(self) -> str:
+        """What the cached corpus evidence of this model measured ("" when none is cached):
+        the syntax and coreference evidence (and the induction probe) that Model.run joins
+        into the roles. `make evidence` or `headscope run --measure-corpus` fills the cache."""
+        return self._core.corpus_source
+
     def run(
         self,
         text_or_ids: str | bytes | Sequence[int],
@@ -213,9 +220,10 @@ class Model:
             Result.tile); "auto" is dense while the maps fit in 512 MiB.
         truncate: keep the first max_positions tokens of a longer text instead of raising Error.
         probe: label induction and duplicate-token heads with the model's repeated-random-tokens
-            probe (measured on the first run, about a second; then reused).
-        corpus: join the cached corpus evidence (syntax, coreference) into the roles, as
-            `headscope run` does; without a cache (`make evidence`) there is none.
+            probe. The cached corpus evidence holds it; without a cache it is measured on the
+            first run (a few seconds) and reused.
+        corpus: join the cached corpus evidence (syntax, coreference, and its probe) into the
+            roles, as `headscope run` does; without a cache (`make evidence`) there is none.
 
         Raises Error for text the model cannot take (invalid UTF-8, longer than max_positions,
         ids outside the vocabulary) and ResourceError when the run would not fit in memory.

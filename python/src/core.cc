@@ -231,16 +231,24 @@ PyRun run(std::shared_ptr<PyModel> m, std::optional<nb::bytes> text_bytes, std::
     } else {
       encoding = m->model->encode(text, truncate);
     }
-    if (use_probe) std::call_once(m->probe_once, [&] { m->probe = headscope::probe(*m->model); });
-    if (use_corpus)
+    if (use_corpus) {
       std::call_once(m->corpus_once, [&] {
         EvidenceOptions e;
         e.measure = false;  // the cache only, as `headscope run` without --measure-corpus
         m->corpus = corpus_evidence(*m->model, m->path, e);
       });
-    if (use_corpus) options.corpus = m->corpus.heads;
+      options.corpus = m->corpus.heads;
+    }
+    // The cached corpus evidence holds the same probe (same lengths, count and seed), which
+    // analyse() reads when it is given none: measuring it again would only cost the first run
+    // of a model several seconds.
+    const auto has_probe = [](const analysis::HeadEvidence& h) { return h.probe.has_value(); };
+    const bool cached_probe = !options.corpus.empty() && std::all_of(options.corpus.begin(), options.corpus.end(), has_probe);
+    const bool measure_probe = use_probe && !cached_probe;
+    if (measure_probe) std::call_once(m->probe_once, [&] { m->probe = headscope::probe(*m->model); });
     *analysed = analyse(*m->model, std::move(text), std::move(encoding),
-                        use_probe ? std::span<const analysis::ProbeEvidence>(m->probe) : std::span<const analysis::ProbeEvidence>(),
+                        measure_probe ? std::span<const analysis::ProbeEvidence>(m->probe)
+                                      : std::span<const analysis::ProbeEvidence>(),
                         options);
   }
   return PyRun{std::move(m), std::move(analysed), words ? Level::kWord : Level::kToken};
@@ -469,6 +477,18 @@ NB_MODULE(_core, m) {
       .def_prop_ro("config", [](const PyModel& self) { return config_dict(self.model->config()); })
       .def_prop_ro("warnings", [](const PyModel& self) { return self.model->warnings(); })
       .def_prop_ro("path", [](const PyModel& self) { return self.path; })
+      .def_prop_ro(
+          "corpus_source",
+          [](PyModel& self) {
+            nb::gil_scoped_release release;
+            std::call_once(self.corpus_once, [&] {
+              headscope::EvidenceOptions e;
+              e.measure = false;
+              self.corpus = headscope::corpus_evidence(*self.model, self.path, e);
+            });
+            return self.corpus.heads.empty() ? std::string() : self.corpus.source;
+          },
+          "What the cached corpus evidence measured (\"\" when there is none).")
       .def(
           "encode",
           [](const PyModel& self, nb::bytes text, bool special_tokens) {

@@ -12,11 +12,11 @@ ARRAYS = ["attention", "head_outputs", "contributions", "hidden_states", "querie
 NPY = {"attention": "attentions.npy"}
 
 
-def cli_run(cli, model, text, out_dir):
+def cli_run(cli, model, text, out_dir, *flags):
     text_file = out_dir / "text.txt"
     text_file.write_bytes(text.encode("utf-8"))
     proc = subprocess.run([str(cli), "run", "--model", str(model), "--file", str(text_file), "--npy", str(out_dir),
-                           "--json", str(out_dir / "run.json"), "--qk", "--threads", str(THREADS), "--quiet"],
+                           "--json", str(out_dir / "run.json"), "--qk", "--threads", str(THREADS), "--quiet", *flags],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     return out_dir
@@ -26,8 +26,10 @@ def cli_run(cli, model, text, out_dir):
 def test_arrays_equal_cli_npy(which, request, cli, tmp_path):
     model = request.getfixturevalue(which)
     text = TEXT + " Then it slept."
-    result = model.run(text, capture=("attention", "head_outputs", "contributions", "hidden_states", "queries", "keys"))
-    out = cli_run(cli, model.path, text, tmp_path)
+    # Both measure the probe (no corpus evidence): the same roles from the same numbers.
+    result = model.run(text, capture=("attention", "head_outputs", "contributions", "hidden_states", "queries", "keys"),
+                       corpus=False)
+    out = cli_run(cli, model.path, text, tmp_path, "--no-corpus")
     tokens = json.loads((out / "tokens.json").read_text())
     assert result.ids == [t["id"] for t in tokens]
     assert result.offsets == [(t["begin"], t["end"]) for t in tokens]
@@ -82,3 +84,15 @@ def test_stream_tiles_equal_dense_maps(minilm):
     # The statistics do not depend on how the maps were held.
     for a, b in zip(dense.stats(), streamed.stats()):
         assert a.entropy_bits == pytest.approx(b.entropy_bits, abs=1e-6)
+
+
+def test_cached_evidence_roles_equal_cli(minilm, cli, tmp_path):
+    """With the corpus evidence cached, run() takes the probe from it instead of measuring it
+    again: the roles are those of `headscope run --no-probe` (which then reads the same cache)."""
+    if not minilm.corpus_source:
+        pytest.skip("no cached corpus evidence for the default model (make evidence)")
+    result = minilm.run(TEXT)
+    out = cli_run(cli, minilm.path, TEXT, tmp_path, "--no-probe")
+    theirs = json.loads((out / "run.json").read_text())["heads"]
+    assert json.loads(result.json())["heads"] == theirs
+    assert any(h["roles"]["primary"]["id"] in ("syntactic", "induction", "coreference") for h in theirs)

@@ -76,7 +76,7 @@ def test_typing_files_shipped(headscope):
 
 def test_generate_matches_run(smollm2):
     seen = []
-    g = smollm2.generate("The capital of France is", 5, capture_attention=True, stop_at_eos=False,
+    g = smollm2.generate("The capital of France is", 5, capture_attention=True, stop_at_eos=False, progress=True,
                          on_token=lambda *t: seen.append(t))
     assert len(g.generated) == len(seen) == 5 and g.ids[: g.prompt_tokens] == smollm2.tokenizer.encode(
         "The capital of France is").ids
@@ -109,3 +109,17 @@ def test_analyse_attention_of_a_run_equals_the_run(minilm, headscope):
     for mine, run in zip(doc["heads"], json.loads(result.json())["heads"]):
         for key in ["entropy_bits", "max_attention", "prev_mass", "sink_mass", "mean_distance"]:
             assert mine["stats"][key] == pytest.approx(run["stats"][key], abs=1e-9), key
+
+
+def test_atlas_small(minilm):
+    import os
+    import pathlib
+
+    data = pathlib.Path(os.environ.get("HEADSCOPE_DATA", pathlib.Path(__file__).resolve().parents[3] / "shared" / "data"))
+    if not (data / "ud" / "en_pud-ud-test.conllu").exists():
+        pytest.skip(f"no gold data in {data}")
+    seen = []
+    atlas = minilm.atlas(data, max_sentences=5, max_gap_rows=5, importance_texts=0,
+                         progress=lambda stage, done, total: seen.append((stage, done, total)))
+    assert atlas["json"]["schema"] == "headscope.atlas/2" and atlas["png"][:4] == b"\x89PNG"
+    assert seen and all(0 < done <= total for _, done, total in seen)

@@ -587,9 +587,16 @@ def analyse_attention(
     return _core.analyse_attention(attention, list(tokens), None if special is None else list(special), causal, words)
 
 
-try:  # the notebook views, when that module is present
-    from .views import save_html, show, show_attention  # noqa: F401
+_VIEWS = ("show", "show_attention", "save_html")
 
-    __all__ += ["save_html", "show", "show_attention"]
-except ImportError:
-    pass
+
+def __getattr__(name: str) -> Any:
+    """headscope.show / show_attention / save_html, imported from headscope.views on first use
+    (so that `import headscope` stays light)."""
+    if name in _VIEWS:
+        try:
+            from . import views
+        except ImportError as e:
+            raise AttributeError(f"headscope.{name} needs headscope.views, which is not installed ({e})") from e
+        return getattr(views, name)
+    raise AttributeError(f"module 'headscope' has no attribute {name!r}")

@@ -8,7 +8,7 @@ BUILD := build
 GOLDENS := $(BUILD)/goldens
 DEMO_TEXT := The animal didn't cross the street because it was too tired.
 
-.PHONY: all setup build evidence goldens test test-cpp test-web test-views web-embed test-sanitize test-fuzz fuzz fuzz-build demo bench clean
+.PHONY: all setup build python evidence goldens test test-cpp test-python test-web test-views web-embed test-sanitize test-fuzz fuzz fuzz-build demo bench clean
 
 all: build
 
@@ -33,6 +33,22 @@ goldens: setup
 test-cpp: build goldens evidence
 	@cd $(BUILD) && HEADSCOPE_GOLDENS=$(abspath $(GOLDENS)) HEADSCOPE_MODEL=$(abspath $(MODEL)) \
 	  HEADSCOPE_DATA=$(abspath ../shared/data) HEADSCOPE_CACHE_DIR=$(EVIDENCE_CACHE) ctest --output-on-failure -j2
+
+# The Python package (docs/python.md): a wheel built by scikit-build-core from the same CMake targets
+# into build/dist (its CMake build folder build-python persists, so a rebuild is incremental), then
+# installed into .venv; tests/python checks it against the CLI, transformers and a clean venv.
+PY_WHEELS := $(BUILD)/dist
+PY_LAUNCHER := $(if $(shell command -v ccache),-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache)
+python: build
+	@rm -f $(PY_WHEELS)/headscope-*.whl
+	@$(PY) -m build --wheel --no-isolation --outdir $(PY_WHEELS) $(PY_LAUNCHER) . >$(BUILD)/python-build.log 2>&1 || \
+	  { tail -30 $(BUILD)/python-build.log; exit 1; }
+	@$(PY) -m pip install -q --no-deps --force-reinstall --disable-pip-version-check $(PY_WHEELS)/headscope-*.whl
+
+test-python: python evidence
+	@HEADSCOPE_BIN=$(abspath $(BUILD)/headscope) HEADSCOPE_WHEELS=$(abspath $(PY_WHEELS)) HF_HUB_OFFLINE=1 OMP_NUM_THREADS=2 \
+	  HEADSCOPE_DATA=$(abspath ../shared/data) HEADSCOPE_CACHE_DIR=$(EVIDENCE_CACHE) \
+	  $(PY) -m pytest -q -p no:cacheprovider tests/python
 
 test-web: build evidence
 	@if [ -f web/package.json ]; then cd web && HEADSCOPE_DATA=$(abspath ../shared/data) npm test --silent; fi
@@ -76,7 +92,7 @@ fuzz: fuzz-build
 test-fuzz: fuzz-build
 	@fuzz/run.sh 20
 
-test: test-cpp test-web test-sanitize test-fuzz
+test: test-cpp test-python test-views test-web test-sanitize test-fuzz
 
 # Prints one run, then starts the explorer (web UI + API) and prints its URL; Ctrl+C stops it.
 DEMO_PORT ?= 8080
@@ -88,4 +104,4 @@ bench: build
 	@bench/run.sh
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-debug $(BUILD)-sanitize $(BUILD)-fuzz
+	rm -rf $(BUILD) $(BUILD)-debug $(BUILD)-sanitize $(BUILD)-fuzz $(BUILD)-python

@@ -186,4 +186,12 @@ inline constexpr uint64_t kMaxEvidenceFileBytes = uint64_t{64} << 20;
 // cores; the 270 heads of SmolLM2-135M take many minutes, so past 144 it is asked for, not default.
 inline constexpr int kMaxAtlasImportanceHeadsByDefault = 144;
 
+// ---- Python bindings (python/, src/pipeline/analyse.cc analyse_attention) ----
+// How far a row of attention handed in from outside may sum away from 1: float32 softmax rows of
+// a few thousand keys stay within ~1e-5; 1e-3 also takes float16 maps cast back to float32.
+inline constexpr double kMaxAttentionRowSumError = 1e-3;
+// Bytes of one text given to Model.run / Tokenizer.encode from Python: the CLI's --file limit,
+// so the same text is refused the same way (a model's position limit is far below it anyway).
+inline constexpr uint64_t kMaxPythonTextBytes = uint64_t{16} << 20;
+
 }  // namespace headscope::limits

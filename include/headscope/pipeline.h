@@ -136,6 +136,16 @@ AnalyseMemory analyse_memory(const Model& model, int64_t T, const AnalyseOptions
 RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
                     std::span<const analysis::ProbeEvidence> probe, const AnalyseOptions& options = {});
 
+// Statistics and roles of attention maps computed elsewhere ("bring your own attention", the
+// Python package's analyse_attention): `attention` [n_layer, n_head, T, T] for the T tokens of
+// `encoding` (of `text`), as analyse() would have captured them for a model shaped like `config`
+// (n_layer, n_head, causal are read). No model runs: no probe (no induction or duplicate-token
+// evidence), no value norms (sink_mass_norm is NaN), corpus evidence only from options.corpus.
+// Throws Error for a wrong shape, or a row that is not a distribution over the keys its query
+// may see (within limits::kMaxAttentionRowSumError).
+RunAnalysis analyse_attention(const ModelConfig& config, std::string text, Encoding encoding, Tensor attention,
+                              const AnalyseOptions& options = {});
+
 // One head's exact token-level attention over query rows q0 .. q1 − 1 and keys k0 .. k1 − 1:
 // [q1 − q0, k1 − k0], from the stored maps, or computed again from the run's queries and keys
 // when it was streamed (the same kernel as the pass: equal to the dense map to float rounding).

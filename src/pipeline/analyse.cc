@@ -1,5 +1,6 @@
 // headscope pipeline — probe(), analyse() and the word labels (see headscope/pipeline.h).
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -88,6 +89,9 @@ uint64_t stream_bytes_per_head(int64_t T, int cells) {
   return 2 * c * c * sizeof(float) + 3 * t * sizeof(double) + 9 * t * sizeof(float);
 }
 
+void finish_analysis(RunAnalysis& run, std::vector<analysis::HeadStream>& streams, const analysis::StreamPlan& plan,
+                     std::span<const analysis::ProbeEvidence> probe, const AnalyseOptions& options);
+
 }  // namespace
 
 AnalyseMemory analyse_memory(const Model& model, int64_t T, const AnalyseOptions& options) {
@@ -163,7 +167,18 @@ RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
     run.word_attention = analysis::merge_attention(run.capture.attention, run.words);
     if (options.progress) options.progress(c.n_layer, c.n_layer);
   }
+  finish_analysis(run, streams, plan, probe, options);
+  return run;
+}
 
+namespace {
+
+// What analyse() and analyse_attention() do once every head's rows went through its stream:
+// statistics and roles at each level, the overviews, and (dense maps) each head on this text.
+void finish_analysis(RunAnalysis& run, std::vector<analysis::HeadStream>& streams, const analysis::StreamPlan& plan,
+                     std::span<const analysis::ProbeEvidence> probe, const AnalyseOptions& options) {
+  const int64_t heads = int64_t(streams.size());
+  const int T = run.T();
   using analysis::HeadStream;
   run.token_level = analyse_level(streams, &HeadStream::token, plan.tokens, probe, options.corpus);
   run.word_level = analyse_level(streams, &HeadStream::word, plan.word_units, probe, options.corpus);
@@ -187,6 +202,50 @@ RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
       run.on_text.push_back(analysis::describe_text(map, labels, seq, corpus, run.token_level.roles[size_t(i)]));
     }
   }
+}
+
+}  // namespace
+
+RunAnalysis analyse_attention(const ModelConfig& config, std::string text, Encoding encoding, Tensor attention,
+                              const AnalyseOptions& options) {
+  const int64_t L = config.n_layer, H = config.n_head, T = int64_t(encoding.size());
+  if (T == 0) throw Error("analyse_attention: no tokens; give one label per query/key position");
+  attention.expect_shape({L, H, T, T}, "analyse_attention: attention [layer, head, q, k] for " + std::to_string(T) + " tokens");
+  RunAnalysis run;
+  run.text = std::move(text);
+  run.encoding = std::move(encoding);
+  run.words = analysis::words_from_encoding(run.encoding);
+  const analysis::SequenceInfo seq = analysis::describe_sequence(run.encoding, run.text, config.causal);
+  // Every row must be a distribution over the keys its query may see (what softmax writes):
+  // statistics of anything else would be numbers without a meaning.
+  const float* a = attention.ptr();
+  for (int64_t i = 0; i < L * H; ++i)
+    for (int64_t q = 0; q < T; ++q) {
+      double total = 0;
+      for (int64_t k = 0; k < T; ++k) {
+        const float w = a[(i * T + q) * T + k];
+        if (!std::isfinite(w) || w < 0 || (!seq.may_attend(int(q), int(k)) && w != 0))
+          throw Error("analyse_attention: layer " + std::to_string(i / H) + " head " + std::to_string(i % H) + " row " +
+                      std::to_string(q) + " key " + std::to_string(k) + " holds " + std::to_string(w) +
+                      (config.causal ? "; weights must be finite, >= 0 and 0 above the diagonal (causal)"
+                                     : "; weights must be finite and >= 0"));
+        total += w;
+      }
+      if (std::abs(total - 1.0) > limits::kMaxAttentionRowSumError)
+        throw Error("analyse_attention: layer " + std::to_string(i / H) + " head " + std::to_string(i % H) + " row " +
+                    std::to_string(q) + " sums to " + std::to_string(total) +
+                    "; each row must be a probability distribution over the keys (softmax output)");
+    }
+  const analysis::StreamPlan plan = analysis::make_stream_plan(seq, run.words, options.without_specials, options.overview_cells);
+  std::vector<analysis::HeadStream> streams = analysis::make_head_streams(plan, int(L * H));
+  analysis::feed_stored(streams, attention, {});
+  run.word_attention = analysis::merge_attention(attention, run.words);
+  run.capture.n_layer = int(L);
+  run.capture.n_head = int(H);
+  run.capture.n_kv_head = int(H);
+  run.capture.T = int(T);
+  run.capture.attention = std::move(attention);
+  finish_analysis(run, streams, plan, {}, options);
   return run;
 }
 

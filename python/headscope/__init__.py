@@ -1,0 +1,602 @@
+"""headscope: every attention head of a transformer, captured and explained, on CPU.
+
+Load a Hugging Face model directory (config.json, *.safetensors, tokenizer.json) or a .gguf file,
+run a text, and read what each head does as NumPy arrays, records and pandas DataFrames::
+
+    import headscope
+    model = headscope.load("models/all-MiniLM-L6-v2")
+    result = model.run("The animal didn't cross the street because it was too tired.")
+    result.attention.shape          # (n_layer, n_head, T, T)
+    result.roles_frame()            # one row per head: its role and the evidence for it
+
+Shapes use one vocabulary throughout: n_layer, n_head (query heads), n_kv_head, d_model, d_head,
+T (tokens); attention is [layer, head, q, k], row q a distribution over the keys k.
+Errors are raised as headscope.Error (a ValueError) with the CLI's one-line messages; a missing
+model path as headscope.FileError (also an OSError); a budget exceeded as headscope.ResourceError.
+See docs/python.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json as _json
+import math
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from . import _core
+from ._core import Error, FileError, ResourceError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas
+
+__all__ = [
+    "Config",
+    "Encoding",
+    "Error",
+    "FileError",
+    "Generation",
+    "HeadRole",
+    "HeadStats",
+    "Model",
+    "ResourceError",
+    "Result",
+    "Tokenizer",
+    "analyse_attention",
+    "load",
+]
+__version__ = "0.1.0"
+
+Capture = Literal["attention", "head_outputs", "contributions", "hidden_states", "queries", "keys"]
+_CAPTURES = ("attention", "head_outputs", "contributions", "hidden_states", "queries", "keys")
+
+
+def _utf8(text: str | bytes, what: str = "text") -> bytes:
+    """The UTF-8 bytes of `text`; bytes pass unchanged (the core rejects invalid UTF-8)."""
+    if isinstance(text, bytes):
+        return text
+    if not isinstance(text, str):
+        raise TypeError(f"{what} must be str or bytes, not {type(text).__name__}")
+    # Lone surrogates are passed through as they are, so the core names them as invalid UTF-8.
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+# ---- model and tokenizer ----
+
+
+@dataclass(frozen=True)
+class Config:
+    """A model's hyper-parameters (what `headscope run` prints and /api/model returns)."""
+
+    family: str  # "bert", "llama", "gpt2", ... (the family file in src/models/)
+    name: str  # the folder or .gguf file it was loaded from
+    n_layer: int
+    n_head: int  # query heads
+    n_kv_head: int  # key/value heads (< n_head under grouped-query attention)
+    d_model: int
+    d_head: int
+    d_ff: int
+    vocab: int
+    max_positions: int  # longest sequence the model takes
+    causal: bool  # decoder: query q sees keys k <= q only
+    norm_eps: float
+    eos_token_id: int  # -1 when the model names none
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """A tokenised text: for token i its id, vocabulary entry, byte span [begin, end) in the
+    UTF-8 text ((0, 0) for a special token) and whether the template added it."""
+
+    ids: list[int]
+    tokens: list[str]
+    offsets: list[tuple[int, int]]
+    special: list[bool]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def _encoding(t: tuple) -> Encoding:
+    ids, tokens, offsets, special = t
+    return Encoding(list(ids), list(tokens), [tuple(o) for o in offsets], list(special))
+
+
+class Tokenizer:
+    """The model's tokenizer (read from tokenizer.json or the .gguf)."""
+
+    def __init__(self, core: _core.Model) -> None:
+        self._core = core
+
+    def encode(self, text: str | bytes, *, special_tokens: bool = True) -> Encoding:
+        """Tokenise `text` with the model's template (special tokens added unless told not to).
+
+        No length limit applies here; Model.run refuses a text longer than max_positions.
+        """
+        return _encoding(self._core.encode(_utf8(text), special_tokens))
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """The text that `ids` stand for, as the tokenizer's decoder writes it."""
+        return _text(self._core.decode([int(i) for i in ids]))
+
+    def __repr__(self) -> str:
+        return f"<headscope.Tokenizer of {self._core.config['name']}>"
+
+
+@dataclass(frozen=True)
+class Generation:
+    """What Model.generate returns: ids is prompt + continuation; generated holds one
+    (position, id, vocabulary entry, logit) tuple per new token; attention [layer, head, T, T]
+    over all T = len(ids) tokens when capture_attention was set, else None."""
+
+    prompt_tokens: int
+    ids: list[int]
+    generated: list[tuple[int, int, str, float]]
+    continuation: str
+    stopped_at_eos: bool
+    stopped_at_limit: bool
+    attention: np.ndarray | None
+
+
+def _tqdm_progress(total_label: str) -> Callable[[str, int, int], None] | None:
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    bars: dict[str, Any] = {}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        bar = bars.get(stage)
+        if bar is None:
+            for other in bars.values():
+                other.close()
+            bar = bars[stage] = tqdm(total=total, desc=f"{total_label}: {stage}", leave=False)
+        bar.n = done
+        bar.refresh()
+        if done >= total:
+            bar.close()
+
+    return progress
+
+
+class Model:
+    """A loaded transformer: `config`, `tokenizer`, and `run` / `generate` / `atlas`.
+
+    Made by headscope.load(). Several Python threads may share one Model: the GIL is released
+    while the model works, and one forward pass runs at a time (each already uses every core).
+    """
+
+    def __init__(self, core: _core.Model) -> None:
+        self._core = core
+        self.config = Config(**core.config)
+        self.tokenizer = Tokenizer(core)
+        self.path: str = core.path
+        #: What the load found suspect but not fatal (e.g. a tensor holding NaN), one line each.
+        self.warnings: list[str] = list(core.warnings)
+
+    def __repr__(self) -> str:
+        c = self.config
+        return f"<headscope.Model {c.name}: {c.family}, {c.n_layer} layers x {c.n_head} heads, d_model {c.d_model}>"
+
+    @property
+    def corpus_source(self) -> str:
+        """What the cached corpus evidence of this model measured ("" when none is cached):
+        the syntax and coreference evidence (and the induction probe) that Model.run joins
+        into the roles. `make evidence` or `headscope run --measure-corpus` fills the cache."""
+        return self._core.corpus_source
+
+    def run(
+        self,
+        text_or_ids: str | bytes | Sequence[int],
+        *,
+        capture: Iterable[Capture] = ("attention",),
+        words: bool = False,
+        maps: Literal["auto", "dense", "stream"] = "auto",
+        truncate: bool = False,
+        probe: bool = True,
+        corpus: bool = True,
+    ) -> Result:
+        """Run one text through the model and analyse every head.
+
+        text_or_ids: the text (str, or UTF-8 bytes), or token ids (taken as they are: no template
+            is added; ids the template adds, such as [CLS], count as special).
+        capture: the arrays to keep besides the statistics (see Result):
+            "attention"      [layer, head, q, k]  (n_layer, n_head, T, T)
+            "head_outputs"   [n_layer, n_head, T, d_head]
+            "contributions"  [n_layer, n_head, T, d_model]
+            "hidden_states"  [n_layer + 1, T, d_model]
+            "queries", "keys" (together)  [n_layer, n_head, T, d_head], [n_layer, n_kv_head, T, d_head]
+        words: statistics, roles and json() over words (pieces merged) instead of tokens.
+        maps: "dense" keeps every [T, T] map; "stream" hands each layer's maps to the statistics
+            block by block and keeps none (memory grows with T, not T^2: read maps with
+            Result.tile); "auto" is dense while the maps fit in 512 MiB.
+        truncate: keep the first max_positions tokens of a longer text instead of raising Error.
+        probe: label induction and duplicate-token heads with the model's repeated-random-tokens
+            probe. The cached corpus evidence holds it; without a cache it is measured on the
+            first run (a few seconds) and reused.
+        corpus: join the cached corpus evidence (syntax, coreference, and its probe) into the
+            roles, as `headscope run` does; without a cache (`make evidence`) there is none.
+
+        Raises Error for text the model cannot take (invalid UTF-8, longer than max_positions,
+        ids outside the vocabulary) and ResourceError when the run would not fit in memory.
+        """
+        capture = tuple(capture)
+        if isinstance(text_or_ids, (str, bytes)):
+            text, ids = _utf8(text_or_ids), None
+        else:
+            ids = []
+            for i, x in enumerate(text_or_ids):
+                if isinstance(x, (bool, float)) or not isinstance(x, (int, np.integer)):
+                    raise Error(f"ids[{i}] = {x!r} is not an integer token id")
+                if not -(2**62) < int(x) < 2**62:
+                    raise Error(f"ids[{i}] = {x} is outside the vocabulary of {self.config.name} (0..{self.config.vocab - 1})")
+                ids.append(int(x))
+            text = None
+        core = self._core.run(text, ids, list(capture), words, maps, truncate, probe, corpus)
+        return Result(self, core, words)
+
+    def generate(
+        self,
+        prompt: str | bytes,
+        max_new_tokens: int = 20,
+        *,
+        max_length: int = 0,
+        stop_at_eos: bool = True,
+        capture_attention: bool = False,
+        on_token: Callable[[int, int, str, float], None] | None = None,
+        progress: bool = False,
+    ) -> Generation:
+        """Greedy continuation of `prompt` through the KV cache (decoders; encoders raise Error).
+
+        max_length: prompt + continuation in tokens (0: the model's max_positions).
+        on_token(position, id, entry, logit) is called after each new token; progress=True shows
+        a tqdm bar when tqdm is installed.
+        """
+        callback = on_token
+        if progress:
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:
+                tqdm = None
+            if tqdm is not None:
+                bar = tqdm(total=max_new_tokens, desc="generate", leave=False)
+
+                def callback(position: int, id: int, entry: str, logit: float) -> None:
+                    bar.update(1)
+                    if on_token is not None:
+                        on_token(position, id, entry, logit)
+
+        try:
+            d = self._core.generate(_utf8(prompt, "prompt"), int(max_new_tokens), int(max_length), stop_at_eos,
+                                    capture_attention, callback)
+        finally:
+            if progress and callback is not on_token:
+                bar.close()
+        return Generation(
+            prompt_tokens=d["prompt_tokens"],
+            ids=list(d["ids"]),
+            generated=[tuple(t) for t in d["generated"]],
+            continuation=_text(d["continuation"]),
+            stopped_at_eos=d["stopped_at_eos"],
+            stopped_at_limit=d["stopped_at_limit"],
+            attention=d["attention"],
+        )
+
+    def atlas(
+        self,
+        data_dir: str | os.PathLike | None = None,
+        *,
+        max_sentences: int = 0,
+        max_gap_rows: int = 0,
+        importance_texts: int = -1,
+        progress: Callable[[str, int, int], None] | bool = True,
+    ) -> dict[str, Any]:
+        """The corpus atlas of this model (what `headscope atlas` writes, docs/atlas.md).
+
+        data_dir holds ud/en_pud-ud-test.conllu, ud/en_ewt-ud-dev.conllu and optionally
+        gap/gap-{validation,development}.tsv (default: $HEADSCOPE_DATA, else ../shared/data).
+        max_sentences / max_gap_rows: read only the first ones (0: all). progress: a callable
+        (stage, done, total), or True for a tqdm bar when tqdm is installed.
+        Returns {"json": the parsed atlas, "markdown": str, "png": bytes, "seconds": float}.
+        """
+        if data_dir is None:
+            data_dir = os.environ.get("HEADSCOPE_DATA") or "../shared/data"
+        callback = _tqdm_progress("atlas") if progress is True else (progress or None)
+        d = self._core.atlas(os.fspath(data_dir), max_sentences, max_gap_rows, importance_texts, callback)
+        return {"json": _json.loads(d["json"]), "markdown": d["markdown"], "png": d["png"], "seconds": d["seconds"]}
+
+
+def load(path: str | os.PathLike, *, threads: int | None = None, strict: bool = False) -> Model:
+    """Load a model: a Hugging Face directory (config.json, *.safetensors, tokenizer.json) or a .gguf file.
+
+    threads: worker threads for this model's runs (default: all cores, or OMP_NUM_THREADS).
+    strict: refuse weights holding NaN or Inf (by default they load, named in Model.warnings).
+
+    Raises FileError when the path does not exist, Error for anything else wrong with the files.
+    """
+    return Model(_core.load(os.fspath(path), threads, strict))
+
+
+# ---- results ----
+
+
+@dataclass(frozen=True)
+class HeadStats:
+    """One head's attention statistics on one text (definitions: docs/metrics.md).
+
+    Means over the queries: entropy in bits and normalised to [0, 1], sparsity, keys covering
+    90 % of a row, row maxima, where attention lands by offset and by token kind. NaN where a
+    statistic has no sample (next_mass of a decoder, duplicate_mass without repeated tokens).
+    """
+
+    layer: int
+    head: int
+    kv_head: int
+    n_queries: int
+    entropy_bits: float
+    entropy_norm: float
+    sparsity: float
+    keys_90: float
+    keys_90_share: float
+    max_attention: float
+    avg_attention: float
+    uniform_overlap: float
+    mean_distance: float
+    mean_offset: float
+    self_mass: float
+    prev_mass: float
+    next_mass: float
+    local_mass: float
+    first_mass: float
+    special_mass: float
+    end_special_mass: float
+    sink_mass: float
+    sink_mass_norm: float
+    punct_mass: float
+    content_mass: float
+    duplicate_mass: float
+    n_duplicate_queries: int
+    offset_mass: dict[int, float]  # signed offset d = k - q in -8..8 -> mean weight at q + d
+
+
+@dataclass(frozen=True)
+class HeadRole:
+    """One head's roles: the primary one (id, name, detail such as "+2", score in [0, 1] and the
+    evidence in words), the runner-up, and every role that could be scored (best first)."""
+
+    layer: int
+    head: int
+    primary: str  # role id, e.g. "previous_token"
+    name: str  # its display name
+    detail: str
+    score: float
+    evidence: str
+    secondary: str
+    secondary_score: float
+    confidence: float
+    margin: float
+    scores: dict[str, float]
+
+
+def _num(x: Any) -> float:
+    return math.nan if x is None else float(x)
+
+
+_STAT_FLOATS = [f.name for f in dataclasses.fields(HeadStats) if f.type == "float"]
+
+
+class Result:
+    """One analysed text. Arrays are None unless captured (Model.run's `capture`):
+
+    attention      float32 [n_layer, n_head, T, T]   row q: query q's weights over the keys
+    head_outputs   float32 [n_layer, n_head, T, d_head]   attention . V per head
+    contributions  float32 [n_layer, n_head, T, d_model]  each head's output through its W_O slice
+    hidden_states  float32 [n_layer + 1, T, d_model]  embeddings, then each layer's output
+    queries        float32 [n_layer, n_head, T, d_head]
+    keys           float32 [n_layer, n_kv_head, T, d_head]
+    value_norms    float32 [n_layer, n_head, T]  |v_k W_O,h| of each key (always kept)
+
+    All of them are read-only views of the C++ capture (no copy); the capture lives as long as
+    the Result or any of its arrays. A streamed run (maps="stream", or "auto" on a long text)
+    keeps no attention: use tile().
+    """
+
+    def __init__(self, model: Model, core: _core.Run, words: bool) -> None:
+        self.model = model
+        self._core = core
+        self.words = words
+        enc = _encoding(core.encoding)
+        self.encoding = enc
+        self.ids: list[int] = enc.ids
+        self.tokens: list[str] = enc.tokens  # vocabulary entries
+        self.offsets: list[tuple[int, int]] = enc.offsets  # byte spans in the UTF-8 text
+        self.special: list[bool] = enc.special
+        self.text: str = _text(core.text)
+        self.truncated: bool = core.truncated
+        self.streamed: bool = core.streamed
+        self._doc: dict | None = None
+
+    def __repr__(self) -> str:
+        c = self.model.config
+        return f"<headscope.Result {len(self.ids)} tokens, {c.n_layer} x {c.n_head} heads{', streamed' if self.streamed else ''}>"
+
+    @property
+    def attention(self) -> np.ndarray | None:
+        """float32 [n_layer, n_head, T, T] (read-only, zero-copy), or None for a streamed run."""
+        return self._core.attention
+
+    @property
+    def head_outputs(self) -> np.ndarray | None:
+        """float32 [n_layer, n_head, T, d_head] (read-only, zero-copy), when captured."""
+        return self._core.head_outputs
+
+    @property
+    def contributions(self) -> np.ndarray | None:
+        """float32 [n_layer, n_head, T, d_model] (read-only, zero-copy), when captured."""
+        return self._core.contributions
+
+    @property
+    def hidden_states(self) -> np.ndarray | None:
+        """float32 [n_layer + 1, T, d_model] (read-only, zero-copy), when captured."""
+        return self._core.hidden_states
+
+    @property
+    def queries(self) -> np.ndarray | None:
+        """float32 [n_layer, n_head, T, d_head] (read-only, zero-copy), when captured."""
+        return self._core.queries
+
+    @property
+    def keys(self) -> np.ndarray | None:
+        """float32 [n_layer, n_kv_head, T, d_head] (read-only, zero-copy), when captured."""
+        return self._core.keys
+
+    @property
+    def value_norms(self) -> np.ndarray | None:
+        """float32 [n_layer, n_head, T]: |v_k W_O,h|, what head h moves from key k (zero-copy)."""
+        return self._core.value_norms
+
+    def tile(self, layer: int, head: int, q0: int, q1: int, k0: int, k1: int) -> np.ndarray:
+        """Exact attention of one head over query rows q0..q1-1 and keys k0..k1-1:
+        float32 [q1 - q0, k1 - k0]. From the stored maps, or computed again from the run's
+        queries and keys when it was streamed (equal to the dense map to float rounding)."""
+        return self._core.tile(layer, head, q0, q1, k0, k1)
+
+    def json(self) -> str:
+        """The run as the explorer's /api/run returns it (schema "headscope.run/2", docs/schema.md)."""
+        return self._core.json()
+
+    def _heads(self) -> list[dict]:
+        if self._doc is None:
+            self._doc = _json.loads(self.json())
+        return self._doc["heads"]
+
+    def stats(self) -> list[HeadStats]:
+        """Every head's statistics, layer-major (token level, or word level with words=True)."""
+        return _stats_of(self._heads())
+
+    def roles(self) -> list[HeadRole]:
+        """Every head's roles, layer-major."""
+        return _roles_of(self._heads())
+
+    def stats_frame(self) -> pandas.DataFrame:
+        """stats() as a pandas DataFrame indexed by (layer, head); offset_mass as columns offset_-8 .. offset_+8."""
+        pd = _pandas()
+        rows = []
+        for s in self.stats():
+            row = dataclasses.asdict(s)
+            for d, v in row.pop("offset_mass").items():
+                row[f"offset_{d:+d}"] = v
+            rows.append(row)
+        return pd.DataFrame(rows).set_index(["layer", "head"])
+
+    def roles_frame(self) -> pandas.DataFrame:
+        """roles() as a pandas DataFrame indexed by (layer, head), without the per-role scores."""
+        pd = _pandas()
+        rows = [{k: v for k, v in dataclasses.asdict(r).items() if k != "scores"} for r in self.roles()]
+        return pd.DataFrame(rows).set_index(["layer", "head"])
+
+    def show(self, view: str = "layer", **kw: Any) -> Any:
+        """Show the run inline in a notebook (headscope.views; docs/python.md)."""
+        from . import views
+
+        return views.show(self, view=view, **kw)
+
+    def save_html(self, path: str | os.PathLike, **kw: Any) -> Any:
+        """Write the run's views as one self-contained HTML file (headscope.views)."""
+        from . import views
+
+        return views.save_html(self, path, **kw)
+
+
+def _stats_of(heads: list[dict]) -> list[HeadStats]:
+    out = []
+    for h in heads:
+        s = h["stats"]
+        values = {name: _num(s.get(name)) for name in _STAT_FLOATS}
+        out.append(
+            HeadStats(
+                layer=h["layer"],
+                head=h["head"],
+                kv_head=h["kv_head"],
+                n_queries=int(s["n_queries"]),
+                n_duplicate_queries=int(s["n_duplicate_queries"]),
+                offset_mass={int(k): _num(v) for k, v in s["offset_mass"].items()},
+                **values,
+            )
+        )
+    return out
+
+
+def _roles_of(heads: list[dict]) -> list[HeadRole]:
+    out = []
+    for h in heads:
+        r = h["roles"]
+        p, s = r["primary"], r["secondary"]
+        out.append(
+            HeadRole(
+                layer=h["layer"],
+                head=h["head"],
+                primary=p["id"],
+                name=p["name"],
+                detail=p["detail"],
+                score=_num(p["score"]),
+                evidence=p["evidence"],
+                secondary=s["id"],
+                secondary_score=_num(s["score"]),
+                confidence=_num(r["confidence"]),
+                margin=_num(r["margin"]),
+                scores={x["id"]: _num(x["score"]) for x in r["scores"]},
+            )
+        )
+    return out
+
+
+def _pandas():
+    try:
+        import pandas
+    except ImportError as e:
+        raise ImportError("stats_frame() and roles_frame() need pandas: pip install pandas") from e
+    return pandas
+
+
+def analyse_attention(
+    attention: np.ndarray,
+    tokens: Sequence[str],
+    special: Sequence[bool] | None = None,
+    *,
+    causal: bool | None = None,
+    words: bool = False,
+) -> str:
+    """Statistics and roles of attention maps from elsewhere ("bring your own attention").
+
+    attention: float32 [n_layer, n_head, T, T], C-contiguous, each row a distribution over the keys.
+    tokens: T labels; special: T flags for template tokens ([CLS], <s>), default none.
+    causal: None infers it (every weight above the diagonal is zero).
+    Returns JSON shaped like the heads part of /api/run (schema "headscope.maps/1"); what needs a
+    model is absent: no probe (no induction / duplicate-token roles), no corpus evidence, no
+    value norms (sink_mass_norm is null). Raises Error for a wrong dtype, shape or row.
+    """
+    return _core.analyse_attention(attention, list(tokens), None if special is None else list(special), causal, words)
+
+
+_VIEWS = ("show", "show_attention", "save_html")
+
+
+def __getattr__(name: str) -> Any:
+    """headscope.show / show_attention / save_html, imported from headscope.views on first use
+    (so that `import headscope` stays light)."""
+    if name in _VIEWS:
+        try:
+            from . import views
+        except ImportError as e:
+            raise AttributeError(f"headscope.{name} needs headscope.views, which is not installed ({e})") from e
+        return getattr(views, name)
+    raise AttributeError(f"module 'headscope' has no attribute {name!r}")

@@ -1,0 +1,551 @@
+// headscope._core — the nanobind module behind the Python package (python/headscope/, docs/python.md).
+//
+// A thin translator like the CLI and the server (STYLE.md 10): it parses Python values into the
+// public API's types, calls the pipeline (headscope/pipeline.h) with the GIL released, and hands
+// the captured tensors back as NumPy arrays without copying them. The Python layer
+// (headscope/__init__.py) wraps these in dataclasses; nothing here is meant to be called directly.
+//
+// Arrays: every array of a run (attention, head_outputs, contributions, hidden_states, queries,
+// keys) is a read-only view of the C++ capture; the array's owner holds a shared_ptr to the run,
+// so the capture lives as long as any array does. tile() and generate()'s attention are tensors of
+// their own, moved into the array's owner (also no copy).
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "headscope/headscope.h"
+#include "headscope/json.h"
+#include "headscope/limits.h"
+#include "headscope/pipeline.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace headscope::python {
+namespace {
+
+using ReadOnlyArray = nb::ndarray<nb::numpy, const float, nb::c_contig>;
+using Array = nb::ndarray<nb::numpy, float, nb::c_contig>;
+
+// A NumPy view of `tensor` that keeps `owner` (whatever holds the tensor) alive: no copy.
+template <class Owner>
+ReadOnlyArray view_of(const Tensor& tensor, std::shared_ptr<Owner> owner) {
+  auto* keep = new std::shared_ptr<Owner>(std::move(owner));
+  nb::capsule capsule(keep, [](void* p) noexcept { delete static_cast<std::shared_ptr<Owner>*>(p); });
+  std::vector<size_t> shape(tensor.shape.begin(), tensor.shape.end());
+  return ReadOnlyArray(tensor.ptr(), shape.size(), shape.data(), capsule);
+}
+
+// A NumPy array that takes over `tensor`'s buffer (moved, not copied).
+Array array_from(Tensor&& tensor) {
+  auto* held = new Tensor(std::move(tensor));
+  nb::capsule capsule(held, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
+  std::vector<size_t> shape(held->shape.begin(), held->shape.end());
+  return Array(held->ptr(), shape.size(), shape.data(), capsule);
+}
+
+// An Error about a model path that is not there: raised as headscope.FileError (also an OSError).
+struct FileError : Error {
+  using Error::Error;
+};
+
+// A loaded model with what every run of it shares: the probe and the cached corpus evidence
+// (each computed on first use), and one lock so that one forward pass runs at a time (a pass
+// already uses every core; the server does the same, tools/server/run_cache.h).
+struct PyModel {
+  std::unique_ptr<Model> model;
+  std::string path;
+  int threads = 0;
+  std::mutex run_mutex;
+  std::once_flag probe_once, corpus_once;
+  std::vector<analysis::ProbeEvidence> probe;
+  CorpusEvidence corpus;
+  std::vector<int32_t> special_ids;  // the ids the model's template adds (for runs from ids)
+
+  void set_threads() const {
+    if (threads > 0) omp_set_num_threads(threads);
+  }
+};
+
+// One analysed text and the level its statistics are read at.
+struct PyRun {
+  std::shared_ptr<PyModel> owner;
+  std::shared_ptr<const RunAnalysis> run;
+  Level level = Level::kToken;
+};
+
+std::shared_ptr<PyModel> load(const std::string& path, std::optional<int> threads, bool strict) {
+  if (threads && *threads < 1) throw Error("threads=" + std::to_string(*threads) + ": give at least 1 (or None for all cores)");
+  auto m = std::make_shared<PyModel>();
+  m->path = path;
+  m->threads = threads.value_or(0);
+  LoadOptions options;
+  options.strict = strict;
+  {
+    nb::gil_scoped_release release;
+    m->set_threads();
+    try {
+      m->model = Model::load(path, options);
+    } catch (const Error& e) {
+      std::error_code ec;
+      if (!std::filesystem::exists(path, ec)) throw FileError(e.what());
+      throw;
+    }
+    try {
+      EncodeOptions o;
+      for (const Token& t : m->model->tokenizer().encode("", o).tokens)
+        if (t.special) m->special_ids.push_back(t.id);
+    } catch (const Error&) {
+    }
+  }
+  return m;
+}
+
+nb::dict config_dict(const ModelConfig& c) {
+  nb::dict d;
+  d["family"] = c.architecture;
+  d["name"] = c.name;
+  d["n_layer"] = c.n_layer;
+  d["n_head"] = c.n_head;
+  d["n_kv_head"] = c.n_kv_head;
+  d["d_model"] = c.d_model;
+  d["d_head"] = c.d_head;
+  d["d_ff"] = c.d_ff;
+  d["vocab"] = c.vocab_size;
+  d["max_positions"] = c.max_positions;
+  d["causal"] = c.causal;
+  d["norm_eps"] = c.norm_eps;
+  d["eos_token_id"] = c.eos_token_id;
+  return d;
+}
+
+void check_text_size(const std::string& text) {
+  if (text.size() > limits::kMaxPythonTextBytes)
+    throw Error("the text is " + std::to_string(text.size()) + " bytes; at most " +
+                std::to_string(limits::kMaxPythonTextBytes) + " are taken (split it, or pass truncate=True for a "
+                "prefix the model can hold)");
+}
+
+using EncodingTuple = std::tuple<std::vector<int32_t>, std::vector<std::string>,
+                                 std::vector<std::pair<int64_t, int64_t>>, std::vector<bool>>;
+EncodingTuple encoding_tuple(const Encoding& e) {
+  EncodingTuple out;
+  for (const Token& t : e.tokens) {
+    std::get<0>(out).push_back(t.id);
+    std::get<1>(out).push_back(t.text);
+    std::get<2>(out).emplace_back(t.begin, t.end);
+    std::get<3>(out).push_back(t.special);
+  }
+  return out;
+}
+
+// An encoding of given ids: each token its own word, spans over a text made of the tokens' own
+// entries joined by spaces (there is no original text); the template's ids count as special.
+std::pair<std::string, Encoding> encoding_of_ids(const PyModel& m, const std::vector<int64_t>& ids) {
+  const int vocab = m.model->config().vocab_size;
+  if (ids.empty()) throw Error("ids: the list is empty; give at least one token id");
+  std::pair<std::string, Encoding> out;
+  auto& [text, encoding] = out;
+  int32_t word = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= vocab)
+      throw Error("ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) + " is outside the vocabulary of " +
+                  m.model->config().name + " (0.." + std::to_string(vocab - 1) + ")");
+    Token t;
+    t.id = int32_t(ids[i]);
+    t.text = m.model->tokenizer().token_text(t.id);
+    t.special = std::find(m.special_ids.begin(), m.special_ids.end(), t.id) != m.special_ids.end();
+    if (!t.special) {
+      if (!text.empty()) text += ' ';
+      t.begin = int64_t(text.size());
+      text += t.text;
+      t.end = int64_t(text.size());
+      t.word = word++;
+    }
+    encoding.tokens.push_back(std::move(t));
+  }
+  return out;
+}
+
+AnalyseOptions::Maps parse_maps(const std::string& maps) {
+  if (maps == "auto") return AnalyseOptions::Maps::kAuto;
+  if (maps == "dense") return AnalyseOptions::Maps::kDense;
+  if (maps == "stream") return AnalyseOptions::Maps::kStream;
+  throw Error("maps=\"" + maps + "\": choose \"auto\", \"dense\" or \"stream\"");
+}
+
+CaptureOptions parse_capture(const std::vector<std::string>& names) {
+  CaptureOptions c = CaptureOptions::attention_only();
+  for (const std::string& n : names) {
+    if (n == "attention") c.attention = true;
+    else if (n == "head_outputs") c.head_outputs = true;
+    else if (n == "contributions") c.contributions = true;
+    else if (n == "hidden_states") c.hidden_states = true;
+    else if (n == "queries" || n == "keys") c.queries_keys = true;
+    else
+      throw Error("capture: \"" + n + "\" is not captured; choose from attention, head_outputs, contributions, "
+                  "hidden_states, queries, keys");
+  }
+  return c;
+}
+
+PyRun run(std::shared_ptr<PyModel> m, std::optional<nb::bytes> text_bytes, std::optional<std::vector<int64_t>> ids,
+          const std::vector<std::string>& capture, bool words, const std::string& maps, bool truncate, bool use_probe,
+          bool use_corpus) {
+  AnalyseOptions options;
+  options.capture = parse_capture(capture);
+  options.maps = parse_maps(maps);
+  std::string text;
+  std::optional<std::pair<std::string, Encoding>> from_ids;
+  if (text_bytes) {
+    text.assign(text_bytes->c_str(), text_bytes->size());
+    check_text_size(text);
+  } else if (ids) {
+    from_ids = encoding_of_ids(*m, *ids);
+  }
+  auto analysed = std::make_shared<RunAnalysis>();
+  {
+    nb::gil_scoped_release release;
+    std::lock_guard lock(m->run_mutex);
+    m->set_threads();
+    Encoding encoding;
+    if (from_ids) {
+      text = std::move(from_ids->first);
+      encoding = std::move(from_ids->second);
+    } else {
+      encoding = m->model->encode(text, truncate);
+    }
+    if (use_corpus) {
+      std::call_once(m->corpus_once, [&] {
+        EvidenceOptions e;
+        e.measure = false;  // the cache only, as `headscope run` without --measure-corpus
+        m->corpus = corpus_evidence(*m->model, m->path, e);
+      });
+      options.corpus = m->corpus.heads;
+    }
+    // The cached corpus evidence holds the same probe (same lengths, count and seed), which
+    // analyse() reads when it is given none: measuring it again would only cost the first run
+    // of a model several seconds.
+    const auto has_probe = [](const analysis::HeadEvidence& h) { return h.probe.has_value(); };
+    const bool cached_probe = !options.corpus.empty() && std::all_of(options.corpus.begin(), options.corpus.end(), has_probe);
+    const bool measure_probe = use_probe && !cached_probe;
+    if (measure_probe) std::call_once(m->probe_once, [&] { m->probe = headscope::probe(*m->model); });
+    *analysed = analyse(*m->model, std::move(text), std::move(encoding),
+                        measure_probe ? std::span<const analysis::ProbeEvidence>(m->probe)
+                                      : std::span<const analysis::ProbeEvidence>(),
+                        options);
+  }
+  return PyRun{std::move(m), std::move(analysed), words ? Level::kWord : Level::kToken};
+}
+
+std::optional<ReadOnlyArray> capture_array(const PyRun& r, Tensor Capture::*field) {
+  const Tensor& t = r.run->capture.*field;
+  if (t.empty()) return std::nullopt;
+  return view_of(t, r.run);
+}
+
+// The run as /api/run answers it (docs/schema.md): the pipeline's run_json plus what the server adds.
+std::string run_json_text(const PyRun& r) {
+  const RunAnalysis& run = *r.run;
+  const ModelConfig& c = r.owner->model->config();
+  nlohmann::json out = run_json(c, run, r.level);
+  out["streamed"] = run.streamed;
+  if (!run.overviews.empty()) {
+    const analysis::HeadOverview& o = run.overviews.front();
+    std::vector<int> starts(static_cast<size_t>(o.cells) + 1, o.T);
+    for (int t = o.T - 1; t >= 0; --t) starts[static_cast<size_t>(o.cell_of(t))] = t;
+    out["overview"] = {{"cells", o.cells}, {"T", o.T}, {"starts", starts}, {"max_tile_cells", limits::kMaxTileCells}};
+  }
+  return out.dump();
+}
+
+Array tile(const PyRun& r, int layer, int head, int q0, int q1, int k0, int k1) {
+  Tensor t;
+  {
+    nb::gil_scoped_release release;
+    std::lock_guard lock(r.owner->run_mutex);
+    r.owner->set_threads();
+    t = attention_tile(*r.owner->model, *r.run, layer, head, q0, q1, k0, k1);
+  }
+  return array_from(std::move(t));
+}
+
+nb::dict generate(std::shared_ptr<PyModel> m, nb::bytes prompt_bytes, int max_new_tokens, int64_t max_length,
+                  bool stop_at_eos, bool capture_attention, std::optional<nb::callable> on_token) {
+  std::string prompt(prompt_bytes.c_str(), prompt_bytes.size());
+  check_text_size(prompt);
+  if (max_new_tokens < 0) throw Error("max_new_tokens=" + std::to_string(max_new_tokens) + ": give 0 or more");
+  GenerateOptions options;
+  options.max_new_tokens = max_new_tokens;
+  options.max_length = max_length;
+  options.stop_at_eos = stop_at_eos;
+  options.capture_attention = capture_attention;
+  if (on_token)
+    options.on_token = [&](const GeneratedToken& t, const std::vector<int32_t>&) {
+      nb::gil_scoped_acquire acquire;
+      (*on_token)(t.position, t.id, t.text, t.logit);
+    };
+  Generation g;
+  std::string before, after;
+  {
+    nb::gil_scoped_release release;
+    std::lock_guard lock(m->run_mutex);
+    m->set_threads();
+    const Encoding encoding = m->model->encode(prompt);
+    g = headscope::generate(*m->model, encoding, options);
+    before = m->model->tokenizer().decode(encoding.ids());
+    after = m->model->tokenizer().decode(g.ids);
+  }
+  nb::dict d;
+  d["prompt_tokens"] = g.prompt_tokens;
+  d["ids"] = g.ids;
+  nb::list generated;
+  for (const GeneratedToken& t : g.generated) generated.append(nb::make_tuple(t.position, t.id, t.text, t.logit));
+  d["generated"] = generated;
+  d["continuation"] = nb::bytes(after.data() + std::min(before.size(), after.size()),
+                                after.size() - std::min(before.size(), after.size()));
+  d["stopped_at_eos"] = g.stopped_at_eos;
+  d["stopped_at_limit"] = g.stopped_at_limit;
+  d["attention"] = g.attention.empty() ? nb::none() : nb::cast(array_from(std::move(g.attention)));
+  return d;
+}
+
+nb::dict atlas(std::shared_ptr<PyModel> m, const std::string& data_dir, int64_t max_sentences, int64_t max_gap_rows,
+               int64_t importance_texts, std::optional<nb::callable> progress) {
+  namespace fs = std::filesystem;
+  analysis::AtlasOptions options;
+  const fs::path data(data_dir);
+  options.report_treebank = (data / "ud" / "en_pud-ud-test.conllu").string();
+  options.select_treebank = (data / "ud" / "en_ewt-ud-dev.conllu").string();
+  if (fs::exists(data / "gap" / "gap-validation.tsv")) {
+    options.report_coref = (data / "gap" / "gap-validation.tsv").string();
+    options.select_coref = (data / "gap" / "gap-development.tsv").string();
+  }
+  options.max_sentences = max_sentences;
+  options.max_gap_rows = max_gap_rows;
+  options.importance_texts = importance_texts;
+  if (progress)
+    options.progress = [&](std::string_view stage, int64_t done, int64_t total) {
+      nb::gil_scoped_acquire acquire;
+      (*progress)(std::string(stage), done, total);
+    };
+  AtlasFiles files;
+  {
+    nb::gil_scoped_release release;
+    std::lock_guard lock(m->run_mutex);
+    m->set_threads();
+    LoadOptions load;
+    files = make_atlas(m->path, "", options, "headscope.Model.atlas()", "atlas.png", load);
+  }
+  nb::dict d;
+  d["json"] = files.json;
+  d["markdown"] = files.markdown;
+  d["png"] = nb::bytes(reinterpret_cast<const char*>(files.png.data()), files.png.size());
+  d["seconds"] = files.seconds;
+  return d;
+}
+
+std::string analyse_attention_json(nb::ndarray<nb::ro, nb::device::cpu> attention, const std::vector<std::string>& tokens,
+                                   std::optional<std::vector<bool>> special, std::optional<bool> causal, bool words) {
+  // Checked here rather than converted: a float64 or strided array is a mistake worth naming.
+  if (attention.dtype() != nb::dtype<float>())
+    throw Error("analyse_attention: attention must be float32 (numpy.float32); convert it with .astype(numpy.float32)");
+  if (attention.ndim() != 4)
+    throw Error("analyse_attention: attention must have 4 axes [layer, head, q, k], got " +
+                std::to_string(attention.ndim()));
+  {
+    int64_t stride = 1;
+    for (int i = 3; i >= 0; --i) {
+      if (attention.shape(size_t(i)) > 1 && attention.stride(size_t(i)) != stride)
+        throw Error("analyse_attention: attention must be C-contiguous; pass numpy.ascontiguousarray(attention)");
+      stride *= int64_t(attention.shape(size_t(i)));
+    }
+  }
+  const int64_t L = int64_t(attention.shape(0)), H = int64_t(attention.shape(1)), T = int64_t(tokens.size());
+  if (special && special->size() != tokens.size())
+    throw Error("analyse_attention: special has " + std::to_string(special->size()) + " entries for " +
+                std::to_string(tokens.size()) + " tokens; give one per token");
+  if (int64_t(attention.shape(2)) != T || int64_t(attention.shape(3)) != T)
+    throw Error("analyse_attention: attention is [" + std::to_string(L) + ", " + std::to_string(H) + ", " +
+                std::to_string(attention.shape(2)) + ", " + std::to_string(attention.shape(3)) + "] but there are " +
+                std::to_string(T) + " tokens; expected [layer, head, " + std::to_string(T) + ", " + std::to_string(T) + "]");
+  ModelConfig config;
+  config.architecture = "external";
+  config.name = "attention maps";
+  config.n_layer = int(L);
+  config.n_head = config.n_kv_head = int(H);
+  config.max_positions = int(T);
+  // Causal unless told: every weight above the diagonal is zero.
+  const float* a = static_cast<const float*>(attention.data());
+  bool upper_zero = true;
+  for (int64_t i = 0; i < L * H && upper_zero; ++i)
+    for (int64_t q = 0; q < T && upper_zero; ++q)
+      for (int64_t k = q + 1; k < T; ++k)
+        if (a[(i * T + q) * T + k] != 0) {
+          upper_zero = false;
+          break;
+        }
+  config.causal = causal.value_or(T > 1 && upper_zero);
+  // Tokens as the text: joined by spaces, each its own word; equal strings share an id (duplicates).
+  std::string text;
+  Encoding encoding;
+  std::map<std::string, int32_t> id_of;
+  int32_t word = 0;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    Token t;
+    t.text = tokens[i];
+    t.id = id_of.try_emplace(tokens[i], int32_t(id_of.size())).first->second;
+    t.special = special && (*special)[i];
+    if (!t.special) {
+      if (!text.empty()) text += ' ';
+      t.begin = int64_t(text.size());
+      text += tokens[i];
+      t.end = int64_t(text.size());
+      t.word = word++;
+    }
+    encoding.tokens.push_back(std::move(t));
+  }
+  config.vocab_size = int(id_of.size());
+  Tensor maps({L, H, T, T}, Tensor::Uninitialized{});
+  std::copy_n(a, maps.numel(), maps.ptr());
+  std::string out;
+  {
+    nb::gil_scoped_release release;
+    const RunAnalysis run = headscope::analyse_attention(config, std::move(text), std::move(encoding), std::move(maps));
+    nlohmann::json j = run_json(config, run, words ? Level::kWord : Level::kToken);
+    j["schema"] = "headscope.maps/1";
+    j["streamed"] = false;
+    out = j.dump();
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace headscope::python
+
+NB_MODULE(_core, m) {
+  using namespace headscope::python;
+  m.doc() = "headscope's C++ core (internal: use the headscope package, docs/python.md)";
+
+  // headscope.Error (a ValueError), headscope.FileError (also an OSError: the model path is not
+  // there), headscope.ResourceError (over a budget or the machine's memory).
+  // Raw pointers, kept for the life of the process: a static nb::object would be released after
+  // the interpreter has shut down.
+  static PyObject* error_type = PyErr_NewExceptionWithDoc(
+      "headscope.Error", "A headscope error: one line naming the file, key or argument and what to do.",
+      PyExc_ValueError, nullptr);
+  nb::object file_bases = nb::make_tuple(nb::handle(error_type), nb::handle(PyExc_OSError));
+  static PyObject* file_error_type = PyErr_NewExceptionWithDoc(
+      "headscope.FileError", "The model path does not exist or cannot be read.", file_bases.ptr(), nullptr);
+  static PyObject* resource_error_type = PyErr_NewExceptionWithDoc(
+      "headscope.ResourceError", "Well-formed input over a headscope budget or the machine's memory.", error_type,
+      nullptr);
+  m.attr("Error") = nb::handle(error_type);
+  m.attr("FileError") = nb::handle(file_error_type);
+  m.attr("ResourceError") = nb::handle(resource_error_type);
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const FileError& e) {
+      PyErr_SetString(file_error_type, e.what());
+    } catch (const headscope::ResourceError& e) {
+      PyErr_SetString(resource_error_type, e.what());
+    } catch (const headscope::Error& e) {
+      PyErr_SetString(error_type, e.what());
+    } catch (const std::bad_alloc&) {
+      PyErr_SetString(resource_error_type, "not enough memory for this request; try a shorter text");
+    }
+  });
+
+  nb::class_<PyModel>(m, "Model", "A loaded model (internal; see headscope.Model).")
+      .def_prop_ro("config", [](const PyModel& self) { return config_dict(self.model->config()); })
+      .def_prop_ro("warnings", [](const PyModel& self) { return self.model->warnings(); })
+      .def_prop_ro("path", [](const PyModel& self) { return self.path; })
+      .def_prop_ro(
+          "corpus_source",
+          [](PyModel& self) {
+            nb::gil_scoped_release release;
+            std::call_once(self.corpus_once, [&] {
+              headscope::EvidenceOptions e;
+              e.measure = false;
+              self.corpus = headscope::corpus_evidence(*self.model, self.path, e);
+            });
+            return self.corpus.heads.empty() ? std::string() : self.corpus.source;
+          },
+          "What the cached corpus evidence measured (\"\" when there is none).")
+      .def(
+          "encode",
+          [](const PyModel& self, nb::bytes text, bool special_tokens) {
+            std::string s(text.c_str(), text.size());
+            check_text_size(s);
+            headscope::EncodeOptions o;
+            o.add_special_tokens = special_tokens;
+            nb::gil_scoped_release release;
+            return encoding_tuple(self.model->tokenizer().encode(s, o));
+          },
+          "text"_a, "special_tokens"_a = true,
+          "(ids, tokens, offsets, special) of the UTF-8 bytes `text`, without a length limit.")
+      .def(
+          "decode",
+          [](const PyModel& self, const std::vector<int64_t>& ids) {
+            const int vocab = self.model->config().vocab_size;
+            std::vector<int32_t> v;
+            for (size_t i = 0; i < ids.size(); ++i) {
+              if (ids[i] < 0 || ids[i] >= vocab)
+                throw headscope::Error("ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) +
+                                       " is outside the vocabulary (0.." + std::to_string(vocab - 1) + ")");
+              v.push_back(int32_t(ids[i]));
+            }
+            const std::string s = self.model->tokenizer().decode(v);
+            return nb::bytes(s.data(), s.size());
+          },
+          "ids"_a, "The UTF-8 bytes the ids stand for.")
+      .def("run", &run, "text"_a.none(), "ids"_a.none(), "capture"_a, "words"_a, "maps"_a, "truncate"_a, "probe"_a,
+           "corpus"_a, "Analyses a text (UTF-8 bytes) or a list of ids; returns a Run.")
+      .def("generate", &generate, "prompt"_a, "max_new_tokens"_a, "max_length"_a, "stop_at_eos"_a,
+           "capture_attention"_a, "on_token"_a.none(), "Greedy continuation of `prompt` (decoders).")
+      .def("atlas", &atlas, "data_dir"_a, "max_sentences"_a, "max_gap_rows"_a, "importance_texts"_a,
+           "progress"_a.none(), "The corpus atlas of this model (JSON, Markdown, PNG).");
+
+  nb::class_<PyRun>(m, "Run", "One analysed text (internal; see headscope.Result).")
+      .def_prop_ro("attention", [](const PyRun& r) { return capture_array(r, &headscope::Capture::attention); }, nb::rv_policy::reference)
+      .def_prop_ro("head_outputs", [](const PyRun& r) { return capture_array(r, &headscope::Capture::head_outputs); }, nb::rv_policy::reference)
+      .def_prop_ro("contributions", [](const PyRun& r) { return capture_array(r, &headscope::Capture::contributions); }, nb::rv_policy::reference)
+      .def_prop_ro("hidden_states", [](const PyRun& r) { return capture_array(r, &headscope::Capture::hidden_states); }, nb::rv_policy::reference)
+      .def_prop_ro("queries", [](const PyRun& r) { return capture_array(r, &headscope::Capture::queries); }, nb::rv_policy::reference)
+      .def_prop_ro("keys", [](const PyRun& r) { return capture_array(r, &headscope::Capture::keys); }, nb::rv_policy::reference)
+      .def_prop_ro("value_norms", [](const PyRun& r) { return capture_array(r, &headscope::Capture::value_norms); }, nb::rv_policy::reference)
+      .def_prop_ro("streamed", [](const PyRun& r) { return r.run->streamed; })
+      .def_prop_ro("text", [](const PyRun& r) { return nb::bytes(r.run->text.data(), r.run->text.size()); })
+      .def_prop_ro("encoding", [](const PyRun& r) { return encoding_tuple(r.run->encoding); })
+      .def_prop_ro("truncated", [](const PyRun& r) { return r.run->encoding.truncated; })
+      .def("json", &run_json_text, "The run as /api/run returns it (docs/schema.md).")
+      .def("tile", &tile, "layer"_a, "head"_a, "q0"_a, "q1"_a, "k0"_a, "k1"_a,
+           "Exact attention rows q0..q1-1 over keys k0..k1-1 of one head: [q1 - q0, k1 - k0].");
+
+  m.def("load", &load, "path"_a, "threads"_a.none(), "strict"_a, "Loads a model directory or .gguf file.");
+  m.def("analyse_attention", &analyse_attention_json, "attention"_a, "tokens"_a, "special"_a.none() = nb::none(),
+        "causal"_a.none() = nb::none(), "words"_a = false,
+        "Statistics and roles of attention maps computed elsewhere.\n\n"
+        "attention: float32 [layer, head, q, k] (T x T, C order); tokens: T labels; special: T flags\n"
+        "(template tokens such as [CLS], <s>), default none. causal: None infers it (all weights above\n"
+        "the diagonal zero). Returns JSON shaped like /api/run's (schema \"headscope.maps/1\"): the\n"
+        "same keys, with no probe (no induction or duplicate-token evidence), no corpus evidence and no\n"
+        "value norms (sink_mass_norm null).");
+}

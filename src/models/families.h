@@ -63,6 +63,10 @@ std::unique_ptr<Model> load_llama(const std::string& dir, const nlohmann::json& 
 std::unique_ptr<Model> load_gemma(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
 // gpt2.cc — GPT-2.
 std::unique_ptr<Model> load_gpt2(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
+// phi3.cc — Phi-3 ("phi3"; fused QKV and gate/up, partial rotary; LongRoPE refused).
+std::unique_ptr<Model> load_phi3(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
+// olmo2.cc — OLMo 2 ("olmo2"; output norms instead of pre-norms, QK-norm over whole projections).
+std::unique_ptr<Model> load_olmo2(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
 
 // The same families from a GGUF file (general.architecture "llama", "qwen2", "gpt2").
 // display_name: the model's name as people see it (the folder or file it was loaded from; GGUF's
@@ -71,6 +75,10 @@ std::unique_ptr<Model> load_llama_gguf(std::shared_ptr<const io::GgufFile> file,
                                        WeightCheck& check);
 std::unique_ptr<Model> load_gemma_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
                                        WeightCheck& check);  // "gemma", "gemma2", "gemma3"
+std::unique_ptr<Model> load_phi3_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
+                                      WeightCheck& check);  // "phi3"
+std::unique_ptr<Model> load_olmo2_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
+                                       WeightCheck& check);  // "olmo2"
 std::unique_ptr<Model> load_gpt2_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
                                       WeightCheck& check);
 

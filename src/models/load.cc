@@ -40,6 +40,8 @@ std::unique_ptr<Model> load_gguf(const std::string& file, const std::string& giv
   if (arch == "llama" || arch == "qwen2" || arch == "qwen3") return models::load_llama_gguf(gguf, name, check);
   if (arch == "gemma" || arch == "gemma2" || arch == "gemma3") return models::load_gemma_gguf(gguf, name, check);
   if (arch == "gpt2") return models::load_gpt2_gguf(gguf, name, check);
+  if (arch == "phi3") return models::load_phi3_gguf(gguf, name, check);
+  if (arch == "olmo2") return models::load_olmo2_gguf(gguf, name, check);
   throw Error(file + ": GGUF architecture '" + arch +
               "' is not supported (supported: llama, qwen2, qwen3, gemma, gemma2, gemma3, gpt2)");
 }
@@ -66,6 +68,8 @@ std::unique_ptr<Model> load_family(const std::string& path, models::WeightCheck&
   if (type == "gemma" || type == "gemma2" || type == "gemma3_text" || type == "gemma3")
     return models::load_gemma(path, config, check);
   if (type == "gpt2") return models::load_gpt2(path, config, check);
+  if (type == "phi3") return models::load_phi3(path, config, check);
+  if (type == "olmo2") return models::load_olmo2(path, config, check);
   throw Error(config_path.string() + ": model_type \"" + type + "\" is not supported (supported: bert, llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, gemma3, gpt2)");
 }
 

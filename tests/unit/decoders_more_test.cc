@@ -90,6 +90,21 @@ void check(const std::string& name, const std::string& file, bool check_tokenize
       model->extend(*state, {got.back()}, {}, &next);
     }
     EXPECT_EQ(got, expected) << file;
+    // The KV cache: the prompt fed as a first half and then token by token gives the full run's
+    // attention rows (past the window of 5, through the partially rotated keys).
+    auto steps = model->start();
+    const int64_t T = static_cast<int64_t>(ids.size()), L = cap.n_layer, H = cap.n_head, first = T / 2;
+    model->extend(*steps, std::vector<int32_t>(ids.begin(), ids.begin() + first), {}, nullptr);
+    float worst = 0.0f;
+    for (int64_t t = first; t < T; ++t) {
+      const Capture step = model->extend(*steps, {ids[size_t(t)]}, {}, nullptr);
+      ASSERT_EQ(step.attention.shape, (std::vector<int64_t>{L, H, 1, t + 1}));
+      for (int64_t l = 0; l < L; ++l)
+        for (int64_t h = 0; h < H; ++h)
+          worst = std::max(worst, max_abs_diff(step.attention.ptr() + (l * H + h) * (t + 1),
+                                               cap.attention.ptr() + ((l * H + h) * T + t) * T, t + 1));
+    }
+    EXPECT_LE(worst, 1e-5f) << file << ": token-by-token attention";
   }
 }
 

@@ -53,6 +53,11 @@ DecoderHyper llama_config(const nlohmann::json& config, const std::string& where
 DecoderHyper llama_config(const io::GgufFile& file);  // also needs the tensor list (tied head)
 DecoderHyper gpt2_config(const nlohmann::json& config, const std::string& where);
 DecoderHyper gpt2_config(const io::GgufFile& file);
+// Phi-3: LongRoPE refused by name (config rope type; GGUF tensors rope_factors_long/short),
+// rope.d_rot = int(d_head · partial_rotary_factor). OLMo 2: attention_bias refused.
+DecoderHyper phi3_config(const nlohmann::json& config, const std::string& where);
+DecoderHyper phi3_config(const io::GgufFile& file);
+DecoderHyper olmo2_config(const nlohmann::json& config, const std::string& where);
 
 // bert.cc — BERT / sentence-transformers encoders ("bert", also MiniLM checkpoints).
 std::unique_ptr<Model> load_bert(const std::string& dir, const nlohmann::json& config, WeightCheck& check);

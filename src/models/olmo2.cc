@@ -48,6 +48,8 @@ constexpr TensorName kGlobalTensors[kGlobalCount] = {
     /* kLmHead    */ {"lm_head.weight", "output.weight"},                  // [vocab, d_model], absent when tied
 };
 
+}  // namespace
+
 DecoderHyper olmo2_config(const nlohmann::json& c, const std::string& where) {
   if (json_bool(c, "attention_bias", where, false)) throw Error(where + ": attention_bias = true is not supported for OLMo 2");
   nlohmann::json rest = c;
@@ -55,6 +57,8 @@ DecoderHyper olmo2_config(const nlohmann::json& c, const std::string& where) {
   DecoderHyper hp = llama_config(rest, where);  // sizes, RoPE, tied head; OLMo 2 has no sliding window
   return hp;
 }
+
+namespace {
 
 std::unique_ptr<Model> build(DecoderHyper hp, const TensorReader& in, std::unique_ptr<Tokenizer> tokenizer) {
   const ModelConfig& m = hp.cfg;

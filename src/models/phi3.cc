@@ -56,6 +56,8 @@ Tensor row_block(const Tensor& t, int64_t first, int64_t n) {
   return out;
 }
 
+}  // namespace
+
 DecoderHyper phi3_config(const nlohmann::json& c, const std::string& where) {
   // transformers 5 writes "rope_parameters" (holding partial_rotary_factor), older files
   // "rope_scaling" and a top-level partial_rotary_factor.
@@ -85,6 +87,16 @@ DecoderHyper phi3_config(const nlohmann::json& c, const std::string& where) {
   hp.rope.d_rot = d_rot;
   return hp;
 }
+
+DecoderHyper phi3_config(const io::GgufFile& f) {
+  for (const char* t : {"rope_factors_long.weight", "rope_factors_short.weight"})
+    if (f.has_tensor(t))
+      throw Error(f.path() + ": tensor '" + t +
+                  "' means LongRoPE scaling (the 128K Phi-3, Phi-3.5, Phi-4-mini), which headscope does not implement");
+  return llama_config(f);  // half-split RoPE over rope.dimension_count, the window for all layers
+}
+
+namespace {
 
 std::unique_ptr<Model> build(DecoderHyper hp, const TensorReader& in, std::unique_ptr<Tokenizer> tokenizer) {
   const ModelConfig& m = hp.cfg;
@@ -134,11 +146,7 @@ std::unique_ptr<Model> load_phi3(const std::string& dir, const nlohmann::json& c
 
 std::unique_ptr<Model> load_phi3_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
                                       WeightCheck& check) {
-  for (const char* t : {"rope_factors_long.weight", "rope_factors_short.weight"})
-    if (file->has_tensor(t))
-      throw Error(file->path() + ": tensor '" + t +
-                  "' means LongRoPE scaling (the 128K Phi-3, Phi-3.5, Phi-4-mini), which headscope does not implement");
-  DecoderHyper hp = llama_config(*file);  // half-split RoPE over rope.dimension_count, the window for all layers
+  DecoderHyper hp = phi3_config(*file);
   hp.cfg.name = display_name;
   auto tokenizer = tokenizer::tokenizer_from_gguf(*file);
   auto src = gguf_source(file, check);

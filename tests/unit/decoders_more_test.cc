@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "headscope/model.h"
+#include "models/families.h"
 
 namespace {
 
@@ -152,6 +153,28 @@ TEST(DecodersMore, Phi3RefusesLongRopeByName) {
   EXPECT_NE(odd.find("partial_rotary_factor"), std::string::npos) << odd;
   const std::string zero = load_error(base + R"(, "partial_rotary_factor": 0.0})");
   EXPECT_NE(zero.find("partial_rotary_factor"), std::string::npos) << zero;
+}
+
+// The pure config readers: the rotated width is int(d_head · factor), with rope_parameters' factor
+// taking precedence over the top-level one (transformers' setdefault); one window for every layer.
+TEST(DecodersMore, Phi3ConfigReadsPartialRotaryAndWindow) {
+  nlohmann::json c = nlohmann::json::parse(std::string("{") + kSizes + "}");
+  c["model_type"] = "phi3";
+  c["partial_rotary_factor"] = 0.5;
+  c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}, {"partial_rotary_factor", 0.75}};
+  c["sliding_window"] = 7;
+  const headscope::models::DecoderHyper hp = headscope::models::phi3_config(c, "config.json");
+  EXPECT_EQ(hp.cfg.d_head, 16);
+  EXPECT_EQ(hp.rope.d_rot, 12);  // 16 · 0.75
+  EXPECT_EQ(hp.window, (std::vector<int64_t>{7, 7}));
+  EXPECT_FLOAT_EQ(hp.cfg.norm_eps, 1e-5f);  // Phi3Config's default when the file has none
+  c.erase("rope_parameters");
+  EXPECT_EQ(headscope::models::phi3_config(c, "config.json").rope.d_rot, 8);  // the top-level 0.5
+  nlohmann::json o = nlohmann::json::parse(std::string("{") + kSizes + "}");
+  o["model_type"] = "olmo2";
+  const headscope::models::DecoderHyper olmo = headscope::models::olmo2_config(o, "config.json");
+  EXPECT_EQ(olmo.rope.d_rot, 16);
+  EXPECT_EQ(olmo.window, (std::vector<int64_t>{0, 0}));
 }
 
 TEST(DecodersMore, Olmo2RefusesAttentionBias) {

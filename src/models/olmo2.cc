@@ -14,7 +14,6 @@
 // Q/K rows unpermuted (llama.cpp runs OLMo 2 with NEOX RoPE).
 #include <filesystem>
 
-#include "headscope/limits.h"
 #include "io/gguf.h"
 #include "models/config_values.h"
 #include "models/decoder.h"

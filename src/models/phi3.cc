@@ -20,7 +20,6 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "headscope/limits.h"
 #include "io/gguf.h"
 #include "models/config_values.h"
 #include "models/decoder.h"
@@ -80,8 +79,9 @@ DecoderHyper phi3_config(const nlohmann::json& c, const std::string& where) {
     rest[rope_key].erase("partial_rotary_factor");
   }
   DecoderHyper hp = llama_config(rest, where);  // sizes, RoPE base, one sliding window for all layers
-  const int64_t d_rot = int64_t(double(hp.cfg.d_head) * factor);  // int(head_dim · factor), as transformers
-  if (!(factor > 0.0 && factor <= 1.0) || d_rot < 2 || d_rot % 2 != 0)
+  // int(head_dim · factor), as transformers; the range is checked before the conversion.
+  const int64_t d_rot = factor > 0.0 && factor <= 1.0 ? int64_t(double(hp.cfg.d_head) * factor) : 0;
+  if (d_rot < 2 || d_rot % 2 != 0)
     throw Error(where + ": partial_rotary_factor " + std::to_string(factor) + " gives " + std::to_string(d_rot) +
                 " rotated dimensions of " + std::to_string(hp.cfg.d_head) + "; it must give an even number ≥ 2");
   hp.rope.d_rot = d_rot;

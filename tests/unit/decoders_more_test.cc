@@ -148,11 +148,13 @@ TEST(DecodersMore, Phi3RefusesLongRopeByName) {
   }
   const std::string linear = load_error(base + R"(, "rope_parameters": {"rope_type": "linear", "factor": 2.0}})");
   EXPECT_NE(linear.find("\"linear\" is not supported"), std::string::npos) << linear;
-  // 16 · 0.3 = 4.8 → 4 rotated dimensions is fine for transformers; 16 · 0.1 → 1 is odd.
+  // 16 · 0.1 = 1.6 → 1 rotated dimension: odd, refused (RoPE turns pairs).
   const std::string odd = load_error(base + R"(, "partial_rotary_factor": 0.1})");
   EXPECT_NE(odd.find("partial_rotary_factor"), std::string::npos) << odd;
-  const std::string zero = load_error(base + R"(, "partial_rotary_factor": 0.0})");
-  EXPECT_NE(zero.find("partial_rotary_factor"), std::string::npos) << zero;
+  for (const char* bad : {"0.0", "-0.5", "1.5", "1e300"}) {  // outside (0, 1]; 1e300 must not reach an integer conversion
+    const std::string e = load_error(base + R"(, "partial_rotary_factor": )" + bad + "}");
+    EXPECT_NE(e.find("partial_rotary_factor"), std::string::npos) << bad << ": " << e;
+  }
 }
 
 // The pure config readers: the rotated width is int(d_head · factor), with rope_parameters' factor

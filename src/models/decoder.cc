@@ -195,12 +195,17 @@ class DecoderModel::Pass {
   const float* attention_block(int l) {
     const DecoderLayerWeights& b = m_.w_.layers[size_t(l)];
     const int64_t H = c_.n_head, Hkv = c_.n_kv_head, Dh = c_.d_head;
-    norm(b.attn_norm, b.attn_norm_bias, x_.data(), h_.data());
-    ops::linear(h_.data(), T_, D_, b.w_qkv.ptr(), b.b_qkv.empty() ? nullptr : b.b_qkv.ptr(), QKV_, qkv_.data());  // [T, Q|K|V]
+    const float* in = pre_norm(b.attn_norm, b.attn_norm_bias);
+    ops::linear(in, T_, D_, b.w_qkv.ptr(), b.b_qkv.empty() ? nullptr : b.b_qkv.ptr(), QKV_, qkv_.data());  // [T, Q|K|V]
     float* q = qkv_.data();
     float* k = q + Q_;
     float* v = k + KV_;
-    if (m_.arch_.qk_norm) {  // RMSNorm over d_head, each head of each row: [H, Dh] and [Hkv, Dh]
+    if (m_.arch_.qk_norm && m_.arch_.qk_norm_whole) {  // one RMSNorm over each row's q [H·Dh], one over its k [Hkv·Dh]
+      for (int64_t t = 0; t < T_; ++t) {
+        ops::rms_norm(q + t * QKV_, 1, Q_, b.q_norm.ptr(), c_.norm_eps, q + t * QKV_);
+        ops::rms_norm(k + t * QKV_, 1, KV_, b.k_norm.ptr(), c_.norm_eps, k + t * QKV_);
+      }
+    } else if (m_.arch_.qk_norm) {  // RMSNorm over d_head, each head of each row: [H, Dh] and [Hkv, Dh]
       for (int64_t t = 0; t < T_; ++t) {
         ops::rms_norm(q + t * QKV_, H, Dh, b.q_norm.ptr(), c_.norm_eps, q + t * QKV_);
         ops::rms_norm(k + t * QKV_, Hkv, Dh, b.k_norm.ptr(), c_.norm_eps, k + t * QKV_);
@@ -230,19 +235,19 @@ class DecoderModel::Pass {
   const float* feed_forward_block(int l) {
     const DecoderLayerWeights& b = m_.w_.layers[size_t(l)];
     const int64_t F = c_.d_ff;
-    norm(b.ffn_norm, b.ffn_norm_bias, x_.data(), h_.data());
+    const float* in = pre_norm(b.ffn_norm, b.ffn_norm_bias);
     if (m_.arch_.mlp == DecoderArch::Mlp::kSwiGlu) {
-      ops::linear(h_.data(), T_, D_, b.w_gate.ptr(), nullptr, F, gate_.data());  // [T, F]
-      ops::linear(h_.data(), T_, D_, b.w_up.ptr(), nullptr, F, up_.data());      // [T, F]
+      ops::linear(in, T_, D_, b.w_gate.ptr(), nullptr, F, gate_.data());  // [T, F]
+      ops::linear(in, T_, D_, b.w_up.ptr(), nullptr, F, up_.data());      // [T, F]
       ops::silu_mul(gate_.data(), up_.data(), T_ * F);
       ops::linear(gate_.data(), T_, F, b.w_down.ptr(), nullptr, D_, out_.data());
     } else if (m_.arch_.mlp == DecoderArch::Mlp::kGeGlu) {
-      ops::linear(h_.data(), T_, D_, b.w_gate.ptr(), nullptr, F, gate_.data());  // [T, F]
-      ops::linear(h_.data(), T_, D_, b.w_up.ptr(), nullptr, F, up_.data());      // [T, F]
+      ops::linear(in, T_, D_, b.w_gate.ptr(), nullptr, F, gate_.data());  // [T, F]
+      ops::linear(in, T_, D_, b.w_up.ptr(), nullptr, F, up_.data());      // [T, F]
       ops::gelu_tanh_mul(gate_.data(), up_.data(), T_ * F);
       ops::linear(gate_.data(), T_, F, b.w_down.ptr(), nullptr, D_, out_.data());
     } else {
-      ops::linear(h_.data(), T_, D_, b.w_up.ptr(), b.b_up.ptr(), F, up_.data());
+      ops::linear(in, T_, D_, b.w_up.ptr(), b.b_up.ptr(), F, up_.data());
       ops::gelu_tanh(up_.data(), T_ * F);
       ops::linear(up_.data(), T_, F, b.w_down.ptr(), b.b_down.ptr(), D_, out_.data());
     }
@@ -284,6 +289,12 @@ class DecoderModel::Pass {
   }
 
  private:
+  // What a block reads: h = Norm(x), or x itself when the family has no pre-norm (OLMo 2)   [T, d_model]
+  const float* pre_norm(const Tensor& g, const Tensor& b) {
+    if (!m_.arch_.pre_norm) return x_.data();
+    norm(g, b, x_.data(), h_.data());
+    return h_.data();
+  }
   void norm(const Tensor& g, const Tensor& b, const float* in, float* out) const {
     if (m_.arch_.norm == DecoderArch::Norm::kRms) ops::rms_norm(in, T_, D_, g.ptr(), c_.norm_eps, out);
     else ops::layer_norm(in, T_, D_, g.ptr(), b.ptr(), c_.norm_eps, out);

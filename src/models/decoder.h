@@ -1,22 +1,24 @@
 // headscope — the pre-norm causal decoder that the Llama family (Llama, Mistral, Qwen2, Qwen3,
-// SmolLM), Gemma 1/2/3 and GPT-2 share. A family file (llama.cc, gemma.cc, gpt2.cc) only reads its
-// hyper-parameters and fills DecoderWeights from its tensor-name table; the forward pass lives
-// here once (the bracketed steps are off unless the family's DecoderArch turns them on):
+// SmolLM), Gemma 1/2/3, Phi-3, OLMo 2 and GPT-2 share. A family file (llama.cc, gemma.cc, phi3.cc,
+// olmo2.cc, gpt2.cc) only reads its hyper-parameters and fills DecoderWeights from its tensor-name
+// table; the forward pass lives here once (the bracketed steps are off unless the family's
+// DecoderArch turns them on):
 //
 //   x = E[ids] [· √d_model] (+ P[positions])                     embeddings [Gemma]  [T, d_model]
 //   for each layer:
-//     h = Norm(x)                                                RMSNorm | LayerNorm
+//     h = Norm(x)  [h = x]                                       RMSNorm | LayerNorm  [no pre-norm: OLMo 2]
 //     q, k, v = h W_qᵀ, h W_kᵀ, h W_vᵀ (+ biases)                 fused QKV GEMM
 //     [q_h, k_h = RMSNorm(q_h), RMSNorm(k_h)]                    QK-norm over d_head [Qwen3, Gemma 3]
-//     q, k = RoPE(q), RoPE(k)                                    base per layer [Gemma 3]
+//     [q, k = RMSNorm(q), RMSNorm(k)]                            over all heads at once [OLMo 2]
+//     q, k = RoPE(q), RoPE(k) over d_rot ≤ d_head dims of a head  base per layer [Gemma 3]; partial [Phi-3]
 //     s_h = scale · q_h k_{g(h)}ᵀ, [s_h = c · tanh(s_h / c)]     soft-capping [Gemma 2]
 //     o_h = softmax(s_h + causal/window mask) v_{g(h)}           g = kv_head_of (GQA)
-//     a = concat(o_h) W_Oᵀ (+ b_O);  [a = RMSNorm(a)];  x = x + a      sandwich norm [Gemma 2/3]
-//     h = Norm(x)
+//     a = concat(o_h) W_Oᵀ (+ b_O);  [a = RMSNorm(a)];  x = x + a      sandwich norm [Gemma 2/3, OLMo 2]
+//     h = Norm(x)  [h = x]
 //     f = W_down (silu(W_gate h) ⊙ W_up h)                       SwiGLU (Llama)
 //       | W_down (GELU_tanh(W_gate h) ⊙ W_up h)                  GeGLU (Gemma)
 //       | W_down GELU_tanh(W_up h + b_up) + b_down               GPT-2
-//     [f = RMSNorm(f)];  x = x + f                               sandwich norm [Gemma 2/3]
+//     [f = RMSNorm(f)];  x = x + f                               sandwich norm [Gemma 2/3, OLMo 2]
 //   logits = Norm_final(x) · E_outᵀ  [logits = c · tanh(logits / c)]   E_out = E when tied
 //
 // The keys and values of every layer are kept (the KV cache), so a later call can add tokens
@@ -40,7 +42,8 @@ struct DecoderLayerWeights {
   Tensor w_gate;                     // [d_ff, d_model] (SwiGLU only)
   Tensor w_up, b_up;                 // [d_ff, d_model], [d_ff] or empty
   Tensor w_down, b_down;             // [d_model, d_ff], [d_model] or empty
-  Tensor q_norm, k_norm;             // [d_head] each, with DecoderArch::qk_norm
+  Tensor q_norm, k_norm;             // [d_head] each, with DecoderArch::qk_norm; [n_head·d_head] and
+                                     // [n_kv_head·d_head] with qk_norm_whole
   Tensor post_attn_norm, post_ffn_norm;  // [d_model] each, with DecoderArch::sandwich_norm
   int64_t window = 0;                // sliding-window size of this layer (Mistral); 0 = full causal
   bool local_rope = false;           // RoPE with DecoderArch::local_rope_config (Gemma 3 sliding layers)
@@ -56,7 +59,9 @@ struct DecoderArch {
   ops::RopeConfig local_rope_config;  // of layers with local_rope (Gemma 3: rope_local_base_freq)
   bool scale_by_inverse_layer = false;  // GPT-2's scale_attn_by_inverse_layer_idx
   bool qk_norm = false;         // RMSNorm of each head's q and k before RoPE (Qwen3, Gemma 3)
-  bool sandwich_norm = false;   // RMSNorm of the attention and feed-forward outputs (Gemma 2/3)
+  bool sandwich_norm = false;   // RMSNorm of the attention and feed-forward outputs (Gemma 2/3, OLMo 2)
+  bool qk_norm_whole = false;   // with qk_norm: one RMSNorm over all heads' q, another over all k (OLMo 2)
+  bool pre_norm = true;         // false: attention and feed-forward read the stream x itself (OLMo 2)
   float embedding_scale = 0.0f; // E[ids] times this (Gemma: √d_model rounded to fp32); 0 = none
   float attention_scale = 0.0f; // score scale (Gemma: query_pre_attn_scalar^−½); 0 = 1/√d_head
   float attention_softcap = 0.0f;  // Gemma 2's attn_logit_softcapping; 0 = none

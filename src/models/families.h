@@ -65,6 +65,11 @@ DecoderHyper llama_config(const nlohmann::json& config, const std::string& where
 DecoderHyper llama_config(const io::GgufFile& file);  // also needs the tensor list (tied head)
 DecoderHyper gpt2_config(const nlohmann::json& config, const std::string& where);
 DecoderHyper gpt2_config(const io::GgufFile& file);
+// Phi-3: LongRoPE refused by name (config rope type; GGUF tensors rope_factors_long/short),
+// rope.d_rot = int(d_head · partial_rotary_factor). OLMo 2: attention_bias refused.
+DecoderHyper phi3_config(const nlohmann::json& config, const std::string& where);
+DecoderHyper phi3_config(const io::GgufFile& file);
+DecoderHyper olmo2_config(const nlohmann::json& config, const std::string& where);
 
 // bert.cc — BERT / sentence-transformers encoders ("bert", also MiniLM checkpoints).
 std::unique_ptr<Model> load_bert(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
@@ -79,6 +84,10 @@ std::unique_ptr<Model> load_llama(const std::string& dir, const nlohmann::json& 
 std::unique_ptr<Model> load_gemma(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
 // gpt2.cc — GPT-2.
 std::unique_ptr<Model> load_gpt2(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
+// phi3.cc — Phi-3 ("phi3"; fused QKV and gate/up, partial rotary; LongRoPE refused).
+std::unique_ptr<Model> load_phi3(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
+// olmo2.cc — OLMo 2 ("olmo2"; output norms instead of pre-norms, QK-norm over whole projections).
+std::unique_ptr<Model> load_olmo2(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
 
 // The same families from a GGUF file (general.architecture "llama", "qwen2", "gpt2").
 // display_name: the model's name as people see it (the folder or file it was loaded from; GGUF's
@@ -87,6 +96,10 @@ std::unique_ptr<Model> load_llama_gguf(std::shared_ptr<const io::GgufFile> file,
                                        WeightCheck& check);
 std::unique_ptr<Model> load_gemma_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
                                        WeightCheck& check);  // "gemma", "gemma2", "gemma3"
+std::unique_ptr<Model> load_phi3_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
+                                      WeightCheck& check);  // "phi3"
+std::unique_ptr<Model> load_olmo2_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
+                                       WeightCheck& check);  // "olmo2"
 std::unique_ptr<Model> load_gpt2_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
                                       WeightCheck& check);
 

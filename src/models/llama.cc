@@ -168,12 +168,16 @@ DecoderHyper llama_config(const io::GgufFile& f) {
   const int64_t n_tokens = f.has("tokenizer.ggml.tokens") ? int64_t(f.value("tokenizer.ggml.tokens").count) : 0;
   m.vocab_size = int(gguf_int(f, p + "vocab_size", 1, kMaxVocabulary, std::min(n_tokens, kMaxVocabulary + 1)));
   hp.rope.d_rot = gguf_int(f, p + "rope.dimension_count", 1, kMaxHeadWidth, m.d_head);
-  if (hp.rope.d_rot != m.d_head) throw Error(f.path() + ": partial rotary embeddings are not supported");
+  // Partial rotary embeddings: Phi-3 only (its partial_rotary_factor); elsewhere refused.
+  if (hp.rope.d_rot != m.d_head && (arch != "phi3" || hp.rope.d_rot > m.d_head || hp.rope.d_rot % 2 != 0))
+    throw Error(f.path() + ": rope.dimension_count " + std::to_string(hp.rope.d_rot) + " with heads of " +
+                std::to_string(m.d_head) + ": partial rotary embeddings are supported for phi3 only (even, at most the head)");
   hp.rope.base = rope_base(gguf_number(f, p + "rope.freq_base", 10000.0), f.path() + ": metadata '" + p + "rope.freq_base'");
   // llama.cpp's convert script permutes Llama's Q/K rows into the interleaved layout (rope type
   // NORM); Qwen2 keeps Hugging Face's half-split layout (rope type NEOX).
-  // Qwen3 likewise.
-  hp.rope.layout = arch == "qwen2" || arch == "qwen3" ? ops::RopeLayout::kHalfSplit : ops::RopeLayout::kInterleaved;
+  // Qwen3, Phi-3 and OLMo 2 likewise.
+  const bool neox = arch == "qwen2" || arch == "qwen3" || arch == "phi3" || arch == "olmo2";
+  hp.rope.layout = neox ? ops::RopeLayout::kHalfSplit : ops::RopeLayout::kInterleaved;
   const std::string scaling = f.get_string(p + "rope.scaling.type", "none");
   if (scaling != "none") throw Error(f.path() + ": rope scaling '" + scaling + "' in GGUF is not supported");
   m.eos_token_id = int32_t(gguf_int(f, "tokenizer.ggml.eos_token_id", 0, kMaxVocabulary, -1));

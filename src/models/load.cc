@@ -58,6 +58,8 @@ constexpr HfFamily kHfFamilies[] = {
     {"gemma2", models::load_gemma},
     {"gemma3_text", models::load_gemma},
     {"gemma3", models::load_gemma},
+    {"phi3", models::load_phi3},
+    {"olmo2", models::load_olmo2},
     {"gpt2", models::load_gpt2},
 };
 constexpr GgufFamily kGgufFamilies[] = {
@@ -67,6 +69,8 @@ constexpr GgufFamily kGgufFamilies[] = {
     {"gemma", models::load_gemma_gguf},
     {"gemma2", models::load_gemma_gguf},
     {"gemma3", models::load_gemma_gguf},
+    {"phi3", models::load_phi3_gguf},
+    {"olmo2", models::load_olmo2_gguf},
     {"gpt2", models::load_gpt2_gguf},
 };
 

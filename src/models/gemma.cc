@@ -217,41 +217,6 @@ Tensor norm_weight(Tensor w, bool add_one) {
   return w;
 }
 
-// Until the SentencePiece GGUF vocabulary is read (src/tokenizer), a Gemma GGUF gets this stand-in:
-// it names and decodes tokens from tokenizer.ggml.tokens but refuses to encode text, so that
-// nothing runs on wrongly split text. Runs given as token ids work.
-class IdsOnlyTokenizer final : public Tokenizer {
- public:
-  IdsOnlyTokenizer(std::vector<std::string> tokens, std::string file) : tokens_(std::move(tokens)), file_(std::move(file)) {}
-  Encoding encode(std::string_view, const EncodeOptions&) const override {
-    throw Error(file_ + ": its SentencePiece vocabulary cannot split text yet; give the input as token ids");
-  }
-  std::string token_text(int32_t id) const override {
-    return id >= 0 && size_t(id) < tokens_.size() ? tokens_[size_t(id)] : std::string();
-  }
-  std::string decode(const std::vector<int32_t>& ids) const override {
-    static constexpr std::string_view kSpace = "\xE2\x96\x81";  // SentencePiece's "▁" stands for a space
-    std::string out;
-    for (int32_t id : ids) {
-      const std::string piece = token_text(id);
-      for (size_t i = 0; i < piece.size();) {
-        if (std::string_view(piece).substr(i, kSpace.size()) == kSpace) {
-          out += ' ';
-          i += kSpace.size();
-        } else {
-          out += piece[i++];
-        }
-      }
-    }
-    return out;
-  }
-  int32_t vocab_size() const override { return int32_t(tokens_.size()); }
-
- private:
-  std::vector<std::string> tokens_;
-  std::string file_;
-};
-
 std::unique_ptr<Model> build(GemmaHyper g, const TensorReader& in, std::unique_ptr<Tokenizer> tokenizer) {
   const ModelConfig& m = g.base.cfg;
   const int64_t D = m.d_model, F = m.d_ff, H = m.n_head, Hkv = m.n_kv_head, Dh = m.d_head, V = m.vocab_size;
@@ -327,14 +292,7 @@ std::unique_ptr<Model> load_gemma_gguf(std::shared_ptr<const io::GgufFile> file,
   GemmaHyper g = gemma_config(*file);
   g.base.cfg.name = display_name;
   g.add_one_to_norms = false;  // llama.cpp's converter stored 1 + w
-  std::unique_ptr<Tokenizer> tokenizer;
-  try {
-    tokenizer = tokenizer::tokenizer_from_gguf(*file);
-  } catch (const Error&) {
-    // TODO(tokenizer): drop this stand-in once tokenizer_from_gguf reads SentencePiece ("llama") vocabularies.
-    if (file->get_string("tokenizer.ggml.model", "") != "llama") throw;
-    tokenizer = std::make_unique<IdsOnlyTokenizer>(file->get_string_array("tokenizer.ggml.tokens"), file->path());
-  }
+  std::unique_ptr<Tokenizer> tokenizer = tokenizer::tokenizer_from_gguf(*file);  // SentencePiece pieces
   auto src = gguf_source(file, check);
   return build(std::move(g), TensorReader(*src, true), std::move(tokenizer));
 }

@@ -51,7 +51,12 @@ void check_load_memory(const std::string& path, const LoadOptions& options) {
     if (available == 0) return;  // unknown: let the allocator decide
     budget = available > limits::kRunMemoryMarginBytes ? available - limits::kRunMemoryMarginBytes : 0;
   }
-  const LoadEstimate e = load_estimate(path);
+  LoadEstimate e;
+  try {
+    e = load_estimate(path);
+  } catch (const Error&) {
+    return;  // not a model the estimate can read: the loader names what is wrong (config first)
+  }
   if (e.bytes <= budget) return;
   const uint64_t per_weight = e.parameters > 0 ? std::max<uint64_t>(1, e.bytes / e.parameters) : 4;
   throw ResourceError(path + ": loading needs about " + gib(e.bytes) + " (" + millions(e.parameters) +

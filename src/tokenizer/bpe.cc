@@ -201,9 +201,17 @@ DecodeStyle decode_style_of(const nlohmann::json& decoder) {
   if (type == "Replace" && decoder.contains("pattern") && decoder["pattern"].value("String", "") == "\u2581") {
     return DecodeStyle::kSentencePiece;
   }
-  if (type == "Sequence" && decoder.contains("decoders")) {
+  if (type == "Sequence" && decoder.contains("decoders") && decoder.at("decoders").is_array()) {
+    // A '▁' → ' ' Replace keeps the first space unless a Strip step follows (Llama 2 has one, Gemma not).
+    bool replace = false, strip = false;
+    for (const nlohmann::json& d : decoder.at("decoders")) {
+      const std::string t = d.is_object() ? d.value("type", "") : "";
+      strip = strip || t == "Strip";
+      replace = replace || t == "Replace";
+    }
     for (const nlohmann::json& d : decoder.at("decoders")) {
       const DecodeStyle style = decode_style_of(d);
+      if (style == DecodeStyle::kSentencePiece && replace && !strip) return DecodeStyle::kSentencePieceKeepSpace;
       if (style != DecodeStyle::kConcatenate) return style;
     }
   }
@@ -225,7 +233,8 @@ std::string decode_token_texts(DecodeStyle style, const std::vector<std::string>
           }
         }
         break;
-      case DecodeStyle::kSentencePiece: {
+      case DecodeStyle::kSentencePiece:
+      case DecodeStyle::kSentencePieceKeepSpace: {
         unsigned byte = 0;
         if (t.size() == 6 && t.rfind("<0x", 0) == 0 && t[5] == '>' && std::sscanf(t.c_str() + 3, "%2X", &byte) == 1) {
           out.push_back(static_cast<char>(byte));

@@ -233,7 +233,7 @@ std::unique_ptr<Tokenizer> sentencepiece_from_gguf(const io::GgufFile& file) {
 
   PipelineTokenizer::Parts parts;
   parts.source = path;
-  parts.decode_style = DecodeStyle::kSentencePiece;
+  parts.decode_style = gemma ? DecodeStyle::kSentencePieceKeepSpace : DecodeStyle::kSentencePiece;
   if (gemma) {
     parts.normalizer = read_normalizer(
         {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}, path);

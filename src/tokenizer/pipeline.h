@@ -100,7 +100,9 @@ struct PostProcessor {
 };
 
 // How ids become text again (tokenizer.json "decoder").
-enum class DecodeStyle { kConcatenate, kByteLevel, kSentencePiece, kWordPiece };
+// kSentencePiece drops the space that the first '▁' stands for (Metaspace, Llama 2's Strip step);
+// kSentencePieceKeepSpace keeps it (Gemma: its decoder has no Strip step).
+enum class DecodeStyle { kConcatenate, kByteLevel, kSentencePiece, kSentencePieceKeepSpace, kWordPiece };
 
 class PipelineTokenizer final : public Tokenizer {
  public:

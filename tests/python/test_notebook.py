@@ -1,16 +1,12 @@
 """examples/headscope_tour.ipynb executed in a real Jupyter kernel (nbclient + ipykernel), then
 its rendered outputs opened in Debian's Chromium: every show() cell and the save_html file draw
-their heatmaps, and hovering a cell shows the value of the array the page carries.
-
-Until the package's extension (headscope._core) is built in this checkout, the kernel first runs
-views_standin.install(), which makes headscope.load() run the CLI binary."""
+their heatmaps, and hovering a cell shows the value of the array the page carries."""
 
 from __future__ import annotations
 
 import base64
 import html
 import os
-import importlib.util
 import re
 from pathlib import Path
 
@@ -21,7 +17,7 @@ nbclient = pytest.importorskip("nbclient")
 nbformat = pytest.importorskip("nbformat")
 
 from test_views import RESULTS, assert_drawn, browser_check, payload_of  # noqa: E402
-from views_standin import ROOT  # noqa: E402
+from conftest import ROOT  # noqa: E402
 
 from headscope import views  # noqa: E402
 
@@ -30,23 +26,11 @@ NOTEBOOK = ROOT / "examples" / "headscope_tour.ipynb"
 Q, K = 2, 5
 
 
-def has_core() -> bool:
-    """Whether the package's built extension is importable (not a stand-in module)."""
-    try:
-        spec = importlib.util.find_spec("headscope._core")
-    except (ImportError, ValueError):
-        return False
-    return spec is not None and spec.origin is not None and Path(spec.origin).is_file()
-
-
 @pytest.mark.skipif(not views.BUNDLE.is_file(), reason="no embedded bundle: make web-embed")
 def test_tour_notebook_runs_and_its_views_draw(tmp_path, monkeypatch):
     # The kernel works in tmp_path (where save_html writes) and inherits the model's path.
     monkeypatch.setenv("HEADSCOPE_MODEL", os.environ.get("HEADSCOPE_MODEL", str(ROOT / "models" / "all-MiniLM-L6-v2")))
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    if not has_core():
-        nb.cells.insert(0, nbformat.v4.new_code_cell(
-            f"import sys; sys.path.insert(0, {str(ROOT / 'tests' / 'python')!r})\nimport views_standin; views_standin.install()"))
     nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute(
         cwd=str(tmp_path))
     RESULTS.mkdir(exist_ok=True)

@@ -1,7 +1,6 @@
 """The explorer's views in notebooks and standalone HTML (python/headscope/views.py).
 
-Data: a real run of the default model (the CLI binary through views_standin, until the package's
-extension is built here). The browser checks open the pages in Debian's Chromium (web/e2e/embed.mjs):
+Data: a real run of the default model through the installed package. The browser checks open the pages in Debian's Chromium (web/e2e/embed.mjs):
 heatmaps drawn, and the hover value equal to the array's. Screenshots: web/test-results/embed-*.png.
 """
 
@@ -17,12 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import views_standin
-from views_standin import ROOT, StandInModel
+from conftest import MINILM, ROOT, THREADS
 
 from headscope import views
 
-MODEL = os.environ.get("HEADSCOPE_MODEL", str(ROOT / "models" / "all-MiniLM-L6-v2"))
 TEXT = "The cat sat on the mat because it was tired."
 RESULTS = ROOT / "web" / "test-results"
 # The cell the browser hovers: layer, head, query, key.
@@ -32,10 +29,8 @@ needs_bundle = pytest.mark.skipif(not views.BUNDLE.is_file(), reason="no embedde
 
 
 @pytest.fixture(scope="module")
-def result():
-    if not Path(views_standin.binary()).is_file():
-        pytest.skip("no headscope binary (build it, or set HEADSCOPE_BIN)")
-    return StandInModel(MODEL).run(TEXT)
+def result(minilm):
+    return minilm.run(TEXT)
 
 
 def payload_of(page: str) -> dict:
@@ -139,17 +134,24 @@ def test_pages_draw_heatmaps_with_the_arrays_values(result, tmp_path):
 
 
 @needs_bundle
-def test_show_attention_from_transformers_tuple(result, tmp_path, monkeypatch):
+def test_show_attention_from_transformers_tuple(result, tmp_path):
     """Bring your own attention: transformers' tuple of [1, H, T, T] tensors of the same text."""
     torch = pytest.importorskip("torch")
-    views_standin.install(monkeypatch)
     layers = tuple(torch.from_numpy(result.attention[l][None].copy()) for l in range(result.attention.shape[0]))
     run = json.loads(result.json())
     tokens = [t["text"] for t in run["tokens"]]
     special = [t["special"] for t in run["tokens"]]
     v = views.show_attention(layers, tokens, special=special, view="layer", layer=CELL[0], head=CELL[1], path=tmp_path / "byo.html")
     data = payload_of(v.html)
-    assert data["run"]["heads"] == run["heads"] and data["run"]["n_tokens"] == len(tokens)
+    # The statistics are headscope's own, computed from the maps alone; they equal the run's (the
+    # same maps). Roles may differ: maps from elsewhere have no probe or corpus evidence.
+    assert data["run"]["n_tokens"] == len(tokens) and len(data["run"]["heads"]) == len(run["heads"])
+    for mine, theirs in zip(data["run"]["heads"], run["heads"]):
+        assert (mine["layer"], mine["head"]) == (theirs["layer"], theirs["head"])
+        for key in ("entropy", "max_attention", "sink_mass", "prev_token_mass"):
+            if key in theirs["stats"]:
+                assert mine["stats"][key] == pytest.approx(theirs["stats"][key], abs=1e-6), key
+        assert mine["roles"]["primary"]["id"]
     assert [t["special"] for t in data["run"]["tokens"]] == special
     layer, head, q, k = CELL
     check = {"file": str(tmp_path / "byo.html"), "frame": False, "layer": layer, "head": head, "q": q, "k": k,

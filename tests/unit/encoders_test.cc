@@ -155,7 +155,8 @@ void expect_load_error(const nlohmann::json& config, const std::vector<std::stri
   expect_error([&] { Model::load(dir.path().string()); }, want);
 }
 
-constexpr const char* kSupported = "supported: bert, roberta, xlm-roberta, distilbert, llama, mistral, qwen2, gpt2";
+constexpr const char* kSupported =
+    "supported: bert, roberta, xlm-roberta, distilbert, llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, gemma3, phi3, olmo2, gpt2";
 
 TEST(Refusals, UnknownModelTypeListsTheDispatchTable) {
   expect_load_error({{"model_type", "t5"}}, {"model_type \"t5\" is not supported", kSupported});

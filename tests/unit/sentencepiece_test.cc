@@ -18,6 +18,7 @@
 #include "headscope/error.h"
 #include "headscope/tokenizer.h"
 #include "io/gguf.h"
+#include "tokenizer/bpe.h"
 #include "tokenizer/gguf_vocab.h"
 
 namespace {
@@ -147,6 +148,10 @@ TEST(SentencePieceGguf, GemmaRespellsBlankPiecesAndHasNoPrefix) {
   EXPECT_EQ(spans(tok->encode("  a", {.add_special_tokens = false})), "3[0,1) 10[1,3)");
   EXPECT_EQ(spans(tok->encode(" x  y", {.add_special_tokens = false})), "3[0,1) 7[1,2) 21[2,4) 8[4,5)");
   EXPECT_EQ(tok->token_text(21), "\u2581\u2581");
+  // Gemma's decoder has no Strip step: a leading space comes back (generated text starts with it).
+  std::vector<int32_t> ids;
+  for (const auto& t : tok->encode(" x  y", {.add_special_tokens = false}).tokens) ids.push_back(t.id);
+  EXPECT_EQ(tok->decode(ids), " x  y");
 }
 
 TEST(SentencePieceGguf, BadVocabulariesAreErrors) {
@@ -224,6 +229,20 @@ TEST(SentencePieceGguf, Gemma3RealVocabularyAgreesWithTransformers) {
   std::printf("[ sentencepiece ] gemma3 vocabulary (%d pieces) loaded in %.0f ms\n", tok->vocab_size(), ms);
   EXPECT_EQ(tok->vocab_size(), 262144);
   check_cases("gemma3", *tok);
+}
+
+TEST(SentencePieceJson, ADecoderWithoutStripKeepsTheFirstSpace) {
+  using headscope::tokenizer::DecodeStyle;
+  using headscope::tokenizer::decode_style_of;
+  const nlohmann::json replace = {{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}};
+  const nlohmann::json gemma = {{"type", "Sequence"}, {"decoders", {replace, {{"type", "ByteFallback"}}, {{"type", "Fuse"}}}}};
+  nlohmann::json llama2 = gemma;
+  llama2["decoders"].push_back({{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}});
+  EXPECT_EQ(decode_style_of(gemma), DecodeStyle::kSentencePieceKeepSpace);
+  EXPECT_EQ(decode_style_of(llama2), DecodeStyle::kSentencePiece);
+  const std::vector<std::string> pieces = {"\u2581a", "\u2581b", "<0x21>"};
+  EXPECT_EQ(headscope::tokenizer::decode_token_texts(DecodeStyle::kSentencePieceKeepSpace, pieces), " a b!");
+  EXPECT_EQ(headscope::tokenizer::decode_token_texts(DecodeStyle::kSentencePiece, pieces), "a b!");
 }
 
 // ---- Unigram (tokenizer.json) ----

@@ -39,7 +39,7 @@ test-cpp: build goldens evidence
 # installed into .venv; tests/python checks it against the CLI, transformers and a clean venv.
 PY_WHEELS := $(BUILD)/dist
 PY_LAUNCHER := $(if $(shell command -v ccache),-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache)
-python: build
+python: build web-embed
 	@rm -f $(PY_WHEELS)/headscope-*.whl
 	@$(PY) -m build --wheel --no-isolation --outdir $(PY_WHEELS) $(PY_LAUNCHER) . >$(BUILD)/python-build.log 2>&1 || \
 	  { tail -30 $(BUILD)/python-build.log; exit 1; }
@@ -59,8 +59,9 @@ web-embed: setup
 	@cd web && npx vite build --config vite.embed.config.ts --logLevel warn
 
 # show() / save_html() / show_attention() and the tour notebook, executed in a Jupyter kernel and
-# drawn in Chromium (tests/python/test_views.py, test_notebook.py; about a minute).
-test-views: build evidence web-embed
+# drawn in Chromium (tests/python/test_views.py, test_notebook.py; about a minute). test-python runs
+# them too, with the rest of tests/python; this target runs only them.
+test-views: python evidence
 	@HEADSCOPE_BIN=$(abspath $(BUILD)/headscope) HEADSCOPE_MODEL=$(abspath $(MODEL)) HEADSCOPE_DATA=$(abspath ../shared/data) \
 	  HEADSCOPE_CACHE_DIR=$(EVIDENCE_CACHE) HF_HUB_OFFLINE=1 OMP_NUM_THREADS=2 \
 	  $(PY) -m pytest -q -p no:cacheprovider --rootdir tests/python tests/python/test_views.py tests/python/test_notebook.py
@@ -92,7 +93,7 @@ fuzz: fuzz-build
 test-fuzz: fuzz-build
 	@fuzz/run.sh 20
 
-test: test-cpp test-python test-views test-web test-sanitize test-fuzz
+test: test-cpp test-python test-web test-sanitize test-fuzz
 
 # Prints one run, then starts the explorer (web UI + API) and prints its URL; Ctrl+C stops it.
 DEMO_PORT ?= 8080

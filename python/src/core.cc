@@ -540,7 +540,7 @@ NB_MODULE(_core, m) {
            "Exact attention rows q0..q1-1 over keys k0..k1-1 of one head: [q1 - q0, k1 - k0].");
 
   m.def("load", &load, "path"_a, "threads"_a.none(), "strict"_a, "Loads a model directory or .gguf file.");
-  m.def("role_catalogue", [] { return role_catalogue_json().dump(); },
+  m.def("role_catalogue", []() -> std::string { return headscope::role_catalogue_json().dump(); },
         "The role catalogue as JSON: one object per role (id, name, colour, description), in the order\n"
         "GET /api/model lists them; the embedded views colour role badges from it.");
   m.def("analyse_attention", &analyse_attention_json, "attention"_a, "tokens"_a, "special"_a.none() = nb::none(),

@@ -38,7 +38,9 @@ test-cpp: build goldens evidence
 # into build/dist (its CMake build folder build-python persists, so a rebuild is incremental), then
 # installed into .venv; tests/python checks it against the CLI, transformers and a clean venv.
 PY_WHEELS := $(BUILD)/dist
-PY_LAUNCHER := $(if $(shell command -v ccache),-C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache)
+# The same compiler as build/ (scikit-build-core would pick g++ where CMake picked c++), so that
+# ccache (CMakeLists.txt) serves build-python the objects build/ compiled.
+PY_LAUNCHER = -C cmake.define.CMAKE_CXX_COMPILER=$(shell sed -n "s/^CMAKE_CXX_COMPILER:[A-Z]*=//p" $(BUILD)/CMakeCache.txt 2>/dev/null)
 python: build web-embed
 	@rm -f $(PY_WHEELS)/headscope-*.whl
 	@$(PY) -m build --wheel --no-isolation --outdir $(PY_WHEELS) $(PY_LAUNCHER) . >$(BUILD)/python-build.log 2>&1 || \

@@ -219,6 +219,18 @@ TEST(RunMemory, ExtendChecksTheBudgetToo) {
 
 }  // namespace
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kUnderAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kUnderAddressSanitizer = true;
+#else
+constexpr bool kUnderAddressSanitizer = false;
+#endif
+#else
+constexpr bool kUnderAddressSanitizer = false;
+#endif
+
 // Resident anonymous memory of this process (RssAnon in /proc/self/status), in bytes.
 uint64_t rss_anon() {
   std::ifstream in("/proc/self/status");
@@ -250,7 +262,9 @@ TEST(LoadMemory, EstimateCountsTheWeightsAndCoversWhatLoadingHolds) {
   const uint64_t after = rss_anon();
   // (Run first in its process the growth is over half the estimate; after other tests it can be
   // near zero, as the tensor storage reuses buffers they released, so only the bound is asserted.)
-  EXPECT_LE(after - std::min(after, before), e.bytes);
+  // AddressSanitizer's redzones and quarantine add to every allocation (166 MiB measured against the
+  // 161 MiB estimate): the bound is the estimate in a plain build, twice it under ASan.
+  EXPECT_LE(double(after - std::min(after, before)), double(e.bytes) * (kUnderAddressSanitizer ? 2.0 : 1.0));
 }
 
 TEST(LoadMemory, OverTheBudgetIsRefusedBeforeAnyWeightIsRead) {

@@ -29,6 +29,9 @@ struct ModelConfig {
   int vocab_size = 0;
   int max_positions = 0;     // longest sequence the position embeddings allow
   bool causal = false;       // decoder: query q sees keys k <= q only
+  // Per layer, the sliding window of a causal model: query q sees keys q − window + 1 .. q only
+  // (Mistral, Gemma 2/3 local layers); 0 = every earlier key. Empty or all 0 without windows.
+  std::vector<int64_t> window;
   float norm_eps = 1e-12f;
   int32_t eos_token_id = -1;  // end of text for generation (decoders); -1 when the files name none
 };

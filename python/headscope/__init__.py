@@ -89,6 +89,7 @@ class Config:
     causal: bool  # decoder: query q sees keys k <= q only
     norm_eps: float
     eos_token_id: int  # -1 when the model names none
+    window: tuple[int, ...]  # per layer: sliding window (query q sees keys q - w + 1 .. q); 0 = none
 
 
 @dataclass(frozen=True)

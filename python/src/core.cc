@@ -132,6 +132,9 @@ nb::dict config_dict(const ModelConfig& c) {
   d["causal"] = c.causal;
   d["norm_eps"] = c.norm_eps;
   d["eos_token_id"] = c.eos_token_id;
+  nb::list window;  // per layer; 0 = no sliding window
+  for (int l = 0; l < c.n_layer; ++l) window.append(size_t(l) < c.window.size() ? c.window[size_t(l)] : int64_t{0});
+  d["window"] = nb::tuple(window);
   return d;
 }
 

@@ -95,8 +95,10 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderArch arch, DecoderWeights 
   if (arch_.rope) inv_freq_ = ops::rope_inverse_frequencies(arch_.rope_config);
   if (arch_.rope && std::any_of(w_.layers.begin(), w_.layers.end(), [](const auto& l) { return l.local_rope; }))
     local_inv_freq_ = ops::rope_inverse_frequencies(arch_.local_rope_config);
+  cfg_.window.clear();
   for (auto& layer : w_.layers) {
     if (layer.b_o.empty()) layer.b_o = Tensor({cfg_.d_model});  // the API always offers a bias
+    cfg_.window.push_back(layer.window);
   }
 }
 

@@ -15,6 +15,13 @@ using nlohmann::json;
 
 json json_number(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
 
+// Per layer, the sliding window (0: none), n_layer entries for every model.
+static std::vector<int64_t> layer_windows(const ModelConfig& c) {
+  std::vector<int64_t> w(size_t(std::max(0, c.n_layer)), 0);
+  for (size_t l = 0; l < w.size() && l < c.window.size(); ++l) w[l] = c.window[l];
+  return w;
+}
+
 void to_json(json& j, const ModelConfig& c) {
   j = {{"name", c.name},
        {"architecture", c.architecture},
@@ -28,6 +35,7 @@ void to_json(json& j, const ModelConfig& c) {
        {"max_positions", c.max_positions},
        {"causal", c.causal},
        {"kv_head_of", kv_head_of(c)},
+       {"window", layer_windows(c)},
        {"w_o_shape", {c.d_model, c.n_head * c.d_head}}};
 }
 

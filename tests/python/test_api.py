@@ -14,6 +14,7 @@ def test_config_is_frozen_dataclass(minilm):
     c = minilm.config
     assert (c.family, c.n_layer, c.n_head, c.n_kv_head, c.d_model, c.d_head, c.vocab, c.max_positions, c.causal) == (
         "bert", 6, 12, 12, 384, 32, 30522, 512, False)
+    assert c.window == (0,) * 6  # an encoder: no layer has a sliding window
     with pytest.raises(dataclasses.FrozenInstanceError):
         c.n_layer = 3
 

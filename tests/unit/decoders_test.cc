@@ -127,6 +127,27 @@ void check_hf_folder(const std::string& name) {
   check_model(name, *model, prompts, kF32, true);
 }
 
+// Each layer's sliding window, as transformers reads config.json: with layer_types, the window of
+// the "sliding_attention" layers (Gemma 2/3); without, sliding_window on every layer for Mistral
+// and none for Llama. The explorer hatches keys outside it (docs/schema.md, "window").
+TEST(Decoders, ConfigReportsEachLayersWindow) {
+  for (const std::string name : {"mistral_window", "gemma3_text", "gemma2", "llama_gqa3"}) {
+    const fs::path dir = goldens() / name;
+    std::ifstream in(dir / "config.json");
+    ASSERT_TRUE(in) << dir << ": run `make goldens`";
+    const nlohmann::json c = nlohmann::json::parse(in);
+    const int n_layer = c.at("num_hidden_layers").get<int>();
+    std::vector<int64_t> expected(size_t(n_layer), 0);
+    const int64_t w = c.value("sliding_window", nlohmann::json()).is_number() ? c.at("sliding_window").get<int64_t>() : 0;
+    for (int l = 0; l < n_layer; ++l) {
+      if (c.contains("layer_types")) expected[size_t(l)] = c.at("layer_types").at(size_t(l)) == "sliding_attention" ? w : 0;
+      else if (c.at("model_type") == "mistral") expected[size_t(l)] = w;
+    }
+    const auto model = Model::load(dir.string());
+    EXPECT_EQ(model->config().window, expected) << name;
+  }
+}
+
 TEST(Decoders, LlamaMultiHead) { check_hf_folder("llama_mha"); }
 TEST(Decoders, LlamaGqaRatio3) { check_hf_folder("llama_gqa3"); }
 TEST(Decoders, LlamaGqaRatio4TiedHeadDim) { check_hf_folder("llama_gqa4"); }
@@ -280,6 +301,8 @@ TEST(Decoders, Gemma3_270mGguf) {
   EXPECT_EQ(c.n_kv_head, 1);  // multi-query: the four query heads share one key/value head
   EXPECT_EQ(c.d_head, 256);
   EXPECT_EQ(c.vocab_size, 262144);
+  // Gemma 3's published layout: five local layers (512-token window) to one global layer.
+  for (int l = 0; l < c.n_layer; ++l) EXPECT_EQ(c.window.at(size_t(l)), (l + 1) % 6 == 0 ? 0 : 512) << "layer " << l;
   check_model("Gemma 3 270M Q4_K_M", *model, prompts, Tolerance{1e-5f, 1e-6f, 1e-4f, true}, false);
 }
 

@@ -11,7 +11,8 @@ function expectedMap(nHead, nKv) {
   return Array.from({ length: nHead }, (_, h) => Math.floor(h / (nHead / nKv)));
 }
 
-export async function decoderTests(base, suite, outDir) {
+export async function decoderTests(base, suite, outDir, tag = '', { generateInPage = true } = {}) {
+  const shot = (name) => path.join(outDir, tag ? `${tag}-${name}` : name);
   let model;
   await suite.test('/api/model reports a causal model and its query → KV head map', async () => {
     model = await (await fetch(base + '/api/model')).json();
@@ -56,7 +57,7 @@ export async function decoderTests(base, suite, outDir) {
   const part = async (selector, name) => {
     await page.mouse.move(0, 0);
     const unstick = await page.addStyleTag({ content: 'header.top, .toolbar { position: static !important; }' });
-    await page.locator(selector).screenshot({ path: path.join(outDir, name) });
+    await page.locator(selector).screenshot({ path: shot(name) });
     await unstick.evaluate((e) => e.remove());
   };
   try {
@@ -92,7 +93,7 @@ export async function decoderTests(base, suite, outDir) {
       await part('.model-view', '22-decoder-model-overview.png');
     });
 
-    await suite.test('Generate appends tokens; the step slider locks each generated token as the query', async () => {
+    if (generateInPage) await suite.test('Generate appends tokens; the step slider locks each generated token as the query', async () => {
       await page.click('.tab[data-view="lines"]');
       await page.fill('#text-input', PROMPT);
       const ready = () => page.evaluate(() => document.body.getAttribute('data-ready'));
@@ -115,6 +116,56 @@ export async function decoderTests(base, suite, outDir) {
       assert.equal(Number(q.get('lock')), g.generated[step].position);
       assert.ok((await page.textContent('#step-label')).includes(`${step + 1} of ${g.generated.length}`));
       await part('.sentence', '23-decoder-generate-steps.png');
+      assert.deepEqual(pageErrors, []);
+    });
+  } finally {
+    await browser.close();
+  }
+}
+
+/** Whether (r, g, b) is one of the hatching greys (equal channels ± a few, mid-light). */
+function isHatchGrey([r, g, b]) {
+  return Math.max(r, g, b) - Math.min(r, g, b) <= 16 && r < 220 && r > 100;
+}
+
+/**
+ * A model with sliding-window layers (Gemma 3: five local layers of 512 keys to one global): on a
+ * text longer than the window, a local layer hatches the keys its last queries cannot see, as it
+ * hatches future keys, and says so in the legend and tooltip; a global layer does not.
+ */
+export async function windowTests(base, suite, outDir, text) {
+  const model = await (await fetch(base + '/api/model')).json();
+  const local = model.window.findIndex((w) => w > 0), global = model.window.findIndex((w) => w === 0);
+  await suite.test('/api/model gives every layer its sliding window', async () => {
+    assert.equal(model.window.length, model.n_layer);
+    assert.ok(local >= 0 && global >= 0, `local and global layers in ${JSON.stringify(model.window)}`);
+  });
+  if (local < 0 || global < 0) return;
+  const run = await (await fetch(base + '/api/run', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ text, truncate: true }) })).json();
+  const W = model.window[local];
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  const page = await (await browser.newContext({ viewport: { width: 1400, height: 1000 }, deviceScaleFactor: 1 })).newPage();
+  const pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  // The pixel of head 0's tile for the last query and the first key (bottom-left corner).
+  const corner = () => page.$eval('#head-grid .head-tile[data-head="0"] canvas', (c) => [...c.getContext('2d').getImageData(1, c.height - 2, 1, 1).data]);
+  try {
+    await suite.test(`a local layer hatches keys more than ${W} tokens back; a global layer does not`, async () => {
+      assert.ok(run.n_tokens > W + 16, `the text has ${run.n_tokens} tokens, more than the ${W}-token window`);
+      const open = async (layer) => {
+        await page.goto(base + `/?view=layer&layer=${layer}&text=` + encodeURIComponent(text));
+        await page.waitForFunction(() => document.body.hasAttribute('data-ready'), null, { timeout: 180000 });
+        await page.waitForSelector('#head-grid .head-tile[data-head="0"] canvas');
+      };
+      await open(local);
+      assert.equal(await page.textContent('.layer-view .legend-masked'), `masked (future token, or more than ${W} tokens back)`);
+      const lc = await corner();
+      assert.ok(isHatchGrey(lc), `layer ${local + 1}, last query → first key is hatched, got rgb(${lc.slice(0, 3)})`);
+      await page.locator('.layer-view').screenshot({ path: path.join(outDir, '24-decoder-window-local.png') });
+      await open(global);
+      assert.equal(await page.textContent('.layer-view .legend-masked'), 'masked (future token)');
+      const gc = await corner();
+      assert.ok(!isHatchGrey(gc), `layer ${global + 1} (global) shows a weight there, got rgb(${gc.slice(0, 3)})`);
       assert.deepEqual(pageErrors, []);
     });
   } finally {

@@ -12,6 +12,7 @@
 //   HEADSCOPE_E2E_ONLY=long      only the long-text pass
 //   HEADSCOPE_E2E_ONLY=maps      only the weights / norm-weighted / rollout pass (maps.mjs) on both models
 //   HEADSCOPE_E2E_ONLY=ablation  only the causal-evidence pass (ablation.mjs) on both models
+//   HEADSCOPE_E2E_ONLY=window    only the sliding-window / multi-query pass on Gemma 3 (HEADSCOPE_WINDOW_MODEL)
 //   CHROMIUM         the browser (default: /usr/bin/chromium)
 // Screenshots, exported files and the server log go to web/test-results/.
 import fs from 'node:fs';
@@ -20,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { ablationTests } from './ablation.mjs';
 import { apiTests } from './api.mjs';
 import { browserTests } from './browser.mjs';
-import { decoderTests } from './decoder.mjs';
+import { decoderTests, windowTests } from './decoder.mjs';
 import { explorerTests } from './explorer.mjs';
 import { startServer, Suite } from './harness.mjs';
 import { LONG_TOKENS, longTests, longText } from './long.mjs';
@@ -32,6 +33,9 @@ const bin = path.resolve(root, process.env.HEADSCOPE_BIN ?? 'build/headscope');
 const model = path.resolve(root, process.env.HEADSCOPE_MODEL ?? 'models/all-MiniLM-L6-v2');
 const decoderEnv = process.env.HEADSCOPE_DECODER_MODEL ?? 'models/SmolLM2-135M-Instruct';
 const decoderModel = decoderEnv === 'skip' ? null : path.resolve(root, decoderEnv);
+// A model with sliding-window layers and multi-query attention (Gemma 3 270M: 4 query heads on one KV head).
+const windowEnv = process.env.HEADSCOPE_WINDOW_MODEL ?? 'models/gemma-3-270m';
+const windowModel = windowEnv === 'skip' ? null : path.resolve(root, windowEnv);
 const longEnv = process.env.HEADSCOPE_LONG_MODEL ?? 'models/SmolLM2-135M-Instruct';
 const longModel = longEnv === 'skip' ? null : path.resolve(root, longEnv);
 const longConllu = path.resolve(root, process.env.HEADSCOPE_LONG_TEXT ?? '../shared/data/ud/en_ewt-ud-dev.conllu');
@@ -44,6 +48,8 @@ const onlyLong = process.env.HEADSCOPE_E2E_ONLY === 'long';
 const onlyMaps = process.env.HEADSCOPE_E2E_ONLY === 'maps';
 // HEADSCOPE_E2E_ONLY=ablation: only the causal-evidence pass (ablation.mjs), on both models.
 const onlyAblation = process.env.HEADSCOPE_E2E_ONLY === 'ablation';
+// HEADSCOPE_E2E_ONLY=window: only the sliding-window / multi-query pass (Gemma 3).
+const onlyWindow = process.env.HEADSCOPE_E2E_ONLY === 'window';
 const outDir = path.join(webDir, 'test-results');
 
 function fail(message) {
@@ -54,6 +60,7 @@ function fail(message) {
 if (!fs.existsSync(bin)) fail(`no headscope binary at ${bin} (build it, or set HEADSCOPE_BIN)`);
 if (!fs.existsSync(path.join(model, 'config.json'))) fail(`no model at ${model} (run scripts/setup.sh, or set HEADSCOPE_MODEL)`);
 if (decoderModel && !fs.existsSync(decoderModel)) fail(`no decoder model at ${decoderModel} (run scripts/setup.sh, or set HEADSCOPE_DECODER_MODEL=skip)`);
+if (windowModel && !fs.existsSync(windowModel)) fail(`no sliding-window model at ${windowModel} (run scripts/setup.sh, or set HEADSCOPE_WINDOW_MODEL=skip)`);
 if (!fs.existsSync(path.join(dist, 'index.html'))) fail(`no built UI at ${dist} (run \`npm run build\` in web/)`);
 fs.rmSync(outDir, { recursive: true, force: true });
 fs.mkdirSync(outDir, { recursive: true });
@@ -66,7 +73,7 @@ let ok = false;
 try {
   const apiSuite = new Suite('api');
   const uiSuite = new Suite('browser');
-  if (!onlyExplorer && !onlyLong && !onlyMaps && !onlyAblation) {
+  if (!onlyExplorer && !onlyLong && !onlyMaps && !onlyAblation && !onlyWindow) {
     console.log('API');
     await apiTests(server.url, apiSuite);
     console.log('Browser (Chromium)');
@@ -82,7 +89,7 @@ try {
   await server.stop();
   log.end();
 }
-if (decoderModel && !onlyExplorer && !onlyLong && !onlyMaps && !onlyAblation) {
+if (decoderModel && !onlyExplorer && !onlyLong && !onlyMaps && !onlyAblation && !onlyWindow) {
   // A second, short pass on a causal GQA model: its own server, its own log.
   const dlog = fs.createWriteStream(path.join(outDir, 'server-decoder.log'));
   dlog.path = path.join(outDir, 'server-decoder.log');
@@ -102,6 +109,27 @@ if (decoderModel && !onlyExplorer && !onlyLong && !onlyMaps && !onlyAblation) {
     dlog.end();
   }
 }
+if (windowModel && (onlyWindow || (!onlyExplorer && !onlyLong && !onlyMaps && !onlyAblation))) {
+  const wlog = fs.createWriteStream(path.join(outDir, 'server-window.log'));
+  wlog.path = path.join(outDir, 'server-window.log');
+  const t0 = Date.now();
+  const wserver = await startServer({ bin, model: windowModel, webDir: dist, log: wlog, args: ['--max-tokens', '1024'] });
+  console.log(`Window and MQA (${path.basename(windowModel)} at ${wserver.url}, started in ${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+  try {
+    const suite = new Suite('window');
+    // Generating in the page is covered on SmolLM2; on Gemma's 262K vocabulary it takes minutes here.
+    await decoderTests(wserver.url, suite, outDir, 'gemma', { generateInPage: false });
+    await windowTests(wserver.url, suite, outDir, longText(longConllu, 2800));
+    ok = suite.summary() && ok;
+    if (wserver.child.exitCode !== null) {
+      console.error(`e2e: the sliding-window server exited (code ${wserver.child.exitCode}) during the tests`);
+      ok = false;
+    }
+  } finally {
+    await wserver.stop();
+    wlog.end();
+  }
+}
 /** The first-minute-to-phone suite on its own server, whose token limit is small so that the
  *  "truncate to N tokens" path costs a short analysis, not a 512-token one. */
 async function explorerPass(modelDir, tag, options = {}) {
@@ -118,9 +146,9 @@ async function explorerPass(modelDir, tag, options = {}) {
     xlog.end();
   }
 }
-if (!onlyLong && !onlyMaps && !onlyAblation) await explorerPass(model, 'minilm');
+if (!onlyLong && !onlyMaps && !onlyAblation && !onlyWindow) await explorerPass(model, 'minilm');
 // The truncation test once (on the encoder): on SmolLM2 it costs half a minute on two cores.
-if (decoderModel && !onlyLong && !onlyMaps && !onlyAblation) await explorerPass(decoderModel, 'smollm2', { truncate: false });
+if (decoderModel && !onlyLong && !onlyMaps && !onlyAblation && !onlyWindow) await explorerPass(decoderModel, 'smollm2', { truncate: false });
 /** The maps toggle on its own server: the full check on the encoder, a quick one on the decoder. */
 async function mapsPass(modelDir, tag, quick) {
   const mlog = fs.createWriteStream(path.join(outDir, `server-maps-${tag}.log`));
@@ -136,7 +164,7 @@ async function mapsPass(modelDir, tag, quick) {
     mlog.end();
   }
 }
-if (!onlyLong && !onlyExplorer && !onlyAblation) {
+if (!onlyLong && !onlyExplorer && !onlyAblation && !onlyWindow) {
   await mapsPass(model, 'minilm', false);
   if (decoderModel) await mapsPass(decoderModel, 'smollm2', true);
 }
@@ -155,9 +183,9 @@ async function ablationPass(modelDir, tag) {
     alog.end();
   }
 }
-if (!onlyLong && !onlyExplorer && !onlyMaps) await ablationPass(model, 'minilm');
-if (decoderModel && !onlyLong && !onlyExplorer && !onlyMaps) await ablationPass(decoderModel, 'smollm2');
-if (onlyExplorer || onlyMaps || onlyAblation) {
+if (!onlyLong && !onlyExplorer && !onlyMaps && !onlyWindow) await ablationPass(model, 'minilm');
+if (decoderModel && !onlyLong && !onlyExplorer && !onlyMaps && !onlyWindow) await ablationPass(decoderModel, 'smollm2');
+if (onlyExplorer || onlyMaps || onlyAblation || onlyWindow) {
   // the long-text pass is left out
 } else if (longModel && !fs.existsSync(longConllu)) {
   console.log(`Long text: skipped, no treebank at ${longConllu} (set HEADSCOPE_LONG_TEXT)`);

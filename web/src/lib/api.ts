@@ -29,6 +29,9 @@ export interface ModelInfo {
   max_positions: number;
   causal: boolean;
   kv_head_of: number[];
+  /** Per layer, the sliding window (query q sees keys q − window + 1 .. q); 0 = none. Absent in
+   *  payloads written before it existed. */
+  window?: number[];
   w_o_shape: [number, number];
   limits: { max_text_bytes: number; max_tokens: number };
   statistics: { sparsity_fraction: number; cover_mass: number; local_window: number; max_offset: number; min_role_score: number };

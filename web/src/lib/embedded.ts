@@ -58,6 +58,7 @@ export function embeddedModel(p: EmbedPayload): ModelInfo {
     max_positions: m.max_positions ?? T,
     causal: m.causal ?? false,
     kv_head_of: m.kv_head_of ?? Array.from({ length: H }, (_, h) => h),
+    window: m.window ?? [],
     w_o_shape: m.w_o_shape ?? [0, 0],
     limits: { max_text_bytes: 0, max_tokens: T },
     statistics: m.statistics ?? { sparsity_fraction: 0, cover_mass: 0, local_window: 0, max_offset: 0, min_role_score: 0 },

@@ -43,12 +43,52 @@ export function isMasked(causal: boolean, q: number, k: number): boolean {
   return causal && k > q;
 }
 
+/** Whether every pair of query tokens qa..qb and key tokens ka..kb is hidden from the model: the
+ *  keys all come after the queries (causal), or all lie `window` or more tokens before them (a
+ *  sliding-window layer: query q sees keys q − window + 1 .. q; window 0 = no window). */
+export function spanMasked(qa: number, qb: number, ka: number, kb: number, window = 0): boolean {
+  return ka > qb || (window > 0 && qa - kb >= window);
+}
+
+/** The masked cells of a matrix over units in text order (tokens, words, pooled blocks). block()
+ *  takes half-open unit ranges and is true when every cell in them is masked. */
+export interface UnitMask {
+  cell(q: number, k: number): boolean;
+  block(q0: number, q1: number, k0: number, k1: number): boolean;
+  /** Why a masked cell is masked, for tooltips. */
+  reason(q: number, k: number): string;
+}
+
+export const FUTURE_LABEL = 'masked (future token)';
+
+/** The mask of a causal model's layer with sliding window `window` (0: none) over units that
+ *  cover token spans span(u) = [first, last] (default: each unit is one token); undefined for a
+ *  model that sees every key. */
+export function unitMask(causal: boolean, window = 0, span: (u: number) => readonly [number, number] = (u) => [u, u]): UnitMask | undefined {
+  if (!causal) return undefined;
+  const block = (q0: number, q1: number, k0: number, k1: number) => spanMasked(span(q0)[0], span(q1 - 1)[1], span(k0)[0], span(k1 - 1)[1], window);
+  return {
+    block,
+    cell: (q, k) => block(q, q + 1, k, k + 1),
+    reason: (q, k) => (span(k)[0] > span(q)[1] ? FUTURE_LABEL : `masked (more than ${window} tokens back: outside this layer's sliding window)`),
+  };
+}
+
+/** The mask of a matrix after maxPool(m, size): pooled cell i covers rows floor(i·n/size) .. */
+export function pooledUnitMask(mask: UnitMask, n: number, size: number): UnitMask {
+  if (n <= size) return mask;
+  const lo = (i: number) => Math.floor((i * n) / size);
+  const hi = (i: number) => Math.max(lo(i) + 1, Math.floor(((i + 1) * n) / size));
+  const block = (q0: number, q1: number, k0: number, k1: number) => mask.block(lo(q0), hi(q1 - 1), lo(k0), hi(k1 - 1));
+  return { block, cell: (q, k) => block(q, q + 1, k, k + 1), reason: (q, k) => mask.reason(lo(q), lo(k)) };
+}
+
 /**
  * Weights in [0, 1] under a colour scale → RGBA pixels (n × n). One table look-up and one
  * 32-bit store per cell, so that 12 heads × 512² cells take a few milliseconds. With `causal`,
  * the cells above the diagonal are drawn hatched grey instead of their (zero) weight.
  */
-export function matrixPixels(m: Matrix, scale: ScaleName, causal = false): Pixels {
+export function matrixPixels(m: Matrix, scale: ScaleName, causal: boolean | UnitMask = false): Pixels {
   const size = m.n * m.n;
   const data = new Uint8ClampedArray(size * 4);
   const out = new Uint32Array(data.buffer);
@@ -62,7 +102,12 @@ export function matrixPixels(m: Matrix, scale: ScaleName, causal = false): Pixel
   if (causal) {
     // Diagonal stripes: the two greys alternate along anti-diagonals, in bands of two cells.
     const dark = packedGrey(MASKED_COLOURS[0]), light = packedGrey(MASKED_COLOURS[1]);
-    for (let q = 0; q < m.n; q++) for (let k = q + 1; k < m.n; k++) out[q * m.n + k] = ((q + k) >> 1) & 1 ? dark : light;
+    const mask = causal === true ? undefined : causal;
+    for (let q = 0; q < m.n; q++) {
+      for (let k = 0; k < m.n; k++) {
+        if (mask ? mask.cell(q, k) : k > q) out[q * m.n + k] = ((q + k) >> 1) & 1 ? dark : light;
+      }
+    }
   }
   return { width: m.n, height: m.n, data };
 }
@@ -91,9 +136,10 @@ export function rectPixels(values: Float32Array, rows: number, cols: number, sca
  * max-pooled first, so that one-cell lines (a previous-token diagonal at 500 tokens) stay visible
  * instead of being skipped by the scaling.
  */
-export function displayPixels(m: Matrix, scale: ScaleName, cssSize: number, causal = false): Pixels {
+export function displayPixels(m: Matrix, scale: ScaleName, cssSize: number, causal: boolean | UnitMask = false): Pixels {
   const screen = Math.ceil(cssSize * (typeof window === 'undefined' ? 1 : Math.min(3, window.devicePixelRatio || 1)));
-  return matrixPixels(m.n > screen ? maxPool(m, screen) : m, scale, causal);
+  if (m.n <= screen) return matrixPixels(m, scale, causal);
+  return matrixPixels(maxPool(m, screen), scale, typeof causal === 'boolean' ? causal : pooledUnitMask(causal, m.n, screen));
 }
 
 /** Signed values → diverging colours, ±limit at the ends (for differences of two heads). */

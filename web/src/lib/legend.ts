@@ -22,11 +22,16 @@ export function legendTitle(scale: ScaleName, view: MapView = 'weights'): string
 }
 
 export const MASKED_LABEL = 'masked (future token)';
+
+/** The legend's label for hatched cells: with a sliding window, keys too far back are hidden too. */
+export function maskedLabel(window = 0): string {
+  return window > 0 ? `masked (future token, or more than ${window} tokens back)` : MASKED_LABEL;
+}
 const HATCH = `repeating-linear-gradient(45deg, ${MASKED_COLOURS[0]} 0 4px, ${MASKED_COLOURS[1]} 4px 8px)`;
 
 /** A legend element for attention weights; for a causal model it also explains the hatched
  *  cells above the diagonal (keys after the query, which the model cannot attend to). */
-export function attentionLegend(scale: ScaleName, causal = false, view: MapView = 'weights'): HTMLElement {
+export function attentionLegend(scale: ScaleName, causal = false, view: MapView = 'weights', window = 0): HTMLElement {
   const bar = h('div', { class: 'legend-bar', style: `background: linear-gradient(to right, ${SEQUENTIAL.join(', ')})` });
   const ticks = h('div', { class: 'legend-ticks' });
   for (const t of scaleTicks(scale)) ticks.appendChild(h('span', { style: `left: ${(t.position * 100).toFixed(2)}%` }, t.label));
@@ -36,7 +41,7 @@ export function attentionLegend(scale: ScaleName, causal = false, view: MapView 
     h('figcaption', {}, legendTitle(scale, view)),
     bar,
     ticks,
-    ...(causal ? [h('div', { class: 'legend-masked' }, h('span', { class: 'masked-swatch', style: `background: ${HATCH}` }), MASKED_LABEL)] : []),
+    ...(causal ? [h('div', { class: 'legend-masked' }, h('span', { class: 'masked-swatch', style: `background: ${HATCH}` }), maskedLabel(window))] : []),
   );
 }
 
@@ -60,7 +65,7 @@ function signedTicks(limit: number): [string, number][] {
 const BAR_STEPS = 64;
 
 /** Scene items of an attention legend at (x, y), `width` wide, 44 px tall. */
-export function attentionLegendItems(x: number, y: number, width: number, scale: ScaleName, textColour: string, causal = false, view: MapView = 'weights'): SceneItem[] {
+export function attentionLegendItems(x: number, y: number, width: number, scale: ScaleName, textColour: string, causal = false, view: MapView = 'weights', window = 0): SceneItem[] {
   const items: SceneItem[] = [{ kind: 'text', x, y: y + 10, text: legendTitle(scale, view), size: 11, fill: textColour }];
   for (let i = 0; i < BAR_STEPS; i++) {
     const fill = rgbToHex(lutColour(SEQUENTIAL_LUT, (i + 0.5) / BAR_STEPS));
@@ -73,9 +78,9 @@ export function attentionLegendItems(x: number, y: number, width: number, scale:
   }
   if (causal) {
     // Beside the bar title: a small hatched square and its meaning.
-    const sx = x + width - 130;
+    const sx = x + width - (window > 0 ? 230 : 130);
     for (let i = 0; i < 4; i++) items.push({ kind: 'rect', x: sx + i * 3, y: y + 1, w: 3, h: 11, fill: MASKED_COLOURS[i % 2] });
-    items.push({ kind: 'text', x: sx + 16, y: y + 10, text: MASKED_LABEL, size: 10, fill: textColour });
+    items.push({ kind: 'text', x: sx + 16, y: y + 10, text: maskedLabel(window), size: 10, fill: textColour });
   }
   return items;
 }

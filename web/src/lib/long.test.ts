@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { cellRange, clampRegion, fullRegion, maxPoolRect, panRegion, pooledMasked, regionBetween, regionCells, zoomRegion, type OverviewInfo } from './long';
+import { unitMask } from './heatmap';
+import { cellRange, clampRegion, fullRegion, maxPoolRect, panRegion, poolBounds, regionBetween, regionCells, zoomRegion, type OverviewInfo } from './long';
 
 describe('regions of a long text', () => {
   const T = 8192;
@@ -38,10 +39,16 @@ describe('overview cells and pooling', () => {
     for (let i = 0; i < n; i++) eye[i * n + i] = 1;
     const p = maxPoolRect(eye, n, n, 3, 3);
     expect(Array.from(p.data)).toEqual([1, 0, 0, 0, 1, 0, 0, 0, 1]);
-    expect(pooledMasked(0, 1, n, n, 3, 3, 0, 0)).toBe(true); // rows 0–1, keys 2–3
-    expect(pooledMasked(1, 1, n, n, 3, 3, 0, 0)).toBe(false);
+    // The zoom map's rule: pooled cell (i, j) of a block placed at (q0, k0) in the text covers
+    // tokens q0 + poolBounds(i) × k0 + poolBounds(j).
+    const masked = (i: number, j: number, rows: number, cols: number, R: number, C: number, q0: number, k0: number) => {
+      const [r0, r1] = poolBounds(i, rows, R), [c0, c1] = poolBounds(j, cols, C);
+      return unitMask(true)!.block(q0 + r0, q0 + r1, k0 + c0, k0 + c1);
+    };
+    expect(masked(0, 1, n, n, 3, 3, 0, 0)).toBe(true); // rows 0–1, keys 2–3
+    expect(masked(1, 1, n, n, 3, 3, 0, 0)).toBe(false);
     // A block placed in the text: rows 100–101, keys 90–91 are visible to them.
-    expect(pooledMasked(0, 0, 2, 2, 1, 1, 100, 90)).toBe(false);
-    expect(pooledMasked(0, 0, 2, 2, 1, 1, 100, 102)).toBe(true);
+    expect(masked(0, 0, 2, 2, 1, 1, 100, 90)).toBe(false);
+    expect(masked(0, 0, 2, 2, 1, 1, 100, 102)).toBe(true);
   });
 });

@@ -93,16 +93,6 @@ export function poolBounds(i: number, n: number, pooled: number): [number, numbe
   return [lo, Math.max(lo + 1, Math.floor(((i + 1) * n) / pooled))];
 }
 
-/**
- * Whether pooled cell (i, j) of a rows × cols block pooled to R × C lies wholly above the causal
- * diagonal: its first key comes after its last query. q0 and k0 place the block in the text (in
- * tokens, or in overview cells, which are in text order too).
- */
-export function pooledMasked(i: number, j: number, rows: number, cols: number, R: number, C: number, q0: number, k0: number): boolean {
-  const [, r1] = poolBounds(i, rows, R);
-  const [c0] = poolBounds(j, cols, C);
-  return k0 + c0 > q0 + r1 - 1;
-}
 
 export function maxPoolRect(values: Float32Array, rows: number, cols: number, maxRows: number, maxCols: number): { rows: number; cols: number; data: Float32Array } {
   const R = Math.min(rows, maxRows), C = Math.min(cols, maxCols);

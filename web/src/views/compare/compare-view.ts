@@ -7,7 +7,7 @@ import { displayPixels, signedPixels } from '../../lib/heatmap';
 import { LabeledHeatmap } from '../../lib/labeled-heatmap';
 import { attentionLegend, attentionLegendItems, signedLegend, signedLegendItems } from '../../lib/legend';
 import { difference, headMatrix, maxAbs, type Matrix } from '../../lib/matrix';
-import { shownMatrix } from '../../lib/display';
+import { layerWindow, shownMask, shownMatrix } from '../../lib/display';
 import type { Scene, SceneItem } from '../../lib/scene';
 import type { HeadRef, ViewState } from '../../lib/state';
 import { THEME } from '../../lib/theme';
@@ -95,17 +95,19 @@ export class CompareView implements ExportableView {
       `${what}: ${v >= 0 && what.includes('−') ? '+' : ''}${v.toFixed(4)}`,
       what.includes('−') ? `A ${sa.matrix.data[q * m.n + k].toFixed(4)}, B ${sb.matrix.data[q * m.n + k].toFixed(4)}` : '',
     ].filter(Boolean);
-    this.maps[0].update({ matrix: sa.matrix, pixels: displayPixels(sa.matrix, state.scale, COMPARE_SIZE, model.causal), labels: sa.labels, describe: describe(sa.matrix, 'A') });
-    this.maps[1].update({ matrix: sb.matrix, pixels: displayPixels(sb.matrix, state.scale, COMPARE_SIZE, model.causal), labels: sb.labels, describe: describe(sb.matrix, 'B') });
+    const wa = layerWindow(model, a.layer, ctx.run.n_tokens), wb = layerWindow(model, b.layer, ctx.run.n_tokens);
+    const ma = shownMask(sa, units, model.causal, wa), mb = shownMask(sb, units, model.causal, wb);
+    this.maps[0].update({ matrix: sa.matrix, pixels: displayPixels(sa.matrix, state.scale, COMPARE_SIZE, ma ?? false), labels: sa.labels, describe: describe(sa.matrix, 'A') });
+    this.maps[1].update({ matrix: sb.matrix, pixels: displayPixels(sb.matrix, state.scale, COMPARE_SIZE, mb ?? false), labels: sb.labels, describe: describe(sb.matrix, 'B') });
     this.maps[2].update({ matrix: diff, pixels: signedPixels(diff.data, diff.n, diff.n, this.limit), labels: sa.labels, describe: describe(diff, 'A − B') });
     const ra = headReport(ctx, a.layer, a.head).roles.primary, rb = headReport(ctx, b.layer, b.head).roles.primary;
     this.captions[0].textContent = `A: ${layerName(a.layer)}, ${headName(a.head)} – ${ra.name}`;
     this.captions[1].textContent = `B: ${layerName(b.layer)}, ${headName(b.head)} – ${rb.name}`;
     this.captions[2].textContent = 'A − B';
     clear(this.legends[0]);
-    this.legends[0].appendChild(attentionLegend(state.scale, model.causal));
+    this.legends[0].appendChild(attentionLegend(state.scale, model.causal, 'weights', wa));
     clear(this.legends[1]);
-    this.legends[1].appendChild(attentionLegend(state.scale, model.causal));
+    this.legends[1].appendChild(attentionLegend(state.scale, model.causal, 'weights', wb));
     clear(this.legends[2]);
     this.legends[2].appendChild(signedLegend(this.limit, 'difference (blue: A more, red: B more)'));
     this.summary.textContent = `Mean distance between their rows: ${fixed(this.distance, 3)} (0 = the two heads attend identically, 1 = never to the same ${units.level}s).`;

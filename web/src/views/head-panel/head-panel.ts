@@ -6,15 +6,15 @@ import type { AblateResult, AblationMode, HeadStats, LinkResult } from '../../li
 import { tokenShown } from '../../lib/units';
 import { h, clear } from '../../lib/dom';
 import { fixed, percent, tokenLabel } from '../../lib/format';
-import { displayPixels, isMasked } from '../../lib/heatmap';
+import { displayPixels } from '../../lib/heatmap';
 import { kvGroups } from '../../lib/kv-groups';
 import { LabeledHeatmap } from '../../lib/labeled-heatmap';
 import { headMatrix } from '../../lib/matrix';
-import { shownMatrix } from '../../lib/display';
+import { layerWindow, shownMask, shownMatrix } from '../../lib/display';
 import type { Scene, SceneItem } from '../../lib/scene';
 import { THEME } from '../../lib/theme';
 import type { Tensor } from '../../lib/wire';
-import { MASKED_LABEL, attentionLegend, attentionLegendItems } from '../../lib/legend';
+import { attentionLegend, attentionLegendItems } from '../../lib/legend';
 import { MAP_QUANTITY, mapHead } from '../../lib/maps';
 import { headReport, roleInfo, roleStyle, type ExportableView, type ViewContext } from '../context';
 import type { Region } from '../../lib/long';
@@ -186,7 +186,7 @@ export class HeadPanel implements ExportableView {
     if (long) this.updateLong(ctx, attention, tile!);
     else this.updateHeatmap(ctx, attention);
     clear(this.legendSlot);
-    this.legendSlot.appendChild(attentionLegend(state.scale, model.causal, long ? 'weights' : ctx.maps));
+    this.legendSlot.appendChild(attentionLegend(state.scale, model.causal, long ? 'weights' : ctx.maps, long || ctx.maps !== 'rollout' ? layerWindow(model, state.layer, ctx.run.n_tokens) : 0));
     this.updateInfo(ctx);
   }
 
@@ -202,6 +202,7 @@ export class HeadPanel implements ExportableView {
       overviewMax: overview.data.subarray(start, start + C * C),
       tokens: run.tokens.map(tokenShown),
       causal: model.causal,
+      window: layerWindow(model, state.layer, ctx.run.n_tokens),
       scale: state.scale,
       fetchTile: (r) => tile(state.layer, state.head, r),
     });
@@ -217,13 +218,15 @@ export class HeadPanel implements ExportableView {
     // Rollout has one map per layer: the panel shows the layer's, and says so.
     this.figureNote.hidden = ctx.maps !== 'rollout';
     if (ctx.maps === 'rollout') this.figureNote.textContent = `This map is the attention rollout up to ${layerName(state.layer).toLowerCase()}, every head and the residual together (one map per layer, not this head's); the statistics are this head's weights.`;
+    // Rollout composes every layer: only the causal mask applies to it, not one layer's window.
+    const mask = shownMask(shown, units, model.causal, ctx.maps === 'rollout' ? 0 : layerWindow(model, state.layer, ctx.run.n_tokens));
     this.heatmap.update({
       matrix: shown.matrix,
-      pixels: displayPixels(shown.matrix, state.scale, HEATMAP_SIZE, model.causal),
+      pixels: displayPixels(shown.matrix, state.scale, HEATMAP_SIZE, mask ?? false),
       labels: shown.labels,
       describe: (q, k, v) => [
         `${tokenLabel(shown.labels[q], 24)} → ${tokenLabel(shown.labels[k], 24)}`,
-        isMasked(model.causal, q, k) ? MASKED_LABEL : `${quantity} ${v.toFixed(4)}${state.hideSpecial ? ' (renormalised without special tokens)' : ''}`,
+        mask?.cell(q, k) ? mask.reason(q, k) : `${quantity} ${v.toFixed(4)}${state.hideSpecial ? ' (renormalised without special tokens)' : ''}`,
         `query ${shown.index[q]}, key ${shown.index[k]} (${units.level}s)`,
       ],
     });
@@ -372,7 +375,7 @@ export class HeadPanel implements ExportableView {
       { kind: 'text', x: pad, y: 26, text: `${headWithIndex(state.head)} – ${report.roles.primary.name}${report.roles.primary.detail ? ` (${report.roles.primary.detail})` : ''}`, size: 17, fill: THEME.text, weight: 'bold' },
       { kind: 'text', x: pad, y: 44, text: `${model.name} · ${layerWithIndex(state.layer)} · ${state.level}s`, size: 11, fill: THEME.muted },
       ...(zoomPixels ? [{ kind: 'image' as const, x: pad, y: 56, w: hw, h: hh, pixels: zoomPixels }] : this.heatmap.sceneItems(pad, 56)),
-      ...attentionLegendItems(pad, 56 + hh + 6, Math.min(300, hw), state.scale, THEME.text, this.ctx.model.causal, this.ctx.run.streamed ? 'weights' : this.ctx.maps),
+      ...attentionLegendItems(pad, 56 + hh + 6, Math.min(300, hw), state.scale, THEME.text, this.ctx.model.causal, this.ctx.run.streamed ? 'weights' : this.ctx.maps, this.ctx.run.streamed || this.ctx.maps !== 'rollout' ? layerWindow(this.ctx.model, state.layer, this.ctx.run.n_tokens) : 0),
     ];
     LESSON_STATS.forEach((st, i) => {
       const y = 80 + i * 56;

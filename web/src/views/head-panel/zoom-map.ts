@@ -7,7 +7,7 @@
 
 import { h, hideTooltip, showTooltip, sizeCanvas } from '../../lib/dom';
 import { tokenLabel } from '../../lib/format';
-import { pixelsCanvas, rectPixels } from '../../lib/heatmap';
+import { pixelsCanvas, rectPixels, unitMask } from '../../lib/heatmap';
 import {
   cellRange,
   clampRegion,
@@ -15,14 +15,13 @@ import {
   isFull,
   maxPoolRect,
   panRegion,
-  pooledMasked,
+  poolBounds,
   regionBetween,
   regionCells,
   zoomRegion,
   type OverviewInfo,
   type Region,
 } from '../../lib/long';
-import { MASKED_LABEL } from '../../lib/legend';
 import type { ScaleName } from '../../lib/colour';
 import type { Pixels } from '../../lib/scene';
 import { THEME } from '../../lib/theme';
@@ -36,6 +35,8 @@ export interface ZoomMapData {
   overviewMax: Float32Array;
   tokens: string[];
   causal: boolean;
+  /** The layer's sliding window in tokens (0: none). */
+  window: number;
   scale: ScaleName;
   /** Exact weights of a region: [q1 − q0, k1 − k0]. */
   fetchTile(r: Region): Promise<Tensor>;
@@ -110,7 +111,9 @@ export class ZoomMap {
     const keyChanged = !this.data || this.data.key !== data.key || this.data.scale !== data.scale;
     this.data = data;
     const C = data.info.cells;
-    this.overviewCanvas = pixelsCanvas(rectPixels(data.overviewMax, C, C, data.scale, data.causal ? (i, j) => j > i : undefined));
+    const starts = data.info.starts;
+    const cells = unitMask(data.causal, data.window, (c) => [starts[c], starts[c + 1] - 1]);
+    this.overviewCanvas = pixelsCanvas(rectPixels(data.overviewMax, C, C, data.scale, cells ? (i, j) => cells.cell(i, j) : undefined));
     if (textChanged) this.region = fullRegion(data.info.T);
     if (keyChanged) this.tile = null;
     this.region = clampRegion(this.region, data.info.T);
@@ -146,7 +149,13 @@ export class ZoomMap {
           const rows = r.q1 - r.q0, cols = r.k1 - r.k0;
           const screen = this.screenPixels();
           const pooled = maxPoolRect(t.data, rows, cols, screen, screen);
-          const masked = d.causal ? (i: number, j: number) => pooledMasked(i, j, rows, cols, pooled.rows, pooled.cols, r.q0, r.k0) : undefined;
+          const tokens = unitMask(d.causal, d.window);
+          const masked = tokens
+            ? (i: number, j: number) => {
+                const [r0, r1] = poolBounds(i, rows, pooled.rows), [c0, c1] = poolBounds(j, cols, pooled.cols);
+                return tokens.block(r.q0 + r0, r.q0 + r1, r.k0 + c0, r.k0 + c1);
+              }
+            : undefined;
           this.tile = { key: d.key, region: r, values: t.data, pixels: pixelsCanvas(rectPixels(pooled.data, pooled.rows, pooled.cols, d.scale, masked)) };
           this.draw();
           const ms = performance.now() - t0;
@@ -285,7 +294,8 @@ export class ZoomMap {
     const { q, k } = this.cellAt(e);
     const label = `${tokenLabel(d.tokens[q], 24)} → ${tokenLabel(d.tokens[k], 24)}`;
     let line: string;
-    if (d.causal && k > q) line = MASKED_LABEL;
+    const mask = unitMask(d.causal, d.window);
+    if (mask?.cell(q, k)) line = mask.reason(q, k);
     else if (this.hasTile()) {
       const r = this.region;
       line = `weight ${this.tile!.values[(q - r.q0) * (r.k1 - r.k0) + (k - r.k0)].toFixed(4)} (exact)`;

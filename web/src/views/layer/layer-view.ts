@@ -1,12 +1,12 @@
 // All heads of the chosen layer side by side, as heatmaps on one 0–1 colour scale.
 
 import { h, clear, hideTooltip, showTooltip, sizeCanvas } from '../../lib/dom';
-import { cellAt, displayPixels, isMasked, pixelsCanvas, rectPixels } from '../../lib/heatmap';
-import { maxPoolRect, pooledMasked } from '../../lib/long';
-import { MASKED_LABEL, attentionLegend, attentionLegendItems } from '../../lib/legend';
+import { cellAt, displayPixels, pixelsCanvas, rectPixels, unitMask } from '../../lib/heatmap';
+import { maxPoolRect, poolBounds } from '../../lib/long';
+import { attentionLegend, attentionLegendItems } from '../../lib/legend';
 import { MAP_LABELS, MAP_QUANTITY, type MapView } from '../../lib/maps';
 import { headMatrix } from '../../lib/matrix';
-import { shownMatrix, type ShownMatrix } from '../../lib/display';
+import { layerWindow, shownMask, shownMatrix, type ShownMatrix } from '../../lib/display';
 import type { Pixels, Scene, SceneItem } from '../../lib/scene';
 import { THEME } from '../../lib/theme';
 import type { Tensor } from '../../lib/wire';
@@ -86,7 +86,9 @@ export class LayerView implements ExportableView {
       : `Each square is one head: row = the token that looks (query), column = the token looked at (key). Click a head to study it below; hover for exact ${maps === 'norm' ? 'norm-weighted shares' : 'weights'}.`;
     this.el.dataset.maps = maps;
     clear(this.legendSlot);
-    this.legendSlot.appendChild(attentionLegend(state.scale, model.causal, maps));
+    // Rollout composes every layer: only the causal mask applies to it, not this layer's window.
+    const win = rollout ? 0 : layerWindow(model, state.layer, ctx.run.n_tokens);
+    this.legendSlot.appendChild(attentionLegend(state.scale, model.causal, maps, win));
     clear(this.grid);
     this.tiles = [];
     // With grouped-query attention, one framed sub-grid per KV head holds the query heads that
@@ -121,7 +123,14 @@ export class LayerView implements ExportableView {
         const max = attention.data.subarray(start, start + C * C);
         const screen = Math.ceil(TILE * Math.min(3, window.devicePixelRatio || 1));
         const pooled = maxPoolRect(max, C, C, screen, screen);
-        const pixels = rectPixels(pooled.data, pooled.rows, pooled.cols, state.scale, model.causal ? (i, j) => pooledMasked(i, j, C, C, pooled.rows, pooled.cols, 0, 0) : undefined);
+        const cells = unitMask(model.causal, layerWindow(model, state.layer, ctx.run.n_tokens), (c) => [long.starts[c], long.starts[c + 1] - 1]);
+        const masked = cells
+          ? (i: number, j: number) => {
+              const [r0, r1] = poolBounds(i, C, pooled.rows), [c0, c1] = poolBounds(j, C, pooled.cols);
+              return cells.block(r0, r1, c0, c1);
+            }
+          : undefined;
+        const pixels = rectPixels(pooled.data, pooled.rows, pooled.cols, state.scale, masked);
         this.tiles.push({ shown: null, pixels });
         c2d.drawImage(pixelsCanvas(pixels), 0, 0, TILE, TILE);
         canvas.addEventListener('mousemove', (e) => {
@@ -131,13 +140,14 @@ export class LayerView implements ExportableView {
           showTooltip(e.clientX, e.clientY, [
             `${layerName(state.layer)} · ${headWithIndex(head)}${groups ? ` · KV head ${model.kv_head_of[head] + 1}` : ''}`,
             `tokens ${s[cell.q]}–${s[cell.q + 1] - 1} → ${s[cell.k]}–${s[cell.k + 1] - 1}`,
-            isMasked(model.causal, cell.q, cell.k) ? MASKED_LABEL : `largest weight in this block ${max[cell.q * C + cell.k].toFixed(4)}`,
+            cells?.cell(cell.q, cell.k) ? cells.reason(cell.q, cell.k) : `largest weight in this block ${max[cell.q * C + cell.k].toFixed(4)}`,
           ]);
         });
       }
       const shown = long ? null : shownMatrix(headMatrix(attention, 0, head), units, state.hideSpecial);
       if (shown) {
-      const pixels = displayPixels(shown.matrix, state.scale, TILE, model.causal);
+      const mask = shownMask(shown, units, model.causal, win);
+      const pixels = displayPixels(shown.matrix, state.scale, TILE, mask ?? false);
       this.tiles.push({ shown, pixels });
       c2d.drawImage(pixelsCanvas(pixels), 0, 0, TILE, TILE);
       canvas.addEventListener('mousemove', (e) => {
@@ -147,7 +157,7 @@ export class LayerView implements ExportableView {
         showTooltip(e.clientX, e.clientY, [
           `${layerName(state.layer)} · ${rollout ? 'rollout (all heads)' : headWithIndex(head)}${groups && !rollout ? ` · KV head ${model.kv_head_of[head] + 1}` : ''}`,
           `${tokenLabel(shown.labels[cell.q], 24)} → ${tokenLabel(shown.labels[cell.k], 24)}`,
-          isMasked(model.causal, cell.q, cell.k) ? MASKED_LABEL : `${quantity} ${v.toFixed(4)}`,
+          mask?.cell(cell.q, cell.k) ? mask.reason(cell.q, cell.k) : `${quantity} ${v.toFixed(4)}`,
         ]);
       });
       }
@@ -231,7 +241,7 @@ export class LayerView implements ExportableView {
       items.push({ kind: 'image', x, y: ty, w: TILE, h: TILE, pixels: tile.pixels });
       items.push({ kind: 'rect', x, y: ty, w: TILE, h: TILE, fill: 'none', stroke: head === state.head ? THEME.focus : groups ? groupColour(model.kv_head_of[head]) : THEME.border, strokeWidth: head === state.head || groups ? 2 : 1 });
     });
-    items.push(...attentionLegendItems(gap, height - 50, Math.min(320, width - 2 * gap), state.scale, THEME.text, model.causal, this.maps));
+    items.push(...attentionLegendItems(gap, height - 50, Math.min(320, width - 2 * gap), state.scale, THEME.text, model.causal, this.maps, this.maps === 'rollout' ? 0 : layerWindow(model, state.layer, this.ctx.run.n_tokens)));
     return { width, height, background: THEME.panel, items };
   }
 }

@@ -61,7 +61,9 @@ struct RobertaHyper {
 ModelConfig bert_config(const nlohmann::json& config, const std::string& where);
 RobertaHyper roberta_config(const nlohmann::json& config, const std::string& where);
 ModelConfig distilbert_config(const nlohmann::json& config, const std::string& where);
-DecoderHyper llama_config(const nlohmann::json& config, const std::string& where);
+// Llama, Mistral, Qwen2/3 (and under Phi-3's and OLMo 2's configs, which default rms_norm_eps to
+// 1e-5): llama_like_config's sizes, SiLU, RoPE (default or llama3) and the sliding window.
+DecoderHyper llama_config(const nlohmann::json& config, const std::string& where, double default_rms_norm_eps = 1e-6);
 DecoderHyper llama_config(const io::GgufFile& file);  // also needs the tensor list (tied head)
 DecoderHyper gpt2_config(const nlohmann::json& config, const std::string& where);
 DecoderHyper gpt2_config(const io::GgufFile& file);

@@ -20,6 +20,7 @@
 #include "models/config_values.h"
 #include "models/decoder.h"
 #include "models/families.h"
+#include "models/llama_like.h"
 #include "models/tensor_table.h"
 #include "tensor/tensor_ops.h"
 #include "tokenizer/gguf_vocab.h"
@@ -27,33 +28,29 @@
 namespace headscope::models {
 namespace {
 
-// Every tensor of the family, by role: its Hugging Face name and its GGUF name (llama.cpp).
+// Every layer tensor of the family, by role: its Hugging Face name (behind "model.", or bare:
+// llama_like.h) and its GGUF name (llama.cpp). The embedding, final norm and output head (absent
+// when tied: always, in released Gemmas) are read by read_llama_like_globals.
 enum Role {
   kAttnNorm, kQ, kK, kV, kO, kQNorm, kKNorm, kPostAttnNorm, kPreFfnNorm, kPostFfnNorm, kGemma1FfnNorm,
   kGate, kUp, kDown, kRoleCount
 };
 constexpr TensorName kLayerTensors[kRoleCount] = {
-    /* kAttnNorm      */ {"model.layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight"},
-    /* kQ             */ {"model.layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight"},
-    /* kK             */ {"model.layers.%d.self_attn.k_proj.weight", "blk.%d.attn_k.weight"},
-    /* kV             */ {"model.layers.%d.self_attn.v_proj.weight", "blk.%d.attn_v.weight"},
-    /* kO             */ {"model.layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight"},
-    /* kQNorm         */ {"model.layers.%d.self_attn.q_norm.weight", "blk.%d.attn_q_norm.weight"},  // Gemma 3
-    /* kKNorm         */ {"model.layers.%d.self_attn.k_norm.weight", "blk.%d.attn_k_norm.weight"},  // Gemma 3
-    /* kPostAttnNorm  */ {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.post_attention_norm.weight"},
-    /* kPreFfnNorm    */ {"model.layers.%d.pre_feedforward_layernorm.weight", "blk.%d.ffn_norm.weight"},
-    /* kPostFfnNorm   */ {"model.layers.%d.post_feedforward_layernorm.weight", "blk.%d.post_ffw_norm.weight"},
+    /* kAttnNorm      */ {"layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight"},
+    /* kQ             */ {"layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight"},
+    /* kK             */ {"layers.%d.self_attn.k_proj.weight", "blk.%d.attn_k.weight"},
+    /* kV             */ {"layers.%d.self_attn.v_proj.weight", "blk.%d.attn_v.weight"},
+    /* kO             */ {"layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight"},
+    /* kQNorm         */ {"layers.%d.self_attn.q_norm.weight", "blk.%d.attn_q_norm.weight"},  // Gemma 3
+    /* kKNorm         */ {"layers.%d.self_attn.k_norm.weight", "blk.%d.attn_k_norm.weight"},  // Gemma 3
+    /* kPostAttnNorm  */ {"layers.%d.post_attention_layernorm.weight", "blk.%d.post_attention_norm.weight"},
+    /* kPreFfnNorm    */ {"layers.%d.pre_feedforward_layernorm.weight", "blk.%d.ffn_norm.weight"},
+    /* kPostFfnNorm   */ {"layers.%d.post_feedforward_layernorm.weight", "blk.%d.post_ffw_norm.weight"},
     // Gemma 1 names its pre-feed-forward norm as Llama does.
-    /* kGemma1FfnNorm */ {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.ffn_norm.weight"},
-    /* kGate          */ {"model.layers.%d.mlp.gate_proj.weight", "blk.%d.ffn_gate.weight"},
-    /* kUp            */ {"model.layers.%d.mlp.up_proj.weight", "blk.%d.ffn_up.weight"},
-    /* kDown          */ {"model.layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight"},
-};
-enum Global { kEmbedding, kFinalNorm, kLmHead, kGlobalCount };
-constexpr TensorName kGlobalTensors[kGlobalCount] = {
-    /* kEmbedding */ {"model.embed_tokens.weight", "token_embd.weight"},  // [vocab, d_model]
-    /* kFinalNorm */ {"model.norm.weight", "output_norm.weight"},          // [d_model]
-    /* kLmHead    */ {"lm_head.weight", "output.weight"},                  // absent when tied (always, in released Gemmas)
+    /* kGemma1FfnNorm */ {"layers.%d.post_attention_layernorm.weight", "blk.%d.ffn_norm.weight"},
+    /* kGate          */ {"layers.%d.mlp.gate_proj.weight", "blk.%d.ffn_gate.weight"},
+    /* kUp            */ {"layers.%d.mlp.up_proj.weight", "blk.%d.ffn_up.weight"},
+    /* kDown          */ {"layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight"},
 };
 
 // The generation of a model_type / GGUF architecture: 1, 2 or 3.
@@ -91,30 +88,15 @@ float softcap_of(const nlohmann::json& c, const char* key, const std::string& wh
 
 GemmaHyper gemma_config(const nlohmann::json& c, const std::string& where) {
   GemmaHyper g;
+  g.base = llama_like_config(c, where, {.model_type = "gemma", .rms_norm_eps = 1e-6, .tie_word_embeddings = true});
   ModelConfig& m = g.base.cfg;
-  m.architecture = json_string(c, "model_type", where, "gemma");
   g.generation = generation_of(m.architecture);
-  read_hf_sizes(c, where, m);
-  m.n_kv_head = int(json_int(c, "num_key_value_heads", where, 1, m.n_head, m.n_head));
-  m.norm_eps = norm_epsilon(json_number(c, "rms_norm_eps", where, 1e-6), where + ": \"rms_norm_eps\"");
-  m.causal = true;
-  if (m.d_model % m.n_head != 0 && (!c.contains("head_dim") || c["head_dim"].is_null()))
-    throw Error(where + ": hidden_size is not a multiple of num_attention_heads and there is no head_dim");
-  m.d_head = int(json_int(c, "head_dim", where, 1, limits::kMaxHeadWidth, m.d_model / m.n_head));
-  if (m.d_head % 2 != 0) throw Error(where + ": the head width " + std::to_string(m.d_head) + " is odd; RoPE rotates pairs");
   const std::string act = json_string(c, "hidden_activation", where, json_string(c, "hidden_act", where, "gelu_pytorch_tanh"));
   if (act != "gelu_pytorch_tanh")
     throw Error(where + ": hidden_activation \"" + act + "\" is not supported (Gemma uses \"gelu_pytorch_tanh\")");
   if (json_bool(c, "attention_bias", where, false)) throw Error(where + ": attention_bias = true is not supported for Gemma");
   if (json_bool(c, "use_bidirectional_attention", where, false))
     throw Error(where + ": use_bidirectional_attention = true (EmbeddingGemma) is not supported; headscope runs Gemma causally");
-  g.base.tied = json_bool(c, "tie_word_embeddings", where, true);
-  if (c.contains("eos_token_id") && !c["eos_token_id"].is_null()) {  // an integer or a list (the first is taken)
-    const nlohmann::json& e = c["eos_token_id"];
-    const nlohmann::json first{{"eos_token_id", e.is_array() && !e.empty() ? e[0] : e}};
-    if (!e.is_array() || !e.empty()) m.eos_token_id = int32_t(json_int(first, "eos_token_id", where, 0, limits::kMaxVocabulary));
-  }
-  check_model_shape(m, where);
   // Scores: Gemma 1 divides by √d_head, Gemma 2/3 by √query_pre_attn_scalar.
   const double scalar = g.generation == 1 ? double(m.d_head)
                                           : json_number(c, "query_pre_attn_scalar", where, double(m.d_head));
@@ -217,14 +199,14 @@ Tensor norm_weight(Tensor w, bool add_one) {
   return w;
 }
 
-std::unique_ptr<Model> build(GemmaHyper g, const TensorReader& in, std::unique_ptr<Tokenizer> tokenizer) {
+std::unique_ptr<Model> build(GemmaHyper g, const LlamaLikeReaders& readers, std::unique_ptr<Tokenizer> tokenizer) {
+  const TensorReader& in = readers.body;
   const ModelConfig& m = g.base.cfg;
-  const int64_t D = m.d_model, F = m.d_ff, H = m.n_head, Hkv = m.n_kv_head, Dh = m.d_head, V = m.vocab_size;
+  const int64_t D = m.d_model, F = m.d_ff, H = m.n_head, Hkv = m.n_kv_head, Dh = m.d_head;
   const bool add_one = g.add_one_to_norms, gen2plus = g.generation >= 2, gen3 = g.generation == 3;
   DecoderWeights w;
-  w.token_embedding = in.get(kGlobalTensors[kEmbedding], {V, D});
-  w.final_norm = norm_weight(in.get(kGlobalTensors[kFinalNorm], {D}), add_one);
-  if (!g.base.tied) w.lm_head = in.get(kGlobalTensors[kLmHead], {V, D});
+  read_llama_like_globals(readers, g.base, w);
+  w.final_norm = norm_weight(std::move(w.final_norm), add_one);
   in.expect_layers(m.n_layer, {kLayerTensors[kAttnNorm], kLayerTensors[kQ], kLayerTensors[kDown]});
   w.layers.reserve(size_t(m.n_layer));
   for (int l = 0; l < m.n_layer; ++l) {
@@ -284,7 +266,8 @@ std::unique_ptr<Model> load_gemma(const std::string& dir, const nlohmann::json& 
   g.base.cfg.name = std::filesystem::path(dir).filename().string();
   auto tokenizer = Tokenizer::from_model_dir(dir);
   auto src = safetensors_source(dir, check);
-  return build(std::move(g), TensorReader(*src, false, multimodal ? "language_model." : ""), std::move(tokenizer));
+  const LlamaLikeReaders readers = llama_like_readers(*src, config, multimodal ? "language_model." : "", g.base, check);
+  return build(std::move(g), readers, std::move(tokenizer));
 }
 
 std::unique_ptr<Model> load_gemma_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
@@ -294,7 +277,7 @@ std::unique_ptr<Model> load_gemma_gguf(std::shared_ptr<const io::GgufFile> file,
   g.add_one_to_norms = false;  // llama.cpp's converter stored 1 + w
   std::unique_ptr<Tokenizer> tokenizer = tokenizer::tokenizer_from_gguf(*file);  // SentencePiece pieces
   auto src = gguf_source(file, check);
-  return build(std::move(g), TensorReader(*src, true), std::move(tokenizer));
+  return build(std::move(g), llama_like_readers(*src), std::move(tokenizer));
 }
 
 }  // namespace headscope::models

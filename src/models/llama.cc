@@ -13,6 +13,7 @@
 #include "models/config_values.h"
 #include "models/decoder.h"
 #include "models/families.h"
+#include "models/llama_like.h"
 #include "models/tensor_table.h"
 #include "tensor/tensor_ops.h"
 #include "tokenizer/gguf_vocab.h"
@@ -20,9 +21,9 @@
 namespace headscope::models {
 namespace {
 
-// Every tensor of the family, by role: its Hugging Face name (after the "model." prefix that
-// *ForCausalLM and other task-head checkpoints add; LlamaModel, MistralModel and Qwen2Model save
-// the names bare) and its GGUF name (llama.cpp).
+// Every layer tensor of the family, by role: its Hugging Face name (after the "model." prefix that
+// *ForCausalLM and other task-head checkpoints add, or bare: llama_like.h) and its GGUF name
+// (llama.cpp). The embedding, final norm and output head are read by read_llama_like_globals.
 enum Role { kAttnNorm, kQ, kK, kV, kQBias, kKBias, kVBias, kO, kOBias, kFfnNorm, kGate, kUp, kDown, kQNorm, kKNorm, kRoleCount };
 constexpr TensorName kLayerTensors[kRoleCount] = {
     /* kAttnNorm */ {"layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight"},
@@ -43,54 +44,19 @@ constexpr TensorName kLayerTensors[kRoleCount] = {
 };
 
 bool has_qk_norm(const std::string& architecture) { return architecture == "qwen3"; }
-enum Global { kEmbedding, kFinalNorm, kGlobalCount };
-constexpr TensorName kGlobalTensors[kGlobalCount] = {
-    /* kEmbedding */ {"embed_tokens.weight", "token_embd.weight"},  // [vocab, d_model]
-    /* kFinalNorm */ {"norm.weight", "output_norm.weight"},          // [d_model]
-};
-// The output head, outside the body (never prefixed); absent when tied to the token embedding.
-constexpr TensorName kLmHead = {"lm_head.weight", "output.weight"};  // [vocab, d_model]
 
 // Sliding-window sizes and window-layer counts: at most the longest position limit we accept.
 constexpr int64_t kMaxWindow = limits::kMaxPositions;
 
-// config.json's eos_token_id is an integer, a list (the first is taken), or absent/null.
-int32_t eos_from_config(const nlohmann::json& c, const std::string& where) {
-  if (!c.contains("eos_token_id") || c["eos_token_id"].is_null()) return -1;
-  const nlohmann::json& e = c["eos_token_id"];
-  if (e.is_array()) {
-    if (e.empty()) return -1;
-    return int32_t(json_int(nlohmann::json{{"eos_token_id", e[0]}}, "eos_token_id", where, 0, limits::kMaxVocabulary));
-  }
-  return int32_t(json_int(c, "eos_token_id", where, 0, limits::kMaxVocabulary));
-}
-
 }  // namespace
 
-DecoderHyper llama_config(const nlohmann::json& c, const std::string& where) {
-  using limits::kMaxLayers, limits::kMaxHeadWidth, limits::kMaxPositions;
-  DecoderHyper hp;
+DecoderHyper llama_config(const nlohmann::json& c, const std::string& where, double default_rms_norm_eps) {
+  using limits::kMaxLayers, limits::kMaxPositions;
+  DecoderHyper hp = llama_like_config(c, where, {.model_type = "llama", .rms_norm_eps = default_rms_norm_eps});
   ModelConfig& m = hp.cfg;
-  m.architecture = json_string(c, "model_type", where, "llama");
-  read_hf_sizes(c, where, m);
-  m.n_kv_head = int(json_int(c, "num_key_value_heads", where, 1, m.n_head, m.n_head));
-  m.norm_eps = norm_epsilon(json_number(c, "rms_norm_eps", where, 1e-6), where + ": \"rms_norm_eps\"");
-  m.causal = true;
-  if (!c.contains("head_dim") || c["head_dim"].is_null()) {
-    if (m.d_model % m.n_head != 0)
-      throw Error(where + ": hidden_size " + std::to_string(m.d_model) + " is not a multiple of num_attention_heads " +
-                  std::to_string(m.n_head) + " and there is no head_dim");
-    m.d_head = m.d_model / m.n_head;
-  } else {
-    m.d_head = int(json_int(c, "head_dim", where, 1, kMaxHeadWidth));
-  }
-  if (m.d_head % 2 != 0) throw Error(where + ": the head width " + std::to_string(m.d_head) + " is odd; RoPE rotates pairs");
   const std::string act = json_string(c, "hidden_act", where, "silu");
   if (act != "silu") throw Error(where + ": hidden_act \"" + act + "\" is not supported (the Llama family uses \"silu\")");
   if (json_bool(c, "mlp_bias", where, false)) throw Error(where + ": mlp_bias = true is not supported");
-  hp.tied = json_bool(c, "tie_word_embeddings", where, false);
-  m.eos_token_id = eos_from_config(c, where);
-  check_model_shape(m, where);
 
   // RoPE: transformers 5 writes "rope_parameters"; older files "rope_theta" and "rope_scaling".
   hp.rope.d_rot = m.d_head;
@@ -119,9 +85,12 @@ DecoderHyper llama_config(const nlohmann::json& c, const std::string& where) {
   }
   if (json_number(c, "partial_rotary_factor", where, 1.0) != 1.0) throw Error(where + ": partial rotary embeddings are not supported");
 
-  // Sliding window: Qwen2-style per-layer "layer_types", else Mistral's one window for all layers.
+  // Sliding window, as transformers applies it: Llama and OLMo 2 have none (their attention
+  // ignores a "sliding_window" in config.json); Qwen2/Qwen3 per layer ("layer_types", or
+  // use_sliding_window from max_window_layers on); Mistral and Phi-3 one window for every layer.
   // n_layer is within limits::kMaxLayers here, so sizing `window` from it is safe.
   hp.window.assign(size_t(m.n_layer), 0);
+  if (m.architecture == "llama" || m.architecture == "olmo2") return hp;
   const int64_t window = json_int(c, "sliding_window", where, 0, kMaxWindow, 0);
   if (c.contains("layer_types") && !c["layer_types"].is_null()) {
     const auto& types = c["layer_types"];
@@ -187,26 +156,18 @@ DecoderHyper llama_config(const io::GgufFile& f) {
   if (arch != "qwen2" && arch != "qwen3") {
     for (auto& w : hp.window) w = window;
   }
-  hp.tied = !f.has_tensor(kLmHead.gguf);
+  hp.tied = !f.has_tensor("output.weight");  // llama.cpp writes no output head when tied
   return hp;
 }
 
 namespace {
 
-std::unique_ptr<Model> build(DecoderHyper hp, const TensorReader& in, std::unique_ptr<Tokenizer> tokenizer) {
+std::unique_ptr<Model> build(DecoderHyper hp, const LlamaLikeReaders& readers, std::unique_ptr<Tokenizer> tokenizer) {
+  const TensorReader& in = readers.body;
   const ModelConfig& m = hp.cfg;
-  const int64_t D = m.d_model, F = m.d_ff, H = m.n_head, Hkv = m.n_kv_head, Dh = m.d_head, V = m.vocab_size;
+  const int64_t D = m.d_model, F = m.d_ff, H = m.n_head, Hkv = m.n_kv_head, Dh = m.d_head;
   DecoderWeights w;
-  w.token_embedding = in.get(kGlobalTensors[kEmbedding], {V, D});
-  w.final_norm = in.get(kGlobalTensors[kFinalNorm], {D});
-  if (!hp.tied) {
-    const TensorReader top(in.source(), in.gguf());  // no prefix: for the output head
-    if (!top.has(kLmHead)) {
-      throw Error(in.source().describe() + ": no " + top.name(kLmHead) +
-                  " and tie_word_embeddings is false; the checkpoint is incomplete");
-    }
-    w.lm_head = top.get(kLmHead, {V, D});
-  }
+  read_llama_like_globals(readers, hp, w);
   in.expect_layers(m.n_layer, {kLayerTensors[kAttnNorm], kLayerTensors[kQ], kLayerTensors[kDown]});
   w.layers.reserve(size_t(m.n_layer));
   for (int l = 0; l < m.n_layer; ++l) {
@@ -259,21 +220,8 @@ std::unique_ptr<Model> load_llama(const std::string& dir, const nlohmann::json& 
   hp.cfg.name = std::filesystem::path(dir).filename().string();
   auto tokenizer = Tokenizer::from_model_dir(dir);
   auto src = safetensors_source(dir, check);
-  const std::string prefix = checkpoint_prefix(*src, kGlobalTensors[kEmbedding], "model.");
-  // A checkpoint without an output head (LlamaModel saved bare, *ForSequenceClassification with
-  // its "score" head): attention and hidden states are the model's own; the logits that
-  // generation and logit attribution need are computed with the token embedding as the head.
-  // A *ForCausalLM checkpoint without lm_head stays an error (build(): incomplete).
-  bool causal_lm = false;
-  if (config.contains("architectures") && config["architectures"].is_array())
-    for (const auto& a : config["architectures"])
-      causal_lm = causal_lm || (a.is_string() && a.get<std::string>().ends_with("ForCausalLM"));
-  if (!hp.tied && !causal_lm && !src->has(kLmHead.hf)) {
-    hp.tied = true;
-    check.warn(dir + ": no '" + std::string(kLmHead.hf) + "' (a checkpoint saved without its language-model head); "
-               "logits use the token embedding as the output head, which this model was not trained with");
-  }
-  return build(std::move(hp), TensorReader(*src, false, prefix), std::move(tokenizer));
+  const LlamaLikeReaders readers = llama_like_readers(*src, config, "", hp, check);
+  return build(std::move(hp), readers, std::move(tokenizer));
 }
 
 std::unique_ptr<Model> load_llama_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
@@ -282,7 +230,7 @@ std::unique_ptr<Model> load_llama_gguf(std::shared_ptr<const io::GgufFile> file,
   hp.cfg.name = display_name;
   auto tokenizer = tokenizer::tokenizer_from_gguf(*file);
   auto src = gguf_source(file, check);
-  return build(std::move(hp), TensorReader(*src, true), std::move(tokenizer));
+  return build(std::move(hp), llama_like_readers(*src), std::move(tokenizer));
 }
 
 }  // namespace headscope::models

@@ -18,6 +18,7 @@
 #include "models/config_values.h"
 #include "models/decoder.h"
 #include "models/families.h"
+#include "models/llama_like.h"
 #include "models/tensor_table.h"
 #include "tensor/tensor_ops.h"
 #include "tokenizer/gguf_vocab.h"
@@ -25,52 +26,40 @@
 namespace headscope::models {
 namespace {
 
-// Every tensor of the family, by role: its Hugging Face name and its GGUF name (llama.cpp).
+// Every layer tensor of the family, by role: its Hugging Face name (behind "model.", or bare:
+// llama_like.h) and its GGUF name (llama.cpp). The embedding, final norm and output head are
+// read by read_llama_like_globals.
 enum Role { kQ, kK, kV, kO, kQNorm, kKNorm, kPostAttnNorm, kGate, kUp, kDown, kPostFfnNorm, kRoleCount };
 constexpr TensorName kLayerTensors[kRoleCount] = {
-    /* kQ            */ {"model.layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight"},       // [n_head·d_head, d_model]
-    /* kK            */ {"model.layers.%d.self_attn.k_proj.weight", "blk.%d.attn_k.weight"},       // [n_kv_head·d_head, d_model]
-    /* kV            */ {"model.layers.%d.self_attn.v_proj.weight", "blk.%d.attn_v.weight"},       // [n_kv_head·d_head, d_model]
-    /* kO            */ {"model.layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight"},  // [d_model, n_head·d_head]
-    /* kQNorm        */ {"model.layers.%d.self_attn.q_norm.weight", "blk.%d.attn_q_norm.weight"},  // [n_head·d_head]
-    /* kKNorm        */ {"model.layers.%d.self_attn.k_norm.weight", "blk.%d.attn_k_norm.weight"},  // [n_kv_head·d_head]
-    /* kPostAttnNorm */ {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.post_attention_norm.weight"},
-    /* kGate         */ {"model.layers.%d.mlp.gate_proj.weight", "blk.%d.ffn_gate.weight"},        // [d_ff, d_model]
-    /* kUp           */ {"model.layers.%d.mlp.up_proj.weight", "blk.%d.ffn_up.weight"},            // [d_ff, d_model]
-    /* kDown         */ {"model.layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight"},        // [d_model, d_ff]
-    /* kPostFfnNorm  */ {"model.layers.%d.post_feedforward_layernorm.weight", "blk.%d.post_ffw_norm.weight"},
-};
-enum Global { kEmbedding, kFinalNorm, kLmHead, kGlobalCount };
-constexpr TensorName kGlobalTensors[kGlobalCount] = {
-    /* kEmbedding */ {"model.embed_tokens.weight", "token_embd.weight"},  // [vocab, d_model]
-    /* kFinalNorm */ {"model.norm.weight", "output_norm.weight"},          // [d_model]
-    /* kLmHead    */ {"lm_head.weight", "output.weight"},                  // [vocab, d_model], absent when tied
+    /* kQ            */ {"layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight"},       // [n_head·d_head, d_model]
+    /* kK            */ {"layers.%d.self_attn.k_proj.weight", "blk.%d.attn_k.weight"},       // [n_kv_head·d_head, d_model]
+    /* kV            */ {"layers.%d.self_attn.v_proj.weight", "blk.%d.attn_v.weight"},       // [n_kv_head·d_head, d_model]
+    /* kO            */ {"layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight"},  // [d_model, n_head·d_head]
+    /* kQNorm        */ {"layers.%d.self_attn.q_norm.weight", "blk.%d.attn_q_norm.weight"},  // [n_head·d_head]
+    /* kKNorm        */ {"layers.%d.self_attn.k_norm.weight", "blk.%d.attn_k_norm.weight"},  // [n_kv_head·d_head]
+    /* kPostAttnNorm */ {"layers.%d.post_attention_layernorm.weight", "blk.%d.post_attention_norm.weight"},
+    /* kGate         */ {"layers.%d.mlp.gate_proj.weight", "blk.%d.ffn_gate.weight"},        // [d_ff, d_model]
+    /* kUp           */ {"layers.%d.mlp.up_proj.weight", "blk.%d.ffn_up.weight"},            // [d_ff, d_model]
+    /* kDown         */ {"layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight"},        // [d_model, d_ff]
+    /* kPostFfnNorm  */ {"layers.%d.post_feedforward_layernorm.weight", "blk.%d.post_ffw_norm.weight"},
 };
 
 }  // namespace
 
 DecoderHyper olmo2_config(const nlohmann::json& c, const std::string& where) {
   if (json_bool(c, "attention_bias", where, false)) throw Error(where + ": attention_bias = true is not supported for OLMo 2");
-  nlohmann::json rest = c;
-  if (!rest.contains("rms_norm_eps") || rest["rms_norm_eps"].is_null()) rest["rms_norm_eps"] = 1e-5;  // Olmo2Config's default
-  DecoderHyper hp = llama_config(rest, where);  // sizes, RoPE, tied head; OLMo 2 has no sliding window
-  return hp;
+  // Sizes, RoPE, tied head (no sliding window: model_type olmo2); rms_norm_eps 1e-5 is Olmo2Config's default.
+  return llama_config(c, where, 1e-5);
 }
 
 namespace {
 
-std::unique_ptr<Model> build(DecoderHyper hp, const TensorReader& in, std::unique_ptr<Tokenizer> tokenizer) {
+std::unique_ptr<Model> build(DecoderHyper hp, const LlamaLikeReaders& readers, std::unique_ptr<Tokenizer> tokenizer) {
+  const TensorReader& in = readers.body;
   const ModelConfig& m = hp.cfg;
-  const int64_t D = m.d_model, F = m.d_ff, H = m.n_head, Hkv = m.n_kv_head, Dh = m.d_head, V = m.vocab_size;
+  const int64_t D = m.d_model, F = m.d_ff, H = m.n_head, Hkv = m.n_kv_head, Dh = m.d_head;
   DecoderWeights w;
-  w.token_embedding = in.get(kGlobalTensors[kEmbedding], {V, D});
-  w.final_norm = in.get(kGlobalTensors[kFinalNorm], {D});
-  if (!hp.tied) {
-    if (!in.has(kGlobalTensors[kLmHead]))
-      throw Error(in.source().describe() + ": no " + in.name(kGlobalTensors[kLmHead]) +
-                  " and tie_word_embeddings is false; the checkpoint is incomplete");
-    w.lm_head = in.get(kGlobalTensors[kLmHead], {V, D});
-  }
+  read_llama_like_globals(readers, hp, w);
   in.expect_layers(m.n_layer, {kLayerTensors[kQ], kLayerTensors[kPostFfnNorm], kLayerTensors[kDown]});
   w.layers.reserve(size_t(m.n_layer));
   for (int l = 0; l < m.n_layer; ++l) {
@@ -108,7 +97,8 @@ std::unique_ptr<Model> load_olmo2(const std::string& dir, const nlohmann::json& 
   hp.cfg.name = std::filesystem::path(dir).filename().string();
   auto tokenizer = Tokenizer::from_model_dir(dir);
   auto src = safetensors_source(dir, check);
-  return build(std::move(hp), TensorReader(*src, false), std::move(tokenizer));
+  const LlamaLikeReaders readers = llama_like_readers(*src, config, "", hp, check);
+  return build(std::move(hp), readers, std::move(tokenizer));
 }
 
 std::unique_ptr<Model> load_olmo2_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
@@ -117,7 +107,7 @@ std::unique_ptr<Model> load_olmo2_gguf(std::shared_ptr<const io::GgufFile> file,
   hp.cfg.name = display_name;
   auto tokenizer = tokenizer::tokenizer_from_gguf(*file);
   auto src = gguf_source(file, check);
-  return build(std::move(hp), TensorReader(*src, true), std::move(tokenizer));
+  return build(std::move(hp), llama_like_readers(*src), std::move(tokenizer));
 }
 
 }  // namespace headscope::models

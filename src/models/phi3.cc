@@ -24,27 +24,24 @@
 #include "models/config_values.h"
 #include "models/decoder.h"
 #include "models/families.h"
+#include "models/llama_like.h"
 #include "models/tensor_table.h"
 #include "tokenizer/gguf_vocab.h"
 
 namespace headscope::models {
 namespace {
 
-// Every tensor of the family, by role: its Hugging Face name and its GGUF name (llama.cpp).
+// Every layer tensor of the family, by role: its Hugging Face name (behind "model.", or bare:
+// llama_like.h) and its GGUF name (llama.cpp). The embedding, final norm and output head are
+// read by read_llama_like_globals.
 enum Role { kAttnNorm, kQkv, kO, kFfnNorm, kGateUp, kDown, kRoleCount };
 constexpr TensorName kLayerTensors[kRoleCount] = {
-    /* kAttnNorm */ {"model.layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight"},            // [d_model]
-    /* kQkv      */ {"model.layers.%d.self_attn.qkv_proj.weight", "blk.%d.attn_qkv.weight"},         // Q | K | V
-    /* kO        */ {"model.layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight"},        // [d_model, n_head·d_head]
-    /* kFfnNorm  */ {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.ffn_norm.weight"},   // [d_model]
-    /* kGateUp   */ {"model.layers.%d.mlp.gate_up_proj.weight", "blk.%d.ffn_up.weight"},             // gate | up
-    /* kDown     */ {"model.layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight"},              // [d_model, d_ff]
-};
-enum Global { kEmbedding, kFinalNorm, kLmHead, kGlobalCount };
-constexpr TensorName kGlobalTensors[kGlobalCount] = {
-    /* kEmbedding */ {"model.embed_tokens.weight", "token_embd.weight"},  // [vocab, d_model]
-    /* kFinalNorm */ {"model.norm.weight", "output_norm.weight"},          // [d_model]
-    /* kLmHead    */ {"lm_head.weight", "output.weight"},                  // [vocab, d_model], absent when tied
+    /* kAttnNorm */ {"layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight"},            // [d_model]
+    /* kQkv      */ {"layers.%d.self_attn.qkv_proj.weight", "blk.%d.attn_qkv.weight"},         // Q | K | V
+    /* kO        */ {"layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight"},        // [d_model, n_head·d_head]
+    /* kFfnNorm  */ {"layers.%d.post_attention_layernorm.weight", "blk.%d.ffn_norm.weight"},   // [d_model]
+    /* kGateUp   */ {"layers.%d.mlp.gate_up_proj.weight", "blk.%d.ffn_up.weight"},             // gate | up
+    /* kDown     */ {"layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight"},              // [d_model, d_ff]
 };
 
 // Rows first .. first + n − 1 of a [rows, cols] tensor.
@@ -64,7 +61,6 @@ DecoderHyper phi3_config(const nlohmann::json& c, const std::string& where) {
                          : c.contains("rope_scaling") && !c["rope_scaling"].is_null()   ? "rope_scaling"
                                                                                          : nullptr;
   nlohmann::json rest = c;
-  if (!rest.contains("rms_norm_eps") || rest["rms_norm_eps"].is_null()) rest["rms_norm_eps"] = 1e-5;  // Phi3Config's default
   double factor = json_number(c, "partial_rotary_factor", where, 1.0);
   rest.erase("partial_rotary_factor");
   if (rope_key != nullptr && c[rope_key].is_object()) {
@@ -78,7 +74,8 @@ DecoderHyper phi3_config(const nlohmann::json& c, const std::string& where) {
     factor = json_number(rp, "partial_rotary_factor", rp_where, factor);
     rest[rope_key].erase("partial_rotary_factor");
   }
-  DecoderHyper hp = llama_config(rest, where);  // sizes, RoPE base, one sliding window for all layers
+  // Sizes, RoPE base, one sliding window for all layers; rms_norm_eps 1e-5 is Phi3Config's default.
+  DecoderHyper hp = llama_config(rest, where, 1e-5);
   // int(head_dim · factor), as transformers; the range is checked before the conversion.
   const int64_t d_rot = factor > 0.0 && factor <= 1.0 ? int64_t(double(hp.cfg.d_head) * factor) : 0;
   if (d_rot < 2 || d_rot % 2 != 0)
@@ -98,18 +95,12 @@ DecoderHyper phi3_config(const io::GgufFile& f) {
 
 namespace {
 
-std::unique_ptr<Model> build(DecoderHyper hp, const TensorReader& in, std::unique_ptr<Tokenizer> tokenizer) {
+std::unique_ptr<Model> build(DecoderHyper hp, const LlamaLikeReaders& readers, std::unique_ptr<Tokenizer> tokenizer) {
+  const TensorReader& in = readers.body;
   const ModelConfig& m = hp.cfg;
-  const int64_t D = m.d_model, F = m.d_ff, H = m.n_head, Hkv = m.n_kv_head, Dh = m.d_head, V = m.vocab_size;
+  const int64_t D = m.d_model, F = m.d_ff, H = m.n_head, Hkv = m.n_kv_head, Dh = m.d_head;
   DecoderWeights w;
-  w.token_embedding = in.get(kGlobalTensors[kEmbedding], {V, D});
-  w.final_norm = in.get(kGlobalTensors[kFinalNorm], {D});
-  if (!hp.tied) {
-    if (!in.has(kGlobalTensors[kLmHead]))
-      throw Error(in.source().describe() + ": no " + in.name(kGlobalTensors[kLmHead]) +
-                  " and tie_word_embeddings is false; the checkpoint is incomplete");
-    w.lm_head = in.get(kGlobalTensors[kLmHead], {V, D});
-  }
+  read_llama_like_globals(readers, hp, w);
   in.expect_layers(m.n_layer, {kLayerTensors[kAttnNorm], kLayerTensors[kQkv], kLayerTensors[kDown]});
   w.layers.reserve(size_t(m.n_layer));
   for (int l = 0; l < m.n_layer; ++l) {
@@ -141,7 +132,8 @@ std::unique_ptr<Model> load_phi3(const std::string& dir, const nlohmann::json& c
   hp.cfg.name = std::filesystem::path(dir).filename().string();
   auto tokenizer = Tokenizer::from_model_dir(dir);
   auto src = safetensors_source(dir, check);
-  return build(std::move(hp), TensorReader(*src, false), std::move(tokenizer));
+  const LlamaLikeReaders readers = llama_like_readers(*src, config, "", hp, check);
+  return build(std::move(hp), readers, std::move(tokenizer));
 }
 
 std::unique_ptr<Model> load_phi3_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
@@ -150,7 +142,7 @@ std::unique_ptr<Model> load_phi3_gguf(std::shared_ptr<const io::GgufFile> file, 
   hp.cfg.name = display_name;
   auto tokenizer = tokenizer::tokenizer_from_gguf(*file);
   auto src = gguf_source(file, check);
-  return build(std::move(hp), TensorReader(*src, true), std::move(tokenizer));
+  return build(std::move(hp), llama_like_readers(*src), std::move(tokenizer));
 }
 
 }  // namespace headscope::models

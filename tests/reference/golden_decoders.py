@@ -19,48 +19,15 @@ Layout under out_dir/decoders/:
 import json
 import pathlib
 import random
+import sys
 
 import numpy as np
 import torch
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-DATA = ROOT.parent / "shared" / "data"
-
-PROMPTS = [
-    "The quick brown fox jumps over the lazy dog. The quick brown fox",
-    "In 1999, she wrote: \"it's over\" -- and left.",
-]
-
-
-def train_tokenizer(bos: bool):
-    """A small byte-level BPE (vocabulary 320) trained on UD English sentences."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    lines = [l[len("# text = "):].strip() for l in open(DATA / "ud" / "en_ewt-ud-dev.conllu", encoding="utf-8")
-             if l.startswith("# text = ")]
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=320, special_tokens=["<|endoftext|>"],
-                                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                                      show_progress=False))
-    if bos:
-        tok.post_processor = processors.TemplateProcessing(single="<|endoftext|> $A",
-                                                           special_tokens=[("<|endoftext|>", 0)])
-    return tok
-
-
-def randomize(model, seed):
-    """Replaces the default init (std 0.02, which makes every attention row nearly uniform) by
-    larger random weights, so that heads are peaked and a wrong mask or layout shows."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if p.dim() == 1 and ("norm" in name or ".ln_" in name or name.startswith("transformer.ln_f")):
-                p.copy_((1.0 if name.endswith("weight") else 0.0) + 0.1 * torch.randn(p.shape, generator=g))
-            elif p.dim() == 1:
-                p.copy_(0.1 * torch.randn(p.shape, generator=g))
-            else:
-                p.copy_(0.15 * torch.randn(p.shape, generator=g))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+# save_tensor and train_tokenizer are also imported from here by golden_encoders.py.
+from reference_models import (DATA, PROMPTS, finish_gguf, randomize, run_reference, save_models,  # noqa: E402,F401
+                              save_tensor, train_tokenizer)
 
 
 def build_models(vocab_size):
@@ -99,34 +66,6 @@ def build_models(vocab_size):
                                              attn_implementation="eager")),
     }
     return specs
-
-
-def save_tensor(golden_dir, manifest_tensors, name, tensor):
-    array = np.ascontiguousarray(tensor.detach().to(torch.float32).numpy())
-    path = golden_dir / f"{name}.f32"
-    array.astype("<f4").tofile(path)
-    manifest_tensors[name] = {"file": path.name, "shape": list(array.shape)}
-
-
-def run_reference(model, ids_list, golden_dir, texts):
-    golden_dir.mkdir(parents=True, exist_ok=True)
-    prompts = []
-    for p, (text, ids) in enumerate(zip(texts, ids_list)):
-        with torch.no_grad():
-            out = model(torch.tensor([ids]), output_attentions=True, output_hidden_states=True, use_cache=False)
-        tensors = {}
-        save_tensor(golden_dir, tensors, f"p{p}_attention", torch.stack([a[0] for a in out.attentions]))
-        save_tensor(golden_dir, tensors, f"p{p}_hidden_states", torch.stack([h[0] for h in out.hidden_states]))
-        save_tensor(golden_dir, tensors, f"p{p}_logits", out.logits[0])
-        # Greedy continuation (what `headscope generate` does with its KV cache).
-        with torch.no_grad():
-            # An explicit mask: BOS shares id 0 with the pad token, which generate() would otherwise mask.
-            generated = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-                                       max_new_tokens=8, do_sample=False, min_new_tokens=8, pad_token_id=0,
-                                       eos_token_id=None)
-        prompts.append({"text": text, "ids": list(ids), "tensors": tensors,
-                        "greedy": generated[0, len(ids):].tolist()})
-    (golden_dir / "manifest.json").write_text(json.dumps({"prompts": prompts}, indent=1))
 
 
 # ---------------------------------------------------------------- GGUF conversion
@@ -228,24 +167,19 @@ def write_gguf(path, arch, model, tok_json, bos_in_template):
         w.add_tensor("output_norm.weight", sd["model.norm.weight"])
         if not cfg.tie_word_embeddings:
             w.add_tensor("output.weight", sd["lm_head.weight"])
-    # Tokenizer, as llama.cpp stores a byte-level BPE vocabulary.
-    vocab = tok_json["model"]["vocab"]
-    tokens = [None] * len(vocab)
-    for t, i in vocab.items():
-        tokens[i] = t
-    specials = {a["id"] for a in tok_json["added_tokens"] if a["special"]}
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("gpt-2")
-    w.add_token_list(tokens)
-    w.add_token_types([3 if i in specials else 1 for i in range(len(tokens))])
-    w.add_token_merges([" ".join(m) if isinstance(m, list) else m for m in tok_json["model"]["merges"]])
-    w.add_bos_token_id(0)
-    w.add_eos_token_id(0)
-    w.add_add_bos_token(bos_in_template)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish_gguf(w, tok_json, bos_in_template)
+
+
+def llama_window_ignored(out, tok):
+    """A tiny Llama whose config.json carries sliding_window 3 (shorter than the prompts), which
+    transformers' LlamaAttention ignores: its goldens are full causal attention."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg = LlamaConfig(vocab_size=tok.get_vocab_size(), hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                      max_position_embeddings=256, rms_norm_eps=1e-5, bos_token_id=0, eos_token_id=0, pad_token_id=0,
+                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, tie_word_embeddings=True,
+                      sliding_window=3, attn_implementation="eager")
+    for _ in save_models(out, {"llama_window_ignored": (LlamaForCausalLM, cfg)}, lambda name: tok, 1100, 2100):
+        pass
 
 
 # ---------------------------------------------------------------- SmolLM2
@@ -339,20 +273,12 @@ def main(model_dir: pathlib.Path, out_dir: pathlib.Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     tok_bos, tok_plain = train_tokenizer(bos=True), train_tokenizer(bos=False)
     vocab_size = tok_bos.get_vocab_size()
-    for seed, (name, (cls, cfg)) in enumerate(build_models(vocab_size).items()):
-        torch.manual_seed(1000 + seed)
-        model = cls(cfg)
-        randomize(model, 2000 + seed)
-        model.eval()
-        d = out / name
-        model.save_pretrained(d, safe_serialization=True)
-        tok = tok_plain if name == "gpt2" else tok_bos
-        tok.save(str(d / "tokenizer.json"))
-        ids_list = [tok.encode(t).ids for t in PROMPTS]
-        run_reference(model, ids_list, d / "golden", PROMPTS)
+    tokenizer_of = lambda name: tok_plain if name == "gpt2" else tok_bos  # noqa: E731
+    for name, model, tok, d in save_models(out, build_models(vocab_size), tokenizer_of, 1000, 2000):
         if name in ("llama_gqa3", "llama3_scaled", "qwen2", "gpt2"):
             arch = {"llama_gqa3": "llama", "llama3_scaled": "llama", "qwen2": "qwen2", "gpt2": "gpt2"}[name]
             write_gguf(out / f"{name}.gguf", arch, model, json.loads(tok.to_str()), name != "gpt2")
+    llama_window_ignored(out, tok_bos)
     smollm2_goldens(out)
     chat_goldens(out)
 

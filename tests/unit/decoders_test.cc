@@ -4,6 +4,7 @@
 // the interleaved RoPE layout), and the real SmolLM2-135M-Instruct Q4_1 GGUF.
 #include <gtest/gtest.h>
 
+#include "golden_util.h"
 #include "test_support.h"
 
 #include <algorithm>
@@ -23,53 +24,12 @@ using headscope::Capture;
 using headscope::Encoding;
 using headscope::Model;
 using headscope::Tensor;
+using headscope::testing::GoldenPrompt;
+using headscope::testing::encoding_of;
+using headscope::testing::max_abs_diff;
+using headscope::testing::read_goldens;
 
 fs::path goldens() { return headscope::testing::goldens_dir("decoders"); }
-
-struct GoldenPrompt {
-  std::string text;
-  std::vector<int32_t> ids;
-  Tensor attention, hidden_states, logits;
-};
-
-Tensor read_f32(const fs::path& dir, const nlohmann::json& entry) {
-  Tensor t(entry.at("shape").get<std::vector<int64_t>>());
-  std::ifstream in(dir / entry.at("file").get<std::string>(), std::ios::binary);
-  in.read(reinterpret_cast<char*>(t.ptr()), static_cast<std::streamsize>(t.numel() * 4));
-  EXPECT_TRUE(in.good()) << "cannot read " << entry.dump();
-  return t;
-}
-
-std::vector<GoldenPrompt> read_goldens(const fs::path& model_dir) {
-  const fs::path dir = model_dir / "golden";
-  std::ifstream in(dir / "manifest.json");
-  if (!in) {
-    ADD_FAILURE() << "missing " << dir / "manifest.json" << "; run `make goldens`";
-    return {};
-  }
-  const nlohmann::json manifest = nlohmann::json::parse(in);
-  std::vector<GoldenPrompt> prompts;
-  for (size_t p = 0; p < manifest.at("prompts").size(); ++p) {
-    const nlohmann::json& j = manifest["prompts"][p];
-    const std::string tag = "p" + std::to_string(p) + "_";
-    prompts.push_back({j.at("text").get<std::string>(), j.at("ids").get<std::vector<int32_t>>(),
-                       read_f32(dir, j["tensors"][tag + "attention"]), read_f32(dir, j["tensors"][tag + "hidden_states"]),
-                       read_f32(dir, j["tensors"][tag + "logits"])});
-  }
-  return prompts;
-}
-
-Encoding encoding_of(const std::vector<int32_t>& ids) {
-  Encoding e;
-  for (int32_t id : ids) e.tokens.push_back({id, "", 0, 0, false, -1});
-  return e;
-}
-
-float max_abs_diff(const float* a, const float* b, int64_t n) {
-  float m = 0.0f;
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
-}
 
 // hidden_relative: the hidden-state bound is relative to the largest |value| of the reference
 // (real models carry "massive activations" of 10^4 in a few channels; fp32 rounding scales with them).
@@ -156,6 +116,9 @@ TEST(Decoders, Llama3RopeScaling) { check_hf_folder("llama3_scaled"); }
 TEST(Decoders, Qwen2Biases) { check_hf_folder("qwen2"); }
 TEST(Decoders, MistralSlidingWindow) { check_hf_folder("mistral_window"); }
 TEST(Decoders, Gpt2) { check_hf_folder("gpt2"); }
+// A Llama config carrying sliding_window 3, shorter than the prompts: transformers' LlamaAttention
+// ignores it (only Mistral, Qwen2, Phi-3, Gemma 2/3 use a window), so attention is full causal.
+TEST(Decoders, LlamaIgnoresSlidingWindow) { check_hf_folder("llama_window_ignored"); }
 TEST(Decoders, Qwen3QkNorm) { check_hf_folder("qwen3"); }
 TEST(Decoders, GemmaGeGluScaledEmbeddings) { check_hf_folder("gemma"); }
 TEST(Decoders, Gemma2SandwichNormsSoftCapping) { check_hf_folder("gemma2"); }

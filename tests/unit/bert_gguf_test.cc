@@ -178,9 +178,7 @@ struct TinyGguf {
     kv["tokenizer.ggml.model"] = u32(8) + str("bert");
     // As the converter spells vocab.txt [PAD] [UNK] [CLS] [SEP] the ##b: control pieces as they
     // are, word-initial pieces behind "▁", continuation pieces without "##".
-    std::string tokens = u32(8) + u64(6);
-    for (const char* t : {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "\u2581the", "b"}) tokens += str(t);
-    kv["tokenizer.ggml.tokens"] = u32(9) + tokens;
+    set_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "\u2581the", "b"});
     std::string types = u32(5) + u64(6);
     for (uint32_t t : {3, 3, 3, 3, 1, 1}) types += u32(t);
     kv["tokenizer.ggml.token_type"] = u32(9) + types;
@@ -202,6 +200,12 @@ struct TinyGguf {
       tensors[std::string("blk.0.") + n + ".weight"] = {4};
       tensors[std::string("blk.0.") + n + ".bias"] = {4};
     }
+  }
+
+  void set_tokens(const std::vector<std::string>& pieces) {  // six: the rows of token_embd
+    std::string tokens = u32(8) + u64(pieces.size());
+    for (const std::string& t : pieces) tokens += str(t);
+    kv["tokenizer.ggml.tokens"] = u32(9) + tokens;
   }
 
   // The file: header, metadata, tensor infos (ne = shape reversed), data aligned to 32; every
@@ -251,6 +255,25 @@ TEST(BertGgufHandBuilt, LoadsRunsAndUndoesThePhantomSpaces) {
     for (int64_t k = 0; k < 5; ++k) sum += cap.attention.data[size_t(r * 5 + k)];
     EXPECT_NEAR(sum, 1.0f, 1e-5f);
     EXPECT_GT(cap.attention.data[size_t(r * 5 + 4)], 0.0f);
+  }
+}
+
+// Files converted before tokenizer.ggml.normalizer.lowercase existed: an uncased vocabulary (no
+// ASCII capital in any piece) lowercases, a cased one does not.
+TEST(BertGgufHandBuilt, LowercaseInferredWhenTheKeyIsAbsent) {
+  {
+    TempDir dir;
+    TinyGguf g;
+    g.kv.erase("tokenizer.ggml.normalizer.lowercase");
+    EXPECT_EQ(Model::load(g.write(dir))->encode("THE").ids(), (std::vector<int32_t>{2, 4, 3}));
+  }
+  {
+    TempDir dir;
+    TinyGguf g;
+    g.kv.erase("tokenizer.ggml.normalizer.lowercase");
+    g.set_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "\u2581the", "\u2581The"});
+    const auto model = Model::load(g.write(dir));
+    EXPECT_EQ(model->encode("The THE the").ids(), (std::vector<int32_t>{2, 5, 1, 4, 3}));
   }
 }
 

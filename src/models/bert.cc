@@ -37,11 +37,11 @@ constexpr EncoderTensors kBertTensors = {
         /* kEncFfnNormB  */ {"encoder.layer.%d.output.LayerNorm.bias", "blk.%d.layer_output_norm.bias"},
     },
     {
-        /* kEncWordEmbedding     */ {"embeddings.word_embeddings.weight", "token_embd.weight"},        // [vocab, d_model]
-        /* kEncPositionEmbedding */ {"embeddings.position_embeddings.weight", "position_embd.weight"},    // [max_positions, d_model]
+        /* kEncWordEmbedding     */ {"embeddings.word_embeddings.weight", "token_embd.weight"},         // [vocab, d_model]
+        /* kEncPositionEmbedding */ {"embeddings.position_embeddings.weight", "position_embd.weight"},  // [max_positions, d_model]
         /* kEncTypeEmbedding     */ {"embeddings.token_type_embeddings.weight", "token_types.weight"},  // [type_vocab, d_model]
-        /* kEncEmbNormW          */ {"embeddings.LayerNorm.weight", "token_embd_norm.weight"},              // [d_model]
-        /* kEncEmbNormB          */ {"embeddings.LayerNorm.bias", "token_embd_norm.bias"},                // [d_model]
+        /* kEncEmbNormW          */ {"embeddings.LayerNorm.weight", "token_embd_norm.weight"},          // [d_model]
+        /* kEncEmbNormB          */ {"embeddings.LayerNorm.bias", "token_embd_norm.bias"},              // [d_model]
     },
     "bert.",
 };

@@ -277,6 +277,15 @@ TEST(BertGgufHandBuilt, LowercaseInferredWhenTheKeyIsAbsent) {
   }
 }
 
+// Two entries that spell the same WordPiece piece ("▁the" twice, as a damaged or hostile file may):
+// the later id is the piece's, as when tokenizer.json lists a key twice; nothing breaks.
+TEST(BertGgufHandBuilt, DuplicatePiecesKeepTheLaterId) {
+  TempDir dir;
+  TinyGguf g;
+  g.set_tokens({"[PAD]", "[UNK]", "[CLS]", "[SEP]", "\u2581the", "\u2581the"});
+  EXPECT_EQ(Model::load(g.write(dir))->encode("the").ids(), (std::vector<int32_t>{2, 5, 3}));
+}
+
 TEST(BertGgufHandBuilt, RefusalsNameWhatIsWrong) {
   {
     TempDir dir;

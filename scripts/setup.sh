@@ -68,6 +68,18 @@ if [ ! -e models/gemma-3-270m/gemma-3-270m-q4_k_m.gguf ]; then
   echo "setup: models/gemma-3-270m -> $ROOT/.venv/share/gemma-3-270m"
 fi
 
+# llama.cpp's GGUF converter (convert_hf_to_gguf.py with its gguf-py), as vendored by the
+# llama-cpp-python source package: tests/reference/golden_bert_gguf.py converts BERT models with it,
+# so that the GGUF tests read files llama.cpp itself wrote. Only downloaded (76 MB; nothing is
+# built or installed); a later llama.cpp benchmark can build from the same tarball.
+LLAMA_CPP_PYTHON=0.3.36  # keep equal to LLAMA_CPP_PYTHON in tests/reference/golden_bert_gguf.py
+if [ ! -f ".venv/share/llama-cpp-python/llama_cpp_python-$LLAMA_CPP_PYTHON.tar.gz" ]; then
+  echo "setup: downloading the llama-cpp-python $LLAMA_CPP_PYTHON source package into .venv/share/llama-cpp-python"
+  mkdir -p .venv/share/llama-cpp-python
+  .venv/bin/pip download -q --disable-pip-version-check --no-deps --no-binary :all: \
+    "llama-cpp-python==$LLAMA_CPP_PYTHON" -d .venv/share/llama-cpp-python
+fi
+
 # Web UI (Vite + TypeScript), built once and served by the binary.
 if [ -f web/package.json ]; then
   if [ ! -d web/node_modules ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then

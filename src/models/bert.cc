@@ -1,42 +1,47 @@
 // headscope — BERT (Devlin et al. 2019) and sentence-transformers checkpoints built on it
 // (all-MiniLM-L6-v2), as transformers' modeling_bert.py. The forward pass is the shared encoder
 // (encoder.h); this file reads the hyper-parameters and names the tensors.
+#include <algorithm>
 #include <filesystem>
 
+#include "headscope/limits.h"
+#include "io/gguf.h"
 #include "models/config_values.h"
 #include "models/encoder.h"
 #include "models/families.h"
+#include "tokenizer/gguf_vocab.h"
 
 namespace headscope::models {
 namespace {
 
 // Every tensor, by role: its Hugging Face name after the "bert." prefix of BertFor* checkpoints
-// (BertModel saves the names bare). BERT is not read from GGUF.
+// (BertModel saves the names bare), and its GGUF name (llama.cpp's LLM_ARCH_BERT; the converter
+// drops the pooler and the task heads).
 constexpr EncoderTensors kBertTensors = {
     {
-        /* kEncQ         */ {"encoder.layer.%d.attention.self.query.weight", nullptr},
-        /* kEncQBias     */ {"encoder.layer.%d.attention.self.query.bias", nullptr},
-        /* kEncK         */ {"encoder.layer.%d.attention.self.key.weight", nullptr},
-        /* kEncKBias     */ {"encoder.layer.%d.attention.self.key.bias", nullptr},
-        /* kEncV         */ {"encoder.layer.%d.attention.self.value.weight", nullptr},
-        /* kEncVBias     */ {"encoder.layer.%d.attention.self.value.bias", nullptr},
-        /* kEncO         */ {"encoder.layer.%d.attention.output.dense.weight", nullptr},
-        /* kEncOBias     */ {"encoder.layer.%d.attention.output.dense.bias", nullptr},
-        /* kEncAttnNormW */ {"encoder.layer.%d.attention.output.LayerNorm.weight", nullptr},
-        /* kEncAttnNormB */ {"encoder.layer.%d.attention.output.LayerNorm.bias", nullptr},
-        /* kEncUp        */ {"encoder.layer.%d.intermediate.dense.weight", nullptr},
-        /* kEncUpBias    */ {"encoder.layer.%d.intermediate.dense.bias", nullptr},
-        /* kEncDown      */ {"encoder.layer.%d.output.dense.weight", nullptr},
-        /* kEncDownBias  */ {"encoder.layer.%d.output.dense.bias", nullptr},
-        /* kEncFfnNormW  */ {"encoder.layer.%d.output.LayerNorm.weight", nullptr},
-        /* kEncFfnNormB  */ {"encoder.layer.%d.output.LayerNorm.bias", nullptr},
+        /* kEncQ         */ {"encoder.layer.%d.attention.self.query.weight", "blk.%d.attn_q.weight"},
+        /* kEncQBias     */ {"encoder.layer.%d.attention.self.query.bias", "blk.%d.attn_q.bias"},
+        /* kEncK         */ {"encoder.layer.%d.attention.self.key.weight", "blk.%d.attn_k.weight"},
+        /* kEncKBias     */ {"encoder.layer.%d.attention.self.key.bias", "blk.%d.attn_k.bias"},
+        /* kEncV         */ {"encoder.layer.%d.attention.self.value.weight", "blk.%d.attn_v.weight"},
+        /* kEncVBias     */ {"encoder.layer.%d.attention.self.value.bias", "blk.%d.attn_v.bias"},
+        /* kEncO         */ {"encoder.layer.%d.attention.output.dense.weight", "blk.%d.attn_output.weight"},
+        /* kEncOBias     */ {"encoder.layer.%d.attention.output.dense.bias", "blk.%d.attn_output.bias"},
+        /* kEncAttnNormW */ {"encoder.layer.%d.attention.output.LayerNorm.weight", "blk.%d.attn_output_norm.weight"},
+        /* kEncAttnNormB */ {"encoder.layer.%d.attention.output.LayerNorm.bias", "blk.%d.attn_output_norm.bias"},
+        /* kEncUp        */ {"encoder.layer.%d.intermediate.dense.weight", "blk.%d.ffn_up.weight"},
+        /* kEncUpBias    */ {"encoder.layer.%d.intermediate.dense.bias", "blk.%d.ffn_up.bias"},
+        /* kEncDown      */ {"encoder.layer.%d.output.dense.weight", "blk.%d.ffn_down.weight"},
+        /* kEncDownBias  */ {"encoder.layer.%d.output.dense.bias", "blk.%d.ffn_down.bias"},
+        /* kEncFfnNormW  */ {"encoder.layer.%d.output.LayerNorm.weight", "blk.%d.layer_output_norm.weight"},
+        /* kEncFfnNormB  */ {"encoder.layer.%d.output.LayerNorm.bias", "blk.%d.layer_output_norm.bias"},
     },
     {
-        /* kEncWordEmbedding     */ {"embeddings.word_embeddings.weight", nullptr},        // [vocab, d_model]
-        /* kEncPositionEmbedding */ {"embeddings.position_embeddings.weight", nullptr},    // [max_positions, d_model]
-        /* kEncTypeEmbedding     */ {"embeddings.token_type_embeddings.weight", nullptr},  // [type_vocab, d_model]
-        /* kEncEmbNormW          */ {"embeddings.LayerNorm.weight", nullptr},              // [d_model]
-        /* kEncEmbNormB          */ {"embeddings.LayerNorm.bias", nullptr},                // [d_model]
+        /* kEncWordEmbedding     */ {"embeddings.word_embeddings.weight", "token_embd.weight"},         // [vocab, d_model]
+        /* kEncPositionEmbedding */ {"embeddings.position_embeddings.weight", "position_embd.weight"},  // [max_positions, d_model]
+        /* kEncTypeEmbedding     */ {"embeddings.token_type_embeddings.weight", "token_types.weight"},  // [type_vocab, d_model]
+        /* kEncEmbNormW          */ {"embeddings.LayerNorm.weight", "token_embd_norm.weight"},          // [d_model]
+        /* kEncEmbNormB          */ {"embeddings.LayerNorm.bias", "token_embd_norm.bias"},              // [d_model]
     },
     "bert.",
 };
@@ -66,11 +71,61 @@ ModelConfig bert_config(const nlohmann::json& c, const std::string& where) {
   return m;
 }
 
+// The same hyper-parameters from a GGUF file of general.architecture "bert", as llama.cpp's
+// converter writes them (BertModel.set_gguf_parameters). Pooling (bert.pooling_type) is for
+// sentence embeddings and is not used here; a causal mask (bert.attention.causal = true) is not
+// BERT and is refused. RoBERTa and XLM-RoBERTa are converted as "bert" too, but with a BPE or
+// SentencePiece vocabulary and a position table cut past the padding index: refused by their
+// tokenizer.ggml.model, since their Hugging Face folders load.
+ModelConfig bert_config(const io::GgufFile& f) {
+  using limits::kMaxLayers, limits::kMaxHeads, limits::kMaxModelWidth, limits::kMaxFeedForward, limits::kMaxVocabulary,
+      limits::kMaxPositions;
+  const std::string& where = f.path();
+  ModelConfig m;
+  m.architecture = "bert";
+  const std::string p = "bert.";
+  if (f.get_bool(p + "attention.causal", false))
+    throw Error(where + ": metadata '" + p + "attention.causal' is true: a causal mask is not BERT's (bidirectional "
+                "attention); headscope does not run this file as a BERT encoder");
+  const std::string vocab = f.get_string("tokenizer.ggml.model", "");
+  if (vocab != "bert")
+    throw Error(where + ": a 'bert' GGUF with tokenizer.ggml.model '" + vocab + "' (RoBERTa or XLM-RoBERTa as llama.cpp "
+                "converts them) is not supported; load the model's Hugging Face folder instead");
+  m.n_layer = int(gguf_int(f, p + "block_count", 1, kMaxLayers));
+  m.n_head = int(gguf_int(f, p + "attention.head_count", 1, kMaxHeads));
+  m.n_kv_head = m.n_head;
+  m.d_model = int(gguf_int(f, p + "embedding_length", 1, kMaxModelWidth));
+  m.d_ff = int(gguf_int(f, p + "feed_forward_length", 1, kMaxFeedForward));
+  m.max_positions = int(gguf_int(f, p + "context_length", 1, kMaxPositions));
+  m.norm_eps = norm_epsilon(gguf_number(f, p + "attention.layer_norm_epsilon", 1e-12),
+                            where + ": metadata '" + p + "attention.layer_norm_epsilon'");
+  m.causal = false;
+  if (m.d_model % m.n_head != 0)
+    throw Error(where + ": " + p + "embedding_length " + std::to_string(m.d_model) + " is not a multiple of " + p +
+                "attention.head_count " + std::to_string(m.n_head));
+  m.d_head = m.d_model / m.n_head;
+  const int64_t n_tokens = f.has("tokenizer.ggml.tokens") ? int64_t(f.value("tokenizer.ggml.tokens").count) : 0;
+  m.vocab_size = int(gguf_int(f, p + "vocab_size", 1, kMaxVocabulary, std::min(n_tokens, kMaxVocabulary + 1)));
+  check_model_shape(m, where);
+  return m;
+}
+
 std::unique_ptr<Model> load_bert(const std::string& dir, const nlohmann::json& config, WeightCheck& check) {
   ModelConfig cfg = bert_config(config, dir + "/config.json");
   EncoderEmbedding embedding;
   embedding.position_rows = cfg.max_positions;
   return load_encoder(dir, std::move(cfg), kBertTensors, embedding, check);
+}
+
+std::unique_ptr<Model> load_bert_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
+                                      WeightCheck& check) {
+  ModelConfig cfg = bert_config(*file);
+  cfg.name = display_name;
+  auto tokenizer = tokenizer::tokenizer_from_gguf(*file);
+  const auto src = gguf_source(file, check);
+  EncoderEmbedding embedding;
+  embedding.position_rows = cfg.max_positions;
+  return load_encoder(std::move(cfg), std::move(tokenizer), TensorReader(*src, true), kBertTensors, embedding);
 }
 
 }  // namespace headscope::models

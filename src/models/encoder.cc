@@ -30,8 +30,8 @@ struct EncoderLayer {
 
 class EncoderModel final : public Model {
  public:
-  EncoderModel(const std::string& dir, ModelConfig cfg, const EncoderTensors& names, const EncoderEmbedding& embedding,
-               WeightCheck& check);
+  EncoderModel(ModelConfig cfg, std::unique_ptr<Tokenizer> tokenizer, const TensorReader& in,
+               const EncoderTensors& names, const EncoderEmbedding& embedding);
   const ModelConfig& config() const override { return cfg_; }
   const Tokenizer& tokenizer() const override { return *tokenizer_; }
   Capture run(const Encoding& encoding, const CaptureOptions& options) const override;
@@ -56,15 +56,9 @@ class EncoderModel final : public Model {
   std::vector<int> kv_head_of_;  // [n_head], the identity: every head has its own keys
 };
 
-EncoderModel::EncoderModel(const std::string& dir, ModelConfig cfg, const EncoderTensors& names,
-                           const EncoderEmbedding& embedding, WeightCheck& check)
-    : cfg_(std::move(cfg)), embedding_(embedding) {
-  cfg_.name = std::filesystem::path(dir).filename().string();
-  tokenizer_ = Tokenizer::from_model_dir(dir);
-  const auto src = safetensors_source(dir, check);
-  // Checkpoints saved from the bare model class have bare names; from a task head they carry the
-  // family's prefix, and the head's own tensors (lm_head, cls, classifier, …) are not read.
-  const TensorReader in(*src, false, checkpoint_prefix(*src, names.global[kEncWordEmbedding], names.prefix));
+EncoderModel::EncoderModel(ModelConfig cfg, std::unique_ptr<Tokenizer> tokenizer, const TensorReader& in,
+                           const EncoderTensors& names, const EncoderEmbedding& embedding)
+    : cfg_(std::move(cfg)), tokenizer_(std::move(tokenizer)), embedding_(embedding) {
   const int64_t D = cfg_.d_model, F = cfg_.d_ff;
   in.expect_layers(cfg_.n_layer, {names.layer[kEncFfnNormB]});
   word_emb_ = in.get(names.global[kEncWordEmbedding], {cfg_.vocab_size, D});
@@ -185,7 +179,18 @@ void EncoderModel::run_layers(int first, std::vector<float>& x, capture::Recorde
 
 std::unique_ptr<Model> load_encoder(const std::string& dir, ModelConfig cfg, const EncoderTensors& names,
                                     const EncoderEmbedding& embedding, WeightCheck& check) {
-  return std::make_unique<EncoderModel>(dir, std::move(cfg), names, embedding, check);
+  cfg.name = std::filesystem::path(dir).filename().string();
+  auto tokenizer = Tokenizer::from_model_dir(dir);
+  const auto src = safetensors_source(dir, check);
+  // Checkpoints saved from the bare model class have bare names; from a task head they carry the
+  // family's prefix, and the head's own tensors (lm_head, cls, classifier, …) are not read.
+  const TensorReader in(*src, false, checkpoint_prefix(*src, names.global[kEncWordEmbedding], names.prefix));
+  return load_encoder(std::move(cfg), std::move(tokenizer), in, names, embedding);
+}
+
+std::unique_ptr<Model> load_encoder(ModelConfig cfg, std::unique_ptr<Tokenizer> tokenizer, const TensorReader& in,
+                                    const EncoderTensors& names, const EncoderEmbedding& embedding) {
+  return std::make_unique<EncoderModel>(std::move(cfg), std::move(tokenizer), in, names, embedding);
 }
 
 }  // namespace headscope::models

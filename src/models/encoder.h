@@ -49,5 +49,9 @@ struct EncoderEmbedding {
 // Loads the encoder in `dir` whose hyper-parameters are `cfg` (its name set here).
 std::unique_ptr<Model> load_encoder(const std::string& dir, ModelConfig cfg, const EncoderTensors& names,
                                     const EncoderEmbedding& embedding, WeightCheck& check);
+// The same from any source: `in` reads the table by its GGUF or Hugging Face names, `cfg.name`
+// is already set, and the tokenizer comes with it (a GGUF file carries its own vocabulary).
+std::unique_ptr<Model> load_encoder(ModelConfig cfg, std::unique_ptr<Tokenizer> tokenizer, const TensorReader& in,
+                                    const EncoderTensors& names, const EncoderEmbedding& embedding);
 
 }  // namespace headscope::models

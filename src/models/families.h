@@ -59,6 +59,7 @@ struct RobertaHyper {
 
 // Pure readers of the hyper-parameters; `where` names the config file in messages.
 ModelConfig bert_config(const nlohmann::json& config, const std::string& where);
+ModelConfig bert_config(const io::GgufFile& file);  // "bert"; causal attention and non-WordPiece vocabularies refused
 RobertaHyper roberta_config(const nlohmann::json& config, const std::string& where);
 ModelConfig distilbert_config(const nlohmann::json& config, const std::string& where);
 // Llama, Mistral, Qwen2/3 (and under Phi-3's and OLMo 2's configs, which default rms_norm_eps to
@@ -91,7 +92,7 @@ std::unique_ptr<Model> load_phi3(const std::string& dir, const nlohmann::json& c
 // olmo2.cc — OLMo 2 ("olmo2"; output norms instead of pre-norms, QK-norm over whole projections).
 std::unique_ptr<Model> load_olmo2(const std::string& dir, const nlohmann::json& config, WeightCheck& check);
 
-// The same families from a GGUF file (general.architecture "llama", "qwen2", "gpt2").
+// The same families from a GGUF file (general.architecture "llama", "qwen2", "gpt2", "bert", ...).
 // display_name: the model's name as people see it (the folder or file it was loaded from; GGUF's
 // general.name is often an internal training-run name).
 std::unique_ptr<Model> load_llama_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
@@ -104,6 +105,8 @@ std::unique_ptr<Model> load_olmo2_gguf(std::shared_ptr<const io::GgufFile> file,
                                        WeightCheck& check);  // "olmo2"
 std::unique_ptr<Model> load_gpt2_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
                                       WeightCheck& check);
+std::unique_ptr<Model> load_bert_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
+                                      WeightCheck& check);  // "bert" (WordPiece vocabulary)
 
 // The families Model::load dispatches to, as one line each: the config.json model_types, then the
 // GGUF architectures (load.cc's tables; the refusal of any other names them from there).

@@ -72,6 +72,7 @@ constexpr GgufFamily kGgufFamilies[] = {
     {"phi3", models::load_phi3_gguf},
     {"olmo2", models::load_olmo2_gguf},
     {"gpt2", models::load_gpt2_gguf},
+    {"bert", models::load_bert_gguf},
 };
 
 // Families people ask for that headscope knows and does not implement: why, in a few words.

@@ -283,11 +283,86 @@ std::unique_ptr<Tokenizer> sentencepiece_from_gguf(const io::GgufFile& file) {
 
 }  // namespace
 
+// A WordPiece vocabulary ("bert"), as llama.cpp's converter writes it (convert_hf_to_gguf.py
+// BertModel.set_vocab): every piece of vocab.txt in id order, control pieces ([CLS], [SEP], …) as
+// they are, continuation pieces without their "##", and word-initial pieces behind a phantom space
+// "▁" ("the" → "▁the", "##ing" → "ing"). We undo that spelling and rebuild BERT's tokenizer.json
+// (BertNormalizer, BertPreTokenizer, WordPiece with "##", [CLS] $A [SEP]), so that ids and
+// offsets are those of the model's own tokenizer.json. What the file does not record is BERT's:
+// clean_text and handle_chinese_chars on, 100 characters at most per word. Lowercasing is
+// tokenizer.ggml.normalizer.lowercase; files written before that key (2025) lowercase when no
+// piece holds an ASCII capital (an uncased vocabulary). Accents are stripped as
+// tokenizer.ggml.normalizer.strip_accents says, or when absent as lowercasing does (BERT's rule).
+nlohmann::json wordpiece_json_from_gguf(const io::GgufFile& file) {
+  const std::string& path = file.path();
+  const std::vector<std::string> tokens = file.get_string_array("tokenizer.ggml.tokens");
+  check_count(file, "tokenizer.ggml.tokens", tokens.size(), limits::kMaxVocabulary);
+  const std::vector<int64_t> types = token_types(file, tokens.size());
+  const auto special_id = [&](const char* key) -> int64_t {
+    const int64_t id = file.get_int(key);
+    if (id < 0 || id >= static_cast<int64_t>(tokens.size())) {
+      throw Error(path + ": " + key + " is " + std::to_string(id) + ", outside the " + std::to_string(tokens.size()) +
+                  " tokens");
+    }
+    return id;
+  };
+  constexpr std::string_view kPhantomSpace = "\u2581";  // "▁"
+  nlohmann::json vocab = nlohmann::json::object();
+  nlohmann::json added = nlohmann::json::array();
+  bool capitals = false;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const std::string& t = tokens[i];
+    if (const int64_t bad = unicode::find_invalid_utf8(t); bad >= 0) {
+      throw Error(path + ": tokenizer.ggml.tokens entry " + std::to_string(i) + " is not valid UTF-8 (byte " +
+                  std::to_string(bad) + "); the file is corrupt");
+    }
+    std::string piece;
+    if (types[i] == kTokenControl) {
+      piece = t;
+      added.push_back({{"id", static_cast<int64_t>(i)}, {"content", t}, {"special", true}, {"single_word", false},
+                       {"lstrip", false}, {"rstrip", false}, {"normalized", false}});
+    } else {
+      piece = t.starts_with(kPhantomSpace) ? t.substr(kPhantomSpace.size()) : "##" + t;
+      capitals = capitals || std::any_of(t.begin(), t.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+    }
+    vocab[piece] = static_cast<int64_t>(i);
+  }
+  const bool lowercase = file.get_bool("tokenizer.ggml.normalizer.lowercase", !capitals);
+  nlohmann::json strip = nullptr;
+  if (file.has("tokenizer.ggml.normalizer.strip_accents")) strip = file.get_bool("tokenizer.ggml.normalizer.strip_accents");
+  if (!file.has("tokenizer.ggml.unknown_token_id")) throw Error(path + ": a 'bert' vocabulary needs tokenizer.ggml.unknown_token_id");
+  const std::string unk = tokens[static_cast<size_t>(special_id("tokenizer.ggml.unknown_token_id"))];
+  // [CLS] is the converter's bos; [SEP] its seperator (llama.cpp's spelling of the key), else eos.
+  nlohmann::json single = nlohmann::json::array(), specials = nlohmann::json::object();
+  const auto template_token = [&](const char* key) {
+    const std::string& content = tokens[static_cast<size_t>(special_id(key))];
+    specials[content] = {{"id", content}, {"ids", {special_id(key)}}, {"tokens", {content}}};
+    return nlohmann::json{{"SpecialToken", {{"id", content}, {"type_id", 0}}}};
+  };
+  if (file.get_bool("tokenizer.ggml.add_bos_token", true) && file.has("tokenizer.ggml.bos_token_id"))
+    single.push_back(template_token("tokenizer.ggml.bos_token_id"));
+  single.push_back({{"Sequence", {{"id", "A"}, {"type_id", 0}}}});
+  const char* sep = file.has("tokenizer.ggml.seperator_token_id") ? "tokenizer.ggml.seperator_token_id"
+                    : file.has("tokenizer.ggml.eos_token_id")     ? "tokenizer.ggml.eos_token_id"
+                                                                  : nullptr;
+  if (sep && (file.get_bool("tokenizer.ggml.add_eos_token", false) || file.get_bool("tokenizer.ggml.add_sep_token", true)))
+    single.push_back(template_token(sep));
+  return {{"added_tokens", added},
+          {"normalizer", {{"type", "BertNormalizer"}, {"clean_text", true}, {"handle_chinese_chars", true},
+                          {"strip_accents", strip}, {"lowercase", lowercase}}},
+          {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
+          {"post_processor", {{"type", "TemplateProcessing"}, {"single", single}, {"pair", single},
+                              {"special_tokens", specials}}},
+          {"decoder", {{"type", "WordPiece"}, {"prefix", "##"}, {"cleanup", true}}},
+          {"model", {{"type", "WordPiece"}, {"unk_token", unk}, {"continuing_subword_prefix", "##"},
+                     {"max_input_chars_per_word", uint64_t{100}}, {"vocab", vocab}}}};
+}
+
 nlohmann::json tokenizer_json_from_gguf(const io::GgufFile& file) {
   const std::string model = file.get_string("tokenizer.ggml.model", "");
   if (model != "gpt2") {
     throw Error(file.path() + ": tokenizer.ggml.model '" + model +
-                "' is not supported (byte-level BPE 'gpt2' and SentencePiece 'llama' are); use the model's Hugging "
+                "' is not supported (byte-level BPE 'gpt2', SentencePiece 'llama' and WordPiece 'bert' are); use the model's Hugging "
                 "Face folder instead");
   }
   const std::vector<std::string> tokens = file.get_string_array("tokenizer.ggml.tokens");
@@ -348,7 +423,9 @@ nlohmann::json tokenizer_json_from_gguf(const io::GgufFile& file) {
 }
 
 std::unique_ptr<Tokenizer> tokenizer_from_gguf(const io::GgufFile& file) {
-  if (file.get_string("tokenizer.ggml.model", "") == "llama") return sentencepiece_from_gguf(file);
+  const std::string model = file.get_string("tokenizer.ggml.model", "");
+  if (model == "llama") return sentencepiece_from_gguf(file);
+  if (model == "bert") return from_json(wordpiece_json_from_gguf(file), file.path());
   return from_json(tokenizer_json_from_gguf(file), file.path());
 }
 

@@ -15,7 +15,9 @@
 // SentencePiece vocabularies ("llama": tokens with scores, no merges) are rebuilt as transformers
 // rebuilds them (GemmaTokenizer for gemma/gemma2/gemma3, LlamaTokenizer otherwise): a BPE model with
 // byte fallback over merges derived from the scores; see sentencepiece_from_gguf in gguf_vocab.cc and
-// docs/models.md. tokenizer_json_from_gguf serves the byte-level kind only; tokenizer_from_gguf both.
+// docs/models.md. WordPiece vocabularies ("bert", BERT-family encoders) are rebuilt as BERT's
+// tokenizer.json (wordpiece_json_from_gguf). tokenizer_json_from_gguf serves the byte-level kind
+// only; tokenizer_from_gguf all three.
 #pragma once
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -26,6 +28,8 @@
 namespace headscope::tokenizer {
 
 nlohmann::json tokenizer_json_from_gguf(const io::GgufFile& file);
+// A WordPiece vocabulary ("bert") as BERT's tokenizer.json (see gguf_vocab.cc).
+nlohmann::json wordpiece_json_from_gguf(const io::GgufFile& file);
 std::unique_ptr<Tokenizer> tokenizer_from_gguf(const io::GgufFile& file);
 
 }  // namespace headscope::tokenizer

@@ -418,8 +418,8 @@ TEST(ConfigGguf, UnknownArchitectureListsTheDispatchTable) {
   const std::string path = dir.file("m.gguf");
   write_raw(path, gguf_with({{"general.architecture", kv_str("general.architecture", "falcon")}}));
   expect_error([&] { headscope::Model::load(path); },
-               {path, "GGUF architecture 'falcon' is not supported", "supported: llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, olmo2, gpt2"});
-  EXPECT_EQ(models::supported_gguf_architectures(), "llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, olmo2, gpt2");
+               {path, "GGUF architecture 'falcon' is not supported", "supported: llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, olmo2, gpt2, bert"});
+  EXPECT_EQ(models::supported_gguf_architectures(), "llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, olmo2, gpt2, bert");
   // Mixtral is stored as "llama" with an expert count.
   auto m = llama_metadata();
   m["llama.expert_count"] = kv_u32("llama.expert_count", 8);

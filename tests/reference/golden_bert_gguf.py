@@ -1,0 +1,119 @@
+"""Goldens for BERT read from GGUF (tests/unit/bert_gguf_test.cc), converted by llama.cpp's own
+convert_hf_to_gguf.py, not by a writer of ours.
+
+The converter and its gguf-py come from the llama-cpp-python source package that scripts/setup.sh
+keeps under .venv/share/llama-cpp-python/ (it vendors llama.cpp); the three parts it needs are
+unpacked once into <out>/bert_gguf/llama.cpp/. Under <out>/bert_gguf/:
+
+  tiny_bert/            a tiny random BertModel built by transformers (fixed seed, MiniLM's
+                        WordPiece tokenizer beside it), as a Hugging Face folder
+  tiny_bert.gguf        the same, converted with --outtype f32
+  minilm-f32.gguf       the default model (all-MiniLM-L6-v2) converted with --outtype f32
+  minilm-q8_0.gguf      and with --outtype q8_0 (each conversion starts torch: ~20 s on an idle machine)
+  golden/manifest.json  per model ("tiny_bert", "minilm"): the texts, the ids transformers'
+                        tokenizer gives them, and *.f32 attention [n_layer, n_head, T, T] and
+                        hidden states [n_layer + 1, T, d_model] from transformers (fp32, eager)
+"""
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+
+import torch
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from golden_decoders import save_tensor  # noqa: E402
+from golden_encoders import randomize  # noqa: E402
+
+LLAMA_CPP_PYTHON = "0.3.36"  # the version scripts/setup.sh downloads
+TEXTS = [
+    "The cat sat on the mat because it was tired.",
+    "Attention heads in BERT often attend to [SEP] and to the next token, unbelievably.",
+    "Zürich's café served crème brûlée; 北京 hosted 2,048 visitors!",
+]
+TOKENIZER_FILES = ["tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"]
+
+
+def converter(out: pathlib.Path) -> pathlib.Path:
+    """The vendored llama.cpp folder holding convert_hf_to_gguf.py, conversion/ and gguf-py/."""
+    root = out / "llama.cpp"
+    if (root / "convert_hf_to_gguf.py").exists():
+        return root
+    sdist = pathlib.Path(sys.prefix) / "share" / "llama-cpp-python" / f"llama_cpp_python-{LLAMA_CPP_PYTHON}.tar.gz"
+    if not sdist.exists():
+        raise SystemExit(f"golden_bert_gguf: {sdist} is missing; run scripts/setup.sh (it downloads llama-cpp-python's "
+                         "source package, which carries llama.cpp's GGUF converter)")
+    prefix = f"llama_cpp_python-{LLAMA_CPP_PYTHON}/vendor/llama.cpp/"
+    wanted = ("convert_hf_to_gguf.py", "conversion/", "gguf-py/gguf/")
+    tmp = out / "llama.cpp.partial"
+    shutil.rmtree(tmp, ignore_errors=True)
+    with tarfile.open(sdist) as tar:
+        members = []
+        for m in tar.getmembers():
+            if m.isfile() and m.name.startswith(prefix) and m.name[len(prefix):].startswith(wanted):
+                m.name = m.name[len(prefix):]
+                members.append(m)
+        tar.extractall(tmp, members=members, filter="data")
+    shutil.rmtree(root, ignore_errors=True)
+    tmp.rename(root)
+    return root
+
+
+def convert(root: pathlib.Path, model_dir: pathlib.Path, outtype: str, outfile: pathlib.Path) -> None:
+    t0 = time.time()
+    env = {"PYTHONPATH": str(root / "gguf-py"), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "2"}
+    subprocess.run([sys.executable, str(root / "convert_hf_to_gguf.py"), str(model_dir), "--outtype", outtype,
+                    "--outfile", str(outfile)], check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    print(f"goldens: converted {model_dir.name} to {outfile.name} ({outtype}) in {time.time() - t0:.1f}s", flush=True)
+
+
+def reference(model, tokenizer, golden: pathlib.Path, tag: str) -> list:
+    prompts = []
+    for p, text in enumerate(TEXTS):
+        ids = tokenizer(text)["input_ids"]
+        with torch.no_grad():
+            o = model(torch.tensor([ids]), output_attentions=True, output_hidden_states=True)
+        tensors = {}
+        save_tensor(golden, tensors, f"{tag}_p{p}_attention", torch.stack([a[0] for a in o.attentions]))
+        save_tensor(golden, tensors, f"{tag}_p{p}_hidden_states", torch.stack([h[0] for h in o.hidden_states]))
+        prompts.append({"text": text, "ids": ids, "tensors": tensors})
+    return prompts
+
+
+def main(model_dir: pathlib.Path, out_dir: pathlib.Path) -> None:
+    import transformers as tf
+    torch.set_num_threads(2)
+    out = out_dir / "bert_gguf"
+    out.mkdir(parents=True, exist_ok=True)
+    root = converter(out)
+    golden = out / "golden"
+    golden.mkdir(parents=True, exist_ok=True)
+    tokenizer = tf.AutoTokenizer.from_pretrained(str(model_dir))
+
+    # A tiny random BertModel over MiniLM's vocabulary (the converter recognises its tokenizer).
+    tiny = out / "tiny_bert"
+    cfg = tf.BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                        num_attention_heads=4, max_position_embeddings=64, attn_implementation="eager")
+    torch.manual_seed(5100)
+    model = tf.BertModel(cfg)
+    randomize(model, 5101)
+    model.eval()
+    model.save_pretrained(tiny, safe_serialization=True)
+    for name in TOKENIZER_FILES:
+        shutil.copy(model_dir / name, tiny / name)
+    convert(root, tiny, "f32", out / "tiny_bert.gguf")
+    manifest = {"converter": f"llama-cpp-python {LLAMA_CPP_PYTHON} convert_hf_to_gguf.py",
+                "tiny_bert": reference(model, tokenizer, golden, "tiny_bert")}
+
+    minilm = tf.AutoModel.from_pretrained(str(model_dir), attn_implementation="eager", dtype=torch.float32).eval()
+    manifest["minilm"] = reference(minilm, tokenizer, golden, "minilm")
+    for outtype in ("f32", "q8_0"):
+        convert(root, model_dir, outtype, out / f"minilm-{outtype}.gguf")
+    (golden / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
+if __name__ == "__main__":
+    main(pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]))

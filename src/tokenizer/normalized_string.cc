@@ -273,10 +273,10 @@ void replace_matches(NormalizedString& s, const std::vector<std::pair<size_t, si
   };
   for (const auto& [b, e] : matches) {
     for (; i < b; ++i) dest.push_back({s.chars()[i], 0});
-    const size_t n = e - b;
-    const size_t m = content.size();
-    for (size_t j = 0; j < m; ++j) dest.push_back({content[j], j < n ? 0 : 1});
-    if (m < n) drop(n - m);
+    // The whole match is removed, then the content inserted: every content character is aligned
+    // to the last matched character (transform_range with initial_offset = the match's length).
+    drop(e - b);
+    for (char32_t c : content) dest.push_back({c, 1});
     i = e;
   }
   for (; i < s.size(); ++i) dest.push_back({s.chars()[i], 0});

@@ -105,9 +105,10 @@ void split_at_matches(const NormalizedString& piece, const std::vector<std::pair
 // (NormalizedString::prepend in tokenizers). No effect on an empty string.
 void prepend(NormalizedString& s, const std::u32string& prefix);
 
-// Replaces each match (sorted, non-overlapping character ranges) by `content`: replaced characters
-// keep their alignment one for one; extra content characters are insertions; surplus matched
-// characters are dropped (NormalizedString::replace in tokenizers).
+// Replaces each match (sorted, non-overlapping character ranges) by `content`: the matched
+// characters are removed and the content inserted, every content character aligned to the last
+// matched character (NormalizedString::replace in tokenizers: "x  y" with "  " -> " " keeps the
+// second space's span).
 void replace_matches(NormalizedString& s, const std::vector<std::pair<size_t, size_t>>& matches,
                      const std::u32string& content);
 

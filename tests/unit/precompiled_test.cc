@@ -227,6 +227,21 @@ TEST(Precompiled, DamagedCharsmapsAreErrors) {
   EXPECT_THROW(n.normalize(s), headscope::ResourceError);
 }
 
+// XLM-R's Replace(" {2,}" -> " ") follows the Precompiled step. The library removes the whole match
+// and inserts the content after it, aligned to the LAST matched character: "x  y" keeps the
+// second space's bytes [2, 3) (what `tokenizers` reports; headscope used to keep the first's).
+TEST(Precompiled, ReplaceAlignsItsContentToTheLastMatchedCharacter) {
+  const nlohmann::json spec = {{"type", "Replace"}, {"pattern", {{"Regex", " {2,}"}}}, {"content", " "}};
+  const auto replace = tk::read_normalizer(spec, "xlmr.json");
+  const auto decoded = headscope::unicode::decode_utf8("x  y   ");
+  tk::NormalizedString s(decoded, 0, decoded.chars.size());
+  replace->normalize(s);
+  ASSERT_EQ(s.utf8(), "x y ");
+  EXPECT_EQ(s.alignment(1), (tk::Span{2, 3}));
+  EXPECT_EQ(s.alignment(2), (tk::Span{3, 4}));
+  EXPECT_EQ(s.alignment(3), (tk::Span{6, 7}));
+}
+
 // ---- real charsmaps against tokenizers ----
 
 TEST(Precompiled, TrainedVocabulariesAgreeWithTokenizers) {

@@ -62,6 +62,13 @@ class NormalizedString {
   // Throws ResourceError when `dest` is longer than max_size().
   void transform(const std::vector<CharChange>& dest, size_t initial_removed);
 
+  // Replaces the characters and their alignments at once (one span per character), for edits that
+  // work out alignments themselves (replace_matches). Throws ResourceError past max_size().
+  void assign(std::u32string chars, std::vector<Span> align);
+  // The original span an insertion at character `pos` takes: that of the character before it, or
+  // the empty span where this string starts.
+  Span span_before(size_t pos) const;
+
   // Keeps the characters for which keep(c) is true.
   void filter(const std::function<bool(char32_t)>& keep);
   // Replaces every character by map(c).

@@ -240,6 +240,22 @@ TEST(Precompiled, ReplaceAlignsItsContentToTheLastMatchedCharacter) {
   EXPECT_EQ(s.alignment(1), (tk::Span{2, 3}));
   EXPECT_EQ(s.alignment(2), (tk::Span{3, 4}));
   EXPECT_EQ(s.alignment(3), (tk::Span{6, 7}));
+  // A longer content: all three characters take b's span, [2, 3) (tokenizers' offsets). And
+  // single-character matches side by side each keep their own span (Gemma's " " -> "▁").
+  const auto grow = tk::read_normalizer({{"type", "Replace"}, {"pattern", {{"String", "ab"}}}, {"content", "XYZ"}}, "r");
+  const auto zabq = headscope::unicode::decode_utf8("zabq");
+  tk::NormalizedString g(zabq, 0, zabq.chars.size());
+  grow->normalize(g);
+  ASSERT_EQ(g.utf8(), "zXYZq");
+  for (size_t i = 1; i <= 3; ++i) EXPECT_EQ(g.alignment(i), (tk::Span{2, 3})) << i;
+  EXPECT_EQ(g.alignment(4), (tk::Span{3, 4}));
+  const auto meta = tk::read_normalizer({{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}, "r");
+  const auto xy = headscope::unicode::decode_utf8("x  y");
+  tk::NormalizedString m(xy, 0, xy.chars.size());
+  meta->normalize(m);
+  ASSERT_EQ(m.utf8(), "x\u2581\u2581y");
+  EXPECT_EQ(m.alignment(1), (tk::Span{1, 2}));
+  EXPECT_EQ(m.alignment(2), (tk::Span{2, 3}));
 }
 
 // ---- real charsmaps against tokenizers ----

@@ -19,6 +19,7 @@ fuzzer starts inside the formats instead of having to discover them:
 Deterministic: the same files give the same seeds.
 """
 import argparse
+import base64
 import json
 import pathlib
 import struct
@@ -131,6 +132,49 @@ def tokenizer_seeds() -> None:
                                   special_tokens=["<|endoftext|>"])
     bpe.train_from_iterator(sentences(200), trainer=trainer)
     write("tokenizer_json", "bytelevel_bpe", bpe.to_str())
+
+    # A Unigram model with a Precompiled normalizer whose small charsmap is built here (the real
+    # nmt_nfkc one is ~180 KB, over the fuzzer's max_len), laid out as an XLM-R tokenizer.json.
+    rules = {"\uff21": "A", "\ufb01": "fi", "U\u0308": "\u00dc", "\u00dc": "U", "\u200b": "", "\u3000": " ",
+             "\u2460": "1", "\u6771\u4eac": "Tokyo"}
+    pieces = [["<s>", 0.0], ["<pad>", 0.0], ["</s>", 0.0], ["<unk>", 0.0], ["\u2581", -2.0]]
+    pieces += [[w, -3.0 - i / 100] for i, w in enumerate(sorted({w for t in sentences(50) for w in t.split()})[:300])]
+    spm = {"normalizer": {"type": "Sequence", "normalizers": [
+               {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(charsmap(rules)).decode()},
+               {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]},
+           "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
+           "model": {"type": "Unigram", "unk_id": 3, "vocab": pieces, "byte_fallback": False}}
+    write("tokenizer_json", "unigram_precompiled", json.dumps(spm))
+
+
+def charsmap(rules) -> bytes:
+    """A SentencePiece precompiled_charsmap (src/tokenizer/precompiled.h has the layout): each trie
+    node placed at the first offset where its children (node ^ offset ^ byte) and its value
+    (node ^ offset) land on free units."""
+    trie, normalized = {}, b""
+    for key, value in sorted(rules.items()):
+        node = trie
+        for b in key.encode():
+            node = node.setdefault(b, {})
+        node[None] = len(normalized)
+        normalized += value.encode() + b"\0"
+    units, used, todo = {}, {0}, [(trie, 0)]
+    while todo:
+        node, pos = todo.pop()
+        offset = 1
+        while any((pos ^ offset ^ (0 if b is None else b)) in used for b in node):
+            offset += 1
+        units[pos] = units.get(pos, 0) | (offset << 10) | ((1 << 8) if None in node else 0)
+        for b, child in node.items():
+            at = pos ^ offset ^ (0 if b is None else b)
+            used.add(at)
+            if b is None:
+                units[at] = (1 << 31) | child
+            else:
+                units[at] = b
+                todo.append((child, at))
+    n = max(units) + 1
+    return struct.pack(f"<I{n}I", 4 * n, *(units.get(i, 0) for i in range(n))) + normalized
 
 
 def sentences(n: int):

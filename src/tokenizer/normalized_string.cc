@@ -60,6 +60,16 @@ void NormalizedString::transform(const std::vector<CharChange>& dest, size_t ini
   align_ = std::move(align);
 }
 
+void NormalizedString::assign(std::u32string chars, std::vector<Span> align) {
+  check_size(chars.size(), "normalization");
+  chars_ = std::move(chars);
+  align_ = std::move(align);
+}
+
+Span NormalizedString::span_before(size_t pos) const {
+  return pos == 0 ? Span{origin_, origin_} : align_[std::min(pos, align_.size()) - 1];
+}
+
 void NormalizedString::filter(const std::function<bool(char32_t)>& keep) {
   // A removed character is folded into the kept character before it (change -N); removed
   // characters at the very start are passed as initial_removed.
@@ -259,28 +269,31 @@ void replace_matches(NormalizedString& s, const std::vector<std::pair<size_t, si
   for (const auto& [b, e] : matches) matched += e - b;
   // Checked before building: one Replace can multiply the text by the length of its content.
   s.check_size(s.size() - matched + matches.size() * content.size(), "a Replace normalizer");
-  std::vector<CharChange> dest;
-  dest.reserve(s.size() + matches.size() * content.size());
-  size_t initial_removed = 0;
+  // The library replaces one match at a time (transform_range with the match removed first), so
+  // every content character is an insertion after the match: it takes the span of the LAST matched
+  // character. Untouched characters keep theirs.
+  std::u32string chars;
+  std::vector<Span> align;
+  chars.reserve(s.size() - matched + matches.size() * content.size());
+  align.reserve(chars.capacity());
   size_t i = 0;
-  const auto drop = [&](size_t n) {
-    if (n == 0) return;
-    if (dest.empty()) {
-      initial_removed += n;
-    } else {
-      dest.back().change -= static_cast<int>(n);
-    }
-  };
   for (const auto& [b, e] : matches) {
-    for (; i < b; ++i) dest.push_back({s.chars()[i], 0});
-    const size_t n = e - b;
-    const size_t m = content.size();
-    for (size_t j = 0; j < m; ++j) dest.push_back({content[j], j < n ? 0 : 1});
-    if (m < n) drop(n - m);
+    for (; i < b; ++i) {
+      chars.push_back(s.chars()[i]);
+      align.push_back(s.alignment(i));
+    }
+    const Span inserted = s.span_before(e);
+    for (char32_t c : content) {
+      chars.push_back(c);
+      align.push_back(inserted);
+    }
     i = e;
   }
-  for (; i < s.size(); ++i) dest.push_back({s.chars()[i], 0});
-  s.transform(dest, initial_removed);
+  for (; i < s.size(); ++i) {
+    chars.push_back(s.chars()[i]);
+    align.push_back(s.alignment(i));
+  }
+  s.assign(std::move(chars), std::move(align));
 }
 
 }  // namespace headscope::tokenizer

@@ -62,6 +62,13 @@ class NormalizedString {
   // Throws ResourceError when `dest` is longer than max_size().
   void transform(const std::vector<CharChange>& dest, size_t initial_removed);
 
+  // Replaces the characters and their alignments at once (one span per character), for edits that
+  // work out alignments themselves (replace_matches). Throws ResourceError past max_size().
+  void assign(std::u32string chars, std::vector<Span> align);
+  // The original span an insertion at character `pos` takes: that of the character before it, or
+  // the empty span where this string starts.
+  Span span_before(size_t pos) const;
+
   // Keeps the characters for which keep(c) is true.
   void filter(const std::function<bool(char32_t)>& keep);
   // Replaces every character by map(c).
@@ -105,9 +112,10 @@ void split_at_matches(const NormalizedString& piece, const std::vector<std::pair
 // (NormalizedString::prepend in tokenizers). No effect on an empty string.
 void prepend(NormalizedString& s, const std::u32string& prefix);
 
-// Replaces each match (sorted, non-overlapping character ranges) by `content`: replaced characters
-// keep their alignment one for one; extra content characters are insertions; surplus matched
-// characters are dropped (NormalizedString::replace in tokenizers).
+// Replaces each match (sorted, non-overlapping character ranges) by `content`: the matched
+// characters are removed and the content inserted, every content character aligned to the last
+// matched character (NormalizedString::replace in tokenizers: "x  y" with "  " -> " " keeps the
+// second space's span).
 void replace_matches(NormalizedString& s, const std::vector<std::pair<size_t, size_t>>& matches,
                      const std::u32string& content);
 

@@ -1,6 +1,7 @@
 // headscope — the normalizers of tokenizer.json (tokenizers/src/normalizers/*.rs): edits of the
 // text before it is cut into words, each keeping the alignment of characters to the original text
-// (NormalizedString) so token offsets agree with the library. BertNormalizer is in wordpiece.h.
+// (NormalizedString) so token offsets agree with the library. BertNormalizer is in wordpiece.h,
+// Precompiled (SentencePiece charsmaps) in precompiled.h.
 //
 // Provided here (tokenizer.cc's table maps the "type" names to these readers): Sequence, Prepend
 // (Llama-2's "▁"), Replace (String or Regex pattern), NFD, Lowercase.

@@ -23,6 +23,7 @@
 #include "headscope/tokenizer.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/normalizers.h"
+#include "tokenizer/precompiled.h"
 #include "tokenizer/pipeline.h"
 #include "tokenizer/post_processors.h"
 #include "tokenizer/pre_tokenizers.h"
@@ -55,6 +56,7 @@ constexpr Reader<std::unique_ptr<Normalizer>> kNormalizers[] = {
     {"Replace", tokenizer::read_replace_normalizer},
     {"NFD", tokenizer::read_nfd_normalizer},
     {"Lowercase", tokenizer::read_lowercase_normalizer},
+    {"Precompiled", tokenizer::read_precompiled_normalizer},
 };
 constexpr Reader<std::unique_ptr<PreTokenizer>> kPreTokenizers[] = {
     {"BertPreTokenizer", tokenizer::read_bert_pre_tokenizer},

@@ -303,4 +303,52 @@ bool is_regex_word(char32_t cp) {
   }
 }
 
+size_t grapheme_end(std::u32string_view chars, size_t first) {
+  const auto gcb = [&](size_t i) {
+    return static_cast<UGraphemeClusterBreak>(u_getIntPropertyValue(static_cast<UChar32>(chars[i]), UCHAR_GRAPHEME_CLUSTER_BREAK));
+  };
+  const auto pictographic = [&](size_t i) {
+    return u_hasBinaryProperty(static_cast<UChar32>(chars[i]), UCHAR_EXTENDED_PICTOGRAPHIC) != 0;
+  };
+  const auto is_control = [](UGraphemeClusterBreak b) { return b == U_GCB_CONTROL || b == U_GCB_CR || b == U_GCB_LF; };
+  // State carried along the cluster for GB11 (pictographic Extend* ZWJ x pictographic) and
+  // GB12/13 (regional indicators pair up).
+  bool emoji_run = pictographic(first);  // the cluster so far is ExtPict Extend* (ZWJ)?
+  int regional = gcb(first) == U_GCB_REGIONAL_INDICATOR ? 1 : 0;
+  size_t i = first + 1;
+  for (; i < chars.size(); ++i) {
+    const UGraphemeClusterBreak prev = gcb(i - 1), next = gcb(i);
+    bool join = false;
+    if (prev == U_GCB_CR && next == U_GCB_LF) {
+      join = true;  // GB3
+    } else if (is_control(prev) || is_control(next)) {
+      join = false;  // GB4, GB5
+    } else if (prev == U_GCB_L && (next == U_GCB_L || next == U_GCB_V || next == U_GCB_LV || next == U_GCB_LVT)) {
+      join = true;  // GB6
+    } else if ((prev == U_GCB_LV || prev == U_GCB_V) && (next == U_GCB_V || next == U_GCB_T)) {
+      join = true;  // GB7
+    } else if ((prev == U_GCB_LVT || prev == U_GCB_T) && next == U_GCB_T) {
+      join = true;  // GB8
+    } else if (next == U_GCB_EXTEND || next == U_GCB_ZWJ || next == U_GCB_SPACING_MARK || prev == U_GCB_PREPEND) {
+      join = true;  // GB9, GB9a, GB9b
+    } else if (prev == U_GCB_ZWJ && emoji_run && pictographic(i)) {
+      join = true;  // GB11
+    } else if (prev == U_GCB_REGIONAL_INDICATOR && next == U_GCB_REGIONAL_INDICATOR && regional % 2 == 1) {
+      join = true;  // GB12, GB13
+    }
+    if (!join) break;
+    // Keep the GB11 state: a pictographic character starts a run; Extend and ZWJ continue it
+    // (nothing may follow a ZWJ but the next pictograph); anything else ends it.
+    if (pictographic(i)) {
+      emoji_run = true;
+    } else if (next == U_GCB_ZWJ || next == U_GCB_EXTEND) {
+      emoji_run = emoji_run && prev != U_GCB_ZWJ;
+    } else {
+      emoji_run = false;
+    }
+    regional = next == U_GCB_REGIONAL_INDICATOR ? regional + 1 : 0;
+  }
+  return i;
+}
+
 }  // namespace headscope::unicode

@@ -64,4 +64,11 @@ uint8_t canonical_combining_class(char32_t cp);
 // \w = Alphabetic | Mark | Decimal_Number | Connector_Punctuation | Join_Control; \s = White_Space.
 bool is_regex_word(char32_t cp);
 
+// End of the extended grapheme cluster that starts at chars[first] (first < chars.size()), by the
+// rules of UAX #29 as the `unicode-segmentation` crate applies them (str::graphemes(true)), with
+// ICU's Grapheme_Cluster_Break and Extended_Pictographic properties. Not applied: GB9c (Indic
+// conjuncts; ICU 72 has no InCB property). Its clusters are 9 bytes or more, and the one user,
+// the Precompiled normalizer, treats clusters of 6 bytes or more character by character anyway.
+size_t grapheme_end(std::u32string_view chars, size_t first);
+
 }  // namespace headscope::unicode

@@ -275,10 +275,10 @@ TEST(Unigram, ByteFallbackSpansTheFusedRun) {
 }
 
 TEST(Unigram, UnsupportedAndBadFilesAreErrors) {
-  // The Precompiled normalizer (a SentencePiece charsmap) is not implemented: refused by name.
+  // A Precompiled normalizer with an empty charsmap (tests/unit/precompiled_test.cc has the rest).
   headscope::testing::expect_error(
       [] { Tokenizer::from_json_string(unigram_json(false, R"({"type": "Precompiled", "precompiled_charsmap": ""})"), "t5"); },
-      {"t5", "Precompiled"});
+      {"t5", "precompiled_charsmap"});
   headscope::testing::expect_error(
       [] { Tokenizer::from_json_string(R"({"model": {"type": "Unigram", "unk_id": 5, "vocab": [["a", 0]]}})", "bad"); },
       {"bad", "unk_id"});

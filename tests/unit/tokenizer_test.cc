@@ -338,7 +338,7 @@ TEST(Tokenizer, MissingOrUnknownTokenizerIsAnError) {
   EXPECT_THROW(Tokenizer::from_model_dir(dir.path.string()), Error);  // unk token missing from vocab
 
   dir.write("tokenizer.json", R"({"model": {"type": "WordPiece", "vocab": {"[UNK]": 0, "a": 1}},
-                                 "normalizer": {"type": "Precompiled"}})");
+                                 "normalizer": {"type": "NoSuchNormalizer"}})");
   EXPECT_THROW(Tokenizer::from_model_dir(dir.path.string()), Error);  // unknown normalizer
 
   dir.write("tokenizer.json", "{\"model\": ");

@@ -283,15 +283,21 @@ void HeadStatsAccumulator::add_contiguous_row(const float* row, int q, const Seq
 // the attendable keys (Kobayashi et al. 2020's ‖α f(x)‖ in place of α).
 void HeadStatsAccumulator::add_norm_row(const float* row, int q, const SequenceInfo& seq) {
   double sink = 0, total = 0;
-  if (seq.attendable.empty()) {  // the keys are 0 .. n − 1 (add_contiguous_row): one vectorised pass
+  if (seq.attendable.empty()) {  // the keys are 0 .. n − 1 (add_contiguous_row): float lanes per block
+    constexpr int kLaneKeys = 256;
     const int n = seq.causal ? q + 1 : seq.T();
     const TokenKind* kinds = seq.kinds.data();
     const float* norms = norms_;
-#pragma omp simd reduction(+ : sink, total)
-    for (int k = 0; k < n; ++k) {
-      const double w = double(row[k]) * norms[k];
-      total += w;
-      sink += k == 0 || kinds[k] == TokenKind::kSpecial ? w : 0.0;
+    for (int k0 = 0; k0 < n; k0 += kLaneKeys) {
+      const int k1 = std::min(n, k0 + kLaneKeys);
+      float bsink = 0, btotal = 0;
+#pragma omp simd reduction(+ : bsink, btotal)
+      for (int k = k0; k < k1; ++k) {
+        const float w = row[k] * norms[k];
+        btotal += w;
+        bsink += k == 0 || kinds[k] == TokenKind::kSpecial ? w : 0.0f;
+      }
+      sink += bsink, total += btotal;
     }
   } else {
     for (int k = 0; k < seq.T(); ++k) {

@@ -216,7 +216,7 @@ TEST(AnalysisStatistics, DescribesTokenKindsFromTheText) {
 // The vectorised row statistics (float lanes, blocks of 256 keys summed in double) against the
 // all-double loop that rows with a padding mask take: the same matrix, once with no mask and once
 // with a mask that keeps every key. Rows long enough for several blocks, peaked, flat and tied.
-// Stated bound: every mean within 1e-5 relative (1e-9 absolute near zero); counts exactly equal.
+// Value norms too (the norm-weighted sink share). Stated bound: every mean within 1e-5 relative (1e-9 absolute near zero); counts exactly equal.
 TEST(AnalysisStatistics, FloatLaneRowsEqualTheDoubleLoop) {
   for (const bool causal : {false, true}) {
     const int T = 1100;
@@ -240,7 +240,17 @@ TEST(AnalysisStatistics, FloatLaneRowsEqualTheDoubleLoop) {
     }
     SequenceInfo slow = fast;
     slow.attendable.assign(static_cast<size_t>(T), 1);  // the masked path, every key kept
-    const nlohmann::json f = compute_head_stats(a.data(), T, fast), s = compute_head_stats(a.data(), T, slow);
+    std::vector<float> norms(static_cast<size_t>(T));
+    std::uniform_real_distribution<float> norm(0.1f, 20.0f);
+    for (float& v : norms) v = norm(rng);
+    const auto stats = [&](const SequenceInfo& seq) {  // with value norms: the norm-weighted sink share too
+      HeadStatsAccumulator acc;
+      acc.set_value_norms(norms.data());
+      acc.add(a.data(), T, seq);
+      return nlohmann::json(acc.result());
+    };
+    const nlohmann::json f = stats(fast), s = stats(slow);
+    ASSERT_FALSE(std::isnan(s.at("sink_mass_norm").get<double>()));
     ASSERT_EQ(f.size(), s.size());
     for (const auto& [key, want] : s.items()) {
       SCOPED_TRACE(key + (causal ? " causal" : " bidirectional"));

@@ -88,27 +88,50 @@ void HeadStream::check_block(int next, int q0, int q1, int width) const {
 }
 
 void HeadStream::add_rows(const float* rows, int q0, int q1, int width) {
-  add_token_rows(rows, q0, q1, width);
-  add_word_rows(rows, q0, q1, width);
+  for (int part = 0; part < kParts; ++part) add_part(part, rows, q0, q1, width);
+}
+
+void HeadStream::add_token_rows(const float* rows, int q0, int q1, int width) {
+  add_stat_rows(rows, q0, q1, width);
+  add_overview_rows(rows, q0, q1, width);
+}
+
+void HeadStream::add_part(int part, const float* rows, int q0, int q1, int width) {
+  if (part == 0) add_overview_rows(rows, q0, q1, width);
+  else if (part == 1) add_word_rows(rows, q0, q1, width);
+  else add_stat_rows(rows, q0, q1, width);
 }
 
 // Every consumer reads a row's first n keys only, n = q + 1 under a causal mask (the keys after
 // q are masked, exact zeros, and may lie past the block's width), else T.
-void HeadStream::add_token_rows(const float* rows, int q0, int q1, int width) {
+void HeadStream::add_stat_rows(const float* rows, int q0, int q1, int width) {
   check_block(next_row_, q0, q1, width);
   const StreamPlan& p = *plan_;
   const int T = p.T();
   for (int q = q0; q < q1; ++q) {
     const float* a = rows + static_cast<int64_t>(q - q0) * width;
-    const int n = p.tokens.causal ? q + 1 : T;
     token.add_rows(a, q, q + 1, p.tokens);
     if (p.has_specials && p.token_plain_index[static_cast<size_t>(q)] >= 0) {
       drop_special_row(a, q, p.tokens, p.token_plain.kept, token_row_.data());
       const int qi = p.token_plain_index[static_cast<size_t>(q)];
       token_plain.add_rows(token_row_.data(), qi, qi + 1, p.token_plain.units);
     }
+  }
+  next_row_ = q1;
+  if (next_row_ == T && p.without_specials && !p.has_specials) {  // the same rows
+    token_plain = token;
+    token_plain.set_value_norms(nullptr);
+  }
+}
 
-    // Overview: the keys of each cell are a contiguous run, summed and maxed as one vector.
+void HeadStream::add_overview_rows(const float* rows, int q0, int q1, int width) {
+  check_block(next_overview_row_, q0, q1, width);
+  const StreamPlan& p = *plan_;
+  const int T = p.T();
+  for (int q = q0; q < q1; ++q) {
+    const float* a = rows + static_cast<int64_t>(q - q0) * width;
+    const int n = p.tokens.causal ? q + 1 : T;
+    // The keys of each cell are a contiguous run, summed and maxed as one vector.
     const int64_t row_cell = p.cell_of[static_cast<size_t>(q)];
     float* cell_sum = overview_.sum.data() + row_cell * p.cells;
     float* cell_max = overview_.max.data() + row_cell * p.cells;
@@ -132,11 +155,7 @@ void HeadStream::add_token_rows(const float* rows, int q0, int q1, int width) {
       offsets[k] += a[k];
     }
   }
-  next_row_ = q1;
-  if (next_row_ == T && p.without_specials && !p.has_specials) {  // the same rows
-    token_plain = token;
-    token_plain.set_value_norms(nullptr);
-  }
+  next_overview_row_ = q1;
 }
 
 // Word level: each token row joins its unit's row; a unit complete with this token is analysed.
@@ -209,11 +228,9 @@ void feed_stored(std::vector<HeadStream>& heads, const Tensor& attention, const 
     value_norms.expect_shape({attention.dim(0), attention.dim(1), T}, "value norms for the head streams");
     for (int64_t i = 0; i < n; ++i) heads[size_t(i)].token.set_value_norms(value_norms.ptr() + i * T);
   }
-  parallel_for(2 * n, [&](int64_t i) {  // each head's token part and word part as two tasks
-    HeadStream& head = heads[size_t(i / 2)];
-    const float* rows = attention.ptr() + (i / 2) * T * T;
-    if (i % 2 == 0) head.add_token_rows(rows, 0, int(T), int(T));
-    else head.add_word_rows(rows, 0, int(T), int(T));
+  constexpr int P = HeadStream::kParts;
+  parallel_for(P * n, [&](int64_t i) {  // each head's parts as separate tasks
+    heads[size_t(i / P)].add_part(int(i % P), attention.ptr() + (i / P) * T * T, 0, int(T), int(T));
   });
   for (HeadStream& head : heads) head.token.set_value_norms(nullptr);
 }
@@ -231,11 +248,14 @@ Capture run_streamed(const Model& model, const Encoding& encoding, std::vector<H
       for (int64_t h = 0; h < H; ++h) heads[static_cast<size_t>(layer * H + h)].token.set_value_norms(norms + h * T);
     };
   capture.attention_sink = [&](int layer, int64_t q0, int64_t q1, int64_t width, const float* probs) {
-    parallel_for(2 * H, [&](int64_t i) {  // the heads of a block at once, token and word parts apart
-      HeadStream& head = heads[static_cast<size_t>(layer * H + i / 2)];
-      const float* rows = probs + (i / 2) * (q1 - q0) * width;
-      if (i % 2 == 0) head.add_token_rows(rows, int(q0), int(q1), int(width));
-      else head.add_word_rows(rows, int(q0), int(q1), int(width));
+    // The heads of a block at once, each head's parts apart, the costliest parts (statistics,
+    // then words) first so that the cheap ones fill the threads' ends: task i is part
+    // P − 1 − i / H of head i % H.
+    constexpr int P = HeadStream::kParts;
+    parallel_for(P * H, [&](int64_t i) {
+      const int64_t h = i % H;
+      heads[static_cast<size_t>(layer * H + h)].add_part(int(P - 1 - i / H), probs + h * (q1 - q0) * width, int(q0),
+                                                          int(q1), int(width));
     });
     if (q1 == T && layer_done) layer_done(layer);
   };

@@ -222,18 +222,19 @@ std::unique_ptr<Model> build(GemmaHyper g, const TensorReader& in, std::unique_p
   const int64_t D = m.d_model, F = m.d_ff, H = m.n_head, Hkv = m.n_kv_head, Dh = m.d_head, V = m.vocab_size;
   const bool add_one = g.add_one_to_norms, gen2plus = g.generation >= 2, gen3 = g.generation == 3;
   DecoderWeights w;
-  w.token_embedding = in.get(kGlobalTensors[kEmbedding], {V, D});
+  w.token_embedding = in.matrix(kGlobalTensors[kEmbedding], {V, D});
   w.final_norm = norm_weight(in.get(kGlobalTensors[kFinalNorm], {D}), add_one);
-  if (!g.base.tied) w.lm_head = in.get(kGlobalTensors[kLmHead], {V, D});
+  if (!g.base.tied) w.lm_head = in.matrix(kGlobalTensors[kLmHead], {V, D});
   in.expect_layers(m.n_layer, {kLayerTensors[kAttnNorm], kLayerTensors[kQ], kLayerTensors[kDown]});
   w.layers.reserve(size_t(m.n_layer));
   for (int l = 0; l < m.n_layer; ++l) {
     DecoderLayerWeights b;
     const auto get = [&](Role r, std::vector<int64_t> shape) { return in.get(kLayerTensors[r], l, shape); };
+    const auto mat = [&](Role r, std::vector<int64_t> shape) { return in.matrix(kLayerTensors[r], l, shape); };
     const auto norm = [&](Role r, int64_t d) { return norm_weight(get(r, {d}), add_one); };
     b.attn_norm = norm(kAttnNorm, D);
-    const Tensor wq = get(kQ, {H * Dh, D}), wk = get(kK, {Hkv * Dh, D}), wv = get(kV, {Hkv * Dh, D});
-    b.w_qkv = concat_rows({&wq, &wk, &wv});  // fused at load time: one GEMM per layer
+    const QuantMatrix wq = mat(kQ, {H * Dh, D}), wk = mat(kK, {Hkv * Dh, D}), wv = mat(kV, {Hkv * Dh, D});
+    b.w_qkv = QuantMatrix::concat_rows({&wq, &wk, &wv});  // fused at load time: one GEMM per layer
     b.w_o = get(kO, {D, H * Dh});
     if (gen3) {
       b.q_norm = norm(kQNorm, Dh);
@@ -246,9 +247,9 @@ std::unique_ptr<Model> build(GemmaHyper g, const TensorReader& in, std::unique_p
     } else {
       b.ffn_norm = norm(kGemma1FfnNorm, D);
     }
-    b.w_gate = get(kGate, {F, D});
-    b.w_up = get(kUp, {F, D});
-    b.w_down = get(kDown, {D, F});
+    b.w_gate = mat(kGate, {F, D});
+    b.w_up = mat(kUp, {F, D});
+    b.w_down = mat(kDown, {D, F});
     b.window = g.base.window[size_t(l)];
     b.local_rope = g.local[size_t(l)];
     w.layers.push_back(std::move(b));

@@ -197,7 +197,7 @@ std::unique_ptr<Model> build(DecoderHyper hp, const TensorReader& in, std::uniqu
   const ModelConfig& m = hp.cfg;
   const int64_t D = m.d_model, F = m.d_ff, H = m.n_head, Hkv = m.n_kv_head, Dh = m.d_head, V = m.vocab_size;
   DecoderWeights w;
-  w.token_embedding = in.get(kGlobalTensors[kEmbedding], {V, D});
+  w.token_embedding = in.matrix(kGlobalTensors[kEmbedding], {V, D});
   w.final_norm = in.get(kGlobalTensors[kFinalNorm], {D});
   if (!hp.tied) {
     const TensorReader top(in.source(), in.gguf());  // no prefix: for the output head
@@ -205,16 +205,17 @@ std::unique_ptr<Model> build(DecoderHyper hp, const TensorReader& in, std::uniqu
       throw Error(in.source().describe() + ": no " + top.name(kLmHead) +
                   " and tie_word_embeddings is false; the checkpoint is incomplete");
     }
-    w.lm_head = top.get(kLmHead, {V, D});
+    w.lm_head = top.matrix(kLmHead, {V, D});
   }
   in.expect_layers(m.n_layer, {kLayerTensors[kAttnNorm], kLayerTensors[kQ], kLayerTensors[kDown]});
   w.layers.reserve(size_t(m.n_layer));
   for (int l = 0; l < m.n_layer; ++l) {
     DecoderLayerWeights b;
     const auto get = [&](Role r, std::vector<int64_t> shape) { return in.get(kLayerTensors[r], l, shape); };
+    const auto mat = [&](Role r, std::vector<int64_t> shape) { return in.matrix(kLayerTensors[r], l, shape); };
     b.attn_norm = get(kAttnNorm, {D});
-    const Tensor wq = get(kQ, {H * Dh, D}), wk = get(kK, {Hkv * Dh, D}), wv = get(kV, {Hkv * Dh, D});
-    b.w_qkv = concat_rows({&wq, &wk, &wv});  // fused at load time: one GEMM per layer
+    const QuantMatrix wq = mat(kQ, {H * Dh, D}), wk = mat(kK, {Hkv * Dh, D}), wv = mat(kV, {Hkv * Dh, D});
+    b.w_qkv = QuantMatrix::concat_rows({&wq, &wk, &wv});  // fused at load time: one GEMM per layer
     const Tensor bq = get(kQBias, {H * Dh}), bk = get(kKBias, {Hkv * Dh}), bv = get(kVBias, {Hkv * Dh});
     if (!bq.empty() || !bk.empty() || !bv.empty()) {
       if (bq.empty() || bk.empty() || bv.empty())
@@ -224,9 +225,9 @@ std::unique_ptr<Model> build(DecoderHyper hp, const TensorReader& in, std::uniqu
     b.w_o = get(kO, {D, H * Dh});
     b.b_o = get(kOBias, {D});
     b.ffn_norm = get(kFfnNorm, {D});
-    b.w_gate = get(kGate, {F, D});
-    b.w_up = get(kUp, {F, D});
-    b.w_down = get(kDown, {D, F});
+    b.w_gate = mat(kGate, {F, D});
+    b.w_up = mat(kUp, {F, D});
+    b.w_down = mat(kDown, {D, F});
     if (has_qk_norm(m.architecture)) {
       b.q_norm = in.get(kLayerTensors[kQNorm], l, {Dh});
       b.k_norm = in.get(kLayerTensors[kKNorm], l, {Dh});

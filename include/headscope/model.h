@@ -156,7 +156,9 @@ struct LoadOptions {
 struct LoadEstimate {
   uint64_t parameters = 0;  // numbers stored in the weight tensors
   uint64_t file_bytes = 0;  // the weight files' size on disk (mapped, read once)
-  uint64_t bytes = 0;       // resident bytes after loading: weights expanded to fp32, plus copies
+  uint64_t bytes = 0;       // resident bytes after loading: weights as held (below), plus copies
+  uint64_t stored_bytes = 0;     // of a GGUF's linear layers and embeddings, kept as stored (mapped)
+  uint64_t fp32_parameters = 0;  // numbers held as fp32 (all of them for safetensors)
 };
 // Throws Error for a path that is not a model (the loader's own messages).
 LoadEstimate load_estimate(const std::string& path);

@@ -447,7 +447,8 @@ const GgufTensorInfo& GgufFile::tensor(const std::string& name) const {
   return it->second;
 }
 
-Tensor GgufFile::to_f32(const std::string& name, const std::vector<int64_t>& shape) const {
+// The tensor `name`, checked to have `shape` (unless empty) and a type headscope can dequantize.
+const GgufTensorInfo& GgufFile::tensor(const std::string& name, const std::vector<int64_t>& shape) const {
   const GgufTensorInfo& t = tensor(name);
   const std::vector<int64_t> stored = t.shape();
   if (!shape.empty() && shape != stored)
@@ -457,6 +458,12 @@ Tensor GgufFile::to_f32(const std::string& name, const std::vector<int64_t>& sha
     throw Error(path() + ": tensor '" + name + "' is stored as " + ggml_type_name(t.type) +
                 ", which headscope cannot dequantize (supported: F32 F16 BF16 F64 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K "
                 "Q4_K Q5_K Q6_K)");
+  return t;
+}
+
+Tensor GgufFile::to_f32(const std::string& name, const std::vector<int64_t>& shape) const {
+  const GgufTensorInfo& t = tensor(name, shape);
+  const std::vector<int64_t> stored = t.shape();
   Tensor out(stored, Tensor::Uninitialized{});  // dequantize_row writes every value
   // One sequential pass: conversion runs near memory speed (about 3 ns per value on the
   // reference machine for a whole Q4_1 model, half of it first-touch page faults of `out`), so

@@ -1,4 +1,5 @@
-// headscope — GGUF reader (memory-mapped; tensors dequantized to fp32 on request).
+// headscope — GGUF reader (memory-mapped; tensors dequantized to fp32 on request, or read in
+// place by a QuantMatrix, tensor/quant_matrix.h).
 //
 // Byte layout (ggml docs/gguf.md; all integers little-endian, no padding between fields):
 //
@@ -113,6 +114,9 @@ class GgufFile {
   // Dequantized to fp32 with the row-major shape (ne reversed). If `shape` is non-empty, throws
   // Error unless it equals that row-major shape.
   Tensor to_f32(const std::string& name, const std::vector<int64_t>& shape = {}) const;
+  // The tensor as stored, after the checks of to_f32 (shape, a type headscope can dequantize):
+  // what a reader that keeps the blocks as they are (QuantMatrix) starts from.
+  const GgufTensorInfo& tensor(const std::string& name, const std::vector<int64_t>& shape) const;
 
  private:
   // Parsing, one step per part of the file (gguf.cc), in the order the constructor calls them.

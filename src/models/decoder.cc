@@ -114,7 +114,13 @@ LogitReadout DecoderModel::logit_readout() const {
   r.norm_bias = &w_.final_norm_bias;
   r.rms = arch_.norm == DecoderArch::Norm::kRms;
   r.eps = cfg_.norm_eps;
-  r.unembedding = w_.lm_head.empty() ? &w_.token_embedding : &w_.lm_head;
+  const QuantMatrix& U = unembedding();
+  if (U.stored()) {
+    std::call_once(unembedding_once_, [&] { unembedding_f32_ = U.to_f32(); });
+    r.unembedding = &unembedding_f32_;
+  } else {
+    r.unembedding = &U.fp32();
+  }
   return r;
 }
 
@@ -180,10 +186,10 @@ class DecoderModel::Pass {
 
   // x = E[ids] (+ P[past + t])                                          [T, d_model]
   void embed(const std::vector<int32_t>& ids) {
-    const Tensor &E = m_.w_.token_embedding, &P = m_.w_.position_embedding;
+    const QuantMatrix& E = m_.w_.token_embedding;
+    const Tensor& P = m_.w_.position_embedding;
     for (int64_t t = 0; t < T_; ++t) {
-      const float* e = E.ptr() + int64_t(ids[size_t(t)]) * D_;
-      std::copy(e, e + D_, x_.data() + t * D_);
+      E.dequantize_rows(ids[size_t(t)], 1, x_.data() + t * D_);
       if (m_.arch_.embedding_scale != 0.0f)
         for (int64_t i = 0; i < D_; ++i) x_[size_t(t * D_ + i)] *= m_.arch_.embedding_scale;
       if (!P.empty()) {
@@ -198,7 +204,7 @@ class DecoderModel::Pass {
     const DecoderLayerWeights& b = m_.w_.layers[size_t(l)];
     const int64_t H = c_.n_head, Hkv = c_.n_kv_head, Dh = c_.d_head;
     const float* in = pre_norm(b.attn_norm, b.attn_norm_bias);
-    ops::linear(in, T_, D_, b.w_qkv.ptr(), b.b_qkv.empty() ? nullptr : b.b_qkv.ptr(), QKV_, qkv_.data());  // [T, Q|K|V]
+    ops::quant_linear(in, T_, b.w_qkv, b.b_qkv.empty() ? nullptr : b.b_qkv.ptr(), qkv_.data());  // [T, Q|K|V]
     float* q = qkv_.data();
     float* k = q + Q_;
     float* v = k + KV_;
@@ -239,19 +245,19 @@ class DecoderModel::Pass {
     const int64_t F = c_.d_ff;
     const float* in = pre_norm(b.ffn_norm, b.ffn_norm_bias);
     if (m_.arch_.mlp == DecoderArch::Mlp::kSwiGlu) {
-      ops::linear(in, T_, D_, b.w_gate.ptr(), nullptr, F, gate_.data());  // [T, F]
-      ops::linear(in, T_, D_, b.w_up.ptr(), nullptr, F, up_.data());      // [T, F]
+      ops::quant_linear(in, T_, b.w_gate, nullptr, gate_.data());  // [T, F]
+      ops::quant_linear(in, T_, b.w_up, nullptr, up_.data());      // [T, F]
       ops::silu_mul(gate_.data(), up_.data(), T_ * F);
-      ops::linear(gate_.data(), T_, F, b.w_down.ptr(), nullptr, D_, out_.data());
+      ops::quant_linear(gate_.data(), T_, b.w_down, nullptr, out_.data());
     } else if (m_.arch_.mlp == DecoderArch::Mlp::kGeGlu) {
-      ops::linear(in, T_, D_, b.w_gate.ptr(), nullptr, F, gate_.data());  // [T, F]
-      ops::linear(in, T_, D_, b.w_up.ptr(), nullptr, F, up_.data());      // [T, F]
+      ops::quant_linear(in, T_, b.w_gate, nullptr, gate_.data());  // [T, F]
+      ops::quant_linear(in, T_, b.w_up, nullptr, up_.data());      // [T, F]
       ops::gelu_tanh_mul(gate_.data(), up_.data(), T_ * F);
-      ops::linear(gate_.data(), T_, F, b.w_down.ptr(), nullptr, D_, out_.data());
+      ops::quant_linear(gate_.data(), T_, b.w_down, nullptr, out_.data());
     } else {
-      ops::linear(in, T_, D_, b.w_up.ptr(), b.b_up.ptr(), F, up_.data());
+      ops::quant_linear(in, T_, b.w_up, b.b_up.ptr(), up_.data());
       ops::gelu_tanh(up_.data(), T_ * F);
-      ops::linear(up_.data(), T_, F, b.w_down.ptr(), b.b_down.ptr(), D_, out_.data());
+      ops::quant_linear(up_.data(), T_, b.w_down, b.b_down.ptr(), out_.data());
     }
     if (m_.arch_.sandwich_norm) ops::rms_norm(out_.data(), T_, D_, b.post_ffn_norm.ptr(), c_.norm_eps, out_.data());
     rec_.record_mlp(l, out_.data());
@@ -273,8 +279,7 @@ class DecoderModel::Pass {
     final_norm();
     rec_.record_hidden(L, h());
     if (float* logits = rec_.logits()) {  // Norm_final(x) · E_outᵀ   [T, vocab]
-      const Tensor& out = m_.w_.lm_head.empty() ? m_.w_.token_embedding : m_.w_.lm_head;
-      ops::linear(h_.data(), T_, D_, out.ptr(), nullptr, c_.vocab_size, logits);
+      ops::quant_linear(h_.data(), T_, m_.unembedding(), nullptr, logits);
       if (m_.arch_.final_softcap > 0.0f) ops::soft_cap(logits, T_ * c_.vocab_size, m_.arch_.final_softcap);
     }
   }
@@ -284,9 +289,8 @@ class DecoderModel::Pass {
 
   // The logits after the last row: Norm_final(x)[T − 1] · E_outᵀ   [vocab]
   void next_logits(std::vector<float>& logits) const {
-    const Tensor& out = m_.w_.lm_head.empty() ? m_.w_.token_embedding : m_.w_.lm_head;
     logits.assign(size_t(c_.vocab_size), 0.0f);
-    ops::linear(h_.data() + (T_ - 1) * D_, 1, D_, out.ptr(), nullptr, c_.vocab_size, logits.data());
+    ops::quant_linear(h_.data() + (T_ - 1) * D_, 1, m_.unembedding(), nullptr, logits.data());
     if (m_.arch_.final_softcap > 0.0f) ops::soft_cap(logits.data(), c_.vocab_size, m_.arch_.final_softcap);
   }
 

@@ -26,22 +26,31 @@
 // row per new token. A whole run (run()) keeps only the layer being computed.
 #pragma once
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "headscope/model.h"
+#include "ops/quant_linear.h"
 #include "ops/rope.h"
 #include "ops/softmax.h"
 
 namespace headscope::models {
 
+// The matrices of the linear layers and the token embedding are QuantMatrix: fp32, or GGUF
+// blocks left in the mapped file and dequantised panel by panel inside each product
+// (ops/quant_linear.h). W_O stays fp32: the capture reads it per head (project_heads, value norms)
+// and the API hands it out (output_projection). Norms, biases and small vectors are fp32.
 struct DecoderLayerWeights {
   Tensor attn_norm, attn_norm_bias;  // [d_model]; the bias only with LayerNorm
-  Tensor w_qkv, b_qkv;               // [(n_head + 2·n_kv_head)·d_head, d_model], same rows (or empty): Q | K | V
+  QuantMatrix w_qkv;            // [(n_head + 2·n_kv_head)·d_head, d_model]: Q | K | V
+  Tensor b_qkv;                      // the same rows (or empty)
   Tensor w_o, b_o;                   // [d_model, n_head·d_head], [d_model] (zeros when the family has none)
   Tensor ffn_norm, ffn_norm_bias;    // [d_model]
-  Tensor w_gate;                     // [d_ff, d_model] (SwiGLU only)
-  Tensor w_up, b_up;                 // [d_ff, d_model], [d_ff] or empty
-  Tensor w_down, b_down;             // [d_model, d_ff], [d_model] or empty
+  QuantMatrix w_gate;           // [d_ff, d_model] (SwiGLU, GeGLU)
+  QuantMatrix w_up;             // [d_ff, d_model]
+  Tensor b_up;                       // [d_ff] or empty
+  QuantMatrix w_down;           // [d_model, d_ff]
+  Tensor b_down;                     // [d_model] or empty
   Tensor q_norm, k_norm;             // [d_head] each, with DecoderArch::qk_norm; [n_head·d_head] and
                                      // [n_kv_head·d_head] with qk_norm_whole
   Tensor post_attn_norm, post_ffn_norm;  // [d_model] each, with DecoderArch::sandwich_norm
@@ -69,11 +78,11 @@ struct DecoderArch {
 };
 
 struct DecoderWeights {
-  Tensor token_embedding;     // [vocab, d_model]
+  QuantMatrix token_embedding;  // [vocab, d_model]: a row is dequantised per token
   Tensor position_embedding;  // [max_positions, d_model] (GPT-2) or empty
   std::vector<DecoderLayerWeights> layers;
   Tensor final_norm, final_norm_bias;  // [d_model]
-  Tensor lm_head;             // [vocab, d_model]; empty when tied to token_embedding
+  QuantMatrix lm_head;          // [vocab, d_model]; empty when tied to token_embedding
 };
 
 class DecoderModel final : public Model {
@@ -104,6 +113,7 @@ class DecoderModel final : public Model {
   float attention_scale(int layer) const;        // 1/√d_head (÷ (layer + 1) with GPT-2's option)
   ops::KeyMask attention_mask(int layer) const;  // causal, with the layer's sliding window
   class Pass;  // decoder.cc: one call of extend(), block by block
+  const QuantMatrix& unembedding() const { return w_.lm_head.empty() ? w_.token_embedding : w_.lm_head; }
   ModelConfig cfg_;
   DecoderArch arch_;
   DecoderWeights w_;
@@ -111,6 +121,10 @@ class DecoderModel final : public Model {
   std::vector<float> inv_freq_;  // [d_rot / 2] RoPE frequencies
   std::vector<float> local_inv_freq_;  // [d_rot / 2] of layers with local_rope (else empty)
   std::vector<int> kv_head_of_;  // [n_head]
+  // The unembedding as fp32 for logit_readout() when it is stored quantized: made on first use
+  // (direct logit attribution only), then kept.
+  mutable std::once_flag unembedding_once_;
+  mutable Tensor unembedding_f32_;
 };
 
 }  // namespace headscope::models

@@ -14,6 +14,7 @@
 
 #include "headscope/error.h"
 #include "headscope/model.h"
+#include "tensor/quant_matrix.h"
 #include "ops/rope.h"
 
 namespace headscope::io {
@@ -29,16 +30,23 @@ class WeightCheck {
   explicit WeightCheck(bool strict) : strict_(strict) {}
   // `name` is the tensor, `file` where it was read from.
   void operator()(const Tensor& t, const std::string& name, const std::string& file);
+  // The same for a matrix kept as stored: its values are dequantised panel by panel to be counted.
+  void operator()(const QuantMatrix& m, const std::string& name, const std::string& file);
   // A warning about the checkpoint as a whole (kept under the same limit).
   void warn(const std::string& message);
   // The warnings so far (at most limits::kMaxLoadWarnings, then one line counting the rest).
   std::vector<std::string> warnings() const;
 
  private:
+  void count_non_finite(size_t nan, size_t inf, int64_t numel, const std::string& name, const std::string& file);
   bool strict_;
   std::vector<std::string> warnings_;
   size_t more_ = 0;  // warnings beyond the limit
 };
+
+// Whether load_estimate counts a GGUF tensor at its stored bytes: what the decoder families read
+// with TensorReader::matrix (linear layers but W_O, embeddings), of a type QuantMatrix keeps.
+bool gguf_kept_as_stored(const std::string& name, io::GgmlType type);
 
 // The hyper-parameters of a causal decoder family, as read from config.json or GGUF metadata.
 struct DecoderHyper {

@@ -212,10 +212,11 @@ std::unique_ptr<Model> build(GemmaHyper g, const LlamaLikeReaders& readers, std:
   for (int l = 0; l < m.n_layer; ++l) {
     DecoderLayerWeights b;
     const auto get = [&](Role r, std::vector<int64_t> shape) { return in.get(kLayerTensors[r], l, shape); };
+    const auto mat = [&](Role r, std::vector<int64_t> shape) { return in.matrix(kLayerTensors[r], l, shape); };
     const auto norm = [&](Role r, int64_t d) { return norm_weight(get(r, {d}), add_one); };
     b.attn_norm = norm(kAttnNorm, D);
-    const Tensor wq = get(kQ, {H * Dh, D}), wk = get(kK, {Hkv * Dh, D}), wv = get(kV, {Hkv * Dh, D});
-    b.w_qkv = concat_rows({&wq, &wk, &wv});  // fused at load time: one GEMM per layer
+    const QuantMatrix wq = mat(kQ, {H * Dh, D}), wk = mat(kK, {Hkv * Dh, D}), wv = mat(kV, {Hkv * Dh, D});
+    b.w_qkv = QuantMatrix::concat_rows({&wq, &wk, &wv});  // fused at load time: one GEMM per layer
     b.w_o = get(kO, {D, H * Dh});
     if (gen3) {
       b.q_norm = norm(kQNorm, Dh);
@@ -228,9 +229,9 @@ std::unique_ptr<Model> build(GemmaHyper g, const LlamaLikeReaders& readers, std:
     } else {
       b.ffn_norm = norm(kGemma1FfnNorm, D);
     }
-    b.w_gate = get(kGate, {F, D});
-    b.w_up = get(kUp, {F, D});
-    b.w_down = get(kDown, {D, F});
+    b.w_gate = mat(kGate, {F, D});
+    b.w_up = mat(kUp, {F, D});
+    b.w_down = mat(kDown, {D, F});
     b.window = g.base.window[size_t(l)];
     b.local_rope = g.local[size_t(l)];
     w.layers.push_back(std::move(b));

@@ -51,27 +51,28 @@ std::unique_ptr<Model> build(ModelConfig m, bool scale_by_layer, const TensorRea
   const int64_t D = m.d_model, F = m.d_ff, V = m.vocab_size, P = m.max_positions;
   const TensorReader top(in.source(), in.gguf());  // no prefix: for the output head
   DecoderWeights w;
-  w.token_embedding = in.get(kGlobalTensors[kTokenEmbedding], {V, D});
+  w.token_embedding = in.matrix(kGlobalTensors[kTokenEmbedding], {V, D});
   w.position_embedding = in.get(kGlobalTensors[kPositionEmbedding], {P, D});
   w.final_norm = in.get(kGlobalTensors[kFinalNormW], {D});
   w.final_norm_bias = in.get(kGlobalTensors[kFinalNormB], {D});
-  w.lm_head = top.get(kLmHead, {V, D});  // empty: tied
+  w.lm_head = top.matrix(kLmHead, {V, D});  // empty: tied
   in.expect_layers(m.n_layer, {kLayerTensors[kLn1W], kLayerTensors[kQkvW], kLayerTensors[kMlpProjB]});
   w.layers.reserve(size_t(m.n_layer));
   for (int l = 0; l < m.n_layer; ++l) {
     DecoderLayerWeights b;
     const auto get = [&](Role r, std::vector<int64_t> shape) { return in.get(kLayerTensors[r], l, shape); };
+    const auto mat = [&](Role r, std::vector<int64_t> shape) { return in.matrix(kLayerTensors[r], l, shape); };
     b.attn_norm = get(kLn1W, {D});
     b.attn_norm_bias = get(kLn1B, {D});
-    b.w_qkv = get(kQkvW, {3 * D, D});  // rows: Q | K | V
+    b.w_qkv = mat(kQkvW, {3 * D, D});  // rows: Q | K | V
     b.b_qkv = get(kQkvB, {3 * D});
     b.w_o = get(kProjW, {D, D});
     b.b_o = get(kProjB, {D});
     b.ffn_norm = get(kLn2W, {D});
     b.ffn_norm_bias = get(kLn2B, {D});
-    b.w_up = get(kFcW, {F, D});
+    b.w_up = mat(kFcW, {F, D});
     b.b_up = get(kFcB, {F});
-    b.w_down = get(kMlpProjW, {D, F});
+    b.w_down = mat(kMlpProjW, {D, F});
     b.b_down = get(kMlpProjB, {D});
     w.layers.push_back(std::move(b));
   }

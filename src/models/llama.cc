@@ -173,9 +173,10 @@ std::unique_ptr<Model> build(DecoderHyper hp, const LlamaLikeReaders& readers, s
   for (int l = 0; l < m.n_layer; ++l) {
     DecoderLayerWeights b;
     const auto get = [&](Role r, std::vector<int64_t> shape) { return in.get(kLayerTensors[r], l, shape); };
+    const auto mat = [&](Role r, std::vector<int64_t> shape) { return in.matrix(kLayerTensors[r], l, shape); };
     b.attn_norm = get(kAttnNorm, {D});
-    const Tensor wq = get(kQ, {H * Dh, D}), wk = get(kK, {Hkv * Dh, D}), wv = get(kV, {Hkv * Dh, D});
-    b.w_qkv = concat_rows({&wq, &wk, &wv});  // fused at load time: one GEMM per layer
+    const QuantMatrix wq = mat(kQ, {H * Dh, D}), wk = mat(kK, {Hkv * Dh, D}), wv = mat(kV, {Hkv * Dh, D});
+    b.w_qkv = QuantMatrix::concat_rows({&wq, &wk, &wv});  // fused at load time: one GEMM per layer
     const Tensor bq = get(kQBias, {H * Dh}), bk = get(kKBias, {Hkv * Dh}), bv = get(kVBias, {Hkv * Dh});
     if (!bq.empty() || !bk.empty() || !bv.empty()) {
       if (bq.empty() || bk.empty() || bv.empty())
@@ -185,9 +186,9 @@ std::unique_ptr<Model> build(DecoderHyper hp, const LlamaLikeReaders& readers, s
     b.w_o = get(kO, {D, H * Dh});
     b.b_o = get(kOBias, {D});
     b.ffn_norm = get(kFfnNorm, {D});
-    b.w_gate = get(kGate, {F, D});
-    b.w_up = get(kUp, {F, D});
-    b.w_down = get(kDown, {D, F});
+    b.w_gate = mat(kGate, {F, D});
+    b.w_up = mat(kUp, {F, D});
+    b.w_down = mat(kDown, {D, F});
     if (has_qk_norm(m.architecture)) {
       b.q_norm = in.get(kLayerTensors[kQNorm], l, {Dh});
       b.k_norm = in.get(kLayerTensors[kKNorm], l, {Dh});

@@ -76,13 +76,13 @@ LlamaLikeReaders llama_like_readers(const WeightSource& folder, const nlohmann::
 
 void read_llama_like_globals(const LlamaLikeReaders& in, const DecoderHyper& hp, DecoderWeights& w) {
   const int64_t V = hp.cfg.vocab_size, D = hp.cfg.d_model;
-  w.token_embedding = in.body.get(kEmbedding, {V, D});
+  w.token_embedding = in.body.matrix(kEmbedding, {V, D});
   w.final_norm = in.body.get(kFinalNorm, {D});
   if (hp.tied) return;
   if (!in.head.has(kLmHead))
     throw Error(in.head.source().describe() + ": no " + in.head.name(kLmHead) +
                 " and tie_word_embeddings is false; the checkpoint is incomplete");
-  w.lm_head = in.head.get(kLmHead, {V, D});
+  w.lm_head = in.head.matrix(kLmHead, {V, D});
 }
 
 }  // namespace headscope::models

@@ -131,6 +131,20 @@ std::unique_ptr<Model> load_family(const std::string& path, models::WeightCheck&
 
 }  // namespace
 
+bool gguf_kept_as_stored(const std::string& name, io::GgmlType type) {
+  // The GGUF names (llama.cpp's) of what the decoder families read with TensorReader::matrix:
+  // Q, K, V (or fused QKV), gate, up, down, the token embedding and the output head. W_O is read
+  // as fp32 (the capture reads it per head).
+  static constexpr std::string_view kMatrices[] = {".attn_q.weight",   ".attn_k.weight",  ".attn_v.weight",
+                                                   ".attn_qkv.weight", ".ffn_gate.weight", ".ffn_up.weight",
+                                                   ".ffn_down.weight"};
+  if (!QuantMatrix::keeps_stored(type)) return false;
+  if (name == "token_embd.weight" || name == "output.weight") return true;
+  for (std::string_view suffix : kMatrices)
+    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) return true;
+  return false;
+}
+
 LoadEstimate load_estimate(const std::string& path) {
   LoadEstimate e;
   if (path.empty() || !fs::exists(path)) throw Error((path.empty() ? std::string("no model given") : path + ": no such file or directory"));
@@ -139,6 +153,8 @@ LoadEstimate load_estimate(const std::string& path) {
     for (const auto& [name, t] : file.tensors()) {
       e.parameters += uint64_t(t.numel());
       e.file_bytes += t.nbytes;
+      if (gguf_kept_as_stored(name, t.type)) e.stored_bytes += t.nbytes;
+      else e.fp32_parameters += uint64_t(t.numel());
     }
   } else {
     const io::WeightStore store = io::WeightStore::open_dir(path);
@@ -149,12 +165,14 @@ LoadEstimate load_estimate(const std::string& path) {
       e.parameters += n;
       e.file_bytes += raw.nbytes;
     }
+    e.fp32_parameters = e.parameters;
   }
   // fp32 weights, plus what the loaders and kernels add on top: the fused Q|K|V copies and the
   // packed layouts of the linear layers (an eighth is above what the two real models of the tests
-  // measure), and the vocabulary and tokenizer tables.
-  const uint64_t fp32 = 4 * e.parameters;
-  e.bytes = fp32 + fp32 / 8 + limits::kLoadOverheadBytes;
+  // measure), and the vocabulary and tokenizer tables. A GGUF's linear layers and embeddings stay
+  // as stored (tensor/quant_matrix.h): their bytes in the file, mapped.
+  const uint64_t fp32 = 4 * e.fp32_parameters;
+  e.bytes = e.stored_bytes + fp32 + fp32 / 8 + limits::kLoadOverheadBytes;
   return e;
 }
 
@@ -188,10 +206,32 @@ void WeightCheck::operator()(const Tensor& t, const std::string& name, const std
     nan += std::isnan(v);
     inf += std::isinf(v);
   }
+  count_non_finite(nan, inf, t.numel(), name, file);
+}
+
+void WeightCheck::operator()(const QuantMatrix& m, const std::string& name, const std::string& file) {
+  // Dequantised panel by panel into one small buffer: the check must not hold the fp32 copy that
+  // keeping the blocks as stored avoids.
+  const int64_t step = std::max<int64_t>(1, (int64_t{1} << 20) / m.cols());  // ~4 MiB of fp32
+  std::vector<float> panel(size_t(std::min(step, m.rows()) * m.cols()));
+  size_t nan = 0, inf = 0;
+  for (int64_t r0 = 0; r0 < m.rows(); r0 += step) {
+    const int64_t n = std::min(step, m.rows() - r0);
+    m.dequantize_rows(r0, n, panel.data());
+    for (int64_t i = 0; i < n * m.cols(); ++i) {
+      nan += std::isnan(panel[size_t(i)]);
+      inf += std::isinf(panel[size_t(i)]);
+    }
+  }
+  count_non_finite(nan, inf, m.rows() * m.cols(), name, file);
+}
+
+void WeightCheck::count_non_finite(size_t nan, size_t inf, int64_t numel, const std::string& name,
+                                   const std::string& file) {
   if (nan + inf == 0) return;
   const std::string what = file + ": tensor '" + name + "' has " + std::to_string(nan + inf) + " non-finite values (" +
                            std::to_string(nan) + " NaN, " + std::to_string(inf) + " Inf) among " +
-                           std::to_string(t.numel());
+                           std::to_string(numel);
   if (strict_) throw Error(what + "; refused under --strict (the file is damaged, or was saved after a diverged run)");
   if (warnings_.size() < limits::kMaxLoadWarnings) warnings_.push_back(what + "; outputs that depend on it will be NaN");
   else ++more_;

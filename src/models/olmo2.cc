@@ -65,15 +65,16 @@ std::unique_ptr<Model> build(DecoderHyper hp, const LlamaLikeReaders& readers, s
   for (int l = 0; l < m.n_layer; ++l) {
     DecoderLayerWeights b;
     const auto get = [&](Role r, std::vector<int64_t> shape) { return in.get(kLayerTensors[r], l, shape); };
-    const Tensor wq = get(kQ, {H * Dh, D}), wk = get(kK, {Hkv * Dh, D}), wv = get(kV, {Hkv * Dh, D});
-    b.w_qkv = concat_rows({&wq, &wk, &wv});  // fused at load time: one GEMM per layer
+    const auto mat = [&](Role r, std::vector<int64_t> shape) { return in.matrix(kLayerTensors[r], l, shape); };
+    const QuantMatrix wq = mat(kQ, {H * Dh, D}), wk = mat(kK, {Hkv * Dh, D}), wv = mat(kV, {Hkv * Dh, D});
+    b.w_qkv = QuantMatrix::concat_rows({&wq, &wk, &wv});  // fused at load time: one GEMM per layer
     b.q_norm = get(kQNorm, {H * Dh});        // over all query heads at once
     b.k_norm = get(kKNorm, {Hkv * Dh});      // over all key heads at once
     b.w_o = get(kO, {D, H * Dh});
     b.post_attn_norm = get(kPostAttnNorm, {D});
-    b.w_gate = get(kGate, {F, D});
-    b.w_up = get(kUp, {F, D});
-    b.w_down = get(kDown, {D, F});
+    b.w_gate = mat(kGate, {F, D});
+    b.w_up = mat(kUp, {F, D});
+    b.w_down = mat(kDown, {D, F});
     b.post_ffn_norm = get(kPostFfnNorm, {D});
     b.window = hp.window[size_t(l)];
     w.layers.push_back(std::move(b));

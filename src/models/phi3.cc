@@ -106,14 +106,15 @@ std::unique_ptr<Model> build(DecoderHyper hp, const LlamaLikeReaders& readers, s
   for (int l = 0; l < m.n_layer; ++l) {
     DecoderLayerWeights b;
     const auto get = [&](Role r, std::vector<int64_t> shape) { return in.get(kLayerTensors[r], l, shape); };
+    const auto mat = [&](Role r, std::vector<int64_t> shape) { return in.matrix(kLayerTensors[r], l, shape); };
     b.attn_norm = get(kAttnNorm, {D});
-    b.w_qkv = get(kQkv, {(H + 2 * Hkv) * Dh, D});  // already Q | K | V
+    b.w_qkv = mat(kQkv, {(H + 2 * Hkv) * Dh, D});  // already Q | K | V
     b.w_o = get(kO, {D, H * Dh});
     b.ffn_norm = get(kFfnNorm, {D});
-    const Tensor gate_up = get(kGateUp, {2 * F, D});
-    b.w_gate = row_block(gate_up, 0, F);
-    b.w_up = row_block(gate_up, F, F);
-    b.w_down = get(kDown, {D, F});
+    const QuantMatrix gate_up = mat(kGateUp, {2 * F, D});
+    b.w_gate = gate_up.row_block(0, F);
+    b.w_up = gate_up.row_block(F, F);
+    b.w_down = mat(kDown, {D, F});
     b.window = hp.window[size_t(l)];
     w.layers.push_back(std::move(b));
   }

@@ -60,7 +60,7 @@ void check_load_memory(const std::string& path, const LoadOptions& options) {
   if (e.bytes <= budget) return;
   const uint64_t per_weight = e.parameters > 0 ? std::max<uint64_t>(1, e.bytes / e.parameters) : 4;
   throw ResourceError(path + ": loading needs about " + gib(e.bytes) + " (" + millions(e.parameters) +
-                      " weights, kept as fp32) but " + gib(budget) + " is available; a model of up to about " +
+                      (e.stored_bytes > 0 ? " weights, linear layers kept quantized" : " weights, kept as fp32") + ") but " + gib(budget) + " is available; a model of up to about " +
                       millions(budget / per_weight) + " weights would fit (free some memory, or pick a smaller model)");
 }
 

@@ -32,6 +32,12 @@ class GgufSource final : public WeightSource {
 
  private:
   Tensor read(const std::string& name, const std::vector<int64_t>& shape) const override { return file_->to_f32(name, shape); }
+  QuantMatrix read_stored(const std::string& name, const std::vector<int64_t>& shape) const override {
+    const io::GgufTensorInfo& t = file_->tensor(name, shape);  // refuses a type without a dequantizer, by name
+    if (!QuantMatrix::keeps_stored(t.type)) return {};
+    if (t.ne.size() != 2) throw Error(file_->path() + ": tensor '" + name + "' is not a matrix");
+    return QuantMatrix::stored(t.type, t.ne[1], t.ne[0], t.data, file_);  // the matrix keeps the file mapped
+  }
   std::string file_of(const std::string&) const override { return file_->path(); }
   std::shared_ptr<const io::GgufFile> file_;
 };
@@ -48,6 +54,13 @@ Tensor WeightSource::get(const std::string& name, const std::vector<int64_t>& sh
   Tensor t = read(name, shape);
   check_(t, name, file_of(name));
   return t;
+}
+
+QuantMatrix WeightSource::matrix(const std::string& name, const std::vector<int64_t>& shape) const {
+  QuantMatrix m = read_stored(name, shape);
+  if (m.empty()) return get(name, shape);
+  check_(m, name, file_of(name));
+  return m;
 }
 
 std::unique_ptr<WeightSource> safetensors_source(const std::string& dir, WeightCheck& check) {
@@ -74,6 +87,13 @@ Tensor TensorReader::get(const TensorName& t, int layer, const std::vector<int64
   if ((t.flags & kOptional) && !src_.has(n)) return Tensor();
   if (!gguf_ && (t.flags & kConv1d)) return transpose(src_.get(n, {shape.at(1), shape.at(0)}));
   return src_.get(n, shape);
+}
+
+QuantMatrix TensorReader::matrix(const TensorName& t, int layer, const std::vector<int64_t>& shape) const {
+  const std::string n = name(t, layer);
+  if ((t.flags & kOptional) && !src_.has(n)) return {};
+  if (!gguf_) return get(t, layer, shape);
+  return src_.matrix(n, shape);
 }
 
 void TensorReader::expect_layers(int n_layer, std::initializer_list<TensorName> rows) const {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "headscope/tensor.h"
+#include "tensor/quant_matrix.h"
 
 namespace headscope::io {
 class GgufFile;
@@ -45,9 +46,14 @@ class WeightSource {
   virtual ~WeightSource() = default;
   virtual bool has(const std::string& name) const = 0;
   Tensor get(const std::string& name, const std::vector<int64_t>& shape) const;
+  // A linear layer's weight [rows, cols]: a GGUF source keeps quantized and half-precision blocks as
+  // stored (values checked panel by panel, nothing copied); otherwise get() as fp32.
+  QuantMatrix matrix(const std::string& name, const std::vector<int64_t>& shape) const;
   virtual std::string describe() const = 0;  // the file or folder, for messages
 
  protected:
+  // The blocks as stored, or an empty matrix when this source converts to fp32 (the default).
+  virtual QuantMatrix read_stored(const std::string&, const std::vector<int64_t>&) const { return {}; }
   virtual Tensor read(const std::string& name, const std::vector<int64_t>& shape) const = 0;
   virtual std::string file_of(const std::string& name) const = 0;  // the file holding `name`
 
@@ -79,6 +85,10 @@ class TensorReader {
   // empty Tensor; an absent required row is an Error naming it.
   Tensor get(const TensorName& t, int layer, const std::vector<int64_t>& shape) const;
   Tensor get(const TensorName& t, const std::vector<int64_t>& shape) const { return get(t, 0, shape); }
+  // The same for the weight of a linear layer or an embedding: from a GGUF file, kept as stored
+  // (ops/quant_linear.h); from safetensors, get() as fp32.
+  QuantMatrix matrix(const TensorName& t, int layer, const std::vector<int64_t>& shape) const;
+  QuantMatrix matrix(const TensorName& t, const std::vector<int64_t>& shape) const { return matrix(t, 0, shape); }
   // Error unless the last declared layer (n_layer − 1) has each of `rows`: the layers the
   // hyper-parameters declare must all be in the file before storage is sized for them.
   void expect_layers(int n_layer, std::initializer_list<TensorName> rows) const;

@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "headscope/model.h"
+#include "headscope/limits.h"
+#include "io/gguf.h"
 #include "io/safetensors.h"
 #include "test_support.h"
 
@@ -283,4 +285,37 @@ TEST(LoadMemory, OverTheBudgetIsRefusedBeforeAnyWeightIsRead) {
   EXPECT_EQ(headscope::load_estimate(gguf.string()).parameters, headscope::load_estimate(hf.string()).parameters);
   options.load_memory_budget = 1024;
   expect_error([&] { Model::load(gguf.string(), options); }, {"llama_gqa3.gguf: loading needs about"});
+}
+
+TEST(LoadMemory, GgufLinearLayersAreCountedAtTheirStoredBytes) {
+  // SmolLM2-135M Q4_1 (Q8_0 embeddings): the estimate is the file's bytes of the tensors kept as
+  // stored (Q, K, V, gate, up, down, the token embedding; quantized) plus fp32 for the rest (W_O,
+  // norms) with the eighth for copies, plus the fixed overhead; recomputed here from the tensor table.
+  std::ifstream in(headscope::testing::goldens_dir("decoders") / "smollm2" / "golden" / "manifest.json");
+  if (!in) GTEST_SKIP() << "no SmolLM2 goldens (make goldens)";
+  const std::string gguf = nlohmann::json::parse(in).at("gguf").get<std::string>();
+  const headscope::io::GgufFile file(gguf);
+  uint64_t stored = 0, fp32 = 0, parameters = 0;
+  for (const auto& [name, t] : file.tensors()) {
+    parameters += uint64_t(t.numel());
+    const bool matrix = name == "token_embd.weight" || name.find(".attn_q.") != std::string::npos ||
+                        name.find(".attn_k.") != std::string::npos || name.find(".attn_v.") != std::string::npos ||
+                        name.find(".ffn_") != std::string::npos;
+    if (matrix && t.shape().size() == 2 && t.type != headscope::io::GgmlType::F32) stored += t.nbytes;
+    else fp32 += 4 * uint64_t(t.numel());
+  }
+  ASSERT_GT(stored, uint64_t{60} << 20);  // most of the 98 MB file
+  const headscope::LoadEstimate e = headscope::load_estimate(gguf);
+  EXPECT_EQ(e.parameters, parameters);
+  EXPECT_EQ(e.stored_bytes, stored);
+  EXPECT_EQ(e.bytes, stored + fp32 + fp32 / 8 + headscope::limits::kLoadOverheadBytes);
+  EXPECT_LT(e.bytes, 4 * parameters / 2);  // well under the fp32 expansion it used to count
+  // What loading and one run add to the process (anonymous memory: the weights kept as stored are
+  // file pages) stays under the estimate's fp32 part and overhead.
+  const uint64_t before = rss_anon();
+  const auto model = Model::load(gguf);
+  model->run(model->encode("The estimate covers the weights."), CaptureOptions::attention_only());
+  const uint64_t after = rss_anon();
+  EXPECT_LE(double(after - std::min(after, before)),
+            double(e.bytes - e.stored_bytes) * (kUnderAddressSanitizer ? 2.0 : 1.0));
 }

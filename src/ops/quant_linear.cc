@@ -1,0 +1,41 @@
+#include "ops/quant_linear.h"
+
+#include <algorithm>
+#include <exception>
+#include <vector>
+
+#include "ops/matmul.h"
+
+namespace headscope::ops {
+
+void quant_linear(const float* x, int64_t T, const QuantMatrix& W, const float* bias, float* y) {
+  const int64_t in = W.cols(), out = W.rows();
+  if (!W.stored()) {
+    linear(x, T, in, W.fp32().ptr(), bias, out, y);
+    return;
+  }
+  if (T <= 0) return;
+  const int64_t n_panels = (out + kQuantPanelRows - 1) / kQuantPanelRows;
+  std::exception_ptr failure;  // an exception may not leave a parallel region: kept, rethrown after
+#pragma omp parallel
+  {
+    std::vector<float> panel(size_t(kQuantPanelRows * in));  // this thread's fp32 rows
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < n_panels; ++p) try {
+      const int64_t r0 = p * kQuantPanelRows, n = std::min(kQuantPanelRows, out - r0);
+      W.dequantize_rows(r0, n, panel.data());
+      // y[:, r0 .. r0 + n) = x · panelᵀ (sgemm on this thread: oneDNN runs sequentially inside a
+      // parallel region).
+      matmul(x, in, panel.data(), in, y + r0, out, T, n, in, /*trans_b=*/true);
+      if (bias != nullptr)
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t o = r0; o < r0 + n; ++o) y[t * out + o] += bias[o];
+    } catch (...) {
+#pragma omp critical
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace headscope::ops

@@ -1,0 +1,24 @@
+// headscope — y = x · Wᵀ + b with W kept as the model file stores it (tensor/quant_matrix.h),
+// dequantised panel by panel inside the product.
+//
+// For each panel of kQuantPanelRows output rows: dequantise the panel into an fp32 scratch of the
+// thread that owns it, then y[:, panel] = x · panelᵀ with the same sgemm as ops::linear. Panels
+// are shared between threads (OpenMP, static schedule) and each sgemm runs on its thread. Every
+// output element is a dot product over the same fp32 weights as dequantize-then-multiply (the
+// slow twin, ops::reference::quant_linear); the two agree to sgemm's rounding
+// (tests/unit/quant_linear_test.cc). An fp32 matrix goes straight to ops::linear.
+#pragma once
+#include <cstdint>
+
+#include "tensor/quant_matrix.h"
+
+namespace headscope::ops {
+
+// Output rows dequantised at a time: 64 rows of a 1,536-wide matrix are 384 KiB of fp32, which
+// stays in a core's L2 between the dequantiser writing it and sgemm reading it.
+constexpr int64_t kQuantPanelRows = 64;
+
+// y[T, W.rows()] = x[T, W.cols()] · Wᵀ + bias (bias may be null).
+void quant_linear(const float* x, int64_t T, const QuantMatrix& W, const float* bias, float* y);
+
+}  // namespace headscope::ops

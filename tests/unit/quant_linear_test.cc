@@ -1,0 +1,139 @@
+// ops::quant_linear (weights kept as GGUF blocks, dequantised panel by panel inside the product)
+// beside its slow twin (the whole matrix dequantised, then one sgemm), for every type the
+// dequantisers know, on random blocks written here, with row counts that leave a ragged last panel.
+#include "ops/quant_linear.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "ops/reference/quant_linear.h"
+#include "test_support.h"
+
+using headscope::Error;
+using headscope::QuantMatrix;
+using headscope::Tensor;
+using headscope::io::GgmlType;
+using headscope::testing::random_vector;
+namespace io = headscope::io;
+
+namespace {
+
+// rows × cols values of `type` as random bytes, block by block; a block whose f16 scales make any
+// value non-finite or larger than 100 is drawn again (random exponents), so every block is valid.
+std::vector<uint8_t> random_blocks(GgmlType type, int64_t rows, int64_t cols, unsigned seed) {
+  const int64_t block = io::ggml_block_size(type), n_blocks = rows * cols / block;
+  const size_t size = io::ggml_type_size(type);
+  std::vector<uint8_t> bytes(size_t(n_blocks) * size);
+  std::mt19937 rng(seed);
+  std::vector<float> values(static_cast<size_t>(block));
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    uint8_t* p = bytes.data() + size_t(b) * size;
+    for (bool ok = false; !ok;) {
+      for (size_t i = 0; i < size; ++i) p[i] = uint8_t(rng());
+      io::dequantize_row(type, p, values.data(), block);
+      ok = true;
+      for (float v : values) ok = ok && std::isfinite(v) && std::fabs(v) <= 100.0f;
+    }
+  }
+  return bytes;
+}
+
+struct Compared {
+  double max_abs = 0, max_rel = 0;  // rel: against Σ|x||w| of the output element
+  bool bit_equal = true;
+};
+
+Compared compare(const QuantMatrix& W, int64_t T, bool with_bias, unsigned seed) {
+  const int64_t in = W.cols(), out = W.rows();
+  const std::vector<float> x = random_vector(size_t(T * in), seed), b = random_vector(size_t(out), seed + 1);
+  std::vector<float> fast(size_t(T * out)), slow(size_t(T * out));
+  headscope::ops::quant_linear(x.data(), T, W, with_bias ? b.data() : nullptr, fast.data());
+  headscope::ops::reference::quant_linear(x.data(), T, W, with_bias ? b.data() : nullptr, slow.data());
+  const Tensor w = W.to_f32();
+  Compared c;
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t o = 0; o < out; ++o) {
+      double magnitude = with_bias ? std::fabs(b[size_t(o)]) : 0.0;
+      for (int64_t k = 0; k < in; ++k) magnitude += std::fabs(double(x[size_t(t * in + k)]) * w.ptr()[o * in + k]);
+      const double d = std::fabs(double(fast[size_t(t * out + o)]) - slow[size_t(t * out + o)]);
+      c.max_abs = std::max(c.max_abs, d);
+      c.max_rel = std::max(c.max_rel, d / std::max(magnitude, 1e-30));
+      c.bit_equal = c.bit_equal && fast[size_t(t * out + o)] == slow[size_t(t * out + o)];
+    }
+  return c;
+}
+
+const GgmlType kTypes[] = {GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+                           GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
+                           GgmlType::Q5_K, GgmlType::Q6_K};
+
+TEST(QuantLinear, EveryTypeAgreesWithDequantizeThenMultiply) {
+  // 2 full panels and a ragged one of 7 rows; two blocks of 256 (or eight of 32) per row.
+  const int64_t rows = 2 * headscope::ops::kQuantPanelRows + 7, cols = 512;
+  double worst = 0;
+  for (GgmlType type : kTypes) {
+    const std::vector<uint8_t> bytes = random_blocks(type, rows, cols, unsigned(type) + 10);
+    const QuantMatrix W = QuantMatrix::stored(type, rows, cols, bytes.data(), nullptr);
+    ASSERT_TRUE(W.stored());
+    EXPECT_EQ(W.bytes(), bytes.size());
+    for (int64_t T : {1, 5, 33}) {
+      const Compared c = compare(W, T, /*with_bias=*/T == 5, unsigned(T));
+      EXPECT_LE(c.max_rel, 1e-6) << io::ggml_type_name(type) << " T = " << T << " max |Δ| " << c.max_abs;
+      worst = std::max(worst, c.max_rel);
+      if (!c.bit_equal) std::printf("%s T=%lld: not bit-equal, max |Δ| %.3g\n", io::ggml_type_name(type), (long long)T, c.max_abs);
+    }
+  }
+  std::printf("largest relative difference over all types: %.3g\n", worst);
+}
+
+TEST(QuantLinear, FusedRowsOfDifferentTypesAndRowBlocks) {
+  // Q | K | V as a Q4_K, a Q6_K and an F16 matrix of 256 columns joined by rows (a Q4_K_M file
+  // stores V as Q6_K); a row block that crosses both joins reads the same rows.
+  const int64_t cols = 256;
+  const auto q = random_blocks(GgmlType::Q4_K, 70, cols, 1), k = random_blocks(GgmlType::Q6_K, 9, cols, 2),
+             v = random_blocks(GgmlType::F16, 9, cols, 3);
+  const QuantMatrix Wq = QuantMatrix::stored(GgmlType::Q4_K, 70, cols, q.data(), nullptr),
+                    Wk = QuantMatrix::stored(GgmlType::Q6_K, 9, cols, k.data(), nullptr),
+                    Wv = QuantMatrix::stored(GgmlType::F16, 9, cols, v.data(), nullptr);
+  const QuantMatrix W = QuantMatrix::concat_rows({&Wq, &Wk, &Wv});
+  ASSERT_EQ(W.rows(), 88);
+  EXPECT_EQ(W.type_names(), "Q4_K+Q6_K+F16");
+  EXPECT_EQ(W.bytes(), q.size() + k.size() + v.size());
+  // Row 75 of the fused matrix is row 5 of K, dequantised on its own.
+  std::vector<float> row(cols), expected(cols);
+  W.dequantize_rows(75, 1, row.data());
+  io::dequantize_row(GgmlType::Q6_K, k.data() + 5 * io::ggml_type_size(GgmlType::Q6_K), expected.data(), cols);
+  EXPECT_EQ(row, expected);
+  EXPECT_LE(compare(W, 17, true, 7).max_rel, 1e-6);
+  const QuantMatrix middle = W.row_block(65, 20);  // 5 rows of Q, all of K, 6 of V
+  const Tensor whole = W.to_f32(), part = middle.to_f32();
+  ASSERT_EQ(part.shape, (std::vector<int64_t>{20, cols}));
+  for (int64_t i = 0; i < 20 * cols; ++i) ASSERT_EQ(part.ptr()[i], whole.ptr()[65 * cols + i]) << i;
+  EXPECT_LE(compare(middle, 3, false, 8).max_rel, 1e-6);
+}
+
+TEST(QuantLinear, Fp32MatrixIsTheOrdinaryLinear) {
+  Tensor w({5, 3});
+  for (int64_t i = 0; i < 15; ++i) w.ptr()[i] = float(i);
+  const QuantMatrix W(w);
+  EXPECT_FALSE(W.stored());
+  const float x[3] = {1, 2, 3};
+  float y[5];
+  headscope::ops::quant_linear(x, 1, W, nullptr, y);
+  for (int o = 0; o < 5; ++o) EXPECT_EQ(y[o], float(3 * o) * 1 + float(3 * o + 1) * 2 + float(3 * o + 2) * 3);
+}
+
+TEST(QuantLinear, TypesWithoutADequantizerAndPartialBlocksAreRefused) {
+  const uint8_t bytes[1024] = {};
+  headscope::testing::expect_error([&] { QuantMatrix::stored(GgmlType::IQ2_XXS, 1, 256, bytes, nullptr); }, {"IQ2_XXS"});
+  headscope::testing::expect_error([&] { QuantMatrix::stored(GgmlType::Q4_0, 2, 40, bytes, nullptr); },
+                                   {"Q4_0", "32-value blocks"});
+  const QuantMatrix W = QuantMatrix::stored(GgmlType::Q8_0, 2, 32, bytes, nullptr);
+  std::vector<float> out(96);
+  headscope::testing::expect_error([&] { W.dequantize_rows(1, 2, out.data()); }, {"rows 1 .. 3 of a 2-row matrix"});
+}
+
+}  // namespace

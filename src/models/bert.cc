@@ -78,6 +78,7 @@ ModelConfig bert_config(const nlohmann::json& c, const std::string& where) {
 // byte-level BPE vocabulary (tokenizer.ggml.model "gpt2"); its position table is cut past the
 // padding index and bert.context_length already counts the rows left. XLM-RoBERTa ("t5", a
 // SentencePiece Unigram vocabulary) is refused by name, since its Hugging Face folder loads.
+// DistilBERT is "bert" with no token-type table (see load_bert_gguf).
 ModelConfig bert_config(const io::GgufFile& f) {
   using limits::kMaxLayers, limits::kMaxHeads, limits::kMaxModelWidth, limits::kMaxFeedForward, limits::kMaxVocabulary,
       limits::kMaxPositions;
@@ -132,6 +133,19 @@ std::unique_ptr<Model> load_bert_gguf(std::shared_ptr<const io::GgufFile> file, 
   const auto src = gguf_source(file, check);
   EncoderEmbedding embedding;
   embedding.position_rows = cfg.max_positions;
+  if (!file->has_tensor("token_types.weight")) {
+    // DistilBERT as llama.cpp converts it (DistilBertModel): "bert" with no token-type table, and
+    // tokenizer.ggml.token_type_count 1 since DistilBertConfig has no type_vocab_size. A BERT or
+    // RoBERTa file from the converter always holds the table (of token_type_count rows), so a
+    // missing table with any other count is a damaged file, refused.
+    const int64_t types = file->has("tokenizer.ggml.token_type_count") ? file->get_int("tokenizer.ggml.token_type_count") : -1;
+    if (cfg.architecture != "bert" || types != 1)
+      throw Error(file->path() + ": tensor 'token_types.weight' is missing and tokenizer.ggml.token_type_count is " +
+                  (types < 0 ? std::string("absent") : std::to_string(types)) + "; only DistilBERT (a WordPiece "
+                  "vocabulary and token_type_count 1) has no token-type table, so this file looks damaged");
+    cfg.architecture = "distilbert";
+    embedding.token_types = false;
+  }
   if (cfg.architecture == "roberta" && file->has("tokenizer.ggml.padding_token_id")) {
     // RoBERTa counts positions past the padding token; the converter kept only those rows.
     const int64_t pad = file->get_int("tokenizer.ggml.padding_token_id");

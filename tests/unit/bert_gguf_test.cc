@@ -211,6 +211,15 @@ TEST(RobertaGguf, PaddingTokenInTheTextIsRefused) {
   expect_error([&] { gguf->run(enc, {}); }, {"padding token", "id 1", "Hugging Face folder"});
 }
 
+// DistilBERT as the converter writes it: "bert" with no token_types tensor and
+// tokenizer.ggml.token_type_count 1 (tiny random DistilBertModel over MiniLM's vocabulary).
+TEST(DistilBertGguf, TinyRandomDistilBertFromConverterMatchesTransformers) {
+  const auto gguf = Model::load((goldens() / "tiny_distilbert.gguf").string());
+  const auto twin = Model::load((goldens() / "tiny_distilbert").string());
+  EXPECT_EQ(gguf->config().n_layer, 2);
+  check("tiny_distilbert", *gguf, twin.get(), 1e-5f, 1e-4f, "distilbert");
+}
+
 // ---- hand-built BERT GGUFs: d_model 4, 2 heads, 1 layer, d_ff 8, 8 positions, 6 pieces ----
 
 std::string u32(uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); }
@@ -356,6 +365,16 @@ TEST(BertGgufHandBuilt, RefusalsNameWhatIsWrong) {
     TinyGguf g;
     g.tensors["blk.0.attn_q.weight"] = {4, 3};
     expect_error([&] { Model::load(g.write(dir)); }, {"blk.0.attn_q.weight", "[4, 3]"});
+  }
+  {
+    TempDir dir;
+    TinyGguf g;  // a BERT that lost its token-type table: not taken for DistilBERT
+    g.tensors.erase("token_types.weight");
+    expect_error([&] { Model::load(g.write(dir)); }, {"tiny.gguf", "token_types.weight", "token_type_count is absent", "DistilBERT"});
+    g.kv["tokenizer.ggml.token_type_count"] = u32(4) + u32(2);
+    expect_error([&] { Model::load(g.write(dir)); }, {"token_types.weight", "token_type_count is 2", "DistilBERT"});
+    g.kv["tokenizer.ggml.token_type_count"] = u32(4) + u32(1);
+    EXPECT_EQ(Model::load(g.write(dir))->config().architecture, "distilbert");
   }
   {
     TempDir dir;

@@ -2,7 +2,8 @@
 // a tiny random BertModel and the default model all-MiniLM-L6-v2 (f32 and q8_0). Attention and
 // hidden states must be transformers' own, and those of the same model loaded from safetensors;
 // the WordPiece vocabulary rebuilt from the GGUF metadata must tokenize the tokenizer goldens as
-// the tokenizers library does (ids, offsets, words). Hand-built BERT GGUFs check the refusals.
+// the tokenizers library does (ids, offsets, words). RoBERTa and DistilBERT, which the converter
+// also writes as "bert", likewise from tiny random models. Hand-built BERT GGUFs check the refusals.
 #include <gtest/gtest.h>
 
 #include "test_support.h"

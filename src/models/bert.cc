@@ -74,9 +74,11 @@ ModelConfig bert_config(const nlohmann::json& c, const std::string& where) {
 // The same hyper-parameters from a GGUF file of general.architecture "bert", as llama.cpp's
 // converter writes them (BertModel.set_gguf_parameters). Pooling (bert.pooling_type) is for
 // sentence embeddings and is not used here; a causal mask (bert.attention.causal = true) is not
-// BERT and is refused. RoBERTa and XLM-RoBERTa are converted as "bert" too, but with a BPE or
-// SentencePiece vocabulary and a position table cut past the padding index: refused by their
-// tokenizer.ggml.model, since their Hugging Face folders load.
+// BERT and is refused. RoBERTa is converted as "bert" too (RobertaModel), told apart by its
+// byte-level BPE vocabulary (tokenizer.ggml.model "gpt2"); its position table is cut past the
+// padding index and bert.context_length already counts the rows left. XLM-RoBERTa ("t5", a
+// SentencePiece Unigram vocabulary) is refused by name, since its Hugging Face folder loads.
+// DistilBERT is "bert" with no token-type table (see load_bert_gguf).
 ModelConfig bert_config(const io::GgufFile& f) {
   using limits::kMaxLayers, limits::kMaxHeads, limits::kMaxModelWidth, limits::kMaxFeedForward, limits::kMaxVocabulary,
       limits::kMaxPositions;
@@ -88,9 +90,15 @@ ModelConfig bert_config(const io::GgufFile& f) {
     throw Error(where + ": metadata '" + p + "attention.causal' is true: a causal mask is not BERT's (bidirectional "
                 "attention); headscope does not run this file as a BERT encoder");
   const std::string vocab = f.get_string("tokenizer.ggml.model", "");
-  if (vocab != "bert")
-    throw Error(where + ": a 'bert' GGUF with tokenizer.ggml.model '" + vocab + "' (RoBERTa or XLM-RoBERTa as llama.cpp "
-                "converts them) is not supported; load the model's Hugging Face folder instead");
+  if (vocab == "gpt2") {
+    m.architecture = "roberta";
+  } else if (vocab == "t5") {
+    throw Error(where + ": a 'bert' GGUF with tokenizer.ggml.model 't5' (XLM-RoBERTa as llama.cpp converts it: a "
+                "SentencePiece Unigram vocabulary) is not supported; load the model's Hugging Face folder instead");
+  } else if (vocab != "bert") {
+    throw Error(where + ": a 'bert' GGUF with tokenizer.ggml.model '" + vocab + "' is not supported (BERT's 'bert' "
+                "and RoBERTa's 'gpt2' are); load the model's Hugging Face folder instead");
+  }
   m.n_layer = int(gguf_int(f, p + "block_count", 1, kMaxLayers));
   m.n_head = int(gguf_int(f, p + "attention.head_count", 1, kMaxHeads));
   m.n_kv_head = m.n_head;
@@ -125,6 +133,28 @@ std::unique_ptr<Model> load_bert_gguf(std::shared_ptr<const io::GgufFile> file, 
   const auto src = gguf_source(file, check);
   EncoderEmbedding embedding;
   embedding.position_rows = cfg.max_positions;
+  if (!file->has_tensor("token_types.weight")) {
+    // DistilBERT as llama.cpp converts it (DistilBertModel): "bert" with no token-type table, and
+    // tokenizer.ggml.token_type_count 1 since DistilBertConfig has no type_vocab_size. A BERT or
+    // RoBERTa file from the converter always holds the table (of token_type_count rows), so a
+    // missing table with any other count is a damaged file, refused.
+    const int64_t types = file->has("tokenizer.ggml.token_type_count") ? file->get_int("tokenizer.ggml.token_type_count") : -1;
+    if (cfg.architecture != "bert" || types != 1)
+      throw Error(file->path() + ": tensor 'token_types.weight' is missing and tokenizer.ggml.token_type_count is " +
+                  (types < 0 ? std::string("absent") : std::to_string(types)) + "; only DistilBERT (a WordPiece "
+                  "vocabulary and token_type_count 1) has no token-type table, so this file looks damaged");
+    cfg.architecture = "distilbert";
+    embedding.token_types = false;
+  }
+  if (cfg.architecture == "roberta" && file->has("tokenizer.ggml.padding_token_id")) {
+    // RoBERTa counts positions past the padding token; the converter kept only those rows.
+    const int64_t pad = file->get_int("tokenizer.ggml.padding_token_id");
+    if (pad < 0 || pad >= cfg.vocab_size)
+      throw Error(file->path() + ": tokenizer.ggml.padding_token_id " + std::to_string(pad) + " is outside the " +
+                  std::to_string(cfg.vocab_size) + " tokens");
+    embedding.padding_idx = int(pad);
+    embedding.rows_past_padding = true;
+  }
   return load_encoder(std::move(cfg), std::move(tokenizer), TensorReader(*src, true), kBertTensors, embedding);
 }
 

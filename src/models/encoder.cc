@@ -120,7 +120,11 @@ Capture EncoderModel::run(const Encoding& enc, const CaptureOptions& options) co
   int64_t seen = 0;  // RoBERTa: the tokens so far that are not padding
   for (int64_t t = 0; t < T; ++t) {
     const int64_t id = enc.tokens[size_t(t)].id;
-    const int64_t pos = pad < 0 ? t : id == pad ? pad : pad + ++seen;
+    if (id == pad && embedding_.rows_past_padding)
+      throw Error("token " + std::to_string(t) + " is the padding token (id " + std::to_string(pad) +
+                  "), whose position row llama.cpp's converter removed from this GGUF file; remove it from the "
+                  "input or load the model's Hugging Face folder");
+    const int64_t pos = pad < 0 ? t : id == pad ? pad : pad + ++seen - (embedding_.rows_past_padding ? pad + 1 : 0);
     for (int64_t i = 0; i < D; ++i)
       x[t * D + i] = word_emb_.data[id * D + i] + pos_emb_.data[pos * D + i] + (type_emb_.empty() ? 0.0f : type_emb_.data[i]);
   }

@@ -43,6 +43,9 @@ struct EncoderEmbedding {
   // a padding token gets padding_idx. −1: positions are 0, 1, 2, … (BERT, DistilBERT).
   int padding_idx = -1;
   int64_t position_rows = 0;  // rows of the position table (max_position_embeddings)
+  // RoBERTa from GGUF: llama.cpp's converter dropped the rows 0 .. padding_idx, so the table's row 0
+  // is position padding_idx + 1; a padding token, whose row is gone, is refused.
+  bool rows_past_padding = false;
   bool token_types = true;    // false: no token-type table (DistilBERT)
 };
 

@@ -422,10 +422,46 @@ nlohmann::json tokenizer_json_from_gguf(const io::GgufFile& file) {
                      {"ignore_merges", false}, {"unk_token", nullptr}}}};
 }
 
+// RoBERTa as llama.cpp's converter writes it (RobertaModel.set_vocab: general.architecture "bert",
+// a "gpt2" vocabulary): the byte-level BPE above with RoBERTa's template <s> $A </s>, read as
+// RobertaProcessing over tokenizer.ggml.bos_token_id and seperator_token_id (else eos_token_id).
+// The converter records that the template is added (add_bos_token and add_eos_token, both true
+// for RobertaProcessing) but not its trim_offsets or add_prefix_space, nor the pre-tokenizer's
+// add_prefix_space: those are roberta-base's (trim on, no prefix space). Nor does it keep an added
+// token's lstrip (roberta-base's <mask> has it): every added token matches as written.
+nlohmann::json roberta_json_from_gguf(const io::GgufFile& file) {
+  nlohmann::json j = tokenizer_json_from_gguf(file);
+  const std::string& path = file.path();
+  const bool bos = file.get_bool("tokenizer.ggml.add_bos_token", true);
+  const bool eos = file.get_bool("tokenizer.ggml.add_eos_token", true);
+  if (!bos && !eos) return j;
+  if (bos != eos) {
+    throw Error(path + ": tokenizer.ggml.add_bos_token and add_eos_token differ; RoBERTa's template adds both "
+                "<s> and </s> (or neither), so headscope cannot tell which template this file means");
+  }
+  const std::vector<std::string> tokens = file.get_string_array("tokenizer.ggml.tokens");
+  const auto special = [&](const char* key) {
+    if (!file.has(key)) throw Error(path + ": a RoBERTa vocabulary that adds <s> … </s> needs " + key);
+    const int64_t id = file.get_int(key);
+    if (id < 0 || id >= static_cast<int64_t>(tokens.size())) {
+      throw Error(path + ": " + key + " is " + std::to_string(id) + ", outside the " + std::to_string(tokens.size()) +
+                  " tokens");
+    }
+    return nlohmann::json::array({tokens[static_cast<size_t>(id)], id});
+  };
+  const char* sep = file.has("tokenizer.ggml.seperator_token_id") ? "tokenizer.ggml.seperator_token_id"
+                                                                   : "tokenizer.ggml.eos_token_id";
+  j["post_processor"] = {{"type", "RobertaProcessing"}, {"sep", special(sep)}, {"cls", special("tokenizer.ggml.bos_token_id")},
+                         {"trim_offsets", true}, {"add_prefix_space", false}};
+  return j;
+}
+
 std::unique_ptr<Tokenizer> tokenizer_from_gguf(const io::GgufFile& file) {
   const std::string model = file.get_string("tokenizer.ggml.model", "");
   if (model == "llama") return sentencepiece_from_gguf(file);
   if (model == "bert") return from_json(wordpiece_json_from_gguf(file), file.path());
+  if (model == "gpt2" && file.get_string("general.architecture", "") == "bert")
+    return from_json(roberta_json_from_gguf(file), file.path());
   return from_json(tokenizer_json_from_gguf(file), file.path());
 }
 

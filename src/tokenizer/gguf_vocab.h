@@ -16,7 +16,8 @@
 // rebuilds them (GemmaTokenizer for gemma/gemma2/gemma3, LlamaTokenizer otherwise): a BPE model with
 // byte fallback over merges derived from the scores; see sentencepiece_from_gguf in gguf_vocab.cc and
 // docs/models.md. WordPiece vocabularies ("bert", BERT-family encoders) are rebuilt as BERT's
-// tokenizer.json (wordpiece_json_from_gguf). tokenizer_json_from_gguf serves the byte-level kind
+// tokenizer.json (wordpiece_json_from_gguf), and a byte-level one in a "bert" file as RoBERTa's
+// (roberta_json_from_gguf). tokenizer_json_from_gguf serves the byte-level kind
 // only; tokenizer_from_gguf all three.
 #pragma once
 #include <memory>
@@ -30,6 +31,9 @@ namespace headscope::tokenizer {
 nlohmann::json tokenizer_json_from_gguf(const io::GgufFile& file);
 // A WordPiece vocabulary ("bert") as BERT's tokenizer.json (see gguf_vocab.cc).
 nlohmann::json wordpiece_json_from_gguf(const io::GgufFile& file);
+// A byte-level BPE vocabulary ("gpt2") in a "bert" file, RoBERTa as llama.cpp converts it, as
+// RoBERTa's tokenizer.json (template <s> $A </s>; see gguf_vocab.cc).
+nlohmann::json roberta_json_from_gguf(const io::GgufFile& file);
 std::unique_ptr<Tokenizer> tokenizer_from_gguf(const io::GgufFile& file);
 
 }  // namespace headscope::tokenizer

@@ -10,7 +10,17 @@ unpacked once into <out>/bert_gguf/llama.cpp/. Under <out>/bert_gguf/:
   tiny_bert.gguf        the same, converted with --outtype f32
   minilm-f32.gguf       the default model (all-MiniLM-L6-v2) converted with --outtype f32
   minilm-q8_0.gguf      and with --outtype q8_0 (each conversion starts torch: ~20 s on an idle machine)
-  golden/manifest.json  per model ("tiny_bert", "minilm"): the texts, the ids transformers'
+  tiny_roberta/         a tiny random RobertaModel (the layout of golden_encoders.py's, pad_token_id 1,
+                        130 position rows: the texts run to ~70 tokens) over a small byte-level BPE trained here with RoBERTa's
+                        specials <s> <pad> </s> <unk> <mask> and RobertaProcessing (<s> $A </s>)
+  tiny_roberta.gguf     the same, converted with --outtype f32. The converter names a BPE
+                        pre-tokenizer by hashing its tokens for a fixed text and knows only published
+                        vocabularies, so the conversion runs with get_vocab_base_pre answering
+                        "roberta-bpe" (what it answers for roberta-base); nothing else is changed
+  tiny_distilbert/      a tiny random DistilBertModel over MiniLM's WordPiece tokenizer, and
+  tiny_distilbert.gguf  converted with --outtype f32: "bert" with no token_types tensor and
+                        tokenizer.ggml.token_type_count 1 (DistilBertConfig has no type_vocab_size)
+  golden/manifest.json  per model ("tiny_bert", "minilm", "tiny_roberta", "tiny_distilbert"): the texts, the ids transformers'
                         tokenizer gives them, and *.f32 attention [n_layer, n_head, T, T] and
                         hidden states [n_layer + 1, T, d_model] from transformers (fp32, eager)
 """
@@ -62,11 +72,21 @@ def converter(out: pathlib.Path) -> pathlib.Path:
     return root
 
 
-def convert(root: pathlib.Path, model_dir: pathlib.Path, outtype: str, outfile: pathlib.Path) -> None:
+def convert(root: pathlib.Path, model_dir: pathlib.Path, outtype: str, outfile: pathlib.Path, pre: str = "") -> None:
+    """Runs the converter; `pre` (when given) is the BPE pre-tokenizer name to record for a vocabulary
+    whose hash the converter does not know."""
     t0 = time.time()
     env = {"PYTHONPATH": str(root / "gguf-py"), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "2"}
-    subprocess.run([sys.executable, str(root / "convert_hf_to_gguf.py"), str(model_dir), "--outtype", outtype,
-                    "--outfile", str(outfile)], check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    args = [str(model_dir), "--outtype", outtype, "--outfile", str(outfile)]
+    if pre:
+        script = ("import runpy, sys; sys.path.insert(0, sys.argv[1]); from conversion import base; "
+                  f"base.TextModel.get_vocab_base_pre = lambda self, tokenizer: {pre!r}; "
+                  "sys.argv = [sys.argv[1] + '/convert_hf_to_gguf.py'] + sys.argv[2:]; "
+                  "runpy.run_path(sys.argv[0], run_name='__main__')")
+        command = [sys.executable, "-c", script, str(root)] + args
+    else:
+        command = [sys.executable, str(root / "convert_hf_to_gguf.py")] + args
+    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     print(f"goldens: converted {model_dir.name} to {outfile.name} ({outtype}) in {time.time() - t0:.1f}s", flush=True)
 
 
@@ -81,6 +101,64 @@ def reference(model, tokenizer, golden: pathlib.Path, tag: str) -> list:
         save_tensor(golden, tensors, f"{tag}_p{p}_hidden_states", torch.stack([h[0] for h in o.hidden_states]))
         prompts.append({"text": text, "ids": ids, "tensors": tensors})
     return prompts
+
+
+def roberta_tokenizer():
+    """A small byte-level BPE (vocabulary 320) with RoBERTa's specials and template, trained on UD
+    English sentences as golden_decoders.py's is."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from reference_models import DATA
+    lines = [l[len("# text = "):].strip() for l in open(DATA / "ud" / "en_ewt-ud-dev.conllu", encoding="utf-8")
+             if l.startswith("# text = ")]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=320, special_tokens=["<s>", "<pad>", "</s>", "<unk>",
+                                                                                       "<mask>"],
+                                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                                      show_progress=False))
+    tok.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0), trim_offsets=True,
+                                                      add_prefix_space=False)
+    return tok
+
+
+def tiny_roberta(root: pathlib.Path, out: pathlib.Path, golden: pathlib.Path) -> list:
+    import transformers as tf
+    tiny = out / "tiny_roberta"
+    tiny.mkdir(parents=True, exist_ok=True)
+    tok = roberta_tokenizer()
+    tok.save(str(tiny / "tokenizer.json"))
+    (tiny / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "RobertaTokenizer", "bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
+        "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>",
+        "add_prefix_space": False}))
+    cfg = tf.RobertaConfig(vocab_size=tok.get_vocab_size(), hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                           num_attention_heads=4, max_position_embeddings=130, pad_token_id=1, bos_token_id=0,
+                           eos_token_id=2, type_vocab_size=1, attn_implementation="eager")
+    torch.manual_seed(5200)
+    model = tf.RobertaModel(cfg, add_pooling_layer=False)
+    randomize(model, 5201)
+    model.eval()
+    model.save_pretrained(tiny, safe_serialization=True)
+    convert(root, tiny, "f32", out / "tiny_roberta.gguf", pre="roberta-bpe")
+    return reference(model, tf.AutoTokenizer.from_pretrained(str(tiny)), golden, "tiny_roberta")
+
+
+def tiny_distilbert(root: pathlib.Path, model_dir: pathlib.Path, out: pathlib.Path, golden: pathlib.Path) -> list:
+    import transformers as tf
+    tokenizer = tf.AutoTokenizer.from_pretrained(str(model_dir))
+    tiny = out / "tiny_distilbert"
+    cfg = tf.DistilBertConfig(vocab_size=tokenizer.vocab_size, dim=64, hidden_dim=96, n_layers=2, n_heads=4,
+                              max_position_embeddings=64, attn_implementation="eager")
+    torch.manual_seed(5300)
+    model = tf.DistilBertModel(cfg)
+    randomize(model, 5301)
+    model.eval()
+    model.save_pretrained(tiny, safe_serialization=True)
+    for name in TOKENIZER_FILES:
+        shutil.copy(model_dir / name, tiny / name)
+    convert(root, tiny, "f32", out / "tiny_distilbert.gguf")
+    return reference(model, tokenizer, golden, "tiny_distilbert")
 
 
 def main(model_dir: pathlib.Path, out_dir: pathlib.Path) -> None:
@@ -112,6 +190,8 @@ def main(model_dir: pathlib.Path, out_dir: pathlib.Path) -> None:
     manifest["minilm"] = reference(minilm, tokenizer, golden, "minilm")
     for outtype in ("f32", "q8_0"):
         convert(root, model_dir, outtype, out / f"minilm-{outtype}.gguf")
+    manifest["tiny_roberta"] = tiny_roberta(root, out, golden)
+    manifest["tiny_distilbert"] = tiny_distilbert(root, model_dir, out, golden)
     (golden / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 

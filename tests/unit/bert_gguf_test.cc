@@ -2,11 +2,13 @@
 // a tiny random BertModel and the default model all-MiniLM-L6-v2 (f32 and q8_0). Attention and
 // hidden states must be transformers' own, and those of the same model loaded from safetensors;
 // the WordPiece vocabulary rebuilt from the GGUF metadata must tokenize the tokenizer goldens as
-// the tokenizers library does (ids, offsets, words). Hand-built BERT GGUFs check the refusals.
+// the tokenizers library does (ids, offsets, words). RoBERTa and DistilBERT, which the converter
+// also writes as "bert", likewise from tiny random models. Hand-built BERT GGUFs check the refusals.
 #include <gtest/gtest.h>
 
 #include "test_support.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -66,10 +68,11 @@ nlohmann::json manifest() {
 // manifest()[key]: the ids must be transformers' tokenizer's; attention within `attention_bound`
 // of transformers and hidden states within `hidden_bound` of its largest |value|. Prints the
 // differences, also against the twin, whose bounds are the same.
-void check(const std::string& key, const Model& gguf, const Model* twin, float attention_bound, float hidden_bound) {
+void check(const std::string& key, const Model& gguf, const Model* twin, float attention_bound, float hidden_bound,
+           const std::string& architecture = "bert") {
   const nlohmann::json m = manifest();
-  ASSERT_TRUE(m.contains(key));
-  EXPECT_EQ(gguf.config().architecture, "bert");
+  ASSERT_TRUE(m.contains(key)) << "no '" << key << "' in the bert_gguf goldens; run `make goldens`";
+  EXPECT_EQ(gguf.config().architecture, architecture);
   EXPECT_FALSE(gguf.config().causal);
   for (size_t p = 0; p < m[key].size(); ++p) {
     const nlohmann::json& j = m[key][p];
@@ -151,6 +154,71 @@ TEST(BertGguf, VocabularyTokenizesAsTokenizerJson) {
               json.vocab_size(), agree, total);
   EXPECT_GE(total, 2000u);
   EXPECT_EQ(agree, total);
+}
+
+// RoBERTa as llama.cpp's converter writes it ("bert" with a byte-level BPE vocabulary and the
+// position table cut past the padding index): a tiny random RobertaModel, against transformers and
+// against the same folder loaded from safetensors (whose table keeps the rows before the cut).
+TEST(RobertaGguf, TinyRandomRobertaFromConverterMatchesTransformers) {
+  const auto gguf = Model::load((goldens() / "tiny_roberta.gguf").string());
+  const auto twin = Model::load((goldens() / "tiny_roberta").string());
+  EXPECT_EQ(gguf->config().max_positions, twin->config().max_positions);  // 130 rows − (pad 1 + 1)
+  EXPECT_EQ(gguf->config().max_positions, 128);
+  check("tiny_roberta", *gguf, twin.get(), 1e-5f, 1e-4f, "roberta");
+}
+
+// The byte-level vocabulary and RoBERTa's template rebuilt from the GGUF metadata against the
+// model's own tokenizer.json (RobertaProcessing, trimmed offsets) on the golden texts and every
+// string of the tokenizer goldens: ids, byte offsets, words, special flags.
+TEST(RobertaGguf, VocabularyTokenizesAsTokenizerJson) {
+  const auto gguf = Model::load((goldens() / "tiny_roberta.gguf").string());
+  const auto twin = Model::load((goldens() / "tiny_roberta").string());
+  const headscope::Tokenizer& tok = gguf->tokenizer();
+  const headscope::Tokenizer& json = twin->tokenizer();
+  ASSERT_EQ(tok.vocab_size(), json.vocab_size());
+  std::vector<std::string> texts;
+  for (const auto& p : manifest()["tiny_roberta"]) texts.push_back(p.at("text").get<std::string>());
+  std::ifstream in(headscope::testing::goldens_dir("tokenizer") / "minilm.jsonl");
+  ASSERT_TRUE(in) << "missing tokenizer goldens; run `make goldens`";
+  for (std::string line; std::getline(in, line);) texts.push_back(nlohmann::json::parse(line).at("text").get<std::string>());
+  texts.push_back("<s>a <mask> b</s>");  // special pieces written in the text match whole
+  size_t agree = 0;
+  for (const std::string& text : texts) {
+    const Encoding a = tok.encode(text, {}), b = json.encode(text, {});
+    bool same = a.ids() == b.ids();
+    for (size_t i = 0; same && i < a.size(); ++i) {
+      const headscope::Token &x = a.tokens[i], &y = b.tokens[i];
+      same = x.begin == y.begin && x.end == y.end && x.word == y.word && x.special == y.special;
+    }
+    agree += same;
+    if (!same && texts.size() - agree <= 5) ADD_FAILURE() << "differs on " << nlohmann::json(text).dump();
+  }
+  std::printf("[ roberta gguf ] strings tokenized as tokenizer.json does: %zu/%zu\n", agree, texts.size());
+  EXPECT_GE(texts.size(), 2000u);
+  EXPECT_EQ(agree, texts.size());
+  const Encoding first = tok.encode("cat", {});
+  ASSERT_GE(first.size(), 3u);
+  EXPECT_EQ(first.ids().front(), 0);  // <s>
+  EXPECT_EQ(first.ids().back(), 2);   // </s>
+}
+
+// The converter removed the padding token's position row, which transformers gives a padding
+// token in the text; running one is refused, not given some other row.
+TEST(RobertaGguf, PaddingTokenInTheTextIsRefused) {
+  const auto gguf = Model::load((goldens() / "tiny_roberta.gguf").string());
+  const Encoding enc = gguf->encode("a <pad> b");
+  const std::vector<int32_t> ids = enc.ids();
+  ASSERT_EQ(std::count(ids.begin(), ids.end(), 1), 1);
+  expect_error([&] { gguf->run(enc, {}); }, {"padding token", "id 1", "Hugging Face folder"});
+}
+
+// DistilBERT as the converter writes it: "bert" with no token_types tensor and
+// tokenizer.ggml.token_type_count 1 (tiny random DistilBertModel over MiniLM's vocabulary).
+TEST(DistilBertGguf, TinyRandomDistilBertFromConverterMatchesTransformers) {
+  const auto gguf = Model::load((goldens() / "tiny_distilbert.gguf").string());
+  const auto twin = Model::load((goldens() / "tiny_distilbert").string());
+  EXPECT_EQ(gguf->config().n_layer, 2);
+  check("tiny_distilbert", *gguf, twin.get(), 1e-5f, 1e-4f, "distilbert");
 }
 
 // ---- hand-built BERT GGUFs: d_model 4, 2 heads, 1 layer, d_ff 8, 8 positions, 6 pieces ----
@@ -301,6 +369,16 @@ TEST(BertGgufHandBuilt, RefusalsNameWhatIsWrong) {
   }
   {
     TempDir dir;
+    TinyGguf g;  // a BERT that lost its token-type table: not taken for DistilBERT
+    g.tensors.erase("token_types.weight");
+    expect_error([&] { Model::load(g.write(dir)); }, {"tiny.gguf", "token_types.weight", "token_type_count is absent", "DistilBERT"});
+    g.kv["tokenizer.ggml.token_type_count"] = u32(4) + u32(2);
+    expect_error([&] { Model::load(g.write(dir)); }, {"token_types.weight", "token_type_count is 2", "DistilBERT"});
+    g.kv["tokenizer.ggml.token_type_count"] = u32(4) + u32(1);
+    EXPECT_EQ(Model::load(g.write(dir))->config().architecture, "distilbert");
+  }
+  {
+    TempDir dir;
     TinyGguf g;
     g.tensors["token_types.weight"] = {2, 5};
     expect_error([&] { Model::load(g.write(dir)); }, {"token_types.weight"});
@@ -314,8 +392,17 @@ TEST(BertGgufHandBuilt, RefusalsNameWhatIsWrong) {
   {
     TempDir dir;
     TinyGguf g;
-    g.kv["tokenizer.ggml.model"] = u32(8) + str("gpt2");
-    expect_error([&] { Model::load(g.write(dir)); }, {"tokenizer.ggml.model 'gpt2'", "Hugging Face folder"});
+    g.kv["tokenizer.ggml.model"] = u32(8) + str("t5");
+    expect_error([&] { Model::load(g.write(dir)); }, {"tokenizer.ggml.model 't5'", "XLM-RoBERTa", "Hugging Face folder"});
+  }
+  {
+    TempDir dir;
+    TinyGguf g;
+    g.kv["tokenizer.ggml.model"] = u32(8) + str("gpt2");  // RoBERTa, with half of its template
+    g.set_tokens({"<s>", "<pad>", "</s>", "a", "b", "c"});
+    g.kv["tokenizer.ggml.add_bos_token"] = u32(7) + std::string(1, '\1');
+    g.kv["tokenizer.ggml.add_eos_token"] = u32(7) + std::string(1, '\0');
+    expect_error([&] { Model::load(g.write(dir)); }, {"tiny.gguf", "add_bos_token", "add_eos_token", "<s>"});
   }
   {
     TempDir dir;

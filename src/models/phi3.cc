@@ -44,14 +44,6 @@ constexpr TensorName kLayerTensors[kRoleCount] = {
     /* kDown     */ {"layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight"},              // [d_model, d_ff]
 };
 
-// Rows first .. first + n − 1 of a [rows, cols] tensor.
-Tensor row_block(const Tensor& t, int64_t first, int64_t n) {
-  const int64_t cols = t.dim(1);
-  Tensor out({n, cols});
-  std::copy_n(t.ptr() + first * cols, n * cols, out.ptr());
-  return out;
-}
-
 }  // namespace
 
 DecoderHyper phi3_config(const nlohmann::json& c, const std::string& where) {

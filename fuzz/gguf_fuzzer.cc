@@ -1,6 +1,7 @@
 // libFuzzer target: a .gguf file (header, metadata of every value type, tensor infos, data) →
 // GgufFile, every metadata value read through the typed getters, every small tensor dequantized,
-// the family's hyper-parameters read from it, and the tokenizer rebuilt from the metadata.
+// every family's hyper-parameters read from it (BERT, Llama, GPT-2, Phi-3), the WordPiece
+// tokenizer.json rebuilt from a 'bert' vocabulary, and the tokenizer rebuilt from the metadata.
 #include "fuzz_support.h"
 #include "io/gguf.h"
 #include "models/families.h"
@@ -30,6 +31,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     fuzz::expect_ok_or_error([&] { (void)models::llama_config(gguf); });
     fuzz::expect_ok_or_error([&] { (void)models::gpt2_config(gguf); });
+    fuzz::expect_ok_or_error([&] { (void)models::phi3_config(gguf); });
+    fuzz::expect_ok_or_error([&] { (void)models::bert_config(gguf); });
+    fuzz::expect_ok_or_error([&] { (void)tokenizer::wordpiece_json_from_gguf(gguf); });
     fuzz::expect_ok_or_error([&] {
       auto tok = tokenizer::tokenizer_from_gguf(gguf);
       EncodeOptions options;

@@ -7,11 +7,15 @@ fuzzer starts inside the formats instead of having to discover them:
   safetensors     the default model's own header and bytes, a few real tensors per seed, in F32,
                   F16 and BF16
   gguf            the SmolLM2 GGUF's real metadata (vocabulary cut to its first tokens and merges)
-                  with real rows of its F32, Q8_0 and Q4_1 tensors
+                  with real rows of its F32, Q8_0 and Q4_1 tensors, and a tiny BERT GGUF under
+                  llama.cpp's converter names with the default model's first WordPiece pieces
   config          the default model's config.json and the configs transformers writes for the
-                  other supported families
+                  other supported families (Llama, Mistral, Qwen2, GPT-2, Phi-3, OLMo 2, Gemma 1-3,
+                  RoBERTa, XLM-R, DistilBERT)
   tokenizer_json  the default model's tokenizer.json with its vocabulary cut down, and a byte-level
                   BPE tokenizer.json written by the tokenizers library
+  precompiled     small precompiled_charsmaps (length-prefixed) with texts to normalise
+  analyse         attention map shapes and weights in analyse_fuzzer's byte layout
   chat_template   the SmolLM2 chat template and small variations
   encode          sentences of the gold treebanks and GAP
   conllu, gap     the first sentences / rows of the gold data files
@@ -101,11 +105,64 @@ def gguf_seeds() -> None:
     build("norms_f32", {"blk.0.attn_norm.weight", "output_norm.weight"}, 1)
     build("q4_1_rows", {"blk.0.attn_k.weight", "blk.0.attn_norm.weight"}, 2)
     build("q8_0_rows", {"token_embd.weight"}, 2)
+    bert_gguf_seed()
+
+
+def bert_gguf_seed() -> None:
+    """A BERT GGUF as llama.cpp's convert_hf_to_gguf.py names it (BertModel): d_model 8, 2 heads,
+    1 layer, 300 of the default model's WordPiece pieces spelled as the converter spells them."""
+    import gguf
+
+    vocab = (args.model / "vocab.txt").read_text().splitlines()
+    vocab = vocab[:110] + vocab[1990:2100] + vocab[29000:29080]  # the specials, words, "##" pieces
+    control = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}
+    pieces, types = [], []
+    for t in vocab:
+        if t in control:
+            pieces.append(t)
+            types.append(gguf.TokenType.CONTROL)
+        else:
+            pieces.append(t[2:] if t.startswith("##") else "\u2581" + t)
+            types.append(gguf.TokenType.NORMAL)
+    out = args.out / "gguf" / "bert_tiny"
+    w = gguf.GGUFWriter(str(out), arch="bert")
+    w.add_block_count(1)
+    w.add_context_length(128)
+    w.add_embedding_length(8)
+    w.add_feed_forward_length(16)
+    w.add_head_count(2)
+    w.add_layer_norm_eps(1e-12)
+    w.add_causal_attention(False)
+    w.add_pooling_type(gguf.PoolingType.MEAN)
+    w.add_tokenizer_model("bert")
+    w.add_token_list(pieces)
+    w.add_token_types(types)
+    w.add_unk_token_id(vocab.index("[UNK]"))
+    w.add_bos_token_id(vocab.index("[CLS]"))
+    w.add_sep_token_id(vocab.index("[SEP]"))
+    w.add_pad_token_id(vocab.index("[PAD]"))
+    w.add_mask_token_id(vocab.index("[MASK]"))
+    rng = np.random.default_rng(0)
+    shapes = {"token_embd.weight": (len(pieces), 8), "position_embd.weight": (128, 8), "token_types.weight": (2, 8),
+              "token_embd_norm.weight": (8,), "token_embd_norm.bias": (8,)}
+    for m in ("attn_q", "attn_k", "attn_v", "attn_output"):
+        shapes[f"blk.0.{m}.weight"], shapes[f"blk.0.{m}.bias"] = (8, 8), (8,)
+    shapes.update({"blk.0.ffn_up.weight": (16, 8), "blk.0.ffn_up.bias": (16,), "blk.0.ffn_down.weight": (8, 16),
+                   "blk.0.ffn_down.bias": (8,)})
+    for n in ("attn_output_norm", "layer_output_norm"):
+        shapes[f"blk.0.{n}.weight"], shapes[f"blk.0.{n}.bias"] = (8,), (8,)
+    for name, shape in shapes.items():
+        w.add_tensor(name, rng.standard_normal(shape).astype(np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
 
 
 # ---- config.json: the default model's and those transformers writes for the other families ----
 def config_seeds() -> None:
-    from transformers import GPT2Config, LlamaConfig, MistralConfig, Qwen2Config
+    from transformers import (DistilBertConfig, Gemma2Config, Gemma3TextConfig, GemmaConfig, GPT2Config, LlamaConfig,
+                              MistralConfig, Olmo2Config, Phi3Config, Qwen2Config, RobertaConfig, XLMRobertaConfig)
 
     write("config", "bert", (args.model / "config.json").read_bytes())
     small = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
@@ -113,6 +170,16 @@ def config_seeds() -> None:
     for name, cls in (("llama", LlamaConfig), ("mistral", MistralConfig), ("qwen2", Qwen2Config)):
         write("config", name, cls(**small).to_json_string())
     write("config", "gpt2", GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=100, n_positions=64).to_json_string())
+    for name, cls in (("phi3", Phi3Config), ("olmo2", Olmo2Config), ("gemma", GemmaConfig), ("gemma2", Gemma2Config),
+                      ("gemma3_text", Gemma3TextConfig)):
+        extra = dict(head_dim=16) if name.startswith("gemma") else {}
+        write("config", name, cls(**small, **extra).to_json_string())
+    encoder = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, vocab_size=100,
+                   max_position_embeddings=66)
+    write("config", "roberta", RobertaConfig(**encoder).to_json_string())
+    write("config", "xlm_roberta", XLMRobertaConfig(**encoder).to_json_string())
+    write("config", "distilbert", DistilBertConfig(dim=64, n_layers=2, n_heads=4, hidden_dim=128, vocab_size=100,
+                                                   max_position_embeddings=64).to_json_string())
 
 
 # ---- tokenizer.json: the real one with a small vocabulary, and a byte-level BPE ----
@@ -145,6 +212,36 @@ def tokenizer_seeds() -> None:
            "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
            "model": {"type": "Unigram", "unk_id": 3, "vocab": pieces, "byte_fallback": False}}
     write("tokenizer_json", "unigram_precompiled", json.dumps(spm))
+
+
+# ---- precompiled_charsmap as raw bytes: u16 length, the blob, a text (precompiled_fuzzer.cc) ----
+def precompiled_seeds() -> None:
+    rules = {"\uff21": "A", "\ufb01": "fi", "U\u0308": "\u00dc", "\u00dc": "U", "\u200b": "", "\u3000": " ",
+             "\u2460": "1", "\u6771\u4eac": "Tokyo", "a": "aa", "\u00e9": "e\u0301"}
+    texts = ["\uff21\ufb01 caf\u00e9 U\u0308ber\u200b \u6771\u4eac\u3000\u2460", "plain ascii text", "e\u0301\u0301 \U0001F469\u200d\U0001F52C"]
+    for name, r in (("rules", rules), ("one", {"\u00c5": "A"}), ("deep", {"abcdefgh": "x", "abc": "", "ab": "yz"})):
+        blob = charsmap(r)
+        for i, text in enumerate(texts):
+            write("precompiled", f"{name}_{i}", struct.pack("<H", len(blob)) + blob + text.encode())
+    write("precompiled", "base64", base64.b64encode(charsmap(rules)))
+
+
+# ---- attention maps in analyse_fuzzer.cc's layout: flags, T, overview cells, tokens, weights ----
+def analyse_seeds() -> None:
+    def seed(name: str, layers: int, heads: int, causal: int, plain: bool, normalised: bool, tokens, weights: bytes):
+        flags = layers | heads << 2 | causal << 4 | (0x40 if plain else 0) | (0x80 if normalised else 0)
+        write("analyse", name, bytes([flags, len(tokens), 16]) + bytes(tokens) + weights)
+
+    rng = np.random.default_rng(0)
+    cls_words_sep = [0x85] + [i % 15 for i in range(10)] + [0x85]
+    seed("bert_like", 2, 3, 2, True, True, cls_words_sep, rng.integers(0, 255, 500, dtype=np.uint8).tobytes())
+    seed("causal", 1, 2, 1, False, True, list(range(12)), rng.integers(0, 255, 300, dtype=np.uint8).tobytes())
+    T = 6
+    uniform = np.full((1, 1, T, T), 1.0 / T, dtype=np.float32)
+    seed("raw_uniform", 1, 1, 2, False, False, list(range(T)), uniform.tobytes())
+    lower = np.tril(np.ones((T, T), dtype=np.float32))
+    seed("raw_causal", 1, 1, 0, False, False, list(range(T)), (lower / lower.sum(1, keepdims=True)).tobytes())
+    seed("raw_nan", 1, 1, 2, False, False, [1, 2, 3], np.array([np.nan, 0.5, 0.5] * 3, dtype=np.float32).tobytes())
 
 
 def charsmap(rules) -> bytes:
@@ -234,7 +331,8 @@ def http_seeds() -> None:
           f"Transfer-Encoding: chunked\r\n\r\n{len(chunked):x}\r\n{chunked}\r\n0\r\n\r\n")
 
 
-for make in (safetensors_seeds, gguf_seeds, config_seeds, tokenizer_seeds, template_seeds, data_seeds, http_seeds):
+for make in (safetensors_seeds, gguf_seeds, config_seeds, tokenizer_seeds, precompiled_seeds, analyse_seeds, template_seeds,
+             data_seeds, http_seeds):
     make()
 for d in sorted(args.out.iterdir()):
     print(f"seeds: {d.name}: {len(list(d.iterdir()))} files, {sum(f.stat().st_size for f in d.iterdir())} bytes")

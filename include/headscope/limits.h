@@ -194,4 +194,9 @@ inline constexpr double kMaxAttentionRowSumError = 1e-3;
 // so the same text is refused the same way (a model's position limit is far below it anyway).
 inline constexpr uint64_t kMaxPythonTextBytes = uint64_t{16} << 20;
 
+// ---- fuzz (fuzz/*_fuzzer.cc; docs/reliability.md, "Fuzzing") ----
+// Tokens of the attention maps analyse_fuzzer builds ([<=3, <=3, T, T]): 128 keeps a map at most
+// 0.6 MB and one input's analysis far inside libFuzzer's 10 s, so a 20 s run tries many shapes.
+inline constexpr int64_t kMaxFuzzAnalyseTokens = 128;
+
 }  // namespace headscope::limits

@@ -16,8 +16,9 @@
 
 namespace headscope::ops {
 
-// Rows of x up to which quant_linear takes the GEMV (measured on SmolLM2 Q4_1 and Gemma 3 Q4_K_M,
-// docs/performance.md: at 4 rows the GEMV still beats dequantise-then-sgemm; at 8 it no longer does).
+// Rows of x up to which quant_linear takes the GEMV: one accumulator register per row beside the
+// weight vectors fits AVX2's 16 registers, and a generation step has T = 1. Past a few rows sgemm
+// reuses each dequantised panel across the rows; the crossover between 4 and 8 was not measured.
 constexpr int64_t kGemvMaxRows = 4;
 
 // Weights (rows · cols) below which a GEMV runs on one thread: ~1 M weights is ~0.3 ms of work on

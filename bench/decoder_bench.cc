@@ -5,6 +5,7 @@
 //   step     — one generation step through the KV cache after T tokens (attention row captured)
 // Run through bench/decoder_bench.py, which times transformers on the same model beside it.
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -26,6 +27,11 @@ static double median_ms(int repeats, F&& f) {
 }
 
 int main(int argc, char** argv) {
+  // As the CLI does (tools/cli/common.h, use_passive_wait_policy): waiting OpenMP threads sleep
+  // unless the user chose a policy; libgomp reads it before main, hence the re-exec.
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr &&
+      setenv("OMP_WAIT_POLICY", "passive", 0) == 0)
+    execv("/proc/self/exe", argv);
   if (argc < 4) {
     std::fprintf(stderr, "usage: decoder_bench MODEL THREADS T [T ...] [--repeats N]\n");
     return 1;

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include <omp.h>
+
 #include "capture/capture.h"
 #include "models/families.h"
 #include "ops/activations.h"
@@ -12,6 +14,7 @@
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
+#include "ops/quant_gemv.h"
 #include "tensor/tensor_ops.h"
 
 namespace headscope {
@@ -353,6 +356,15 @@ Capture DecoderModel::extend(DecoderState& state, const std::vector<int32_t>& id
   }
   check_run_memory(Tk, extend_bytes(past, cache->capacity, T, options, cache->layers()), options);
   cache->reserve(Tk);
+
+  // A generation step (T ≤ kGemvMaxRows) is dozens of short parallel regions per layer: waking a
+  // second thread for each cost more than it saved on a shared machine (docs/performance.md,
+  // "Generation step"), so the step runs on the calling thread; the count is restored after.
+  struct OneThreadForShortWork {
+    int saved = omp_get_max_threads();
+    explicit OneThreadForShortWork(bool on) { if (!on) saved = 0; else omp_set_num_threads(1); }
+    ~OneThreadForShortWork() { if (saved > 0) omp_set_num_threads(saved); }
+  } one_thread(T <= ops::kGemvMaxRows);
 
   capture::Recorder rec(cfg_, T, Tk, options, kv_head_of_);  // T query rows over Tk keys (model.h)
   Pass pass(*this, *cache, rec, T);

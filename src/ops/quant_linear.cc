@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ops/matmul.h"
+#include "ops/quant_gemv.h"
 
 namespace headscope::ops {
 
@@ -15,6 +16,10 @@ void quant_linear(const float* x, int64_t T, const QuantMatrix& W, const float* 
     return;
   }
   if (T <= 0) return;
+  if (T <= kGemvMaxRows) {  // a generation step: read each weight once, no fp32 scratch
+    quant_gemv(x, T, W, bias, y);
+    return;
+  }
   const int64_t n_panels = (out + kQuantPanelRows - 1) / kQuantPanelRows;
   std::exception_ptr failure;  // an exception may not leave a parallel region: kept, rethrown after
 #pragma omp parallel

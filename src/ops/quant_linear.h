@@ -6,7 +6,9 @@
 // are shared between threads (OpenMP, static schedule) and each sgemm runs on its thread. Every
 // output element is a dot product over the same fp32 weights as dequantize-then-multiply (the
 // slow twin, ops::reference::quant_linear); the two agree to sgemm's rounding
-// (tests/unit/quant_linear_test.cc). An fp32 matrix goes straight to ops::linear.
+// (tests/unit/quant_linear_test.cc). An fp32 matrix goes straight to ops::linear. Up to
+// kGemvMaxRows rows of x (a generation step) take ops::quant_gemv instead, which reads each
+// weight once and writes no scratch.
 #pragma once
 #include <cstdint>
 

@@ -95,6 +95,16 @@ void QuantMatrix::dequantize_rows(int64_t r0, int64_t n, float* dst) const {
   }
 }
 
+QuantMatrix::StoredRow QuantMatrix::stored_row(int64_t r) const {
+  int64_t first = 0;  // first row of the part
+  for (const Part& p : parts_) {
+    if (r >= first && r < first + p.rows) return {p.type, p.data + size_t(r - first) * p.row_bytes};
+    first += p.rows;
+  }
+  throw Error("stored_row: row " + std::to_string(r) + " of a " + std::to_string(rows_) + "-row " +
+              (stored() ? "stored" : "fp32") + " matrix");
+}
+
 Tensor QuantMatrix::to_f32() const {
   if (!stored()) return f32_;
   Tensor w({rows_, cols_}, Tensor::Uninitialized{});

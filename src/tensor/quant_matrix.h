@@ -45,6 +45,14 @@ class QuantMatrix {
   uint64_t bytes() const;
   std::string type_names() const;  // "F32", "Q4_K", "Q4_K+Q6_K" (messages, docs)
 
+  // Row r's blocks as stored (type and first byte), for kernels that read blocks themselves
+  // (ops/quant_gemv.cc). Requires stored() and 0 ≤ r < rows().
+  struct StoredRow {
+    io::GgmlType type;
+    const uint8_t* data;
+  };
+  StoredRow stored_row(int64_t r) const;
+
   // dst[n, cols] = rows r0 .. r0 + n − 1 as fp32.
   void dequantize_rows(int64_t r0, int64_t n, float* dst) const;
   Tensor to_f32() const;                          // the whole matrix [rows, cols]

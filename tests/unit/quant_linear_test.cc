@@ -1,6 +1,7 @@
-// ops::quant_linear (weights kept as GGUF blocks, dequantised panel by panel inside the product)
-// beside its slow twin (the whole matrix dequantised, then one sgemm), for every type the
-// dequantisers know, on random blocks written here, with row counts that leave a ragged last panel.
+// ops::quant_linear (weights kept as GGUF blocks, dequantised panel by panel inside the product,
+// or row by row in a GEMV for a few rows of x) beside its slow twin (the whole matrix dequantised,
+// then one sgemm), for every type the dequantisers know, on random blocks written here, with row
+// counts that leave a ragged last panel.
 #include "ops/quant_linear.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "ops/quant_gemv.h"
 #include "ops/reference/quant_linear.h"
 #include "test_support.h"
 
@@ -66,6 +68,12 @@ Compared compare(const QuantMatrix& W, int64_t T, bool with_bias, unsigned seed)
   return c;
 }
 
+// The panel path multiplies the same fp32 weights with the same sgemm as the twin: they agree to
+// sgemm's rounding. The GEMV (T ≤ kGemvMaxRows) sums each row in its own order (8 lanes, then
+// across): a float sum of n terms may differ by ~n · 2⁻²⁴ of Σ|x·w| in the worst case; 1e-5 is
+// that for 512 columns with room to spare, and far below the gap between two quantisations.
+double bound(int64_t T) { return T <= headscope::ops::kGemvMaxRows ? 1e-5 : 1e-6; }
+
 const GgmlType kTypes[] = {GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
                            GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
                            GgmlType::Q5_K, GgmlType::Q6_K};
@@ -79,9 +87,9 @@ TEST(QuantLinear, EveryTypeAgreesWithDequantizeThenMultiply) {
     const QuantMatrix W = QuantMatrix::stored(type, rows, cols, bytes.data(), nullptr);
     ASSERT_TRUE(W.stored());
     EXPECT_EQ(W.bytes(), bytes.size());
-    for (int64_t T : {1, 5, 33}) {
-      const Compared c = compare(W, T, /*with_bias=*/T == 5, unsigned(T));
-      EXPECT_LE(c.max_rel, 1e-6) << io::ggml_type_name(type) << " T = " << T << " max |Δ| " << c.max_abs;
+    for (int64_t T : {1, 2, 3, 4, 5, 33}) {
+      const Compared c = compare(W, T, /*with_bias=*/T % 2 == 1, unsigned(T));
+      EXPECT_LE(c.max_rel, bound(T)) << io::ggml_type_name(type) << " T = " << T << " max |Δ| " << c.max_abs;
       worst = std::max(worst, c.max_rel);
       if (!c.bit_equal) std::printf("%s T=%lld: not bit-equal, max |Δ| %.3g\n", io::ggml_type_name(type), (long long)T, c.max_abs);
     }
@@ -108,11 +116,33 @@ TEST(QuantLinear, FusedRowsOfDifferentTypesAndRowBlocks) {
   io::dequantize_row(GgmlType::Q6_K, k.data() + 5 * io::ggml_type_size(GgmlType::Q6_K), expected.data(), cols);
   EXPECT_EQ(row, expected);
   EXPECT_LE(compare(W, 17, true, 7).max_rel, 1e-6);
+  EXPECT_LE(compare(W, 1, true, 9).max_rel, bound(1));  // the GEMV across the joins
   const QuantMatrix middle = W.row_block(65, 20);  // 5 rows of Q, all of K, 6 of V
   const Tensor whole = W.to_f32(), part = middle.to_f32();
   ASSERT_EQ(part.shape, (std::vector<int64_t>{20, cols}));
   for (int64_t i = 0; i < 20 * cols; ++i) ASSERT_EQ(part.ptr()[i], whole.ptr()[65 * cols + i]) << i;
   EXPECT_LE(compare(middle, 3, false, 8).max_rel, 1e-6);
+}
+
+TEST(QuantLinear, GemvSplitAcrossThreadsAgreesWithTheTwin) {
+  // 2,051 × 512 Q4_1 and Q4_K weights are more than kGemvMinParallelWeights, so the rows are split
+  // across the threads (two chunks of different length: 2,051 is odd); the ragged end row and the
+  // seam between chunks must match the twin like any other.
+  const int64_t rows = 2051, cols = 512;
+  static_assert(rows * cols >= headscope::ops::kGemvMinParallelWeights);
+  for (GgmlType type : {GgmlType::Q4_1, GgmlType::Q4_K}) {
+    const std::vector<uint8_t> bytes = random_blocks(type, rows, cols, 21);
+    const QuantMatrix W = QuantMatrix::stored(type, rows, cols, bytes.data(), nullptr);
+    for (int64_t T : {1, 4}) EXPECT_LE(compare(W, T, true, 22).max_rel, bound(T)) << io::ggml_type_name(type);
+  }
+}
+
+TEST(QuantLinear, GemvRefusesMoreRowsThanItKeepsInRegisters) {
+  const uint8_t bytes[64] = {};
+  const QuantMatrix W = QuantMatrix::stored(GgmlType::Q8_0, 2, 32, bytes, nullptr);
+  std::vector<float> x(32 * 5), y(2 * 5);
+  headscope::testing::expect_error([&] { headscope::ops::quant_gemv(x.data(), 5, W, nullptr, y.data()); },
+                                   {"quant_gemv", "5 rows"});
 }
 
 TEST(QuantLinear, Fp32MatrixIsTheOrdinaryLinear) {

@@ -7,7 +7,15 @@
 #include <iostream>
 #include <iterator>
 
+#include <unistd.h>
+
 namespace headscope::cli {
+
+void use_passive_wait_policy(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
+  if (setenv("OMP_WAIT_POLICY", "passive", 0) != 0) return;
+  execv("/proc/self/exe", argv);  // returns only on failure: run on with the default policy
+}
 
 std::string default_model_dir() {
   const char* env = std::getenv("HEADSCOPE_MODEL");

@@ -9,6 +9,13 @@
 
 namespace headscope::cli {
 
+// OpenMP threads that wait for work sleep rather than spin (OMP_WAIT_POLICY=passive) unless the
+// user set OMP_WAIT_POLICY or GOMP_SPINCOUNT. libgomp reads the variable when it is loaded, before
+// main, so the process re-executes itself once with it set (nothing happens if that fails). On a
+// shared machine spinning threads were 5–10× slower at two threads than one
+// (docs/performance.md, "Generation step"); sleeping ones never lost to one thread there.
+void use_passive_wait_policy(char** argv);
+
 inline constexpr const char* kDefaultModelDir = "models/all-MiniLM-L6-v2";
 // $HEADSCOPE_MODEL if set, else kDefaultModelDir.
 std::string default_model_dir();

@@ -4,9 +4,11 @@
 #include <exception>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "headscope/error.h"
 
 int main(int argc, char** argv) {
+  headscope::cli::use_passive_wait_policy(argv);
   CLI::App app{"headscope — see what every attention head of a real transformer does"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "headscope 0.1.0");

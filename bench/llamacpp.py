@@ -150,11 +150,14 @@ def main():
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
     keys = [f"pp{T}" for T in lengths] + ["tg"]
-    print("\n| model | threads | " + " | ".join(f"{k} llama.cpp t/s | {k} headscope t/s | ratio" for k in keys) + " |")
-    print("|---|---|" + "---|---|---|" * len(keys))
+    long = f"pp{max(lengths)}"
+    print("\n| model | threads | " + " | ".join(f"{k} llama.cpp t/s | {k} headscope t/s | ratio" for k in keys) +
+          f" | tg within 1.5x | {long} within 2x |")
+    print("|---|---|" + "---|---|---|" * len(keys) + "---|---|")
     for name, t, ref, hs in rows:
         cells = " | ".join(f"{ref[k]:.1f} | {hs[k]:.1f} | {hs[k] / ref[k]:.2f}" for k in keys)
-        print(f"| {name} | {t} | {cells} |")
+        met = ["met" if hs[k] * limit >= ref[k] else "not met" for k, limit in (("tg", 1.5), (long, 2.0))]
+        print(f"| {name} | {t} | {cells} | {met[0]} | {met[1]} |")
     print(f"\nratio = headscope t/s / llama.cpp t/s. Targets: tg ratio >= {1 / 1.5:.2f} (within 1.5x), "
           f"pp{max(lengths)} ratio >= 0.50 (within 2x, every head captured).")
 

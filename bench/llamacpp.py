@@ -35,7 +35,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from bench_env import env_for, json_lines  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-CACHE = ROOT / ".venv" / "share" / "llama-cpp-python"
+# .venv is a link shared by checkouts: the real path keeps one build whichever checkout runs this.
+CACHE = (ROOT / ".venv").resolve() / "share" / "llama-cpp-python"
 
 
 def sdist():
@@ -63,6 +64,10 @@ def build(src):
     binary = out / "bin" / "llama-bench"
     if binary.exists():
         return binary, None
+    cache = out / "CMakeCache.txt"
+    if cache.exists() and f"CMAKE_HOME_DIRECTORY:INTERNAL={src}\n" not in cache.read_text():
+        sys.exit(f"llamacpp.py: {out} was configured from another path (another checkout, whose build may "
+                 "still be running); wait for it to finish, or delete that folder to build again from here")
     t0 = time.monotonic()
     subprocess.run(["cmake", "-S", str(src), "-B", str(out), "-G", "Ninja",
                     "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON", "-DBUILD_SHARED_LIBS=OFF",

@@ -8,7 +8,7 @@ BUILD := build
 GOLDENS := $(BUILD)/goldens
 DEMO_TEXT := The animal didn't cross the street because it was too tired.
 
-.PHONY: all setup build python evidence goldens test test-cpp test-python test-web test-views web-embed test-sanitize test-fuzz fuzz fuzz-build demo bench clean
+.PHONY: all setup build python evidence goldens test test-cpp test-python test-web test-views web-embed test-sanitize test-fuzz fuzz fuzz-build demo bench bench-llamacpp clean
 
 all: build
 
@@ -109,6 +109,11 @@ demo: build evidence
 
 bench: build
 	@bench/run.sh
+
+# headscope beside llama.cpp (built once from the llama-cpp-python sdist in .venv/share/) on the
+# decoder GGUFs; a benchmark, not part of test. See docs/performance.md.
+bench-llamacpp: build
+	@$(PY) bench/llamacpp.py
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-debug $(BUILD)-sanitize $(BUILD)-fuzz $(BUILD)-python

@@ -177,7 +177,8 @@ TEST(RobertaGguf, VocabularyTokenizesAsTokenizerJson) {
   const headscope::Tokenizer& json = twin->tokenizer();
   ASSERT_EQ(tok.vocab_size(), json.vocab_size());
   std::vector<std::string> texts;
-  for (const auto& p : manifest()["tiny_roberta"]) texts.push_back(p.at("text").get<std::string>());
+  const nlohmann::json golden = manifest();  // kept alive: a range-for over manifest()[...] reads a destroyed temporary
+  for (const auto& p : golden.at("tiny_roberta")) texts.push_back(p.at("text").get<std::string>());
   std::ifstream in(headscope::testing::goldens_dir("tokenizer") / "minilm.jsonl");
   ASSERT_TRUE(in) << "missing tokenizer goldens; run `make goldens`";
   for (std::string line; std::getline(in, line);) texts.push_back(nlohmann::json::parse(line).at("text").get<std::string>());

@@ -311,11 +311,13 @@ TEST(LoadMemory, GgufLinearLayersAreCountedAtTheirStoredBytes) {
   EXPECT_EQ(e.bytes, stored + fp32 + fp32 / 8 + headscope::limits::kLoadOverheadBytes);
   EXPECT_LT(e.bytes, 4 * parameters / 2);  // well under the fp32 expansion it used to count
   // What loading and one run add to the process (anonymous memory: the weights kept as stored are
-  // file pages) stays under the estimate's fp32 part and overhead.
+  // file pages) stays under the estimate's fp32 part and overhead. Not under AddressSanitizer: its
+  // quarantine keeps every freed panel buffer resident (580 MiB measured against 224 MiB), so the
+  // release build is where this bound is checked.
+  if (kUnderAddressSanitizer) return;
   const uint64_t before = rss_anon();
   const auto model = Model::load(gguf);
   model->run(model->encode("The estimate covers the weights."), CaptureOptions::attention_only());
   const uint64_t after = rss_anon();
-  EXPECT_LE(double(after - std::min(after, before)),
-            double(e.bytes - e.stored_bytes) * (kUnderAddressSanitizer ? 2.0 : 1.0));
+  EXPECT_LE(double(after - std::min(after, before)), double(e.bytes - e.stored_bytes));
 }

@@ -258,7 +258,8 @@ std::unique_ptr<Model> load_gemma(const std::string& dir, const nlohmann::json& 
   const std::string where = dir + "/config.json";
   // A multimodal "gemma3" config holds the text model in text_config; its weights sit behind
   // "language_model." in the checkpoint.
-  const bool multimodal = config.value("model_type", "") == "gemma3";
+  const auto type = config.find("model_type");  // a non-string model_type is refused by llama_like_config below
+  const bool multimodal = type != config.end() && type->is_string() && *type == "gemma3";
   if (multimodal && !(config.contains("text_config") && config["text_config"].is_object()))
     throw Error(where + ": model_type \"gemma3\" without a \"text_config\" object");
   nlohmann::json text = multimodal ? config["text_config"] : config;

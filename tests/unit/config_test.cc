@@ -428,3 +428,11 @@ TEST(ConfigGguf, UnknownArchitectureListsTheDispatchTable) {
 }
 
 }  // namespace
+
+// Found by config_fuzzer: a model_type that is not a string made the Gemma loader throw
+// nlohmann's type_error instead of a one-line Error.
+TEST(ConfigHostile, GemmaLoaderRefusesANumericModelType) {
+  const nlohmann::json c = {{"model_type", 0.1}, {"hidden_size", 64}, {"num_hidden_layers", 2}};
+  headscope::models::WeightCheck weights(/*strict=*/true);
+  EXPECT_THROW(headscope::models::load_gemma("/nonexistent-headscope-test", c, weights), headscope::Error);
+}

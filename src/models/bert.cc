@@ -62,7 +62,7 @@ ModelConfig bert_config(const nlohmann::json& c, const std::string& where) {
   m.d_head = m.d_model / m.n_head;
   const std::string act = json_string(c, "hidden_act", where, "gelu");
   if (act != "gelu") throw Error(where + ": hidden_act \"" + act + "\" is not supported (only \"gelu\")");
-  // relative_key / relative_key_query add learned distance embeddings to the scores: not implemented.
+  // relative_key / relative_key_query (learned distance embeddings added to the scores) are refused by name.
   const std::string pos = json_string(c, "position_embedding_type", where, "absolute");
   if (pos != "absolute")
     throw Error(where + ": position_embedding_type \"" + pos + "\" is not supported (only \"absolute\")");

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "headscope/model.h"
+#include "golden_util.h"
 
 namespace {
 
@@ -25,18 +26,11 @@ using headscope::Encoding;
 using headscope::Model;
 using headscope::Tensor;
 using headscope::testing::expect_error;
+using headscope::testing::read_f32;
 using headscope::testing::TempDir;
 using headscope::testing::write_raw;
 
 fs::path goldens() { return headscope::testing::goldens_dir("encoders"); }
-
-Tensor read_f32(const fs::path& dir, const nlohmann::json& entry) {
-  Tensor t(entry.at("shape").get<std::vector<int64_t>>());
-  std::ifstream in(dir / entry.at("file").get<std::string>(), std::ios::binary);
-  in.read(reinterpret_cast<char*>(t.ptr()), static_cast<std::streamsize>(t.numel() * 4));
-  EXPECT_TRUE(in.good()) << "cannot read " << entry.dump();
-  return t;
-}
 
 Encoding encoding_of(const std::vector<int32_t>& ids) {
   Encoding e;

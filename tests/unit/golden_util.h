@@ -1,6 +1,6 @@
 // Reading the decoder goldens that tests/reference/reference_models.py writes: per model folder,
 // golden/manifest.json {"prompts": [{"text", "ids", "tensors": {name: {"file", "shape"}}}]} and
-// little-endian float32 files in C order. Shared by decoders_test.cc and decoders_more_test.cc.
+// little-endian float32 files in C order. Shared by the decoder, encoder and BERT GGUF suites.
 #pragma once
 #include <gtest/gtest.h>
 

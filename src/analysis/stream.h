@@ -15,6 +15,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "analysis/statistics.h"
@@ -39,14 +40,23 @@ struct StreamPlan {
   std::vector<int32_t> cell_of;     // [T] overview row (and column) of each token
   std::vector<int32_t> cell_start;  // [cells + 1] first token of each cell; cell_start[cells] = T
   std::vector<int64_t> offset_count;  // [2T − 1] queries q whose key q + d is attendable, index d + T − 1
+  // `tokens` under each sliding window of the model's layers (SequenceInfo::window > 0), for the
+  // token-level statistics of those layers' heads; the word level and the level without special
+  // tokens keep the plain causal mask (their unit indices are not token positions).
+  std::vector<SequenceInfo> windowed_tokens;
 
   int T() const { return tokens.T(); }
+  // `tokens` under `window` (0: tokens itself); throws Error for a window the plan was not made with.
+  const SequenceInfo& tokens_under(int64_t window) const;
 };
-StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_specials, int overview_cells);
+// layer_window: ModelConfig::window (may be empty), the windows the heads will ask for.
+StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_specials, int overview_cells,
+                            std::span<const int64_t> layer_window = {});
 
 class HeadStream {
  public:
-  explicit HeadStream(const StreamPlan& plan);
+  // window: the sliding window of the head's layer (0 = none), one the plan was made with.
+  explicit HeadStream(const StreamPlan& plan, int64_t window = 0);
   // Query rows q0 .. q1−1: rows[(q − q0) · width + k]; width = T for a bidirectional model, at
   // least q1 for a causal one (keys after q are masked and never read).
   void add_rows(const float* rows, int q0, int q1, int width);
@@ -74,6 +84,7 @@ class HeadStream {
  private:
   void check_block(int next, int q0, int q1, int width) const;
   const StreamPlan* plan_;
+  const SequenceInfo* tokens_;  // plan_->tokens under this head's window
   int next_row_ = 0, next_overview_row_ = 0, next_word_row_ = 0;
   HeadOverview overview_;          // sum, max and received as they accumulate
   std::vector<double> offset_sum_;  // [2T − 1] Σ_q a_{q, q+d}, index d + T − 1
@@ -88,7 +99,10 @@ class HeadStream {
 // value norms reach the token-level statistics before its rows) (CaptureOptions::attention_sink) in
 // blocks of `capture.attention_block_rows` rows: no [T, T] map is stored. `capture` says what else
 // the pass records; `layer_done(l)` is called once layer l's rows are all in. Returns the capture.
-std::vector<HeadStream> make_head_streams(const StreamPlan& plan, int n_heads);
+// layer_window [n_layer] (ModelConfig::window, may be empty; n_heads a multiple of its size): the
+// heads of layer l = i / (n_heads / n_layer) get window layer_window[l].
+std::vector<HeadStream> make_head_streams(const StreamPlan& plan, int n_heads,
+                                          std::span<const int64_t> layer_window = {});
 // Feeds stored maps [n_layer, n_head, T, T] to the head streams, every head at once.
 // With value_norms [n_layer, n_head, T] (may be empty) the token-level statistics also get the
 // norm-weighted sink share.

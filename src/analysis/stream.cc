@@ -28,6 +28,13 @@ const SequenceInfo& StreamPlan::tokens_under(int64_t window) const {
   throw Error("attention stream: the plan has no sliding window of " + std::to_string(window) + " tokens");
 }
 
+const SequenceInfo& StreamPlan::token_plain_under(int64_t window) const {
+  if (window == tokens.window) return token_plain.units;
+  for (size_t i = 0; i < windowed_tokens.size(); ++i)
+    if (windowed_tokens[i].window == window) return windowed_token_plain[i];
+  throw Error("attention stream: the plan has no sliding window of " + std::to_string(window) + " tokens");
+}
+
 StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_specials, int overview_cells,
                             std::span<const int64_t> layer_window) {
   const int T = tokens.T();
@@ -71,13 +78,20 @@ StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_spe
       continue;
     plan.windowed_tokens.push_back(tokens);
     plan.windowed_tokens.back().window = w;
+    // Kept tokens p .. p + K − 1: query q + p sees kept keys max(p, q + p − w + 1) .. q + p, which
+    // are kept indices max(0, q − w + 1) .. q, the same window.
+    const std::vector<int32_t>& kept = plan.token_plain.kept;
+    const bool one_run = !kept.empty() && kept.back() - kept.front() + 1 == static_cast<int32_t>(kept.size());
+    plan.windowed_token_plain.push_back(plan.token_plain.units);
+    plan.windowed_token_plain.back().window = plan.has_specials && one_run ? w : 0;
   }
   plan.tokens = std::move(tokens);
   plan.words = std::move(words);
   return plan;
 }
 
-HeadStream::HeadStream(const StreamPlan& plan, int64_t window) : plan_(&plan), tokens_(&plan.tokens_under(window)) {
+HeadStream::HeadStream(const StreamPlan& plan, int64_t window)
+    : plan_(&plan), tokens_(&plan.tokens_under(window)), token_plain_(&plan.token_plain_under(window)) {
   const size_t T = static_cast<size_t>(plan.T()), cells = static_cast<size_t>(plan.cells);
   overview_.T = plan.T();
   overview_.cells = plan.cells;
@@ -129,7 +143,7 @@ void HeadStream::add_stat_rows(const float* rows, int q0, int q1, int width) {
     if (p.has_specials && p.token_plain_index[static_cast<size_t>(q)] >= 0) {
       drop_special_row(a, q, p.tokens, p.token_plain.kept, token_row_.data());
       const int qi = p.token_plain_index[static_cast<size_t>(q)];
-      token_plain.add_rows(token_row_.data(), qi, qi + 1, p.token_plain.units);
+      token_plain.add_rows(token_row_.data(), qi, qi + 1, *token_plain_);
     }
   }
   next_row_ = q1;

@@ -41,13 +41,17 @@ struct StreamPlan {
   std::vector<int32_t> cell_start;  // [cells + 1] first token of each cell; cell_start[cells] = T
   std::vector<int64_t> offset_count;  // [2T − 1] queries q whose key q + d is attendable, index d + T − 1
   // `tokens` under each sliding window of the model's layers (SequenceInfo::window > 0), for the
-  // token-level statistics of those layers' heads; the word level and the level without special
-  // tokens keep the plain causal mask (their unit indices are not token positions).
-  std::vector<SequenceInfo> windowed_tokens;
+  // token-level statistics of those layers' heads. The tokens without specials
+  // (token_plain.units) under the same windows, index for index: exact when the kept tokens are
+  // one run of positions (specials only before and after the text: BOS, EOS), else the plain
+  // causal mask. The word level keeps the plain causal mask (a window does not cut along words).
+  std::vector<SequenceInfo> windowed_tokens, windowed_token_plain;
 
   int T() const { return tokens.T(); }
   // `tokens` under `window` (0: tokens itself); throws Error for a window the plan was not made with.
   const SequenceInfo& tokens_under(int64_t window) const;
+  // token_plain.units under `window`, as above.
+  const SequenceInfo& token_plain_under(int64_t window) const;
 };
 // layer_window: ModelConfig::window (may be empty), the windows the heads will ask for.
 StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_specials, int overview_cells,
@@ -84,7 +88,8 @@ class HeadStream {
  private:
   void check_block(int next, int q0, int q1, int width) const;
   const StreamPlan* plan_;
-  const SequenceInfo* tokens_;  // plan_->tokens under this head's window
+  const SequenceInfo* tokens_;       // plan_->tokens under this head's window
+  const SequenceInfo* token_plain_;  // plan_->token_plain.units under this head's window
   int next_row_ = 0, next_overview_row_ = 0, next_word_row_ = 0;
   HeadOverview overview_;          // sum, max and received as they accumulate
   std::vector<double> offset_sum_;  // [2T − 1] Σ_q a_{q, q+d}, index d + T − 1

@@ -175,7 +175,13 @@ TEST(LongText, WindowedStatisticsCountOnlyTheVisibleKeys) {
     AnalyseOptions options;
     options.capture = CaptureOptions::attention_only();
     options.maps = AnalyseOptions::Maps::kDense;
+    options.without_specials = true;
     const RunAnalysis run = analyse(*model, text, enc, {}, options);
+    std::vector<int> kept;  // the tokens without specials: BOS (and EOS) only, so one run
+    for (int t = 0; t < T; ++t)
+      if (!enc.tokens[size_t(t)].special) kept.push_back(t);
+    ASSERT_LT(int(kept.size()), T) << "the template adds a special token";
+    ASSERT_EQ(kept.back() - kept.front() + 1, int(kept.size()));
     for (int layer = 0; layer < c.n_layer; ++layer) {
       const int head = c.n_head - 1;
       const float* map = run.capture.attention.ptr() + (int64_t(layer) * c.n_head + head) * T * T;
@@ -198,6 +204,19 @@ TEST(LongText, WindowedStatisticsCountOnlyTheVisibleKeys) {
       EXPECT_NEAR(s.entropy_norm, norm_sum / norm_rows, 1e-6 * std::abs(norm_sum / norm_rows)) << "layer " << layer;
       EXPECT_EQ(s.n_sink_queries, first_rows);
       EXPECT_NEAR(s.first_mass, first_sum / first_rows, 1e-6) << "layer " << layer;
+    // Without specials: each kept row renormalised over its kept keys, n = min(i + 1, window).
+    double plain_sum = 0;
+    int plain_rows = 0;
+    for (int i = 0; i < int(kept.size()); ++i) {
+      const float* row = map + int64_t(kept[size_t(i)]) * T;
+      double mass = 0, h = 0;
+      for (int j = 0; j <= i; ++j) mass += row[kept[size_t(j)]];
+      for (int j = 0; j <= i; ++j)
+        if (const double a = row[kept[size_t(j)]] / mass; a > 0) h -= a * std::log2(a);
+      if (const int64_t n = std::min<int64_t>(i + 1, w); n > 1) plain_sum += h / std::log2(double(n)), ++plain_rows;
+    }
+    const analysis::HeadStats& p = run.token_plain.stats[size_t(layer * c.n_head + head)];
+    EXPECT_NEAR(p.entropy_norm, plain_sum / plain_rows, 1e-6 * std::abs(plain_sum / plain_rows)) << "layer " << layer;
       if (w < T)
         EXPECT_TRUE(std::isnan(run.overviews[size_t(layer * c.n_head + head)].offset_mass[size_t(T - 1 - w)]))
             << "no query sees the key at offset −window";

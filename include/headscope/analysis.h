@@ -42,11 +42,18 @@ struct SequenceInfo {
                                     //     a negative id never matches anything
   std::vector<uint8_t> attendable;  // [T] 0 = padding key, never attended; empty: all keys valid
   bool causal = false;              // query q sees keys k <= q only (decoders)
+  int64_t window = 0;               // with causal: q sees only keys with q − k < window (a
+                                    //     sliding-window layer, ModelConfig::window); 0 = no window
 
   int T() const { return static_cast<int>(kinds.size()); }
+  // The first key query q may see through the window (0 without one).
+  int first_key(int q) const {
+    return causal && window > 0 && q - window + 1 > 0 ? static_cast<int>(q - window + 1) : 0;
+  }
   // Whether query q may attend to key k under the mask.
   bool may_attend(int q, int k) const {
-    return (!causal || k <= q) && (attendable.empty() || attendable[static_cast<size_t>(k)] != 0);
+    return (!causal || (k <= q && k >= first_key(q))) &&
+           (attendable.empty() || attendable[static_cast<size_t>(k)] != 0);
   }
 };
 
@@ -76,6 +83,10 @@ struct HeadStats {
   std::array<double, kOffsetSlots> offset_mass{};
 
   // Token kinds.
+  // first_mass, sink_mass and sink_mass_norm are means over the n_sink_queries queries whose
+  // window holds the first position (every query without a sliding window); the other fields of
+  // this group over all n_queries.
+  int64_t n_sink_queries = 0;
   double first_mass = 0;        // a_0: the first position ([CLS] or BOS or the first word)
   double special_mass = 0;      // on TokenKind::kSpecial keys
   double end_special_mass = 0;  // on special keys after position 0 ([SEP], EOS)

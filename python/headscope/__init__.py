@@ -365,6 +365,7 @@ class HeadStats:
     content_mass: float
     duplicate_mass: float
     n_duplicate_queries: int
+    n_sink_queries: int  # queries whose sliding window holds the first position (all without one)
     offset_mass: dict[int, float]  # signed offset d = k - q in -8..8 -> mean weight at q + d
 
 
@@ -529,6 +530,7 @@ def _stats_of(heads: list[dict]) -> list[HeadStats]:
                 kv_head=h["kv_head"],
                 n_queries=int(s["n_queries"]),
                 n_duplicate_queries=int(s["n_duplicate_queries"]),
+                n_sink_queries=int(s["n_sink_queries"]),
                 offset_mass={int(k): _num(v) for k, v in s["offset_mass"].items()},
                 **values,
             )

@@ -82,7 +82,7 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
   keep_first(report_gap, options.max_gap_rows);
   keep_first(select_gap, options.max_gap_rows);
 
-  ModelStatsAccumulator token_stats(L, H), word_stats(L, H);
+  ModelStatsAccumulator token_stats(L, H, c.window), word_stats(L, H);
   auto add_stats = [&](const Capture& cap, const Encoding& enc, const std::string& text, const WordMap& map,
                        const Tensor& units) {
     const SequenceInfo seq = describe_sequence(enc, text, c.causal);
@@ -133,8 +133,8 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
       } else {
         // Corpus texts may be long: their attention is streamed into the statistics, never stored.
         const StreamPlan plan = make_stream_plan(describe_sequence(enc, corpus[i], c.causal),
-                                                 words_from_encoding(enc), /*without_specials=*/false, 1);
-        std::vector<HeadStream> heads = make_head_streams(plan, N);
+                                                 words_from_encoding(enc), /*without_specials=*/false, 1, c.window);
+        std::vector<HeadStream> heads = make_head_streams(plan, N, c.window);
         run_streamed(model, enc, heads, capture);
         for (int h = 0; h < N; ++h) {
           token_stats.merge_head(size_t(h), heads[size_t(h)].token);

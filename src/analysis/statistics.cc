@@ -118,7 +118,9 @@ void HeadStatsAccumulator::add_rows(const float* rows, int q0, int q1, const Seq
     }
     if (n == 0) continue;  // a padding query under a causal mask, nothing to describe
     ++n_;
-    if (norms_ != nullptr) add_norm_row(row, q, seq);
+    const bool sees_first = seq.first_key(q) == 0;
+    if (sees_first) ++n_sink_;
+    if (norms_ != nullptr && sees_first) add_norm_row(row, q, seq);
     const double uniform = 1.0 / n;
     const double negligible = kSparsityFraction * uniform;
 
@@ -177,10 +179,9 @@ void HeadStatsAccumulator::add_rows(const float* rows, int q0, int q1, const Seq
     distance_ += dist;
     offset_ += off;
     local_ += local;
-    first_ += first;
     special_ += special;
     end_special_ += end_special;
-    sink_ += sink;
+    if (sees_first) first_ += first, sink_ += sink;
     punct_ += punct;
     content_ += content;
     if (has_dup) {
@@ -190,15 +191,19 @@ void HeadStatsAccumulator::add_rows(const float* rows, int q0, int q1, const Seq
   }
 }
 
-// The same sums as the loop of add_rows() for a row whose attendable keys are 0 .. n − 1 (no
-// padding mask; n = q + 1 under a causal mask, else T), written so that each loop vectorises: the
+// The same sums as the loop of add_rows() for a row whose attendable keys are lo .. hi − 1 (no
+// padding mask; hi = q + 1 under a causal mask, else T; lo = seq.first_key(q), 0 without a
+// sliding window; the weights outside are exact zeros in a captured map and are never read),
+// n = hi − lo of them, written so that each loop vectorises: the
 // keys go in blocks of kLaneKeys, each block summed in float lanes (no double conversions), and
 // the blocks' sums added in double. The all-double loop of add_rows() is its slow twin, compared
 // in analysis_statistics_test (FloatLaneRowsEqualTheDoubleLoop).
 void HeadStatsAccumulator::add_contiguous_row(const float* row, int q, const SequenceInfo& seq) {
-  const int T = seq.T(), n = seq.causal ? q + 1 : T;
+  const int lo = seq.first_key(q), hi = seq.causal ? q + 1 : seq.T(), n = hi - lo;
   ++n_;
-  if (norms_ != nullptr) add_norm_row(row, q, seq);
+  const bool sees_first = lo == 0;
+  if (sees_first) ++n_sink_;
+  if (norms_ != nullptr && sees_first) add_norm_row(row, q, seq);
   const float uniform = 1.0f / static_cast<float>(n);
   const float negligible = static_cast<float>(kSparsityFraction / n);
   double h = 0, sq = 0, overlap = 0, dist = 0, off = 0, special = 0, punct = 0, content = 0, dup = 0;
@@ -208,8 +213,8 @@ void HeadStatsAccumulator::add_contiguous_row(const float* row, int q, const Seq
   const bool use_ids = !seq.ids.empty() && seq.ids[static_cast<size_t>(q)] >= 0;
   const int32_t* ids = seq.ids.data();
   const int32_t id = use_ids ? ids[q] : -1;
-  for (int k0 = 0; k0 < n; k0 += kLaneKeys) {
-    const int k1 = std::min(n, k0 + kLaneKeys);
+  for (int k0 = lo; k0 < hi; k0 += kLaneKeys) {
+    const int k1 = std::min(hi, k0 + kLaneKeys);
     float bh = 0, bsq = 0, boverlap = 0, bdist = 0, boff = 0, bspecial = 0, bpunct = 0, bcontent = 0;
 #pragma omp simd reduction(+ : bh, bsq, boverlap, below, bdist, boff, bspecial, bpunct, bcontent) \
     reduction(max : row_max)
@@ -251,29 +256,28 @@ void HeadStatsAccumulator::add_contiguous_row(const float* row, int q, const Seq
   avg_ += sq;
   uniform_ += overlap;
 
-  std::copy_n(row, n, scratch_.data());
+  std::copy_n(row + lo, n, scratch_.data());
   const int cover = keys_to_cover(scratch_.data(), n, kCoverMass - kCoverTolerance);
   keys90_ += cover;
   keys90_share_ += static_cast<double>(cover) / n;
 
   // Within kMaxOffset of the query only.
   double local = 0;
-  for (int k = std::max(0, q - kMaxOffset); k <= std::min(n - 1, q + kMaxOffset); ++k) {
+  for (int k = std::max(lo, q - kMaxOffset); k <= std::min(hi - 1, q + kMaxOffset); ++k) {
     const int d = k - q;
     const double a = row[k];
     if (d != 0 && std::abs(d) <= kLocalWindow) local += a;
     offset_sum_[static_cast<size_t>(d + kMaxOffset)] += a;
     offset_n_[static_cast<size_t>(d + kMaxOffset)] += 1;
   }
-  const double first = row[0];
-  const bool first_special = kinds[0] == TokenKind::kSpecial;
+  const double first = sees_first ? row[0] : 0.0;
+  const bool first_special = sees_first && kinds[0] == TokenKind::kSpecial;
   distance_ += dist;
   offset_ += off;
   local_ += local;
-  first_ += first;
   special_ += special;
   end_special_ += special - (first_special ? first : 0.0);
-  sink_ += special + (first_special ? 0.0 : first);
+  if (sees_first) first_ += first, sink_ += special + (first_special ? 0.0 : first);
   punct_ += punct;
   content_ += content;
   if (dups > 0) {
@@ -283,7 +287,8 @@ void HeadStatsAccumulator::add_contiguous_row(const float* row, int q, const Seq
 }
 
 // The sink share of one row under norm weighting: Σ_{k ∈ sink} a_k ‖f(x_k)‖ / Σ_k a_k ‖f(x_k)‖ over
-// the attendable keys (Kobayashi et al. 2020's ‖α f(x)‖ in place of α).
+// the attendable keys (Kobayashi et al. 2020's ‖α f(x)‖ in place of α). Called for the rows whose
+// window holds the first position only, so the keys of a contiguous row are 0 .. q (or T − 1).
 void HeadStatsAccumulator::add_norm_row(const float* row, int q, const SequenceInfo& seq) {
   double sink = 0, total = 0;
   if (seq.attendable.empty()) {  // the keys are 0 .. n − 1 (add_contiguous_row): float lanes per block
@@ -317,6 +322,7 @@ void HeadStatsAccumulator::add_norm_row(const float* row, int q, const SequenceI
 void HeadStatsAccumulator::merge(const HeadStatsAccumulator& o) {
   n_ += o.n_;
   n_sink_norm_ += o.n_sink_norm_;
+  n_sink_ += o.n_sink_;
   sink_norm_ += o.sink_norm_;
   n_norm_ += o.n_norm_;
   n_dup_ += o.n_dup_;
@@ -362,10 +368,11 @@ HeadStats HeadStatsAccumulator::result() const {
   s.prev_mass = s.offset(-1);
   s.next_mass = s.offset(+1);
   s.local_mass = mean_or_nan(local_, n_);
-  s.first_mass = mean_or_nan(first_, n_);
+  s.n_sink_queries = n_sink_;
+  s.first_mass = mean_or_nan(first_, n_sink_);
   s.special_mass = mean_or_nan(special_, n_);
   s.end_special_mass = mean_or_nan(end_special_, n_);
-  s.sink_mass = mean_or_nan(sink_, n_);
+  s.sink_mass = mean_or_nan(sink_, n_sink_);
   s.sink_mass_norm = mean_or_nan(sink_norm_, n_sink_norm_);
   s.punct_mass = mean_or_nan(punct_, n_);
   s.content_mass = mean_or_nan(content_, n_);
@@ -439,12 +446,16 @@ HeadStats compute_head_stats(const float* attention, int T, const SequenceInfo& 
   return acc.result();
 }
 
-ModelStatsAccumulator::ModelStatsAccumulator(int n_layer, int n_head)
-    : n_layer_(n_layer), n_head_(n_head), heads_(static_cast<size_t>(n_layer) * n_head) {
+ModelStatsAccumulator::ModelStatsAccumulator(int n_layer, int n_head, std::vector<int64_t> layer_window)
+    : n_layer_(n_layer), n_head_(n_head), layer_window_(std::move(layer_window)),
+      heads_(static_cast<size_t>(n_layer) * n_head) {
   if (n_layer <= 0 || n_head <= 0) {
     throw Error("head statistics: need at least one layer and one head, got " +
                 std::to_string(n_layer) + " x " + std::to_string(n_head));
   }
+  if (!layer_window_.empty() && static_cast<int>(layer_window_.size()) != n_layer)
+    throw Error("head statistics: " + std::to_string(layer_window_.size()) + " layer windows for " +
+                std::to_string(n_layer) + " layers");
 }
 
 void ModelStatsAccumulator::add(const Tensor& attention, const SequenceInfo& seq, const Tensor& value_norms) {
@@ -452,9 +463,19 @@ void ModelStatsAccumulator::add(const Tensor& attention, const SequenceInfo& seq
   attention.expect_shape({n_layer_, n_head_, T, T}, "attention for head statistics");
   if (!value_norms.empty()) value_norms.expect_shape({n_layer_, n_head_, T}, "value norms for head statistics");
   const int64_t stride = static_cast<int64_t>(T) * T;
+  SequenceInfo windowed;  // seq under a layer's own window, copied when that differs from seq's
   for (size_t h = 0; h < heads_.size(); ++h) {
+    const size_t layer = h / static_cast<size_t>(n_head_);
+    const SequenceInfo* s = &seq;
+    if (!layer_window_.empty() && layer_window_[layer] != seq.window) {
+      if (windowed.T() != T || windowed.window != layer_window_[layer]) {
+        windowed = seq;
+        windowed.window = layer_window_[layer];
+      }
+      s = &windowed;
+    }
     if (!value_norms.empty()) heads_[h].set_value_norms(value_norms.ptr() + static_cast<int64_t>(h) * T);
-    heads_[h].add(attention.ptr() + static_cast<int64_t>(h) * stride, T, seq);
+    heads_[h].add(attention.ptr() + static_cast<int64_t>(h) * stride, T, *s);
     heads_[h].set_value_norms(nullptr);
   }
 }

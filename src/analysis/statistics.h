@@ -44,7 +44,7 @@ class HeadStatsAccumulator {
   void set_value_norms(const float* norms) { norms_ = norms; }
 
  private:
-  int64_t n_ = 0, n_norm_ = 0, n_dup_ = 0, n_sink_norm_ = 0;
+  int64_t n_ = 0, n_norm_ = 0, n_dup_ = 0, n_sink_norm_ = 0, n_sink_ = 0;
   double sink_norm_ = 0;
   const float* norms_ = nullptr;  // [T] value norms of the current sequence, or null
   double entropy_ = 0, entropy_norm_ = 0, sparsity_ = 0, keys90_ = 0, keys90_share_ = 0, max_ = 0,
@@ -69,7 +69,9 @@ HeadStats compute_head_stats(const float* attention, int T, const SequenceInfo& 
 // accumulators indexed layer * n_head + head; call add() per sequence.
 class ModelStatsAccumulator {
  public:
-  ModelStatsAccumulator(int n_layer, int n_head);
+  // layer_window [n_layer] (ModelConfig::window; may be empty): each layer's heads read the
+  // sequence under that layer's sliding window (SequenceInfo::window) instead of seq's own.
+  ModelStatsAccumulator(int n_layer, int n_head, std::vector<int64_t> layer_window = {});
   // value_norms [n_layer, n_head, T] (optional): also the norm-weighted sink share.
   void add(const Tensor& attention, const SequenceInfo& seq, const Tensor& value_norms = {});
   // Adds head i's sums from another accumulator (a streamed text, analysis/stream.h).
@@ -80,6 +82,7 @@ class ModelStatsAccumulator {
 
  private:
   int n_layer_, n_head_;
+  std::vector<int64_t> layer_window_;  // [n_layer] or empty
   std::vector<HeadStatsAccumulator> heads_;
 };
 

@@ -21,7 +21,22 @@ std::vector<int32_t> index_of_kept(const std::vector<int32_t>& kept, int n) {
 
 }  // namespace
 
-StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_specials, int overview_cells) {
+const SequenceInfo& StreamPlan::tokens_under(int64_t window) const {
+  if (window == tokens.window) return tokens;
+  for (const SequenceInfo& s : windowed_tokens)
+    if (s.window == window) return s;
+  throw Error("attention stream: the plan has no sliding window of " + std::to_string(window) + " tokens");
+}
+
+const SequenceInfo& StreamPlan::token_plain_under(int64_t window) const {
+  if (window == tokens.window) return token_plain.units;
+  for (size_t i = 0; i < windowed_tokens.size(); ++i)
+    if (windowed_tokens[i].window == window) return windowed_token_plain[i];
+  throw Error("attention stream: the plan has no sliding window of " + std::to_string(window) + " tokens");
+}
+
+StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_specials, int overview_cells,
+                            std::span<const int64_t> layer_window) {
   const int T = tokens.T();
   if (T == 0) throw Error("attention stream: the text has no tokens");
   if (static_cast<int>(words.unit_of_token.size()) != T)
@@ -57,12 +72,26 @@ StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_spe
   for (int q = 0; q < T; ++q)
     for (int k = 0; k < T; ++k)
       if (tokens.may_attend(q, k)) ++plan.offset_count[static_cast<size_t>(k - q + T - 1)];
+  for (const int64_t w : layer_window) {
+    if (w == tokens.window || std::any_of(plan.windowed_tokens.begin(), plan.windowed_tokens.end(),
+                                          [w](const SequenceInfo& s) { return s.window == w; }))
+      continue;
+    plan.windowed_tokens.push_back(tokens);
+    plan.windowed_tokens.back().window = w;
+    // Kept tokens p .. p + K − 1: query q + p sees kept keys max(p, q + p − w + 1) .. q + p, which
+    // are kept indices max(0, q − w + 1) .. q, the same window.
+    const std::vector<int32_t>& kept = plan.token_plain.kept;
+    const bool one_run = !kept.empty() && kept.back() - kept.front() + 1 == static_cast<int32_t>(kept.size());
+    plan.windowed_token_plain.push_back(plan.token_plain.units);
+    plan.windowed_token_plain.back().window = plan.has_specials && one_run ? w : 0;
+  }
   plan.tokens = std::move(tokens);
   plan.words = std::move(words);
   return plan;
 }
 
-HeadStream::HeadStream(const StreamPlan& plan) : plan_(&plan) {
+HeadStream::HeadStream(const StreamPlan& plan, int64_t window)
+    : plan_(&plan), tokens_(&plan.tokens_under(window)), token_plain_(&plan.token_plain_under(window)) {
   const size_t T = static_cast<size_t>(plan.T()), cells = static_cast<size_t>(plan.cells);
   overview_.T = plan.T();
   overview_.cells = plan.cells;
@@ -110,11 +139,11 @@ void HeadStream::add_stat_rows(const float* rows, int q0, int q1, int width) {
   const int T = p.T();
   for (int q = q0; q < q1; ++q) {
     const float* a = rows + static_cast<int64_t>(q - q0) * width;
-    token.add_rows(a, q, q + 1, p.tokens);
+    token.add_rows(a, q, q + 1, *tokens_);
     if (p.has_specials && p.token_plain_index[static_cast<size_t>(q)] >= 0) {
       drop_special_row(a, q, p.tokens, p.token_plain.kept, token_row_.data());
       const int qi = p.token_plain_index[static_cast<size_t>(q)];
-      token_plain.add_rows(token_row_.data(), qi, qi + 1, p.token_plain.units);
+      token_plain.add_rows(token_row_.data(), qi, qi + 1, *token_plain_);
     }
   }
   next_row_ = q1;
@@ -189,14 +218,25 @@ void HeadStream::add_word_rows(const float* rows, int q0, int q1, int width) {
 HeadOverview HeadStream::take_overview() {
   HeadOverview out = std::move(overview_);
   out.offset_mass.assign(offset_sum_.size(), std::numeric_limits<double>::quiet_NaN());
-  for (size_t i = 0; i < offset_sum_.size(); ++i)
-    if (plan_->offset_count[i] > 0) out.offset_mass[i] = offset_sum_[i] / static_cast<double>(plan_->offset_count[i]);
+  const int64_t T = plan_->T(), window = tokens_->causal ? tokens_->window : 0;
+  for (size_t i = 0; i < offset_sum_.size(); ++i) {
+    const int64_t d = static_cast<int64_t>(i) - (T - 1);  // no query sees a key at d <= −window
+    if (plan_->offset_count[i] > 0 && (window <= 0 || d > -window))
+      out.offset_mass[i] = offset_sum_[i] / static_cast<double>(plan_->offset_count[i]);
+  }
   std::vector<double>().swap(offset_sum_);
   return out;
 }
 
-std::vector<HeadStream> make_head_streams(const StreamPlan& plan, int n_heads) {
-  return std::vector<HeadStream>(static_cast<size_t>(n_heads), HeadStream(plan));
+std::vector<HeadStream> make_head_streams(const StreamPlan& plan, int n_heads, std::span<const int64_t> layer_window) {
+  if (layer_window.empty()) return std::vector<HeadStream>(static_cast<size_t>(n_heads), HeadStream(plan));
+  const int64_t L = static_cast<int64_t>(layer_window.size());
+  if (n_heads % L != 0)
+    throw Error("attention stream: " + std::to_string(n_heads) + " head streams for " + std::to_string(L) + " layer windows");
+  std::vector<HeadStream> heads;
+  heads.reserve(static_cast<size_t>(n_heads));
+  for (int64_t i = 0; i < n_heads; ++i) heads.emplace_back(plan, layer_window[size_t(i / (n_heads / L))]);
+  return heads;
 }
 
 namespace {

@@ -15,6 +15,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "analysis/statistics.h"
@@ -39,14 +40,27 @@ struct StreamPlan {
   std::vector<int32_t> cell_of;     // [T] overview row (and column) of each token
   std::vector<int32_t> cell_start;  // [cells + 1] first token of each cell; cell_start[cells] = T
   std::vector<int64_t> offset_count;  // [2T − 1] queries q whose key q + d is attendable, index d + T − 1
+  // `tokens` under each sliding window of the model's layers (SequenceInfo::window > 0), for the
+  // token-level statistics of those layers' heads. The tokens without specials
+  // (token_plain.units) under the same windows, index for index: exact when the kept tokens are
+  // one run of positions (specials only before and after the text: BOS, EOS), else the plain
+  // causal mask. The word level keeps the plain causal mask (a window does not cut along words).
+  std::vector<SequenceInfo> windowed_tokens, windowed_token_plain;
 
   int T() const { return tokens.T(); }
+  // `tokens` under `window` (0: tokens itself); throws Error for a window the plan was not made with.
+  const SequenceInfo& tokens_under(int64_t window) const;
+  // token_plain.units under `window`, as above.
+  const SequenceInfo& token_plain_under(int64_t window) const;
 };
-StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_specials, int overview_cells);
+// layer_window: ModelConfig::window (may be empty), the windows the heads will ask for.
+StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_specials, int overview_cells,
+                            std::span<const int64_t> layer_window = {});
 
 class HeadStream {
  public:
-  explicit HeadStream(const StreamPlan& plan);
+  // window: the sliding window of the head's layer (0 = none), one the plan was made with.
+  explicit HeadStream(const StreamPlan& plan, int64_t window = 0);
   // Query rows q0 .. q1−1: rows[(q − q0) · width + k]; width = T for a bidirectional model, at
   // least q1 for a causal one (keys after q are masked and never read).
   void add_rows(const float* rows, int q0, int q1, int width);
@@ -74,6 +88,8 @@ class HeadStream {
  private:
   void check_block(int next, int q0, int q1, int width) const;
   const StreamPlan* plan_;
+  const SequenceInfo* tokens_;       // plan_->tokens under this head's window
+  const SequenceInfo* token_plain_;  // plan_->token_plain.units under this head's window
   int next_row_ = 0, next_overview_row_ = 0, next_word_row_ = 0;
   HeadOverview overview_;          // sum, max and received as they accumulate
   std::vector<double> offset_sum_;  // [2T − 1] Σ_q a_{q, q+d}, index d + T − 1
@@ -88,7 +104,10 @@ class HeadStream {
 // value norms reach the token-level statistics before its rows) (CaptureOptions::attention_sink) in
 // blocks of `capture.attention_block_rows` rows: no [T, T] map is stored. `capture` says what else
 // the pass records; `layer_done(l)` is called once layer l's rows are all in. Returns the capture.
-std::vector<HeadStream> make_head_streams(const StreamPlan& plan, int n_heads);
+// layer_window [n_layer] (ModelConfig::window, may be empty; n_heads a multiple of its size): the
+// heads of layer l = i / (n_heads / n_layer) get window layer_window[l].
+std::vector<HeadStream> make_head_streams(const StreamPlan& plan, int n_heads,
+                                          std::span<const int64_t> layer_window = {});
 // Feeds stored maps [n_layer, n_head, T, T] to the head streams, every head at once.
 // With value_norms [n_layer, n_head, T] (may be empty) the token-level statistics also get the
 // norm-weighted sink share.

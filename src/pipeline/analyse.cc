@@ -151,12 +151,12 @@ RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
   run.words = analysis::words_from_encoding(run.encoding);
   const analysis::StreamPlan plan =
       analysis::make_stream_plan(analysis::describe_sequence(run.encoding, run.text, c.causal), run.words,
-                                 options.without_specials, options.overview_cells);
+                                 options.without_specials, options.overview_cells, c.window);
   // Every head's rows go through one HeadStream: statistics at both levels, with and without
   // specials, and the overview (analysis/stream.h) — block by block as the pass hands them over
   // when streamed, or from the stored maps afterwards.
   const int64_t heads = int64_t(c.n_layer) * c.n_head;
-  std::vector<analysis::HeadStream> streams = analysis::make_head_streams(plan, int(heads));
+  std::vector<analysis::HeadStream> streams = analysis::make_head_streams(plan, int(heads), c.window);
   if (run.streamed) {
     run.capture = analysis::run_streamed(model, run.encoding, streams, capture_for(options, true), [&](int layer) {
       if (options.progress) options.progress(layer + 1, c.n_layer);
@@ -215,11 +215,15 @@ RunAnalysis analyse_attention(const ModelConfig& config, std::string text, Encod
   run.text = std::move(text);
   run.encoding = std::move(encoding);
   run.words = analysis::words_from_encoding(run.encoding);
-  const analysis::SequenceInfo seq = analysis::describe_sequence(run.encoding, run.text, config.causal);
+  if (!config.window.empty() && int64_t(config.window.size()) != L)
+    throw Error("analyse_attention: the config gives " + std::to_string(config.window.size()) + " layer windows for " +
+                std::to_string(L) + " layers; give one per layer (0 = none) or none");
+  analysis::SequenceInfo seq = analysis::describe_sequence(run.encoding, run.text, config.causal);
   // Every row must be a distribution over the keys its query may see (what softmax writes):
   // statistics of anything else would be numbers without a meaning.
   const float* a = attention.ptr();
-  for (int64_t i = 0; i < L * H; ++i)
+  for (int64_t i = 0; i < L * H; ++i) {
+    seq.window = config.window.empty() ? 0 : config.window.at(size_t(i / H));
     for (int64_t q = 0; q < T; ++q) {
       double total = 0;
       for (int64_t k = 0; k < T; ++k) {
@@ -228,7 +232,8 @@ RunAnalysis analyse_attention(const ModelConfig& config, std::string text, Encod
           throw Error("analyse_attention: layer " + std::to_string(i / H) + " head " + std::to_string(i % H) + " row " +
                       std::to_string(q) + " key " + std::to_string(k) + " holds " + std::to_string(w) +
                       (config.causal ? "; weights must be finite, >= 0 and 0 above the diagonal (causal)"
-                                     : "; weights must be finite and >= 0"));
+                                     : "; weights must be finite and >= 0") +
+                      (seq.window > 0 ? " (and 0 outside the layer's sliding window of " + std::to_string(seq.window) + ")" : ""));
         total += w;
       }
       if (std::abs(total - 1.0) > limits::kMaxAttentionRowSumError)
@@ -236,8 +241,11 @@ RunAnalysis analyse_attention(const ModelConfig& config, std::string text, Encod
                     std::to_string(q) + " sums to " + std::to_string(total) +
                     "; each row must be a probability distribution over the keys (softmax output)");
     }
-  const analysis::StreamPlan plan = analysis::make_stream_plan(seq, run.words, options.without_specials, options.overview_cells);
-  std::vector<analysis::HeadStream> streams = analysis::make_head_streams(plan, int(L * H));
+  }
+  seq.window = 0;
+  const analysis::StreamPlan plan =
+      analysis::make_stream_plan(seq, run.words, options.without_specials, options.overview_cells, config.window);
+  std::vector<analysis::HeadStream> streams = analysis::make_head_streams(plan, int(L * H), config.window);
   analysis::feed_stored(streams, attention, {});
   run.word_attention = analysis::merge_attention(attention, run.words);
   run.capture.n_layer = int(L);

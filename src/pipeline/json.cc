@@ -134,6 +134,7 @@ void to_json(json& j, const HeadStats& s) {
        {"next_mass", json_number(s.next_mass)},
        {"local_mass", json_number(s.local_mass)},
        {"offset_mass", std::move(offsets)},
+       {"n_sink_queries", s.n_sink_queries},
        {"first_mass", json_number(s.first_mass)},
        {"special_mass", json_number(s.special_mass)},
        {"end_special_mass", json_number(s.end_special_mass)},

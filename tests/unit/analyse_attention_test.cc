@@ -58,5 +58,26 @@ TEST(AnalyseAttention, RefusesWhatIsNotADistribution) {
   EXPECT_THROW(analyse_attention(m.config, m.text, m.encoding, Tensor({1, 2, 4, 4})), Error);  // wrong shape
 }
 
+// A sliding window of 2 keys: row q sees q − 1 and q only, so n = min(q + 1, 2).
+TEST(AnalyseAttention, StatisticsCountTheKeysOfTheLayersWindow) {
+  Maps m;
+  m.config.window = {2};
+  const RunAnalysis run = analyse_attention(m.config, m.text, m.encoding, m.attention);
+  const auto& stats = run.token_level.stats;
+  // Head 1 looks at itself: row 0 has one key (sparsity 0), rows 1-4 two, one of them unused
+  // (sparsity 1/2); without the window rows 2-4 would count 2/3, 3/4, 4/5.
+  EXPECT_NEAR(stats[1].sparsity, (0 + 4 * 0.5) / 5, 1e-12);
+  // Only rows 0 and 1 see the first token; head 0 puts all of both rows there.
+  EXPECT_EQ(stats[0].n_sink_queries, 2);
+  EXPECT_NEAR(stats[0].first_mass, 1.0, 1e-12);
+  EXPECT_EQ(stats[0].n_queries, 5);
+
+  Tensor far = m.attention;
+  far.ptr()[3 * 5 + 2] = 0, far.ptr()[3 * 5 + 0] = 1;  // head 0, row 3 on key 0: outside its window
+  EXPECT_THROW(analyse_attention(m.config, m.text, m.encoding, far), Error);
+  m.config.window = {2, 2};  // one window per layer, and there is one layer
+  EXPECT_THROW(analyse_attention(m.config, m.text, m.encoding, m.attention), Error);
+}
+
 }  // namespace
 }  // namespace headscope

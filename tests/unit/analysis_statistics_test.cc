@@ -218,22 +218,25 @@ TEST(AnalysisStatistics, DescribesTokenKindsFromTheText) {
 // with a mask that keeps every key. Rows long enough for several blocks, peaked, flat and tied.
 // Value norms too (the norm-weighted sink share). Stated bound: every mean within 1e-5 relative (1e-9 absolute near zero); counts exactly equal.
 TEST(AnalysisStatistics, FloatLaneRowsEqualTheDoubleLoop) {
-  for (const bool causal : {false, true}) {
+  // Bidirectional, causal, and causal under a sliding window of 300 keys (a Mistral-like layer).
+  for (const int64_t window : {-1, 0, 300}) {
+    const bool causal = window >= 0;
     const int T = 2100;  // rows of up to three blocks
-    std::mt19937 rng(causal ? 7 : 11);
+    std::mt19937 rng(window == 300 ? 5 : causal ? 7 : 11);
     std::normal_distribution<float> logit(0.0f, 2.0f);
     std::vector<float> a(static_cast<size_t>(T) * T, 0.0f);
     for (int q = 0; q < T; ++q) {
-      const int n = causal ? q + 1 : T;
+      const int lo = window > 0 ? std::max(0, q - int(window) + 1) : 0, hi = causal ? q + 1 : T;
       float* row = a.data() + static_cast<int64_t>(q) * T;
       double sum = 0;
-      for (int k = 0; k < n; ++k) row[k] = q % 5 == 2 ? 0.0f : logit(rng) * (q % 3 == 1 ? 5.0f : 1.0f);
-      const float top = *std::max_element(row, row + n);
-      for (int k = 0; k < n; ++k) sum += row[k] = std::exp(row[k] - top);
-      for (int k = 0; k < n; ++k) row[k] = static_cast<float>(row[k] / sum);
+      for (int k = lo; k < hi; ++k) row[k] = q % 5 == 2 ? 0.0f : logit(rng) * (q % 3 == 1 ? 5.0f : 1.0f);
+      const float top = *std::max_element(row + lo, row + hi);
+      for (int k = lo; k < hi; ++k) sum += row[k] = std::exp(row[k] - top);
+      for (int k = lo; k < hi; ++k) row[k] = static_cast<float>(row[k] / sum);
     }
     SequenceInfo fast;
     fast.causal = causal;
+    fast.window = std::max<int64_t>(window, 0);
     for (int t = 0; t < T; ++t) {
       fast.kinds.push_back(t == 0 ? K::kSpecial : t % 9 == 4 ? K::kPunct : K::kContent);
       fast.ids.push_back(t % 37);
@@ -251,9 +254,23 @@ TEST(AnalysisStatistics, FloatLaneRowsEqualTheDoubleLoop) {
     };
     const nlohmann::json f = stats(fast), s = stats(slow);
     ASSERT_FALSE(std::isnan(s.at("sink_mass_norm").get<double>()));
+    EXPECT_EQ(s.at("n_sink_queries").get<int64_t>(), window > 0 ? window : T);
+    if (window > 0) {  // an independent number: the uniform share 1/n of each row is what n says
+      double uniform = 0;
+      for (int q = 0; q < T; ++q) uniform += 1.0 / double(std::min<int64_t>(q + 1, window));
+      HeadStatsAccumulator acc;
+      std::vector<float> flat(a.size(), 0.0f);  // uniform rows over each query's window
+      for (int q = 0; q < T; ++q)
+        for (int k = std::max(0, q - int(window) + 1); k <= q; ++k)
+          flat[size_t(q) * T + k] = 1.0f / float(std::min(q + 1, int(window)));
+      acc.add(flat.data(), T, fast);
+      EXPECT_NEAR(acc.result().avg_attention, uniform / T, 1e-6);
+      EXPECT_NEAR(acc.result().entropy_norm, 1.0, 1e-6);  // uniform over the visible keys
+      EXPECT_NEAR(acc.result().sparsity, 0.0, 1e-12);
+    }
     ASSERT_EQ(f.size(), s.size());
     for (const auto& [key, want] : s.items()) {
-      SCOPED_TRACE(key + (causal ? " causal" : " bidirectional"));
+      SCOPED_TRACE(key + (causal ? " causal, window " + std::to_string(window) : " bidirectional"));
       const nlohmann::json& got = f.at(key);
       if (want.is_number_integer()) {
         EXPECT_EQ(got, want);

@@ -150,10 +150,77 @@ TEST(LongText, StreamEqualsDenseOnTheDefaultModel) {
 }
 
 TEST(LongText, StreamEqualsDenseOnTinyDecoders) {
-  // GQA 3:1 (Llama), a sliding window of 5 (Mistral), learned positions and GPT-2's layer scaling.
-  for (const char* name : {"llama_gqa3", "mistral_window", "gpt2"}) {
+  // GQA 3:1 (Llama), a sliding window of 5 (Mistral; Gemma 3 on its five local layers of six),
+  // learned positions and GPT-2's layer scaling. The texts are far longer than the windows.
+  for (const char* name : {"llama_gqa3", "mistral_window", "gemma3_text", "gpt2"}) {
     const auto model = Model::load((testing::goldens_dir("decoders") / name).string());
     check_stream_equals_dense(*model, model->config().max_positions, name);
+  }
+}
+
+// An independent check of the window-aware statistics: for one head of each layer of the tiny
+// Mistral (window 5 on every layer) and Gemma 3 (window 5 on layers 0-4, none on layer 5),
+// entropy_norm recomputed here from the stored map with n = min(q + 1, window), and first_mass
+// over the queries that see position 0.
+TEST(LongText, WindowedStatisticsCountOnlyTheVisibleKeys) {
+  for (const char* name : {"mistral_window", "gemma3_text"}) {
+    SCOPED_TRACE(name);
+    const auto model = Model::load((testing::goldens_dir("decoders") / name).string());
+    const ModelConfig& c = model->config();
+    ASSERT_EQ(c.window.size(), size_t(c.n_layer));
+    ASSERT_EQ(c.window[0], 5);
+    std::string text;
+    const Encoding enc = long_encoding(*model, 60, &text);
+    const int T = static_cast<int>(enc.size());
+    AnalyseOptions options;
+    options.capture = CaptureOptions::attention_only();
+    options.maps = AnalyseOptions::Maps::kDense;
+    options.without_specials = true;
+    const RunAnalysis run = analyse(*model, text, enc, {}, options);
+    std::vector<int> kept;  // the tokens without specials: BOS (and EOS) only, so one run
+    for (int t = 0; t < T; ++t)
+      if (!enc.tokens[size_t(t)].special) kept.push_back(t);
+    ASSERT_LT(int(kept.size()), T) << "the template adds a special token";
+    ASSERT_EQ(kept.back() - kept.front() + 1, int(kept.size()));
+    for (int layer = 0; layer < c.n_layer; ++layer) {
+      const int head = c.n_head - 1;
+      const float* map = run.capture.attention.ptr() + (int64_t(layer) * c.n_head + head) * T * T;
+      const int64_t w = c.window[size_t(layer)] > 0 ? c.window[size_t(layer)] : T;
+      double norm_sum = 0, first_sum = 0;
+      int norm_rows = 0, first_rows = 0;
+      for (int q = 0; q < T; ++q) {
+        const int64_t n = std::min<int64_t>(q + 1, w);
+        double h = 0, outside = 0;
+        for (int k = 0; k <= q; ++k) {
+          const double a = map[int64_t(q) * T + k];
+          if (q - k >= w) outside += a;
+          else if (a > 0) h -= a * std::log2(a);
+        }
+        ASSERT_EQ(outside, 0.0) << "layer " << layer << " row " << q << ": weight outside the window";
+        if (n > 1) norm_sum += h / std::log2(double(n)), ++norm_rows;
+        if (q < w) first_sum += map[int64_t(q) * T], ++first_rows;
+      }
+      const analysis::HeadStats& s = run.token_level.stats[size_t(layer * c.n_head + head)];
+      EXPECT_NEAR(s.entropy_norm, norm_sum / norm_rows, 1e-6 * std::abs(norm_sum / norm_rows)) << "layer " << layer;
+      EXPECT_EQ(s.n_sink_queries, first_rows);
+      EXPECT_NEAR(s.first_mass, first_sum / first_rows, 1e-6) << "layer " << layer;
+    // Without specials: each kept row renormalised over its kept keys, n = min(i + 1, window).
+    double plain_sum = 0;
+    int plain_rows = 0;
+    for (int i = 0; i < int(kept.size()); ++i) {
+      const float* row = map + int64_t(kept[size_t(i)]) * T;
+      double mass = 0, h = 0;
+      for (int j = 0; j <= i; ++j) mass += row[kept[size_t(j)]];
+      for (int j = 0; j <= i; ++j)
+        if (const double a = row[kept[size_t(j)]] / mass; a > 0) h -= a * std::log2(a);
+      if (const int64_t n = std::min<int64_t>(i + 1, w); n > 1) plain_sum += h / std::log2(double(n)), ++plain_rows;
+    }
+    const analysis::HeadStats& p = run.token_plain.stats[size_t(layer * c.n_head + head)];
+    EXPECT_NEAR(p.entropy_norm, plain_sum / plain_rows, 1e-6 * std::abs(plain_sum / plain_rows)) << "layer " << layer;
+      if (w < T)
+        EXPECT_TRUE(std::isnan(run.overviews[size_t(layer * c.n_head + head)].offset_mass[size_t(T - 1 - w)]))
+            << "no query sees the key at offset −window";
+    }
   }
 }
 

@@ -88,6 +88,7 @@ export interface HeadStats {
   local_mass: number | null;
   /** Mean mass at each signed offset k − q, keyed "-8" … "8" (max_offset of the model info). */
   offset_mass: Record<string, number | null>;
+  n_sink_queries: number;  // queries whose sliding window holds the first position (all without a window)
   first_mass: number | null;
   special_mass: number | null;
   end_special_mass: number | null;

@@ -1,6 +1,7 @@
 // headscope — the one tensor type of the public API: an owning, row-major fp32 buffer with a
-// shape. Weights of every dtype are converted to fp32 at load time, so model code never
-// branches on storage (STYLE.md, "declare each tensor once").
+// shape. Safetensors weights of every dtype are converted to fp32 at load time; GGUF linear
+// weights stay in their stored blocks (QuantMatrix, src/tensor/quant_matrix.h) and are read through
+// ops::quant_linear, so model code never branches on storage (STYLE.md, "declare each tensor once").
 #pragma once
 #include <cstdint>
 #include <initializer_list>

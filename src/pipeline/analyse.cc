@@ -210,6 +210,10 @@ RunAnalysis analyse_attention(const ModelConfig& config, std::string text, Encod
                               const AnalyseOptions& options) {
   const int64_t L = config.n_layer, H = config.n_head, T = int64_t(encoding.size());
   if (T == 0) throw Error("analyse_attention: no tokens; give one label per query/key position");
+  if (L < 1 || L > limits::kMaxLayers || H < 1 || H > limits::kMaxHeads)
+    throw Error("analyse_attention: the config gives " + std::to_string(L) + " layers of " + std::to_string(H) +
+                " heads; give 1 to " + std::to_string(limits::kMaxLayers) + " layers and 1 to " + std::to_string(limits::kMaxHeads) +
+                " heads");
   attention.expect_shape({L, H, T, T}, "analyse_attention: attention [layer, head, q, k] for " + std::to_string(T) + " tokens");
   RunAnalysis run;
   run.text = std::move(text);

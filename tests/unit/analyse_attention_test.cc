@@ -2,6 +2,7 @@
 // on hand-built maps, and its refusals of maps that are not distributions.
 #include <gtest/gtest.h>
 
+#include "headscope/limits.h"
 #include "headscope/pipeline.h"
 
 namespace headscope {
@@ -56,6 +57,21 @@ TEST(AnalyseAttention, RefusesWhatIsNotADistribution) {
   future.ptr()[1 * 5 + 0] = 0, future.ptr()[1 * 5 + 3] = 1;  // row 1 looks ahead in a causal model
   EXPECT_THROW(analyse_attention(m.config, m.text, m.encoding, future), Error);
   EXPECT_THROW(analyse_attention(m.config, m.text, m.encoding, Tensor({1, 2, 4, 4})), Error);  // wrong shape
+}
+
+// Layer and head counts outside the budgets of limits.h are refused before any map is read.
+TEST(AnalyseAttention, RefusesLayerAndHeadCountsOutsideTheLimits) {
+  Maps m;
+  for (auto [layers, heads] : {std::pair<int64_t, int64_t>{0, 2}, {-3, 2}, {1, 0}, {1, limits::kMaxHeads + 1}, {limits::kMaxLayers + 1, 2}}) {
+    ModelConfig config = m.config;
+    config.n_layer = int(layers), config.n_head = config.n_kv_head = int(heads);
+    try {
+      analyse_attention(config, m.text, m.encoding, m.attention);
+      ADD_FAILURE() << layers << " layers of " << heads << " heads were accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("layers of"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // A sliding window of 2 keys: row q sees q − 1 and q only, so n = min(q + 1, 2).

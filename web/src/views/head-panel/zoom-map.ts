@@ -132,6 +132,9 @@ export class ZoomMap {
     this.strips();
     if (this.timer) clearTimeout(this.timer);
     const ticket = ++this.pending;  // a tile still on its way for an earlier region is dropped
+    // The user's last input that changed what is shown (a click, the end of a drag, the last wheel
+    // step): the latency the user feels runs from it to the frame that shows the exact tile.
+    const inputAt = performance.now();
     const d = this.data;
     if (!d) return;
     const r = this.region;
@@ -160,7 +163,12 @@ export class ZoomMap {
           this.draw();
           const ms = performance.now() - t0;
           this.canvas.dataset.tileMs = ms.toFixed(1);
-          this.setStatus('tile', `${this.describeRegion()} · exact weights (${rows} × ${cols})`);
+          // The tile is on screen from the next frame on: the status says so once that frame is painted.
+          requestAnimationFrame(() => {
+            if (ticket !== this.pending || this.data !== d) return;
+            this.canvas.dataset.inputToTileMs = (performance.now() - inputAt).toFixed(1);
+            this.setStatus('tile', `${this.describeRegion()} · exact weights (${rows} × ${cols})`);
+          });
         },
         (e: Error) => {
           if (ticket === this.pending) this.setStatus('error', `${this.describeRegion()} · ${e.message}`);

@@ -9,17 +9,18 @@ The model has Llama-3-8B's shape (32 layers, d_model 4096, 32 query heads over 8
 norms are ones). Its vocabulary is SmolLM2's (49,152 tokens): the `gpt2` tokenizer metadata is
 copied from models/SmolLM2-135M-Instruct/*.gguf so that headscope and llama.cpp both tokenize the
 same text (Llama 3's own vocabulary has 128,256 tokens; the smaller one takes 0.6 GB off the
-embedding and output matrices, about 7.8B weights in all instead of 8.0B). Every linear weight,
+embedding and output matrices: 7.38B weights in all instead of 8.03B). Every linear weight,
 the token embedding and the output matrix are Q4_0. llama.cpp's own Q4_0 files (llama-quantize)
 keep the token embedding in Q4_0 but raise output.weight to Q6_K; the gguf package cannot quantize
 Q6_K, so here it stays Q4_0.
 
-The file (4.4 GB at 32 layers) is written with GGUFWriter's streaming calls (add_tensor_info, then
-write_tensor_data one tensor at a time), so Python holds one tensor at a time. Quantizing 7.8B
-fresh normals with gguf.quants.quantize (numpy) takes many minutes on two cores, so by default one
-pool of 2^20 Q4_0 blocks (32M weights) is quantized once and every tensor is filled with blocks
-drawn from it at random (a per-tensor draw of block indices from the seeded generator); --exact
-quantizes fresh normals for every tensor instead. The script prints the quantizer's measured rate
+The file (3.87 GiB at 32 layers) is written with GGUFWriter's streaming calls (add_tensor_info,
+then write_tensor_data one tensor at a time), so Python holds one tensor at a time. Drawing and
+quantizing 7.38B fresh normals with gguf.quants.quantize (numpy, ~100M weights/s) takes about
+3.5 minutes here, so by default one pool of 2^20 Q4_0 blocks (32M weights) is quantized once and
+every tensor is filled with blocks drawn from it at random (a per-tensor draw of block indices
+from the seeded generator; 30 s for the whole file); --exact quantizes fresh normals for every
+tensor instead. The script prints the quantizer's measured rate
 on one 4096 x 4096 matrix either way. The file is never committed: it is written under
 build/bench/ and deleted after the benchmark unless --keep (or --write-only) is given.
 

@@ -8,7 +8,7 @@ BUILD := build
 GOLDENS := $(BUILD)/goldens
 DEMO_TEXT := The animal didn't cross the street because it was too tired.
 
-.PHONY: all setup build python evidence goldens test test-cpp test-python test-web test-views web-embed test-sanitize test-fuzz fuzz fuzz-build demo bench bench-llamacpp clean
+.PHONY: all setup build python evidence goldens test test-cpp test-python test-web test-views web-embed test-sanitize test-fuzz fuzz fuzz-build demo bench bench-llamacpp bench-big clean
 
 all: build
 
@@ -114,6 +114,11 @@ bench: build
 # decoder GGUFs; a benchmark, not part of test. See docs/performance.md.
 bench-llamacpp: build
 	@$(PY) bench/llamacpp.py
+
+# An 8B-class random-weight Q4_0 GGUF (Llama-3-8B's shape, written under build/bench/ and deleted
+# after) run by headscope beside llama-bench; about 10 minutes on two cores. See docs/performance.md.
+bench-big: build
+	@$(PY) bench/big_gguf.py
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-debug $(BUILD)-sanitize $(BUILD)-fuzz $(BUILD)-python

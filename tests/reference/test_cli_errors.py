@@ -259,3 +259,15 @@ def test_logit_attribution_contrast_outside_the_vocabulary(tmp_path):
     proc = run("run", "--model", smollm2, "--text", "hi", "--no-probe", "--dla", tmp_path / "dla.json",
                "--dla-contrast", 10 ** 6)
     assert_clean_error(proc, "--dla-contrast", "vocabulary")
+
+
+def test_load_budget_refuses_before_loading():
+    # --max-load-memory is the budget of Model::load's estimate. MiniLM's weights are fp32 in the
+    # file and held as fp32, so the estimate is at least the file's size (86 MiB); under a 32 MiB
+    # budget the model is refused with that estimate, and under 1 GiB it loads and runs.
+    proc = run("run", "--model", MODEL, "--text", "hi", "--no-probe", "--no-corpus", "--max-load-memory", "32M")
+    assert_clean_error(proc, "loading needs about", "but 32 MiB is available")
+    need_mib = float(proc.stderr.decode().split("loading needs about ")[1].split(" MiB")[0])
+    assert need_mib >= (MODEL / "model.safetensors").stat().st_size / 2**20
+    ok = run("run", "--model", MODEL, "--text", "hi", "--no-probe", "--no-corpus", "-q", "--max-load-memory", "1G")
+    assert ok.returncode == 0, ok.stderr.decode()

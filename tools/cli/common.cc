@@ -44,6 +44,11 @@ void add_load_flags(CLI::App* command, LoadOptions& options) {
                    "Memory one run may use, e.g. 2G or 1500M (default: what the machine has available, less a "
                    "margin); a request over it is refused with the estimate before anything is allocated")
       ->transform(CLI::AsSizeValue(false));
+  command
+      ->add_option("--max-load-memory", options.load_memory_budget,
+                   "Memory the model's weights may take once loaded, e.g. 6G (default: what the machine has available, "
+                   "less a margin); a model over it is refused with the estimate before any weight is read")
+      ->transform(CLI::AsSizeValue(false));
 }
 
 void add_evidence_flags(CLI::App* command, EvidenceOptions& options, bool& no_corpus) {

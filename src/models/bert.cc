@@ -78,7 +78,8 @@ ModelConfig bert_config(const nlohmann::json& c, const std::string& where) {
 // byte-level BPE vocabulary (tokenizer.ggml.model "gpt2"); its position table is cut past the
 // padding index and bert.context_length already counts the rows left. XLM-RoBERTa
 // (XLMRobertaModel) is converted the same way with a SentencePiece Unigram vocabulary
-// (tokenizer.ggml.model "t5", see gguf_vocab.cc) and runs as RoBERTa does. DistilBERT is "bert" with no token-type table (see load_bert_gguf).
+// (tokenizer.ggml.model "t5", see gguf_vocab.cc) and runs as RoBERTa does. DistilBERT is "bert"
+// with no token-type table (see load_bert_gguf).
 ModelConfig bert_config(const io::GgufFile& f) {
   using limits::kMaxLayers, limits::kMaxHeads, limits::kMaxModelWidth, limits::kMaxFeedForward, limits::kMaxVocabulary,
       limits::kMaxPositions;

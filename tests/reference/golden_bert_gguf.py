@@ -161,7 +161,8 @@ def tiny_xlmr(root: pathlib.Path, out: pathlib.Path, golden: pathlib.Path) -> li
     spec.loader.exec_module(gp)
     tiny = out / "tiny_xlmr"
     tiny.mkdir(parents=True, exist_ok=True)
-    blob = gp.train_model(gp.sp.bpe.training_corpus(), "nmt_nfkc", vocab_size=1000)
+    # The first 1,500 sentences: training on all 4,028 takes ~4 s instead of ~0.3 s.
+    blob = gp.train_model(gp.sp.bpe.training_corpus()[:1500], "nmt_nfkc", vocab_size=1000)
     (tiny / "sentencepiece.bpe.model").write_bytes(blob)
     tok = gp.xlmr_tokenizer(blob)
     tok.save(str(tiny / "tokenizer.json"))

@@ -358,6 +358,7 @@ std::unique_ptr<Tokenizer> xlmr_from_gguf(const io::GgufFile& file) {
     if (v.type != io::GgufType::ARRAY || (v.elem_type != io::GgufType::UINT8 && v.elem_type != io::GgufType::INT8)) {
       throw Error(path + ": tokenizer.ggml.precompiled_charsmap is not an array of bytes");
     }
+    check_count(file, "tokenizer.ggml.precompiled_charsmap", v.elems_nbytes, limits::kMaxPrecompiledCharsmapBytes);
     const std::string_view blob(reinterpret_cast<const char*>(v.elems), v.elems_nbytes);
     normalizers.push_back(std::make_unique<PrecompiledNormalizer>(
         PrecompiledCharsmap(blob, path + ": tokenizer.ggml.precompiled_charsmap")));

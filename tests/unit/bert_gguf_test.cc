@@ -18,6 +18,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "headscope/limits.h"
 #include "headscope/model.h"
 #include "golden_util.h"
 
@@ -521,9 +522,23 @@ TEST(XlmrGgufHandBuilt, RefusalsNameWhatIsWrong) {
   }
   {
     TempDir dir;
+    TinyGguf g = tiny_xlmr();  // no bytes at all
+    g.kv["tokenizer.ggml.precompiled_charsmap"] = bytes("");
+    expect_error([&] { Model::load(g.write(dir)); }, {"tiny.gguf", "tokenizer.ggml.precompiled_charsmap"});
+  }
+  {
+    TempDir dir;
     TinyGguf g = tiny_xlmr();
     g.kv["tokenizer.ggml.precompiled_charsmap"] = u32(9) + u32(8) + u64(1) + str("x");  // strings, not bytes
     expect_error([&] { Model::load(g.write(dir)); }, {"tokenizer.ggml.precompiled_charsmap", "not an array of bytes"});
+  }
+  {
+    TempDir dir;
+    TinyGguf g = tiny_xlmr();  // well-formed but over the budget
+    g.kv["tokenizer.ggml.precompiled_charsmap"] =
+        bytes(std::string(size_t(headscope::limits::kMaxPrecompiledCharsmapBytes) + 1, '\0'));
+    expect_error([&] { Model::load(g.write(dir)); }, {"tokenizer.ggml.precompiled_charsmap has 16777217 entries",
+                                                      "16777216 allowed"});
   }
   {
     TempDir dir;

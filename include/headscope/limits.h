@@ -199,4 +199,9 @@ inline constexpr uint64_t kMaxPythonTextBytes = uint64_t{16} << 20;
 // 0.6 MB and one input's analysis far inside libFuzzer's 10 s, so a 20 s run tries many shapes.
 inline constexpr int64_t kMaxFuzzAnalyseTokens = 128;
 
+// ---- XLM-R GGUF (src/tokenizer/gguf_vocab.cc xlmr_from_gguf) ----
+// Bytes of tokenizer.ggml.precompiled_charsmap, which is copied out of the file: XLM-R's nmt_nfkc
+// rules take ~240 KB and every SentencePiece rule set is of that order, so 16 MiB is ample.
+inline constexpr int64_t kMaxPrecompiledCharsmapBytes = 16ll << 20;
+
 }  // namespace headscope::limits

@@ -76,9 +76,10 @@ ModelConfig bert_config(const nlohmann::json& c, const std::string& where) {
 // sentence embeddings and is not used here; a causal mask (bert.attention.causal = true) is not
 // BERT and is refused. RoBERTa is converted as "bert" too (RobertaModel), told apart by its
 // byte-level BPE vocabulary (tokenizer.ggml.model "gpt2"); its position table is cut past the
-// padding index and bert.context_length already counts the rows left. XLM-RoBERTa ("t5", a
-// SentencePiece Unigram vocabulary) is refused by name, since its Hugging Face folder loads.
-// DistilBERT is "bert" with no token-type table (see load_bert_gguf).
+// padding index and bert.context_length already counts the rows left. XLM-RoBERTa
+// (XLMRobertaModel) is converted the same way with a SentencePiece Unigram vocabulary
+// (tokenizer.ggml.model "t5", see gguf_vocab.cc) and runs as RoBERTa does. DistilBERT is "bert"
+// with no token-type table (see load_bert_gguf).
 ModelConfig bert_config(const io::GgufFile& f) {
   using limits::kMaxLayers, limits::kMaxHeads, limits::kMaxModelWidth, limits::kMaxFeedForward, limits::kMaxVocabulary,
       limits::kMaxPositions;
@@ -93,11 +94,10 @@ ModelConfig bert_config(const io::GgufFile& f) {
   if (vocab == "gpt2") {
     m.architecture = "roberta";
   } else if (vocab == "t5") {
-    throw Error(where + ": a 'bert' GGUF with tokenizer.ggml.model 't5' (XLM-RoBERTa as llama.cpp converts it: a "
-                "SentencePiece Unigram vocabulary) is not supported; load the model's Hugging Face folder instead");
+    m.architecture = "xlm-roberta";
   } else if (vocab != "bert") {
-    throw Error(where + ": a 'bert' GGUF with tokenizer.ggml.model '" + vocab + "' is not supported (BERT's 'bert' "
-                "and RoBERTa's 'gpt2' are); load the model's Hugging Face folder instead");
+    throw Error(where + ": a 'bert' GGUF with tokenizer.ggml.model '" + vocab + "' is not supported (BERT's 'bert', "
+                "RoBERTa's 'gpt2' and XLM-RoBERTa's 't5' are); load the model's Hugging Face folder instead");
   }
   m.n_layer = int(gguf_int(f, p + "block_count", 1, kMaxLayers));
   m.n_head = int(gguf_int(f, p + "attention.head_count", 1, kMaxHeads));
@@ -146,8 +146,9 @@ std::unique_ptr<Model> load_bert_gguf(std::shared_ptr<const io::GgufFile> file, 
     cfg.architecture = "distilbert";
     embedding.token_types = false;
   }
-  if (cfg.architecture == "roberta" && file->has("tokenizer.ggml.padding_token_id")) {
-    // RoBERTa counts positions past the padding token; the converter kept only those rows.
+  const bool roberta = cfg.architecture == "roberta" || cfg.architecture == "xlm-roberta";
+  if (roberta && file->has("tokenizer.ggml.padding_token_id")) {
+    // RoBERTa and XLM-RoBERTa count positions past the padding token; the converter kept only those rows.
     const int64_t pad = file->get_int("tokenizer.ggml.padding_token_id");
     if (pad < 0 || pad >= cfg.vocab_size)
       throw Error(file->path() + ": tokenizer.ggml.padding_token_id " + std::to_string(pad) + " is outside the " +

@@ -1,6 +1,7 @@
 #include "tokenizer/gguf_vocab.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -12,15 +13,19 @@
 #include "tokenizer/normalizers.h"
 #include "tokenizer/pipeline.h"
 #include "tokenizer/pre_tokenizers.h"
+#include "tokenizer/precompiled.h"
 #include "tokenizer/unicode.h"
+#include "tokenizer/unigram.h"
 
 namespace headscope::tokenizer {
 
 namespace {
 
 constexpr int64_t kTokenNormal = 1;
+constexpr int64_t kTokenUnknown = 2;
 constexpr int64_t kTokenControl = 3;
 constexpr int64_t kTokenUserDefined = 4;
+constexpr int64_t kTokenUnused = 5;
 
 // tokenizer.ggml.pre values whose split regex transformers knows (GGUF_PRE_TOKENIZER_SPLITS).
 const char* split_pattern_for(const std::string& pre) {
@@ -281,6 +286,136 @@ std::unique_ptr<Tokenizer> sentencepiece_from_gguf(const io::GgufFile& file) {
   return std::make_unique<PipelineTokenizer>(std::move(parts));
 }
 
+// XLM-RoBERTa as llama.cpp's converter writes it (conversion/bert.py, _xlmroberta_set_vocab): a
+// "bert" file with a SentencePiece Unigram vocabulary, tokenizer.ggml.model "t5":
+//   tokenizer.ggml.tokens / scores / token_type   the pieces in transformers' id order (<s> <pad>
+//                                 </s> <unk>, then the model's pieces from its fourth on), scores
+//                                 as the sentencepiece model has them
+//   tokenizer.ggml.precompiled_charsmap   the model's normalization rules, bytes (optional)
+//   tokenizer.ggml.add_space_prefix, remove_extra_whitespaces   from the model's normalizer_spec
+//   tokenizer.ggml.{bos,eos,unknown,seperator,padding,mask}_token_id
+// We rebuild the tokenizer.json transformers' XLMRobertaConverter makes of the same model: the
+// Precompiled normalizer, then Replace(" {2,}" -> " ") when remove_extra_whitespaces, Metaspace
+// "▁" (prepended unless add_space_prefix is false), the Unigram model, and <s> $A </s>. The ids
+// past the sentencepiece model are placeholders "[PAD<n>]" of type unused; the one that
+// mask_token_id names is XLM-R's <mask> and is spelled so. Control and unknown pieces and the
+// named special ids are special added tokens, matched as written (the file keeps no lstrip; the
+// Hub's xlm-roberta-base gives <mask> lstrip, so " <mask>" keeps its space here).
+std::unique_ptr<Tokenizer> xlmr_from_gguf(const io::GgufFile& file) {
+  const std::string& path = file.path();
+  const std::vector<std::string> tokens = file.get_string_array("tokenizer.ggml.tokens");
+  check_count(file, "tokenizer.ggml.tokens", tokens.size(), limits::kMaxVocabulary);
+  if (tokens.empty()) throw Error(path + ": tokenizer.ggml.tokens is empty");
+  const std::vector<int64_t> types = token_types(file, tokens.size());
+  if (!file.has("tokenizer.ggml.scores")) throw Error(path + ": a 't5' vocabulary needs tokenizer.ggml.scores");
+  const std::vector<float> scores = file.get_float_array("tokenizer.ggml.scores");
+  if (scores.size() != tokens.size()) {
+    throw Error(path + ": tokenizer.ggml.scores has " + std::to_string(scores.size()) + " entries for " +
+                std::to_string(tokens.size()) + " tokens");
+  }
+  const auto special_id = [&](const char* key) -> std::optional<int32_t> {
+    if (!file.has(key)) return std::nullopt;
+    const int64_t id = file.get_int(key);
+    if (id < 0 || id >= static_cast<int64_t>(tokens.size())) {
+      throw Error(path + ": " + key + " is " + std::to_string(id) + ", outside the " + std::to_string(tokens.size()) +
+                  " tokens");
+    }
+    return static_cast<int32_t>(id);
+  };
+  const std::optional<int32_t> mask = special_id("tokenizer.ggml.mask_token_id");
+  std::vector<std::pair<std::string, double>> pieces;
+  pieces.reserve(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const std::string& t = tokens[i];
+    if (const int64_t bad = unicode::find_invalid_utf8(t); bad >= 0) {
+      throw Error(path + ": tokenizer.ggml.tokens entry " + std::to_string(i) + " is not valid UTF-8 (byte " +
+                  std::to_string(bad) + "); the file is corrupt");
+    }
+    if (t.size() > static_cast<size_t>(limits::kMaxUnigramPieceBytes)) {
+      throw ResourceError(path + ": tokenizer.ggml.tokens entry " + std::to_string(i) + " is " + std::to_string(t.size()) +
+                          " bytes long, more than the " + std::to_string(limits::kMaxUnigramPieceBytes) +
+                          " a Unigram piece may have");
+    }
+    if (!std::isfinite(scores[i])) {
+      throw Error(path + ": tokenizer.ggml.scores entry " + std::to_string(i) + " is not a finite number");
+    }
+    const bool mask_placeholder = mask && static_cast<size_t>(*mask) == i && types[i] == kTokenUnused;
+    pieces.emplace_back(mask_placeholder ? std::string("<mask>") : t, mask_placeholder ? 0.0 : double(scores[i]));
+  }
+  // transformers' converter puts <unk> at id 3 (unk_id 3); the file names it.
+  std::optional<int32_t> unk = special_id("tokenizer.ggml.unknown_token_id");
+  if (!unk) {
+    const auto it = std::find(types.begin(), types.end(), kTokenUnknown);
+    if (it != types.end()) unk = static_cast<int32_t>(it - types.begin());
+  }
+
+  PipelineTokenizer::Parts parts;
+  parts.source = path;
+  parts.decode_style = DecodeStyle::kSentencePiece;
+  std::vector<std::unique_ptr<Normalizer>> normalizers;
+  if (file.has("tokenizer.ggml.precompiled_charsmap")) {
+    const io::GgufValue& v = file.value("tokenizer.ggml.precompiled_charsmap");
+    if (v.type != io::GgufType::ARRAY || (v.elem_type != io::GgufType::UINT8 && v.elem_type != io::GgufType::INT8)) {
+      throw Error(path + ": tokenizer.ggml.precompiled_charsmap is not an array of bytes");
+    }
+    check_count(file, "tokenizer.ggml.precompiled_charsmap", v.elems_nbytes, limits::kMaxPrecompiledCharsmapBytes);
+    const std::string_view blob(reinterpret_cast<const char*>(v.elems), v.elems_nbytes);
+    normalizers.push_back(std::make_unique<PrecompiledNormalizer>(
+        PrecompiledCharsmap(blob, path + ": tokenizer.ggml.precompiled_charsmap")));
+  }
+  if (file.get_bool("tokenizer.ggml.remove_extra_whitespaces", true)) {
+    normalizers.push_back(read_normalizer({{"type", "Replace"}, {"pattern", {{"Regex", " {2,}"}}}, {"content", " "}}, path));
+  }
+  parts.normalizer = sequence_normalizer(std::move(normalizers));
+  const bool prefix = file.get_bool("tokenizer.ggml.add_space_prefix", true);
+  parts.pre_tokenizer = read_pre_tokenizer(
+      {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", prefix ? "always" : "never"}, {"split", true}},
+      path);
+
+  std::vector<bool> is_special(tokens.size(), false);
+  for (size_t i = 0; i < tokens.size(); ++i) is_special[i] = types[i] == kTokenControl || types[i] == kTokenUnknown;
+  for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id",
+                          "tokenizer.ggml.seperator_token_id", "tokenizer.ggml.padding_token_id",
+                          "tokenizer.ggml.cls_token_id", "tokenizer.ggml.mask_token_id"}) {
+    if (const auto id = special_id(key)) is_special[static_cast<size_t>(*id)] = true;
+  }
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (!is_special[i] && types[i] != kTokenUserDefined) continue;
+    AddedToken t;
+    t.content = pieces[i].first;
+    t.id = static_cast<int32_t>(i);
+    t.special = is_special[i];
+    parts.added_tokens.push_back(std::move(t));
+  }
+  const std::optional<int32_t> bos = special_id("tokenizer.ggml.bos_token_id");
+  const std::optional<int32_t> sep = file.has("tokenizer.ggml.seperator_token_id")
+                                         ? special_id("tokenizer.ggml.seperator_token_id")
+                                         : special_id("tokenizer.ggml.eos_token_id");
+  const bool add_bos = file.get_bool("tokenizer.ggml.add_bos_token", true);
+  const bool add_eos = file.get_bool("tokenizer.ggml.add_eos_token", true);
+  if (add_bos || add_eos) {
+    if (add_bos != add_eos) {
+      throw Error(path + ": tokenizer.ggml.add_bos_token and add_eos_token differ; XLM-RoBERTa's template adds both "
+                  "<s> and </s> (or neither), so headscope cannot tell which template this file means");
+    }
+    if (!bos || !sep) {
+      throw Error(path + ": an XLM-RoBERTa vocabulary that adds <s> … </s> needs tokenizer.ggml.bos_token_id and "
+                  "seperator_token_id (or eos_token_id)");
+    }
+    const auto template_piece = [&](int32_t id) {
+      TemplatePiece p;
+      p.ids = {id};
+      p.tokens = {pieces[static_cast<size_t>(id)].first};
+      return p;
+    };
+    TemplatePiece sequence;
+    sequence.is_sequence = true;
+    parts.post_processor.single = {template_piece(*bos), sequence, template_piece(*sep)};
+  }
+  parts.model = std::make_unique<Unigram>(pieces, unk, false, path);
+  return std::make_unique<PipelineTokenizer>(std::move(parts));
+}
+
 }  // namespace
 
 // A WordPiece vocabulary ("bert"), as llama.cpp's converter writes it (convert_hf_to_gguf.py
@@ -460,6 +595,7 @@ std::unique_ptr<Tokenizer> tokenizer_from_gguf(const io::GgufFile& file) {
   const std::string model = file.get_string("tokenizer.ggml.model", "");
   if (model == "llama") return sentencepiece_from_gguf(file);
   if (model == "bert") return from_json(wordpiece_json_from_gguf(file), file.path());
+  if (model == "t5" && file.get_string("general.architecture", "") == "bert") return xlmr_from_gguf(file);
   if (model == "gpt2" && file.get_string("general.architecture", "") == "bert")
     return from_json(roberta_json_from_gguf(file), file.path());
   return from_json(tokenizer_json_from_gguf(file), file.path());

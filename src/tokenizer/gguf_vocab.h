@@ -17,8 +17,10 @@
 // byte fallback over merges derived from the scores; see sentencepiece_from_gguf in gguf_vocab.cc and
 // docs/models.md. WordPiece vocabularies ("bert", BERT-family encoders) are rebuilt as BERT's
 // tokenizer.json (wordpiece_json_from_gguf), and a byte-level one in a "bert" file as RoBERTa's
-// (roberta_json_from_gguf). tokenizer_json_from_gguf serves the byte-level kind
-// only; tokenizer_from_gguf all three.
+// (roberta_json_from_gguf). A SentencePiece Unigram vocabulary ("t5") in a "bert" file, XLM-RoBERTa
+// as llama.cpp converts it, is rebuilt as XLM-R's tokenizer.json (Precompiled charsmap, Unigram,
+// <s> $A </s>; xlmr_from_gguf in gguf_vocab.cc). tokenizer_json_from_gguf serves the byte-level
+// kind only; tokenizer_from_gguf all of them.
 #pragma once
 #include <memory>
 #include <nlohmann/json.hpp>

@@ -48,6 +48,12 @@ class LowercaseNormalizer final : public Normalizer {
 
 // ------------------------------------------------------------------ readers
 
+std::unique_ptr<Normalizer> sequence_normalizer(std::vector<std::unique_ptr<Normalizer>> steps) {
+  auto seq = std::make_unique<SequenceNormalizer>();
+  seq->steps = std::move(steps);
+  return seq;
+}
+
 std::unique_ptr<Normalizer> read_sequence_normalizer(const nlohmann::json& spec, const std::string& path) {
   auto seq = std::make_unique<SequenceNormalizer>();
   for (const nlohmann::json& step : spec.at("normalizers")) {

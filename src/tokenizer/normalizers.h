@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <vector>
 
 #include "tokenizer/pipeline.h"
 
@@ -16,6 +17,8 @@ namespace headscope::tokenizer {
 
 // Readers of tokenizer.json normalizers, registered in the table of tokenizer.cc. Each throws
 // Error naming `path` when the component is malformed.
+// Steps applied in order, as a "Sequence" normalizer (for tokenizers built from GGUF metadata).
+std::unique_ptr<Normalizer> sequence_normalizer(std::vector<std::unique_ptr<Normalizer>> steps);
 std::unique_ptr<Normalizer> read_sequence_normalizer(const nlohmann::json& spec, const std::string& path);
 std::unique_ptr<Normalizer> read_prepend_normalizer(const nlohmann::json& spec, const std::string& path);
 std::unique_ptr<Normalizer> read_replace_normalizer(const nlohmann::json& spec, const std::string& path);

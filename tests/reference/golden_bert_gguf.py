@@ -20,8 +20,16 @@ unpacked once into <out>/bert_gguf/llama.cpp/. Under <out>/bert_gguf/:
   tiny_distilbert/      a tiny random DistilBertModel over MiniLM's WordPiece tokenizer, and
   tiny_distilbert.gguf  converted with --outtype f32: "bert" with no token_types tensor and
                         tokenizer.ggml.token_type_count 1 (DistilBertConfig has no type_vocab_size)
-  golden/manifest.json  per model ("tiny_bert", "minilm", "tiny_roberta", "tiny_distilbert"): the texts, the ids transformers'
-                        tokenizer gives them, and *.f32 attention [n_layer, n_head, T, T] and
+  tiny_xlmr/            a tiny random XLMRobertaModel (golden_encoders.py's layout, pad_token_id 1, 130
+                        position rows) over a SentencePiece Unigram model (vocabulary 1,000, rule
+                        nmt_nfkc) trained here by golden_precompiled.train_model: its
+                        sentencepiece.bpe.model, which the converter reads, and the tokenizer.json
+                        transformers' XLM-R converter makes of it (golden_precompiled.xlmr_tokenizer);
+                        cases.json: that tokenizer's ids, byte offsets and words for
+                        golden_precompiled's ~2,400 strings
+  tiny_xlmr.gguf        the same, converted with --outtype f32 (a "t5" vocabulary with the charsmap)
+  golden/manifest.json  per model ("tiny_bert", "minilm", "tiny_roberta", "tiny_distilbert", "tiny_xlmr"): the
+                        texts, the ids transformers' tokenizer gives them, and *.f32 attention [n_layer, n_head, T, T] and
                         hidden states [n_layer + 1, T, d_model] from transformers (fp32, eager)
 """
 import json
@@ -144,6 +152,36 @@ def tiny_roberta(root: pathlib.Path, out: pathlib.Path, golden: pathlib.Path) ->
     return reference(model, tf.AutoTokenizer.from_pretrained(str(tiny)), golden, "tiny_roberta")
 
 
+def tiny_xlmr(root: pathlib.Path, out: pathlib.Path, golden: pathlib.Path) -> list:
+    import importlib.util
+    import transformers as tf
+    spec = importlib.util.spec_from_file_location("golden_precompiled", pathlib.Path(__file__).with_name(
+        "golden_precompiled.py"))
+    gp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gp)
+    tiny = out / "tiny_xlmr"
+    tiny.mkdir(parents=True, exist_ok=True)
+    # The first 1,500 sentences: training on all 4,028 takes ~4 s instead of ~0.3 s.
+    blob = gp.train_model(gp.sp.bpe.training_corpus()[:1500], "nmt_nfkc", vocab_size=1000)
+    (tiny / "sentencepiece.bpe.model").write_bytes(blob)
+    tok = gp.xlmr_tokenizer(blob)
+    tok.save(str(tiny / "tokenizer.json"))
+    (tiny / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "XLMRobertaTokenizer", "bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>",
+        "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>", "mask_token": "<mask>"}))
+    (tiny / "cases.json").write_text(json.dumps(gp.sp.cases_from(tok, gp.strings()), ensure_ascii=False))
+    cfg = tf.XLMRobertaConfig(vocab_size=tok.get_vocab_size(), hidden_size=64, intermediate_size=96,
+                              num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=130, pad_token_id=1,
+                              bos_token_id=0, eos_token_id=2, type_vocab_size=1, attn_implementation="eager")
+    torch.manual_seed(5400)
+    model = tf.XLMRobertaModel(cfg, add_pooling_layer=False)
+    randomize(model, 5401)
+    model.eval()
+    model.save_pretrained(tiny, safe_serialization=True)
+    convert(root, tiny, "f32", out / "tiny_xlmr.gguf")
+    return reference(model, lambda text: {"input_ids": tok.encode(text).ids}, golden, "tiny_xlmr")
+
+
 def tiny_distilbert(root: pathlib.Path, model_dir: pathlib.Path, out: pathlib.Path, golden: pathlib.Path) -> list:
     import transformers as tf
     tokenizer = tf.AutoTokenizer.from_pretrained(str(model_dir))
@@ -192,6 +230,7 @@ def main(model_dir: pathlib.Path, out_dir: pathlib.Path) -> None:
         convert(root, model_dir, outtype, out / f"minilm-{outtype}.gguf")
     manifest["tiny_roberta"] = tiny_roberta(root, out, golden)
     manifest["tiny_distilbert"] = tiny_distilbert(root, model_dir, out, golden)
+    manifest["tiny_xlmr"] = tiny_xlmr(root, out, golden)
     (golden / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 

@@ -101,14 +101,20 @@ def read_model(blob):
     return pieces, charsmap
 
 
-def trained_tokenizer(corpus, rule):
+def train_model(corpus, rule, vocab_size=2000):
+    """The serialized ModelProto of a Unigram model trained by `sentencepiece` (fixed seed, one thread)."""
     model = io.BytesIO()
     spm.set_random_generator_seed(20240517)
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(corpus), model_writer=model, vocab_size=2000,
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(corpus), model_writer=model, vocab_size=vocab_size,
                                    model_type="unigram", normalization_rule_name=rule, num_threads=1,
                                    minloglevel=2)
-    pieces, charsmap = read_model(model.getvalue())
-    assert charsmap, rule
+    return model.getvalue()
+
+
+def xlmr_tokenizer(blob):
+    """The tokenizer.json transformers' XLMRobertaConverter makes of a sentencepiece model `blob`."""
+    pieces, charsmap = read_model(blob)
+    assert charsmap
     unk_id = next(i for i, (_, _, t) in enumerate(pieces) if t == 2)
     # As transformers' XLMRobertaConverter: <s> <pad> </s> <unk> first, then the pieces after the
     # model's own three specials (<unk>, <s>, </s>), then <mask>.
@@ -124,6 +130,10 @@ def trained_tokenizer(corpus, rule):
                                                        special_tokens=[("<s>", 0), ("</s>", 2)])
     tok.add_special_tokens(["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
     return tok
+
+
+def trained_tokenizer(corpus, rule):
+    return xlmr_tokenizer(train_model(corpus, rule))
 
 
 def main(model_dir: pathlib.Path, out_dir: pathlib.Path) -> None:

@@ -3,12 +3,14 @@
 // hidden states must be transformers' own, and those of the same model loaded from safetensors;
 // the WordPiece vocabulary rebuilt from the GGUF metadata must tokenize the tokenizer goldens as
 // the tokenizers library does (ids, offsets, words). RoBERTa and DistilBERT, which the converter
-// also writes as "bert", likewise from tiny random models. Hand-built BERT GGUFs check the refusals.
+// also writes as "bert", likewise from tiny random models, and XLM-RoBERTa (a SentencePiece Unigram
+// vocabulary, "t5"). Hand-built BERT GGUFs check the refusals.
 #include <gtest/gtest.h>
 
 #include "test_support.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -16,6 +18,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "headscope/limits.h"
 #include "headscope/model.h"
 #include "golden_util.h"
 
@@ -216,11 +219,75 @@ TEST(DistilBertGguf, TinyRandomDistilBertFromConverterMatchesTransformers) {
   check("tiny_distilbert", *gguf, twin.get(), 1e-5f, 1e-4f, "distilbert");
 }
 
+// XLM-RoBERTa as the converter writes it ("bert" with a "t5" Unigram vocabulary, the charsmap,
+// and the position table cut past the padding index): a tiny random XLMRobertaModel over a
+// sentencepiece model trained by golden_bert_gguf.py. Both files hold the same f32 weights and
+// run through the same encoder, so the GGUF run equals the safetensors run bit for bit.
+TEST(XlmrGguf, TinyRandomXlmrFromConverterMatchesTransformers) {
+  const auto gguf = Model::load((goldens() / "tiny_xlmr.gguf").string());
+  const auto twin = Model::load((goldens() / "tiny_xlmr").string());
+  EXPECT_EQ(gguf->config().max_positions, twin->config().max_positions);  // 130 rows − (pad 1 + 1)
+  EXPECT_EQ(gguf->config().max_positions, 128);
+  EXPECT_EQ(gguf->config().vocab_size, 1002);
+  check("tiny_xlmr", *gguf, twin.get(), 1e-5f, 1e-4f, "xlm-roberta");
+  const nlohmann::json golden = manifest();
+  for (const auto& p : golden.at("tiny_xlmr")) {
+    const std::string text = p.at("text").get<std::string>();
+    const Capture a = gguf->run(gguf->encode(text), {}), b = twin->run(twin->encode(text), {});
+    EXPECT_EQ(a.attention.data, b.attention.data) << text;
+    EXPECT_EQ(a.hidden_states.data, b.hidden_states.data) << text;
+  }
+}
+
+// The Unigram vocabulary, charsmap and template rebuilt from the GGUF metadata against the
+// tokenizers library running the model's tokenizer.json (cases.json: golden_precompiled's ~2,400
+// strings, hostile normalization cases included): ids, byte offsets, words, special flags.
+TEST(XlmrGguf, VocabularyTokenizesAsTokenizerJson) {
+  const auto gguf = Model::load((goldens() / "tiny_xlmr.gguf").string());
+  const auto twin = Model::load((goldens() / "tiny_xlmr").string());
+  const headscope::Tokenizer& tok = gguf->tokenizer();
+  ASSERT_EQ(tok.vocab_size(), twin->tokenizer().vocab_size());
+  int32_t same_pieces = 0;
+  for (int32_t id = 0; id < tok.vocab_size(); ++id) same_pieces += tok.token_text(id) == twin->tokenizer().token_text(id);
+  EXPECT_EQ(same_pieces, tok.vocab_size());  // <mask> included: the file spells it "[PAD1000]"
+  std::ifstream in(goldens() / "tiny_xlmr" / "cases.json");
+  ASSERT_TRUE(in) << "missing " << goldens() / "tiny_xlmr" / "cases.json" << "; run `make goldens`";
+  const nlohmann::json cases = nlohmann::json::parse(in);
+  size_t agree = 0;
+  for (const nlohmann::json& g : cases) {
+    const Encoding enc = tok.encode(g.at("text").get<std::string>(), {});
+    const auto ids = g.at("ids").get<std::vector<int32_t>>();
+    const auto offsets = g.at("offsets").get<std::vector<std::vector<int64_t>>>();
+    const auto words = g.at("words").get<std::vector<int32_t>>();
+    bool same = enc.ids() == ids;
+    for (size_t i = 0; same && i < ids.size(); ++i) {
+      const headscope::Token& t = enc.tokens[i];
+      same = t.begin == offsets[i][0] && t.end == offsets[i][1] && t.word == words[i];
+    }
+    agree += same;
+    if (!same && cases.size() - agree <= 5) ADD_FAILURE() << "differs on " << g.at("text").dump();
+  }
+  std::printf("[ xlmr gguf ] vocabulary pieces equal: %d/%d; strings tokenized as tokenizer.json does: %zu/%zu\n",
+              same_pieces, tok.vocab_size(), agree, cases.size());
+  EXPECT_GE(cases.size(), 2000u);
+  EXPECT_EQ(agree, cases.size());
+  const Encoding masked = tok.encode("a<mask>", {});
+  ASSERT_GE(masked.size(), 3u);
+  EXPECT_EQ(masked.ids().front(), 0);                     // <s>
+  EXPECT_EQ(masked.ids()[masked.size() - 2], 1001);       // <mask>, matched whole
+  EXPECT_EQ(masked.ids().back(), 2);                      // </s>
+}
+
 // ---- hand-built BERT GGUFs: d_model 4, 2 heads, 1 layer, d_ff 8, 8 positions, 6 pieces ----
 
 std::string u32(uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); }
 std::string u64(uint64_t v) { return std::string(reinterpret_cast<const char*>(&v), 8); }
 std::string str(const std::string& s) { return u64(s.size()) + s; }
+std::string f32_array(const std::vector<float>& v) {  // ARRAY of FLOAT32, without the ARRAY type tag
+  std::string out = u32(6) + u64(v.size());
+  for (float x : v) out += std::string(reinterpret_cast<const char*>(&x), 4);
+  return out;
+}
 
 struct TinyGguf {
   std::map<std::string, std::string> kv;                     // key -> type + value bytes
@@ -387,8 +454,8 @@ TEST(BertGgufHandBuilt, RefusalsNameWhatIsWrong) {
   {
     TempDir dir;
     TinyGguf g;
-    g.kv["tokenizer.ggml.model"] = u32(8) + str("t5");
-    expect_error([&] { Model::load(g.write(dir)); }, {"tokenizer.ggml.model 't5'", "XLM-RoBERTa", "Hugging Face folder"});
+    g.kv["tokenizer.ggml.model"] = u32(8) + str("wpm");
+    expect_error([&] { Model::load(g.write(dir)); }, {"tokenizer.ggml.model 'wpm'", "XLM-RoBERTa's 't5'", "Hugging Face folder"});
   }
   {
     TempDir dir;
@@ -404,6 +471,104 @@ TEST(BertGgufHandBuilt, RefusalsNameWhatIsWrong) {
     TinyGguf g;
     g.kv["bert.attention.head_count"] = u32(4) + u32(3);
     expect_error([&] { Model::load(g.write(dir)); }, {"bert.embedding_length 4", "bert.attention.head_count 3"});
+  }
+}
+
+// XLM-RoBERTa's layout on the hand-built file: a "t5" Unigram vocabulary with scores, <unk> of
+// type 2, <pad> the padding id (the position table then starts past it).
+TinyGguf tiny_xlmr() {
+  TinyGguf g;
+  g.kv["tokenizer.ggml.model"] = u32(8) + str("t5");
+  g.set_tokens({"<s>", "<pad>", "</s>", "<unk>", "\u2581the", "\u2581b"});
+  std::string types = u32(5) + u64(6);
+  for (uint32_t t : {3, 3, 3, 2, 1, 1}) types += u32(t);
+  g.kv["tokenizer.ggml.token_type"] = u32(9) + types;
+  g.kv["tokenizer.ggml.scores"] = u32(9) + f32_array({0, 0, 0, 0, -1, -2});
+  g.kv["tokenizer.ggml.unknown_token_id"] = u32(4) + u32(3);
+  g.kv["tokenizer.ggml.bos_token_id"] = u32(4) + u32(0);
+  g.kv["tokenizer.ggml.seperator_token_id"] = u32(4) + u32(2);
+  g.kv["tokenizer.ggml.padding_token_id"] = u32(4) + u32(1);
+  g.kv.erase("tokenizer.ggml.normalizer.lowercase");
+  return g;
+}
+
+TEST(XlmrGgufHandBuilt, LoadsWithoutACharsmap) {
+  TempDir dir;
+  const auto model = Model::load(tiny_xlmr().write(dir));
+  EXPECT_EQ(model->config().architecture, "xlm-roberta");
+  EXPECT_EQ(model->config().max_positions, 8);  // bert.context_length: the rows the converter kept
+  // "the  b x": spaces runs folded, "▁" prepended; x is no piece: <unk>.
+  const Encoding enc = model->encode("the  b x");
+  EXPECT_EQ(enc.ids(), (std::vector<int32_t>{0, 4, 5, 3, 2}));
+  EXPECT_EQ(enc.tokens[2].end, 6);
+  EXPECT_EQ(enc.tokens[2].word, 1);
+  EXPECT_EQ(model->run(enc, {}).attention.shape, (std::vector<int64_t>{1, 2, 5, 5}));
+}
+
+// Hostile vocabularies: each refused with the key that is wrong, never read past its end.
+TEST(XlmrGgufHandBuilt, RefusalsNameWhatIsWrong) {
+  const auto bytes = [](const std::string& b) { return u32(9) + u32(0) + u64(b.size()) + b; };  // ARRAY of UINT8
+  {
+    TempDir dir;
+    TinyGguf g = tiny_xlmr();  // the header says a 64-byte trie; 4 bytes follow
+    g.kv["tokenizer.ggml.precompiled_charsmap"] = bytes(u32(64) + "abcd");
+    expect_error([&] { Model::load(g.write(dir)); }, {"tiny.gguf", "tokenizer.ggml.precompiled_charsmap"});
+  }
+  {
+    TempDir dir;
+    TinyGguf g = tiny_xlmr();  // shorter than its own header
+    g.kv["tokenizer.ggml.precompiled_charsmap"] = bytes("ab");
+    expect_error([&] { Model::load(g.write(dir)); }, {"tiny.gguf", "tokenizer.ggml.precompiled_charsmap"});
+  }
+  {
+    TempDir dir;
+    TinyGguf g = tiny_xlmr();  // no bytes at all
+    g.kv["tokenizer.ggml.precompiled_charsmap"] = bytes("");
+    expect_error([&] { Model::load(g.write(dir)); }, {"tiny.gguf", "tokenizer.ggml.precompiled_charsmap"});
+  }
+  {
+    TempDir dir;
+    TinyGguf g = tiny_xlmr();
+    g.kv["tokenizer.ggml.precompiled_charsmap"] = u32(9) + u32(8) + u64(1) + str("x");  // strings, not bytes
+    expect_error([&] { Model::load(g.write(dir)); }, {"tokenizer.ggml.precompiled_charsmap", "not an array of bytes"});
+  }
+  {
+    TempDir dir;
+    TinyGguf g = tiny_xlmr();  // well-formed but over the budget
+    g.kv["tokenizer.ggml.precompiled_charsmap"] =
+        bytes(std::string(size_t(headscope::limits::kMaxPrecompiledCharsmapBytes) + 1, '\0'));
+    expect_error([&] { Model::load(g.write(dir)); }, {"tokenizer.ggml.precompiled_charsmap has 16777217 entries",
+                                                      "16777216 allowed"});
+  }
+  {
+    TempDir dir;
+    TinyGguf g = tiny_xlmr();
+    g.kv["tokenizer.ggml.scores"] = u32(9) + f32_array({0, 0, 0, 0, -1});
+    expect_error([&] { Model::load(g.write(dir)); }, {"tiny.gguf", "tokenizer.ggml.scores has 5 entries for 6 tokens"});
+  }
+  {
+    TempDir dir;
+    TinyGguf g = tiny_xlmr();
+    g.kv.erase("tokenizer.ggml.scores");
+    expect_error([&] { Model::load(g.write(dir)); }, {"tiny.gguf", "needs tokenizer.ggml.scores"});
+  }
+  {
+    TempDir dir;
+    TinyGguf g = tiny_xlmr();
+    g.kv["tokenizer.ggml.scores"] = u32(9) + f32_array({0, 0, 0, 0, -1, std::nanf("")});
+    expect_error([&] { Model::load(g.write(dir)); }, {"tokenizer.ggml.scores entry 5", "not a finite number"});
+  }
+  {
+    TempDir dir;
+    TinyGguf g = tiny_xlmr();
+    g.kv["tokenizer.ggml.unknown_token_id"] = u32(4) + u32(99);
+    expect_error([&] { Model::load(g.write(dir)); }, {"tiny.gguf", "tokenizer.ggml.unknown_token_id is 99", "6 tokens"});
+  }
+  {
+    TempDir dir;
+    TinyGguf g = tiny_xlmr();
+    g.kv["tokenizer.ggml.mask_token_id"] = u32(4) + u32(6);
+    expect_error([&] { Model::load(g.write(dir)); }, {"tokenizer.ggml.mask_token_id is 6", "6 tokens"});
   }
 }
 

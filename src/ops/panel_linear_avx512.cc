@@ -62,7 +62,8 @@ inline void panel_tile16(const float* w, const float* bias, int64_t in, const fl
 void panel_linear_avx512(const float* w, const float* bias, int64_t in, int64_t out, const float* x, int64_t T,
                          float* y, float* xT) {
   const int64_t n_panels = (out + kPanelWidth - 1) / kPanelWidth, blocks = (T + kRows - 1) / kRows;
-  for (int64_t b = 0; b < blocks; ++b) transpose_rows(x + b * kRows * in, min64(kRows, T - b * kRows), in, xT + b * in * kRows);
+  for (int64_t b = 0; b < blocks; ++b)
+    transpose_rows(x + b * kRows * in, min64(kRows, T - b * kRows), in, xT + b * in * kRows);
 #pragma omp parallel for schedule(static) if (n_panels >= 16)
   for (int64_t p = 0; p < n_panels; ++p) {
     const int64_t cols = min64(kPanelWidth, out - p * kPanelWidth);

@@ -143,24 +143,30 @@ float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// The kernels above as types, so that one template turns each into a BlockRowDot.
-struct Q4_0 { static constexpr int64_t kBlock = 32; template <int T> static void row(const uint8_t* b, int64_t nb, const float* x, int64_t n, __m256* acc) { row_q4<T, false>(b, nb, x, n, acc); } };
-struct Q4_1 { static constexpr int64_t kBlock = 32; template <int T> static void row(const uint8_t* b, int64_t nb, const float* x, int64_t n, __m256* acc) { row_q4<T, true>(b, nb, x, n, acc); } };
-struct Q5_0 { static constexpr int64_t kBlock = 32; template <int T> static void row(const uint8_t* b, int64_t nb, const float* x, int64_t n, __m256* acc) { row_q5_0<T>(b, nb, x, n, acc); } };
-struct Q8_0 { static constexpr int64_t kBlock = 32; template <int T> static void row(const uint8_t* b, int64_t nb, const float* x, int64_t n, __m256* acc) { row_q8_0<T>(b, nb, x, n, acc); } };
-struct Q4_K { static constexpr int64_t kBlock = 256; template <int T> static void row(const uint8_t* b, int64_t nb, const float* x, int64_t n, __m256* acc) { row_q4_k<T>(b, nb, x, n, acc); } };
-struct Q6_K { static constexpr int64_t kBlock = 256; template <int T> static void row(const uint8_t* b, int64_t nb, const float* x, int64_t n, __m256* acc) { row_q6_k<T>(b, nb, x, n, acc); } };
+// The block types with a kernel above; row<K, T> calls K's kernel with T rows of x.
+enum class Kind { q4_0, q4_1, q5_0, q8_0, q4_k, q6_k };
+constexpr int64_t block_values(Kind k) { return k == Kind::q4_k || k == Kind::q6_k ? 256 : 32; }
+
+template <Kind K, int T>
+void row(const uint8_t* b, int64_t nb, const float* x, int64_t n, __m256* acc) {
+  if constexpr (K == Kind::q4_0) row_q4<T, false>(b, nb, x, n, acc);
+  if constexpr (K == Kind::q4_1) row_q4<T, true>(b, nb, x, n, acc);
+  if constexpr (K == Kind::q5_0) row_q5_0<T>(b, nb, x, n, acc);
+  if constexpr (K == Kind::q8_0) row_q8_0<T>(b, nb, x, n, acc);
+  if constexpr (K == Kind::q4_k) row_q4_k<T>(b, nb, x, n, acc);
+  if constexpr (K == Kind::q6_k) row_q6_k<T>(b, nb, x, n, acc);
+}
 
 // T is a compile-time count so that the accumulators stay in registers.
-template <class K, int T>
+template <Kind K, int T>
 void block_dot(const uint8_t* blocks, int64_t n, const float* x, float* sums) {
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  K::template row<T>(blocks, n / K::kBlock, x, n, acc);
+  row<K, T>(blocks, n / block_values(K), x, n, acc);
   for (int t = 0; t < T; ++t) sums[t] = hsum(acc[t]);
 }
 
-template <class K>
+template <Kind K>
 void block_dot(const uint8_t* blocks, int64_t n, const float* x, int T, float* sums) {
   switch (T) {
     case 1: return block_dot<K, 1>(blocks, n, x, sums);
@@ -194,8 +200,8 @@ void float_dot(const float* w, int64_t n, const float* x, int T, float* sums) {
 
 GemvKernels gemv_kernels_avx2() {
   GemvKernels k;
-  k.q4_0 = block_dot<Q4_0>, k.q4_1 = block_dot<Q4_1>, k.q5_0 = block_dot<Q5_0>;
-  k.q8_0 = block_dot<Q8_0>, k.q4_k = block_dot<Q4_K>, k.q6_k = block_dot<Q6_K>;
+  k.q4_0 = block_dot<Kind::q4_0>, k.q4_1 = block_dot<Kind::q4_1>, k.q5_0 = block_dot<Kind::q5_0>;
+  k.q8_0 = block_dot<Kind::q8_0>, k.q4_k = block_dot<Kind::q4_k>, k.q6_k = block_dot<Kind::q6_k>;
   k.f32 = float_dot;
   return k;
 }

@@ -28,12 +28,12 @@ const char* isa_name(Isa isa) {
 
 Isa best_isa() {
 #if defined(__x86_64__) || defined(__i386__)
-  // The AVX2 kernels also use FMA and F16C (every AVX2 CPU has both); __builtin_cpu_supports
-  // reads cpuid and, for the AVX states, the OS's XSAVE enablement.
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return Isa::avx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-    return Isa::avx2;
+  // The AVX2 kernels also use FMA and F16C, and the AVX-512 ones all three besides AVX-512F
+  // (every such CPU has them; checked anyway). __builtin_cpu_supports reads cpuid and, for the
+  // AVX and AVX-512 register states, whether the OS saves them (XGETBV).
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  if (avx2 && __builtin_cpu_supports("avx512f")) return Isa::avx512;
+  if (avx2) return Isa::avx2;
 #endif
   return Isa::portable;
 }

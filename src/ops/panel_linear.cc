@@ -1,7 +1,5 @@
 #include "ops/panel_linear.h"
 
-#include <algorithm>
-
 #include "cpu/isa.h"
 #include "headscope/error.h"
 #include "ops/panel_kernels.h"

@@ -1,6 +1,7 @@
 #include "ops/quant_gemv.h"
 
 #include <exception>
+#include <string>
 #include <vector>
 
 #include "cpu/isa.h"

@@ -1,21 +1,18 @@
-// Bulk 16-bit float conversion. With F16C (x86, enabled by -march=native on any CPU since 2012)
-// eight values convert per instruction; the scalar loop is the portable fallback and gives the
-// same bits (see float_bits.h on NaNs).
+// Bulk 16-bit float conversion. On the avx2 path and above (cpu/isa.h: every AVX2 CPU has F16C)
+// eight values convert per instruction (float_bits_f16c.cc); the scalar loop is the portable
+// path and gives the same bits (see float_bits.h on NaNs).
 #include "io/float_bits.h"
 
-#if defined(__F16C__) && defined(__AVX__)
-#include <immintrin.h>
-#endif
+#include "cpu/isa.h"
 
 namespace headscope::io {
 
+size_t f16_to_f32_row_f16c(const uint8_t* src, float* dst, size_t n);  // float_bits_f16c.cc
+
 void f16_to_f32_row(const uint8_t* src, float* dst, size_t n) {
   size_t i = 0;
-#if defined(__F16C__) && defined(__AVX__)
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i));
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
-  }
+#if defined(__x86_64__)
+  if (cpu::active_isa() >= cpu::Isa::avx2) i = f16_to_f32_row_f16c(src, dst, n);
 #endif
   for (; i < n; ++i) dst[i] = load_f16(src + 2 * i);
 }

@@ -12,7 +12,10 @@
 // into blocks of 16 rows, xᵀ [in][16], which stay in L1/L2. The kernel keeps a 6 × 16 tile of
 // yᵀ in twelve AVX registers: per input feature, two loads of xᵀ, six broadcasts of weights and
 // twelve FMAs; the sum over `in` runs in order, starting from the bias.
-// The slow twin is ops::reference::matmul (tests/unit/ops_test.cc compares them).
+// Variants by instruction set (panel_kernels.h; chosen per call from cpu::active_isa()): AVX2 +
+// FMA as above; AVX-512F with one 16-float register per tile column and even/odd accumulators;
+// portable, a scalar loop over the same panels.
+// The slow twin is ops::reference::matmul (tests/unit/ops_test.cc compares every variant with it).
 #pragma once
 #include <cstdint>
 
@@ -20,7 +23,8 @@
 
 namespace headscope::ops {
 
-// True when this build has the kernel (x86-64 with AVX2 and FMA); otherwise callers use a GEMM.
+// True when the active path (cpu::active_isa()) has a vector variant (AVX2 + FMA or AVX-512F);
+// otherwise callers should use a GEMM, which is faster than the portable variant.
 bool panel_linear_available();
 
 constexpr int64_t kPanel = 6;  // output features per panel

@@ -1,206 +1,91 @@
 #include "ops/quant_gemv.h"
 
-#include <cstring>
 #include <exception>
+#include <string>
 #include <vector>
 
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#define HEADSCOPE_GEMV_KERNEL 1
-#endif
-
+#include "cpu/isa.h"
 #include "headscope/error.h"
-#include "io/float_bits.h"
+#include "ops/gemv_kernels.h"
 
 namespace headscope::ops {
 
 namespace {
 
-#ifdef HEADSCOPE_GEMV_KERNEL
-// Block kernels: each walks one row's blocks (layouts in io/gguf_quants.cc), turns 8 weights at a
-// time into the same fp32 values the dequantiser writes, and adds weight · x into one accumulator
-// per row of x (x advances with the weights; rows of x are n floats apart).
-
-// acc[t] += w · x[t · n .. + 8].
+// The portable path: a dequantised row times each row of x, the sum in order (T is a
+// compile-time count so that the sums stay in registers).
 template <int T>
-inline void fma8(__m256 w, const float* x, int64_t n, __m256* acc) {
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_fmadd_ps(w, _mm256_loadu_ps(x + t * n), acc[t]);
+void float_dot_portable(const float* w, int64_t n, const float* x, float* sums) {
+  float sum[T] = {};
+  for (int64_t k = 0; k < n; ++k)
+    for (int t = 0; t < T; ++t) sum[t] += w[k] * x[t * n + k];
+  for (int t = 0; t < T; ++t) sums[t] = sum[t];
 }
-inline __m256i u8x8(const uint8_t* p) {  // 8 bytes → 8 int32
-  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-}
-inline __m256 f32(__m256i v) { return _mm256_cvtepi32_ps(v); }
-inline __m256i nib_lo(__m256i v) { return _mm256_and_si256(v, _mm256_set1_epi32(0x0F)); }
-inline __m256i nib_hi(__m256i v) { return _mm256_srli_epi32(v, 4); }
 
-// Q4_0 (18 B: f16 d; 16 B nibbles, low = values 0..15, high = 16..31): w = (q − 8) · d.
-// Q4_1 (20 B: f16 d; f16 m; nibbles): w = q · d + m.
-template <int T, bool kMin>
-void row_q4(const uint8_t* blk, int64_t nb, const float* x, int64_t n, __m256* acc) {
-  constexpr int kSize = kMin ? 20 : 18, kQs = kMin ? 4 : 2;
-  for (int64_t b = 0; b < nb; ++b, blk += kSize, x += 32) {
-    const __m256 d = _mm256_set1_ps(io::load_f16(blk));
-    const __m256 m = _mm256_set1_ps(kMin ? io::load_f16(blk + 2) : 0.0f), eight = _mm256_set1_ps(8.0f);
-    for (int h = 0; h < 2; ++h) {  // bytes 0..7, 8..15: values 8h.. (low) and 16 + 8h.. (high)
-      const __m256i q = u8x8(blk + kQs + 8 * h);
-      const __m256 lo = f32(nib_lo(q)), hi = f32(nib_hi(q));
-      fma8<T>(kMin ? _mm256_fmadd_ps(lo, d, m) : _mm256_mul_ps(_mm256_sub_ps(lo, eight), d), x + 8 * h, n, acc);
-      fma8<T>(kMin ? _mm256_fmadd_ps(hi, d, m) : _mm256_mul_ps(_mm256_sub_ps(hi, eight), d), x + 16 + 8 * h, n, acc);
-    }
+void float_dot_portable(const float* w, int64_t n, const float* x, int T, float* sums) {
+  switch (T) {
+    case 1: return float_dot_portable<1>(w, n, x, sums);
+    case 2: return float_dot_portable<2>(w, n, x, sums);
+    case 3: return float_dot_portable<3>(w, n, x, sums);
+    default: return float_dot_portable<4>(w, n, x, sums);
   }
 }
 
-// Q5_0 (22 B: f16 d; u32 qh, bit j = 5th bit of value j; nibbles as Q4_0): w = (q − 16) · d.
-template <int T>
-void row_q5_0(const uint8_t* blk, int64_t nb, const float* x, int64_t n, __m256* acc) {
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), one = _mm256_set1_epi32(1);
-  for (int64_t b = 0; b < nb; ++b, blk += 22, x += 32) {
-    const __m256 d = _mm256_set1_ps(io::load_f16(blk)), sixteen = _mm256_set1_ps(16.0f);
-    uint32_t qh;
-    std::memcpy(&qh, blk + 2, 4);
-    const __m256i bits = _mm256_set1_epi32(int(qh));
-    for (int h = 0; h < 2; ++h) {
-      const __m256i q = u8x8(blk + 6 + 8 * h);
-      for (int part = 0; part < 2; ++part) {  // low nibbles: values 8h..; high: 16 + 8h..
-        const int first = 16 * part + 8 * h;
-        const __m256i fifth = _mm256_and_si256(_mm256_srlv_epi32(bits, _mm256_add_epi32(lane, _mm256_set1_epi32(first))), one);
-        const __m256i v = _mm256_or_si256(part == 0 ? nib_lo(q) : nib_hi(q), _mm256_slli_epi32(fifth, 4));
-        fma8<T>(_mm256_mul_ps(_mm256_sub_ps(f32(v), sixteen), d), x + first, n, acc);
-      }
-    }
-  }
+// The kernels of a path: built once; a type the path has no block kernel for takes the next
+// lower path's (AVX-512 → AVX2), else the dequantise-then-dot route.
+const kernels::GemvKernels& kernels_for(cpu::Isa isa) {
+  static const kernels::GemvKernels portable = [] {
+    kernels::GemvKernels k;
+    k.f32 = float_dot_portable;
+    return k;
+  }();
+#if defined(__x86_64__)
+  static const kernels::GemvKernels avx2 = kernels::gemv_kernels_avx2();
+  static const kernels::GemvKernels avx512 = [] {
+    kernels::GemvKernels k = kernels::gemv_kernels_avx512();
+    for (auto entry : {&kernels::GemvKernels::q4_0, &kernels::GemvKernels::q4_1, &kernels::GemvKernels::q5_0,
+                       &kernels::GemvKernels::q8_0, &kernels::GemvKernels::q4_k, &kernels::GemvKernels::q6_k})
+      if (k.*entry == nullptr) k.*entry = avx2.*entry;
+    return k;
+  }();
+  if (isa == cpu::Isa::avx512) return avx512;
+  if (isa == cpu::Isa::avx2) return avx2;
+#endif
+  return portable;
 }
 
-// Q8_0 (34 B: f16 d; i8 q[32]): w = q · d.
-template <int T>
-void row_q8_0(const uint8_t* blk, int64_t nb, const float* x, int64_t n, __m256* acc) {
-  for (int64_t b = 0; b < nb; ++b, blk += 34, x += 32) {
-    const __m256 d = _mm256_set1_ps(io::load_f16(blk));
-    for (int i = 0; i < 4; ++i) {
-      const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 2 + 8 * i)));
-      fma8<T>(_mm256_mul_ps(f32(q), d), x + 8 * i, n, acc);
-    }
-  }
-}
-
-// Q4_K (144 B: f16 d; f16 dmin; 12 B of 6-bit scales and mins; 128 B nibbles): chunk c of 64
-// values reads 32 bytes, low nibbles with scale/min 2c, high with 2c + 1: w = d·sc · q − dmin·mn.
-template <int T>
-void row_q4_k(const uint8_t* blk, int64_t nb, const float* x, int64_t n, __m256* acc) {
-  for (int64_t b = 0; b < nb; ++b, blk += 144, x += 256) {
-    const float d = io::load_f16(blk), dmin = io::load_f16(blk + 2);
-    const uint8_t* s = blk + 4;
-    int sc[8], mn[8];  // the 12-byte table unpacked (ggml get_scale_min_k4)
-    for (int j = 0; j < 4; ++j) {
-      sc[j] = s[j] & 63;
-      mn[j] = s[j + 4] & 63;
-      sc[j + 4] = (s[j + 8] & 0x0F) | ((s[j] >> 6) << 4);
-      mn[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4);
-    }
-    for (int c = 0; c < 4; ++c) {
-      const __m256 d1 = _mm256_set1_ps(d * float(sc[2 * c])), m1 = _mm256_set1_ps(dmin * float(mn[2 * c]));
-      const __m256 d2 = _mm256_set1_ps(d * float(sc[2 * c + 1])), m2 = _mm256_set1_ps(dmin * float(mn[2 * c + 1]));
-      for (int i = 0; i < 4; ++i) {
-        const __m256i q = u8x8(blk + 16 + 32 * c + 8 * i);
-        fma8<T>(_mm256_fmsub_ps(f32(nib_lo(q)), d1, m1), x + 64 * c + 8 * i, n, acc);
-        fma8<T>(_mm256_fmsub_ps(f32(nib_hi(q)), d2, m2), x + 64 * c + 32 + 8 * i, n, acc);
-      }
-    }
-  }
-}
-
-// Q6_K (210 B: 128 B low nibbles ql; 64 B 2-bit highs qh; i8 scales[16]; f16 d): per 128-value
-// half, value l + 32k takes nibble k/2 of ql[l + 32·(k%2)] and bits 2k of qh[l]; scale l/16 + 2k:
-// w = d·sc · (q − 32).
-template <int T>
-void row_q6_k(const uint8_t* blk, int64_t nb, const float* x, int64_t n, __m256* acc) {
-  const __m256i three = _mm256_set1_epi32(3), offset = _mm256_set1_epi32(32);
-  for (int64_t b = 0; b < nb; ++b, blk += 210, x += 256) {
-    const float d = io::load_f16(blk + 208);
-    const int8_t* scales = reinterpret_cast<const int8_t*>(blk + 192);
-    for (int half = 0; half < 2; ++half) {
-      const uint8_t *ql = blk + 64 * half, *qh = blk + 128 + 32 * half;
-      for (int l = 0; l < 32; l += 8) {
-        const __m256i a = u8x8(ql + l), c = u8x8(ql + l + 32), h = u8x8(qh + l);
-        const __m256i q[4] = {nib_lo(a), nib_lo(c), nib_hi(a), nib_hi(c)};
-        for (int k = 0; k < 4; ++k) {
-          const __m256i high = _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 2 * k), three), 4);
-          const __m256 v = f32(_mm256_sub_epi32(_mm256_or_si256(q[k], high), offset));
-          const __m256 scale = _mm256_set1_ps(d * float(scales[8 * half + l / 16 + 2 * k]));
-          fma8<T>(_mm256_mul_ps(scale, v), x + 128 * half + 32 * k + l, n, acc);
-        }
-      }
-    }
-  }
-}
-
-template <int T>
-using RowKernel = void (*)(const uint8_t*, int64_t, const float*, int64_t, __m256*);
-
-template <int T>
-RowKernel<T> row_kernel(io::GgmlType type) {
+kernels::BlockRowDot block_kernel(const kernels::GemvKernels& k, io::GgmlType type) {
   switch (type) {
-    case io::GgmlType::Q4_0: return row_q4<T, false>;
-    case io::GgmlType::Q4_1: return row_q4<T, true>;
-    case io::GgmlType::Q5_0: return row_q5_0<T>;
-    case io::GgmlType::Q8_0: return row_q8_0<T>;
-    case io::GgmlType::Q4_K: return row_q4_k<T>;
-    case io::GgmlType::Q6_K: return row_q6_k<T>;
+    case io::GgmlType::Q4_0: return k.q4_0;
+    case io::GgmlType::Q4_1: return k.q4_1;
+    case io::GgmlType::Q5_0: return k.q5_0;
+    case io::GgmlType::Q8_0: return k.q8_0;
+    case io::GgmlType::Q4_K: return k.q4_k;
+    case io::GgmlType::Q6_K: return k.q6_k;
     default: return nullptr;
   }
 }
 
-float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-#endif
-
-// y[t · ldy] = Σ_k w[k] · x[t · n + k] for t < T (T ≤ kGemvMaxRows, a compile-time count so the
-// accumulators stay in registers): the path for types without a block kernel (and without AVX2).
-template <int T>
-void dot_rows(const float* w, const float* x, int64_t n, float* y, int64_t ldy) {
-  int64_t k = 0;
-  float sum[T];
-#ifdef HEADSCOPE_GEMV_KERNEL
-  __m256 acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  for (; k + 8 <= n; k += 8) fma8<T>(_mm256_loadu_ps(w + k), x + k, n, acc);
-  for (int t = 0; t < T; ++t) sum[t] = hsum(acc[t]);
-#else
-  for (int t = 0; t < T; ++t) sum[t] = 0.0f;
-#endif
-  for (; k < n; ++k)
-    for (int t = 0; t < T; ++t) sum[t] += w[k] * x[t * n + k];
-  for (int t = 0; t < T; ++t) y[t * ldy] = sum[t];
-}
-
-template <int T>
-void gemv_rows(const float* x, const QuantMatrix& W, const float* bias, float* y) {
+void gemv_rows(const float* x, int T, const QuantMatrix& W, const float* bias, float* y) {
   const int64_t in = W.cols(), out = W.rows();
   const bool parallel = out * in >= kGemvMinParallelWeights;
+  const kernels::GemvKernels& kernels = kernels_for(cpu::active_isa());
   std::exception_ptr failure;  // an exception may not leave a parallel region: kept, rethrown after
 #pragma omp parallel if (parallel)
   {
     std::vector<float> row;  // one dequantised row of W (types without a block kernel)
+    float sums[kGemvMaxRows];
 #pragma omp for schedule(static)
     for (int64_t o = 0; o < out; ++o) try {
-#ifdef HEADSCOPE_GEMV_KERNEL
       const QuantMatrix::StoredRow r = W.stored_row(o);
-      if (const RowKernel<T> kernel = row_kernel<T>(r.type)) {
-        __m256 acc[T];
-        for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-        kernel(r.data, in / io::ggml_block_size(r.type), x, in, acc);
-        for (int t = 0; t < T; ++t) y[t * out + o] = hsum(acc[t]);
-      } else
-#endif
-      {
+      if (const kernels::BlockRowDot kernel = block_kernel(kernels, r.type)) {
+        kernel(r.data, in, x, T, sums);
+      } else {
         row.resize(static_cast<size_t>(in));
         W.dequantize_rows(o, 1, row.data());
-        dot_rows<T>(row.data(), x, in, y + o, out);
+        kernels.f32(row.data(), in, x, T, sums);
       }
+      for (int t = 0; t < T; ++t) y[t * out + o] = sums[t];
       if (bias != nullptr)
         for (int t = 0; t < T; ++t) y[t * out + o] += bias[o];
     } catch (...) {
@@ -215,14 +100,9 @@ void gemv_rows(const float* x, const QuantMatrix& W, const float* bias, float* y
 
 void quant_gemv(const float* x, int64_t T, const QuantMatrix& W, const float* bias, float* y) {
   if (!W.stored()) throw Error("quant_gemv: an fp32 matrix (call ops::linear)");
-  switch (T) {
-    case 1: return gemv_rows<1>(x, W, bias, y);
-    case 2: return gemv_rows<2>(x, W, bias, y);
-    case 3: return gemv_rows<3>(x, W, bias, y);
-    case 4: return gemv_rows<4>(x, W, bias, y);
-    default:
-      throw Error("quant_gemv: " + std::to_string(T) + " rows of x (at most " + std::to_string(kGemvMaxRows) + ")");
-  }
+  if (T < 1 || T > kGemvMaxRows)
+    throw Error("quant_gemv: " + std::to_string(T) + " rows of x (at most " + std::to_string(kGemvMaxRows) + ")");
+  gemv_rows(x, int(T), W, bias, y);
 }
 
 }  // namespace headscope::ops

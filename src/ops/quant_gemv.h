@@ -2,9 +2,10 @@
 // file stores it: each weight is read from the file once per call, not once per row of x.
 //
 // For each output row o: its blocks are dequantised into a row buffer of the thread (cols floats,
-// a few KiB: it stays in L1), then every row of x is multiplied by it with 8-wide FMA (AVX2; a
-// scalar loop elsewhere), one float accumulator vector per x row. The panel path
-// (ops/quant_linear.h) writes 64 rows to an L2 scratch and calls sgemm per panel, which at T = 1 is
+// a few KiB: it stays in L1), then every row of x is multiplied by it with 8-wide FMA (AVX2),
+// 16-wide (AVX-512F) or a scalar loop (portable), one float accumulator vector per x row; the
+// common types have block kernels that skip the buffer (variants: gemv_kernels.h). The panel
+// path (ops/quant_linear.h) writes 64 rows to an L2 scratch and calls sgemm per panel, which at T = 1 is
 // dominated by the scratch traffic and the call overhead. The sum runs in a different order from
 // sgemm's, so the two agree to rounding, not bit for bit (tests/unit/quant_linear_test.cc states
 // the bound against the slow twin). Output rows are split across OpenMP threads in contiguous

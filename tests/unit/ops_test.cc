@@ -237,3 +237,51 @@ TEST(PackedLinear, MatchesReferenceForManyRowCountsAndThreadCounts) {
 
 }  // namespace
 }  // namespace headscope::ops
+
+#include "kernel_paths.h"
+
+namespace headscope::ops {
+namespace {
+
+// ops::panel_linear on each instruction-set path (portable, AVX2 + FMA, AVX-512F) against the
+// slow twin: partial panels, odd and even input counts (the AVX-512 tile pairs input features),
+// row counts below, at and past one 16-row block, and enough panels to run threaded.
+class PanelLinearPath : public headscope::testing::KernelPathTest {};
+
+TEST_P(PanelLinearPath, MatchesReference) {
+  struct Shape {
+    int64_t in, out;
+  };
+  const int saved = omp_get_max_threads();
+  for (const Shape s : {Shape{37, 83}, Shape{38, 6}, Shape{1, 7}, Shape{384, 1152}}) {
+    Tensor W({s.out, s.in});
+    const std::vector<float> w_values = random_vector(s.out * s.in, 81), bias = random_vector(s.out, 82);
+    W.data.assign(w_values.begin(), w_values.end());
+    const Tensor panels = pack_panels(W);
+    for (int threads : {1, 2})
+      for (int64_t T : {1, 2, 11, 16, 17, 40}) {
+        omp_set_num_threads(threads);
+        const std::vector<float> x = random_vector(T * s.in, 83 + unsigned(T));
+        std::vector<float> slow(T * s.out);
+        reference::matmul(x.data(), s.in, W.ptr(), s.in, slow.data(), s.out, T, s.out, s.in, /*trans_b=*/true);
+        for (bool with_bias : {false, true}) {
+          std::vector<float> fast(T * s.out, std::nanf("")), expected = slow;
+          if (with_bias)
+            for (int64_t t = 0; t < T; ++t)
+              for (int64_t o = 0; o < s.out; ++o) expected[t * s.out + o] += bias[o];
+          panel_linear(panels, with_bias ? bias.data() : nullptr, s.in, s.out, x.data(), T, fast.data());
+          EXPECT_LT(max_abs_diff(fast, expected), 1e-4f)
+              << "in=" << s.in << " out=" << s.out << " T=" << T << " threads=" << threads << " bias=" << with_bias;
+        }
+      }
+  }
+  omp_set_num_threads(saved);
+  // PackedLinear's own choice on this path (the panel kernel only where a vector variant exists).
+  EXPECT_EQ(panel_linear_available(), GetParam() != cpu::Isa::portable);
+  expect_packed_linear_matches_reference(37, 83, 91, {1, 2}, {1, 12, 16, 40});
+}
+
+INSTANTIATE_KERNEL_PATHS(PanelLinearPath);
+
+}  // namespace
+}  // namespace headscope::ops

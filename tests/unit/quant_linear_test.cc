@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ops/quant_gemv.h"
+#include "kernel_paths.h"
 #include "ops/reference/quant_linear.h"
 #include "test_support.h"
 
@@ -165,5 +166,32 @@ TEST(QuantLinear, TypesWithoutADequantizerAndPartialBlocksAreRefused) {
   std::vector<float> out(96);
   headscope::testing::expect_error([&] { W.dequantize_rows(1, 2, out.data()); }, {"rows 1 .. 3 of a 2-row matrix"});
 }
+
+// The GEMV on each instruction-set path (portable, AVX2 + FMA, AVX-512F; a path this CPU cannot
+// run is skipped) against the twin, for every type (those without a block kernel go through the
+// path's fp32 dot), 1 to kGemvMaxRows rows of x, with and without bias, on one thread and split
+// across threads.
+class QuantGemvPath : public headscope::testing::KernelPathTest {};
+
+TEST_P(QuantGemvPath, EveryTypeAgreesWithTheTwin) {
+  const int64_t rows = 37, cols = 512;
+  for (GgmlType type : kTypes) {
+    const std::vector<uint8_t> bytes = random_blocks(type, rows, cols, unsigned(type) + 30);
+    const QuantMatrix W = QuantMatrix::stored(type, rows, cols, bytes.data(), nullptr);
+    for (int64_t T = 1; T <= headscope::ops::kGemvMaxRows; ++T) {
+      const Compared c = compare(W, T, /*with_bias=*/T % 2 == 0, unsigned(T) + 40);
+      EXPECT_LE(c.max_rel, bound(T)) << io::ggml_type_name(type) << " T = " << T << " max |Δ| " << c.max_abs;
+    }
+  }
+  const int64_t big_rows = 2051;  // threaded: more than kGemvMinParallelWeights
+  static_assert(big_rows * cols >= headscope::ops::kGemvMinParallelWeights);
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q6_K}) {
+    const std::vector<uint8_t> bytes = random_blocks(type, big_rows, cols, 50);
+    const QuantMatrix W = QuantMatrix::stored(type, big_rows, cols, bytes.data(), nullptr);
+    EXPECT_LE(compare(W, 3, true, 51).max_rel, bound(3)) << io::ggml_type_name(type);
+  }
+}
+
+INSTANTIATE_KERNEL_PATHS(QuantGemvPath);
 
 }  // namespace

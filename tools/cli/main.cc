@@ -2,16 +2,27 @@
 // headscope::Error they throw becomes a one-line message on stderr and exit code 2.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "headscope/cpu.h"
 #include "headscope/error.h"
 
 int main(int argc, char** argv) {
   headscope::cli::use_passive_wait_policy(argv);
+  // The kernels' instruction-set path (include/headscope/cpu.h); an unknown HEADSCOPE_ISA stops
+  // every command here, before any work.
+  std::string version = "headscope 0.1.0";
+  try {
+    version += std::string(" (kernels: ") + headscope::kernel_isa() + ")";
+  } catch (const headscope::Error& e) {
+    std::fprintf(stderr, "headscope: error: %s\n", e.what());
+    return headscope::cli::kExitInput;
+  }
   CLI::App app{"headscope — see what every attention head of a real transformer does"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "headscope 0.1.0");
+  app.set_version_flag("--version", version);
   headscope::cli::add_run_command(app);
   headscope::cli::add_atlas_command(app);
   headscope::cli::add_serve_command(app);

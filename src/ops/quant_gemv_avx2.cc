@@ -20,13 +20,21 @@ inline float load_f16(const uint8_t* p) {
 }
 
 // Block kernels: each walks one row's blocks (layouts in io/gguf_quants.cc), turns 8 weights at a
-// time into the same fp32 values the dequantiser writes, and adds weight · x into one accumulator
-// per row of x (x advances with the weights; rows of x are n floats apart).
-
-// acc[t] += w · x[t · n .. + 8].
+// time into the same fp32 values the dequantiser writes, and adds weight · x into accumulators
+// (x advances with the weights; rows of x are n floats apart).
+//
+// Each row of x has kChains<T> accumulators, used in turn by the 8-weight groups of a block (slot
+// s goes to chain s % kChains): one chain would make every FMA wait for the previous one (4 cycles
+// of latency), which bounds a one-row GEMV (a generation step) at 2 weights a cycle. With T rows
+// the rows' chains are already independent. The chains are added at the end (chain_sums).
 template <int T>
-inline void fma8(__m256 w, const float* x, int64_t n, __m256* acc) {
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_fmadd_ps(w, _mm256_loadu_ps(x + t * n), acc[t]);
+constexpr int kChains = T == 1 ? 4 : T == 2 ? 2 : 1;
+
+// acc[chain · T + t] += w · x[t · n .. + 8], chain = s % kChains<T>.
+template <int T>
+inline void fma8(__m256 w, const float* x, int64_t n, __m256* acc, int s) {
+  __m256* a = acc + (s % kChains<T>) * T;
+  for (int t = 0; t < T; ++t) a[t] = _mm256_fmadd_ps(w, _mm256_loadu_ps(x + t * n), a[t]);
 }
 inline __m256i u8x8(const uint8_t* p) {  // 8 bytes → 8 int32
   return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
@@ -46,8 +54,8 @@ void row_q4(const uint8_t* blk, int64_t nb, const float* x, int64_t n, __m256* a
     for (int h = 0; h < 2; ++h) {  // bytes 0..7, 8..15: values 8h.. (low) and 16 + 8h.. (high)
       const __m256i q = u8x8(blk + kQs + 8 * h);
       const __m256 lo = f32(nib_lo(q)), hi = f32(nib_hi(q));
-      fma8<T>(kMin ? _mm256_fmadd_ps(lo, d, m) : _mm256_mul_ps(_mm256_sub_ps(lo, eight), d), x + 8 * h, n, acc);
-      fma8<T>(kMin ? _mm256_fmadd_ps(hi, d, m) : _mm256_mul_ps(_mm256_sub_ps(hi, eight), d), x + 16 + 8 * h, n, acc);
+      fma8<T>(kMin ? _mm256_fmadd_ps(lo, d, m) : _mm256_mul_ps(_mm256_sub_ps(lo, eight), d), x + 8 * h, n, acc, 2 * h);
+      fma8<T>(kMin ? _mm256_fmadd_ps(hi, d, m) : _mm256_mul_ps(_mm256_sub_ps(hi, eight), d), x + 16 + 8 * h, n, acc, 2 * h + 1);
     }
   }
 }
@@ -67,7 +75,7 @@ void row_q5_0(const uint8_t* blk, int64_t nb, const float* x, int64_t n, __m256*
         const int first = 16 * part + 8 * h;
         const __m256i fifth = _mm256_and_si256(_mm256_srlv_epi32(bits, _mm256_add_epi32(lane, _mm256_set1_epi32(first))), one);
         const __m256i v = _mm256_or_si256(part == 0 ? nib_lo(q) : nib_hi(q), _mm256_slli_epi32(fifth, 4));
-        fma8<T>(_mm256_mul_ps(_mm256_sub_ps(f32(v), sixteen), d), x + first, n, acc);
+        fma8<T>(_mm256_mul_ps(_mm256_sub_ps(f32(v), sixteen), d), x + first, n, acc, 2 * h + part);
       }
     }
   }
@@ -80,7 +88,7 @@ void row_q8_0(const uint8_t* blk, int64_t nb, const float* x, int64_t n, __m256*
     const __m256 d = _mm256_set1_ps(load_f16(blk));
     for (int i = 0; i < 4; ++i) {
       const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 2 + 8 * i)));
-      fma8<T>(_mm256_mul_ps(f32(q), d), x + 8 * i, n, acc);
+      fma8<T>(_mm256_mul_ps(f32(q), d), x + 8 * i, n, acc, i);
     }
   }
 }
@@ -104,8 +112,8 @@ void row_q4_k(const uint8_t* blk, int64_t nb, const float* x, int64_t n, __m256*
       const __m256 d2 = _mm256_set1_ps(d * float(sc[2 * c + 1])), m2 = _mm256_set1_ps(dmin * float(mn[2 * c + 1]));
       for (int i = 0; i < 4; ++i) {
         const __m256i q = u8x8(blk + 16 + 32 * c + 8 * i);
-        fma8<T>(_mm256_fmsub_ps(f32(nib_lo(q)), d1, m1), x + 64 * c + 8 * i, n, acc);
-        fma8<T>(_mm256_fmsub_ps(f32(nib_hi(q)), d2, m2), x + 64 * c + 32 + 8 * i, n, acc);
+        fma8<T>(_mm256_fmsub_ps(f32(nib_lo(q)), d1, m1), x + 64 * c + 8 * i, n, acc, 2 * i);
+        fma8<T>(_mm256_fmsub_ps(f32(nib_hi(q)), d2, m2), x + 64 * c + 32 + 8 * i, n, acc, 2 * i + 1);
       }
     }
   }
@@ -129,7 +137,7 @@ void row_q6_k(const uint8_t* blk, int64_t nb, const float* x, int64_t n, __m256*
           const __m256i high = _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 2 * k), three), 4);
           const __m256 v = f32(_mm256_sub_epi32(_mm256_or_si256(q[k], high), offset));
           const __m256 scale = _mm256_set1_ps(d * float(scales[8 * half + l / 16 + 2 * k]));
-          fma8<T>(_mm256_mul_ps(scale, v), x + 128 * half + 32 * k + l, n, acc);
+          fma8<T>(_mm256_mul_ps(scale, v), x + 128 * half + 32 * k + l, n, acc, k);
         }
       }
     }
@@ -157,13 +165,25 @@ void row(const uint8_t* b, int64_t nb, const float* x, int64_t n, __m256* acc) {
   if constexpr (K == Kind::q6_k) row_q6_k<T>(b, nb, x, n, acc);
 }
 
+// Row t's chains added pairwise ((c0 + c1) + (c2 + c3)), then its 8 lanes.
+template <int T>
+void chain_sums(const __m256* acc, float* sums) {
+  for (int t = 0; t < T; ++t) {
+    __m256 v[kChains<T>];
+    for (int c = 0; c < kChains<T>; ++c) v[c] = acc[c * T + t];
+    for (int width = kChains<T>; width > 1; width /= 2)
+      for (int c = 0; c < width / 2; ++c) v[c] = _mm256_add_ps(v[2 * c], v[2 * c + 1]);
+    sums[t] = hsum(v[0]);
+  }
+}
+
 // T is a compile-time count so that the accumulators stay in registers.
 template <Kind K, int T>
 void block_dot(const uint8_t* blocks, int64_t n, const float* x, float* sums) {
-  __m256 acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  __m256 acc[T * kChains<T>];
+  for (__m256& a : acc) a = _mm256_setzero_ps();
   row<K, T>(blocks, n / block_values(K), x, n, acc);
-  for (int t = 0; t < T; ++t) sums[t] = hsum(acc[t]);
+  chain_sums<T>(acc, sums);
 }
 
 template <Kind K>
@@ -178,11 +198,13 @@ void block_dot(const uint8_t* blocks, int64_t n, const float* x, int T, float* s
 
 template <int T>
 void float_dot(const float* w, int64_t n, const float* x, float* sums) {
-  __m256 acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  __m256 acc[T * kChains<T>];
+  for (__m256& a : acc) a = _mm256_setzero_ps();
   int64_t k = 0;
-  for (; k + 8 <= n; k += 8) fma8<T>(_mm256_loadu_ps(w + k), x + k, n, acc);
-  for (int t = 0; t < T; ++t) sums[t] = hsum(acc[t]);
+  for (; k + 8 * kChains<T> <= n; k += 8 * kChains<T>)
+    for (int s = 0; s < kChains<T>; ++s) fma8<T>(_mm256_loadu_ps(w + k + 8 * s), x + k + 8 * s, n, acc, s);
+  for (; k + 8 <= n; k += 8) fma8<T>(_mm256_loadu_ps(w + k), x + k, n, acc, 0);
+  chain_sums<T>(acc, sums);
   for (; k < n; ++k)
     for (int t = 0; t < T; ++t) sums[t] += w[k] * x[t * n + k];
 }

@@ -265,7 +265,9 @@ TEST(AnalysisStatistics, FloatLaneRowsEqualTheDoubleLoop) {
           flat[size_t(q) * T + k] = 1.0f / float(std::min(q + 1, int(window)));
       acc.add(flat.data(), T, fast);
       EXPECT_NEAR(acc.result().avg_attention, uniform / T, 1e-6);
-      EXPECT_NEAR(acc.result().entropy_norm, 1.0, 1e-6);  // uniform over the visible keys
+      // Uniform over the visible keys, within the float lanes' 1e-5 (the sanitized build, compiled
+      // with other flags, lands 2.4e-6 above 1).
+      EXPECT_NEAR(acc.result().entropy_norm, 1.0, 1e-5);
       EXPECT_NEAR(acc.result().sparsity, 0.0, 1e-12);
     }
     ASSERT_EQ(f.size(), s.size());

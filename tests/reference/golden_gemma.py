@@ -4,7 +4,7 @@ Tiny random-weight models built by transformers with a fixed seed (nothing is do
 (QK-norm), Gemma (GeGLU, √d_model embeddings, (1 + w) RMSNorm, MQA), Gemma 2 (sandwich norms,
 query_pre_attn_scalar ≠ head_dim, alternating sliding window, attention and final logit
 soft-capping) and Gemma 3 text (QK-norm, every 6th layer global, its own RoPE base for the sliding
-layers). Qwen3, Gemma 2 (a second one whose query_pre_attn_scalar GGUF can carry) and Gemma 3
+layers). Qwen3, Gemma, Gemma 2 (a second one whose query_pre_attn_scalar GGUF can carry) and Gemma 3
 are also written as GGUF the way llama.cpp's
 convert_hf_to_gguf.py does (half-split RoPE unpermuted; 1 added to every Gemma norm weight).
 
@@ -62,6 +62,7 @@ def write_gguf(path, arch, model, tok_json):
     cfg = model.config
     sd = {k: v.detach().to(torch.float32).numpy() for k, v in model.state_dict().items()}
     gemma = arch.startswith("gemma")
+    sandwich = arch in ("gemma2", "gemma3")  # norms after attention and the MLP too (Gemma 1: Llama's two)
     shift = 1.0 if gemma else 0.0  # convert_hf_to_gguf.py stores Gemma's norms as 1 + w
     L, D, H, Hkv, Dh = (cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads,
                         cfg.head_dim)
@@ -78,7 +79,7 @@ def write_gguf(path, arch, model, tok_json):
     rope = cfg.rope_parameters.get("full_attention", cfg.rope_parameters)
     w.add_rope_freq_base(rope["rope_theta"])
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
-    if gemma:
+    if sandwich:
         w.add_sliding_window(cfg.sliding_window)
     if arch == "gemma2":
         w.add_attn_logit_softcapping(cfg.attn_logit_softcapping)
@@ -88,7 +89,7 @@ def write_gguf(path, arch, model, tok_json):
              "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm",
              "self_attn.k_norm": "attn_k_norm", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
              "mlp.down_proj": "ffn_down"}
-    if gemma:
+    if sandwich:
         names.update({"post_attention_layernorm": "post_attention_norm", "pre_feedforward_layernorm": "ffn_norm",
                       "post_feedforward_layernorm": "post_ffw_norm"})
     else:
@@ -146,11 +147,12 @@ def main(model_dir: pathlib.Path, out_dir: pathlib.Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     tok = dec.train_tokenizer(bos=True)
     import transformers as tf
-    # Bare *Model twins (and a *ForSequenceClassification one) of the tiny Gemmas.
-    classifiers = {"gemma": None, "gemma2": None, "gemma3_text": tf.Gemma3TextForSequenceClassification}
+    # Bare *Model twins (and *ForSequenceClassification ones) of the tiny Qwen3 and Gemmas.
+    classifiers = {"qwen3": tf.Qwen3ForSequenceClassification, "gemma": None, "gemma2": None,
+                   "gemma3_text": tf.Gemma3TextForSequenceClassification}
     for name, model, tok, d in dec.save_models(out, build_models(tok.get_vocab_size()), lambda name: tok, 3000, 4000):
-        if name in ("qwen3", "gemma2_gguf", "gemma3_text"):
-            arch = {"qwen3": "qwen3", "gemma2_gguf": "gemma2", "gemma3_text": "gemma3"}[name]
+        if name in ("qwen3", "gemma", "gemma2_gguf", "gemma3_text"):
+            arch = {"qwen3": "qwen3", "gemma": "gemma", "gemma2_gguf": "gemma2", "gemma3_text": "gemma3"}[name]
             write_gguf(out / f"{name}.gguf", arch, model, json.loads(tok.to_str()))
         if name == "gemma3_text":
             multimodal_folder(out / "gemma3_multimodal", d)

@@ -129,6 +129,8 @@ void check_layout(const std::string& folder, const std::string& golden_model, bo
   }
 }
 
+TEST(BareDecoders, Qwen3Model) { check_layout("qwen3_bare", "qwen3", false); }
+TEST(BareDecoders, Qwen3SequenceClassifierScoreHeadIgnored) { check_layout("qwen3_cls", "qwen3", false); }
 TEST(BareDecoders, GemmaModel) { check_layout("gemma_bare", "gemma", true); }
 TEST(BareDecoders, Gemma2Model) { check_layout("gemma2_bare", "gemma2", true); }
 TEST(BareDecoders, Gemma3TextModel) { check_layout("gemma3_text_bare", "gemma3_text", true); }

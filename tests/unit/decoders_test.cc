@@ -154,6 +154,9 @@ TEST(Decoders, Llama3ScalingFromGgufRopeFreqs) { check_gguf("llama3_scaled"); }
 TEST(Decoders, Qwen2FromGguf) { check_gguf("qwen2"); }
 TEST(Decoders, Gpt2FromGguf) { check_gguf("gpt2"); }
 TEST(Decoders, Qwen3FromGguf) { check_gguf("qwen3"); }
+// Gemma 1 as convert_hf_to_gguf.py writes it: norms stored as 1 + w, Llama's two norms per layer,
+// half-split RoPE, one KV head.
+TEST(Decoders, GemmaFromGguf) { check_gguf("gemma"); }
 // GGUF stores Gemma norms as 1 + w and has no layer pattern: llama.cpp's fixed one (every 6th
 // layer global, local RoPE base 10,000) is used, which the tiny model's six layers follow.
 TEST(Decoders, Gemma3FromGguf) { check_gguf("gemma3_text"); }

@@ -4,6 +4,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <string>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "headscope/cpu.h"
 #include "headscope/error.h"
@@ -26,12 +29,20 @@ const char* isa_name(Isa isa) {
   return "?";
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+// F16C from cpuid leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know "f16c".
+static bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+}
+#endif
+
 Isa best_isa() {
 #if defined(__x86_64__) || defined(__i386__)
   // The AVX2 kernels also use FMA and F16C, and the AVX-512 ones all three besides AVX-512F
   // (every such CPU has them; checked anyway). __builtin_cpu_supports reads cpuid and, for the
   // AVX and AVX-512 register states, whether the OS saves them (XGETBV).
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
   if (avx2 && __builtin_cpu_supports("avx512f")) return Isa::avx512;
   if (avx2) return Isa::avx2;
 #endif

@@ -167,6 +167,17 @@ std::vector<Bpe::IdMerge> derive_merges(const Vocab& vocab, const std::vector<do
   return merges;
 }
 
+// The id a special-token key names, if the file has the key; an id outside the n_tokens pieces is an error.
+std::optional<int32_t> optional_token_id(const io::GgufFile& file, const char* key, size_t n_tokens) {
+  if (!file.has(key)) return std::nullopt;
+  const int64_t id = file.get_int(key);
+  if (id < 0 || id >= static_cast<int64_t>(n_tokens)) {
+    throw Error(file.path() + ": " + key + " is " + std::to_string(id) + ", outside the " + std::to_string(n_tokens) +
+                " tokens");
+  }
+  return static_cast<int32_t>(id);
+}
+
 bool is_gemma(const std::string& architecture) {
   return architecture == "gemma" || architecture == "gemma2" || architecture == "gemma3";
 }
@@ -220,15 +231,7 @@ std::unique_ptr<Tokenizer> sentencepiece_from_gguf(const io::GgufFile& file) {
   }
   const std::vector<Bpe::IdMerge> merges = derive_merges(vocab, scores, path);
 
-  const auto special_id = [&](const char* key) -> std::optional<int32_t> {
-    if (!file.has(key)) return std::nullopt;
-    const int64_t id = file.get_int(key);
-    if (id < 0 || id >= static_cast<int64_t>(tokens.size())) {
-      throw Error(path + ": " + key + " is " + std::to_string(id) + ", outside the " + std::to_string(tokens.size()) +
-                  " tokens");
-    }
-    return static_cast<int32_t>(id);
-  };
+  const auto special_id = [&](const char* key) { return optional_token_id(file, key, tokens.size()); };
   BpeOptions options;
   options.byte_fallback = true;
   options.fuse_unk = true;
@@ -313,15 +316,7 @@ std::unique_ptr<Tokenizer> xlmr_from_gguf(const io::GgufFile& file) {
     throw Error(path + ": tokenizer.ggml.scores has " + std::to_string(scores.size()) + " entries for " +
                 std::to_string(tokens.size()) + " tokens");
   }
-  const auto special_id = [&](const char* key) -> std::optional<int32_t> {
-    if (!file.has(key)) return std::nullopt;
-    const int64_t id = file.get_int(key);
-    if (id < 0 || id >= static_cast<int64_t>(tokens.size())) {
-      throw Error(path + ": " + key + " is " + std::to_string(id) + ", outside the " + std::to_string(tokens.size()) +
-                  " tokens");
-    }
-    return static_cast<int32_t>(id);
-  };
+  const auto special_id = [&](const char* key) { return optional_token_id(file, key, tokens.size()); };
   const std::optional<int32_t> mask = special_id("tokenizer.ggml.mask_token_id");
   std::vector<std::pair<std::string, double>> pieces;
   pieces.reserve(tokens.size());

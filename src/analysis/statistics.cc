@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
 
 #include "headscope/error.h"
+#include "ops/compact.h"
 
 namespace headscope::analysis {
 namespace {
@@ -206,18 +208,19 @@ void HeadStatsAccumulator::add_contiguous_row(const float* row, int q, const Seq
   if (norms_ != nullptr && sees_first) add_norm_row(row, q, seq);
   const float uniform = 1.0f / static_cast<float>(n);
   const float negligible = static_cast<float>(kSparsityFraction / n);
-  double h = 0, sq = 0, overlap = 0, dist = 0, off = 0, special = 0, punct = 0, content = 0, dup = 0;
+  double h = 0, sq = 0, overlap = 0, dist = 0, off = 0, punct = 0, content = 0, dup = 0;
   float row_max = 0;
   int below = 0, dups = 0;
   const TokenKind* kinds = seq.kinds.data();
   const bool use_ids = !seq.ids.empty() && seq.ids[static_cast<size_t>(q)] >= 0;
   const int32_t* ids = seq.ids.data();
   const int32_t id = use_ids ? ids[q] : -1;
+  // Two loops per block, each with few enough sums to keep them all in registers: the weights'
+  // own statistics, then the ones that depend on each key's position and kind.
   for (int k0 = lo; k0 < hi; k0 += kLaneKeys) {
     const int k1 = std::min(hi, k0 + kLaneKeys);
-    float bh = 0, bsq = 0, boverlap = 0, bdist = 0, boff = 0, bspecial = 0, bpunct = 0, bcontent = 0;
-#pragma omp simd reduction(+ : bh, bsq, boverlap, below, bdist, boff, bspecial, bpunct, bcontent) \
-    reduction(max : row_max)
+    float bh = 0, bsq = 0, boverlap = 0;
+#pragma omp simd reduction(+ : bh, bsq, boverlap, below) reduction(max : row_max)
     for (int k = k0; k < k1; ++k) {
       const float a = row[k];
       bh -= a > 0 ? a * log2_approx(a) : 0.0f;
@@ -225,16 +228,20 @@ void HeadStatsAccumulator::add_contiguous_row(const float* row, int q, const Seq
       bsq += a * a;
       boverlap += std::min(a, uniform);
       below += a < negligible ? 1 : 0;
+    }
+    h += bh, sq += bsq, overlap += boverlap;
+    float bdist = 0, boff = 0, bpunct = 0, bcontent = 0;
+#pragma omp simd reduction(+ : bdist, boff, bpunct, bcontent)
+    for (int k = k0; k < k1; ++k) {
+      const float a = row[k];
       const float d = static_cast<float>(k - q);  // exact: |k − q| < 2²⁴
       bdist += a * std::abs(d);
       boff += a * d;
       const TokenKind kind = kinds[k];
-      bspecial += kind == TokenKind::kSpecial ? a : 0.0f;
       bpunct += kind == TokenKind::kPunct ? a : 0.0f;
       bcontent += kind == TokenKind::kContent && k != q ? a : 0.0f;
     }
-    h += bh, sq += bsq, overlap += boverlap, dist += bdist, off += boff;
-    special += bspecial, punct += bpunct, content += bcontent;
+    dist += bdist, off += boff, punct += bpunct, content += bcontent;
     if (use_ids) {
       float bdup = 0;
 #pragma omp simd reduction(+ : bdup, dups)
@@ -246,6 +253,16 @@ void HeadStatsAccumulator::add_contiguous_row(const float* row, int q, const Seq
       dup += bdup;
     }
   }
+  // Special tokens are few (a template's [CLS] and [SEP], a BOS): found with memchr and summed
+  // one by one, in key order.
+  double special = 0;
+  static_assert(sizeof(TokenKind) == 1);
+  const auto* kind_bytes = reinterpret_cast<const unsigned char*>(kinds);
+  for (const void* at = std::memchr(kind_bytes + lo, int(TokenKind::kSpecial), size_t(n)); at != nullptr;) {
+    const int k = static_cast<int>(static_cast<const unsigned char*>(at) - kind_bytes);
+    special += row[k];
+    at = k + 1 < hi ? std::memchr(kind_bytes + k + 1, int(TokenKind::kSpecial), size_t(hi - k - 1)) : nullptr;
+  }
   entropy_ += h;
   if (n > 1) {
     entropy_norm_ += h / std::log2(static_cast<double>(n));
@@ -256,8 +273,7 @@ void HeadStatsAccumulator::add_contiguous_row(const float* row, int q, const Seq
   avg_ += sq;
   uniform_ += overlap;
 
-  std::copy_n(row + lo, n, scratch_.data());
-  const int cover = keys_to_cover(scratch_.data(), n, kCoverMass - kCoverTolerance);
+  const int cover = keys_to_cover(row + lo, scratch_.data(), n, kCoverMass - kCoverTolerance);
   keys90_ += cover;
   keys90_share_ += static_cast<double>(cover) / n;
 
@@ -293,18 +309,21 @@ void HeadStatsAccumulator::add_norm_row(const float* row, int q, const SequenceI
   double sink = 0, total = 0;
   if (seq.attendable.empty()) {  // the keys are 0 .. n − 1 (add_contiguous_row): float lanes per block
     const int n = seq.causal ? q + 1 : seq.T();
-    const TokenKind* kinds = seq.kinds.data();
     const float* norms = norms_;
     for (int k0 = 0; k0 < n; k0 += kLaneKeys) {
       const int k1 = std::min(n, k0 + kLaneKeys);
-      float bsink = 0, btotal = 0;
-#pragma omp simd reduction(+ : bsink, btotal)
-      for (int k = k0; k < k1; ++k) {
-        const float w = row[k] * norms[k];
-        btotal += w;
-        bsink += k == 0 || kinds[k] == TokenKind::kSpecial ? w : 0.0f;
-      }
-      sink += bsink, total += btotal;
+      float btotal = 0;
+#pragma omp simd reduction(+ : btotal)
+      for (int k = k0; k < k1; ++k) btotal += row[k] * norms[k];
+      total += btotal;
+    }
+    // The sink: the first key and the special tokens (few; found with memchr), in key order.
+    const auto* kinds = reinterpret_cast<const unsigned char*>(seq.kinds.data());
+    sink = double(row[0] * norms[0]);
+    for (const void* at = n > 1 ? std::memchr(kinds + 1, int(TokenKind::kSpecial), size_t(n - 1)) : nullptr; at != nullptr;) {
+      const int k = static_cast<int>(static_cast<const unsigned char*>(at) - kinds);
+      sink += double(row[k] * norms[k]);
+      at = k + 1 < n ? std::memchr(kinds + k + 1, int(TokenKind::kSpecial), size_t(n - k - 1)) : nullptr;
     }
   } else {
     for (int k = 0; k < seq.T(); ++k) {
@@ -381,33 +400,21 @@ HeadStats HeadStatsAccumulator::result() const {
   return s;
 }
 
-namespace {
+int keys_to_cover(float* v, int n, double need) { return keys_to_cover(v, v, n, need); }
 
-// Moves the weights of v[0, n) for which keep(w) holds to the front, in order; returns how many.
-// Branch-free: every weight is written, the position advances only for the kept ones.
-template <class Keep>
-int keep_only(float* v, int n, Keep keep) {
-  int m = 0;
-  for (int i = 0; i < n; ++i) {
-    const float w = v[i];
-    v[m] = w;
-    m += keep(w) ? 1 : 0;
-  }
-  return m;
-}
-
-}  // namespace
-
-int keys_to_cover(float* v, int n, double need) {
-  // A selection around pivots. Invariant: `count` weights, all larger than any in v[0, n), are
+int keys_to_cover(const float* row, float* v, int n, double need) {
+  // A selection around pivots. Invariant: `count` weights, all larger than any in src[0, n), are
   // taken; `need` is what they still lack. Each step measures, in one vectorised pass, the sum of
   // the weights above a pivot: when they alone cover `need`, the answer is among them and only
-  // they are kept; else they and as many ties as needed are taken and the smaller ones kept.
-  // Attention rows are mostly peaked, so the first pivot is the uniform weight 1/n.
+  // they are kept (ops::keep_greater); else they and as many ties as needed are taken and the
+  // smaller ones kept (ops::keep_less). The first step reads the row and writes v, the others
+  // work in v. Attention rows are mostly peaked, so the first pivot is the uniform weight 1/n.
+  const float* src = row;
   int count = 0;
   bool first = n > 64;
   while (n > 0 && need > 0) {
     if (n <= 32) {
+      if (src != v) std::copy_n(src, n, v);
       std::sort(v, v + n, std::greater<float>());
       for (int i = 0; i < n && need > 0; ++i) need -= v[i], ++count;
       break;
@@ -417,25 +424,27 @@ int keys_to_cover(float* v, int n, double need) {
       pivot = 1.0f / static_cast<float>(n);
       first = false;
     } else {
-      const float a = v[0], b = v[n / 2], c = v[n - 1];
+      const float a = src[0], b = src[n / 2], c = src[n - 1];
       pivot = std::max(std::min(a, b), std::min(std::max(a, b), c));  // median of three
     }
     double above = 0;
     int n_above = 0, n_equal = 0;
 #pragma omp simd reduction(+ : above, n_above, n_equal)
     for (int i = 0; i < n; ++i) {
-      above += v[i] > pivot ? v[i] : 0.0f;
-      n_above += v[i] > pivot ? 1 : 0;
-      n_equal += v[i] == pivot ? 1 : 0;
+      above += src[i] > pivot ? src[i] : 0.0f;
+      n_above += src[i] > pivot ? 1 : 0;
+      n_equal += src[i] == pivot ? 1 : 0;
     }
     if (above >= need && n_above > 0) {
-      n = keep_only(v, n, [pivot](float w) { return w > pivot; });
+      n = ops::keep_greater(src, v, n, pivot);
+      src = v;
       continue;
     }
     need -= above;
     count += n_above;
     for (int j = 0; j < n_equal && need > 0; ++j) need -= pivot, ++count;
-    n = keep_only(v, n, [pivot](float w) { return w < pivot; });
+    n = ops::keep_less(src, v, n, pivot);
+    src = v;
   }
   return std::max(count, 1);
 }

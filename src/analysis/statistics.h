@@ -61,6 +61,9 @@ class HeadStatsAccumulator {
 // The fewest of the n weights (largest first) whose sum reaches `mass`, at least 1; reorders
 // `weights`. Expected O(n) (a three-way quickselect on the running mass) instead of a sort.
 int keys_to_cover(float* weights, int n, double mass);
+// The same for the n weights of `row`, left as they are; `scratch` (n floats, not overlapping
+// `row`) is reordered instead.
+int keys_to_cover(const float* row, float* scratch, int n, double mass);
 
 // One head, one sequence.
 HeadStats compute_head_stats(const float* attention, int T, const SequenceInfo& seq);

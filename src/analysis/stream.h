@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "analysis/statistics.h"
+#include "analysis/words.h"
 #include "analysis/without_specials.h"
 #include "headscope/analysis.h"
 #include "headscope/model.h"
@@ -30,6 +31,7 @@ struct StreamPlan {
   SequenceInfo tokens;            // [T]
   WordMap words;                  // token → unit
   SequenceInfo word_units;        // [U]
+  std::vector<UnitRun> word_runs;   // the token runs of each unit (unit_runs)
   std::vector<int32_t> last_token;  // [U] the token after which unit u's row is complete
   std::vector<int32_t> pieces;      // [U] tokens of unit u
   bool without_specials = false;  // the statistics without special tokens are asked for
@@ -95,7 +97,6 @@ class HeadStream {
   std::vector<double> offset_sum_;  // [2T − 1] Σ_q a_{q, q+d}, index d + T − 1
   std::vector<float> token_row_;   // [T] a token row without specials (when the text has some)
   std::vector<float> unit_row_;    // [U] a unit row without specials (when the text has some)
-  std::vector<double> sums_;       // [U] scratch of add_token_row
   std::vector<std::pair<int32_t, std::vector<float>>> open_;  // units with rows still being merged
 };
 

@@ -86,10 +86,10 @@ class Recorder {
   //   attn_out [T, d_model]           written: concat · W_Oᵀ + b_O
   // Records head_outputs [h, T, d_head], contributions [h, T, d_model] = concat_h · W_O[:, h]ᵀ
   // and attn_output, as requested.
-  // A decoder's W_O is a QuantMatrix: fp32, or kept as the model file stores it, when the product
-  // is ops::quant_linear's and each head's columns are dequantised for its contribution
-  // (QuantMatrix::dequantize_cols). An encoder's is fp32, prepacked with its bias for the model's
-  // own GEMM (ops::PackedLinear); the contributions read its fp32 weights.
+  // A decoder's W_O is a QuantMatrix, fp32 or kept as the model file stores it: the product is
+  // ops::quant_linear's, and a stored W_O has each head's columns dequantised for that head's
+  // contribution (QuantMatrix::dequantize_cols). An encoder's W_O is fp32, prepacked with its bias
+  // for the model's own GEMM (ops::PackedLinear); the contributions read its fp32 weights.
   void project_heads(int layer, float* concat, const QuantMatrix& W_O, const float* b_O, float* attn_out);
   void project_heads(int layer, float* concat, const ops::PackedLinear& W_O, float* attn_out);
 

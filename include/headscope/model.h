@@ -218,7 +218,9 @@ class Model {
                          const CaptureOptions& options) const;
 
   // W_O of `layer` as stored by nn.Linear: [d_model, n_head * d_head] (out, in), and its bias.
-  virtual const Tensor& output_projection(int layer) const = 0;
+  // W_O comes as an fp32 copy (a GGUF's W_O stays in its stored blocks, dequantised here): read it
+  // once per use, not per element.
+  virtual Tensor output_projection(int layer) const = 0;
   virtual const Tensor& output_bias(int layer) const = 0;
 
   // The final norm and unembedding of a causal model (what direct logit attribution reads);

@@ -7,6 +7,7 @@
 #include "headscope/error.h"
 #include "ops/attention.h"
 #include "ops/matmul.h"
+#include "ops/quant_linear.h"
 #include "tensor/tensor_ops.h"
 
 namespace headscope::capture {
@@ -156,13 +157,49 @@ void Recorder::record_qk(int layer, const float* q, int64_t q_stride, const floa
     copy_rows(cap_.keys.ptr() + (layer * Hkv + g) * T * Dh, Dh, k + g * Dh, k_stride, T, Dh);
 }
 
-void Recorder::project_heads(int layer, float* concat, const Tensor& W_O, const float* b_O, float* attn_out,
-                             const ops::PackedLinear* packed) {
-  const int64_t T = cap_.T, H = cap_.n_head, Dh = cap_.d_head, D = cap_.d_model, C = H * Dh;
-  W_O.expect_shape({D, C}, "W_O of layer " + std::to_string(layer));
+namespace {
+// Columns h·Dh .. (h+1)·Dh of W_O [D, C] as fp32 [D, Dh] at row stride `ld`: W_O's own values when
+// it is fp32 (ld = C), else that head's columns dequantised into `scratch` (ld = Dh).
+struct HeadColumns {
+  const float* data;
+  int64_t ld;
+};
+HeadColumns head_columns(const float* fp32, const QuantMatrix* stored, int64_t h, int64_t Dh, int64_t C,
+                         std::vector<float>& scratch) {
+  if (fp32 != nullptr) return {fp32 + h * Dh, C};
+  scratch.resize(size_t(stored->rows() * Dh));
+  stored->dequantize_cols(h * Dh, Dh, scratch.data(), Dh);
+  return {scratch.data(), Dh};
+}
+}  // namespace
+
+void Recorder::check_output_weights(int layer, int64_t rows, int64_t cols) const {
+  const int64_t D = cap_.d_model, C = int64_t(cap_.n_head) * cap_.d_head;
+  if (rows != D || cols != C)
+    throw Error("W_O of layer " + std::to_string(layer) + " is [" + std::to_string(rows) + ", " + std::to_string(cols) +
+                "]; expected [" + std::to_string(D) + ", " + std::to_string(C) + "] (d_model, n_head · d_head)");
+}
+
+void Recorder::project_heads(int layer, float* concat, const QuantMatrix& W_O, const float* b_O, float* attn_out) {
+  check_output_weights(layer, W_O.rows(), W_O.cols());
+  const int64_t T = cap_.T;
   if (ablation_ != nullptr) ablation_->apply(layer, Tk_ - T, T, cap_.n_head, cap_.d_head, concat);
-  if (packed != nullptr) packed->forward(concat, T, attn_out);  // the model's own path: one GEMM
-  else ops::linear(concat, T, C, W_O.ptr(), b_O, D, attn_out);
+  // The model's own path: ops::linear for fp32; for a stored W_O, dequantised panel by panel (the
+  // GEMV at T ≤ kGemvMaxRows), the product dequantize-then-multiply gives.
+  ops::quant_linear(concat, T, W_O, b_O, attn_out);
+  record_heads(layer, concat, attn_out, output_weights(W_O));
+}
+
+void Recorder::project_heads(int layer, float* concat, const ops::PackedLinear& W_O, float* attn_out) {
+  check_output_weights(layer, W_O.out(), W_O.in());
+  const int64_t T = cap_.T;
+  if (ablation_ != nullptr) ablation_->apply(layer, Tk_ - T, T, cap_.n_head, cap_.d_head, concat);
+  W_O.forward(concat, T, attn_out);  // the model's own path: one GEMM, with b_O
+  record_heads(layer, concat, attn_out, {W_O.weights().ptr(), nullptr});
+}
+
+void Recorder::record_heads(int layer, const float* concat, const float* attn_out, OutputWeights W_O) {
+  const int64_t T = cap_.T, H = cap_.n_head, Dh = cap_.d_head, D = cap_.d_model, C = H * Dh;
   if (!cap_.attn_output.empty()) std::memcpy(cap_.attn_output.ptr() + layer * T * D, attn_out, sizeof(float) * T * D);
   if (!cap_.head_outputs.empty()) {
     for (int64_t h = 0; h < H; ++h)  // [T, H·Dh] -> [H, T, Dh]
@@ -172,32 +209,56 @@ void Recorder::project_heads(int layer, float* concat, const Tensor& W_O, const 
     // Head h's share of the output: concat[:, h·Dh:(h+1)·Dh] · W_O[:, h·Dh:(h+1)·Dh]ᵀ — [T, D].
     // Σ_h of these plus b_O is attn_out (W_O is linear in the concatenation).
     float* dst = cap_.contributions.ptr() + layer * H * T * D;
-    constexpr int64_t kMinParallelOutputs = 1 << 16;  // below, a second thread costs more than it saves
-#pragma omp parallel for schedule(static) if (H * T * D >= kMinParallelOutputs)
-    for (int64_t h = 0; h < H; ++h)
-      ops::matmul(concat + h * Dh, C, W_O.ptr() + h * Dh, C, dst + h * T * D, D, T, D, Dh, /*trans_b=*/true);
+    // Below this many values written (and, for a stored W_O, dequantised), a second thread costs
+    // more than it saves.
+    constexpr int64_t kMinParallelWork = 1 << 16;
+    const int64_t work = H * T * D + (W_O.fp32 == nullptr ? D * C : 0);
+#pragma omp parallel if (work >= kMinParallelWork)
+    {
+      std::vector<float> scratch;  // [D, Dh] of this thread, for a stored W_O
+#pragma omp for schedule(static)
+      for (int64_t h = 0; h < H; ++h) {
+        const HeadColumns w = head_columns(W_O.fp32, W_O.stored, h, Dh, C, scratch);
+        ops::matmul(concat + h * Dh, C, w.data, w.ld, dst + h * T * D, D, T, D, Dh, /*trans_b=*/true);
+      }
+    }
   }
 }
 
-void Recorder::record_value_norms(int layer, const float* v, int64_t v_stride, const Tensor& W_O) {
+void Recorder::record_value_norms(int layer, const float* v, int64_t v_stride, const QuantMatrix& W_O) {
   if (cap_.value_norms.empty()) return;
+  check_output_weights(layer, W_O.rows(), W_O.cols());
+  value_norms(layer, v, v_stride, output_weights(W_O));
+}
+
+void Recorder::record_value_norms(int layer, const float* v, int64_t v_stride, const ops::PackedLinear& W_O) {
+  if (cap_.value_norms.empty()) return;
+  check_output_weights(layer, W_O.out(), W_O.in());
+  value_norms(layer, v, v_stride, {W_O.weights().ptr(), nullptr});
+}
+
+void Recorder::value_norms(int layer, const float* v, int64_t v_stride, OutputWeights W_O) {
   const int64_t H = cap_.n_head, Dh = cap_.d_head, D = cap_.d_model, C = H * Dh;
-  W_O.expect_shape({D, C}, "W_O of layer " + std::to_string(layer));
   float* norms = cap_.value_norms.ptr() + layer * H * Tk_;  // [H, Tk]
   // f_h(x_k) = v_g(h),k · W_O[:, h·Dh:(h+1)·Dh]ᵀ for blocks of kRows keys, then each row's norm.
   // The GEMM is as large as the contributions' one; the block keeps its scratch small at any Tk.
   constexpr int64_t kRows = 256;
-#pragma omp parallel for schedule(static)
-  for (int64_t h = 0; h < H; ++h) {
+#pragma omp parallel
+  {
     std::vector<float> f(size_t(std::min(Tk_, kRows) * D));  // [rows, D]
-    const float* vg = v + int64_t(cap_.kv_head_of[size_t(h)]) * Dh;
-    for (int64_t k0 = 0; k0 < Tk_; k0 += kRows) {
-      const int64_t rows = std::min(kRows, Tk_ - k0);
-      ops::matmul(vg + k0 * v_stride, v_stride, W_O.ptr() + h * Dh, C, f.data(), D, rows, D, Dh, /*trans_b=*/true);
-      for (int64_t r = 0; r < rows; ++r) {
-        double sq = 0;
-        for (int64_t i = 0; i < D; ++i) sq += double(f[size_t(r * D + i)]) * f[size_t(r * D + i)];
-        norms[h * Tk_ + k0 + r] = float(std::sqrt(sq));
+    std::vector<float> scratch;                               // [D, Dh], for a stored W_O
+#pragma omp for schedule(static)
+    for (int64_t h = 0; h < H; ++h) {
+      const HeadColumns w = head_columns(W_O.fp32, W_O.stored, h, Dh, C, scratch);
+      const float* vg = v + int64_t(cap_.kv_head_of[size_t(h)]) * Dh;
+      for (int64_t k0 = 0; k0 < Tk_; k0 += kRows) {
+        const int64_t rows = std::min(kRows, Tk_ - k0);
+        ops::matmul(vg + k0 * v_stride, v_stride, w.data, w.ld, f.data(), D, rows, D, Dh, /*trans_b=*/true);
+        for (int64_t r = 0; r < rows; ++r) {
+          double sq = 0;
+          for (int64_t i = 0; i < D; ++i) sq += double(f[size_t(r * D + i)]) * f[size_t(r * D + i)];
+          norms[h * Tk_ + k0 + r] = float(std::sqrt(sq));
+        }
       }
     }
   }

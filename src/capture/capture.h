@@ -8,6 +8,7 @@
 #include "ops/attention.h"
 #include "ops/packed_linear.h"
 #include "ops/softmax.h"
+#include "tensor/quant_matrix.h"
 
 namespace headscope::capture {
 
@@ -85,18 +86,21 @@ class Recorder {
   //   attn_out [T, d_model]           written: concat · W_Oᵀ + b_O
   // Records head_outputs [h, T, d_head], contributions [h, T, d_model] = concat_h · W_O[:, h]ᵀ
   // and attn_output, as requested.
-  // `packed`, when given, is W_O (with b_O) prepacked for the model's own GEMM; the per-head
-  // contributions always read W_O itself.
-  void project_heads(int layer, float* concat, const Tensor& W_O, const float* b_O, float* attn_out,
-                     const ops::PackedLinear* packed = nullptr);
+  // A decoder's W_O is a QuantMatrix, fp32 or kept as the model file stores it: the product is
+  // ops::quant_linear's, and a stored W_O has each head's columns dequantised for that head's
+  // contribution (QuantMatrix::dequantize_cols). An encoder's W_O is fp32, prepacked with its bias
+  // for the model's own GEMM (ops::PackedLinear); the contributions read its fp32 weights.
+  void project_heads(int layer, float* concat, const QuantMatrix& W_O, const float* b_O, float* attn_out);
+  void project_heads(int layer, float* concat, const ops::PackedLinear& W_O, float* attn_out);
 
   // Records, when asked, the norm of what each head moves from each key (Kobayashi et al. 2020):
   //   v   [Tk, n_kv_head · d_head] row stride v_stride, every key's values as attention reads them
   //       (after their bias); head h reads value head kv_head_of[h]
-  //   W_O [d_model, n_head · d_head]
+  //   W_O [d_model, n_head · d_head], as project_heads takes it
   // into value_norms [layer, h, k] = ‖v_{kv_head_of[h]},k · W_O[:, h·d_head:(h+1)·d_head]ᵀ‖, then hands
   // the layer's norms to CaptureOptions::value_norm_sink. Call it before the layer's attention.
-  void record_value_norms(int layer, const float* v, int64_t v_stride, const Tensor& W_O);
+  void record_value_norms(int layer, const float* v, int64_t v_stride, const QuantMatrix& W_O);
+  void record_value_norms(int layer, const float* v, int64_t v_stride, const ops::PackedLinear& W_O);
 
   // Records the output of layer `layer`'s feed-forward block when asked: out [T, d_model].
   void record_mlp(int layer, const float* out);
@@ -117,6 +121,17 @@ class Recorder {
   };
   Block block(int layer, int64_t q0, bool causal);
   void hand_over(int layer, const Block& block) const;
+  // W_O [d_model, n_head · d_head] as the per-head records read it.
+  struct OutputWeights {
+    const float* fp32;          // its values (row stride n_head · d_head), or null when kept as stored
+    const QuantMatrix* stored;  // read when fp32 is null
+  };
+  static OutputWeights output_weights(const QuantMatrix& W_O) {
+    return {W_O.stored() ? nullptr : W_O.fp32().ptr(), &W_O};
+  }
+  void check_output_weights(int layer, int64_t rows, int64_t cols) const;  // [d_model, n_head · d_head]
+  void record_heads(int layer, const float* concat, const float* attn_out, OutputWeights W_O);
+  void value_norms(int layer, const float* v, int64_t v_stride, OutputWeights W_O);
 
   Capture cap_;
   int64_t Tk_;

@@ -38,13 +38,15 @@ namespace headscope::models {
 
 // The matrices of the linear layers and the token embedding are QuantMatrix: fp32, or GGUF
 // blocks left in the mapped file and dequantised panel by panel inside each product
-// (ops/quant_linear.h). W_O stays fp32: the capture reads it per head (project_heads, value norms)
-// and the API hands it out (output_projection). Norms, biases and small vectors are fp32.
+// (ops/quant_linear.h). W_O too: the capture reads a stored W_O a head's columns at a time
+// (project_heads, value norms; QuantMatrix::dequantize_cols), and output_projection hands out an
+// fp32 copy. Norms, biases and small vectors are fp32.
 struct DecoderLayerWeights {
   Tensor attn_norm, attn_norm_bias;  // [d_model]; the bias only with LayerNorm
   QuantMatrix w_qkv;            // [(n_head + 2·n_kv_head)·d_head, d_model]: Q | K | V
   Tensor b_qkv;                      // the same rows (or empty)
-  Tensor w_o, b_o;                   // [d_model, n_head·d_head], [d_model] (zeros when the family has none)
+  QuantMatrix w_o;              // [d_model, n_head·d_head]
+  Tensor b_o;                        // [d_model] (zeros when the family has none)
   Tensor ffn_norm, ffn_norm_bias;    // [d_model]
   QuantMatrix w_gate;           // [d_ff, d_model] (SwiGLU, GeGLU)
   QuantMatrix w_up;             // [d_ff, d_model]
@@ -98,7 +100,7 @@ class DecoderModel final : public Model {
   uint64_t state_bytes(int64_t T) const override;
   void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1, int64_t k0, int64_t k1,
                          float* probs) const override;
-  const Tensor& output_projection(int layer) const override { return w_.layers.at(size_t(layer)).w_o; }
+  Tensor output_projection(int layer) const override { return w_.layers.at(size_t(layer)).w_o.to_f32(); }
   const Tensor& output_bias(int layer) const override { return w_.layers.at(size_t(layer)).b_o; }
   LogitReadout logit_readout() const override;
   std::unique_ptr<DecoderState> start() const override;

@@ -42,7 +42,7 @@ class EncoderModel final : public Model {
                          float* probs) const override {
     capture::attention_from_qk(capture, layer, head, q0, q1, k0, k1, attention_scale(), ops::KeyMask{}, probs);
   }
-  const Tensor& output_projection(int layer) const override { return layers_.at(size_t(layer)).o.weights(); }
+  Tensor output_projection(int layer) const override { return layers_.at(size_t(layer)).o.weights(); }
   const Tensor& output_bias(int layer) const override { return layers_.at(size_t(layer)).o.bias(); }
 
  private:
@@ -159,13 +159,13 @@ void EncoderModel::run_layers(int first, std::vector<float>& x, capture::Recorde
     b.qkv.forward(x.data(), T, qkv.data());                                                  // [T, 3D]: Q | K | V
     const float *q = qkv.data(), *k = q + D, *v = k + D;
     rec.record_qk(l, q, 3 * D, k, 3 * D);
-    rec.record_value_norms(l, v, 3 * D, b.o.weights());
+    rec.record_value_norms(l, v, 3 * D, b.o);
     rec.attention(l, /*causal=*/false, [&](int64_t q0, int64_t q1, int64_t width, ops::ProbsOut probs) {  // probs: [H, rows, T]
       const ops::AttentionDims dims{q1 - q0, width, H, H, Dh, attention_scale()};
       ops::attention(q + q0 * 3 * D, 3 * D, k, 3 * D, v, 3 * D, kv_head_of_.data(), dims, ops::KeyMask{}, q0, probs,
                      concat.data() + q0 * D, D);                                            // concat: [T, H·Dh]
     });
-    rec.project_heads(l, concat.data(), b.o.weights(), b.o.bias().ptr(), attn.data(), &b.o);  // attn: [T, D]
+    rec.project_heads(l, concat.data(), b.o, attn.data());                                    // attn: [T, D]
     ops::add_inplace(attn.data(), x.data(), T * D);                                          // residual
     ops::layer_norm(attn.data(), T, D, b.ln_attn_g.ptr(), b.ln_attn_b.ptr(), cfg_.norm_eps, x.data());
     // Feed-forward block, post-norm: x = LN(x + W_2 · GELU(W_1 · x + b_1) + b_2).

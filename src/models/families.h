@@ -45,7 +45,7 @@ class WeightCheck {
 };
 
 // Whether load_estimate counts a GGUF tensor at its stored bytes: what the decoder families read
-// with TensorReader::matrix (linear layers but W_O, embeddings), of a type QuantMatrix keeps.
+// with TensorReader::matrix (linear layers, embeddings), of a type QuantMatrix keeps.
 bool gguf_kept_as_stored(const std::string& name, io::GgmlType type);
 
 // The hyper-parameters of a causal decoder family, as read from config.json or GGUF metadata.

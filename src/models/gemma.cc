@@ -217,7 +217,7 @@ std::unique_ptr<Model> build(GemmaHyper g, const LlamaLikeReaders& readers, std:
     b.attn_norm = norm(kAttnNorm, D);
     const QuantMatrix wq = mat(kQ, {H * Dh, D}), wk = mat(kK, {Hkv * Dh, D}), wv = mat(kV, {Hkv * Dh, D});
     b.w_qkv = QuantMatrix::concat_rows({&wq, &wk, &wv});  // fused at load time: one GEMM per layer
-    b.w_o = get(kO, {D, H * Dh});
+    b.w_o = mat(kO, {D, H * Dh});
     if (gen3) {
       b.q_norm = norm(kQNorm, Dh);
       b.k_norm = norm(kKNorm, Dh);

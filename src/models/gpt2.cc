@@ -66,7 +66,7 @@ std::unique_ptr<Model> build(ModelConfig m, bool scale_by_layer, const TensorRea
     b.attn_norm_bias = get(kLn1B, {D});
     b.w_qkv = mat(kQkvW, {3 * D, D});  // rows: Q | K | V
     b.b_qkv = get(kQkvB, {3 * D});
-    b.w_o = get(kProjW, {D, D});
+    b.w_o = mat(kProjW, {D, D});
     b.b_o = get(kProjB, {D});
     b.ffn_norm = get(kLn2W, {D});
     b.ffn_norm_bias = get(kLn2B, {D});

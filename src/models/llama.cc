@@ -183,7 +183,7 @@ std::unique_ptr<Model> build(DecoderHyper hp, const LlamaLikeReaders& readers, s
         throw Error(in.source().describe() + ": layer " + std::to_string(l) + " has only some of the Q/K/V biases");
       b.b_qkv = concat_rows({&bq, &bk, &bv});
     }
-    b.w_o = get(kO, {D, H * Dh});
+    b.w_o = mat(kO, {D, H * Dh});
     b.b_o = get(kOBias, {D});
     b.ffn_norm = get(kFfnNorm, {D});
     b.w_gate = mat(kGate, {F, D});

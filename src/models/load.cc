@@ -133,11 +133,10 @@ std::unique_ptr<Model> load_family(const std::string& path, models::WeightCheck&
 
 bool gguf_kept_as_stored(const std::string& name, io::GgmlType type) {
   // The GGUF names (llama.cpp's) of what the decoder families read with TensorReader::matrix:
-  // Q, K, V (or fused QKV), gate, up, down, the token embedding and the output head. W_O is read
-  // as fp32 (the capture reads it per head).
-  static constexpr std::string_view kMatrices[] = {".attn_q.weight",   ".attn_k.weight",  ".attn_v.weight",
-                                                   ".attn_qkv.weight", ".ffn_gate.weight", ".ffn_up.weight",
-                                                   ".ffn_down.weight"};
+  // Q, K, V (or fused QKV), W_O, gate, up, down, the token embedding and the output head.
+  static constexpr std::string_view kMatrices[] = {".attn_q.weight",      ".attn_k.weight",  ".attn_v.weight",
+                                                   ".attn_qkv.weight",    ".ffn_gate.weight", ".ffn_up.weight",
+                                                   ".attn_output.weight", ".ffn_down.weight"};
   if (!QuantMatrix::keeps_stored(type)) return false;
   if (name == "token_embd.weight" || name == "output.weight") return true;
   for (std::string_view suffix : kMatrices)

@@ -70,7 +70,7 @@ std::unique_ptr<Model> build(DecoderHyper hp, const LlamaLikeReaders& readers, s
     b.w_qkv = QuantMatrix::concat_rows({&wq, &wk, &wv});  // fused at load time: one GEMM per layer
     b.q_norm = get(kQNorm, {H * Dh});        // over all query heads at once
     b.k_norm = get(kKNorm, {Hkv * Dh});      // over all key heads at once
-    b.w_o = get(kO, {D, H * Dh});
+    b.w_o = mat(kO, {D, H * Dh});
     b.post_attn_norm = get(kPostAttnNorm, {D});
     b.w_gate = mat(kGate, {F, D});
     b.w_up = mat(kUp, {F, D});

@@ -101,7 +101,7 @@ std::unique_ptr<Model> build(DecoderHyper hp, const LlamaLikeReaders& readers, s
     const auto mat = [&](Role r, std::vector<int64_t> shape) { return in.matrix(kLayerTensors[r], l, shape); };
     b.attn_norm = get(kAttnNorm, {D});
     b.w_qkv = mat(kQkv, {(H + 2 * Hkv) * Dh, D});  // already Q | K | V
-    b.w_o = get(kO, {D, H * Dh});
+    b.w_o = mat(kO, {D, H * Dh});
     b.ffn_norm = get(kFfnNorm, {D});
     const QuantMatrix gate_up = mat(kGateUp, {2 * F, D});
     b.w_gate = gate_up.row_block(0, F);

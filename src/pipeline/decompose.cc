@@ -33,7 +33,7 @@ Decomposition decompose(const Model& model, const Capture& cap, int layer, int t
   }
   // W_O [d_model, n_head · d_head] (nn.Linear: out × in) applied to the concatenation, in double
   // so that the check against the captured output measures the model, not this sum.
-  const Tensor& W = model.output_projection(L);
+  const Tensor W = model.output_projection(L);
   W.expect_shape({D, concat_dim}, "output projection of layer " + std::to_string(L));
   const Tensor& bias = model.output_bias(L);
   d.bias.assign(static_cast<size_t>(D), 0.0f);

@@ -95,6 +95,37 @@ void QuantMatrix::dequantize_rows(int64_t r0, int64_t n, float* dst) const {
   }
 }
 
+void QuantMatrix::dequantize_cols(int64_t c0, int64_t n, float* dst, int64_t ld) const {
+  if (c0 < 0 || n < 0 || c0 + n > cols_ || ld < n)
+    throw Error("dequantize_cols: columns " + std::to_string(c0) + " .. " + std::to_string(c0 + n) + " of a " +
+                std::to_string(cols_) + "-column matrix into rows of " + std::to_string(ld));
+  if (n == 0) return;
+  if (!stored()) {
+    for (int64_t r = 0; r < rows_; ++r) std::memcpy(dst + r * ld, f32_.ptr() + r * cols_ + c0, size_t(n) * sizeof(float));
+    return;
+  }
+  std::vector<float> covering;  // one row's covering blocks, when they reach past the range
+  int64_t first = 0;            // first row of the part
+  for (const Part& p : parts_) {
+    const int64_t block = io::ggml_block_size(p.type);
+    const int64_t b0 = c0 / block * block, b1 = (c0 + n + block - 1) / block * block;  // [b0, b1) ⊇ [c0, c0 + n)
+    const size_t offset = size_t(b0 / block) * io::ggml_type_size(p.type);
+    const bool exact = b0 == c0 && b1 == c0 + n;
+    if (!exact) covering.resize(size_t(b1 - b0));
+    for (int64_t r = 0; r < p.rows; ++r) {
+      const uint8_t* src = p.data + size_t(r) * p.row_bytes + offset;
+      float* out = dst + (first + r) * ld;
+      if (exact) {
+        io::dequantize_row(p.type, src, out, n);
+      } else {
+        io::dequantize_row(p.type, src, covering.data(), b1 - b0);
+        std::copy_n(covering.data() + (c0 - b0), n, out);
+      }
+    }
+    first += p.rows;
+  }
+}
+
 QuantMatrix::StoredRow QuantMatrix::stored_row(int64_t r) const {
   int64_t first = 0;  // first row of the part
   for (const Part& p : parts_) {

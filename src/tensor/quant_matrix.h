@@ -6,7 +6,8 @@
 // copy), each with its own ggml type (a fused Q | K | V can join a Q4_K Q with a Q6_K V). Each row
 // of a stored matrix is whole blocks (GgufFile checks that ne[0] is a multiple of the block size),
 // so any range of rows can be dequantised on its own with io::dequantize_row; ops::quant_linear
-// multiplies by it panel by panel.
+// multiplies by it panel by panel. A range of columns (one attention head's slice of W_O) is read
+// from the blocks that cover it (dequantize_cols).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -55,6 +56,10 @@ class QuantMatrix {
 
   // dst[n, cols] = rows r0 .. r0 + n − 1 as fp32.
   void dequantize_rows(int64_t r0, int64_t n, float* dst) const;
+  // dst[rows, n] (row stride ld ≥ n) = columns c0 .. c0 + n − 1 as fp32. Each row's blocks that
+  // cover the range are dequantised whole (a K-quant block is 256 values, wider than a head's 64
+  // or 128 columns) and the range copied out of them; an fp32 matrix is copied.
+  void dequantize_cols(int64_t c0, int64_t n, float* dst, int64_t ld) const;
   Tensor to_f32() const;                          // the whole matrix [rows, cols]
   QuantMatrix row_block(int64_t r0, int64_t n) const;  // rows r0 .. r0 + n − 1 (no copy when stored)
 

@@ -1,10 +1,16 @@
 // capture::Recorder on hand-built inputs: what allocate() sizes against capture_bytes(), where
-// attention goes, and the grouped-query Q/K copy out of a fused projection.
+// attention goes, the grouped-query Q/K copy out of a fused projection, and the per-head
+// records of a W_O kept as a GGUF stores it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "capture/capture.h"
+#include "quant_blocks.h"
+#include "test_support.h"
 
 namespace headscope::capture {
 namespace {
@@ -120,6 +126,79 @@ TEST(Capture, RecordQkSplitsHeadsOfAFusedProjection) {
   const float* k = cap.keys.ptr() + ((1 * 2 + 1) * 2 + 0) * 2;
   EXPECT_EQ(k[0], 10.0f);
   EXPECT_EQ(k[1], 11.0f);
+}
+
+// W_O kept as stored (a decoder's from a quantized GGUF): the model's product, each head's
+// contribution and each head's value norms equal what W_O dequantised whole (to_f32) gives, here
+// summed in double by hand. Heads of 64 columns are two Q8_0 blocks each, and a quarter of one
+// Q4_K block (256 values): dequantize_cols reads the covering block and keeps the head's part.
+// The same recorder given the fp32 W_O records the same values. Under GQA (4 query heads, 2
+// value heads) head h reads value head h / 2.
+TEST(Capture, StoredOutputProjectionIsReadAHeadAtATime) {
+  ModelConfig c;
+  c.n_layer = 2, c.n_head = 4, c.n_kv_head = 2, c.d_head = 64, c.d_model = 24, c.d_ff = 8;
+  const int64_t T = 3, H = 4, Dh = 64, D = 24, C = H * Dh, KV = 2 * Dh;
+  const std::vector<int> kv_head_of = {0, 0, 1, 1};
+  CaptureOptions o;
+  o.contributions = true;
+  o.value_norms = true;
+  const std::vector<float> concat = testing::random_vector(size_t(T * C), 1), v = testing::random_vector(size_t(T * KV), 2),
+                           bias = testing::random_vector(size_t(D), 3);
+  for (io::GgmlType type : {io::GgmlType::Q8_0, io::GgmlType::Q4_K}) {
+    const std::vector<uint8_t> blocks = testing::random_blocks(type, D, C, unsigned(type));
+    const QuantMatrix stored = QuantMatrix::stored(type, D, C, blocks.data(), nullptr);
+    const QuantMatrix fp32(stored.to_f32());
+    const float* w = fp32.fp32().ptr();  // [D, C]
+    Capture caps[2];
+    std::vector<float> outs[2];
+    for (int i = 0; i < 2; ++i) {
+      const QuantMatrix& W_O = i == 0 ? stored : fp32;
+      Recorder rec(c, T, T, o, kv_head_of);
+      std::vector<float> in = concat;
+      outs[i].resize(size_t(T * D));
+      rec.record_value_norms(1, v.data(), KV, W_O);
+      rec.project_heads(1, in.data(), W_O, bias.data(), outs[i].data());
+      caps[i] = rec.finish();
+    }
+    const char* name = io::ggml_type_name(type);
+    double worst = 0;  // relative to Σ|terms| of each sum
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t d = 0; d < D; ++d) {
+        double out = bias[size_t(d)], out_mag = std::fabs(bias[size_t(d)]);
+        for (int64_t h = 0; h < H; ++h) {
+          double s = 0, mag = 0;
+          for (int64_t j = h * Dh; j < (h + 1) * Dh; ++j) {
+            s += double(concat[size_t(t * C + j)]) * w[d * C + j];
+            mag += std::fabs(double(concat[size_t(t * C + j)]) * w[d * C + j]);
+          }
+          const float got = caps[0].contributions.ptr()[((1 * H + h) * T + t) * D + d];
+          worst = std::max(worst, std::fabs(got - s) / mag);
+          EXPECT_EQ(got, caps[1].contributions.ptr()[((1 * H + h) * T + t) * D + d]) << name << " head " << h;
+          out += s;
+          out_mag += mag;
+        }
+        worst = std::max(worst, std::fabs(outs[0][size_t(t * D + d)] - out) / out_mag);
+      }
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t k = 0; k < T; ++k) {
+        double sq = 0, mag_sq = 0;  // ‖f‖² and ‖Σ|terms| of each f_d‖²
+        for (int64_t d = 0; d < D; ++d) {
+          double f = 0, mag = 0;
+          for (int64_t j = 0; j < Dh; ++j) {
+            const double term = double(v[size_t(k * KV + kv_head_of[size_t(h)] * Dh + j)]) * w[d * C + h * Dh + j];
+            f += term;
+            mag += std::fabs(term);
+          }
+          sq += f * f;
+          mag_sq += mag * mag;
+        }
+        const float got = caps[0].value_norms.ptr()[(1 * H + h) * T + k];
+        worst = std::max(worst, std::fabs(got - std::sqrt(sq)) / std::sqrt(mag_sq));
+        EXPECT_EQ(got, caps[1].value_norms.ptr()[(1 * H + h) * T + k]) << name << " head " << h;
+      }
+    std::printf("%s W_O kept as stored: largest relative difference from the sums in double %.3g\n", name, worst);
+    EXPECT_LE(worst, 1e-6) << name;  // fp32 sums of 64 (contributions) to 256 (output) products
+  }
 }
 
 }  // namespace

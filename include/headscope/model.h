@@ -89,7 +89,7 @@ struct CaptureOptions {
   // width = every key (bidirectional) or q1 (causal: the keys those rows may see).
   using AttentionSink = std::function<void(int layer, int64_t q0, int64_t q1, int64_t width, const float* probs)>;
   AttentionSink attention_sink;
-  int64_t attention_block_rows = 32;  // query rows per block when streaming
+  int64_t attention_block_rows = 128;  // query rows per block when streaming
   // With value_norms: called once per layer, before that layer's attention reaches attention_sink,
   // with norms [n_head, Tk] (row h = head h's value norms), so a streamed run can weigh its rows.
   using ValueNormSink = std::function<void(int layer, const float* norms)>;

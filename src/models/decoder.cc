@@ -359,11 +359,17 @@ Capture DecoderModel::extend(DecoderState& state, const std::vector<int32_t>& id
 
   // A generation step (T ≤ kGemvMaxRows) is dozens of short parallel regions per layer: waking a
   // second thread for each cost more than it saved on a shared machine (docs/performance.md,
-  // "Generation step"), so the step runs on the calling thread; the count is restored after.
+  // "Generation step"), so the layers run on the calling thread; the count is restored for the
+  // output head, one large GEMV (49,152 × 576 weights for SmolLM2, 262,144 × 640 for Gemma 3)
+  // whose rows split across the threads.
   struct OneThreadForShortWork {
     int saved = omp_get_max_threads();
     explicit OneThreadForShortWork(bool on) { if (!on) saved = 0; else omp_set_num_threads(1); }
-    ~OneThreadForShortWork() { if (saved > 0) omp_set_num_threads(saved); }
+    ~OneThreadForShortWork() { restore(); }
+    void restore() {
+      if (saved > 0) omp_set_num_threads(saved);
+      saved = 0;
+    }
   } one_thread(T <= ops::kGemvMaxRows);
 
   capture::Recorder rec(cfg_, T, Tk, options, kv_head_of_);  // T query rows over Tk keys (model.h)
@@ -372,6 +378,7 @@ Capture DecoderModel::extend(DecoderState& state, const std::vector<int32_t>& id
   rec.record_hidden(0, pass.x());
   pass.layers(0);
   cache->n = Tk;
+  one_thread.restore();
   if (next_logits != nullptr) pass.next_logits(*next_logits);
   return rec.finish();
 }

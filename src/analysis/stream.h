@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "analysis/statistics.h"
-#include "analysis/words.h"
 #include "analysis/without_specials.h"
 #include "headscope/analysis.h"
 #include "headscope/model.h"
@@ -31,7 +30,6 @@ struct StreamPlan {
   SequenceInfo tokens;            // [T]
   WordMap words;                  // token → unit
   SequenceInfo word_units;        // [U]
-  std::vector<UnitRun> word_runs;   // the token runs of each unit (unit_runs)
   std::vector<int32_t> last_token;  // [U] the token after which unit u's row is complete
   std::vector<int32_t> pieces;      // [U] tokens of unit u
   bool without_specials = false;  // the statistics without special tokens are asked for

@@ -74,31 +74,11 @@ WordMap words_from_spans(const Encoding& encoding,
   return map;
 }
 
-std::vector<UnitRun> unit_runs(const WordMap& map) {
-  std::vector<UnitRun> runs;
-  const int T = static_cast<int>(map.unit_of_token.size());
-  for (int t = 0; t < T;) {
-    const int32_t u = map.unit_of_token[static_cast<size_t>(t)];
-    int end = t + 1;
-    while (end < T && map.unit_of_token[static_cast<size_t>(end)] == u) ++end;
-    if (u >= 0) runs.push_back({u, t, end});
-    t = end;
-  }
-  return runs;
-}
-
-void add_token_row(const float* a, int n, std::span<const UnitRun> runs, float* unit_row) {
-  for (const UnitRun& r : runs) {  // attention TO a unit: the sum over its pieces (columns)
-    if (r.begin >= n) break;
-    const int end = std::min(r.end, n);
-    if (end - r.begin == 1) {  // one piece: its weight (the double sum of one float is that float)
-      unit_row[r.unit] += a[r.begin];
-      continue;
-    }
-    double sum = 0;
-    for (int t = r.begin; t < end; ++t) sum += a[t];
-    unit_row[r.unit] += static_cast<float>(sum);
-  }
+void add_token_row(const float* a, int n, const WordMap& map, float* unit_row) {
+  // Attention TO a unit: the sum over its pieces (columns), added in token order into the row.
+  const int32_t* unit = map.unit_of_token.data();
+  for (int t = 0; t < n; ++t)
+    if (unit[t] >= 0) unit_row[unit[t]] += a[t];
 }
 
 void finish_unit_row(float* unit_row, int U, int pieces) {
@@ -114,12 +94,11 @@ std::vector<float> merge_attention(const float* attention, int T, const WordMap&
   const int U = map.n_units;
   std::vector<float> out(static_cast<size_t>(U) * U, 0.0f);
   std::vector<int> pieces(static_cast<size_t>(U), 0);
-  const std::vector<UnitRun> runs = unit_runs(map);
   for (int t = 0; t < T; ++t) {
     const int32_t u = map.unit_of_token[static_cast<size_t>(t)];
     if (u < 0) continue;
     ++pieces[static_cast<size_t>(u)];
-    add_token_row(attention + static_cast<int64_t>(t) * T, T, runs, out.data() + static_cast<int64_t>(u) * U);
+    add_token_row(attention + static_cast<int64_t>(t) * T, T, map, out.data() + static_cast<int64_t>(u) * U);
   }
   for (int u = 0; u < U; ++u) finish_unit_row(out.data() + static_cast<int64_t>(u) * U, U, pieces[static_cast<size_t>(u)]);
   return out;

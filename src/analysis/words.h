@@ -9,7 +9,6 @@
 // lost and every statistic of statistics.h applies to the merged matrix unchanged.
 #pragma once
 #include <cstdint>
-#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -36,15 +35,10 @@ std::vector<float> merge_attention(const float* attention, int T, const WordMap&
 
 // The same one row at a time, for attention that arrives in blocks of query rows:
 // add_token_row() adds token row `a` (its first n keys, keys summed per unit; the keys after n
-// must be zeros, as a causal row's are) into its unit's row `unit_row` [U], reading the keys as
-// the map's runs (unit_runs: consecutive tokens of one unit, in token order, each summed in
-// double); once every piece of the unit is in, finish_unit_row() takes the mean.
+// must be zeros, as a causal row's are) into its unit's row `unit_row` [U], each weight added
+// in token order; once every piece of the unit is in, finish_unit_row() takes the mean.
 // merge_attention() is exactly these two in token order.
-struct UnitRun {
-  int32_t unit, begin, end;  // tokens begin .. end − 1 all belong to `unit` (>= 0)
-};
-std::vector<UnitRun> unit_runs(const WordMap& map);
-void add_token_row(const float* a, int n, std::span<const UnitRun> runs, float* unit_row);
+void add_token_row(const float* a, int n, const WordMap& map, float* unit_row);
 void finish_unit_row(float* unit_row, int U, int pieces);
 
 // Every head at once: [n_layer, n_head, T, T] → [n_layer, n_head, U, U].

@@ -66,6 +66,20 @@ inline float log2_approx(float x) {
   return static_cast<float>(e) + k2OverLn2 * s * p;
 }
 
+// fn(k) for each special token k in lo .. hi − 1, in key order. Special tokens are few (a
+// template's [CLS] and [SEP], a BOS), so memchr over the kinds finds them.
+template <class Fn>
+void for_each_special(const SequenceInfo& seq, int lo, int hi, Fn fn) {
+  static_assert(sizeof(TokenKind) == 1);
+  const auto* kinds = reinterpret_cast<const unsigned char*>(seq.kinds.data());
+  for (int k = lo; k < hi; ++k) {
+    const void* at = std::memchr(kinds + k, int(TokenKind::kSpecial), size_t(hi - k));
+    if (at == nullptr) return;
+    k = static_cast<int>(static_cast<const unsigned char*>(at) - kinds);
+    fn(k);
+  }
+}
+
 }  // namespace
 
 SequenceInfo describe_sequence(const Encoding& encoding, std::string_view text, bool causal) {
@@ -253,16 +267,8 @@ void HeadStatsAccumulator::add_contiguous_row(const float* row, int q, const Seq
       dup += bdup;
     }
   }
-  // Special tokens are few (a template's [CLS] and [SEP], a BOS): found with memchr and summed
-  // one by one, in key order.
-  double special = 0;
-  static_assert(sizeof(TokenKind) == 1);
-  const auto* kind_bytes = reinterpret_cast<const unsigned char*>(kinds);
-  for (const void* at = std::memchr(kind_bytes + lo, int(TokenKind::kSpecial), size_t(n)); at != nullptr;) {
-    const int k = static_cast<int>(static_cast<const unsigned char*>(at) - kind_bytes);
-    special += row[k];
-    at = k + 1 < hi ? std::memchr(kind_bytes + k + 1, int(TokenKind::kSpecial), size_t(hi - k - 1)) : nullptr;
-  }
+  double special = 0;  // the few special tokens, one by one in key order
+  for_each_special(seq, lo, hi, [&](int k) { special += row[k]; });
   entropy_ += h;
   if (n > 1) {
     entropy_norm_ += h / std::log2(static_cast<double>(n));
@@ -317,14 +323,9 @@ void HeadStatsAccumulator::add_norm_row(const float* row, int q, const SequenceI
       for (int k = k0; k < k1; ++k) btotal += row[k] * norms[k];
       total += btotal;
     }
-    // The sink: the first key and the special tokens (few; found with memchr), in key order.
-    const auto* kinds = reinterpret_cast<const unsigned char*>(seq.kinds.data());
+    // The sink: the first key and the special tokens, in key order.
     sink = double(row[0] * norms[0]);
-    for (const void* at = n > 1 ? std::memchr(kinds + 1, int(TokenKind::kSpecial), size_t(n - 1)) : nullptr; at != nullptr;) {
-      const int k = static_cast<int>(static_cast<const unsigned char*>(at) - kinds);
-      sink += double(row[k] * norms[k]);
-      at = k + 1 < n ? std::memchr(kinds + k + 1, int(TokenKind::kSpecial), size_t(n - k - 1)) : nullptr;
-    }
+    for_each_special(seq, 1, n, [&](int k) { sink += double(row[k] * norms[k]); });
   } else {
     for (int k = 0; k < seq.T(); ++k) {
       if (!seq.may_attend(q, k)) continue;

@@ -157,21 +157,13 @@ void Recorder::record_qk(int layer, const float* q, int64_t q_stride, const floa
     copy_rows(cap_.keys.ptr() + (layer * Hkv + g) * T * Dh, Dh, k + g * Dh, k_stride, T, Dh);
 }
 
-namespace {
-// Columns h·Dh .. (h+1)·Dh of W_O [D, C] as fp32 [D, Dh] at row stride `ld`: W_O's own values when
-// it is fp32 (ld = C), else that head's columns dequantised into `scratch` (ld = Dh).
-struct HeadColumns {
-  const float* data;
-  int64_t ld;
-};
-HeadColumns head_columns(const float* fp32, const QuantMatrix* stored, int64_t h, int64_t Dh, int64_t C,
-                         std::vector<float>& scratch) {
-  if (fp32 != nullptr) return {fp32 + h * Dh, C};
-  scratch.resize(size_t(stored->rows() * Dh));
-  stored->dequantize_cols(h * Dh, Dh, scratch.data(), Dh);
+Recorder::HeadColumns Recorder::head_columns(OutputWeights W_O, int64_t h, std::vector<float>& scratch) const {
+  const int64_t Dh = cap_.d_head, C = int64_t(cap_.n_head) * Dh;
+  if (W_O.fp32 != nullptr) return {W_O.fp32 + h * Dh, C};
+  scratch.resize(size_t(W_O.stored->rows() * Dh));
+  W_O.stored->dequantize_cols(h * Dh, Dh, scratch.data(), Dh);
   return {scratch.data(), Dh};
 }
-}  // namespace
 
 void Recorder::check_output_weights(int layer, int64_t rows, int64_t cols) const {
   const int64_t D = cap_.d_model, C = int64_t(cap_.n_head) * cap_.d_head;
@@ -218,7 +210,7 @@ void Recorder::record_heads(int layer, const float* concat, const float* attn_ou
       std::vector<float> scratch;  // [D, Dh] of this thread, for a stored W_O
 #pragma omp for schedule(static)
       for (int64_t h = 0; h < H; ++h) {
-        const HeadColumns w = head_columns(W_O.fp32, W_O.stored, h, Dh, C, scratch);
+        const HeadColumns w = head_columns(W_O, h, scratch);
         ops::matmul(concat + h * Dh, C, w.data, w.ld, dst + h * T * D, D, T, D, Dh, /*trans_b=*/true);
       }
     }
@@ -238,7 +230,7 @@ void Recorder::record_value_norms(int layer, const float* v, int64_t v_stride, c
 }
 
 void Recorder::value_norms(int layer, const float* v, int64_t v_stride, OutputWeights W_O) {
-  const int64_t H = cap_.n_head, Dh = cap_.d_head, D = cap_.d_model, C = H * Dh;
+  const int64_t H = cap_.n_head, Dh = cap_.d_head, D = cap_.d_model;
   float* norms = cap_.value_norms.ptr() + layer * H * Tk_;  // [H, Tk]
   // f_h(x_k) = v_g(h),k · W_O[:, h·Dh:(h+1)·Dh]ᵀ for blocks of kRows keys, then each row's norm.
   // The GEMM is as large as the contributions' one; the block keeps its scratch small at any Tk.
@@ -249,7 +241,7 @@ void Recorder::value_norms(int layer, const float* v, int64_t v_stride, OutputWe
     std::vector<float> scratch;                               // [D, Dh], for a stored W_O
 #pragma omp for schedule(static)
     for (int64_t h = 0; h < H; ++h) {
-      const HeadColumns w = head_columns(W_O.fp32, W_O.stored, h, Dh, C, scratch);
+      const HeadColumns w = head_columns(W_O, h, scratch);
       const float* vg = v + int64_t(cap_.kv_head_of[size_t(h)]) * Dh;
       for (int64_t k0 = 0; k0 < Tk_; k0 += kRows) {
         const int64_t rows = std::min(kRows, Tk_ - k0);

@@ -129,6 +129,13 @@ class Recorder {
   static OutputWeights output_weights(const QuantMatrix& W_O) {
     return {W_O.stored() ? nullptr : W_O.fp32().ptr(), &W_O};
   }
+  // Columns h·Dh .. (h+1)·Dh of W_O as fp32 [d_model, Dh] at row stride `ld`: W_O's own values
+  // when it is fp32 (ld = n_head · d_head), else that head's columns dequantised into `scratch`.
+  struct HeadColumns {
+    const float* data;
+    int64_t ld;
+  };
+  HeadColumns head_columns(OutputWeights W_O, int64_t h, std::vector<float>& scratch) const;
   void check_output_weights(int layer, int64_t rows, int64_t cols) const;  // [d_model, n_head · d_head]
   void record_heads(int layer, const float* concat, const float* attn_out, OutputWeights W_O);
   void value_norms(int layer, const float* v, int64_t v_stride, OutputWeights W_O);

@@ -19,7 +19,7 @@ int keep_portable(const float* src, float* dst, int n, float pivot) {
 }
 
 const kernels::CompactKernels& kernels_for(cpu::Isa isa) {
-  static const kernels::CompactKernels portable{keep_portable<true>, keep_portable<false>};
+  static const kernels::CompactKernels portable{keep_portable<true>, keep_portable<false>, 1};
 #if defined(__x86_64__)
   static const kernels::CompactKernels avx2 = kernels::compact_kernels_avx2();
   static const kernels::CompactKernels avx512 = kernels::compact_kernels_avx512();
@@ -29,14 +29,18 @@ const kernels::CompactKernels& kernels_for(cpu::Isa isa) {
   return portable;
 }
 
+// The path's kernel on the whole vectors, the portable loop on the tail (in place, m <= whole).
+template <bool kGreater>
+int keep(const float* src, float* dst, int n, float pivot) {
+  const kernels::CompactKernels& k = kernels_for(cpu::active_isa());
+  const int whole = n / k.lanes * k.lanes;
+  const int m = (kGreater ? k.greater : k.less)(src, dst, whole, pivot);
+  return m + keep_portable<kGreater>(src + whole, dst + m, n - whole, pivot);
+}
+
 }  // namespace
 
-int keep_greater(const float* src, float* dst, int n, float pivot) {
-  return kernels_for(cpu::active_isa()).greater(src, dst, n, pivot);
-}
-
-int keep_less(const float* src, float* dst, int n, float pivot) {
-  return kernels_for(cpu::active_isa()).less(src, dst, n, pivot);
-}
+int keep_greater(const float* src, float* dst, int n, float pivot) { return keep<true>(src, dst, n, pivot); }
+int keep_less(const float* src, float* dst, int n, float pivot) { return keep<false>(src, dst, n, pivot); }
 
 }  // namespace headscope::ops

@@ -17,9 +17,12 @@ int keep_greater(const float* src, float* dst, int n, float pivot);
 int keep_less(const float* src, float* dst, int n, float pivot);
 
 namespace kernels {
+// A path's kernels compact src[0, n) for n a multiple of `lanes` (the caller passes the whole
+// vectors; the portable loop does the rest).
 using KeepFn = int (*)(const float* src, float* dst, int n, float pivot);
 struct CompactKernels {
   KeepFn greater = nullptr, less = nullptr;
+  int lanes = 1;
 };
 CompactKernels compact_kernels_avx2();
 CompactKernels compact_kernels_avx512();

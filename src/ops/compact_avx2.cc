@@ -31,25 +31,20 @@ alignas(32) constexpr std::array<std::array<int32_t, 8>, 256> kPack = make_pack(
 template <int kCmp>
 int keep(const float* src, float* dst, int n, float pivot) {
   const __m256 p = _mm256_set1_ps(pivot);
-  int m = 0, i = 0;
-  for (; i + 8 <= n; i += 8) {
+  int m = 0;
+  for (int i = 0; i < n; i += 8) {  // n: a multiple of 8 (compact.h)
     const __m256 x = _mm256_loadu_ps(src + i);
     const int mask = _mm256_movemask_ps(_mm256_cmp_ps(x, p, kCmp));
     const __m256i order = _mm256_load_si256(reinterpret_cast<const __m256i*>(kPack[size_t(mask)].data()));
     _mm256_storeu_ps(dst + m, _mm256_permutevar8x32_ps(x, order));
     m += std::popcount(static_cast<unsigned>(mask));
   }
-  for (; i < n; ++i) {
-    const float w = src[i];
-    dst[m] = w;
-    m += (kCmp == _CMP_GT_OQ ? w > pivot : w < pivot) ? 1 : 0;
-  }
   return m;
 }
 
 }  // namespace
 
-CompactKernels compact_kernels_avx2() { return {keep<_CMP_GT_OQ>, keep<_CMP_LT_OQ>}; }
+CompactKernels compact_kernels_avx2() { return {keep<_CMP_GT_OQ>, keep<_CMP_LT_OQ>, 8}; }
 
 }  // namespace headscope::ops::kernels
 #endif

@@ -19,24 +19,19 @@ namespace {
 template <int kCmp>
 int keep(const float* src, float* dst, int n, float pivot) {
   const __m512 p = _mm512_set1_ps(pivot);
-  int m = 0, i = 0;
-  for (; i + 16 <= n; i += 16) {
+  int m = 0;
+  for (int i = 0; i < n; i += 16) {  // n: a multiple of 16 (compact.h)
     const __m512 x = _mm512_loadu_ps(src + i);
     const __mmask16 mask = _mm512_cmp_ps_mask(x, p, kCmp);
     _mm512_storeu_ps(dst + m, _mm512_maskz_compress_ps(mask, x));
     m += std::popcount(static_cast<unsigned>(mask));
-  }
-  for (; i < n; ++i) {
-    const float w = src[i];
-    dst[m] = w;
-    m += (kCmp == _CMP_GT_OQ ? w > pivot : w < pivot) ? 1 : 0;
   }
   return m;
 }
 
 }  // namespace
 
-CompactKernels compact_kernels_avx512() { return {keep<_CMP_GT_OQ>, keep<_CMP_LT_OQ>}; }
+CompactKernels compact_kernels_avx512() { return {keep<_CMP_GT_OQ>, keep<_CMP_LT_OQ>, 16}; }
 
 }  // namespace headscope::ops::kernels
 #endif

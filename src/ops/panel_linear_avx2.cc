@@ -20,12 +20,7 @@ inline void panel_tile(const float* w, const float* bias, int64_t in, const floa
   __m256 a00 = b(0), a01 = a00, a10 = b(1), a11 = a10, a20 = b(2), a21 = a20;
   __m256 a30 = b(3), a31 = a30, a40 = b(4), a41 = a40, a50 = b(5), a51 = a50;
   for (int64_t k = 0; k < in; ++k) {
-    if ((k & 7) == 0) {  // 8 features × 6 floats = 3 cache lines per 8 steps
-      const char* ahead = reinterpret_cast<const char*>(w + k * kPanelWidth + kPrefetchFloats);
-      _mm_prefetch(ahead, _MM_HINT_T0);
-      _mm_prefetch(ahead + 64, _MM_HINT_T0);
-      _mm_prefetch(ahead + 128, _MM_HINT_T0);
-    }
+    prefetch_panel(w, k);
     const __m256 x0 = _mm256_loadu_ps(xT + k * kRows), x1 = _mm256_loadu_ps(xT + k * kRows + 8);
     const float* wk = w + k * kPanelWidth;
     __m256 wj = _mm256_broadcast_ss(wk + 0);

@@ -27,12 +27,7 @@ inline void panel_tile16(const float* w, const float* bias, int64_t in, const fl
   __m512 o0 = _mm512_setzero_ps(), o1 = o0, o2 = o0, o3 = o0, o4 = o0, o5 = o0;  // odd k
   int64_t k = 0;
   for (; k + 2 <= in; k += 2) {
-    if ((k & 7) == 0) {  // 8 features × 6 floats = 3 cache lines per 8 steps
-      const char* ahead = reinterpret_cast<const char*>(w + k * kPanelWidth + kPrefetchFloats);
-      _mm_prefetch(ahead, _MM_HINT_T0);
-      _mm_prefetch(ahead + 64, _MM_HINT_T0);
-      _mm_prefetch(ahead + 128, _MM_HINT_T0);
-    }
+    prefetch_panel(w, k);
     const __m512 x0 = _mm512_loadu_ps(xT + k * kRows), x1 = _mm512_loadu_ps(xT + (k + 1) * kRows);
     const float* wk = w + k * kPanelWidth;  // features k and k + 1: 12 consecutive floats
     e0 = _mm512_fmadd_ps(_mm512_set1_ps(wk[0]), x0, e0), o0 = _mm512_fmadd_ps(_mm512_set1_ps(wk[6]), x1, o0);

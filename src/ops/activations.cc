@@ -6,6 +6,8 @@
 
 #include <dnnl.hpp>
 
+#include "ops/exp.h"
+
 namespace headscope::ops {
 
 void gelu_erf(float* x, int64_t n) {
@@ -44,8 +46,11 @@ void gelu_tanh(float* x, int64_t n) {
 }
 
 void silu_mul(float* gate, const float* up, int64_t n) {
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  // exp_approx (within 2 ulp of std::exp) so that the loop vectorises: with std::exp, a scalar
+  // libm call per element, this loop was 3 % of a SmolLM2 forward pass at T = 512. For z < −88,
+  // e^−z is held at e^88 and the result, z / (1 + e^88) · up, is as near 0 as the exact one.
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + exp_approx(-gate[i])) * up[i];
 }
 
 void gelu_tanh_mul(float* gate, const float* up, int64_t n) {

@@ -47,6 +47,14 @@ TEST(DecoderOps, ActivationsMatchTwins) {
   silu_mul(g_fast.data(), up.data(), 1000);
   reference::silu_mul(g_slow.data(), up.data(), 1000);
   EXPECT_LT(max_abs_diff(g_fast, g_slow), 1e-5f);
+  for (size_t i = 0; i < g_fast.size(); ++i)  // a few ulp of each value, not just of the largest
+    EXPECT_NEAR(g_fast[i], g_slow[i], 4e-7f * std::abs(g_slow[i]) + 1e-30f) << "gate " << gate[i];
+  // The ends of the range: e^−z overflows float for z < −88.7, underflows for z > 103.
+  std::vector<float> far = {-200.0f, -100.0f, -88.0f, -20.0f, 20.0f, 88.0f, 100.0f, 200.0f}, ones(far.size(), 1.0f);
+  auto f_fast = far, f_slow = far;
+  silu_mul(f_fast.data(), ones.data(), int64_t(far.size()));
+  reference::silu_mul(f_slow.data(), ones.data(), int64_t(far.size()));
+  for (size_t i = 0; i < far.size(); ++i) EXPECT_NEAR(f_fast[i], f_slow[i], 1e-6f * std::abs(f_slow[i]) + 1e-30f) << far[i];
   auto x_fast = gate, x_slow = gate;
   gelu_tanh(x_fast.data(), 1000);
   reference::gelu_tanh(x_slow.data(), 1000);

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <tuple>
 #include <nlohmann/json.hpp>
@@ -115,7 +116,7 @@ TEST(Config, BertValuesOutOfRangeOrOfTheWrongType) {
       {"layer_norm_eps", 0, {"\"layer_norm_eps\"", "epsilon"}},
       {"layer_norm_eps", -1e-12, {"\"layer_norm_eps\""}},
       {"layer_norm_eps", 1e-40, {"\"layer_norm_eps\""}},    // denormal in fp32
-      {"layer_norm_eps", 1e400, {"\"layer_norm_eps\"", "finite"}},  // parses as +Inf
+      {"layer_norm_eps", std::numeric_limits<double>::infinity(), {"\"layer_norm_eps\"", "finite"}},  // 1e400 in a file
       {"layer_norm_eps", "1e-12", {"\"layer_norm_eps\"", "expected a number"}},
       {"hidden_act", 5, {"\"hidden_act\"", "expected a string"}},
       {"position_embedding_type", json::object(), {"\"position_embedding_type\""}},
@@ -147,7 +148,7 @@ TEST(Config, LlamaValues) {
   json rope_theta_denormal = llama_json();
   rope_theta_denormal["rope_parameters"]["rope_theta"] = 1e-310;
   json rope_theta_inf = llama_json();
-  rope_theta_inf["rope_parameters"]["rope_theta"] = 1e400;
+  rope_theta_inf["rope_parameters"]["rope_theta"] = std::numeric_limits<double>::infinity();
   json llama3_equal = llama_json();
   llama3_equal["rope_parameters"] = {{"rope_type", "llama3"}, {"rope_theta", 500000.0}, {"factor", 8.0},
                                      {"low_freq_factor", 1.0}, {"high_freq_factor", 1.0},

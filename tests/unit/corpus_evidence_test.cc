@@ -68,8 +68,12 @@ TEST(CorpusEvidence, TheCacheGivesBackWhatWasMeasured) {
   ASSERT_EQ(again.heads.size(), first.heads.size());
   for (size_t i = 0; i < first.heads.size(); ++i) {
     EXPECT_EQ(again.heads[i].syntax.has_value(), first.heads[i].syntax.has_value());
-    if (first.heads[i].syntax) EXPECT_EQ(again.heads[i].syntax->accuracy, first.heads[i].syntax->accuracy);
-    if (first.heads[i].coref) EXPECT_EQ(again.heads[i].coref->accuracy, first.heads[i].coref->accuracy);
+    if (first.heads[i].syntax) {
+      EXPECT_EQ(again.heads[i].syntax->accuracy, first.heads[i].syntax->accuracy);
+    }
+    if (first.heads[i].coref) {
+      EXPECT_EQ(again.heads[i].coref->accuracy, first.heads[i].coref->accuracy);
+    }
   }
   // Other sizes are another key.
   EvidenceOptions other = options();

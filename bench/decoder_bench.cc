@@ -1,6 +1,8 @@
 // headscope decoder benchmark: one causal model (e.g. models/SmolLM2-135M-Instruct), sequences of
 // T tokens, at a given thread count. For each T prints one JSON line with the median time of
 //   all      — every capture on (attention, head outputs, W_O contributions, hidden states)
+//   same     — what transformers returns with output_attentions and output_hidden_states:
+//              attention maps and hidden states
 //   attention — attention maps only
 //   step     — one generation step through the KV cache after T tokens (attention row captured)
 // Run through bench/decoder_bench.py, which times transformers on the same model beside it.
@@ -56,12 +58,18 @@ int main(int argc, char** argv) {
     }
     const std::vector<int32_t> all_ids = model->encode(text, true).ids();
     const headscope::CaptureOptions attention_only = headscope::CaptureOptions::attention_only();
+    headscope::CaptureOptions same_outputs = attention_only;
+    same_outputs.hidden_states = true;
     for (int64_t T : lengths) {
       if (T > static_cast<int64_t>(all_ids.size())) throw headscope::Error("text too short for T");
       const std::vector<int32_t> ids(all_ids.begin(), all_ids.begin() + T);
       const double all = median_ms(repeats, [&] {
         auto s = model->start();
         model->extend(*s, ids, {}, nullptr);
+      });
+      const double same = median_ms(repeats, [&] {
+        auto s = model->start();
+        model->extend(*s, ids, same_outputs, nullptr);
       });
       const double attn = median_ms(repeats, [&] {
         auto s = model->start();
@@ -77,8 +85,9 @@ int main(int argc, char** argv) {
         if (r > 0) steps.push_back(ms_since(t0));
       }
       std::sort(steps.begin(), steps.end());
-      std::printf("{\"T\": %lld, \"threads\": %d, \"all_ms\": %.2f, \"attention_ms\": %.2f, \"step_ms\": %.2f}\n",
-                  static_cast<long long>(T), threads, all, attn, steps[steps.size() / 2]);
+      std::printf("{\"T\": %lld, \"threads\": %d, \"all_ms\": %.2f, \"same_ms\": %.2f, \"attention_ms\": %.2f, "
+                  "\"step_ms\": %.2f}\n",
+                  static_cast<long long>(T), threads, all, same, attn, steps[steps.size() / 2]);
       std::fflush(stdout);
     }
   } catch (const std::exception& e) {

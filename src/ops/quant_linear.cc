@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <omp.h>
 #include <vector>
 
 #include "ops/matmul.h"
@@ -20,14 +21,21 @@ void quant_linear(const float* x, int64_t T, const QuantMatrix& W, const float* 
     quant_gemv(x, T, W, bias, y);
     return;
   }
-  const int64_t n_panels = (out + kQuantPanelRows - 1) / kQuantPanelRows;
+  // Panels of at most kQuantPanelRows rows, as many as a multiple of the threads so that none
+  // waits for the others at the end: 576 rows on two threads are nine panels of 58 and one of 54,
+  // five for each thread, rather than nine of 64, five for one thread and four for the other.
+  const int64_t threads = omp_in_parallel() ? 1 : std::max(1, omp_get_max_threads());
+  int64_t n_panels = (out + kQuantPanelRows - 1) / kQuantPanelRows;
+  n_panels = (n_panels + threads - 1) / threads * threads;
+  const int64_t panel_rows = (out + n_panels - 1) / n_panels;
+  n_panels = (out + panel_rows - 1) / panel_rows;
   std::exception_ptr failure;  // an exception may not leave a parallel region: kept, rethrown after
 #pragma omp parallel
   {
-    std::vector<float> panel(size_t(kQuantPanelRows * in));  // this thread's fp32 rows
+    std::vector<float> panel(size_t(panel_rows * in));  // this thread's fp32 rows
 #pragma omp for schedule(static)
     for (int64_t p = 0; p < n_panels; ++p) try {
-      const int64_t r0 = p * kQuantPanelRows, n = std::min(kQuantPanelRows, out - r0);
+      const int64_t r0 = p * panel_rows, n = std::min(panel_rows, out - r0);
       W.dequantize_rows(r0, n, panel.data());
       // y[:, r0 .. r0 + n) = x · panelᵀ (sgemm on this thread: oneDNN runs sequentially inside a
       // parallel region).

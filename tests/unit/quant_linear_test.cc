@@ -5,6 +5,7 @@
 #include "ops/quant_linear.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <random>
@@ -171,6 +172,22 @@ TEST(QuantLinear, GemvSplitAcrossThreadsAgreesWithTheTwin) {
     const QuantMatrix W = QuantMatrix::stored(type, rows, cols, bytes.data(), nullptr);
     for (int64_t T : {1, 4}) EXPECT_LE(compare(W, T, true, 22).max_rel, bound(T)) << io::ggml_type_name(type);
   }
+}
+
+TEST(QuantLinear, PanelsSplitAcrossThreadsAgreeWithTheTwin) {
+  // A prefill's panels are sized so that every thread gets as many: 576 rows on 1, 2 and 3
+  // threads are 9 × 64, 9 × 58 + 54 and 9 × 64 rows; 131 rows on 2 are 3 × 33 + 32. Every split
+  // must cover each row once and match the twin.
+  const int saved = omp_get_max_threads();
+  for (int64_t rows : {576, 131}) {
+    const std::vector<uint8_t> bytes = random_blocks(GgmlType::Q4_1, rows, 256, unsigned(rows));
+    const QuantMatrix W = QuantMatrix::stored(GgmlType::Q4_1, rows, 256, bytes.data(), nullptr);
+    for (int threads : {1, 2, 3}) {
+      omp_set_num_threads(threads);
+      EXPECT_LE(compare(W, 33, true, 5).max_rel, bound(33)) << rows << " rows on " << threads << " threads";
+    }
+  }
+  omp_set_num_threads(saved);
 }
 
 TEST(QuantLinear, GemvRefusesMoreRowsThanItKeepsInRegisters) {

@@ -44,6 +44,7 @@ struct HfFamily {
 struct GgufFamily {
   const char* architecture;
   GgufLoader load;
+  bool keeps_stored = true;  // its matrices stay as the file stores them (decoders); false: converted to fp32
 };
 constexpr HfFamily kHfFamilies[] = {
     {"bert", models::load_bert},
@@ -72,7 +73,7 @@ constexpr GgufFamily kGgufFamilies[] = {
     {"phi3", models::load_phi3_gguf},
     {"olmo2", models::load_olmo2_gguf},
     {"gpt2", models::load_gpt2_gguf},
-    {"bert", models::load_bert_gguf},
+    {"bert", models::load_bert_gguf, /*keeps_stored=*/false},  // the encoder computes in fp32 weights
 };
 
 // Families people ask for that headscope knows and does not implement: why, in a few words.
@@ -149,10 +150,14 @@ LoadEstimate load_estimate(const std::string& path) {
   if (path.empty() || !fs::exists(path)) throw Error((path.empty() ? std::string("no model given") : path + ": no such file or directory"));
   if (const std::string gguf = gguf_file_of(path); !gguf.empty()) {
     const io::GgufFile file(gguf);
+    bool keeps_stored = true;  // an architecture not in the table is refused by the loader anyway
+    const std::string arch = file.get_string("general.architecture", "");
+    for (const GgufFamily& family : kGgufFamilies)
+      if (arch == family.architecture) keeps_stored = family.keeps_stored;
     for (const auto& [name, t] : file.tensors()) {
       e.parameters += uint64_t(t.numel());
       e.file_bytes += t.nbytes;
-      if (gguf_kept_as_stored(name, t.type)) e.stored_bytes += t.nbytes;
+      if (keeps_stored && gguf_kept_as_stored(name, t.type)) e.stored_bytes += t.nbytes;
       else e.fp32_parameters += uint64_t(t.numel());
     }
   } else {

@@ -287,6 +287,28 @@ TEST(LoadMemory, OverTheBudgetIsRefusedBeforeAnyWeightIsRead) {
   expect_error([&] { Model::load(gguf.string(), options); }, {"llama_gqa3.gguf: loading needs about"});
 }
 
+TEST(LoadMemory, BertGgufIsCountedInFp32) {
+  // The encoder converts a BERT GGUF's matrices to fp32 at load, whatever the file stores, so its
+  // estimate is that of the fp32 checkpoint: nothing at stored bytes, and a Q8_0 file (a quarter
+  // of the f32 file's size) needs as much as the f32 one.
+  const fs::path dir = headscope::testing::goldens_dir("bert_gguf");
+  const fs::path q8 = dir / "minilm-q8_0.gguf", f32 = dir / "minilm-f32.gguf";
+  if (!fs::exists(q8) || !fs::exists(f32)) GTEST_SKIP() << "no BERT GGUF goldens (make goldens)";
+  const headscope::LoadEstimate eq = headscope::load_estimate(q8.string()), ef = headscope::load_estimate(f32.string());
+  EXPECT_EQ(eq.stored_bytes, 0u);
+  EXPECT_EQ(eq.fp32_parameters, eq.parameters);
+  EXPECT_EQ(eq.parameters, ef.parameters);
+  EXPECT_EQ(eq.bytes, ef.bytes);
+  EXPECT_LT(eq.file_bytes, ef.file_bytes / 3);
+  EXPECT_GE(eq.bytes, 4 * eq.parameters);
+  if (kUnderAddressSanitizer) return;  // its redzones and quarantine (see above)
+  const uint64_t before = rss_anon();
+  const auto model = Model::load(q8.string());
+  model->run(model->encode("The estimate covers the weights."), CaptureOptions::attention_only());
+  const uint64_t after = rss_anon();
+  EXPECT_LE(double(after - std::min(after, before)), double(eq.bytes));
+}
+
 TEST(LoadMemory, GgufLinearLayersAreCountedAtTheirStoredBytes) {
   // SmolLM2-135M Q4_1 (Q8_0 embeddings): the estimate is the file's bytes of the tensors kept as
   // stored (Q, K, V, W_O, gate, up, down, the token embedding; quantized) plus fp32 for the rest

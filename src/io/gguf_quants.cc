@@ -1,17 +1,28 @@
 // Dequantization of the ggml block formats to fp32 (layouts in gguf_quants.h, after
 // ggml-common.h). Each kernel turns `nb` blocks at x into values at y and states its block in a
-// comment; dequantize_row dispatches on the type.
+// comment; dequantize_row dispatches on the type and on cpu::active_isa(). The scalar loops here
+// are the portable path and the slow twin of the AVX2 and AVX-512 kernels (gguf_quants_avx2.cc,
+// gguf_quants_avx512.cc; dequant_kernels.h), which write the same floats bit for bit.
 #include "io/gguf_quants.h"
 
 #include <bit>
 #include <string>
 
+#include "cpu/isa.h"
 #include "headscope/error.h"
+#include "io/dequant_kernels.h"
 #include "io/float_bits.h"
 
-// Bit-exactness with ggml's reference dequantizers (and gguf-py) holds whether or not the
-// compiler fuses `d * q - m` into one FMA: every scale is an f16 (11 significant bits) times a
-// small integer, so the products are exact in fp32 and only the final add/subtract rounds.
+// Rounding. Every value is an integer q times a scale that is an f16 (11 significant bits) or an
+// f16 times a small integer, minus or plus at most one more such product: gguf-py computes it in
+// numpy float32 as `d * q + m`, a rounded product then a rounded sum. Here the products are exact
+// in fp32 — the odd parts of the factors multiply to at most 2047 · 127 · 31 < 2²⁴ (Q6_K's
+// d · scale · q, the widest), and an f16 times such integers can neither overflow nor leave
+// fp32's normal range — so the product's rounding is a no-op and only the sum rounds, once. The
+// result is therefore the same whether or not the compiler fuses `d * q + m` into an FMA (GCC
+// does by default on FMA targets, in these loops and in the vector kernels' mul-then-add alike),
+// and equal to gguf-py's and ggml's reference dequantizers. gguf_quants_test checks the exactness
+// over every f16 significand.
 
 namespace headscope::io {
 
@@ -307,6 +318,45 @@ bool ggml_can_dequantize(GgmlType t) {
   return tr != nullptr && tr->dequantize;
 }
 
+namespace {
+
+// The block kernels of the active path (null: the scalar loop below); a type the AVX-512 set has
+// no kernel for takes AVX2's.
+kernels::BlockDequant vector_kernel(GgmlType type) {
+#if defined(__x86_64__)
+  static const kernels::DequantKernels avx2 = kernels::dequant_kernels_avx2();
+  static const kernels::DequantKernels avx512 = [] {
+    kernels::DequantKernels k = kernels::dequant_kernels_avx512();
+    for (auto entry : {&kernels::DequantKernels::q4_0, &kernels::DequantKernels::q4_1, &kernels::DequantKernels::q5_0,
+                       &kernels::DequantKernels::q5_1, &kernels::DequantKernels::q8_0, &kernels::DequantKernels::q2_k,
+                       &kernels::DequantKernels::q3_k, &kernels::DequantKernels::q4_k, &kernels::DequantKernels::q5_k,
+                       &kernels::DequantKernels::q6_k})
+      if (k.*entry == nullptr) k.*entry = avx2.*entry;
+    return k;
+  }();
+  const cpu::Isa isa = cpu::active_isa();
+  if (isa == cpu::Isa::portable) return nullptr;
+  const kernels::DequantKernels& k = isa == cpu::Isa::avx512 ? avx512 : avx2;
+  switch (type) {
+    case GgmlType::Q4_0: return k.q4_0;
+    case GgmlType::Q4_1: return k.q4_1;
+    case GgmlType::Q5_0: return k.q5_0;
+    case GgmlType::Q5_1: return k.q5_1;
+    case GgmlType::Q8_0: return k.q8_0;
+    case GgmlType::Q2_K: return k.q2_k;
+    case GgmlType::Q3_K: return k.q3_k;
+    case GgmlType::Q4_K: return k.q4_k;
+    case GgmlType::Q5_K: return k.q5_k;
+    case GgmlType::Q6_K: return k.q6_k;
+    default: return nullptr;
+  }
+#else
+  return nullptr;
+#endif
+}
+
+}  // namespace
+
 void dequantize_row(GgmlType type, const uint8_t* src, float* dst, int64_t n) {
   const GgmlTypeTraits& tr = traits(type);
   if (!tr.dequantize) throw Error(std::string("dequantizing ggml type ") + tr.name + " is not supported");
@@ -314,6 +364,10 @@ void dequantize_row(GgmlType type, const uint8_t* src, float* dst, int64_t n) {
     throw Error(std::string("dequantize_row: ") + std::to_string(n) + " values is not a whole number of " + tr.name +
                 " blocks of " + std::to_string(tr.block_size));
   const int64_t nb = n / tr.block_size;
+  if (const kernels::BlockDequant kernel = vector_kernel(type)) {
+    kernel(src, dst, nb);
+    return;
+  }
   switch (type) {
     case GgmlType::F32: if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * 4); break;
     case GgmlType::F16: f16_to_f32_row(src, dst, static_cast<size_t>(n)); break;

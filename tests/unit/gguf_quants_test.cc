@@ -1,16 +1,25 @@
 // ggml block formats (io/gguf_quants.h): blocks packed by hand in each test from the layout that
 // ggml-common.h documents, so every expected value follows from the format's formula and not from
-// any dequantizer; the type table's sizes; unsupported types and partial blocks refused.
+// any dequantizer; the type table's sizes; unsupported types and partial blocks refused; the
+// vector kernels (AVX2, AVX-512) against the scalar loop, bit for bit, on random blocks; and the
+// exactness of the scale products that makes the result independent of FMA contraction.
 #include "io/gguf_quants.h"
 
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
 #include <cstring>
+#include <random>
+#include <vector>
 
+#include "io/float_bits.h"
+#include "kernel_paths.h"
 #include "test_support.h"
 
 using namespace headscope::io;
 using headscope::testing::expect_error;
+namespace cpu = headscope::cpu;
 
 namespace {
 
@@ -112,6 +121,96 @@ TEST(GgufDequant, TypeTableAndUnsupported) {
   float y[32];
   expect_error([&] { dequantize_row(GgmlType::IQ4_NL, block, y, 32); }, {"IQ4_NL", "not supported"});
   expect_error([&] { dequantize_row(GgmlType::Q4_0, block, y, 31); }, {"Q4_0", "32"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every instruction-set path against the portable loop (the slow twin), bit for bit.
+
+// The block types with vector kernels, and where each keeps its f16 scales (byte offsets).
+struct BlockType {
+  GgmlType type;
+  std::vector<int> f16_offsets;
+};
+const BlockType kBlockTypes[] = {
+    {GgmlType::Q4_0, {0}},      {GgmlType::Q4_1, {0, 2}},   {GgmlType::Q5_0, {0}},   {GgmlType::Q5_1, {0, 2}},
+    {GgmlType::Q8_0, {0}},      {GgmlType::Q2_K, {80, 82}}, {GgmlType::Q3_K, {108}}, {GgmlType::Q4_K, {0, 2}},
+    {GgmlType::Q5_K, {0, 2}},   {GgmlType::Q6_K, {208}},
+};
+
+// nb random blocks of `type` after one byte of padding (so that no block is aligned, as in a
+// file): every byte random, except that an f16 scale drawn as inf or NaN is drawn again (values
+// may still be large: the kernels must agree on them too).
+std::vector<uint8_t> random_padded_blocks(const BlockType& bt, int64_t nb, unsigned seed) {
+  const size_t size = ggml_type_size(bt.type);
+  std::vector<uint8_t> bytes(1 + size * size_t(nb));
+  std::mt19937 rng(seed);
+  for (uint8_t& byte : bytes) byte = uint8_t(rng());
+  for (int64_t b = 0; b < nb; ++b)
+    for (int offset : bt.f16_offsets) {
+      uint8_t* p = bytes.data() + 1 + size * size_t(b) + size_t(offset);
+      uint16_t h;
+      do h = uint16_t(rng()); while (((h >> 10) & 0x1F) == 0x1F);
+      std::memcpy(p, &h, 2);
+    }
+  return bytes;
+}
+
+// The values dequantize_row writes on `isa`, at dst + 1 (unaligned), with a sentinel after them.
+std::vector<float> dequantize_on(cpu::Isa isa, GgmlType type, const uint8_t* src, int64_t n) {
+  const cpu::Isa previous = cpu::set_isa_for_testing(isa);
+  std::vector<float> out(size_t(n) + 2, -7.0f);
+  dequantize_row(type, src, out.data() + 1, n);
+  cpu::set_isa_for_testing(previous);
+  return out;
+}
+
+class DequantPath : public headscope::testing::KernelPathTest {};
+
+TEST_P(DequantPath, EveryBlockTypeMatchesThePortableLoopBitForBit) {
+  for (const BlockType& bt : kBlockTypes)
+    for (int64_t nb : {1, 2, 3, 7, 64}) {
+      const std::vector<uint8_t> bytes = random_padded_blocks(bt, nb, unsigned(bt.type) * 100 + unsigned(nb));
+      const int64_t n = nb * ggml_block_size(bt.type);
+      const std::vector<float> twin = dequantize_on(cpu::Isa::portable, bt.type, bytes.data() + 1, n);
+      const std::vector<float> fast = dequantize_on(GetParam(), bt.type, bytes.data() + 1, n);
+      ASSERT_EQ(fast.front(), -7.0f) << ggml_type_name(bt.type) << " wrote before dst";
+      ASSERT_EQ(fast.back(), -7.0f) << ggml_type_name(bt.type) << " wrote past dst + n";
+      for (int64_t i = 1; i <= n; ++i) {
+        const float want = twin[size_t(i)], got = fast[size_t(i)];
+        ASSERT_TRUE(std::isfinite(want)) << ggml_type_name(bt.type) << " value " << i - 1;
+        ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want))
+            << ggml_type_name(bt.type) << ", " << nb << " blocks: value " << i - 1 << " is " << got << ", the portable loop "
+            << want;
+      }
+    }
+}
+
+INSTANTIATE_KERNEL_PATHS(DequantPath);
+
+// The rounding argument of gguf_quants.cc: every product a dequantizer forms — an f16 scale d
+// times an integer scale s, times a quant q — is exact in fp32, so `d·s·q ± m` rounds once
+// whether or not it is computed with an FMA. The widest factors are Q6_K's (s an i8, q in
+// [−32, 31]); the others' ranges lie inside them. Exactness depends on d's significand only
+// (fp32's exponent range holds every such product of an f16), so d runs over all 1024 f16
+// significands in [1, 2) and the extremes. fma(a, b, −a·b) is the product's rounding error.
+TEST(GgufDequant, ScaleProductsAreExactInFp32) {
+  std::vector<float> scales;
+  for (uint16_t m = 0; m < 1024; ++m) scales.push_back(f16_bits_to_f32(uint16_t(0x3C00 | m)));
+  for (uint16_t bits : {0x0001, 0x03FF, 0x0400, 0x7BFF, 0xFBFF}) scales.push_back(f16_bits_to_f32(bits));
+  int64_t inexact = 0;
+  for (float d : scales)
+    for (int s = -128; s <= 127; ++s) {
+      const float ds = d * float(s);
+      inexact += std::fma(d, float(s), -ds) != 0.0f;
+      for (int q = -32; q <= 31; ++q) {
+        const float dsq = ds * float(q);
+        inexact += std::fma(ds, float(q), -dsq) != 0.0f;
+      }
+    }
+  EXPECT_EQ(inexact, 0);
+  // The check can fail: an odd 14-bit integer times a full f16 significand needs 25 bits.
+  const float d = f16_bits_to_f32(0x3FFF), wide = 16383.0f;
+  EXPECT_NE(std::fma(d, wide, -(d * wide)), 0.0f);
 }
 
 }  // namespace

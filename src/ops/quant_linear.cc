@@ -21,11 +21,12 @@ void quant_linear(const float* x, int64_t T, const QuantMatrix& W, const float* 
     quant_gemv(x, T, W, bias, y);
     return;
   }
-  // Panels of at most kQuantPanelRows rows, as many as a multiple of the threads so that none
-  // waits for the others at the end: 576 rows on two threads are nine panels of 58 and one of 54,
-  // five for each thread, rather than nine of 64, five for one thread and four for the other.
+  // Panels of at most max_rows rows, as many as a multiple of the threads so that none waits for
+  // the others at the end: 576 rows on two threads are four panels of 144 rather than 256, 256
+  // and 64.
   const int64_t threads = omp_in_parallel() ? 1 : std::max(1, omp_get_max_threads());
-  int64_t n_panels = (out + kQuantPanelRows - 1) / kQuantPanelRows;
+  const int64_t max_rows = std::clamp<int64_t>(kQuantPanelBytes / (int64_t(sizeof(float)) * in), 1, kQuantPanelRows);
+  int64_t n_panels = (out + max_rows - 1) / max_rows;
   n_panels = (n_panels + threads - 1) / threads * threads;
   const int64_t panel_rows = (out + n_panels - 1) / n_panels;
   n_panels = (out + panel_rows - 1) / panel_rows;

@@ -16,9 +16,14 @@
 
 namespace headscope::ops {
 
-// Output rows dequantised at a time: 64 rows of a 1,536-wide matrix are 384 KiB of fp32, which
-// stays in a core's L2 between the dequantiser writing it and sgemm reading it.
-constexpr int64_t kQuantPanelRows = 64;
+// Output rows dequantised at a time: at most kQuantPanelRows, and at most kQuantPanelBytes of fp32
+// (a matrix 14,336 wide gets panels of 73 rows). Every sgemm call packs all of x again, so fewer,
+// larger panels cost less than panels that stay in L2: SmolLM2-135M Q4_1 with attention and hidden
+// states captured (bench/decoder_bench, Zen 4) took 305-330 ms at T = 128 on one thread and
+// 176-183 on two with 256-row panels, against 372-403 and 222-237 with 64-row panels; 512 and
+// whole-matrix panels were no faster.
+constexpr int64_t kQuantPanelRows = 256;
+constexpr int64_t kQuantPanelBytes = int64_t{4} << 20;
 
 // y[T, W.rows()] = x[T, W.cols()] · Wᵀ + bias (bias may be null).
 void quant_linear(const float* x, int64_t T, const QuantMatrix& W, const float* bias, float* y);

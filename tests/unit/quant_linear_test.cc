@@ -176,12 +176,15 @@ TEST(QuantLinear, GemvSplitAcrossThreadsAgreesWithTheTwin) {
 
 TEST(QuantLinear, PanelsSplitAcrossThreadsAgreeWithTheTwin) {
   // A prefill's panels are sized so that every thread gets as many: 576 rows on 1, 2 and 3
-  // threads are 9 × 64, 9 × 58 + 54 and 9 × 64 rows; 131 rows on 2 are 3 × 33 + 32. Every split
-  // must cover each row once and match the twin.
+  // threads are 3 × 192, 4 × 144 and 3 × 192 rows; 131 rows on 2 are 66 and 65; and 70 rows
+  // of a matrix so wide that kQuantPanelBytes holds 32 of them are 3 × 24 on one thread (the
+  // last 22), 4 × 18 on two (the last 16).
+  // Every split must cover each row once and match the twin.
   const int saved = omp_get_max_threads();
-  for (int64_t rows : {576, 131}) {
-    const std::vector<uint8_t> bytes = random_blocks(GgmlType::Q4_1, rows, 256, unsigned(rows));
-    const QuantMatrix W = QuantMatrix::stored(GgmlType::Q4_1, rows, 256, bytes.data(), nullptr);
+  const int64_t wide = headscope::ops::kQuantPanelBytes / 4 / 32;  // at most 32 rows per panel
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{576, 256}, {131, 256}, {70, wide}}) {
+    const std::vector<uint8_t> bytes = random_blocks(GgmlType::Q4_1, rows, cols, unsigned(rows));
+    const QuantMatrix W = QuantMatrix::stored(GgmlType::Q4_1, rows, cols, bytes.data(), nullptr);
     for (int threads : {1, 2, 3}) {
       omp_set_num_threads(threads);
       EXPECT_LE(compare(W, 33, true, 5).max_rel, bound(33)) << rows << " rows on " << threads << " threads";

@@ -247,8 +247,10 @@ void Recorder::value_norms(int layer, const float* v, int64_t v_stride, OutputWe
         const int64_t rows = std::min(kRows, Tk_ - k0);
         ops::matmul(vg + k0 * v_stride, v_stride, w.data, w.ld, f.data(), D, rows, D, Dh, /*trans_b=*/true);
         for (int64_t r = 0; r < rows; ++r) {
-          double sq = 0;
-          for (int64_t i = 0; i < D; ++i) sq += double(f[size_t(r * D + i)]) * f[size_t(r * D + i)];
+          const float* fr = f.data() + r * D;
+          double sq = 0;  // in double lanes (a sum in any order, each term exact in double)
+#pragma omp simd reduction(+ : sq)
+          for (int64_t i = 0; i < D; ++i) sq += double(fr[i]) * double(fr[i]);
           norms[h * Tk_ + k0 + r] = float(std::sqrt(sq));
         }
       }

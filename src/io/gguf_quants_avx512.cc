@@ -13,26 +13,16 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
-#include <cstring>
-
+#include "io/block_fields.h"
 #include "io/dequant_kernels.h"
 
 namespace headscope::io::kernels {
 
 namespace {
 
-// A little-endian binary16 scale by F16C: the same value as io::load_f16 (that inline function
-// is not called here; see ops/panel_kernels.h on why these files share no inline code).
-inline float load_f16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, sizeof h);
-  return _cvtsh_ss(h);
-}
-inline uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
+using block_fields::load_f16;
+using block_fields::load_u32;
+using block_fields::unpack_scale_min_k4;
 
 inline __m512i u8x16(const uint8_t* p) {  // 16 bytes → 16 int32
   return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -151,16 +141,6 @@ void dequant_q3_k(const uint8_t* x, float* y, int64_t nb) {
         }
       }
     }
-  }
-}
-
-// The 12-byte scale/min table of Q4_K and Q5_K (ggml get_scale_min_k4), as in gguf_quants.cc.
-inline void unpack_scale_min_k4(const uint8_t* s, int sc[8], int mn[8]) {
-  for (int j = 0; j < 4; ++j) {
-    sc[j] = s[j] & 63;
-    mn[j] = s[j + 4] & 63;
-    sc[j + 4] = (s[j + 8] & 0x0F) | ((s[j] >> 6) << 4);
-    mn[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4);
   }
 }
 

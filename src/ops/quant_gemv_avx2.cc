@@ -5,19 +5,15 @@
 
 #include <cstring>
 
+#include "io/block_fields.h"
 #include "ops/gemv_kernels.h"
 
 namespace headscope::ops::kernels {
 
 namespace {
 
-// A little-endian binary16 scale by F16C: the same value as io::load_f16 (that inline function
-// is not called here; see panel_kernels.h on why these files share no inline code).
-inline float load_f16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, sizeof h);
-  return _cvtsh_ss(h);
-}
+using io::block_fields::load_f16;
+using io::block_fields::unpack_scale_min_k4;
 
 // Block kernels: each walks one row's blocks (layouts in io/gguf_quants.cc), turns 8 weights at a
 // time into the same fp32 values the dequantiser writes, and adds weight · x into accumulators
@@ -99,14 +95,8 @@ template <int T>
 void row_q4_k(const uint8_t* blk, int64_t nb, const float* x, int64_t n, __m256* acc) {
   for (int64_t b = 0; b < nb; ++b, blk += 144, x += 256) {
     const float d = load_f16(blk), dmin = load_f16(blk + 2);
-    const uint8_t* s = blk + 4;
-    int sc[8], mn[8];  // the 12-byte table unpacked (ggml get_scale_min_k4)
-    for (int j = 0; j < 4; ++j) {
-      sc[j] = s[j] & 63;
-      mn[j] = s[j + 4] & 63;
-      sc[j + 4] = (s[j + 8] & 0x0F) | ((s[j] >> 6) << 4);
-      mn[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4);
-    }
+    int sc[8], mn[8];
+    unpack_scale_min_k4(blk + 4, sc, mn);
     for (int c = 0; c < 4; ++c) {
       const __m256 d1 = _mm256_set1_ps(d * float(sc[2 * c])), m1 = _mm256_set1_ps(dmin * float(mn[2 * c]));
       const __m256 d2 = _mm256_set1_ps(d * float(sc[2 * c + 1])), m2 = _mm256_set1_ps(dmin * float(mn[2 * c + 1]));

@@ -1,6 +1,6 @@
 // headscope — the scalar fields of ggml blocks, for the vector block kernels (io/gguf_quants_avx2.cc,
 // _avx512.cc and ops/quant_gemv_avx2.cc, _avx512.cc): a block's binary16 scale by F16C, its 32-bit
-// high-bit mask, the K-quants' packed scales. Included only by files compiled with -mf16c; everything here has internal linkage, so
+// high-bit mask, the K-quants' packed scales and mins. Included only by files compiled with -mf16c; everything here has internal linkage, so
 // no file's copy, compiled with its own instruction set, can stand in for another's
 // (ops/panel_kernels.h says why that matters).
 #pragma once
@@ -34,6 +34,15 @@ inline void unpack_scale_min_k4(const uint8_t* s, int sc[8], int mn[8]) {
     mn[j] = s[j + 4] & 63;
     sc[j + 4] = (s[j + 8] & 0x0F) | ((s[j] >> 6) << 4);
     mn[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4);
+  }
+}
+
+// Q3_K's 12 packed bytes as its 16 signed 6-bit scales (scale − 32), as in gguf_quants.cc.
+inline void unpack_scales_q3_k(const uint8_t* packed, int scale[16]) {
+  for (int i = 0; i < 16; ++i) {
+    const int lo = i < 8 ? (packed[i] & 0x0F) : (packed[i - 8] >> 4);
+    const int hi = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
+    scale[i] = (lo | (hi << 4)) - 32;
   }
 }
 

@@ -320,20 +320,11 @@ bool ggml_can_dequantize(GgmlType t) {
 
 namespace {
 
-// The block kernels of the active path (null: the scalar loop below); a type the AVX-512 set has
-// no kernel for takes AVX2's.
+// The block kernel of the active path (null: the scalar loop below).
 kernels::BlockDequant vector_kernel(GgmlType type) {
 #if defined(__x86_64__)
   static const kernels::DequantKernels avx2 = kernels::dequant_kernels_avx2();
-  static const kernels::DequantKernels avx512 = [] {
-    kernels::DequantKernels k = kernels::dequant_kernels_avx512();
-    for (auto entry : {&kernels::DequantKernels::q4_0, &kernels::DequantKernels::q4_1, &kernels::DequantKernels::q5_0,
-                       &kernels::DequantKernels::q5_1, &kernels::DequantKernels::q8_0, &kernels::DequantKernels::q2_k,
-                       &kernels::DequantKernels::q3_k, &kernels::DequantKernels::q4_k, &kernels::DequantKernels::q5_k,
-                       &kernels::DequantKernels::q6_k})
-      if (k.*entry == nullptr) k.*entry = avx2.*entry;
-    return k;
-  }();
+  static const kernels::DequantKernels avx512 = kernels::dequant_kernels_avx512();
   const cpu::Isa isa = cpu::active_isa();
   if (isa == cpu::Isa::portable) return nullptr;
   const kernels::DequantKernels& k = isa == cpu::Isa::avx512 ? avx512 : avx2;

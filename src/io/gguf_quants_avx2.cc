@@ -17,6 +17,7 @@ namespace {
 using block_fields::load_f16;
 using block_fields::load_u32;
 using block_fields::unpack_scale_min_k4;
+using block_fields::unpack_scales_q3_k;
 
 inline __m256i u8x8(const uint8_t* p) {  // 8 bytes → 8 int32
   return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
@@ -42,6 +43,12 @@ inline void store_mul_add(float* y, __m256i q, __m256 d, __m256 m) {
 inline void store_mul_sub(float* y, __m256i q, __m256 d, __m256 m) {
   _mm256_storeu_ps(y, _mm256_sub_ps(_mm256_mul_ps(f32(q), d), m));
 }
+// Q4_1 / Q5_1: q · d + m; Q4_0 / Q5_0: (q − zero) · d.
+template <bool kMin>
+inline void store_q(float* y, __m256i q, __m256 d, __m256 m, int zero) {
+  if constexpr (kMin) store_mul_add(y, q, d, m);
+  else store_mul(y, sub_i(q, zero), d);
+}
 
 // Q4_0 (18 B: f16 d; u8 qs[16]): (nibble − 8) · d. Q4_1 (20 B: f16 d, m; u8 qs[16]): nibble · d + m.
 // Bytes 8h .. 8h + 7 hold values 8h.. (low nibbles) and 16 + 8h.. (high).
@@ -53,13 +60,8 @@ void dequant_q4(const uint8_t* x, float* y, int64_t nb) {
     const __m256 m = _mm256_set1_ps(kMin ? load_f16(x + 2) : 0.0f);
     for (int h = 0; h < 2; ++h) {
       const __m256i q = u8x8(x + kQs + 8 * h);
-      if constexpr (kMin) {
-        store_mul_add(y + 8 * h, nib_lo(q), d, m);
-        store_mul_add(y + 16 + 8 * h, nib_hi(q), d, m);
-      } else {
-        store_mul(y + 8 * h, sub_i(nib_lo(q), 8), d);
-        store_mul(y + 16 + 8 * h, sub_i(nib_hi(q), 8), d);
-      }
+      store_q<kMin>(y + 8 * h, nib_lo(q), d, m, 8);
+      store_q<kMin>(y + 16 + 8 * h, nib_hi(q), d, m, 8);
     }
   }
 }
@@ -80,10 +82,7 @@ void dequant_q5(const uint8_t* x, float* y, int64_t nb) {
         const int first = 16 * part + 8 * h;
         const __m256i fifth = _mm256_srlv_epi32(bits, _mm256_add_epi32(lane, _mm256_set1_epi32(first)));
         const __m256i v = _mm256_or_si256(part == 0 ? nib_lo(q) : nib_hi(q), bit_to_16(fifth, 0));
-        if constexpr (kMin)
-          store_mul_add(y + first, v, d, m);
-        else
-          store_mul(y + first, sub_i(v, 16), d);
+        store_q<kMin>(y + first, v, d, m, 16);
       }
     }
   }
@@ -123,12 +122,8 @@ void dequant_q3_k(const uint8_t* x, float* y, int64_t nb) {
   for (int64_t b = 0; b < nb; ++b, x += 110, y += 256) {
     const uint8_t* packed = x + 96;
     const float d = load_f16(x + 108);
-    int scale[16];  // as unpacked in gguf_quants.cc
-    for (int i = 0; i < 16; ++i) {
-      const int lo = i < 8 ? (packed[i] & 0x0F) : (packed[i - 8] >> 4);
-      const int hi = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
-      scale[i] = (lo | (hi << 4)) - 32;
-    }
+    int scale[16];
+    unpack_scales_q3_k(packed, scale);
     for (int l = 0; l < 32; l += 8) {  // sub-block l / 16
       const __m256i hmask = u8x8(x + l);
       for (int half = 0; half < 2; ++half) {

@@ -23,6 +23,7 @@ namespace {
 using block_fields::load_f16;
 using block_fields::load_u32;
 using block_fields::unpack_scale_min_k4;
+using block_fields::unpack_scales_q3_k;
 
 inline __m512i u8x16(const uint8_t* p) {  // 16 bytes → 16 int32
   return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -46,22 +47,22 @@ inline void store_mul_add(float* y, __m512i q, __m512 d, __m512 m) {
 inline void store_mul_sub(float* y, __m512i q, __m512 d, __m512 m) {
   _mm512_storeu_ps(y, _mm512_sub_ps(_mm512_mul_ps(f32(q), d), m));
 }
+// Q4_1 / Q5_1: q · d + m; Q4_0 / Q5_0: (q − zero) · d.
+template <bool kMin>
+inline void store_q(float* y, __m512i q, __m512 d, __m512 m, int zero) {
+  if constexpr (kMin) store_mul_add(y, q, d, m);
+  else store_mul(y, sub_i(q, zero), d);
+}
 
 // Q4_0 (18 B: f16 d; u8 qs[16]): (nibble − 8) · d. Q4_1 (20 B: f16 d, m; u8 qs[16]): nibble · d + m.
 template <bool kMin>
 void dequant_q4(const uint8_t* x, float* y, int64_t nb) {
   constexpr int kSize = kMin ? 20 : 18, kQs = kMin ? 4 : 2;
   for (int64_t b = 0; b < nb; ++b, x += kSize, y += 32) {
-    const __m512 d = _mm512_set1_ps(load_f16(x));
+    const __m512 d = _mm512_set1_ps(load_f16(x)), m = _mm512_set1_ps(kMin ? load_f16(x + 2) : 0.0f);
     const __m512i q = u8x16(x + kQs);
-    if constexpr (kMin) {
-      const __m512 m = _mm512_set1_ps(load_f16(x + 2));
-      store_mul_add(y, nib_lo(q), d, m);
-      store_mul_add(y + 16, nib_hi(q), d, m);
-    } else {
-      store_mul(y, sub_i(nib_lo(q), 8), d);
-      store_mul(y + 16, sub_i(nib_hi(q), 8), d);
-    }
+    store_q<kMin>(y, nib_lo(q), d, m, 8);
+    store_q<kMin>(y + 16, nib_hi(q), d, m, 8);
   }
 }
 
@@ -72,18 +73,11 @@ template <bool kMin>
 void dequant_q5(const uint8_t* x, float* y, int64_t nb) {
   constexpr int kSize = kMin ? 24 : 22, kQh = kMin ? 4 : 2;
   for (int64_t b = 0; b < nb; ++b, x += kSize, y += 32) {
-    const __m512 d = _mm512_set1_ps(load_f16(x));
+    const __m512 d = _mm512_set1_ps(load_f16(x)), m = _mm512_set1_ps(kMin ? load_f16(x + 2) : 0.0f);
     const uint32_t qh = load_u32(x + kQh);
     const __m512i q = u8x16(x + kQh + 4);
-    const __m512i lo = or16(nib_lo(q), __mmask16(qh & 0xFFFF)), hi = or16(nib_hi(q), __mmask16(qh >> 16));
-    if constexpr (kMin) {
-      const __m512 m = _mm512_set1_ps(load_f16(x + 2));
-      store_mul_add(y, lo, d, m);
-      store_mul_add(y + 16, hi, d, m);
-    } else {
-      store_mul(y, sub_i(lo, 16), d);
-      store_mul(y + 16, sub_i(hi, 16), d);
-    }
+    store_q<kMin>(y, or16(nib_lo(q), __mmask16(qh & 0xFFFF)), d, m, 16);
+    store_q<kMin>(y + 16, or16(nib_hi(q), __mmask16(qh >> 16)), d, m, 16);
   }
 }
 
@@ -122,12 +116,8 @@ void dequant_q3_k(const uint8_t* x, float* y, int64_t nb) {
   for (int64_t b = 0; b < nb; ++b, x += 110, y += 256) {
     const uint8_t* packed = x + 96;
     const float d = load_f16(x + 108);
-    int scale[16];  // as unpacked in gguf_quants.cc
-    for (int i = 0; i < 16; ++i) {
-      const int lo = i < 8 ? (packed[i] & 0x0F) : (packed[i - 8] >> 4);
-      const int hi = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
-      scale[i] = (lo | (hi << 4)) - 32;
-    }
+    int scale[16];
+    unpack_scales_q3_k(packed, scale);
     for (int sub = 0; sub < 2; ++sub) {
       const __m512i hmask = u8x16(x + 16 * sub);
       for (int half = 0; half < 2; ++half) {

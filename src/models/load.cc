@@ -82,6 +82,13 @@ constexpr std::pair<const char*, const char*> kNotImplemented[] = {
                    "not implemented"},
 };
 
+// The family of a GGUF's general.architecture, or null.
+const GgufFamily* find_gguf_family(const std::string& arch) {
+  for (const GgufFamily& family : kGgufFamilies)
+    if (arch == family.architecture) return &family;
+  return nullptr;
+}
+
 // GGUF files name their family in general.architecture (llama.cpp's LLM_ARCH names). The display
 // name is the folder's name when a folder was given (the repository's name, as downloaded), else
 // the file's name without ".gguf"; general.name is left aside (often a training run's name).
@@ -95,8 +102,7 @@ std::unique_ptr<Model> load_gguf(const std::string& file, const std::string& giv
   if (const std::string key = arch + ".expert_count"; gguf->has(key) && gguf->get_int(key) != 0)
     throw Error(file + ": metadata '" + key + "' is " + std::to_string(gguf->get_int(key)) +
                 ": a mixture of experts is not supported by headscope");
-  for (const GgufFamily& family : kGgufFamilies)
-    if (arch == family.architecture) return family.load(gguf, name, check);
+  if (const GgufFamily* family = find_gguf_family(arch)) return family->load(gguf, name, check);
   throw Error(file + ": GGUF architecture '" + arch + "' is not supported (supported: " +
               models::supported_gguf_architectures() + ")");
 }
@@ -150,10 +156,9 @@ LoadEstimate load_estimate(const std::string& path) {
   if (path.empty() || !fs::exists(path)) throw Error((path.empty() ? std::string("no model given") : path + ": no such file or directory"));
   if (const std::string gguf = gguf_file_of(path); !gguf.empty()) {
     const io::GgufFile file(gguf);
-    bool keeps_stored = true;  // an architecture not in the table is refused by the loader anyway
-    const std::string arch = file.get_string("general.architecture", "");
-    for (const GgufFamily& family : kGgufFamilies)
-      if (arch == family.architecture) keeps_stored = family.keeps_stored;
+    // An architecture not in the table is refused by the loader anyway.
+    const GgufFamily* family = find_gguf_family(file.get_string("general.architecture", ""));
+    const bool keeps_stored = family == nullptr || family->keeps_stored;
     for (const auto& [name, t] : file.tensors()) {
       e.parameters += uint64_t(t.numel());
       e.file_bytes += t.nbytes;

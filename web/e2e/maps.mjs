@@ -39,17 +39,20 @@ async function part(page, selector, file) {
 /** Hovers cell (q, k) of the n × n square `canvas` and returns the tooltip's number after `label`. */
 async function hoverValue(page, canvas, n, q, k, label) {
   // The grid may be drawn again just after a toggle settles (the head importance arriving
-  // redraws it), replacing the canvas under the locator: then take the new one.
+  // redraws it), replacing the canvas under the locator, between the scroll and the measure too
+  // (boundingBox is then null): then take the new one.
+  let box = null;
   for (let attempt = 0; ; attempt++) {
     try {
       await canvas.scrollIntoViewIfNeeded({ timeout: 5000 });
-      break;
+      box = await canvas.boundingBox();
+      if (box) break;
+      if (attempt >= 3) throw new Error('the head canvas has no box (detached on every attempt)');
     } catch (e) {
       if (attempt >= 3 || !/not attached/.test(String(e))) throw e;
-      await page.waitForTimeout(200);
     }
+    await page.waitForTimeout(200);
   }
-  const box = await canvas.boundingBox();
   await page.mouse.move(0, 0);
   await page.mouse.move(box.x + ((k + 0.5) * TILE) / n, box.y + ((q + 0.5) * TILE) / n);
   await page.waitForFunction((l) => (document.querySelector('.tooltip')?.textContent ?? '').includes(l), label);

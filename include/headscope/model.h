@@ -90,6 +90,15 @@ struct CaptureOptions {
   using AttentionSink = std::function<void(int layer, int64_t q0, int64_t q1, int64_t width, const float* probs)>;
   AttentionSink attention_sink;
   int64_t attention_block_rows = 128;  // query rows per block when streaming
+  // Optional, with attention_sink: each block consumed head by head, in attention_head_parts
+  // parts, as soon as that head's rows are computed (while they are still in cache) and by the
+  // same threads: called once per head and part with that head's rows, probs [q1 − q0, width].
+  // Parts of one head may run at once and must touch disjoint state. attention_sink then gets the
+  // block as before, once every head's parts have run.
+  using AttentionHeadSink = std::function<void(int layer, int64_t head, int part, int64_t q0, int64_t q1,
+                                               int64_t width, const float* probs)>;
+  AttentionHeadSink attention_head_sink;
+  int attention_head_parts = 1;
   // With value_norms: called once per layer, before that layer's attention reaches attention_sink,
   // with norms [n_head, Tk] (row h = head h's value norms), so a streamed run can weigh its rows.
   using ValueNormSink = std::function<void(int layer, const float* norms)>;

@@ -286,16 +286,15 @@ Capture run_streamed(const Model& model, const Encoding& encoding, std::vector<H
     capture.value_norm_sink = [&](int layer, const float* norms) {  // [H, T], before the layer's rows
       for (int64_t h = 0; h < H; ++h) heads[static_cast<size_t>(layer * H + h)].token.set_value_norms(norms + h * T);
     };
-  capture.attention_sink = [&](int layer, int64_t q0, int64_t q1, int64_t width, const float* probs) {
-    // The heads of a block at once, each head's parts apart, the costliest parts (statistics,
-    // then words) first so that the cheap ones fill the threads' ends: task i is part
-    // P − 1 − i / H of head i % H.
-    constexpr int P = HeadStream::kParts;
-    parallel_for(P * H, [&](int64_t i) {
-      const int64_t h = i % H;
-      heads[static_cast<size_t>(layer * H + h)].add_part(int(P - 1 - i / H), probs + h * (q1 - q0) * width, int(q0),
-                                                          int(q1), int(width));
-    });
+  // Each head's rows go to its stream as soon as the pass has computed them, in the stream's
+  // parts (the costliest, the token-level statistics, first), on the threads of the attention.
+  capture.attention_head_parts = HeadStream::kParts;
+  capture.attention_head_sink = [&](int layer, int64_t h, int part, int64_t q0, int64_t q1, int64_t width,
+                                    const float* probs) {
+    heads[static_cast<size_t>(layer * H + h)].add_part(HeadStream::kParts - 1 - part, probs, int(q0), int(q1),
+                                                        int(width));
+  };
+  capture.attention_sink = [&](int layer, int64_t, int64_t q1, int64_t, const float*) {
     if (q1 == T && layer_done) layer_done(layer);
   };
   Capture out = model.run(encoding, capture);

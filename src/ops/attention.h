@@ -5,6 +5,7 @@
 // being recorded — so capturing costs no extra pass (STYLE.md, "capture in the data path").
 #pragma once
 #include <cstdint>
+#include <functional>
 
 #include "ops/softmax.h"
 
@@ -19,12 +20,23 @@ struct AttentionDims {
   float scale = 0.0f;    // usually 1/√d_head
 };
 
+// Work on each head's probabilities once they are written: run(h, part) for every part in
+// [0, parts), after head h's rows are complete, on whichever thread of the call is free. The
+// heads' computations and these parts share one pool of threads, in an order that consumes each
+// head soon after it is computed (while its rows are still in cache) and keeps every thread busy
+// to the end. Parts of one head may run at once: they must touch disjoint state.
+struct HeadFollowUp {
+  int parts = 0;
+  std::function<void(int64_t head, int part)> run;
+};
+
 // Where the probabilities go: row r of head h at data + h · head_stride + r · ld (ld >= T_k).
 // Contiguous [n_head, T_q, T_k] is {data, T_q · T_k, T_k}; a block of rows of a longer stored map
-// has the map's strides.
+// has the map's strides. `then` (may be null): what consumes each head's rows, see HeadFollowUp.
 struct ProbsOut {
   float* data;
   int64_t head_stride, ld;
+  const HeadFollowUp* then = nullptr;
 };
 
 // q:     [T_q, n_head · d_head]     row stride ldq; head h in columns [h·d_head, (h+1)·d_head)
@@ -33,6 +45,8 @@ struct ProbsOut {
 // probs: [n_head, T_q, T_k]         written (softmax probabilities; masked entries exactly 0)
 // out:   [T_q, n_head · d_head]     row stride ldo — the concatenation of the head outputs
 // Query row r has position mask_first_row + r for the causal / window mask.
+// probs.then, when set, runs on each head's rows before the call returns; an exception thrown
+// there (or in a head) is rethrown by the call once every thread has stopped.
 // With out == nullptr only the probabilities are computed (v is not read and may be null).
 void attention(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v, int64_t ldv,
                const int* kv_head_of, const AttentionDims& dims, const KeyMask& mask, int64_t mask_first_row,

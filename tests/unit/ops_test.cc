@@ -121,6 +121,53 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,
                                            // large enough for the head-parallel path (≥ 2^15 scores)
                                            AttentionCase{96, 6, 2, 16, true, 0}, AttentionCase{80, 8, 8, 8, false, 0}));
 
+// HeadFollowUp: every part of every head runs once, on rows that are already complete (each part
+// sums its head's rows as it finds them and must get the sum of the finished map), and a part that
+// throws is rethrown by the call.
+TEST(Attention, FollowUpPartsSeeEachHeadComplete) {
+  const int64_t T = 96, H = 9, Hkv = 3, Dh = 16, ld = H * Dh;
+  auto q = random_vector(T * ld, 31, 2.0f), k = random_vector(T * Hkv * Dh, 32, 2.0f), v = random_vector(T * Hkv * Dh, 33);
+  std::vector<int> kv(H);
+  for (int64_t h = 0; h < H; ++h) kv[size_t(h)] = int(h / 3);
+  const AttentionDims d{T, T, H, Hkv, Dh, 0.25f};
+  const KeyMask mask{true, 0, nullptr};
+  std::vector<float> p_plain(H * T * T), o_plain(T * ld);
+  attention(q.data(), ld, k.data(), Hkv * Dh, v.data(), Hkv * Dh, kv.data(), d, mask, 0, p_plain.data(), o_plain.data(), ld);
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    constexpr int kParts = 3;
+    std::vector<float> p(H * T * T), o(T * ld);
+    std::vector<double> seen(H * kParts, -1.0);
+    std::vector<int> calls(H * kParts, 0);
+    HeadFollowUp then{kParts, [&](int64_t h, int part) {
+                        double sum = 0;
+                        for (int64_t i = 0; i < T * T; ++i) sum += double(p[size_t(h * T * T + i)]);
+                        sum *= 1 + part;
+                        seen[size_t(h * kParts + part)] = sum;
+                        ++calls[size_t(h * kParts + part)];
+                      }};
+    attention(q.data(), ld, k.data(), Hkv * Dh, v.data(), Hkv * Dh, kv.data(), d, mask, 0,
+              ProbsOut{p.data(), T * T, T, &then}, o.data(), ld);
+    EXPECT_EQ(p, p_plain) << threads << " threads";
+    EXPECT_EQ(o, o_plain) << threads << " threads";
+    for (int64_t h = 0; h < H; ++h) {
+      double expected = 0;
+      for (int64_t i = 0; i < T * T; ++i) expected += p_plain[size_t(h * T * T + i)];
+      for (int part = 0; part < kParts; ++part) {
+        EXPECT_EQ(calls[size_t(h * kParts + part)], 1) << "head " << h << " part " << part;
+        EXPECT_NEAR(seen[size_t(h * kParts + part)], expected * (1 + part), 1e-9) << "head " << h << " part " << part;
+      }
+    }
+    HeadFollowUp throws{2, [&](int64_t h, int part) {
+                          if (h == 4 && part == 1) throw Error("part failed");
+                        }};
+    EXPECT_THROW(attention(q.data(), ld, k.data(), Hkv * Dh, v.data(), Hkv * Dh, kv.data(), d, mask, 0,
+                           ProbsOut{p.data(), T * T, T, &throws}, o.data(), ld),
+                 Error);
+  }
+  omp_set_num_threads(2);
+}
+
 TEST(Attention, KeyBiasMasksPaddingKeys) {
   const int64_t T = 6, H = 2, Dh = 4;
   auto q = random_vector(T * H * Dh, 21), k = random_vector(T * H * Dh, 22), v = random_vector(T * H * Dh, 23);

@@ -124,7 +124,7 @@ Recorder::Recorder(const ModelConfig& config, int64_t T, int64_t Tk, const Captu
       Tk_(Tk),
       sink_(streamed(options) ? options.attention_sink : nullptr),
       head_sink_(streamed(options) && options.attention_head_parts > 0 ? options.attention_head_sink : nullptr),
-      head_parts_(options.attention_head_parts),
+      follow_{options.attention_head_parts, nullptr},
       ablation_(options.ablation != nullptr && !options.ablation->empty() ? options.ablation : nullptr),
       value_norm_sink_(options.value_norms ? options.value_norm_sink : nullptr),
       block_rows_(std::max<int64_t>(1, options.attention_block_rows)) {}
@@ -136,7 +136,6 @@ Recorder::Block Recorder::block(int layer, int64_t q0, bool causal) {
   if (scratch_.empty()) scratch_ = Tensor({H, std::min(T, block_rows_), Tk_}, Tensor::Uninitialized{});
   Block b{q0, q1, width, {scratch_.ptr(), (q1 - q0) * width, width}};  // [H, q1 − q0, width]
   if (head_sink_) {  // each head's rows to the sink as soon as ops::attention has written them
-    follow_.parts = head_parts_;
     follow_.run = [this, layer, b, past = Tk_ - T](int64_t h, int part) {
       head_sink_(layer, h, part, past + b.q0, past + b.q1, b.width, b.probs.data + h * b.probs.head_stride);
     };

@@ -144,8 +144,7 @@ class Recorder {
   int64_t Tk_;
   CaptureOptions::AttentionSink sink_;  // set when attention is streamed
   CaptureOptions::AttentionHeadSink head_sink_;  // set when streamed attention is also consumed head by head
-  int head_parts_ = 0;
-  ops::HeadFollowUp follow_;  // the current block's head_sink_ calls, handed to ops::attention
+  ops::HeadFollowUp follow_;  // the current block's head_sink_ calls (parts fixed at construction)
   const Ablation* ablation_;            // heads replaced before W_O (null: none)
   CaptureOptions::ValueNormSink value_norm_sink_;  // set when value norms are recorded and wanted early
   int64_t block_rows_;

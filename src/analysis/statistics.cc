@@ -66,6 +66,129 @@ inline float log2_approx(float x) {
   return static_cast<float>(e) + k2OverLn2 * s * p;
 }
 
+// Sixteen lanes (one AVX-512 register, two AVX2 ones) as GCC vector types, so that the row sums
+// below keep each of their accumulators in a register of its own. (Written as `omp simd`
+// reductions, more than a few sums in one loop went to arrays on the stack on every step.)
+using Lanes = float __attribute__((vector_size(64)));
+using IntLanes = int32_t __attribute__((vector_size(64)));
+constexpr int kLanes = 16;
+
+template <class V, class E>
+V load_lanes(const E* p) {
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+IntLanes widen_bytes(const uint8_t* p) {  // (__builtin_convertvector from bytes goes element by element in GCC 12)
+  IntLanes v;
+  for (int i = 0; i < kLanes; ++i) v[i] = p[i];
+  return v;
+}
+
+template <class V>
+auto fold_lanes(V v) {  // the sum of the lanes
+  for (int w = kLanes / 2; w >= 1; w /= 2)
+    for (int i = 0; i < w; ++i) v[i] += v[i + w];
+  return v[0];
+}
+
+// log2_approx lane by lane, the same operations.
+Lanes log2_lanes(Lanes x) {
+  const IntLanes bits = (IntLanes)x;
+  IntLanes e = ((bits >> 23) & 0xff) - 127;
+  Lanes m = (Lanes)((bits & 0x007fffff) | 0x3f800000);  // [1, 2)
+  const IntLanes high = m > 1.41421356f;                 // −1 (all bits) where true
+  m = high ? m * 0.5f : m;
+  e -= high;
+  const Lanes s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
+  Lanes p = s2 * (1.0f / 11.0f) + 1.0f / 9.0f;
+  p = p * s2 + 1.0f / 7.0f;
+  p = p * s2 + 1.0f / 5.0f;
+  p = p * s2 + 1.0f / 3.0f;
+  p = p * s2 + 1.0f;
+  constexpr float k2OverLn2 = 2.88539008177792681f;
+  return __builtin_convertvector(e, Lanes) + k2OverLn2 * s * p;
+}
+
+// Everything add_contiguous_row() sums over a row's keys lo .. hi − 1, in one pass: the weights'
+// own statistics, those that depend on each key's position and kind, the duplicate-token mass
+// (kIds), the norm-weighted total (kNorms), and the first step of keys_to_cover (the weights
+// above the uniform 1/n). Float lanes within blocks of kLaneKeys, the blocks added in double.
+struct RowSums {
+  double h = 0, sq = 0, overlap = 0, dist = 0, off = 0, punct = 0, content = 0, dup = 0, norm_total = 0;
+  float max = 0;
+  int64_t below = 0, dups = 0;
+  PivotSums at_uniform;
+};
+
+template <bool kIds, bool kNorms>
+RowSums row_sums(const float* row, int lo, int hi, int q, float uniform, float negligible, const TokenKind* kinds,
+                 const int32_t* ids, int32_t id, const float* norms) {
+  static_assert(sizeof(TokenKind) == 1);
+  const auto* kind_bytes = reinterpret_cast<const uint8_t*>(kinds);
+  RowSums out;
+  Lanes top{};
+  IntLanes iota;
+  for (int i = 0; i < kLanes; ++i) iota[i] = i;
+  int64_t above_count = 0, equal_count = 0;
+  double above_sum = 0;
+  for (int k0 = lo; k0 < hi; k0 += kLaneKeys) {
+    const int k1 = std::min(hi, k0 + kLaneKeys);
+    Lanes h{}, sq{}, overlap{}, dist{}, off{}, punct{}, content{}, dup{}, total{}, above{};
+    IntLanes below{}, dups{}, n_above{}, n_equal{};
+    IntLanes key = iota + k0;
+    Lanes d = __builtin_convertvector(key - q, Lanes);  // exact: |k − q| < 2²⁴
+    const auto step = [&](Lanes a, IntLanes kind, IntLanes key_id, Lanes norm) {
+      h -= a > 0.0f ? a * log2_lanes(a) : Lanes{};
+      top = a > top ? a : top;
+      sq += a * a;
+      overlap += uniform < a ? uniform : a;  // std::min(a, uniform)
+      below -= a < negligible;               // a comparison is −1 where true
+      dist += a * (d < 0.0f ? -d : d);
+      off += a * d;
+      punct += kind == int(TokenKind::kPunct) ? a : Lanes{};
+      content += (kind == int(TokenKind::kContent)) & (key != q) ? a : Lanes{};
+      if constexpr (kIds) {
+        const IntLanes same = (key_id == id) & (key != q);
+        dup += same ? a : Lanes{};
+        dups -= same;
+      }
+      if constexpr (kNorms) total += a * norm;
+      above += a > uniform ? a : Lanes{};
+      n_above -= a > uniform;
+      n_equal -= a == uniform;
+      key += kLanes;
+      d += float(kLanes);
+    };
+    int k = k0;
+    for (; k + kLanes <= k1; k += kLanes)
+      step(load_lanes<Lanes>(row + k), widen_bytes(kind_bytes + k),
+           kIds ? load_lanes<IntLanes>(ids + k) : IntLanes{}, kNorms ? load_lanes<Lanes>(norms + k) : Lanes{});
+    if (k < k1) {  // the last few keys, padded with weight 0 (and a kind, id and norm that add nothing)
+      const int m = k1 - k;
+      float a[kLanes] = {}, norm[kLanes] = {};
+      int32_t key_id[kLanes], kind[kLanes];
+      for (int i = 0; i < kLanes; ++i) {
+        a[i] = i < m ? row[k + i] : 0.0f;
+        kind[i] = i < m ? int(kind_bytes[k + i]) : int(TokenKind::kSpecial);
+        key_id[i] = kIds && i < m ? ids[k + i] : ~id;
+        norm[i] = kNorms && i < m ? norms[k + i] : 0.0f;
+      }
+      step(load_lanes<Lanes>(a), load_lanes<IntLanes>(kind), load_lanes<IntLanes>(key_id), load_lanes<Lanes>(norm));
+      out.below -= kLanes - m;  // the padding's zeros, all below the threshold
+    }
+    out.h += fold_lanes(h), out.sq += fold_lanes(sq), out.overlap += fold_lanes(overlap);
+    out.dist += fold_lanes(dist), out.off += fold_lanes(off), out.punct += fold_lanes(punct);
+    out.content += fold_lanes(content), out.dup += fold_lanes(dup), out.norm_total += fold_lanes(total);
+    out.below += fold_lanes(below), out.dups += fold_lanes(dups);
+    above_sum += fold_lanes(above), above_count += fold_lanes(n_above), equal_count += fold_lanes(n_equal);
+  }
+  for (int i = 0; i < kLanes; ++i) out.max = std::max(out.max, top[i]);
+  out.at_uniform = {above_sum, int(above_count), int(equal_count)};
+  return out;
+}
+
 // fn(k) for each special token k in lo .. hi − 1, in key order. Special tokens are few (a
 // template's [CLS] and [SEP], a BOS), so memchr over the kinds finds them.
 template <class Fn>
@@ -210,79 +333,43 @@ void HeadStatsAccumulator::add_rows(const float* rows, int q0, int q1, const Seq
 // The same sums as the loop of add_rows() for a row whose attendable keys are lo .. hi − 1 (no
 // padding mask; hi = q + 1 under a causal mask, else T; lo = seq.first_key(q), 0 without a
 // sliding window; the weights outside are exact zeros in a captured map and are never read),
-// n = hi − lo of them, written so that each loop vectorises: the
-// keys go in blocks of kLaneKeys, each block summed in float lanes (no double conversions), and
-// the blocks' sums added in double. The all-double loop of add_rows() is its slow twin, compared
-// in analysis_statistics_test (FloatLaneRowsEqualTheDoubleLoop).
+// n = hi − lo of them: one pass of row_sums() over the keys, then the few that need a key one by
+// one (special tokens, offsets near the query) and keys_to_cover from the pass's first step. The
+// all-double loop of add_rows() is its slow twin, compared in analysis_statistics_test
+// (FloatLaneRowsEqualTheDoubleLoop).
 void HeadStatsAccumulator::add_contiguous_row(const float* row, int q, const SequenceInfo& seq) {
   const int lo = seq.first_key(q), hi = seq.causal ? q + 1 : seq.T(), n = hi - lo;
   ++n_;
   const bool sees_first = lo == 0;
   if (sees_first) ++n_sink_;
-  if (norms_ != nullptr && sees_first) add_norm_row(row, q, seq);
   const float uniform = 1.0f / static_cast<float>(n);
   const float negligible = static_cast<float>(kSparsityFraction / n);
-  double h = 0, sq = 0, overlap = 0, dist = 0, off = 0, punct = 0, content = 0, dup = 0;
-  float row_max = 0;
-  int below = 0, dups = 0;
   const TokenKind* kinds = seq.kinds.data();
   const bool use_ids = !seq.ids.empty() && seq.ids[static_cast<size_t>(q)] >= 0;
+  const bool use_norms = norms_ != nullptr && sees_first;
   const int32_t* ids = seq.ids.data();
-  const int32_t id = use_ids ? ids[q] : -1;
-  // Two loops per block, each with few enough sums to keep them all in registers: the weights'
-  // own statistics, then the ones that depend on each key's position and kind.
-  for (int k0 = lo; k0 < hi; k0 += kLaneKeys) {
-    const int k1 = std::min(hi, k0 + kLaneKeys);
-    float bh = 0, bsq = 0, boverlap = 0;
-#pragma omp simd reduction(+ : bh, bsq, boverlap, below) reduction(max : row_max)
-    for (int k = k0; k < k1; ++k) {
-      const float a = row[k];
-      bh -= a > 0 ? a * log2_approx(a) : 0.0f;
-      row_max = std::max(row_max, a);
-      bsq += a * a;
-      boverlap += std::min(a, uniform);
-      below += a < negligible ? 1 : 0;
-    }
-    h += bh, sq += bsq, overlap += boverlap;
-    float bdist = 0, boff = 0, bpunct = 0, bcontent = 0;
-#pragma omp simd reduction(+ : bdist, boff, bpunct, bcontent)
-    for (int k = k0; k < k1; ++k) {
-      const float a = row[k];
-      const float d = static_cast<float>(k - q);  // exact: |k − q| < 2²⁴
-      bdist += a * std::abs(d);
-      boff += a * d;
-      const TokenKind kind = kinds[k];
-      bpunct += kind == TokenKind::kPunct ? a : 0.0f;
-      bcontent += kind == TokenKind::kContent && k != q ? a : 0.0f;
-    }
-    dist += bdist, off += boff, punct += bpunct, content += bcontent;
-    if (use_ids) {
-      float bdup = 0;
-#pragma omp simd reduction(+ : bdup, dups)
-      for (int k = k0; k < k1; ++k) {
-        const bool same = ids[k] == id && k != q;
-        bdup += same ? row[k] : 0.0f;
-        dups += same ? 1 : 0;
-      }
-      dup += bdup;
-    }
-  }
+  const int32_t id = use_ids ? ids[q] : 0;
+  const auto sums = [&]<bool kIds, bool kNorms>() {
+    return row_sums<kIds, kNorms>(row, lo, hi, q, uniform, negligible, kinds, ids, id, norms_);
+  };
+  const RowSums r = use_ids ? (use_norms ? sums.operator()<true, true>() : sums.operator()<true, false>())
+                            : (use_norms ? sums.operator()<false, true>() : sums.operator()<false, false>());
+  if (use_norms) add_norm_share(row, n, seq, r.norm_total);
   double special = 0;  // the few special tokens, one by one in key order
   for_each_special(seq, lo, hi, [&](int k) { special += row[k]; });
-  entropy_ += h;
+  entropy_ += r.h;
   if (n > 1) {
-    entropy_norm_ += h / std::log2(static_cast<double>(n));
+    entropy_norm_ += r.h / std::log2(static_cast<double>(n));
     ++n_norm_;
   }
-  sparsity_ += static_cast<double>(below) / n;
-  max_ += row_max;
-  avg_ += sq;
-  uniform_ += overlap;
+  sparsity_ += static_cast<double>(r.below) / n;
+  max_ += r.max;
+  avg_ += r.sq;
+  uniform_ += r.overlap;
 
-  const int cover = keys_to_cover(row + lo, scratch_.data(), n, kCoverMass - kCoverTolerance);
+  const int cover = keys_to_cover(row + lo, scratch_.data(), n, kCoverMass - kCoverTolerance, r.at_uniform);
   keys90_ += cover;
   keys90_share_ += static_cast<double>(cover) / n;
-
   // Within kMaxOffset of the query only.
   double local = 0;
   for (int k = std::max(lo, q - kMaxOffset); k <= std::min(hi - 1, q + kMaxOffset); ++k) {
@@ -294,16 +381,16 @@ void HeadStatsAccumulator::add_contiguous_row(const float* row, int q, const Seq
   }
   const double first = sees_first ? row[0] : 0.0;
   const bool first_special = sees_first && kinds[0] == TokenKind::kSpecial;
-  distance_ += dist;
-  offset_ += off;
+  distance_ += r.dist;
+  offset_ += r.off;
   local_ += local;
   special_ += special;
   end_special_ += special - (first_special ? first : 0.0);
   if (sees_first) first_ += first, sink_ += special + (first_special ? 0.0 : first);
-  punct_ += punct;
-  content_ += content;
-  if (dups > 0) {
-    dup_ += dup;
+  punct_ += r.punct;
+  content_ += r.content;
+  if (r.dups > 0) {
+    dup_ += r.dup;
     ++n_dup_;
   }
 }
@@ -313,28 +400,24 @@ void HeadStatsAccumulator::add_contiguous_row(const float* row, int q, const Seq
 // window holds the first position only, so the keys of a contiguous row are 0 .. q (or T − 1).
 void HeadStatsAccumulator::add_norm_row(const float* row, int q, const SequenceInfo& seq) {
   double sink = 0, total = 0;
-  if (seq.attendable.empty()) {  // the keys are 0 .. n − 1 (add_contiguous_row): float lanes per block
-    const int n = seq.causal ? q + 1 : seq.T();
-    const float* norms = norms_;
-    for (int k0 = 0; k0 < n; k0 += kLaneKeys) {
-      const int k1 = std::min(n, k0 + kLaneKeys);
-      float btotal = 0;
-#pragma omp simd reduction(+ : btotal)
-      for (int k = k0; k < k1; ++k) btotal += row[k] * norms[k];
-      total += btotal;
-    }
-    // The sink: the first key and the special tokens, in key order.
-    sink = double(row[0] * norms[0]);
-    for_each_special(seq, 1, n, [&](int k) { sink += double(row[k] * norms[k]); });
-  } else {
-    for (int k = 0; k < seq.T(); ++k) {
-      if (!seq.may_attend(q, k)) continue;
-      const double w = double(row[k]) * norms_[k];
-      total += w;
-      if (k == 0 || seq.kinds[static_cast<size_t>(k)] == TokenKind::kSpecial) sink += w;
-    }
+  for (int k = 0; k < seq.T(); ++k) {
+    if (!seq.may_attend(q, k)) continue;
+    const double w = double(row[k]) * norms_[k];
+    total += w;
+    if (k == 0 || seq.kinds[static_cast<size_t>(k)] == TokenKind::kSpecial) sink += w;
   }
   if (total <= 0) return;  // every attended value is zero: no share to speak of
+  sink_norm_ += sink / total;
+  ++n_sink_norm_;
+}
+
+// The same for a contiguous row (add_contiguous_row) whose keys are 0 .. n − 1, given the total
+// Σ_k a_k ‖f(x_k)‖ summed with the row's other sums; the sink is the first key and the special
+// tokens, in key order.
+void HeadStatsAccumulator::add_norm_share(const float* row, int n, const SequenceInfo& seq, double total) {
+  if (total <= 0) return;
+  double sink = double(row[0] * norms_[0]);
+  for_each_special(seq, 1, n, [&](int k) { sink += double(row[k] * norms_[k]); });
   sink_norm_ += sink / total;
   ++n_sink_norm_;
 }
@@ -403,7 +486,9 @@ HeadStats HeadStatsAccumulator::result() const {
 
 int keys_to_cover(float* v, int n, double need) { return keys_to_cover(v, v, n, need); }
 
-int keys_to_cover(const float* row, float* v, int n, double need) {
+namespace {
+
+int keys_to_cover(const float* row, float* v, int n, double need, const PivotSums* at_uniform) {
   // A selection around pivots. Invariant: `count` weights, all larger than any in src[0, n), are
   // taken; `need` is what they still lack. Each step measures, in one vectorised pass, the sum of
   // the weights above a pivot: when they alone cover `need`, the answer is among them and only
@@ -421,6 +506,7 @@ int keys_to_cover(const float* row, float* v, int n, double need) {
       break;
     }
     float pivot;
+    const bool given = first && at_uniform != nullptr;  // the first step, measured by the caller
     if (first) {
       pivot = 1.0f / static_cast<float>(n);
       first = false;
@@ -430,11 +516,15 @@ int keys_to_cover(const float* row, float* v, int n, double need) {
     }
     double above = 0;
     int n_above = 0, n_equal = 0;
+    if (given) {
+      above = at_uniform->above, n_above = at_uniform->n_above, n_equal = at_uniform->n_equal;
+    } else {
 #pragma omp simd reduction(+ : above, n_above, n_equal)
-    for (int i = 0; i < n; ++i) {
-      above += src[i] > pivot ? src[i] : 0.0f;
-      n_above += src[i] > pivot ? 1 : 0;
-      n_equal += src[i] == pivot ? 1 : 0;
+      for (int i = 0; i < n; ++i) {
+        above += src[i] > pivot ? src[i] : 0.0f;
+        n_above += src[i] > pivot ? 1 : 0;
+        n_equal += src[i] == pivot ? 1 : 0;
+      }
     }
     if (above >= need && n_above > 0) {
       n = ops::keep_greater(src, v, n, pivot);
@@ -448,6 +538,16 @@ int keys_to_cover(const float* row, float* v, int n, double need) {
     src = v;
   }
   return std::max(count, 1);
+}
+
+}  // namespace
+
+int keys_to_cover(const float* row, float* scratch, int n, double need) {
+  return keys_to_cover(row, scratch, n, need, nullptr);
+}
+
+int keys_to_cover(const float* row, float* scratch, int n, double need, const PivotSums& at_uniform) {
+  return keys_to_cover(row, scratch, n, need, &at_uniform);
 }
 
 HeadStats compute_head_stats(const float* attention, int T, const SequenceInfo& seq) {

@@ -55,6 +55,7 @@ class HeadStatsAccumulator {
   std::array<int64_t, kOffsetSlots> offset_n_{};
   void add_contiguous_row(const float* row, int q, const SequenceInfo& seq);
   void add_norm_row(const float* row, int q, const SequenceInfo& seq);
+  void add_norm_share(const float* row, int n, const SequenceInfo& seq, double total);
   std::vector<float> scratch_;  // one row's attendable weights, reordered by keys_to_cover
 };
 
@@ -64,6 +65,14 @@ int keys_to_cover(float* weights, int n, double mass);
 // The same for the n weights of `row`, left as they are; `scratch` (n floats, not overlapping
 // `row`) is reordered instead.
 int keys_to_cover(const float* row, float* scratch, int n, double mass);
+// The weights of a row above a pivot: their sum and count, and how many equal it.
+struct PivotSums {
+  double above = 0;
+  int n_above = 0, n_equal = 0;
+};
+// The same again, given the row's sums at the pivot 1/n (as a float), where the selection starts
+// for rows of more than 64 keys, so that a caller that has them saves that pass over the row.
+int keys_to_cover(const float* row, float* scratch, int n, double mass, const PivotSums& at_uniform);
 
 // One head, one sequence.
 HeadStats compute_head_stats(const float* attention, int T, const SequenceInfo& seq);

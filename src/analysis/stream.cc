@@ -152,36 +152,50 @@ void HeadStream::add_stat_rows(const float* rows, int q0, int q1, int width) {
   }
 }
 
+// The rows of one row of cells are first summed and maxed key by key (one vector operation per
+// key and row), and each cell's keys reduced once per row of cells, or at the end of a block where
+// a row of cells spans two, instead of once per row (a cell holds only T / cells keys, too few for
+// a vector of its own).
 void HeadStream::add_overview_rows(const float* rows, int q0, int q1, int width) {
   check_block(next_overview_row_, q0, q1, width);
   const StreamPlan& p = *plan_;
   const int T = p.T();
+  thread_local std::vector<float> key_sum, key_max;  // [T] this row of cells so far, per key
+  key_sum.assign(static_cast<size_t>(T), 0.0f);
+  key_max.assign(static_cast<size_t>(T), 0.0f);
+  float* ks = key_sum.data();
+  float* km = key_max.data();
+  int open = 0;  // keys touched by the rows summed so far
   for (int q = q0; q < q1; ++q) {
     const float* a = rows + static_cast<int64_t>(q - q0) * width;
     const int n = p.tokens.causal ? q + 1 : T;
-    // The keys of each cell are a contiguous run, summed and maxed as one vector.
-    const int64_t row_cell = p.cell_of[static_cast<size_t>(q)];
-    float* cell_sum = overview_.sum.data() + row_cell * p.cells;
-    float* cell_max = overview_.max.data() + row_cell * p.cells;
-    for (int c = 0; c < p.cells && p.cell_start[static_cast<size_t>(c)] < n; ++c) {
-      const int k0 = p.cell_start[static_cast<size_t>(c)], k1 = std::min(n, p.cell_start[static_cast<size_t>(c) + 1]);
-      float sum = 0, max = 0;
-#pragma omp simd reduction(+ : sum) reduction(max : max)
-      for (int k = k0; k < k1; ++k) {
-        sum += a[k];
-        max = std::max(max, a[k]);
-      }
-      cell_sum[c] += sum;
-      cell_max[c] = std::max(cell_max[c], max);
-    }
-    // Column sums and offsets.
     double* received = overview_.received.data();
     double* offsets = offset_sum_.data() + (T - 1 - q);
 #pragma omp simd
     for (int k = 0; k < n; ++k) {
-      received[k] += a[k];
+      ks[k] += a[k];
+      km[k] = std::max(km[k], a[k]);
+      received[k] += a[k];  // column sums and offsets
       offsets[k] += a[k];
     }
+    open = std::max(open, n);
+    const int64_t row_cell = p.cell_of[static_cast<size_t>(q)];
+    if (q + 1 < q1 && p.cell_of[static_cast<size_t>(q) + 1] == row_cell) continue;
+    float* cell_sum = overview_.sum.data() + row_cell * p.cells;
+    float* cell_max = overview_.max.data() + row_cell * p.cells;
+    for (int c = 0; c < p.cells && p.cell_start[static_cast<size_t>(c)] < open; ++c) {
+      const int k0 = p.cell_start[static_cast<size_t>(c)], k1 = std::min(open, p.cell_start[static_cast<size_t>(c) + 1]);
+      float sum = 0, max = 0;
+      for (int k = k0; k < k1; ++k) {
+        sum += ks[k];
+        max = std::max(max, km[k]);
+      }
+      cell_sum[c] += sum;
+      cell_max[c] = std::max(cell_max[c], max);
+    }
+    std::fill_n(ks, open, 0.0f);
+    std::fill_n(km, open, 0.0f);
+    open = 0;
   }
   next_overview_row_ = q1;
 }

@@ -26,7 +26,7 @@ void softmax_rows(float* scores, int64_t rows, int64_t cols, int64_t ld, int64_t
     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
     for (int64_t k = lo; k < hi; ++k) {
-      float e = exp_approx(s[k] - m);
+      float e = exp_nonpositive(s[k] - m);  // s[k] − m <= 0
       s[k] = e;
       sum += e;
     }

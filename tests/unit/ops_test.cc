@@ -5,7 +5,9 @@
 #include "test_support.h"
 #include <omp.h>
 
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -198,6 +200,22 @@ TEST(ExpApprox, WithinTwoUlpOfStdExpOverTheSoftmaxRange) {
   }
   EXPECT_LT(worst, 2.5e-7f);  // 2 ulp of a float is 2.4e-7 relative
   EXPECT_EQ(exp_approx(0.0f), 1.0f);
+}
+
+// The softmax's exp of shifted scores (x <= 0) is exp_approx bit for bit, cut-off included:
+// every float in [−100, 0] with its last 8 significand bits zero, both sides of −87, and −inf.
+TEST(ExpApprox, TheSoftmaxVariantIsExpApproxBitForBit) {
+  int64_t checked = 0;
+  for (uint32_t bits = 0x80000000u; bits <= 0xc2c80000u; bits += 256) {  // −0 .. −100
+    const float x = std::bit_cast<float>(bits);
+    ASSERT_EQ(std::bit_cast<uint32_t>(exp_nonpositive(x)), std::bit_cast<uint32_t>(exp_approx(x))) << x;
+    ++checked;
+  }
+  EXPECT_GT(checked, 4000000);
+  for (const float x : {-87.0f, std::nextafter(-87.0f, -100.0f), std::nextafter(-87.0f, 0.0f), -1e30f})
+    EXPECT_EQ(std::bit_cast<uint32_t>(exp_nonpositive(x)), std::bit_cast<uint32_t>(exp_approx(x))) << x;
+  EXPECT_EQ(exp_nonpositive(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_EQ(exp_nonpositive(0.0f), 1.0f);
 }
 
 TEST(Gelu, LongArrayMatchesScalarErf) {

@@ -86,6 +86,7 @@ StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_spe
     plan.windowed_token_plain.back().window = plan.has_specials && one_run ? w : 0;
   }
   plan.tokens = std::move(tokens);
+  plan.unit_runs = unit_runs(words);
   plan.words = std::move(words);
   return plan;
 }
@@ -213,7 +214,7 @@ void HeadStream::add_word_rows(const float* rows, int q0, int q1, int width) {
     auto open = std::find_if(open_.begin(), open_.end(), [u](const auto& o) { return o.first == u; });
     if (open == open_.end()) open = open_.insert(open_.end(), {u, std::vector<float>(static_cast<size_t>(U), 0.0f)});
     float* unit_row = open->second.data();
-    add_token_row(a, n, p.words, unit_row);
+    add_token_row(a, n, p.unit_runs, unit_row);
     if (q != p.last_token[static_cast<size_t>(u)]) continue;
     finish_unit_row(unit_row, U, p.pieces[static_cast<size_t>(u)]);
     word.add_rows(unit_row, u, u + 1, p.word_units);

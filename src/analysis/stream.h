@@ -20,6 +20,7 @@
 
 #include "analysis/statistics.h"
 #include "analysis/without_specials.h"
+#include "analysis/words.h"
 #include "headscope/analysis.h"
 #include "headscope/model.h"
 
@@ -29,6 +30,7 @@ namespace headscope::analysis {
 struct StreamPlan {
   SequenceInfo tokens;            // [T]
   WordMap words;                  // token → unit
+  std::vector<UnitRun> unit_runs;  // the same as runs of consecutive units (add_token_row)
   SequenceInfo word_units;        // [U]
   std::vector<int32_t> last_token;  // [U] the token after which unit u's row is complete
   std::vector<int32_t> pieces;      // [U] tokens of unit u

@@ -81,6 +81,31 @@ void add_token_row(const float* a, int n, const WordMap& map, float* unit_row) {
     if (unit[t] >= 0) unit_row[unit[t]] += a[t];
 }
 
+std::vector<UnitRun> unit_runs(const WordMap& map) {
+  std::vector<UnitRun> runs;
+  const auto T = static_cast<int32_t>(map.unit_of_token.size());
+  for (int32_t t = 0; t < T; ++t) {
+    const int32_t u = map.unit_of_token[static_cast<size_t>(t)];
+    if (u < 0) continue;
+    if (!runs.empty() && runs.back().t0 + runs.back().len == t && runs.back().u0 + runs.back().len == u)
+      ++runs.back().len;
+    else
+      runs.push_back({t, u, 1});
+  }
+  return runs;
+}
+
+void add_token_row(const float* a, int n, const std::vector<UnitRun>& runs, float* unit_row) {
+  for (const UnitRun& r : runs) {
+    if (r.t0 >= n) break;
+    const int len = std::min(r.len, n - r.t0);
+    const float* from = a + r.t0;
+    float* to = unit_row + r.u0;
+#pragma omp simd
+    for (int i = 0; i < len; ++i) to[i] += from[i];
+  }
+}
+
 void finish_unit_row(float* unit_row, int U, int pieces) {
   if (pieces <= 1) return;  // attention FROM a unit: the mean over its pieces (rows)
   for (int v = 0; v < U; ++v) unit_row[v] /= static_cast<float>(pieces);
@@ -94,11 +119,12 @@ std::vector<float> merge_attention(const float* attention, int T, const WordMap&
   const int U = map.n_units;
   std::vector<float> out(static_cast<size_t>(U) * U, 0.0f);
   std::vector<int> pieces(static_cast<size_t>(U), 0);
+  const std::vector<UnitRun> runs = unit_runs(map);
   for (int t = 0; t < T; ++t) {
     const int32_t u = map.unit_of_token[static_cast<size_t>(t)];
     if (u < 0) continue;
     ++pieces[static_cast<size_t>(u)];
-    add_token_row(attention + static_cast<int64_t>(t) * T, T, map, out.data() + static_cast<int64_t>(u) * U);
+    add_token_row(attention + static_cast<int64_t>(t) * T, T, runs, out.data() + static_cast<int64_t>(u) * U);
   }
   for (int u = 0; u < U; ++u) finish_unit_row(out.data() + static_cast<int64_t>(u) * U, U, pieces[static_cast<size_t>(u)]);
   return out;

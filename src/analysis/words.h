@@ -41,6 +41,17 @@ std::vector<float> merge_attention(const float* attention, int T, const WordMap&
 void add_token_row(const float* a, int n, const WordMap& map, float* unit_row);
 void finish_unit_row(float* unit_row, int U, int pieces);
 
+// Tokens t0 .. t0 + len − 1 of units u0 .. u0 + len − 1, one unit each (dropped tokens belong to
+// no run). Within a run every key goes to a unit of its own, so the run adds as one vector;
+// a word of several pieces is a run of one token per piece.
+struct UnitRun {
+  int32_t t0, u0, len;
+};
+std::vector<UnitRun> unit_runs(const WordMap& map);
+// add_token_row() over the map's runs (unit_runs(map)): the same additions in the same order,
+// so the same floats; the per-token loop above is its slow twin.
+void add_token_row(const float* a, int n, const std::vector<UnitRun>& runs, float* unit_row);
+
 // Every head at once: [n_layer, n_head, T, T] → [n_layer, n_head, U, U].
 Tensor merge_attention(const Tensor& attention, const WordMap& map);
 

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
+#include <random>
+
 #include "headscope/error.h"
 
 namespace headscope::analysis {
@@ -99,6 +103,51 @@ TEST(AnalysisWords, MergesEveryHeadOfACapture) {
   EXPECT_EQ(w.shape, (std::vector<int64_t>{1, 2, 4, 4}));
   EXPECT_NEAR(w.data[16 + 5], 0.55f, 1e-6);  // head 1, "playing" → "playing"
   EXPECT_THROW(merge_attention(Tensor({1, 1, 4, 4}), m), Error);
+}
+
+// The runs of consecutive units add the same floats as the token-by-token loop: maps with
+// words of several pieces, dropped tokens, a unit whose pieces are apart, and causal rows.
+TEST(AnalysisWords, UnitRunsAddExactlyTheTokenLoopsFloats) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> weight(0.0f, 1.0f);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int T = 1 + int(rng() % 300);
+    WordMap map;
+    int u = -1;
+    for (int t = 0; t < T; ++t) {
+      const unsigned pick = rng() % 10;
+      if (pick == 0 && t > 0) {
+        map.unit_of_token.push_back(-1);  // dropped
+      } else if (pick < 4 && u >= 0) {
+        map.unit_of_token.push_back(u);   // another piece of the unit before
+      } else if (pick == 4 && u >= 2) {
+        map.unit_of_token.push_back(u - 2);  // a piece apart from the rest of its unit
+      } else {
+        map.unit_of_token.push_back(++u);
+      }
+    }
+    map.n_units = u + 1;
+    if (map.n_units == 0) continue;
+    const std::vector<UnitRun> runs = unit_runs(map);
+    int covered = 0;
+    for (const UnitRun& r : runs)
+      for (int i = 0; i < r.len; ++i) {
+        ASSERT_EQ(map.unit_of_token[size_t(r.t0 + i)], r.u0 + i);
+        ++covered;
+      }
+    EXPECT_EQ(covered, T - int(std::count(map.unit_of_token.begin(), map.unit_of_token.end(), -1)));
+    std::vector<float> a(static_cast<size_t>(T));
+    for (float& w : a) w = weight(rng);
+    for (const int n : {T, 1 + int(rng() % T)}) {
+      std::vector<float> slow(size_t(map.n_units), 0.25f), fast = slow;
+      for (int rep = 0; rep < 3; ++rep) {  // several rows into one unit row
+        add_token_row(a.data(), n, map, slow.data());
+        add_token_row(a.data(), n, runs, fast.data());
+      }
+      for (int v = 0; v < map.n_units; ++v)
+        ASSERT_EQ(std::bit_cast<uint32_t>(slow[size_t(v)]), std::bit_cast<uint32_t>(fast[size_t(v)])) << "unit " << v;
+    }
+  }
 }
 
 TEST(AnalysisWords, DescribesUnits) {

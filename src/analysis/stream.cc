@@ -2,6 +2,7 @@
 #include "analysis/stream.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <limits>
@@ -69,9 +70,15 @@ StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_spe
   plan.cell_start.assign(static_cast<size_t>(plan.cells) + 1, T);
   for (int t = T - 1; t >= 0; --t) plan.cell_start[static_cast<size_t>(plan.cell_of[static_cast<size_t>(t)])] = t;
   plan.offset_count.assign(static_cast<size_t>(2 * T - 1), 0);
-  for (int q = 0; q < T; ++q)
-    for (int k = 0; k < T; ++k)
-      if (tokens.may_attend(q, k)) ++plan.offset_count[static_cast<size_t>(k - q + T - 1)];
+  if (tokens.attendable.empty()) {  // every key valid: T − |d| pairs at offset d, where the mask allows d
+    for (int d = -(T - 1); d <= T - 1; ++d)
+      if (tokens.may_attend(std::max(0, -d), std::max(0, -d) + d))  // the mask depends on d alone
+        plan.offset_count[static_cast<size_t>(d + T - 1)] = T - std::abs(d);
+  } else {
+    for (int q = 0; q < T; ++q)
+      for (int k = 0; k < T; ++k)
+        if (tokens.may_attend(q, k)) ++plan.offset_count[static_cast<size_t>(k - q + T - 1)];
+  }
   for (const int64_t w : layer_window) {
     if (w == tokens.window || std::any_of(plan.windowed_tokens.begin(), plan.windowed_tokens.end(),
                                           [w](const SequenceInfo& s) { return s.window == w; }))

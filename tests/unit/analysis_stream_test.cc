@@ -179,6 +179,30 @@ TEST(AnalysisStream, RefusesRowsOutOfOrderOrTooNarrow) {
   EXPECT_THROW(head.add_rows(a.data(), 10, 11, 10), Error);     // past the end
 }
 
+// The plan's count of query–key pairs at each offset (the denominators of offset_mass) against
+// counting every pair the mask allows: bidirectional, causal, a sliding window, padding keys.
+TEST(AnalysisStream, OffsetCountsAreThePairsTheMaskAllows) {
+  std::mt19937 rng(9);
+  for (const int T : {2, 7, 40}) {  // random_text makes T >= 2 tokens
+    for (const int variant : {0, 1, 2, 3}) {
+      Text text = random_text(T, variant != 0, rng);
+      if (variant == 2) text.tokens.window = 3;
+      if (variant == 3) {
+        text.tokens.attendable.assign(static_cast<size_t>(T), 1);
+        text.tokens.attendable[static_cast<size_t>(T / 2)] = 0;
+      }
+      std::vector<int64_t> want(static_cast<size_t>(2 * T - 1), 0);
+      for (int q = 0; q < T; ++q)
+        for (int k = 0; k < T; ++k)
+          if (text.tokens.may_attend(q, k)) ++want[static_cast<size_t>(k - q + T - 1)];
+      const StreamPlan plan = make_stream_plan(text.tokens, text.words, false, 4);
+      ASSERT_EQ(plan.offset_count.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i)
+        EXPECT_EQ(int64_t(plan.offset_count[i]), want[i]) << "T " << T << " variant " << variant << " offset " << int(i) - (T - 1);
+    }
+  }
+}
+
 // keys_to_cover against the sort it replaces: the largest weights first, summed until 0.9.
 int cover_by_sorting(std::vector<float> v, double mass) {
   std::sort(v.begin(), v.end(), std::greater<float>());

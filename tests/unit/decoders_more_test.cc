@@ -110,7 +110,9 @@ void check_layout(const std::string& folder, const std::string& golden_model, bo
   ASSERT_FALSE(prompts.empty());
   const auto model = Model::load((goldens() / folder).string());
   ASSERT_EQ(model->warnings().size(), tied ? 0u : 1u) << folder;
-  if (!tied) EXPECT_NE(model->warnings()[0].find("no 'lm_head.weight'"), std::string::npos) << model->warnings()[0];
+  if (!tied) {
+    EXPECT_NE(model->warnings()[0].find("no 'lm_head.weight'"), std::string::npos) << model->warnings()[0];
+  }
   for (size_t p = 0; p < prompts.size(); ++p) {
     const headscope::testing::GoldenPrompt& g = prompts[p];
     headscope::CaptureOptions options;
@@ -125,7 +127,9 @@ void check_layout(const std::string& folder, const std::string& golden_model, bo
                 folder.c_str(), p, da, dh, max_abs(g.hidden_states), dl);
     EXPECT_LE(da, 1e-5f) << folder;
     EXPECT_LE(dh, 1e-4f * max_abs(g.hidden_states)) << folder;
-    if (tied) EXPECT_LE(dl, 1e-4f * max_abs(g.logits)) << folder;
+    if (tied) {
+      EXPECT_LE(dl, 1e-4f * max_abs(g.logits)) << folder;
+    }
   }
 }
 

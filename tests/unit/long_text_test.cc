@@ -217,9 +217,10 @@ TEST(LongText, WindowedStatisticsCountOnlyTheVisibleKeys) {
     }
     const analysis::HeadStats& p = run.token_plain.stats[size_t(layer * c.n_head + head)];
     EXPECT_NEAR(p.entropy_norm, plain_sum / plain_rows, 1e-6 * std::abs(plain_sum / plain_rows)) << "layer " << layer;
-      if (w < T)
+      if (w < T) {
         EXPECT_TRUE(std::isnan(run.overviews[size_t(layer * c.n_head + head)].offset_mass[size_t(T - 1 - w)]))
             << "no query sees the key at offset −window";
+      }
     }
   }
 }

@@ -258,7 +258,9 @@ TEST(Schema, CliAndApiAgreeWithCorpusEvidenceOnTwentyTexts) {
   ASSERT_EQ(l["heads"].size(), 5u);
   const json run = json::parse(api.run(json{{"text", texts[0]}}.dump()).body);
   for (size_t i = 0; i < 5; ++i) {
-    if (i > 0) EXPECT_GE(l["heads"][i - 1]["weight"].get<double>(), l["heads"][i]["weight"].get<double>());
+    if (i > 0) {
+      EXPECT_GE(l["heads"][i - 1]["weight"].get<double>(), l["heads"][i]["weight"].get<double>());
+    }
     const int index = l["heads"][i]["layer"].get<int>() * model->config().n_head + l["heads"][i]["head"].get<int>();
     EXPECT_EQ(l["heads"][i]["roles"], run["heads"][size_t(index)]["roles"]);
   }

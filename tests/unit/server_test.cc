@@ -516,7 +516,9 @@ TEST(ServerLongText, StreamedRunAnswersTilesAndOverviewsAndRefusesFullMaps) {
         EXPECT_NEAR(maps.values[((h * 2 + 0) * T + q) * T + k], a, 1e-6);
         EXPECT_NEAR(maps.values[((h * 2 + 1) * T + q) * T + k], a, 1e-6);
       }
-      if (h == 7) EXPECT_NEAR(received.values[k], column, 1e-5) << k;
+      if (h == 7) {
+        EXPECT_NEAR(received.values[k], column, 1e-5) << k;
+      }
     }
   // Offset 0 (index T − 1): the mean weight of a token on itself.
   double self = 0;

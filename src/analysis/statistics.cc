@@ -5,7 +5,6 @@
 #include <unicode/utf8.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -45,27 +44,6 @@ bool all_punct(std::string_view text, int64_t begin, int64_t end) {
 
 double mean_or_nan(double sum, int64_t n) { return n > 0 ? sum / static_cast<double>(n) : kNaN; }
 
-// log2(x) for x > 0 in float, branch-free so that `omp simd` loops vectorise: x = m · 2^e with
-// m ∈ [√½, √2), log2 m = 2·atanh(s) / ln 2 with s = (m − 1)/(m + 1), |s| <= 0.172, the atanh
-// series to s^11 (truncation < 1e-9). Within a few float ulps of std::log2; exact at powers of 2.
-inline float log2_approx(float x) {
-  const int32_t bits = std::bit_cast<int32_t>(x);
-  int32_t e = ((bits >> 23) & 0xff) - 127;
-  float m = std::bit_cast<float>((bits & 0x007fffff) | 0x3f800000);  // [1, 2)
-  const bool high = m > 1.41421356f;
-  m = high ? m * 0.5f : m;
-  e = high ? e + 1 : e;
-  const float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
-  float p = 1.0f / 11.0f;
-  p = p * s2 + 1.0f / 9.0f;
-  p = p * s2 + 1.0f / 7.0f;
-  p = p * s2 + 1.0f / 5.0f;
-  p = p * s2 + 1.0f / 3.0f;
-  p = p * s2 + 1.0f;
-  constexpr float k2OverLn2 = 2.88539008177792681f;  // 2 / ln 2
-  return static_cast<float>(e) + k2OverLn2 * s * p;
-}
-
 // Sixteen lanes (one AVX-512 register, two AVX2 ones) as GCC vector types, so that the row sums
 // below keep each of their accumulators in a register of its own. (Written as `omp simd`
 // reductions, more than a few sums in one loop went to arrays on the stack on every step.)
@@ -93,7 +71,9 @@ auto fold_lanes(V v) {  // the sum of the lanes
   return v[0];
 }
 
-// log2_approx lane by lane, the same operations.
+// log2(x) for x > 0, lane by lane, branch-free: x = m · 2^e with m ∈ [√½, √2), log2 m =
+// 2·atanh(s) / ln 2 with s = (m − 1)/(m + 1), |s| <= 0.172, the atanh series to s^11 (truncation
+// < 1e-9). Within a few float ulps of std::log2; exact at powers of 2.
 Lanes log2_lanes(Lanes x) {
   const IntLanes bits = (IntLanes)x;
   IntLanes e = ((bits >> 23) & 0xff) - 127;
@@ -107,7 +87,7 @@ Lanes log2_lanes(Lanes x) {
   p = p * s2 + 1.0f / 5.0f;
   p = p * s2 + 1.0f / 3.0f;
   p = p * s2 + 1.0f;
-  constexpr float k2OverLn2 = 2.88539008177792681f;
+  constexpr float k2OverLn2 = 2.88539008177792681f;  // 2 / ln 2
   return __builtin_convertvector(e, Lanes) + k2OverLn2 * s * p;
 }
 

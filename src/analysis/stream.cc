@@ -168,9 +168,11 @@ void HeadStream::add_overview_rows(const float* rows, int q0, int q1, int width)
   check_block(next_overview_row_, q0, q1, width);
   const StreamPlan& p = *plan_;
   const int T = p.T();
-  thread_local std::vector<float> key_sum, key_max;  // [T] this row of cells so far, per key
-  key_sum.assign(static_cast<size_t>(T), 0.0f);
-  key_max.assign(static_cast<size_t>(T), 0.0f);
+  // [T] this row of cells so far, per key. Every call ends on a flush, which zeroes what it used,
+  // so the buffers are zeros whenever a call starts.
+  thread_local std::vector<float> key_sum, key_max;
+  if (key_sum.size() < static_cast<size_t>(T)) key_sum.resize(static_cast<size_t>(T), 0.0f);
+  if (key_max.size() < static_cast<size_t>(T)) key_max.resize(static_cast<size_t>(T), 0.0f);
   float* ks = key_sum.data();
   float* km = key_max.data();
   int open = 0;  // keys touched by the rows summed so far

@@ -111,22 +111,39 @@ void finish_unit_row(float* unit_row, int U, int pieces) {
   for (int v = 0; v < U; ++v) unit_row[v] /= static_cast<float>(pieces);
 }
 
-std::vector<float> merge_attention(const float* attention, int T, const WordMap& map) {
-  if (static_cast<int>(map.unit_of_token.size()) != T) {
-    throw Error("word merge: the word map covers " + std::to_string(map.unit_of_token.size()) +
-                " tokens but the attention is [" + std::to_string(T) + ", " + std::to_string(T) + "]");
-  }
+namespace {
+
+// One head's [T, T] into `out` [U, U] (zeros), given the map's runs and each unit's piece count,
+// which every head of a capture shares.
+void merge_into(const float* attention, int T, const WordMap& map, const std::vector<UnitRun>& runs,
+                const std::vector<int>& pieces, float* out) {
   const int U = map.n_units;
-  std::vector<float> out(static_cast<size_t>(U) * U, 0.0f);
-  std::vector<int> pieces(static_cast<size_t>(U), 0);
-  const std::vector<UnitRun> runs = unit_runs(map);
   for (int t = 0; t < T; ++t) {
     const int32_t u = map.unit_of_token[static_cast<size_t>(t)];
-    if (u < 0) continue;
-    ++pieces[static_cast<size_t>(u)];
-    add_token_row(attention + static_cast<int64_t>(t) * T, T, runs, out.data() + static_cast<int64_t>(u) * U);
+    if (u >= 0) add_token_row(attention + static_cast<int64_t>(t) * T, T, runs, out + static_cast<int64_t>(u) * U);
   }
-  for (int u = 0; u < U; ++u) finish_unit_row(out.data() + static_cast<int64_t>(u) * U, U, pieces[static_cast<size_t>(u)]);
+  for (int u = 0; u < U; ++u) finish_unit_row(out + static_cast<int64_t>(u) * U, U, pieces[static_cast<size_t>(u)]);
+}
+
+void check_map_covers(const WordMap& map, int64_t T) {
+  if (static_cast<int64_t>(map.unit_of_token.size()) != T)
+    throw Error("word merge: the word map covers " + std::to_string(map.unit_of_token.size()) +
+                " tokens but the attention is [" + std::to_string(T) + ", " + std::to_string(T) + "]");
+}
+
+std::vector<int> unit_pieces(const WordMap& map) {
+  std::vector<int> pieces(static_cast<size_t>(map.n_units), 0);
+  for (const int32_t u : map.unit_of_token)
+    if (u >= 0) ++pieces[static_cast<size_t>(u)];
+  return pieces;
+}
+
+}  // namespace
+
+std::vector<float> merge_attention(const float* attention, int T, const WordMap& map) {
+  check_map_covers(map, T);
+  std::vector<float> out(static_cast<size_t>(map.n_units) * map.n_units, 0.0f);
+  merge_into(attention, T, map, unit_runs(map), unit_pieces(map), out.data());
   return out;
 }
 
@@ -134,12 +151,13 @@ Tensor merge_attention(const Tensor& attention, const WordMap& map) {
   attention.expect_shape({-1, -1, -1, -1}, "attention for word merging");
   const int64_t L = attention.dim(0), H = attention.dim(1), T = attention.dim(2);
   attention.expect_shape({L, H, T, T}, "attention for word merging");
+  check_map_covers(map, T);
   const int64_t U = map.n_units;
   Tensor out({L, H, U, U});
-  for (int64_t lh = 0; lh < L * H; ++lh) {
-    std::vector<float> m = merge_attention(attention.ptr() + lh * T * T, static_cast<int>(T), map);
-    std::copy(m.begin(), m.end(), out.ptr() + lh * U * U);
-  }
+  const std::vector<UnitRun> runs = unit_runs(map);
+  const std::vector<int> pieces = unit_pieces(map);
+  for (int64_t lh = 0; lh < L * H; ++lh)
+    merge_into(attention.ptr() + lh * T * T, static_cast<int>(T), map, runs, pieces, out.ptr() + lh * U * U);
   return out;
 }
 

@@ -13,6 +13,7 @@
 
 #include "headscope/error.h"
 #include "ops/compact.h"
+#include "ops/log2.h"
 
 namespace headscope::analysis {
 namespace {
@@ -44,12 +45,12 @@ bool all_punct(std::string_view text, int64_t begin, int64_t end) {
 
 double mean_or_nan(double sum, int64_t n) { return n > 0 ? sum / static_cast<double>(n) : kNaN; }
 
-// Sixteen lanes (one AVX-512 register, two AVX2 ones) as GCC vector types, so that the row sums
-// below keep each of their accumulators in a register of its own. (Written as `omp simd`
-// reductions, more than a few sums in one loop went to arrays on the stack on every step.)
-using Lanes = float __attribute__((vector_size(64)));
-using IntLanes = int32_t __attribute__((vector_size(64)));
-constexpr int kLanes = 16;
+// Sixteen lanes as GCC vector types (ops/log2.h), so that the row sums below keep each of their
+// accumulators in a register of its own. (Written as `omp simd` reductions, more than a few sums in
+// one loop went to arrays on the stack on every step.)
+using ops::IntLanes;
+using ops::kLanes;
+using ops::Lanes;
 
 template <class V, class E>
 V load_lanes(const E* p) {
@@ -71,30 +72,14 @@ auto fold_lanes(V v) {  // the sum of the lanes
   return v[0];
 }
 
-// log2(x) for x > 0, lane by lane, branch-free: x = m · 2^e with m ∈ [√½, √2), log2 m =
-// 2·atanh(s) / ln 2 with s = (m − 1)/(m + 1), |s| <= 0.172, the atanh series to s^11 (truncation
-// < 1e-9). Within a few float ulps of std::log2; exact at powers of 2.
-Lanes log2_lanes(Lanes x) {
-  const IntLanes bits = (IntLanes)x;
-  IntLanes e = ((bits >> 23) & 0xff) - 127;
-  Lanes m = (Lanes)((bits & 0x007fffff) | 0x3f800000);  // [1, 2)
-  const IntLanes high = m > 1.41421356f;                 // −1 (all bits) where true
-  m = high ? m * 0.5f : m;
-  e -= high;
-  const Lanes s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
-  Lanes p = s2 * (1.0f / 11.0f) + 1.0f / 9.0f;
-  p = p * s2 + 1.0f / 7.0f;
-  p = p * s2 + 1.0f / 5.0f;
-  p = p * s2 + 1.0f / 3.0f;
-  p = p * s2 + 1.0f;
-  constexpr float k2OverLn2 = 2.88539008177792681f;  // 2 / ln 2
-  return __builtin_convertvector(e, Lanes) + k2OverLn2 * s * p;
-}
-
 // Everything add_contiguous_row() sums over a row's keys lo .. hi − 1, in one pass: the weights'
 // own statistics, those that depend on each key's position and kind, the duplicate-token mass
 // (kIds), the norm-weighted total (kNorms), and the first step of keys_to_cover (the weights
 // above the uniform 1/n). Float lanes within blocks of kLaneKeys, the blocks added in double.
+// Sums that have a cheaper equal are not made key by key:
+//   - with every key at or before the query (kBefore: a causal row), Σ a·|k − q| = −Σ a·(k − q);
+//   - the content and duplicate masses sum every key of their kind, the query's own key included
+//     (it always has the query's id), and the caller takes that key out again.
 struct RowSums {
   double h = 0, sq = 0, overlap = 0, dist = 0, off = 0, punct = 0, content = 0, dup = 0, norm_total = 0;
   float max = 0;
@@ -102,35 +87,35 @@ struct RowSums {
   PivotSums at_uniform;
 };
 
-template <bool kIds, bool kNorms>
+template <bool kIds, bool kNorms, bool kBefore>
 RowSums row_sums(const float* row, int lo, int hi, int q, float uniform, float negligible, const TokenKind* kinds,
                  const int32_t* ids, int32_t id, const float* norms) {
   static_assert(sizeof(TokenKind) == 1);
   const auto* kind_bytes = reinterpret_cast<const uint8_t*>(kinds);
+  const ops::Log2Lanes log2_lanes;
   RowSums out;
   Lanes top{};
-  IntLanes iota;
-  for (int i = 0; i < kLanes; ++i) iota[i] = i;
+  Lanes iota;
+  for (int i = 0; i < kLanes; ++i) iota[i] = float(i);
   int64_t above_count = 0, equal_count = 0;
   double above_sum = 0;
   for (int k0 = lo; k0 < hi; k0 += kLaneKeys) {
     const int k1 = std::min(hi, k0 + kLaneKeys);
     Lanes h{}, sq{}, overlap{}, dist{}, off{}, punct{}, content{}, dup{}, total{}, above{};
     IntLanes below{}, dups{}, n_above{}, n_equal{};
-    IntLanes key = iota + k0;
-    Lanes d = __builtin_convertvector(key - q, Lanes);  // exact: |k − q| < 2²⁴
+    Lanes d = iota + float(k0 - q);  // k − q, exact: |k − q| < 2²⁴
     const auto step = [&](Lanes a, IntLanes kind, IntLanes key_id, Lanes norm) {
       h -= a > 0.0f ? a * log2_lanes(a) : Lanes{};
       top = a > top ? a : top;
       sq += a * a;
       overlap += uniform < a ? uniform : a;  // std::min(a, uniform)
-      below -= a < negligible;               // a comparison is −1 where true
-      dist += a * (d < 0.0f ? -d : d);
+      below -= a < negligible;  // a comparison is −1 where true
+      if constexpr (!kBefore) dist += a * (d < 0.0f ? -d : d);
       off += a * d;
       punct += kind == int(TokenKind::kPunct) ? a : Lanes{};
-      content += (kind == int(TokenKind::kContent)) & (key != q) ? a : Lanes{};
+      content += kind == int(TokenKind::kContent) ? a : Lanes{};
       if constexpr (kIds) {
-        const IntLanes same = (key_id == id) & (key != q);
+        const IntLanes same = key_id == id;
         dup += same ? a : Lanes{};
         dups -= same;
       }
@@ -138,7 +123,6 @@ RowSums row_sums(const float* row, int lo, int hi, int q, float uniform, float n
       above += a > uniform ? a : Lanes{};
       n_above -= a > uniform;
       n_equal -= a == uniform;
-      key += kLanes;
       d += float(kLanes);
     };
     int k = k0;
@@ -165,7 +149,12 @@ RowSums row_sums(const float* row, int lo, int hi, int q, float uniform, float n
     above_sum += fold_lanes(above), above_count += fold_lanes(n_above), equal_count += fold_lanes(n_equal);
   }
   for (int i = 0; i < kLanes; ++i) out.max = std::max(out.max, top[i]);
+  if constexpr (kBefore) out.dist = -out.off;
   out.at_uniform = {above_sum, int(above_count), int(equal_count)};
+  if (lo <= q && q < hi) {  // the query's own key, summed above with its kind and id
+    if (kinds[q] == TokenKind::kContent) out.content -= row[q];
+    if constexpr (kIds) out.dup -= row[q], out.dups -= 1;
+  }
   return out;
 }
 
@@ -330,7 +319,8 @@ void HeadStatsAccumulator::add_contiguous_row(const float* row, int q, const Seq
   const int32_t* ids = seq.ids.data();
   const int32_t id = use_ids ? ids[q] : 0;
   const auto sums = [&]<bool kIds, bool kNorms>() {
-    return row_sums<kIds, kNorms>(row, lo, hi, q, uniform, negligible, kinds, ids, id, norms_);
+    return hi <= q + 1 ? row_sums<kIds, kNorms, true>(row, lo, hi, q, uniform, negligible, kinds, ids, id, norms_)
+                       : row_sums<kIds, kNorms, false>(row, lo, hi, q, uniform, negligible, kinds, ids, id, norms_);
   };
   const RowSums r = use_ids ? (use_norms ? sums.operator()<true, true>() : sums.operator()<true, false>())
                             : (use_norms ? sums.operator()<false, true>() : sums.operator()<false, false>());

@@ -30,7 +30,7 @@ namespace headscope::analysis {
 struct StreamPlan {
   SequenceInfo tokens;            // [T]
   WordMap words;                  // token → unit
-  std::vector<UnitRun> unit_runs;  // the same as runs of consecutive units (add_token_row)
+  UnitGather gather;  // token rows into unit rows (gather_token_row)
   SequenceInfo word_units;        // [U]
   std::vector<int32_t> last_token;  // [U] the token after which unit u's row is complete
   std::vector<int32_t> pieces;      // [U] tokens of unit u
@@ -98,6 +98,7 @@ class HeadStream {
   std::vector<float> token_row_;   // [T] a token row without specials (when the text has some)
   std::vector<float> unit_row_;    // [U] a unit row without specials (when the text has some)
   std::vector<std::pair<int32_t, std::vector<float>>> open_;  // units with rows still being merged
+  std::vector<std::vector<float>> spare_rows_;                 // [U] rows of finished units, for reuse
 };
 
 // One HeadStream per head of `model` ([n_layer · n_head], index layer · n_head + head), fed by a

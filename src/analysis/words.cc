@@ -2,7 +2,14 @@
 #include "analysis/words.h"
 
 #include <algorithm>
+#include <bit>
 #include <string>
+
+#if defined(__AVX512F__)
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's avx512fintrin.h (bug 105593)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#endif
 
 #include "headscope/error.h"
 
@@ -81,46 +88,94 @@ void add_token_row(const float* a, int n, const WordMap& map, float* unit_row) {
     if (unit[t] >= 0) unit_row[unit[t]] += a[t];
 }
 
-std::vector<UnitRun> unit_runs(const WordMap& map) {
-  std::vector<UnitRun> runs;
+UnitGather unit_gather(const WordMap& map) {
+  UnitGather g;
   const auto T = static_cast<int32_t>(map.unit_of_token.size());
+  g.units = map.n_units;
+  g.first_token.assign(static_cast<size_t>(map.n_units), -1);
+  g.units_before.assign(static_cast<size_t>(T) + 1, 0);
+  g.first_bits.assign((static_cast<size_t>(T) + 15) / 16, 0);
+  g.in_order = true;
+  int32_t seen = 0;
   for (int32_t t = 0; t < T; ++t) {
     const int32_t u = map.unit_of_token[static_cast<size_t>(t)];
-    if (u < 0) continue;
-    if (!runs.empty() && runs.back().t0 + runs.back().len == t && runs.back().u0 + runs.back().len == u)
-      ++runs.back().len;
-    else
-      runs.push_back({t, u, 1});
+    if (u >= 0 && g.first_token[static_cast<size_t>(u)] < 0) {
+      g.first_token[static_cast<size_t>(u)] = t;
+      g.first_bits[static_cast<size_t>(t / 16)] |= uint16_t(1u << (t % 16));
+      g.in_order = g.in_order && u == seen;
+      ++seen;
+    } else if (u >= 0) {
+      g.later.emplace_back(t, u);
+    }
+    g.units_before[static_cast<size_t>(t) + 1] = seen;
   }
-  return runs;
-}
-
-void add_token_row(const float* a, int n, const std::vector<UnitRun>& runs, float* unit_row) {
-  for (const UnitRun& r : runs) {
-    if (r.t0 >= n) break;
-    const int len = std::min(r.len, n - r.t0);
-    const float* from = a + r.t0;
-    float* to = unit_row + r.u0;
-#pragma omp simd
-    for (int i = 0; i < len; ++i) to[i] += from[i];
+  if (!g.in_order) {  // units_before[n] counts units, not a prefix of them: keep every unit
+    std::fill(g.units_before.begin() + 1, g.units_before.end(), map.n_units);
+    std::fill(g.first_bits.begin(), g.first_bits.end(), uint16_t(0));
   }
-}
-
-void finish_unit_row(float* unit_row, int U, int pieces) {
-  if (pieces <= 1) return;  // attention FROM a unit: the mean over its pieces (rows)
-  for (int v = 0; v < U; ++v) unit_row[v] /= static_cast<float>(pieces);
+  return g;
 }
 
 namespace {
 
-// One head's [T, T] into `out` [U, U] (zeros), given the map's runs and each unit's piece count,
+// unit_row[0 .. m) = the row's first pieces, in token (= unit) order; returns m.
+int compact_first_pieces(const float* a, int n, const UnitGather& g, float* unit_row) {
+  int m = 0;
+  int t = 0;
+#if defined(__AVX512F__)
+  for (; t + 16 <= n; t += 16) {
+    const __mmask16 first = g.first_bits[static_cast<size_t>(t / 16)];
+    const __m512 x = _mm512_maskz_loadu_ps(first, a + t);
+    const int k = std::popcount(static_cast<unsigned>(first));
+    _mm512_mask_storeu_ps(unit_row + m, __mmask16((1u << k) - 1), _mm512_maskz_compress_ps(first, x));
+    m += k;
+  }
+#endif
+  for (; t < n; ++t)
+    if (g.first_bits[static_cast<size_t>(t / 16)] >> (t % 16) & 1u) unit_row[m++] = a[t];
+  return m;
+}
+
+}  // namespace
+
+void gather_token_row(const float* a, int n, const UnitGather& g, float* unit_row, bool add) {
+  const int units = g.units_before[static_cast<size_t>(n)];
+  if (g.in_order && !add) {
+    compact_first_pieces(a, n, g, unit_row);
+  } else {
+    const int32_t* first = g.first_token.data();
+    for (int u = 0; u < units; ++u) {
+      const int32_t t = first[u];
+      if (t < 0 || t >= n) {  // (out of order maps only) a unit with no piece before n
+        if (!add) unit_row[u] = 0.0f;
+        continue;
+      }
+      unit_row[u] = add ? unit_row[u] + a[t] : a[t];
+    }
+  }
+  for (const auto& [t, u] : g.later) {
+    if (t >= n) break;
+    unit_row[u] += a[t];
+  }
+}
+
+void finish_unit_row(float* unit_row, int units, int pieces) {
+  if (pieces <= 1) return;  // attention FROM a unit: the mean over its pieces (rows)
+  for (int v = 0; v < units; ++v) unit_row[v] /= static_cast<float>(pieces);
+}
+
+namespace {
+
+// One head's [T, T] into `out` [U, U] (zeros), given the map's gather and each unit's piece count,
 // which every head of a capture shares.
-void merge_into(const float* attention, int T, const WordMap& map, const std::vector<UnitRun>& runs,
+void merge_into(const float* attention, int T, const WordMap& map, const UnitGather& gather,
                 const std::vector<int>& pieces, float* out) {
   const int U = map.n_units;
   for (int t = 0; t < T; ++t) {
     const int32_t u = map.unit_of_token[static_cast<size_t>(t)];
-    if (u >= 0) add_token_row(attention + static_cast<int64_t>(t) * T, T, runs, out + static_cast<int64_t>(u) * U);
+    if (u >= 0)
+      gather_token_row(attention + static_cast<int64_t>(t) * T, T, gather, out + static_cast<int64_t>(u) * U,
+                       /*add=*/t != gather.first_token[static_cast<size_t>(u)]);
   }
   for (int u = 0; u < U; ++u) finish_unit_row(out + static_cast<int64_t>(u) * U, U, pieces[static_cast<size_t>(u)]);
 }
@@ -143,7 +198,7 @@ std::vector<int> unit_pieces(const WordMap& map) {
 std::vector<float> merge_attention(const float* attention, int T, const WordMap& map) {
   check_map_covers(map, T);
   std::vector<float> out(static_cast<size_t>(map.n_units) * map.n_units, 0.0f);
-  merge_into(attention, T, map, unit_runs(map), unit_pieces(map), out.data());
+  merge_into(attention, T, map, unit_gather(map), unit_pieces(map), out.data());
   return out;
 }
 
@@ -154,10 +209,10 @@ Tensor merge_attention(const Tensor& attention, const WordMap& map) {
   check_map_covers(map, T);
   const int64_t U = map.n_units;
   Tensor out({L, H, U, U});
-  const std::vector<UnitRun> runs = unit_runs(map);
+  const UnitGather gather = unit_gather(map);
   const std::vector<int> pieces = unit_pieces(map);
   for (int64_t lh = 0; lh < L * H; ++lh)
-    merge_into(attention.ptr() + lh * T * T, static_cast<int>(T), map, runs, pieces, out.ptr() + lh * U * U);
+    merge_into(attention.ptr() + lh * T * T, static_cast<int>(T), map, gather, pieces, out.ptr() + lh * U * U);
   return out;
 }
 

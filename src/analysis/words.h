@@ -36,21 +36,31 @@ std::vector<float> merge_attention(const float* attention, int T, const WordMap&
 // The same one row at a time, for attention that arrives in blocks of query rows:
 // add_token_row() adds token row `a` (its first n keys, keys summed per unit; the keys after n
 // must be zeros, as a causal row's are) into its unit's row `unit_row` [U], each weight added
-// in token order; once every piece of the unit is in, finish_unit_row() takes the mean.
+// in token order; once every piece of the unit is in, finish_unit_row() takes the mean of its
+// first `units` entries (U for the whole row).
 // merge_attention() is exactly these two in token order.
 void add_token_row(const float* a, int n, const WordMap& map, float* unit_row);
-void finish_unit_row(float* unit_row, int U, int pieces);
+void finish_unit_row(float* unit_row, int units, int pieces);
 
-// Tokens t0 .. t0 + len − 1 of units u0 .. u0 + len − 1, one unit each (dropped tokens belong to
-// no run). Within a run every key goes to a unit of its own, so the run adds as one vector;
-// a word of several pieces is a run of one token per piece.
-struct UnitRun {
-  int32_t t0, u0, len;
+// The same by gathering: each unit's first piece is copied (or added) into the unit row, then its
+// later pieces are added, in token order. Per unit these are the additions of add_token_row(),
+// in the same order, so the same floats (0 + x is x); the per-token loop is its slow twin.
+// Where a map's first pieces come in unit order (every map words.cc makes: a unit is numbered when
+// its first token appears), the first pieces are one stream compaction of the row, which AVX-512
+// does 16 keys at a time (vcompressps into a register and a masked store).
+struct UnitGather {
+  int units = 0;
+  std::vector<int32_t> first_token;                // [U] the unit's first token
+  std::vector<int32_t> units_before;               // [T + 1] units whose first token is < n
+  std::vector<std::pair<int32_t, int32_t>> later;  // (token, unit) of each later piece, by token
+  std::vector<uint16_t> first_bits;                // [⌈T/16⌉] bit i of word j: token 16j + i is a first piece
+  bool in_order = false;                           // first pieces come in unit order
 };
-std::vector<UnitRun> unit_runs(const WordMap& map);
-// add_token_row() over the map's runs (unit_runs(map)): the same additions in the same order,
-// so the same floats; the per-token loop above is its slow twin.
-void add_token_row(const float* a, int n, const std::vector<UnitRun>& runs, float* unit_row);
+UnitGather unit_gather(const WordMap& map);
+// Token row `a` (its first n keys, as add_token_row) into `unit_row` for the units whose first
+// token is before n (units_before[n] of them; the others are not touched): written over what the
+// row holds for a unit's first query piece (add false), added to it for its later pieces (add true).
+void gather_token_row(const float* a, int n, const UnitGather& gather, float* unit_row, bool add);
 
 // Every head at once: [n_layer, n_head, T, T] → [n_layer, n_head, U, U].
 Tensor merge_attention(const Tensor& attention, const WordMap& map);

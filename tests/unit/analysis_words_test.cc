@@ -105,12 +105,14 @@ TEST(AnalysisWords, MergesEveryHeadOfACapture) {
   EXPECT_THROW(merge_attention(Tensor({1, 1, 4, 4}), m), Error);
 }
 
-// The runs of consecutive units add the same floats as the token-by-token loop: maps with
-// words of several pieces, dropped tokens, a unit whose pieces are apart, and causal rows.
-TEST(AnalysisWords, UnitRunsAddExactlyTheTokenLoopsFloats) {
+// Gathering gives the same floats as the token-by-token loop: maps with words of several pieces,
+// dropped tokens, a unit whose pieces are apart, causal rows, several query pieces into one unit
+// row, and a map whose units are not numbered in token order (the gather's general path).
+TEST(AnalysisWords, UnitGatherGivesExactlyTheTokenLoopsFloats) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> weight(0.0f, 1.0f);
-  for (int trial = 0; trial < 200; ++trial) {
+  int in_order = 0;
+  for (int trial = 0; trial < 300; ++trial) {
     const int T = 1 + int(rng() % 300);
     WordMap map;
     int u = -1;
@@ -128,26 +130,38 @@ TEST(AnalysisWords, UnitRunsAddExactlyTheTokenLoopsFloats) {
     }
     map.n_units = u + 1;
     if (map.n_units == 0) continue;
-    const std::vector<UnitRun> runs = unit_runs(map);
-    int covered = 0;
-    for (const UnitRun& r : runs)
-      for (int i = 0; i < r.len; ++i) {
-        ASSERT_EQ(map.unit_of_token[size_t(r.t0 + i)], r.u0 + i);
-        ++covered;
-      }
-    EXPECT_EQ(covered, T - int(std::count(map.unit_of_token.begin(), map.unit_of_token.end(), -1)));
-    std::vector<float> a(static_cast<size_t>(T));
-    for (float& w : a) w = weight(rng);
+    if (trial % 3 == 2) {  // units numbered out of token order
+      std::vector<int32_t> renumber(size_t(map.n_units));
+      for (int v = 0; v < map.n_units; ++v) renumber[size_t(v)] = map.n_units - 1 - v;
+      for (int32_t& v : map.unit_of_token)
+        if (v >= 0) v = renumber[size_t(v)];
+    }
+    const UnitGather gather = unit_gather(map);
+    in_order += gather.in_order;
+    EXPECT_EQ(gather.in_order, trial % 3 != 2 || map.n_units == 1);
     for (const int n : {T, 1 + int(rng() % T)}) {
-      std::vector<float> slow(size_t(map.n_units), 0.25f), fast = slow;
+      std::vector<float> slow(size_t(map.n_units), 0.0f), fast(size_t(map.n_units), -7.0f);
       for (int rep = 0; rep < 3; ++rep) {  // several rows into one unit row
+        std::vector<float> a(static_cast<size_t>(T));
+        for (float& w : a) w = weight(rng);
         add_token_row(a.data(), n, map, slow.data());
-        add_token_row(a.data(), n, runs, fast.data());
+        gather_token_row(a.data(), n, gather, fast.data(), /*add=*/rep > 0);
       }
-      for (int v = 0; v < map.n_units; ++v)
+      int written = 0;
+      for (int v = 0; v < map.n_units; ++v) {
+        const int32_t first = int32_t(std::find(map.unit_of_token.begin(), map.unit_of_token.end(), v) -
+                                      map.unit_of_token.begin());
+        if (first >= n && gather.in_order) {
+          ASSERT_EQ(fast[size_t(v)], -7.0f) << "unit " << v << " starts after the row's keys: untouched";
+          continue;
+        }
+        ++written;
         ASSERT_EQ(std::bit_cast<uint32_t>(slow[size_t(v)]), std::bit_cast<uint32_t>(fast[size_t(v)])) << "unit " << v;
+      }
+      EXPECT_EQ(written, gather.units_before[size_t(n)]);
     }
   }
+  EXPECT_GT(in_order, 150);
 }
 
 TEST(AnalysisWords, DescribesUnits) {

@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include <bit>
+#include <cstdio>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -14,6 +15,7 @@
 #include "ops/activations.h"
 #include "ops/attention.h"
 #include "ops/exp.h"
+#include "ops/log2.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
 #include "ops/reference/attention.h"
@@ -216,6 +218,51 @@ TEST(ExpApprox, TheSoftmaxVariantIsExpApproxBitForBit) {
     EXPECT_EQ(std::bit_cast<uint32_t>(exp_nonpositive(x)), std::bit_cast<uint32_t>(exp_approx(x))) << x;
   EXPECT_EQ(exp_nonpositive(-std::numeric_limits<float>::infinity()), 0.0f);
   EXPECT_EQ(exp_nonpositive(0.0f), 1.0f);
+}
+
+// Both ways to log2 of 16 lanes against std::log2 in double, over every normal float from the
+// smallest up to 64 in steps of 251 bit patterns (4.4 million values), and exact at the powers of
+// 2 and at 1. The bound is 2 ulp of the result plus 5e-8 absolute: the table's −log2(1/c) is a
+// float (within 3e-8 for |log2 c| < 0.6), so results near ±0.1 are off by up to ~10 ulp of
+// themselves; the two sub-intervals next to 1 have c = 1 and keep their relative accuracy.
+template <class Log2>
+void expect_log2_lanes_close(Log2 log2_lanes, const char* name) {
+  SCOPED_TRACE(name);
+  double worst = 0, worst_near_one = 0;
+  int64_t checked = 0;
+  const uint32_t last = std::bit_cast<uint32_t>(64.0f);
+  Lanes x{};
+  uint32_t bits = std::bit_cast<uint32_t>(std::numeric_limits<float>::min());
+  while (bits <= last) {
+    for (int i = 0; i < kLanes; ++i, bits += 251) x[i] = std::bit_cast<float>(std::min(bits, last));
+    const Lanes got = log2_lanes(x);
+    for (int i = 0; i < kLanes; ++i) {
+      const double want = std::log2(double(x[i]));
+      const double ulp = std::abs(std::nextafter(float(want), 1e9f) - float(want));
+      const double err = std::abs(double(got[i]) - want);
+      ASSERT_LE(err, 2 * ulp + 5e-8) << x[i];
+      worst = std::max(worst, err);
+      if (x[i] > 0.984375f && x[i] < 1.03125f) worst_near_one = std::max(worst_near_one, err / std::max(ulp, 1e-45));
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 4000000);
+  EXPECT_LT(worst_near_one, 4.0) << "ulps next to 1";
+  std::printf("%s: worst %.3g absolute, %.3g ulp next to 1, %lld values\n", name, worst, worst_near_one, (long long)checked);
+  for (int e = -126; e <= 6; e += 1) {
+    Lanes p;
+    for (int i = 0; i < kLanes; ++i) p[i] = std::ldexp(1.0f, e);
+    EXPECT_EQ(log2_lanes(p)[0], float(e)) << "2^" << e;
+  }
+}
+
+TEST(Log2Lanes, SeriesAndTableAreCloseToStdLog2) {
+  expect_log2_lanes_close([](Lanes x) { return log2_lanes_series(x); }, "series");
+#if defined(__AVX512F__)
+  expect_log2_lanes_close(Log2Lanes{}, "table");
+#else
+  GTEST_SKIP() << "the table needs AVX-512";
+#endif
 }
 
 TEST(Gelu, LongArrayMatchesScalarErf) {

@@ -458,6 +458,32 @@ int keys_to_cover(float* v, int n, double need) { return keys_to_cover(v, v, n, 
 
 namespace {
 
+// The weights above a pivot, their count and how many equal it: float lanes within blocks of
+// kLaneKeys, as row_sums() makes the first step's.
+PivotSums pivot_sums(const float* v, int n, float pivot) {
+  double above = 0;
+  int64_t n_above = 0, n_equal = 0;
+  for (int k0 = 0; k0 < n; k0 += kLaneKeys) {
+    const int k1 = std::min(n, k0 + kLaneKeys);
+    Lanes sum{};
+    IntLanes count{}, equal{};
+    int k = k0;
+    for (; k + kLanes <= k1; k += kLanes) {
+      const Lanes a = load_lanes<Lanes>(v + k);
+      sum += a > pivot ? a : Lanes{};
+      count -= a > pivot;  // a comparison is −1 where true
+      equal -= a == pivot;
+    }
+    above += fold_lanes(sum), n_above += fold_lanes(count), n_equal += fold_lanes(equal);
+    for (; k < k1; ++k) {
+      above += v[k] > pivot ? v[k] : 0.0f;
+      n_above += v[k] > pivot;
+      n_equal += v[k] == pivot;
+    }
+  }
+  return {above, int(n_above), int(n_equal)};
+}
+
 int keys_to_cover(const float* row, float* v, int n, double need, const PivotSums* at_uniform) {
   // A selection around pivots. Invariant: `count` weights, all larger than any in src[0, n), are
   // taken; `need` is what they still lack. Each step measures, in one vectorised pass, the sum of
@@ -484,18 +510,9 @@ int keys_to_cover(const float* row, float* v, int n, double need, const PivotSum
       const float a = src[0], b = src[n / 2], c = src[n - 1];
       pivot = std::max(std::min(a, b), std::min(std::max(a, b), c));  // median of three
     }
-    double above = 0;
-    int n_above = 0, n_equal = 0;
-    if (given) {
-      above = at_uniform->above, n_above = at_uniform->n_above, n_equal = at_uniform->n_equal;
-    } else {
-#pragma omp simd reduction(+ : above, n_above, n_equal)
-      for (int i = 0; i < n; ++i) {
-        above += src[i] > pivot ? src[i] : 0.0f;
-        n_above += src[i] > pivot ? 1 : 0;
-        n_equal += src[i] == pivot ? 1 : 0;
-      }
-    }
+    const PivotSums at = given ? *at_uniform : pivot_sums(src, n, pivot);
+    double above = at.above;
+    const int n_above = at.n_above, n_equal = at.n_equal;
     if (above >= need && n_above > 0) {
       n = ops::keep_greater(src, v, n, pivot);
       src = v;

@@ -142,6 +142,13 @@ void gather_token_row(const float* a, int n, const UnitGather& g, float* unit_ro
   const int units = g.units_before[static_cast<size_t>(n)];
   if (g.in_order && !add) {
     compact_first_pieces(a, n, g, unit_row);
+  } else if (g.in_order) {  // compacted apart, then added as one vector loop
+    thread_local std::vector<float> first_pieces;
+    if (first_pieces.size() < static_cast<size_t>(units)) first_pieces.resize(static_cast<size_t>(units));
+    compact_first_pieces(a, n, g, first_pieces.data());
+    const float* from = first_pieces.data();
+#pragma omp simd
+    for (int u = 0; u < units; ++u) unit_row[u] += from[u];
   } else {
     const int32_t* first = g.first_token.data();
     for (int u = 0; u < units; ++u) {

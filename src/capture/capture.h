@@ -26,9 +26,11 @@ uint64_t attention_scratch_bytes(const ModelConfig& config, int64_t T, int64_t T
 // Rows q0 .. q1 − 1 over keys k0 .. k1 − 1 of head `head` of layer `layer` from the queries and
 // keys in `capture`: probs [q1 − q0, k1 − k0], computed with ops::attention as the pass did
 // (`scale` and `mask` are the layer's) in the pass's default blocks of rows
-// (CaptureOptions{}.attention_block_rows), so the rows equal those of a run with default blocks
-// bit for bit. Each block's whole rows are computed (the softmax needs every key), one block at
-// a time; only the asked keys are kept. Model::attention_from_qk of each family calls this.
+// (CaptureOptions{}.attention_block_rows), so the rows equal those of a stored run with default
+// blocks bit for bit. A streamed run makes a GQA group's scores in one GEMM (ops::attention): the
+// same dot products, bit for bit with oneDNN's AVX-512 kernels, within float rounding with its
+// AVX2 ones. Each block's whole rows are computed (the softmax needs every key), one block at a
+// time; only the asked keys are kept. Model::attention_from_qk of each family calls this.
 void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1, int64_t k0, int64_t k1,
                        float scale, const ops::KeyMask& mask, float* probs);
 
@@ -61,7 +63,8 @@ class Recorder {
   // Stored attention is written in place into the capture (the keys after `width` set to 0);
   // otherwise each block goes to a scratch buffer owned here and, when streamed
   // (CaptureOptions::attention_sink), to the sink. Stored and streamed runs compute the same
-  // blocks, so both give the same numbers bit for bit.
+  // blocks; in a block's own buffer the heads of a GQA group share one score GEMM, which gives the
+  // same numbers bit for bit on AVX-512 and within float rounding on AVX2 (ops/attention.h).
   template <class Attend>
   void attention(int layer, bool causal, Attend&& attend) {
     for (int64_t q0 = 0; q0 < cap_.T;) {

@@ -3,6 +3,10 @@
 // with g(h) = kv_head_of[h] (grouped-query attention; identity for plain multi-head attention).
 // P_h is written straight into the caller's buffer — the capture buffer when attention is
 // being recorded — so capturing costs no extra pass (STYLE.md, "capture in the data path").
+// When the n = n_head / n_kv_head query heads of each group are consecutive and their P_h lie one
+// after the other (probs.head_stride = T_q · ld), a group's scores are one GEMM over its n·T_q
+// query rows, K_g packed once; with oneDNN's AVX-512 kernels the probabilities are bit for bit
+// those of one GEMM per head, with its AVX2 ones within float rounding (ops_test).
 #pragma once
 #include <cstdint>
 #include <functional>

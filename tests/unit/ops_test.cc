@@ -172,6 +172,38 @@ TEST(Attention, FollowUpPartsSeeEachHeadComplete) {
   omp_set_num_threads(2);
 }
 
+// The query heads of a GQA group have their scores made by one GEMM when their probabilities lie
+// one after the other (a block's own buffer); the same call into a buffer with a gap between heads,
+// or with the heads of a group not consecutive, takes one GEMM per head. All three against the
+// slow twin, and the grouped against the per-head within float rounding.
+TEST(Attention, GroupedScoresEqualPerHeadScores) {
+  const int64_t Tq = 40, Tk = 300, H = 6, Hkv = 2, Dh = 16, ld = H * Dh, gap = 7;
+  auto q = random_vector(Tq * ld, 41, 2.0f), k = random_vector(Tk * Hkv * Dh, 42, 2.0f), v = random_vector(Tk * Hkv * Dh, 43);
+  const AttentionDims d{Tq, Tk, H, Hkv, Dh, 0.25f};
+  const KeyMask mask{true, 0, nullptr};
+  const int64_t first_row = Tk - Tq;
+  for (const bool consecutive : {true, false}) {
+    std::vector<int> kv(H);
+    for (int64_t h = 0; h < H; ++h) kv[size_t(h)] = consecutive ? int(h / 3) : int(h % 2);
+    std::vector<float> p_slow(H * Tq * Tk), o_slow(Tq * ld);
+    reference::attention(q.data(), ld, k.data(), Hkv * Dh, v.data(), Hkv * Dh, kv.data(), d, mask, first_row,
+                         p_slow.data(), o_slow.data(), ld);
+    std::vector<float> p_grouped(H * Tq * Tk), o_grouped(Tq * ld), p_apart(H * (Tq * Tk + gap)), o_apart(Tq * ld);
+    attention(q.data(), ld, k.data(), Hkv * Dh, v.data(), Hkv * Dh, kv.data(), d, mask, first_row,
+              ProbsOut{p_grouped.data(), Tq * Tk, Tk}, o_grouped.data(), ld);
+    attention(q.data(), ld, k.data(), Hkv * Dh, v.data(), Hkv * Dh, kv.data(), d, mask, first_row,
+              ProbsOut{p_apart.data(), Tq * Tk + gap, Tk}, o_apart.data(), ld);
+    std::vector<float> p_apart_heads(H * Tq * Tk);
+    for (int64_t h = 0; h < H; ++h)
+      std::copy_n(p_apart.begin() + h * (Tq * Tk + gap), Tq * Tk, p_apart_heads.begin() + h * Tq * Tk);
+    EXPECT_LT(max_abs_diff(p_grouped, p_slow), 2e-6f) << consecutive;
+    EXPECT_LT(max_abs_diff(p_apart_heads, p_slow), 2e-6f) << consecutive;
+    EXPECT_LT(max_abs_diff(p_grouped, p_apart_heads), 1e-6f) << consecutive;
+    EXPECT_LT(max_abs_diff(o_grouped, o_slow), 1e-5f) << consecutive;
+    EXPECT_LT(max_abs_diff(o_apart, o_slow), 1e-5f) << consecutive;
+  }
+}
+
 TEST(Attention, KeyBiasMasksPaddingKeys) {
   const int64_t T = 6, H = 2, Dh = 4;
   auto q = random_vector(T * H * Dh, 21), k = random_vector(T * H * Dh, 22), v = random_vector(T * H * Dh, 23);

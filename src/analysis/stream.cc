@@ -100,17 +100,25 @@ StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_spe
 
 HeadStream::HeadStream(const StreamPlan& plan, int64_t window)
     : plan_(&plan), tokens_(&plan.tokens_under(window)), token_plain_(&plan.token_plain_under(window)) {
-  const size_t T = static_cast<size_t>(plan.T()), cells = static_cast<size_t>(plan.cells);
+  const size_t T = static_cast<size_t>(plan.T());
   overview_.T = plan.T();
   overview_.cells = plan.cells;
-  overview_.sum.assign(cells * cells, 0.0f);
-  overview_.max.assign(cells * cells, 0.0f);
-  overview_.received.assign(T, 0.0);
-  offset_sum_.assign(2 * T - 1, 0.0);
   if (plan.has_specials) {
     token_row_.resize(T);
     unit_row_.resize(static_cast<size_t>(plan.words.n_units));
   }
+}
+
+// The overview's sums, allocated (zeroed) by the head's first rows rather than with the stream,
+// so that the 2·cells² floats of every head (~560 MB at 8K tokens on SmolLM2) are cleared on the
+// threads of the pass, a layer at a time, not on one thread before it starts.
+void HeadStream::allocate_overview() {
+  if (!overview_.sum.empty()) return;
+  const size_t T = static_cast<size_t>(plan_->T()), cells = static_cast<size_t>(plan_->cells);
+  overview_.sum.assign(cells * cells, 0.0f);
+  overview_.max.assign(cells * cells, 0.0f);
+  overview_.received.assign(T, 0.0);
+  offset_sum_.assign(2 * T - 1, 0.0);
 }
 
 void HeadStream::check_block(int next, int q0, int q1, int width) const {
@@ -169,6 +177,7 @@ void HeadStream::add_stat_rows(const float* rows, int q0, int q1, int width) {
 // float operations instead of two float and two double ones.
 void HeadStream::add_overview_rows(const float* rows, int q0, int q1, int width) {
   check_block(next_overview_row_, q0, q1, width);
+  allocate_overview();
   const StreamPlan& p = *plan_;
   const int T = p.T();
   // [T] this row of cells so far, per key, and [2T − 1] per offset. Every call ends on a flush,
@@ -267,6 +276,7 @@ void HeadStream::add_word_rows(const float* rows, int q0, int q1, int width) {
 }
 
 HeadOverview HeadStream::take_overview() {
+  allocate_overview();
   HeadOverview out = std::move(overview_);
   out.offset_mass.assign(offset_sum_.size(), std::numeric_limits<double>::quiet_NaN());
   const int64_t T = plan_->T(), window = tokens_->causal ? tokens_->window : 0;

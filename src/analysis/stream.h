@@ -89,6 +89,7 @@ class HeadStream {
 
  private:
   void check_block(int next, int q0, int q1, int width) const;
+  void allocate_overview();
   const StreamPlan* plan_;
   const SequenceInfo* tokens_;       // plan_->tokens under this head's window
   const SequenceInfo* token_plain_;  // plan_->token_plain.units under this head's window

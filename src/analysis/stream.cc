@@ -222,8 +222,7 @@ void HeadStream::add_overview_rows(const float* rows, int q0, int q1, int width)
     const int d0 = T - 1 - q, d1 = T - 1 - first_row + open;
     double* offset_total = offset_sum_.data();
     float* part = offset_part.data();
-#pragma omp simd
-    for (int i = d0; i < d1; ++i) offset_total[i] += part[i];
+    for (int i = d0; i < d1; ++i) offset_total[i] += part[i];  // once per row of cells
     std::fill(part + d0, part + d1, 0.0f);
     std::fill_n(ks, open, 0.0f);
     std::fill_n(km, open, 0.0f);

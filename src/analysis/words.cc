@@ -91,7 +91,6 @@ void add_token_row(const float* a, int n, const WordMap& map, float* unit_row) {
 UnitGather unit_gather(const WordMap& map) {
   UnitGather g;
   const auto T = static_cast<int32_t>(map.unit_of_token.size());
-  g.units = map.n_units;
   g.first_token.assign(static_cast<size_t>(map.n_units), -1);
   g.units_before.assign(static_cast<size_t>(T) + 1, 0);
   g.first_bits.assign((static_cast<size_t>(T) + 15) / 16, 0);

@@ -49,7 +49,6 @@ void finish_unit_row(float* unit_row, int units, int pieces);
 // its first token appears), the first pieces are one stream compaction of the row, which AVX-512
 // does 16 keys at a time (vcompressps into a register and a masked store).
 struct UnitGather {
-  int units = 0;
   std::vector<int32_t> first_token;                // [U] the unit's first token
   std::vector<int32_t> units_before;               // [T + 1] units whose first token is < n
   std::vector<std::pair<int32_t, int32_t>> later;  // (token, unit) of each later piece, by token

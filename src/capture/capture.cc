@@ -135,6 +135,7 @@ Recorder::Block Recorder::block(int layer, int64_t q0, bool causal) {
     return {q0, q1, width, {cap_.attention.ptr() + (layer * H * T + q0) * Tk_, T * Tk_, Tk_}};
   if (scratch_.empty()) scratch_ = Tensor({H, std::min(T, block_rows_), Tk_}, Tensor::Uninitialized{});
   Block b{q0, q1, width, {scratch_.ptr(), (q1 - q0) * width, width}};  // [H, q1 − q0, width]
+  b.probs.group_scores = true;  // a GQA group's scores in one GEMM (ops/attention.h)
   if (head_sink_) {  // each head's rows to the sink as soon as ops::attention has written them
     follow_.run = [this, layer, b, past = Tk_ - T](int64_t h, int part) {
       head_sink_(layer, h, part, past + b.q0, past + b.q1, b.width, b.probs.data + h * b.probs.head_stride);

@@ -63,8 +63,9 @@ class Recorder {
   // Stored attention is written in place into the capture (the keys after `width` set to 0);
   // otherwise each block goes to a scratch buffer owned here and, when streamed
   // (CaptureOptions::attention_sink), to the sink. Stored and streamed runs compute the same
-  // blocks; in a block's own buffer the heads of a GQA group share one score GEMM, which gives the
-  // same numbers bit for bit on AVX-512 and within float rounding on AVX2 (ops/attention.h).
+  // blocks; in a streamed block's buffer the heads of a GQA group share one score GEMM, which
+  // gives the same numbers bit for bit on AVX-512 and within float rounding on AVX2
+  // (ops/attention.h).
   template <class Attend>
   void attention(int layer, bool causal, Attend&& attend) {
     for (int64_t q0 = 0; q0 < cap_.T;) {

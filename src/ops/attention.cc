@@ -27,14 +27,14 @@ void attend_head(int64_t h, const float* q, int64_t ldq, const float* k, int64_t
   if (out != nullptr) matmul(P, probs.ld, Vg, ldv, out + h * d.d_head, ldo, d.T_q, d.d_head, d.T_k, /*trans_b=*/false);  // P V
 }
 
-// Grouped-query attention: the query heads that share key head g, when they are consecutive
-// (h = g·n + i, n = n_head / n_kv_head) and their probabilities lie one after the other
-// (head_stride = T_q · ld, a block's own buffer), have their scores made by one GEMM:
+// Grouped-query attention: the query heads that share key head g, when the caller allows it
+// (probs.group_scores), they are consecutive (h = g·n + i, n = n_head / n_kv_head) and their
+// probabilities lie one after the other (head_stride = T_q · ld), have their scores made by one GEMM:
 // [n·T_q, d_head] × K_gᵀ, so that K_g is packed once for the n heads instead of n times (at 8,192
 // keys, 384 rows against 128 ran at 88 against 72 GFLOP/s on one thread). Each product is the same
 // d_head-long dot product; the queries are copied into one block of rows first.
 int64_t stacked_heads(const int* kv_head_of, const AttentionDims& d, const ProbsOut& probs) {
-  if (d.n_kv_head <= 0 || d.n_head % d.n_kv_head != 0 || d.n_head == d.n_kv_head) return 1;
+  if (!probs.group_scores || d.n_kv_head <= 0 || d.n_head % d.n_kv_head != 0 || d.n_head == d.n_kv_head) return 1;
   if (probs.head_stride != d.T_q * probs.ld) return 1;
   const int64_t n = d.n_head / d.n_kv_head;
   for (int64_t h = 0; h < d.n_head; ++h)

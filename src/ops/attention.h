@@ -3,10 +3,12 @@
 // with g(h) = kv_head_of[h] (grouped-query attention; identity for plain multi-head attention).
 // P_h is written straight into the caller's buffer — the capture buffer when attention is
 // being recorded — so capturing costs no extra pass (STYLE.md, "capture in the data path").
-// When the n = n_head / n_kv_head query heads of each group are consecutive and their P_h lie one
-// after the other (probs.head_stride = T_q · ld), a group's scores are one GEMM over its n·T_q
-// query rows, K_g packed once; with oneDNN's AVX-512 kernels the probabilities are bit for bit
-// those of one GEMM per head, with its AVX2 ones within float rounding (ops_test).
+// With ProbsOut::group_scores, when the n = n_head / n_kv_head query heads of each group are
+// consecutive and their P_h lie one after the other (probs.head_stride = T_q · ld), a group's
+// scores are one GEMM over its n·T_q query rows, K_g packed once; with oneDNN's AVX-512 kernels
+// the probabilities are bit for bit those of one GEMM per head, with its AVX2 ones within float
+// rounding (ops_test). The streamed blocks ask for it; stored maps and tiles do not, so they
+// stay equal to each other bit for bit on every path.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -37,10 +39,12 @@ struct HeadFollowUp {
 // Where the probabilities go: row r of head h at data + h · head_stride + r · ld (ld >= T_k).
 // Contiguous [n_head, T_q, T_k] is {data, T_q · T_k, T_k}; a block of rows of a longer stored map
 // has the map's strides. `then` (may be null): what consumes each head's rows, see HeadFollowUp.
+// group_scores: a GQA group's scores may be one GEMM (above).
 struct ProbsOut {
   float* data;
   int64_t head_stride, ld;
   const HeadFollowUp* then = nullptr;
+  bool group_scores = false;
 };
 
 // q:     [T_q, n_head · d_head]     row stride ldq; head h in columns [h·d_head, (h+1)·d_head)

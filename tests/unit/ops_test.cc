@@ -172,10 +172,11 @@ TEST(Attention, FollowUpPartsSeeEachHeadComplete) {
   omp_set_num_threads(2);
 }
 
-// The query heads of a GQA group have their scores made by one GEMM when their probabilities lie
-// one after the other (a block's own buffer); the same call into a buffer with a gap between heads,
-// or with the heads of a group not consecutive, takes one GEMM per head. All three against the
-// slow twin, and the grouped against the per-head within float rounding.
+// The query heads of a GQA group have their scores made by one GEMM when the caller allows it and
+// their probabilities lie one after the other (a streamed block's buffer); the same call without
+// the flag, into a buffer with a gap between heads, or with the heads of a group not consecutive,
+// takes one GEMM per head. All against the slow twin, the grouped against the per-head within
+// float rounding, and without the flag bit for bit the per-head call.
 TEST(Attention, GroupedScoresEqualPerHeadScores) {
   const int64_t Tq = 40, Tk = 300, H = 6, Hkv = 2, Dh = 16, ld = H * Dh, gap = 7;
   auto q = random_vector(Tq * ld, 41, 2.0f), k = random_vector(Tk * Hkv * Dh, 42, 2.0f), v = random_vector(Tk * Hkv * Dh, 43);
@@ -189,10 +190,13 @@ TEST(Attention, GroupedScoresEqualPerHeadScores) {
     reference::attention(q.data(), ld, k.data(), Hkv * Dh, v.data(), Hkv * Dh, kv.data(), d, mask, first_row,
                          p_slow.data(), o_slow.data(), ld);
     std::vector<float> p_grouped(H * Tq * Tk), o_grouped(Tq * ld), p_apart(H * (Tq * Tk + gap)), o_apart(Tq * ld);
+    std::vector<float> p_unflagged(H * Tq * Tk), o_unflagged(Tq * ld);
     attention(q.data(), ld, k.data(), Hkv * Dh, v.data(), Hkv * Dh, kv.data(), d, mask, first_row,
-              ProbsOut{p_grouped.data(), Tq * Tk, Tk}, o_grouped.data(), ld);
+              ProbsOut{p_grouped.data(), Tq * Tk, Tk, nullptr, /*group_scores=*/true}, o_grouped.data(), ld);
     attention(q.data(), ld, k.data(), Hkv * Dh, v.data(), Hkv * Dh, kv.data(), d, mask, first_row,
-              ProbsOut{p_apart.data(), Tq * Tk + gap, Tk}, o_apart.data(), ld);
+              ProbsOut{p_apart.data(), Tq * Tk + gap, Tk, nullptr, /*group_scores=*/true}, o_apart.data(), ld);
+    attention(q.data(), ld, k.data(), Hkv * Dh, v.data(), Hkv * Dh, kv.data(), d, mask, first_row,
+              ProbsOut{p_unflagged.data(), Tq * Tk, Tk}, o_unflagged.data(), ld);
     std::vector<float> p_apart_heads(H * Tq * Tk);
     for (int64_t h = 0; h < H; ++h)
       std::copy_n(p_apart.begin() + h * (Tq * Tk + gap), Tq * Tk, p_apart_heads.begin() + h * Tq * Tk);
@@ -201,6 +205,8 @@ TEST(Attention, GroupedScoresEqualPerHeadScores) {
     EXPECT_LT(max_abs_diff(p_grouped, p_apart_heads), 1e-6f) << consecutive;
     EXPECT_LT(max_abs_diff(o_grouped, o_slow), 1e-5f) << consecutive;
     EXPECT_LT(max_abs_diff(o_apart, o_slow), 1e-5f) << consecutive;
+    EXPECT_EQ(p_unflagged, p_apart_heads) << consecutive;  // both one GEMM per head
+    EXPECT_EQ(o_unflagged, o_apart) << consecutive;
   }
 }
 

@@ -48,7 +48,7 @@ class HeadStatsAccumulator {
   double sink_norm_ = 0;
   const float* norms_ = nullptr;  // [T] value norms of the current sequence, or null
   double entropy_ = 0, entropy_norm_ = 0, sparsity_ = 0, keys90_ = 0, keys90_share_ = 0, max_ = 0,
-         avg_ = 0, uniform_ = 0, distance_ = 0, offset_ = 0, self_ = 0, prev_ = 0, next_ = 0,
+         avg_ = 0, uniform_ = 0, distance_ = 0, offset_ = 0,
          local_ = 0, first_ = 0, special_ = 0, end_special_ = 0, sink_ = 0, punct_ = 0,
          content_ = 0, dup_ = 0;
   std::array<double, kOffsetSlots> offset_sum_{};

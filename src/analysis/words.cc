@@ -7,7 +7,9 @@
 
 #if defined(__AVX512F__)
 #pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's avx512fintrin.h (bug 105593)
+#if !defined(__clang__)                           // (a GCC-only group)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 #endif
 

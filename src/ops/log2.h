@@ -22,7 +22,9 @@
 #if defined(__AVX512F__)
 #pragma GCC diagnostic push  // GCC 12's avx512fintrin.h (bug 105593), wherever these inline
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // (a GCC-only group)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 #endif
 

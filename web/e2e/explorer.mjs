@@ -65,6 +65,8 @@ export async function explorerTests(base, suite, outDir, { tag, folder, truncate
       assert.equal(model.name, folder);
       assert.equal(await page.textContent('#model-name'), folder);
       assert.equal(await page.$eval('#learning-context', (d) => d.open), false, 'the learning context starts as a strip');
+      // data-ready is set when the analysis is in; the grid's canvases may be laid out a frame later.
+      await page.locator('#head-grid canvas').first().waitFor({ state: 'visible', timeout: 10000 });
       const box = await page.locator('#text-input').boundingBox();
       const tile = await page.locator('#head-grid canvas').first().boundingBox();
       assert.ok(box.y + box.height < 900, `text box ends at ${box.y + box.height}`);

@@ -113,18 +113,19 @@ void attention(const float* q, int64_t ldq, const float* k, int64_t ldk, const f
     try {
       if (item < units) {
         if (!failed.load(std::memory_order_relaxed)) attend_unit(item, mark_done);
-        for (int64_t g = item * stack; g < (item + 1) * stack; ++g) mark_done(g);  // (again, after a failure)
       } else {
         while (!done[size_t(h)].load(std::memory_order_acquire)) std::this_thread::yield();
         if (!failed.load(std::memory_order_relaxed)) then->run(h, int((item - units) % then->parts));
       }
     } catch (...) {
-      if (item < units)
-        for (int64_t g = item * stack; g < (item + 1) * stack; ++g) mark_done(g);
 #pragma omp critical(headscope_attention_failure)
       if (!failure) failure = std::current_exception();
       failed.store(true, std::memory_order_relaxed);
     }
+    // Every head of a unit is marked done, also one skipped or left unfinished by a failure (after
+    // `failed` is set, so that a waiting part sees it and does not run).
+    if (item < units)
+      for (int64_t g = item * stack; g < (item + 1) * stack; ++g) mark_done(g);
   }
   if (failure) std::rethrow_exception(failure);
 }

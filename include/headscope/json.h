@@ -25,15 +25,36 @@ void to_json(nlohmann::json& j, const WordUnit& unit);
 // {position, id, text, logit}.
 void to_json(nlohmann::json& j, const GeneratedToken& token);
 
-// "layer.head" objects and the ablation results (docs/causal.md): {layer, head}; TextEffect
-// {tokens, donor, loss_before, loss_after, mean_loss_before, mean_loss_after, top1_changed,
-// next_before {id, p}, next_after {id, p} (the top-1 after the last token), embedding_distance, layer_change}; AblationResult {heads, effect, texts}; HeadImportance
-// {layer, head, ablation, proxy}; PruningPoint {removed, effect, change}.
+// ---- the causal results (docs/causal.md, docs/schema.md); written by the CLI, the server and
+// Python alike ----
+// {layer, head}.
 void to_json(nlohmann::json& j, const HeadRef& head);
+// {tokens, donor, loss_before, loss_after, mean_loss_before, mean_loss_after, top1_changed,
+// next_before {id, text, p}, next_after {id, text, p} (the top-1 after the last token),
+// embedding_distance, layer_change}.
 void to_json(nlohmann::json& j, const TextEffect& effect);
+// {heads [{layer, head}], effect, texts}.
 void to_json(nlohmann::json& j, const AblationResult& result);
+// {layer, head, ablation, proxy, rank}.
 void to_json(nlohmann::json& j, const HeadImportance& importance);
+// {removed, effect, change}.
 void to_json(nlohmann::json& j, const PruningPoint& point);
+// {wall, cpu}.
+void to_json(nlohmann::json& j, const Seconds& seconds);
+// POST /api/ablate: the TextEffect's fields plus heads [[layer, head]], mode, reference (null for
+// zero ablation), effect and unit ("nats" or "1 - cos").
+void to_json(nlohmann::json& j, const TextAblation& ablation);
+// POST /api/importance: {shape [n_layer, n_head], tokens, mode, measure ("delta_loss" or
+// "embedding_distance"), unit, importance [HeadImportance, layer-major], spearman, seconds (wall)}.
+void to_json(nlohmann::json& j, const ImportanceResult& importance);
+// {texts, held_out, importance_order, random_order (the first random order), random_orders,
+// random_summary [{removed, change_mean, change_sd}], removable_share_importance,
+// removable_share_random (the first order's), removable_shares_random, seconds {wall, cpu}}.
+void to_json(nlohmann::json& j, const PruningResult& pruning);
+// "headscope.ablate/1": {schema, model, mode, seed, texts, measure} and either result or
+// importance [HeadImportance], importance_seconds {wall, cpu}, spearman_proxy and (with pruning) pruning.
+void to_json(nlohmann::json& j, const AblationExperiment& experiment);
+// ---- end of the causal results ----
 
 namespace analysis {
 // The 24 statistics of HeadStats; offset_mass is an object keyed by the signed offset "-8" … "8".

@@ -10,7 +10,8 @@
 //   generate()   greedy continuation through the KV cache, optionally capturing every attention row
 //   make_atlas() the corpus atlas of a model (and a control model): JSON, Markdown and PNG grids
 //   Ablator      head ablation over a set of texts: its effect on the output, per-head importance,
-//                a gradient-free proxy and the pruning curve (docs/causal.md)
+//                a gradient-free proxy and the pruning curve (docs/causal.md); ablate_text(),
+//                measure_importance() and prune_heads() turn it into the results frontends print
 //
 // `headscope run`, `generate`, `atlas` and the server's /api/* call these and only parse, call and
 // format; the JSON of every object they return is written by headscope/json.h (docs/schema.md).
@@ -18,6 +19,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -328,6 +330,7 @@ struct TextEffect {
   // The prediction after the last token (row T − 1): its top-1 token id and softmax probability.
   int last_top1_before = -1, last_top1_after = -1;
   double last_p_before = 0, last_p_after = 0;
+  std::string last_text_before, last_text_after;  // those two tokens decoded on their own
   // Encoders: 1 − cos of the mean-pooled sentence embeddings (mean over the T tokens of the last
   // hidden state; cosine, so the model's own normalisation changes nothing).
   double embedding_distance = 0;
@@ -346,6 +349,7 @@ struct HeadImportance {
   HeadRef head;
   double ablation = 0;  // AblationResult::effect of ablating this head alone
   double proxy = 0;     // mean over texts and tokens of ‖contribution_h(t)‖ / ‖x_l(t)‖, x_l entering layer l
+  int rank = 0;         // 1 = the largest ablation effect (rank_importance; 0 before ranking)
 };
 
 // One point of a pruning curve: the first `removed` heads of an order ablated together.
@@ -362,11 +366,13 @@ class Ablator {
  public:
   Ablator(const Model& model, std::vector<Encoding> texts, AblateOptions options);
   const std::vector<Encoding>& texts() const { return texts_; }
+  const AblateOptions& options() const { return options_; }
+  const Model& model() const { return model_; }
   const Tensor& mean_outputs() const { return mean_; }  // [n_layer, n_head, d_head] (kMean)
 
   // The heads together (empty: the plain model, every effect 0).
   AblationResult ablate(const std::vector<HeadRef>& heads) const;
-  // Every head alone, in layer-major order, with the proxy.
+  // Every head alone, in layer-major order, with the proxy (unranked; see measure_importance).
   std::vector<HeadImportance> importance() const;
   // Heads of `order` removed cumulatively; a point after every `step` heads (and the last).
   std::vector<PruningPoint> pruning_curve(const std::vector<HeadRef>& order, int step) const;
@@ -394,5 +400,85 @@ class Ablator {
 
 // Spearman's rank correlation of x and y (ties get their mean rank); NaN when undefined.
 double spearman(const std::vector<double>& x, const std::vector<double>& y);
+
+// ---- the results of the causal experiments (src/pipeline/ablate_results.cc; JSON in json.h) ----
+
+// Wall and CPU seconds (CPU summed over all threads: the machine may be shared, so both).
+struct Seconds {
+  double wall = 0, cpu = 0;
+};
+
+// Sets each head's rank: 1 for the largest ablation effect, ties in the order given (layer-major).
+void rank_importance(std::vector<HeadImportance>& heads);
+// The heads from the largest ablation effect to the smallest (rank order).
+std::vector<HeadImportance> by_rank(const std::vector<HeadImportance>& heads);
+
+// Every head's importance on the ablator's texts, ranked, with the proxy's rank correlation.
+struct ImportanceResult {
+  int n_layer = 0, n_head = 0;
+  bool causal = false;
+  Ablation::Mode mode = Ablation::Mode::kZero;
+  int64_t tokens = 0;                 // summed over the texts
+  std::vector<HeadImportance> heads;  // layer-major, ranked
+  double spearman = 0;                // Spearman of ablation vs proxy over the heads (NaN: undefined)
+  Seconds seconds;                    // of the per-head ablations and the proxy
+};
+ImportanceResult measure_importance(const Ablator& ablator);
+
+// A set of heads ablated together in one text (what POST /api/ablate answers).
+struct TextAblation {
+  std::vector<HeadRef> heads;
+  Ablation::Mode mode = Ablation::Mode::kZero;
+  bool causal = false;
+  std::string reference;  // where mean / resample take head outputs from; empty for zero ablation
+  double effect = 0;      // AblationResult::effect
+  TextEffect text;
+};
+// `reference`: the texts for mean and resample (unused in zero mode), described by `reference_name`.
+TextAblation ablate_text(const Model& model, const Encoding& text, const std::vector<HeadRef>& heads,
+                         Ablation::Mode mode, const std::vector<std::string>& reference,
+                         const std::string& reference_name);
+
+// The number of heads removed before the first point whose |change| reaches 1 % (Michel et al. 2019).
+int removable_heads(const std::vector<PruningPoint>& curve);
+
+struct PruneOptions {
+  int step = 1;           // heads added between two points of a curve
+  int random_orders = 1;  // random orders, drawn with seeds seed, seed + 1, ...
+  uint64_t seed = 0;
+  bool held_out = false;  // whether the curves' ablator holds other texts than the importance's
+};
+
+// Pruning curves: the heads removed least important first, against random orders of the same heads.
+struct PruningResult {
+  size_t texts = 0;  // the texts the curves are measured on
+  bool held_out = false;
+  std::vector<PruningPoint> importance_order;
+  std::vector<std::vector<PruningPoint>> random_orders;
+  struct Point {
+    int removed = 0;
+    double change_mean = 0, change_sd = 0;  // over the random orders (sample sd; 0 for one order)
+  };
+  std::vector<Point> random_summary;
+  double removable_share_importance = 0;
+  std::vector<double> removable_shares_random;  // one per random order
+  double removable_share_mean = 0, removable_share_sd = 0;
+  Seconds seconds;
+};
+PruningResult prune_heads(const Ablator& curves, const ImportanceResult& importance, const PruneOptions& options);
+
+// `headscope ablate`'s document ("headscope.ablate/1"): either `result` (heads ablated together)
+// or `importance` (every head alone), the latter optionally with `pruning`.
+struct AblationExperiment {
+  ModelConfig model;
+  Ablation::Mode mode = Ablation::Mode::kZero;
+  uint64_t seed = 0;
+  size_t texts = 0;
+  std::optional<AblationResult> result;
+  std::optional<ImportanceResult> importance;
+  std::optional<PruningResult> pruning;
+};
+// What the experiment measures: "delta mean next-token loss" or "1 - cos of the mean-pooled embedding".
+const char* ablation_measure(const ModelConfig& config);
 
 }  // namespace headscope

@@ -314,6 +314,38 @@ class Model:
         d = self._core.atlas(os.fspath(data_dir), max_sentences, max_gap_rows, importance_texts, callback)
         return {"json": _json.loads(d["json"]), "markdown": d["markdown"], "png": d["png"], "seconds": d["seconds"]}
 
+    def ablate(
+        self,
+        texts: str | bytes | Iterable[str | bytes],
+        heads: Iterable[tuple[int, int]],
+        *,
+        mode: str = "zero",
+        reference: Iterable[str | bytes] = (),
+        seed: int = 0,
+    ) -> dict[str, Any]:
+        """What removing `heads` (0-based (layer, head) pairs) together does to the texts (docs/causal.md).
+
+        mode: "zero", "mean" or "resample"; reference: the texts mean and resample take head outputs
+        from (default: the texts themselves). Returns the result `headscope ablate --heads` writes:
+        {"heads", "effect", "texts": [{"tokens", "layer_change", ...}]}, each text's effect with
+        "next_before" / "next_after" {"id", "text", "p"} for decoders.
+        """
+        items = [texts] if isinstance(texts, (str, bytes)) else list(texts)
+        pairs = [(int(layer), int(head)) for layer, head in heads]
+        d = self._core.ablate([_utf8(t) for t in items], pairs, mode, [_utf8(t, "reference") for t in reference],
+                              int(seed))
+        return _json.loads(d)
+
+    def importance(self, texts: str | bytes | Iterable[str | bytes]) -> dict[str, Any]:
+        """Every head zero-ablated alone over the texts, ranked (what POST /api/importance replies).
+
+        Returns {"shape", "tokens", "mode", "measure", "unit", "importance": [{"layer", "head",
+        "ablation", "proxy", "rank"}, ...] (layer-major), "spearman", "seconds"}; ranks and Spearman's
+        rho come from the core.
+        """
+        items = [texts] if isinstance(texts, (str, bytes)) else list(texts)
+        return _json.loads(self._core.importance([_utf8(t) for t in items]))
+
 
 def load(path: str | os.PathLike, *, threads: int | None = None, strict: bool = False) -> Model:
     """Load a model: a Hugging Face directory (config.json, *.safetensors, tokenizer.json) or a .gguf file.

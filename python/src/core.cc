@@ -364,6 +364,46 @@ nb::dict atlas(std::shared_ptr<PyModel> m, const std::string& data_dir, int64_t 
   return d;
 }
 
+// Causal results (docs/causal.md): the pipeline's results as the JSON the CLI and the server write.
+std::vector<std::string> strings_of(const std::vector<nb::bytes>& texts) {
+  std::vector<std::string> out;
+  for (const nb::bytes& t : texts) {
+    out.emplace_back(t.c_str(), t.size());
+    check_text_size(out.back());
+  }
+  return out;
+}
+
+std::vector<Encoding> encode_all(const Model& model, const std::vector<std::string>& texts) {
+  std::vector<Encoding> out;
+  for (const std::string& t : texts) out.push_back(model.encode(t));
+  return out;
+}
+
+std::string ablate(std::shared_ptr<PyModel> m, const std::vector<nb::bytes>& texts,
+                   const std::vector<std::pair<int, int>>& heads, const std::string& mode,
+                   const std::vector<nb::bytes>& reference, uint64_t seed) {
+  const std::vector<std::string> items = strings_of(texts), donors = strings_of(reference);
+  std::vector<HeadRef> refs;
+  for (const auto& [layer, head] : heads) refs.push_back({layer, head});
+  nb::gil_scoped_release release;
+  std::lock_guard lock(m->run_mutex);
+  m->set_threads();
+  AblateOptions options;
+  options.mode = parse_ablation_mode(mode);
+  options.seed = seed;
+  options.reference = encode_all(*m->model, donors);
+  return nlohmann::json(Ablator(*m->model, encode_all(*m->model, items), std::move(options)).ablate(refs)).dump();
+}
+
+std::string importance(std::shared_ptr<PyModel> m, const std::vector<nb::bytes>& texts) {
+  const std::vector<std::string> items = strings_of(texts);
+  nb::gil_scoped_release release;
+  std::lock_guard lock(m->run_mutex);
+  m->set_threads();
+  return nlohmann::json(measure_importance(Ablator(*m->model, encode_all(*m->model, items), {}))).dump();
+}
+
 std::string analyse_attention_json(nb::ndarray<nb::ro, nb::device::cpu> attention, const std::vector<std::string>& tokens,
                                    std::optional<std::vector<bool>> special, std::optional<bool> causal, bool words) {
   // Checked here rather than converted: a float64 or strided array is a mistake worth naming.
@@ -524,7 +564,11 @@ NB_MODULE(_core, m) {
       .def("generate", &generate, "prompt"_a, "max_new_tokens"_a, "max_length"_a, "stop_at_eos"_a,
            "capture_attention"_a, "on_token"_a.none(), "Greedy continuation of `prompt` (decoders).")
       .def("atlas", &atlas, "data_dir"_a, "max_sentences"_a, "max_gap_rows"_a, "importance_texts"_a,
-           "progress"_a.none(), "The corpus atlas of this model (JSON, Markdown, PNG).");
+           "progress"_a.none(), "The corpus atlas of this model (JSON, Markdown, PNG).")
+      .def("ablate", &ablate, "texts"_a, "heads"_a, "mode"_a, "reference"_a, "seed"_a,
+           "The heads ablated together over the texts, as JSON (AblationResult, docs/causal.md).")
+      .def("importance", &importance, "texts"_a,
+           "Every head zero-ablated alone over the texts, ranked, as JSON (/api/importance's reply).");
 
   nb::class_<PyRun>(m, "Run", "One analysed text (internal; see headscope.Result).")
       .def_prop_ro("attention", [](const PyRun& r) { return capture_array(r, &headscope::Capture::attention); }, nb::rv_policy::reference)

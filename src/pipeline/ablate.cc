@@ -212,6 +212,8 @@ TextEffect Ablator::compare(size_t i, Capture&& ablated) const {
       if (after.top1[size_t(t)] != before.top1[size_t(t)]) e.top1_changed.push_back(int(t));
     e.last_top1_before = before.top1.back(), e.last_top1_after = after.top1.back();
     e.last_p_before = before.last_p, e.last_p_after = after.last_p;
+    e.last_text_before = model_.tokenizer().decode({static_cast<int32_t>(e.last_top1_before)});
+    e.last_text_after = model_.tokenizer().decode({static_cast<int32_t>(e.last_top1_after)});
   } else {
     double dot = 0, na = 0, nb = 0;
     for (int64_t k = 0; k < D; ++k) {

@@ -59,7 +59,13 @@ void to_json(json& j, const GeneratedToken& t) {
   j = {{"position", t.position}, {"id", t.id}, {"text", t.text}, {"logit", json_number(t.logit)}};
 }
 
+// ---- the causal results (headscope/json.h; docs/causal.md) ----
+
 void to_json(json& j, const HeadRef& h) { j = {{"layer", h.layer}, {"head", h.head}}; }
+
+static json next_token_json(int id, const std::string& text, double p) {
+  return {{"id", id}, {"text", text}, {"p", json_number(p)}};
+}
 
 void to_json(json& j, const TextEffect& e) {
   j = {{"tokens", e.T}, {"layer_change", e.layer_change}};
@@ -70,8 +76,8 @@ void to_json(json& j, const TextEffect& e) {
     j["mean_loss_before"] = json_number(e.mean_loss_before);
     j["mean_loss_after"] = json_number(e.mean_loss_after);
     j["top1_changed"] = e.top1_changed;
-    j["next_before"] = {{"id", e.last_top1_before}, {"p", json_number(e.last_p_before)}};
-    j["next_after"] = {{"id", e.last_top1_after}, {"p", json_number(e.last_p_after)}};
+    j["next_before"] = next_token_json(e.last_top1_before, e.last_text_before, e.last_p_before);
+    j["next_after"] = next_token_json(e.last_top1_after, e.last_text_after, e.last_p_after);
   } else {
     j["embedding_distance"] = json_number(e.embedding_distance);
   }
@@ -82,13 +88,72 @@ void to_json(json& j, const AblationResult& r) {
 }
 
 void to_json(json& j, const HeadImportance& h) {
-  j = {{"layer", h.head.layer}, {"head", h.head.head}, {"ablation", json_number(h.ablation)},
-       {"proxy", json_number(h.proxy)}};
+  j = {{"layer", h.head.layer},
+       {"head", h.head.head},
+       {"ablation", json_number(h.ablation)},
+       {"proxy", json_number(h.proxy)},
+       {"rank", h.rank}};
 }
 
 void to_json(json& j, const PruningPoint& p) {
   j = {{"removed", p.removed}, {"effect", json_number(p.effect)}, {"change", json_number(p.change)}};
 }
+
+void to_json(json& j, const Seconds& s) { j = {{"wall", s.wall}, {"cpu", s.cpu}}; }
+
+static const char* ablation_unit(bool causal) { return causal ? "nats" : "1 - cos"; }
+
+void to_json(json& j, const TextAblation& a) {
+  j = a.text;
+  j["heads"] = json::array();
+  for (const HeadRef& h : a.heads) j["heads"].push_back({h.layer, h.head});
+  j["mode"] = ablation_mode_name(a.mode);
+  j["reference"] = a.reference.empty() ? json(nullptr) : json(a.reference);
+  j["effect"] = json_number(a.effect);
+  j["unit"] = ablation_unit(a.causal);
+}
+
+void to_json(json& j, const ImportanceResult& r) {
+  j = {{"shape", {r.n_layer, r.n_head}},      {"tokens", r.tokens},
+       {"mode", ablation_mode_name(r.mode)},  {"measure", r.causal ? "delta_loss" : "embedding_distance"},
+       {"unit", ablation_unit(r.causal)},     {"importance", r.heads},
+       {"spearman", json_number(r.spearman)}, {"seconds", json_number(r.seconds.wall)}};
+}
+
+void to_json(json& j, const PruningResult& r) {
+  json summary = json::array();
+  for (const PruningResult::Point& p : r.random_summary)
+    summary.push_back({{"removed", p.removed}, {"change_mean", p.change_mean}, {"change_sd", p.change_sd}});
+  j = {{"texts", r.texts},
+       {"held_out", r.held_out},
+       {"importance_order", r.importance_order},
+       {"random_order", r.random_orders.empty() ? json::array() : json(r.random_orders.front())},
+       {"random_orders", r.random_orders},
+       {"random_summary", std::move(summary)},
+       {"removable_share_importance", r.removable_share_importance},
+       {"removable_share_random",
+        r.removable_shares_random.empty() ? json(nullptr) : json(r.removable_shares_random.front())},
+       {"removable_shares_random", r.removable_shares_random},
+       {"seconds", r.seconds}};
+}
+
+void to_json(json& j, const AblationExperiment& x) {
+  j = {{"schema", "headscope.ablate/1"},
+       {"model", x.model},
+       {"mode", ablation_mode_name(x.mode)},
+       {"seed", x.seed},
+       {"texts", x.texts},
+       {"measure", ablation_measure(x.model)}};
+  if (x.result) j["result"] = *x.result;
+  if (x.importance) {
+    j["importance"] = x.importance->heads;
+    j["importance_seconds"] = x.importance->seconds;
+    j["spearman_proxy"] = json_number(x.importance->spearman);
+  }
+  if (x.pruning) j["pruning"] = *x.pruning;
+}
+
+// ---- end of the causal results ----
 
 namespace analysis {
 

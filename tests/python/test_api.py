@@ -124,3 +124,29 @@ def test_atlas_small(minilm):
                          progress=lambda stage, done, total: seen.append((stage, done, total)))
     assert atlas["json"]["schema"] == "headscope.atlas/2" and atlas["png"][:4] == b"\x89PNG"
     assert seen and all(0 < done <= total for _, done, total in seen)
+
+
+def test_ablation_and_importance_are_the_core_results(minilm):
+    """Model.ablate and Model.importance return the pipeline's JSON: the shapes of
+    `headscope ablate` and POST /api/importance, with ranks and Spearman from the core."""
+    r = minilm.ablate(TEXT, [(3, 1), (0, 5)])
+    assert r["heads"] == [{"layer": 3, "head": 1}, {"layer": 0, "head": 5}]
+    (effect,) = r["texts"]
+    assert r["effect"] == effect["embedding_distance"] > 0 and len(effect["layer_change"]) == 6
+    assert minilm.ablate([TEXT], [])["effect"] == 0.0  # nothing ablated: the plain run
+    imp = minilm.importance(TEXT)
+    heads = imp["importance"]
+    assert imp["shape"] == [6, 12] and imp["unit"] == "1 - cos" and len(heads) == 72
+    assert [(h["layer"], h["head"]) for h in heads] == [(l, h) for l in range(6) for h in range(12)]
+    # rank 1 = the largest effect (ties keep layer-major order), checked against a sort done here
+    order = sorted(range(72), key=lambda i: (-heads[i]["ablation"], i))
+    assert [heads[i]["rank"] for i in order] == list(range(1, 73))
+    one = minilm.ablate(TEXT, [(heads[order[0]]["layer"], heads[order[0]]["head"])])
+    assert one["effect"] == heads[order[0]]["ablation"]
+    # Spearman's rho from the ranks (no ties among real effects), computed here
+    def ranks(v):
+        r = np.empty(len(v))
+        r[np.argsort(v, kind="stable")] = np.arange(1, len(v) + 1)
+        return r
+    ra, rp = ranks([h["ablation"] for h in heads]), ranks([h["proxy"] for h in heads])
+    assert imp["spearman"] == pytest.approx(np.corrcoef(ra, rp)[0, 1], abs=1e-12)

@@ -154,8 +154,38 @@ def test_tiny_gqa_llama_zero(tmp_path):
         worst = max(worst, float(np.abs(np.array(effect["loss_before"]) - before).max()),
                     float(np.abs(np.array(effect["loss_after"]) - after).max()))
         assert effect["top1_changed"] == [int(t) for t in np.nonzero(top_after != top_before)[0]]
+        # the prediction after the last token, in the one shape the CLI and /api/ablate share
+        for key, top in (("next_before", top_before), ("next_after", top_after)):
+            assert sorted(effect[key]) == ["id", "p", "text"] and effect[key]["id"] == int(top[-1])
+            assert effect[key]["text"] == tok.decode([int(top[-1])])
     print(f"\ntiny GQA Llama ablation: max |Δ loss| {worst:.2e}")
     assert worst <= TOL
+
+
+def test_importance_ranks_and_pruning(tmp_path):
+    """--all-heads --prune: every head's rank and Spearman's rho of ablation vs proxy, checked here
+    with NumPy, and the pruning curves the pipeline adds."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(TEXTS) + "\n")
+    proc = subprocess.run([BIN, "ablate", "--model", str(MODEL), "--corpus", str(corpus), "--all-heads", "--prune",
+                           "--prune-step", "24", "--random-orders", "2", "--json", str(tmp_path / "out.json")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "out.json").read_text())
+    heads = doc["importance"]
+    assert [(h["layer"], h["head"]) for h in heads] == [(l, h) for l in range(6) for h in range(12)]
+    order = sorted(range(len(heads)), key=lambda i: (-heads[i]["ablation"], i))
+    assert [heads[i]["rank"] for i in order] == list(range(1, len(heads) + 1))
+
+    def ranks(v):  # mean ranks of ties, as Spearman defines them
+        v = np.asarray(v)
+        return np.array([np.sum(v < x) + (np.sum(v == x) + 1) / 2 for x in v])
+    ra, rp = ranks([h["ablation"] for h in heads]), ranks([h["proxy"] for h in heads])
+    assert abs(doc["spearman_proxy"] - np.corrcoef(ra, rp)[0, 1]) < 1e-12
+    pruning = doc["pruning"]
+    assert [p["removed"] for p in pruning["importance_order"]] == [0, 24, 48, 72]
+    assert len(pruning["random_orders"]) == 2 and pruning["random_order"] == pruning["random_orders"][0]
+    assert pruning["importance_order"][0]["effect"] == 0
 
 
 def test_bad_head_specs_exit_2_naming_the_item():

@@ -103,17 +103,22 @@ TEST(ServerImportance, EqualsTheAblatorAndIsCachedPerText) {
   const Ablator ablator(model, {model.encode(kTrophy)}, {});
   const std::vector<HeadImportance> heads = ablator.importance();
   const ModelConfig& c = model.config();
-  ASSERT_EQ(j["ablation"].size(), heads.size());
+  ASSERT_EQ(j["importance"].size(), heads.size());
   EXPECT_EQ(j["shape"], json::array({c.n_layer, c.n_head}));
+  EXPECT_FALSE(j.contains("ablation") || j.contains("proxy") || j.contains("rank"));  // one shape: objects
   std::vector<double> ablation, proxy;
   for (size_t i = 0; i < heads.size(); ++i) {
-    EXPECT_EQ(j["ablation"][i].get<double>(), heads[i].ablation) << i;
-    EXPECT_EQ(j["proxy"][i].get<double>(), heads[i].proxy) << i;
+    const json& head = j["importance"][i];
+    EXPECT_EQ(head["layer"].get<int>(), heads[i].head.layer) << i;
+    EXPECT_EQ(head["head"].get<int>(), heads[i].head.head) << i;
+    EXPECT_EQ(head["ablation"].get<double>(), heads[i].ablation) << i;
+    EXPECT_EQ(head["proxy"].get<double>(), heads[i].proxy) << i;
     ablation.push_back(heads[i].ablation), proxy.push_back(heads[i].proxy);
   }
   EXPECT_EQ(j["spearman"].get<double>(), spearman(ablation, proxy));
   // rank 1 is the largest effect, and every rank 1 .. n appears once
-  const auto ranks = j["rank"].get<std::vector<int>>();
+  std::vector<int> ranks;
+  for (const json& head : j["importance"]) ranks.push_back(head["rank"].get<int>());
   for (size_t i = 0; i < heads.size(); ++i) {
     int larger = 0;
     for (size_t k = 0; k < heads.size(); ++k) larger += ablation[k] > ablation[i];
@@ -124,7 +129,7 @@ TEST(ServerImportance, EqualsTheAblatorAndIsCachedPerText) {
 
   const json again = body_of(f.api.importance(body));
   EXPECT_TRUE(again["cached"].get<bool>());
-  EXPECT_EQ(again["ablation"], j["ablation"]);
+  EXPECT_EQ(again["importance"], j["importance"]);
 }
 
 TEST(ServerAblate, BadRequestsAreClear4xx) {

@@ -632,10 +632,6 @@ std::vector<HeadRef> parse_head_list(const json& j, const ModelConfig& c) {
   return heads;
 }
 
-json next_token_json(const Model& model, int id, double p) {
-  return {{"id", id}, {"text", model.tokenizer().decode({static_cast<int32_t>(id)})}, {"p", json_number(p)}};
-}
-
 }  // namespace
 
 const std::vector<std::string>& ablation_reference_sentences() {
@@ -652,41 +648,40 @@ const std::vector<std::string>& ablation_reference_sentences() {
   return sentences;
 }
 
+static std::string ablation_reference_name() {
+  return "the server's " + std::to_string(ablation_reference_sentences().size()) + " reference sentences";
+}
+
 HttpReply Api::ablate(std::string_view body) {
   return guarded(body, [&](std::string_view b) {
     const json j = parse_object(b, {"text", "truncate", "heads", "mode"});
-    const ModelConfig& c = model_.config();
     AblateRequest req;
     req.text = parse_text_request(j, limits_, model_, cache_, /*reuse_cached=*/false);
-    req.heads = parse_head_list(j, c);
+    req.heads = parse_head_list(j, model_.config());
     req.mode = parse_ablation_mode(optional_enum(j, "mode", {"zero", "mean", "resample"}));
     check_ablation_tokens(req.text.encoding, limits::kMaxAblateTokens, "/api/ablate",
                           "an ablation reruns the text from the first ablated layer");
-    AblateOptions options;
-    options.mode = req.mode;
-    if (req.mode != Ablation::Mode::kZero)
-      for (const std::string& s : ablation_reference_sentences()) options.reference.push_back(model_.encode(s));
     const auto ticket = admit();
     const auto lock = cache_.exclusive_model();
-    const Ablator ablator(model_, {req.text.encoding}, std::move(options));
-    const AblationResult result = ablator.ablate(req.heads);
-    const TextEffect& e = result.texts.front();
-    json out = e;
-    out["heads"] = json::array();
-    for (const HeadRef& h : req.heads) out["heads"].push_back({h.layer, h.head});
-    out["mode"] = ablation_mode_name(req.mode);
-    out["reference"] = req.mode == Ablation::Mode::kZero
-                           ? json(nullptr)
-                           : json("the server's " + std::to_string(ablation_reference_sentences().size()) +
-                                  " reference sentences");
-    out["effect"] = json_number(result.effect);
-    out["unit"] = c.causal ? "nats" : "1 - cos";
-    if (c.causal) {
-      out["next_before"] = next_token_json(model_, e.last_top1_before, e.last_p_before);
-      out["next_after"] = next_token_json(model_, e.last_top1_after, e.last_p_after);
-    }
-    return json_reply(out);
+    return json_reply(ablate_text(model_, req.text.encoding, req.heads, req.mode, ablation_reference_sentences(),
+                                  ablation_reference_name()));
   });
+}
+
+std::optional<std::string> Api::cached_importance(const std::string& key) {
+  const std::lock_guard<std::mutex> guard(importance_mutex_);
+  for (auto it = importance_cache_.begin(); it != importance_cache_.end(); ++it)
+    if (it->first == key) {
+      importance_cache_.splice(importance_cache_.begin(), importance_cache_, it);
+      return it->second;
+    }
+  return std::nullopt;
+}
+
+void Api::remember_importance(const std::string& key, std::string reply) {
+  const std::lock_guard<std::mutex> guard(importance_mutex_);
+  importance_cache_.emplace_front(key, std::move(reply));
+  while (importance_cache_.size() > limits::kImportanceCacheTexts) importance_cache_.pop_back();
 }
 
 HttpReply Api::importance(std::string_view body) {
@@ -700,47 +695,15 @@ HttpReply Api::importance(std::string_view body) {
                               " heads; limits::kMaxImportanceTokenPasses is " +
                               std::to_string(limits::kMaxImportanceTokenPasses) + " tokens x heads");
     const std::string key = std::string(req.truncate ? "1" : "0") + req.text;
-    {
-      const std::lock_guard<std::mutex> guard(importance_mutex_);
-      for (auto it = importance_cache_.begin(); it != importance_cache_.end(); ++it)
-        if (it->first == key) {
-          importance_cache_.splice(importance_cache_.begin(), importance_cache_, it);
-          json out = json::parse(it->second);
-          out["cached"] = true;
-          return json_reply(out);
-        }
+    if (const std::optional<std::string> cached = cached_importance(key)) {
+      json out = json::parse(*cached);
+      out["cached"] = true;
+      return json_reply(out);
     }
     const auto ticket = admit();
     const auto lock = cache_.exclusive_model();
-    const auto start = std::chrono::steady_clock::now();
-    const Ablator ablator(model_, {req.encoding}, AblateOptions{});
-    const std::vector<HeadImportance> heads = ablator.importance();
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::vector<double> ablation, proxy;
-    for (const HeadImportance& h : heads) ablation.push_back(h.ablation), proxy.push_back(h.proxy);
-    // rank[i]: 1 for the head whose removal changes the output most (ties keep layer-major order)
-    std::vector<size_t> order(heads.size());
-    std::iota(order.begin(), order.end(), size_t{0});
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ablation[a] > ablation[b]; });
-    std::vector<int> rank(heads.size());
-    for (size_t r = 0; r < order.size(); ++r) rank[order[r]] = static_cast<int>(r) + 1;
-    json ab = json::array(), px = json::array();
-    for (size_t i = 0; i < heads.size(); ++i) ab.push_back(json_number(ablation[i])), px.push_back(json_number(proxy[i]));
-    json out = {{"shape", {c.n_layer, c.n_head}},
-                {"tokens", req.encoding.size()},
-                {"mode", "zero"},
-                {"measure", c.causal ? "delta_loss" : "embedding_distance"},
-                {"unit", c.causal ? "nats" : "1 - cos"},
-                {"ablation", std::move(ab)},
-                {"proxy", std::move(px)},
-                {"rank", rank},
-                {"spearman", json_number(spearman(ablation, proxy))},
-                {"seconds", json_number(seconds)}};
-    {
-      const std::lock_guard<std::mutex> guard(importance_mutex_);
-      importance_cache_.emplace_front(key, dump(out));
-      while (importance_cache_.size() > limits::kImportanceCacheTexts) importance_cache_.pop_back();
-    }
+    json out = measure_importance(Ablator(model_, {req.encoding}, AblateOptions{}));
+    remember_importance(key, dump(out));
     out["cached"] = false;
     return json_reply(out);
   });

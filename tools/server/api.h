@@ -149,6 +149,8 @@ class Api {
   std::string corpus_source_ = "none: roles come from the text and the probe";
   bool corpus_syntax_ = false, corpus_coreference_ = false;
   // The last kImportanceCacheTexts importance replies, by text and truncate, newest first.
+  std::optional<std::string> cached_importance(const std::string& key);  // and marks it newest
+  void remember_importance(const std::string& key, std::string reply);
   std::mutex importance_mutex_;
   std::list<std::pair<std::string, std::string>> importance_cache_;
 };

@@ -48,9 +48,11 @@ export async function ablationTests(base, suite, outDir, { tag }) {
         const imp = await post(base, '/api/importance', { text: TROPHY, truncate: true });
         const ranks = await page.$$eval('#head-grid .importance-badge', (els) => els.map((e) => Number(e.dataset.rank)));
         assert.equal(ranks.length, model.n_head);
-        assert.deepEqual(ranks, imp.rank.slice(LAYER * model.n_head, (LAYER + 1) * model.n_head));
+        const inLayer = imp.importance.slice(LAYER * model.n_head, (LAYER + 1) * model.n_head);
+        assert.deepEqual(inLayer.map((x) => [x.layer, x.head]), inLayer.map((_, i) => [LAYER, i]));
+        assert.deepEqual(ranks, inLayer.map((x) => x.rank));
         const rank = Number(await page.getAttribute('#head-importance', 'data-rank'));
-        assert.equal(rank, imp.rank[LAYER * model.n_head + HEAD]);
+        assert.equal(rank, imp.importance[LAYER * model.n_head + HEAD].rank);
         assert.match(await page.textContent('#head-importance'), new RegExp(`importance #${rank} of ${n} \\(.* 1 − cos\\)`));
       });
       await suite.test(`${tag}: ablating L4H2 changes the embedding by the API's 1 − cos`, async () => {

@@ -258,18 +258,27 @@ export interface AblateResult {
   next_after?: { id: number; text: string; p: number };
 }
 
-/** POST /api/importance: every head's zero-ablation effect on this text, layer-major. */
+/** One head of an importance reply (the same object as in `headscope ablate --all-heads`). */
+export interface HeadImportance {
+  layer: number;
+  head: number;
+  /** The effect of removing this head alone. */
+  ablation: number | null;
+  /** Mean ‖head contribution‖ / ‖residual stream‖, the cheap proxy. */
+  proxy: number | null;
+  /** 1 = the largest effect (ties: layer-major order). */
+  rank: number;
+}
+
+/** POST /api/importance: every head's zero-ablation effect on this text. */
 export interface ImportanceResult {
   shape: [number, number];
   tokens: number;
+  mode: AblationMode;
   measure: 'delta_loss' | 'embedding_distance';
   unit: 'nats' | '1 - cos';
-  /** [n_layer · n_head] the effect of removing that head alone. */
-  ablation: (number | null)[];
-  /** [n_layer · n_head] mean ‖head contribution‖ / ‖residual stream‖, the cheap proxy. */
-  proxy: (number | null)[];
-  /** [n_layer · n_head] 1 = the largest effect. */
-  rank: number[];
+  /** [n_layer · n_head] one object per head, layer-major: importance[l · n_head + h] is head (l, h). */
+  importance: HeadImportance[];
   spearman: number | null;
   seconds: number;
   cached: boolean;

@@ -26,19 +26,30 @@ export function effectText(v: number | null | undefined): string {
 
 /** "importance #3 of 72 (0.0412 1 − cos)" for head `index` (layer-major). */
 export function rankText(imp: ImportanceResult, index: number): string {
-  const n = imp.rank.length;
-  return `importance #${imp.rank[index]} of ${n} (${effectText(imp.ablation[index])} ${unitLabel(imp.unit)})`;
+  const n = imp.importance.length;
+  const head = imp.importance[index];
+  return `importance #${head.rank} of ${n} (${effectText(head.ablation)} ${unitLabel(imp.unit)})`;
+}
+
+/** The effect of removing head `index` (layer-major) alone. */
+export function effectOf(imp: ImportanceResult, index: number): number | null {
+  return imp.importance[index]?.ablation ?? null;
+}
+
+/** The rank of head `index` (layer-major): 1 for the largest effect. */
+export function rankOf(imp: ImportanceResult, index: number): number {
+  return imp.importance[index].rank;
 }
 
 /** Layer-major head indices, most important first (ties: layer-major order). */
 export function byImportance(imp: ImportanceResult): number[] {
-  return imp.rank.map((r, i) => [r, i] as const).sort((a, b) => a[0] - b[0]).map(([, i]) => i);
+  return imp.importance.map((x, i) => [x.rank, i] as const).sort((a, b) => a[0] - b[0]).map(([, i]) => i);
 }
 
 /** The share of the summed positive effects that the `k` most important heads carry (0 when no
  *  head has a positive effect). A decoder head can lower the loss: negative effects count as 0. */
 export function topShare(imp: ImportanceResult, k: number): number {
-  const values = imp.ablation.map((v) => Math.max(0, v ?? 0));
+  const values = imp.importance.map((x) => Math.max(0, x.ablation ?? 0));
   const total = values.reduce((a, b) => a + b, 0);
   if (total <= 0) return 0;
   const top = byImportance(imp).slice(0, k).reduce((a, i) => a + values[i], 0);
@@ -56,7 +67,7 @@ export function leastImportant(imp: ImportanceResult, n: number): [number, numbe
 
 /** Width of a head's importance bar, 0..1: its effect over the largest effect. */
 export function barFraction(imp: ImportanceResult, index: number): number {
-  const max = Math.max(0, ...imp.ablation.map((v) => v ?? 0));
-  const v = imp.ablation[index] ?? 0;
+  const max = Math.max(0, ...imp.importance.map((x) => x.ablation ?? 0));
+  const v = imp.importance[index].ablation ?? 0;
   return max > 0 ? Math.max(0, Math.min(1, v / max)) : 0;
 }

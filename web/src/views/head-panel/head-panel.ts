@@ -23,7 +23,7 @@ import { headName, headTag, headWithIndex, layerName, layerWithIndex } from '../
 import { AblateBox } from '../ablation/ablate-box';
 import '../ablation/ablation.css';
 import { importanceBadge } from '../ablation/badge';
-import { rankText } from '../ablation/importance';
+import { rankOf, rankText } from '../ablation/importance';
 
 /** Exact weights of one head of a streamed run over a region (POST /api/tile). */
 export type TileFetcher = (layer: number, head: number, r: Region) => Promise<Tensor>;
@@ -164,7 +164,7 @@ export class HeadPanel implements ExportableView {
     if (imp) {
       const i = state.layer * model.n_head + state.head;
       this.importanceLine.append(importanceBadge(ctx, state.layer, state.head), ` ${rankText(imp, i)} on this text, zero ablation`);
-      this.importanceLine.dataset.rank = String(imp.rank[i]);
+      this.importanceLine.dataset.rank = String(rankOf(imp, i));
     } else {
       delete this.importanceLine.dataset.rank;
       const measuring = ctx.importanceStatus === 'measuring';

@@ -5,7 +5,7 @@
 // contribute most to the selected token's output, and how the roles spread over the whole model.
 
 import type { AblateResult, Decomposition, HeadReport, RunResult } from '../../lib/api';
-import { byImportance, effectText, leastImportant, topShare, unitLabel } from '../ablation/importance';
+import { byImportance, effectOf, effectText, leastImportant, rankOf, topShare, unitLabel } from '../ablation/importance';
 import { h, clear } from '../../lib/dom';
 import { fixed, tokenLabel } from '../../lib/format';
 import { roleInfo, roleStyle, type ViewContext } from '../context';
@@ -185,22 +185,22 @@ export class WhyHeadsView {
     );
     // The most important head against the LEAST_SET least important ones removed together.
     const least = leastImportant(importance, Math.min(LEAST_SET, n - 1));
-    const vs = h('p', { id: 'why-most-vs-least' }, `Removing ${name(top)} (${role(top)}) alone: ${effectText(importance.ablation[top])} (${unit}). Removing the ${least.length} least important heads together: measuring…`);
+    const vs = h('p', { id: 'why-most-vs-least' }, `Removing ${name(top)} (${role(top)}) alone: ${effectText(effectOf(importance, top))} (${unit}). Removing the ${least.length} least important heads together: measuring…`);
     box.append(vs);
     const text = run.text;
     this.ablate(text, least)
       .then((r) => {
         if (ctx.run.text !== text || !vs.isConnected) return;
-        const ratio = (importance.ablation[top] ?? 0) / Math.max(r.effect, 1e-12);
+        const ratio = (effectOf(importance, top) ?? 0) / Math.max(r.effect, 1e-12);
         vs.dataset.leastEffect = String(r.effect);
-        vs.textContent = `Removing ${name(top)} (${role(top)}) alone: ${effectText(importance.ablation[top])} (${unit}). Removing the ${least.length} least important heads together (${least.map(([l, hd]) => headTag(l, hd)).join(', ')}): ${effectText(r.effect)} (${unit})${r.effect > 0 && ratio > 1 ? `, ${fixed(ratio, ratio < 10 ? 1 : 0)}× less than that one head` : ''}. Many heads can go with little change; a few cannot.`;
+        vs.textContent = `Removing ${name(top)} (${role(top)}) alone: ${effectText(effectOf(importance, top))} (${unit}). Removing the ${least.length} least important heads together (${least.map(([l, hd]) => headTag(l, hd)).join(', ')}): ${effectText(r.effect)} (${unit})${r.effect > 0 && ratio > 1 ? `, ${fixed(ratio, ratio < 10 ? 1 : 0)}× less than that one head` : ''}. Many heads can go with little change; a few cannot.`;
       })
       .catch((e) => {
         if (vs.isConnected) vs.textContent += ` (failed: ${(e as Error).message})`;
       });
     // Heads of the selected layer: the most and the least important, with their roles.
     const H = model.n_head;
-    const inLayer = layerReports.map((r) => state.layer * H + r.head).sort((a, b) => importance.rank[a] - importance.rank[b]);
+    const inLayer = layerReports.map((r) => state.layer * H + r.head).sort((a, b) => rankOf(importance, a) - rankOf(importance, b));
     const hi = inLayer[0], lo = inLayer[inLayer.length - 1];
     if (hi !== undefined && lo !== undefined && hi !== lo) {
       const sameRole = run.heads[hi].roles.primary.id === run.heads[lo].roles.primary.id;
@@ -208,7 +208,7 @@ export class WhyHeadsView {
         h(
           'p',
           { id: 'why-layer-contrast' },
-          `In ${layerName(state.layer).toLowerCase()}, ${headName(hi % H).toLowerCase()} (${role(hi)}) ranks #${importance.rank[hi]} of ${n} (${effectText(importance.ablation[hi])}, ${unit}) and ${headName(lo % H).toLowerCase()} (${role(lo)}) #${importance.rank[lo]} (${effectText(importance.ablation[lo])}). `,
+          `In ${layerName(state.layer).toLowerCase()}, ${headName(hi % H).toLowerCase()} (${role(hi)}) ranks #${rankOf(importance, hi)} of ${n} (${effectText(effectOf(importance, hi))}, ${unit}) and ${headName(lo % H).toLowerCase()} (${role(lo)}) #${rankOf(importance, lo)} (${effectText(effectOf(importance, lo))}). `,
           sameRole
             ? 'Both show the same dominant pattern, yet removing them does not cost the same: where a head looks does not say how much the rest of the network relies on it.'
             : 'The same layer, two different patterns, and the network leans on one far more than on the other.',

@@ -463,10 +463,10 @@ TEST(ServerViews, BadViewsAreClear4xx) {
   // Past the rollout budget (the explorer's default token limit is under it, so the rule is read directly).
   RunRecord longer;
   longer.encoding.tokens.resize(static_cast<size_t>(limits::kMaxRolloutTokens) + 1);
-  const auto why = Api::view_unavailable(longer, AttentionView::kRollout);
+  const auto why = headscope::view_unavailable(longer, AttentionView::kRollout);
   ASSERT_TRUE(why);
   EXPECT_NE(why->find("limit of " + std::to_string(limits::kMaxRolloutTokens)), std::string::npos) << *why;
-  EXPECT_FALSE(Api::view_unavailable(longer, AttentionView::kNorm));
+  EXPECT_FALSE(headscope::view_unavailable(longer, AttentionView::kNorm));
 }
 
 TEST(ServerLongText, StreamedRunAnswersTilesAndOverviewsAndRefusesFullMaps) {

@@ -128,6 +128,11 @@ struct AnalyseMemory {
   bool streamed = false;
   uint64_t dense_bytes = 0;   // the same run with dense maps
   uint64_t stream_bytes = 0;  // the same run streamed
+  // What the RunAnalysis holds once analyse() returns (RunAnalysis::bytes() less the text): the
+  // capture of the chosen mode, the word maps beside dense token maps (counted at U = T), and
+  // every head's overview (two [cells, cells] float maps, received [T] and offsets [2T − 1] in
+  // double). A cache of runs budgets with it.
+  uint64_t kept_bytes = 0;
 };
 AnalyseMemory analyse_memory(const Model& model, int64_t T, const AnalyseOptions& options);
 // Runs `encoding` (of `text`) and analyses it. Before it allocates anything it checks

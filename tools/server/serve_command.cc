@@ -63,16 +63,16 @@ void serve(const ServeOptions& opt) {
   // One run of max_tokens must fit in the cache's budget (the latest run is always kept), or a
   // long text would take more memory than the user allowed: refuse before loading anything more.
   const uint64_t budget = static_cast<uint64_t>(opt.cache_mib) << 20;
-  const uint64_t need = server::run_bytes(c, limits.max_tokens);
+  const uint64_t need = server::run_bytes(*model, limits.max_tokens);
   if (need > budget)
     throw ResourceError("--max-tokens " + std::to_string(limits.max_tokens) + ": one run of that length on " + c.name +
                         " keeps " + std::to_string((need + (1 << 20) - 1) >> 20) +
-                        " MiB (" + (server::streams_maps(c, limits.max_tokens)
+                        " MiB (" + (server::streams_maps(*model, limits.max_tokens)
                                         ? std::string("streamed maps: queries, keys and overviews")
                                         : std::string("dense maps: attention alone is 2 x n_layer x n_head x T^2 floats")) +
                         "), over --cache-mib " +
                         std::to_string(opt.cache_mib) + "; use --max-tokens " +
-                        std::to_string(server::max_tokens_within(c, budget)) + " or raise --cache-mib");
+                        std::to_string(server::max_tokens_within(*model, budget)) + " or raise --cache-mib");
 
   t0 = std::chrono::steady_clock::now();
   std::vector<analysis::ProbeEvidence> probe = headscope::probe(*model);

@@ -4,7 +4,12 @@
 //
 // Numbers that have no value (a statistic with no sample, NaN) are written as null.
 #pragma once
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "headscope/analysis.h"
 #include "headscope/model.h"
@@ -98,5 +103,35 @@ nlohmann::json run_json(const ModelConfig& config, const RunAnalysis& run, Level
 // attributions (pipeline.h attribute_logits).
 nlohmann::json dla_json(const ModelConfig& config, const Encoding& encoding,
                         const std::vector<analysis::LogitAttribution>& attributions);
+
+// ---- the replies of the explorer, the CLI and Python beyond runs and heads ----
+// (Written in src/pipeline/json.cc's block of the same name; docs/api.md describes each.)
+
+// Standard base64 (RFC 4648, with padding) of raw bytes, and of float32 values' little-endian bytes.
+std::string base64_encode(std::string_view bytes);
+std::string base64_floats(std::span<const float> values);
+// {"shape": [...], "dtype": "float32", "data": base64}: a small tensor inside a JSON reply.
+nlohmann::json typed_array(std::span<const float> values, std::vector<int64_t> shape);
+
+// {weights, norm, rollout}: each null (the view can be shown) or why not.
+void to_json(nlohmann::json& j, const ViewAvailability& views);
+// {cells, T, starts [cells + 1], max_tile_cells}.
+void to_json(nlohmann::json& j, const OverviewGrid& grid);
+// run_json() plus streamed, overview (when kept) and views (when asked for): /api/run's reply and
+// the Python Result's json().
+void to_json(nlohmann::json& j, const RunDocument& document);
+// /api/decompose: {layer, token, n_head, d_head, d_model, w_o_shape, head_outputs, head_output_norms,
+// concat, projection, bias, contributions, contribution_norms, attn_output, attention_rows, check
+// {sum_max_abs_error, projection_max_abs_error}}, the vectors as typed arrays.
+void to_json(nlohmann::json& j, const Decomposition& d);
+// /api/link: {q, k, query, key, sink_columns, heads [{layer, head, weight, weight_no_sink, roles}]}.
+void to_json(nlohmann::json& j, const LinkSearch& search);
+// /api/generate: {prompt, prompt_tokens, ids, generated, continuation, text, held_back_bytes,
+// retokenizes_same, stopped_at_eos, stopped_at_limit}.
+void to_json(nlohmann::json& j, const GenerationResult& result);
+// The file of `headscope generate --json`: {model, prompt, prompt_tokens, tokens, generated,
+// kv_head_of, stopped_at_eos, text (every id decoded, prompt included)}: the generation with its
+// tokens and the model, for reading beside the attention .npy.
+nlohmann::json generation_file_json(const ModelConfig& config, const GenerationResult& result);
 
 }  // namespace headscope

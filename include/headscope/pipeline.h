@@ -23,6 +23,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "headscope/analysis.h"
@@ -128,6 +129,11 @@ struct AnalyseMemory {
   bool streamed = false;
   uint64_t dense_bytes = 0;   // the same run with dense maps
   uint64_t stream_bytes = 0;  // the same run streamed
+  // What the RunAnalysis holds once analyse() returns (RunAnalysis::bytes() less the text): the
+  // capture of the chosen mode, the word maps beside dense token maps (counted at U = T), and
+  // every head's overview (two [cells, cells] float maps, received [T] and offsets [2T − 1] in
+  // double). A cache of runs budgets with it.
+  uint64_t kept_bytes = 0;
 };
 AnalyseMemory analyse_memory(const Model& model, int64_t T, const AnalyseOptions& options);
 // Runs `encoding` (of `text`) and analyses it. Before it allocates anything it checks
@@ -279,6 +285,117 @@ Generation generate(const Model& model, const Encoding& prompt, const GenerateOp
 // tokenizer's own special tokens. Throws Error when the model's files declare no template.
 Encoding encode_chat(const Model& model, const std::string& model_path, const std::string& user,
                      const std::string& system = "");
+
+// ---- what the explorer, the CLI and Python show of a run (src/pipeline/explore.cc) ----
+// Each of these is a typed result with one to_json in headscope/json.h; the frontends parse their
+// request, call these and print the JSON.
+
+// The names of AnalyseOptions::Maps, in the order frontends list them: "auto", "dense", "stream".
+const std::vector<std::pair<std::string, AnalyseOptions::Maps>>& maps_names();
+// The mode of one of those names, or nothing for any other.
+std::optional<AnalyseOptions::Maps> maps_from_name(std::string_view name);
+
+// An encoding of pieces that come without an original text (ids given to the Python package,
+// attention from elsewhere): `tokens` with id, text and special set; the non-special pieces'
+// texts joined by single spaces make the text, each piece a word of its own (begin, end and
+// word are filled in here). Returns the text.
+std::string join_pieces(Encoding& tokens);
+
+// Whether `text` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, <= U+10FFFF).
+// Sets `bad_offset` to the byte offset of the first bad sequence when it is not.
+bool is_valid_utf8(std::string_view text, size_t* bad_offset = nullptr);
+// The number of bytes (0 to 3) at the end of `text` that begin a multi-byte character without
+// completing it, e.g. 1 for "caf\xC3" and 2 for "\xF0\x9F". 0 when the text ends on a whole
+// character or on bytes that can never become one (those are not held back: no later byte fixes them).
+size_t incomplete_utf8_tail(std::string_view text);
+
+// Which attention maps a run can show (docs/explorer.md "Views"): the weights; each head's
+// norm-weighted map α_qk · ‖v_k W_O,hᵀ‖ with every row renormalised to sum 1; or the attention
+// rollout up to each layer, one map per layer.
+enum class AttentionView { kWeights, kNorm, kRollout };
+// Why `view` cannot be shown for this run (streamed maps; rollout over limits::kMaxRolloutTokens),
+// or nothing when it can.
+std::optional<std::string> view_unavailable(const RunAnalysis& run, AttentionView view);
+// The same for every view: {weights, norm, rollout}, each null or the reason.
+struct ViewAvailability {
+  std::optional<std::string> weights, norm, rollout;
+};
+ViewAvailability view_availability(const RunAnalysis& run);
+
+// The grid of the run's pooled overviews: cell c covers tokens starts[c] .. starts[c + 1] − 1.
+struct OverviewGrid {
+  int cells = 0, T = 0;
+  std::vector<int> starts;  // [cells + 1]
+  int64_t max_tile_cells = limits::kMaxTileCells;
+};
+// One analysed text as the explorer and Python read it (docs/schema.md): run_json() plus whether
+// the maps were streamed, the overview grid (when the run kept overviews) and, for the explorer,
+// which views it can show.
+struct RunDocument {
+  const ModelConfig* config = nullptr;
+  const RunAnalysis* run = nullptr;
+  Level level = Level::kToken;
+  bool hide_special = false;
+  std::optional<ViewAvailability> views;  // absent: not written
+  std::optional<OverviewGrid> overview;
+};
+RunDocument run_document(const ModelConfig& config, const RunAnalysis& run, Level level, bool hide_special,
+                         bool with_views);
+
+// The maps of `view` for layers [layer or all] and heads [head or all] (the rollout: one map per
+// layer), [layers, heads, U, U] at `level` (token maps merged into words as the word weights are).
+// `rollout`: attention_rollout(run), needed for kRollout only. Throws Error when the run cannot
+// give them (streamed, or no value norms for kNorm).
+Tensor attention_view(const ModelConfig& config, const RunAnalysis& run, AttentionView view, Level level,
+                      std::optional<int> layer, std::optional<int> head, const Tensor* rollout);
+
+// One layer's pooled overview (every head, or one), or its per-key or per-offset profile.
+enum class OverviewPart { kMaps, kReceived, kOffsets };
+struct OverviewSlice {
+  std::vector<float> values;
+  std::vector<int64_t> shape;  // maps [heads, 2 (sum, max), cells, cells]; received [heads, T];
+                               // offsets [heads, 2T − 1] (NaN where no query sees the offset)
+};
+// Throws Error when the run kept no overviews.
+OverviewSlice overview_slice(const ModelConfig& config, const RunAnalysis& run, int layer, std::optional<int> head,
+                             OverviewPart part);
+
+// Token q's attention to token k in every head, strongest first (heads_linking), at most `limit`
+// heads, each with its roles.
+struct LinkSearch {
+  int q = 0, k = 0;
+  std::string query, key;    // the two tokens' labels (token_labels)
+  std::string sink_columns;  // what weight_no_sink leaves out
+  struct Head {
+    HeadLink link;
+    analysis::HeadRoles roles;
+  };
+  std::vector<Head> heads;
+};
+LinkSearch link_search(const Model& model, const RunAnalysis& run, int q, int k, int limit);
+
+// A generation as text. The continuation is what decoding gained over the prompt's own decoding;
+// byte-level tokens can stop inside a multi-byte character (the first bytes of an emoji, say):
+// those bytes are held back, so that continuation and text end at the last whole character and
+// stay valid UTF-8.
+struct GenerationResult {
+  std::string prompt;     // as given
+  Generation generation;  // the ids, steps and (when captured) attention
+  Encoding tokens;        // the prompt's tokens, then each generated one (its vocabulary entry)
+  std::string decoded;    // the tokenizer's decoding of every id, prompt included
+  std::string continuation;
+  size_t held_back_bytes = 0;
+  std::string held_back;  // those bytes
+  std::string text;       // prompt + continuation
+  // Whether `text` encodes back to exactly these ids; if not, an analysis of `text` sees other
+  // tokens than the ones generated (two pieces that merge when re-encoded, or a held-back tail).
+  // A text that is still not UTF-8 (the model emitted a stray byte) is not encoded: false.
+  bool retokenizes_same = false;
+};
+// `prompt_encoding`: what generate() was given (the encoding of `prompt`, or a chat template
+// around it). Decodes once and, with `check_retokenizes`, encodes `text` once.
+GenerationResult describe_generation(const Model& model, std::string prompt, const Encoding& prompt_encoding,
+                                     Generation generation, bool check_retokenizes = true);
 
 // ---- atlas ----
 

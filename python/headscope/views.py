@@ -193,27 +193,6 @@ def check_attention(attn: Any, n_tokens: int) -> np.ndarray:
     return a
 
 
-def _run_for(attention: np.ndarray, tokens: Sequence[str], special: Sequence[bool], heads: list) -> dict:
-    """A run document for attention that headscope did not compute: the tokens as given (joined
-    by spaces into the text), one word per token, the heads from analyse_attention."""
-    L, H, T, _ = attention.shape
-    toks, begin = [], 0
-    for i, (t, s) in enumerate(zip(tokens, special)):
-        toks.append({"index": i, "id": -1, "text": t, "display": t, "begin": begin,
-                     "end": begin + len(t.encode("utf-8")), "special": bool(s), "word": -1 if s else i})
-        begin += len(t.encode("utf-8")) + 1
-    causal = bool(np.all(np.triu(attention, k=1) == 0)) if T > 1 else False
-    return {
-        "schema": "headscope.run/2",
-        "model": {"name": "your attention", "architecture": "", "n_layer": L, "n_head": H, "n_kv_head": H,
-                  "causal": causal, "kv_head_of": list(range(H))},
-        "text": " ".join(tokens), "truncated": False, "level": "token", "special": "keep",
-        "n_tokens": T, "n_units": T, "tokens": toks,
-        "words": [{"text": t, "tokens": [i], "special": bool(s)} for i, (t, s) in enumerate(zip(tokens, special))],
-        "heads": heads,
-    }
-
-
 def show_attention(attn: Any, tokens: Sequence[str], *, view: str = "layer", special: Sequence[bool] | None = None,
                    layer: int = 0, head: int = 0, height: int = 720, path: str | Path | None = None) -> View:
     """The explorer's views of any attention: numpy [L, H, T, T] or [H, T, T], or the tuple of
@@ -230,11 +209,11 @@ def show_attention(attn: Any, tokens: Sequence[str], *, view: str = "layer", spe
             raise ValueError(f"special has {len(special)} flags for {len(tokens)} tokens")
     from . import _core
 
-    heads = json.loads(_core.analyse_attention(a, tokens, special))
-    if isinstance(heads, dict):
-        heads = heads["heads"]
-    run = _run_for(a, tokens, special or [False] * len(tokens), heads)
-    data = _with_catalogue({"schema": EMBED_SCHEMA, "run": run, "attention": _attention_json(a), "view": view, "layer": layer, "head": head})
+    # The core's run document of these maps ("headscope.maps/1", shaped like /api/run's): the
+    # tokens joined by spaces into the text, each its own word, every head's statistics and roles.
+    run = json.loads(_core.analyse_attention(a, tokens, special))
+    data = _with_catalogue({"schema": EMBED_SCHEMA, "run": run, "attention": _attention_json(a), "view": view,
+                            "layer": layer, "head": head})
     v = View(page(data), height)
     if path is not None:
         v.save(path)

@@ -165,7 +165,6 @@ std::pair<std::string, Encoding> encoding_of_ids(const PyModel& m, const std::ve
   if (ids.empty()) throw Error("ids: the list is empty; give at least one token id");
   std::pair<std::string, Encoding> out;
   auto& [text, encoding] = out;
-  int32_t word = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= vocab)
       throw Error("ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) + " is outside the vocabulary of " +
@@ -174,23 +173,19 @@ std::pair<std::string, Encoding> encoding_of_ids(const PyModel& m, const std::ve
     t.id = int32_t(ids[i]);
     t.text = m.model->tokenizer().token_text(t.id);
     t.special = std::find(m.special_ids.begin(), m.special_ids.end(), t.id) != m.special_ids.end();
-    if (!t.special) {
-      if (!text.empty()) text += ' ';
-      t.begin = int64_t(text.size());
-      text += t.text;
-      t.end = int64_t(text.size());
-      t.word = word++;
-    }
     encoding.tokens.push_back(std::move(t));
   }
+  text = join_pieces(encoding);
   return out;
 }
 
 AnalyseOptions::Maps parse_maps(const std::string& maps) {
-  if (maps == "auto") return AnalyseOptions::Maps::kAuto;
-  if (maps == "dense") return AnalyseOptions::Maps::kDense;
-  if (maps == "stream") return AnalyseOptions::Maps::kStream;
-  throw Error("maps=\"" + maps + "\": choose \"auto\", \"dense\" or \"stream\"");
+  if (const auto mode = maps_from_name(maps)) return *mode;
+  std::string choices;
+  const auto& names = maps_names();
+  for (size_t i = 0; i < names.size(); ++i)
+    choices += (i == 0 ? "\"" : i + 1 == names.size() ? " or \"" : ", \"") + names[i].first + "\"";
+  throw Error("maps=\"" + maps + "\": choose " + choices);
 }
 
 CaptureOptions parse_capture(const std::vector<std::string>& names) {
@@ -265,17 +260,9 @@ std::optional<ReadOnlyArray> capture_array(const PyRun& r, Tensor Capture::*fiel
 
 // The run as /api/run answers it (docs/schema.md): the pipeline's run_json plus what the server adds.
 std::string run_json_text(const PyRun& r) {
-  const RunAnalysis& run = *r.run;
-  const ModelConfig& c = r.owner->model->config();
-  nlohmann::json out = run_json(c, run, r.level);
-  out["streamed"] = run.streamed;
-  if (!run.overviews.empty()) {
-    const analysis::HeadOverview& o = run.overviews.front();
-    std::vector<int> starts(static_cast<size_t>(o.cells) + 1, o.T);
-    for (int t = o.T - 1; t >= 0; --t) starts[static_cast<size_t>(o.cell_of(t))] = t;
-    out["overview"] = {{"cells", o.cells}, {"T", o.T}, {"starts", starts}, {"max_tile_cells", limits::kMaxTileCells}};
-  }
-  return out.dump();
+  const nlohmann::json j = run_document(r.owner->model->config(), *r.run, r.level, /*hide_special=*/false,
+                                        /*with_views=*/false);
+  return j.dump();
 }
 
 Array tile(const PyRun& r, int layer, int head, int q0, int q1, int k0, int k1) {
@@ -304,25 +291,24 @@ nb::dict generate(std::shared_ptr<PyModel> m, nb::bytes prompt_bytes, int max_ne
       nb::gil_scoped_acquire acquire;
       (*on_token)(t.position, t.id, t.text, t.logit);
     };
-  Generation g;
-  std::string before, after;
+  GenerationResult r;
   {
     nb::gil_scoped_release release;
     std::lock_guard lock(m->run_mutex);
     m->set_threads();
     const Encoding encoding = m->model->encode(prompt);
-    g = headscope::generate(*m->model, encoding, options);
-    before = m->model->tokenizer().decode(encoding.ids());
-    after = m->model->tokenizer().decode(g.ids);
+    r = describe_generation(*m->model, prompt, encoding, headscope::generate(*m->model, encoding, options),
+                            /*check_retokenizes=*/false);
   }
+  Generation& g = r.generation;
   nb::dict d;
   d["prompt_tokens"] = g.prompt_tokens;
   d["ids"] = g.ids;
   nb::list generated;
   for (const GeneratedToken& t : g.generated) generated.append(nb::make_tuple(t.position, t.id, t.text, t.logit));
   d["generated"] = generated;
-  d["continuation"] = nb::bytes(after.data() + std::min(before.size(), after.size()),
-                                after.size() - std::min(before.size(), after.size()));
+  const std::string continuation = r.continuation + r.held_back;  // bytes: the tail is not held back here
+  d["continuation"] = nb::bytes(continuation.data(), continuation.size());
   d["stopped_at_eos"] = g.stopped_at_eos;
   d["stopped_at_limit"] = g.stopped_at_limit;
   d["attention"] = g.attention.empty() ? nb::none() : nb::cast(array_from(std::move(g.attention)));
@@ -446,24 +432,16 @@ std::string analyse_attention_json(nb::ndarray<nb::ro, nb::device::cpu> attentio
         }
   config.causal = causal.value_or(T > 1 && upper_zero);
   // Tokens as the text: joined by spaces, each its own word; equal strings share an id (duplicates).
-  std::string text;
   Encoding encoding;
   std::map<std::string, int32_t> id_of;
-  int32_t word = 0;
   for (size_t i = 0; i < tokens.size(); ++i) {
     Token t;
     t.text = tokens[i];
     t.id = id_of.try_emplace(tokens[i], int32_t(id_of.size())).first->second;
     t.special = special && (*special)[i];
-    if (!t.special) {
-      if (!text.empty()) text += ' ';
-      t.begin = int64_t(text.size());
-      text += tokens[i];
-      t.end = int64_t(text.size());
-      t.word = word++;
-    }
     encoding.tokens.push_back(std::move(t));
   }
+  std::string text = join_pieces(encoding);
   config.vocab_size = int(id_of.size());
   Tensor maps({L, H, T, T}, Tensor::Uninitialized{});
   std::copy_n(a, maps.numel(), maps.ptr());

@@ -94,6 +94,26 @@ void finish_analysis(RunAnalysis& run, std::vector<analysis::HeadStream>& stream
 
 }  // namespace
 
+// See AnalyseMemory::kept_bytes; the capture's shapes are those of capture/capture.cc.
+static uint64_t kept_bytes(const ModelConfig& c, uint64_t t, const CaptureOptions& o, int overview_cells) {
+  const uint64_t L = uint64_t(std::max(c.n_layer, 0)), H = uint64_t(std::max(c.n_head, 0));
+  const uint64_t KV = c.n_kv_head > 0 ? uint64_t(c.n_kv_head) : H;
+  const uint64_t D = uint64_t(std::max(c.d_model, 0)), dh = uint64_t(std::max(c.d_head, 0));
+  uint64_t floats = 0;
+  if (o.attention) floats += 2 * L * H * t * t;  // the token maps and the word maps beside them
+  if (o.head_outputs) floats += L * H * t * dh;
+  if (o.contributions) floats += L * H * t * D;
+  if (o.head_outputs || o.contributions) floats += L * t * D;  // the attention output
+  if (o.hidden_states) floats += (L + 1) * t * D;
+  if (o.queries_keys) floats += (L * H + L * KV) * t * dh;
+  if (o.logits && c.causal) floats += t * uint64_t(std::max(c.vocab_size, 0));
+  if (o.value_norms) floats += L * H * t;
+  if (o.mlp_outputs) floats += L * t * D;
+  const uint64_t cells = std::min<uint64_t>(t, uint64_t(std::max(overview_cells, 0)));
+  const uint64_t overview = 2 * cells * cells * sizeof(float) + (t > 0 ? 3 * t - 1 : 0) * sizeof(double);
+  return floats * sizeof(float) + L * H * overview;
+}
+
 AnalyseMemory analyse_memory(const Model& model, int64_t T, const AnalyseOptions& options) {
   const ModelConfig& c = model.config();
   const uint64_t heads = uint64_t(c.n_layer) * uint64_t(c.n_head), t = uint64_t(T);
@@ -109,6 +129,7 @@ AnalyseMemory analyse_memory(const Model& model, int64_t T, const AnalyseOptions
                (options.maps == Maps::kAuto &&
                 (dense_maps > limits::kDenseMapsBytes || m.dense_bytes > model.run_memory_budget()));
   m.bytes = m.streamed ? m.stream_bytes : m.dense_bytes;
+  m.kept_bytes = kept_bytes(c, t, m.streamed ? streamed : capture_for(options, false), options.overview_cells);
   return m;
 }
 

@@ -7,7 +7,11 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <optional>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace headscope {
 
@@ -332,6 +336,123 @@ json dla_json(const ModelConfig& config, const Encoding& encoding,
            "(LayerNorm: (c - mean c) / std(x) * gamma . u, and beta . u on its own)"},
           {"tokens", encoding},
           {"attributions", attributions}};
+}
+
+// ---- the replies of the explorer, the CLI and Python beyond runs and heads ----
+
+std::string base64_encode(std::string_view bytes) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    const uint32_t n = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += kAlphabet[(n >> 6) & 63];
+    out += kAlphabet[n & 63];
+  }
+  const size_t rest = bytes.size() - i;
+  if (rest > 0) {
+    uint32_t n = uint8_t(bytes[i]) << 16;
+    if (rest == 2) n |= uint8_t(bytes[i + 1]) << 8;
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += rest == 2 ? kAlphabet[(n >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::string base64_floats(std::span<const float> values) {
+  return base64_encode(std::string_view(reinterpret_cast<const char*>(values.data()), values.size() * 4));
+}
+
+json typed_array(std::span<const float> values, std::vector<int64_t> shape) {
+  return {{"shape", std::move(shape)}, {"dtype", "float32"}, {"data", base64_floats(values)}};
+}
+
+static json reason(const std::optional<std::string>& why) { return why ? json(*why) : json(nullptr); }
+
+void to_json(json& j, const ViewAvailability& v) {
+  j = {{"weights", reason(v.weights)}, {"norm", reason(v.norm)}, {"rollout", reason(v.rollout)}};
+}
+
+void to_json(json& j, const OverviewGrid& g) {
+  j = {{"cells", g.cells}, {"T", g.T}, {"starts", g.starts}, {"max_tile_cells", g.max_tile_cells}};
+}
+
+void to_json(json& j, const RunDocument& d) {
+  j = run_json(*d.config, *d.run, d.level, d.hide_special);
+  j["streamed"] = d.run->streamed;
+  if (d.views) j["views"] = *d.views;
+  if (d.overview) j["overview"] = *d.overview;
+}
+
+void to_json(json& j, const Decomposition& d) {
+  const int H = d.n_head, dh = d.d_head, D = d.d_model;
+  j = {
+      {"layer", d.layer},
+      {"token", d.token},
+      {"n_head", H},
+      {"d_head", dh},
+      {"d_model", D},
+      {"w_o_shape", {D, H * dh}},
+      {"head_outputs", typed_array(d.concat, {H, dh})},
+      {"head_output_norms", typed_array(d.head_output_norms, {H})},
+      {"concat", typed_array(d.concat, {H * dh})},
+      {"projection", typed_array(d.projection, {D})},
+      {"bias", typed_array(d.bias, {D})},
+      {"contributions", typed_array(d.contributions, {H, D})},
+      {"contribution_norms", typed_array(d.contribution_norms, {H})},
+      {"attn_output", typed_array(d.attn_output, {D})},
+      {"attention_rows", typed_array(d.attention_rows, {H, d.T})},
+      {"check", {{"sum_max_abs_error", d.sum_max_abs_error}, {"projection_max_abs_error", d.projection_max_abs_error}}},
+  };
+}
+
+void to_json(json& j, const LinkSearch& s) {
+  json heads = json::array();
+  for (const LinkSearch::Head& h : s.heads)
+    heads.push_back({{"layer", h.link.layer},
+                     {"head", h.link.head},
+                     {"weight", json_number(h.link.weight)},
+                     {"weight_no_sink", json_number(h.link.weight_no_sink)},
+                     {"roles", h.roles}});
+  j = {{"q", s.q},
+       {"k", s.k},
+       {"query", s.query},
+       {"key", s.key},
+       {"sink_columns", s.sink_columns},
+       {"heads", std::move(heads)}};
+}
+
+void to_json(json& j, const GenerationResult& r) {
+  const Generation& g = r.generation;
+  j = {
+      {"prompt", r.prompt},
+      {"prompt_tokens", g.prompt_tokens},
+      {"ids", g.ids},
+      {"generated", g.generated},
+      {"continuation", r.continuation},
+      {"text", r.text},
+      {"held_back_bytes", r.held_back_bytes},
+      {"retokenizes_same", r.retokenizes_same},
+      {"stopped_at_eos", g.stopped_at_eos},
+      {"stopped_at_limit", g.stopped_at_limit},
+  };
+}
+
+json generation_file_json(const ModelConfig& config, const GenerationResult& r) {
+  const Generation& g = r.generation;
+  return {{"model", config},
+          {"prompt", r.prompt},
+          {"prompt_tokens", g.prompt_tokens},
+          {"tokens", r.tokens},
+          {"generated", g.generated},
+          {"kv_head_of", kv_head_of(config)},
+          {"stopped_at_eos", g.stopped_at_eos},
+          {"text", r.decoded}};
 }
 
 }  // namespace headscope

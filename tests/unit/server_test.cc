@@ -193,40 +193,88 @@ TEST(ServerQueue, WaitIsBounded) {
 
 // ---- the run-size rule of --max-tokens ----
 
+// A model of a given shape that only sizes runs (the tokenizer and weights are the default
+// model's; run_bytes 0, so the maps alone decide whether a run streams): the run cache's memory
+// rule is the pipeline's analyse_memory(), which asks the model.
+class ShapedModel : public Model {
+ public:
+  explicit ShapedModel(const ModelConfig& config) : config_(config) {}
+  const ModelConfig& config() const override { return config_; }
+  const Tokenizer& tokenizer() const override { return testing::default_model().tokenizer(); }
+  Capture run(const Encoding&, const CaptureOptions&) const override { throw Error("ShapedModel does not run"); }
+  uint64_t run_bytes(int64_t, const CaptureOptions&) const override { return 0; }
+  Tensor output_projection(int layer) const override { return testing::default_model().output_projection(layer); }
+  const Tensor& output_bias(int layer) const override { return testing::default_model().output_bias(layer); }
+
+ private:
+  ModelConfig config_;
+};
+
+ModelConfig smollm2_shape() {
+  ModelConfig c;
+  c.n_layer = 30, c.n_head = 9, c.n_kv_head = 3, c.d_head = 64, c.d_model = 576, c.causal = true;
+  return c;
+}
+
 TEST(ServerLimits, RunBytesCountsTheCapture) {
   ModelConfig c;
-  c.n_layer = 6, c.n_head = 12, c.d_head = 32, c.d_model = 384;  // all-MiniLM-L6-v2
+  c.n_layer = 6, c.n_head = 12, c.n_kv_head = 12, c.d_head = 32, c.d_model = 384;  // all-MiniLM-L6-v2
   const uint64_t T = 512;
-  const uint64_t overviews = 6 * 12 * (2 * 256 * 256 * 4 + 3 * T * 8);  // every head's pooled maps and profiles
-  const uint64_t expected = 4 * (2 * 6 * 12 * T * T + 6 * 12 * T * 32 + 6 * 12 * T * 384 + 6 * T * 384) + overviews;
-  EXPECT_FALSE(streams_maps(c, 512));  // the explorer's full maps at the model's limit
-  EXPECT_EQ(run_bytes(c, 512), expected);
-  c.n_layer = 30, c.n_head = 9, c.n_kv_head = 3, c.d_head = 64, c.d_model = 576;  // SmolLM2-135M
+  // every head's pooled maps and profiles (received [T], offsets [2T − 1], in double)
+  const uint64_t overviews = 6 * 12 * (2 * 256 * 256 * 4 + (3 * T - 1) * 8);
+  // the token and word maps, head outputs, contributions, attention output and value norms
+  const uint64_t expected =
+      4 * (2 * 6 * 12 * T * T + 6 * 12 * T * 32 + 6 * 12 * T * 384 + 6 * T * 384 + 6 * 12 * T) + overviews;
+  const ShapedModel minilm_shape(c);
+  EXPECT_FALSE(streams_maps(minilm_shape, 512));  // the explorer's full maps at the model's limit
+  EXPECT_EQ(run_bytes(minilm_shape, 512), expected);
   // 2,300 tokens with dense maps needed ~11 GiB and got the server killed; they are streamed now,
-  // and a run keeps queries, keys and overviews, linear in T: 8,192 tokens fit in the default 2 GiB.
-  EXPECT_TRUE(streams_maps(c, 2300));
+  // and a run keeps queries, keys, value norms and overviews, linear in T: 8,192 tokens fit in the
+  // default 2 GiB.
+  const ShapedModel smollm2(smollm2_shape());
+  EXPECT_TRUE(streams_maps(smollm2, 2300));
   const uint64_t T8 = 8192;
-  EXPECT_EQ(run_bytes(c, 8192), 30 * 9 * (2 * 256 * 256 * 4 + 3 * T8 * 8) + 4 * (30 * 9 * T8 * 64 + 30 * 3 * T8 * 64));
-  EXPECT_LT(run_bytes(c, 8192), uint64_t{2048} << 20);
-  const int64_t fit = max_tokens_within(c, uint64_t{2048} << 20);
+  EXPECT_EQ(run_bytes(smollm2, 8192), 30 * 9 * (2 * 256 * 256 * 4 + (3 * T8 - 1) * 8) +
+                                          4 * (30 * 9 * T8 * 64 + 30 * 3 * T8 * 64 + 30 * 9 * T8));
+  EXPECT_LT(run_bytes(smollm2, 8192), uint64_t{2048} << 20);
+  const int64_t fit = max_tokens_within(smollm2, uint64_t{2048} << 20);
   EXPECT_GT(fit, 8192);
-  EXPECT_LE(run_bytes(c, fit), uint64_t{2048} << 20);
-  EXPECT_GT(run_bytes(c, fit + 1), uint64_t{2048} << 20);
+  EXPECT_LE(run_bytes(smollm2, fit), uint64_t{2048} << 20);
+  EXPECT_GT(run_bytes(smollm2, fit + 1), uint64_t{2048} << 20);
 }
 
 TEST(ServerLimits, MaxTokensWithinFindsTheDenseLengthsWhenNoStreamedRunFits) {
   // run_bytes drops where the maps start to stream, so a bisection over all lengths could land on
   // either side; with 100 MiB no streamed SmolLM2 run fits (the overviews alone are 140 MB) and
   // the answer is the longest dense one.
-  ModelConfig c;
-  c.n_layer = 30, c.n_head = 9, c.n_kv_head = 3, c.d_head = 64, c.d_model = 576;
+  const ShapedModel smollm2(smollm2_shape());
   const uint64_t budget = uint64_t{100} << 20;
-  const int64_t fit = max_tokens_within(c, budget);
+  const int64_t fit = max_tokens_within(smollm2, budget);
   ASSERT_GT(fit, 0);
-  EXPECT_FALSE(streams_maps(c, fit));
-  EXPECT_LE(run_bytes(c, fit), budget);
-  EXPECT_GT(run_bytes(c, fit + 1), budget);
-  for (int64_t t = fit + 1; t <= 20000; t += 97) EXPECT_GT(run_bytes(c, t), budget) << t;
+  EXPECT_FALSE(streams_maps(smollm2, fit));
+  EXPECT_LE(run_bytes(smollm2, fit), budget);
+  EXPECT_GT(run_bytes(smollm2, fit + 1), budget);
+  for (int64_t t = fit + 1; t <= 20000; t += 97) EXPECT_GT(run_bytes(smollm2, t), budget) << t;
+}
+
+TEST(ServerLimits, TheCacheCountsWhatARunKeeps) {
+  // The rule the budget checks is the one the run follows: the bytes a cached run holds are
+  // analyse_memory()'s kept_bytes for the cache's options, dense and streamed alike.
+  const Model& model = testing::default_model();
+  for (const AnalyseOptions::Maps maps : {AnalyseOptions::Maps::kDense, AnalyseOptions::Maps::kStream}) {
+    RunCache cache(model, 1, size_t{1} << 30, 64, {}, maps);
+    const auto run = cache.get("The cat sat on the mat because it was tired.", false);
+    const AnalyseMemory m = cached_run_memory(model, run->T(), maps);
+    EXPECT_EQ(m.streamed, run->streamed);
+    const uint64_t kept = run->bytes() - run->text.size();
+    if (run->streamed) {
+      EXPECT_EQ(m.kept_bytes, kept);
+    } else {  // the word maps are counted at U = T, the most they can be
+      const Tensor& w = run->word_attention;
+      const uint64_t T = uint64_t(run->T()), U = uint64_t(w.dim(2));
+      EXPECT_EQ(m.kept_bytes, kept + uint64_t(w.dim(0) * w.dim(1)) * (T * T - U * U) * sizeof(float));
+    }
+  }
 }
 
 // ---- the API on the default model ----
@@ -463,10 +511,10 @@ TEST(ServerViews, BadViewsAreClear4xx) {
   // Past the rollout budget (the explorer's default token limit is under it, so the rule is read directly).
   RunRecord longer;
   longer.encoding.tokens.resize(static_cast<size_t>(limits::kMaxRolloutTokens) + 1);
-  const auto why = Api::view_unavailable(longer, AttentionView::kRollout);
+  const auto why = headscope::view_unavailable(longer, AttentionView::kRollout);
   ASSERT_TRUE(why);
   EXPECT_NE(why->find("limit of " + std::to_string(limits::kMaxRolloutTokens)), std::string::npos) << *why;
-  EXPECT_FALSE(Api::view_unavailable(longer, AttentionView::kNorm));
+  EXPECT_FALSE(headscope::view_unavailable(longer, AttentionView::kNorm));
 }
 
 TEST(ServerLongText, StreamedRunAnswersTilesAndOverviewsAndRefusesFullMaps) {

@@ -68,7 +68,9 @@ void generate(const GenerateArgs& a) {
       std::cout << text.substr(printed.size()) << std::flush;
     printed = text;
   };
-  const Generation g = generate(*model, prompt, options);
+  const GenerationResult r = describe_generation(*model, a.prompt, prompt, generate(*model, prompt, options),
+                                                 /*check_retokenizes=*/false);
+  const Generation& g = r.generation;
   std::cout << "\n";
   const int64_t T0 = g.prompt_tokens, T = static_cast<int64_t>(g.ids.size());
   std::fprintf(stderr, "headscope: %lld prompt tokens, %lld generated%s; attention captured at every step (KV cache)\n",
@@ -80,18 +82,7 @@ void generate(const GenerateArgs& a) {
 
   if (!a.npy_path.empty()) write_npy(a.npy_path, g.attention);
   if (!a.json_path.empty()) {
-    Encoding all = prompt;
-    for (int64_t t = T0; t < T; ++t) {
-      all.tokens.push_back({g.ids[size_t(t)], model->tokenizer().token_text(g.ids[size_t(t)]), 0, 0, false, -1});
-    }
-    nlohmann::json j = {{"model", c},
-                        {"prompt", a.prompt},
-                        {"prompt_tokens", T0},
-                        {"tokens", all},
-                        {"generated", g.generated},
-                        {"kv_head_of", kv_head_of(c)},
-                        {"stopped_at_eos", g.stopped_at_eos},
-                        {"text", printed}};
+    nlohmann::json j = generation_file_json(c, r);
     if (!a.npy_path.empty())
       j["attention_npy"] = {{"path", a.npy_path}, {"shape", {L, H, T, T}}, {"axes", "layer, head, q, k"}};
     std::ofstream out(a.json_path);

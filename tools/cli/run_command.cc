@@ -264,9 +264,8 @@ void add_run_command(CLI::App& app) {
                   "How attention maps are held: dense (all [L, H, T, T] maps kept, needed for attentions.npy), stream "
                   "(handed to the statistics block by block; memory grows with T, not T²) or auto (dense while they "
                   "fit in 512 MiB)")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, AnalyseOptions::Maps>{
-          {"auto", AnalyseOptions::Maps::kAuto}, {"dense", AnalyseOptions::Maps::kDense},
-          {"stream", AnalyseOptions::Maps::kStream}}));
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, AnalyseOptions::Maps>(maps_names().begin(), maps_names().end())));
   cmd->add_option("--overview-cells", args->cells, "Resolution of each head's pooled overview map (with --npy)")
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--tile", args->tile,

@@ -140,11 +140,6 @@ void refuse_streamed(const RunRecord& run, const char* endpoint, const char* ins
                            " tokens were analysed with streamed attention maps, which are not kept whole; " + instead};
 }
 
-// {"shape": [...], "dtype": "float32", "data": base64}: a small tensor inside a JSON reply.
-json typed_array(std::span<const float> values, std::vector<int64_t> shape) {
-  return {{"shape", std::move(shape)}, {"dtype", "float32"}, {"data", base64_floats(values)}};
-}
-
 HttpReply json_reply(const json& j) { return {200, "application/json", dump(j), {}}; }
 
 }  // namespace
@@ -273,55 +268,8 @@ HttpReply Api::run(std::string_view body) {
     req.hide_special = optional_enum(j, "special", {"keep", "hide"}) == "hide";
     const auto ticket = admit();
     const auto record = cache_.get(req.text, req.truncate, std::move(req.encoding));
-    json out = run_json(model_.config(), *record, req.level, req.hide_special);
-    // How the maps can be read: whole from /api/attention, or (streamed) as pooled overviews and
-    // exact tiles. Cell c of an overview covers tokens starts[c] .. starts[c + 1] − 1.
-    out["streamed"] = record->streamed;
-    // Which /api/attention views this run can show: null, or why not (the page disables the choice).
-    json views = json::object();
-    for (const auto& [name, view] : {std::pair{"weights", AttentionView::kWeights}, std::pair{"norm", AttentionView::kNorm},
-                                     std::pair{"rollout", AttentionView::kRollout}}) {
-      const auto why = view_unavailable(*record, view);
-      views[name] = why ? json(*why) : json(nullptr);
-    }
-    out["views"] = views;
-    if (!record->overviews.empty()) {
-      const analysis::HeadOverview& o = record->overviews.front();
-      std::vector<int> starts(static_cast<size_t>(o.cells) + 1, o.T);
-      for (int t = o.T - 1; t >= 0; --t) starts[static_cast<size_t>(o.cell_of(t))] = t;
-      out["overview"] = {{"cells", o.cells}, {"T", o.T}, {"starts", starts}, {"max_tile_cells", limits::kMaxTileCells}};
-    }
-    return json_reply(out);
+    return json_reply(run_document(model_.config(), *record, req.level, req.hide_special, /*with_views=*/true));
   });
-}
-
-namespace {
-
-// Each row renormalised to sum 1 (a row of zeros stays zeros): the norm-weighted view is shown as
-// shares of what a query's output moved, on the same 0–1 scale as the weights (docs/explorer.md).
-void renormalise_rows(float* rows, int64_t n_rows, int64_t cols) {
-  for (int64_t r = 0; r < n_rows; ++r) {
-    float* row = rows + r * cols;
-    double total = 0;
-    for (int64_t k = 0; k < cols; ++k) total += row[k];
-    if (total > 0)
-      for (int64_t k = 0; k < cols; ++k) row[k] = static_cast<float>(row[k] / total);
-  }
-}
-
-}  // namespace
-
-std::optional<std::string> Api::view_unavailable(const RunRecord& run, AttentionView view) {
-  if (view == AttentionView::kWeights) return std::nullopt;
-  const char* name = view == AttentionView::kNorm ? "norm-weighted" : "rollout";
-  if (run.streamed)
-    return std::string("the ") + name + " view needs the whole attention maps, and this text's " +
-           std::to_string(run.T()) + " tokens were streamed (dense maps are kept up to " +
-           std::to_string(limits::kDenseMapsBytes >> 20) + " MiB): analyse a shorter text";
-  if (view == AttentionView::kRollout && run.T() > limits::kMaxRolloutTokens)
-    return "the rollout view multiplies every layer's T x T map (n_layer · T³): this text's " + std::to_string(run.T()) +
-           " tokens are over the limit of " + std::to_string(limits::kMaxRolloutTokens) + "; analyse a shorter text";
-  return std::nullopt;
 }
 
 std::shared_ptr<const Tensor> Api::rollout_of(const std::shared_ptr<const RunRecord>& run) {
@@ -357,38 +305,11 @@ HttpReply Api::attention(std::string_view body) {
     if (const auto why = view_unavailable(*record, req.view))
       throw RequestError{record->streamed ? 422 : 413, record->streamed ? "streamed" : "too_long_for_view",
                          "/api/attention: " + *why};
-    const int l0 = req.layer.value_or(0), nl = req.layer ? 1 : c.n_layer;
-    const int h0 = req.head.value_or(0), nh = req.view == AttentionView::kRollout ? 1 : req.head ? 1 : c.n_head;
-    // The requested layers and heads at token level, [nl, nh, T, T], or straight from the word maps.
-    const Tensor& att = record->attention(req.view == AttentionView::kWeights ? req.text.level : Level::kToken);
-    const int64_t T = att.dim(2), block = T * T;
-    if (req.view == AttentionView::kNorm && record->capture.value_norms.numel() != int64_t{c.n_layer} * c.n_head * T)
-      throw Error("/api/attention: the norm-weighted view needs the run's value norms [n_layer, n_head, T], and this run kept none");
-    Tensor part({nl, nh, T, T}, Tensor::Uninitialized{});
-    std::shared_ptr<const Tensor> rollout;
-    if (req.view == AttentionView::kRollout) rollout = rollout_of(record);
-    for (int l = l0; l < l0 + nl; ++l)
-      for (int h = h0; h < h0 + nh; ++h) {
-        float* dst = part.ptr() + (static_cast<int64_t>(l - l0) * nh + (h - h0)) * block;
-        if (req.view == AttentionView::kRollout) {
-          std::copy_n(rollout->ptr() + static_cast<int64_t>(l) * block, block, dst);
-          continue;
-        }
-        const float* src = att.ptr() + (static_cast<int64_t>(l) * c.n_head + h) * block;
-        if (req.view == AttentionView::kWeights) {
-          std::copy_n(src, block, dst);
-          continue;
-        }
-        // α_qk · ‖v_k W_O,hᵀ‖ (the pipeline's norm_weighted_attention, one head), then rows to shares.
-        norm_weighted_head(*record, l, h, dst);
-        renormalise_rows(dst, T, T);
-      }
-    if (req.view != AttentionView::kWeights && req.text.level == Level::kWord)
-      part = merge_into_words(*record, part);  // keys summed per word, queries averaged
-    const int64_t U = part.dim(2);
+    const std::shared_ptr<const Tensor> rollout = req.view == AttentionView::kRollout ? rollout_of(record) : nullptr;
+    const Tensor part = attention_view(c, *record, req.view, req.text.level, req.layer, req.head, rollout.get());
     return HttpReply{200, "application/octet-stream",
-                     encode_tensor(std::span<const float>(part.ptr(), static_cast<size_t>(part.numel())), {nl, nh, U, U},
-                                   req.dtype),
+                     encode_tensor(std::span<const float>(part.ptr(), static_cast<size_t>(part.numel())),
+                                   part.shape, req.dtype),
                      {}};
   });
 }
@@ -432,35 +353,13 @@ HttpReply Api::overview(std::string_view body) {
     req.head = optional_int(j, "head");
     if (req.head) check_index(*req.head, c.n_head, "head", "heads per layer");
     const std::string part = optional_enum(j, "part", {"maps", "received", "offsets"});
-    req.part = part == "received"  ? OverviewRequest::Part::kReceived
-               : part == "offsets" ? OverviewRequest::Part::kOffsets
-                                   : OverviewRequest::Part::kMaps;
+    req.part = part == "received" ? OverviewPart::kReceived : part == "offsets" ? OverviewPart::kOffsets : OverviewPart::kMaps;
     const auto ticket = admit();
     const auto record = cache_.get(req.text.text, req.text.truncate, std::move(req.text.encoding));
     if (record->overviews.size() != static_cast<size_t>(c.n_layer) * static_cast<size_t>(c.n_head))
       throw RequestError{422, "no_overview", "/api/overview: this run kept no overview maps"};
-    const int h0 = req.head.value_or(0), nh = req.head ? 1 : c.n_head;
-    std::vector<float> values;
-    std::vector<int64_t> shape;
-    for (int h = h0; h < h0 + nh; ++h) {
-      const analysis::HeadOverview& o = record->overviews[static_cast<size_t>(req.layer) * c.n_head + h];
-      switch (req.part) {
-        case OverviewRequest::Part::kMaps:  // [head, {sum, max}, cells, cells]
-          values.insert(values.end(), o.sum.begin(), o.sum.end());
-          values.insert(values.end(), o.max.begin(), o.max.end());
-          shape = {nh, 2, o.cells, o.cells};
-          break;
-        case OverviewRequest::Part::kReceived:  // [head, T]
-          values.insert(values.end(), o.received.begin(), o.received.end());
-          shape = {nh, static_cast<int64_t>(o.received.size())};
-          break;
-        case OverviewRequest::Part::kOffsets:  // [head, 2T − 1], NaN where no query sees the offset
-          values.insert(values.end(), o.offset_mass.begin(), o.offset_mass.end());
-          shape = {nh, static_cast<int64_t>(o.offset_mass.size())};
-          break;
-      }
-    }
-    return HttpReply{200, "application/octet-stream", encode_tensor(values, shape, WireDtype::kFloat32), {}};
+    const OverviewSlice slice = overview_slice(c, *record, req.layer, req.head, req.part);
+    return HttpReply{200, "application/octet-stream", encode_tensor(slice.values, slice.shape, WireDtype::kFloat32), {}};
   });
 }
 
@@ -481,29 +380,7 @@ HttpReply Api::decompose(std::string_view body) {
                     "the W_O decomposition needs the dense capture: send a shorter text (the explorer's maps "
                     "stay dense up to a few thousand tokens)");
     req.token = check_index(*token, record->T(), "token", "tokens in this text");
-
-    const Decomposition d = headscope::decompose(model_, record->capture, req.layer, req.token);
-    const int H = d.n_head, dh = d.d_head, D = d.d_model;
-    json out = {
-        {"layer", d.layer},
-        {"token", d.token},
-        {"n_head", H},
-        {"d_head", dh},
-        {"d_model", D},
-        {"w_o_shape", {D, H * dh}},
-        {"head_outputs", typed_array(d.concat, {H, dh})},
-        {"head_output_norms", typed_array(d.head_output_norms, {H})},
-        {"concat", typed_array(d.concat, {H * dh})},
-        {"projection", typed_array(d.projection, {D})},
-        {"bias", typed_array(d.bias, {D})},
-        {"contributions", typed_array(d.contributions, {H, D})},
-        {"contribution_norms", typed_array(d.contribution_norms, {H})},
-        {"attn_output", typed_array(d.attn_output, {D})},
-        {"attention_rows", typed_array(d.attention_rows, {H, d.T})},
-        {"check",
-         {{"sum_max_abs_error", d.sum_max_abs_error}, {"projection_max_abs_error", d.projection_max_abs_error}}},
-    };
-    return json_reply(out);
+    return json_reply(headscope::decompose(model_, record->capture, req.layer, req.token));
   });
 }
 
@@ -519,24 +396,7 @@ HttpReply Api::link(std::string_view body) {
     const auto record = cache_.get(req.text, req.truncate, std::move(req.encoding));
     check_index(q, record->T(), "token", "tokens in this text");
     check_index(k, record->T(), "token", "tokens in this text");
-    const std::vector<HeadLink> ranked = heads_linking(model_, *record, q, k);
-    const std::vector<std::string> labels = token_labels(*record);
-    json heads = json::array();
-    for (const HeadLink& l : ranked) {
-      if (static_cast<int>(heads.size()) >= limit) break;
-      const auto i = static_cast<size_t>(l.layer * model_.config().n_head + l.head);
-      heads.push_back({{"layer", l.layer},
-                       {"head", l.head},
-                       {"weight", json_number(l.weight)},
-                       {"weight_no_sink", json_number(l.weight_no_sink)},
-                       {"roles", record->token_level.roles.at(i)}});
-    }
-    return json_reply({{"q", q},
-                       {"k", k},
-                       {"query", labels.at(static_cast<size_t>(q))},
-                       {"key", labels.at(static_cast<size_t>(k))},
-                       {"sink_columns", record->sink_columns},
-                       {"heads", std::move(heads)}});
+    return json_reply(link_search(model_, *record, q, k, limit));
   });
 }
 
@@ -553,9 +413,7 @@ HttpReply Api::generate(std::string_view body) {
     if (max_new < 1 || max_new > limits_.max_new_tokens)
       throw RequestError{400, "bad_max_new_tokens",
                          "max_new_tokens must be between 1 and " + std::to_string(limits_.max_new_tokens)};
-    const Encoding& prompt = req.encoding;
-    if (prompt.size() == 0) throw RequestError{400, "empty_text", "the text produced no tokens"};
-    const int64_t T0 = static_cast<int64_t>(prompt.size());
+    if (req.encoding.size() == 0) throw RequestError{400, "empty_text", "the text produced no tokens"};
     GenerateOptions options;
     options.max_new_tokens = max_new;
     options.max_length = limits_.max_tokens > 0 ? limits_.max_tokens : c.max_positions;
@@ -563,37 +421,8 @@ HttpReply Api::generate(std::string_view body) {
     // /api/run, whose row t equals step t's row in a causal model.
     const auto ticket = admit();
     const auto lock = cache_.exclusive_model();
-    const Generation g = headscope::generate(model_, prompt, options);
-    const std::vector<int32_t>& ids = g.ids;
-    // The continuation as text: what decoding gained over the prompt's own decoding.
-    const std::string before = model_.tokenizer().decode(prompt.ids());
-    const std::string after = model_.tokenizer().decode(ids);
-    std::string continuation =
-        after.compare(0, before.size(), before) == 0 ? after.substr(before.size()) : std::string();
-    // Byte-level tokens can stop inside a multi-byte character (the first bytes of an emoji, say):
-    // the reply holds those bytes back, so that text and continuation end at the last whole
-    // character and stay valid UTF-8; held_back_bytes says how many were left out.
-    const size_t held_back = incomplete_utf8_tail(continuation);
-    continuation.resize(continuation.size() - held_back);
-    const std::string text = req.text + continuation;
-    // Whether the text encodes back to exactly these ids; if not, an analysis of `text` sees
-    // different tokens than the ones generated (e.g. two pieces that merge when re-encoded, or a
-    // held-back tail). A text that is still not UTF-8 (the model emitted a stray byte) is not
-    // encoded: it cannot give back the ids, and the reply writes its bad bytes as U+FFFD.
-    const bool same = held_back == 0 && is_valid_utf8(text) && model_.encode(text).ids() == ids;
-    json out = {
-        {"prompt", req.text},
-        {"prompt_tokens", T0},
-        {"ids", ids},
-        {"generated", g.generated},
-        {"continuation", continuation},
-        {"text", text},
-        {"held_back_bytes", held_back},
-        {"retokenizes_same", same},
-        {"stopped_at_eos", g.stopped_at_eos},
-        {"stopped_at_limit", g.stopped_at_limit},
-    };
-    return json_reply(out);
+    Generation g = headscope::generate(model_, req.encoding, options);
+    return json_reply(describe_generation(model_, req.text, req.encoding, std::move(g)));
   });
 }
 

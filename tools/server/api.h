@@ -1,9 +1,10 @@
 // headscope server — the HTTP API as plain functions: request body in, status + body out.
 //
-// This is the only place that knows JSON. Each handler parses the request into a native struct
-// first (TextRequest, AttentionRequest, DecomposeRequest), calls the core through RunCache, and
-// formats the reply. http.cc binds these handlers to routes with cpp-httplib; keeping
-// them free of httplib types makes the contract (docs/api.md) readable in one file.
+// Each handler parses the request into a native struct first (TextRequest, AttentionRequest,
+// DecomposeRequest), calls the core through RunCache and the pipeline, and replies with the
+// result's one JSON writer (headscope/json.h) or the binary tensor format (wire.h). http.cc binds
+// these handlers to routes with cpp-httplib; keeping them free of httplib types makes the contract
+// (docs/api.md) readable in one file.
 #pragma once
 #include <chrono>
 #include <memory>
@@ -50,10 +51,9 @@ struct TextRequest {
   bool hide_special = false;  // statistics and roles without the special tokens (run only)
   Encoding encoding;          // the text encoded once, under the server's token limit
 };
-// Which quantity /api/attention sends (docs/explorer.md "Views"): the attention weights; each head's
-// norm-weighted map α_qk · ‖v_k W_O,hᵀ‖ with every row renormalised to sum 1; or the attention
-// rollout up to each layer, one map per layer ([layers, 1, U, U]).
-enum class AttentionView { kWeights, kNorm, kRollout };
+// Which quantity /api/attention sends (docs/explorer.md "Views"; headscope/pipeline.h).
+using headscope::AttentionView;
+using headscope::OverviewPart;
 
 struct AttentionRequest {
   TextRequest text;
@@ -74,7 +74,7 @@ struct OverviewRequest {
   TextRequest text;
   int layer = 0;
   std::optional<int> head;  // absent: every head of the layer
-  enum class Part { kMaps, kReceived, kOffsets } part = Part::kMaps;
+  OverviewPart part = OverviewPart::kMaps;
 };
 struct DecomposeRequest {
   TextRequest text;
@@ -120,10 +120,6 @@ class Api {
   // {"error": {"status", "code", "message"}} with that status. Never throws: text that is not
   // UTF-8 (a decoded URL, a header) is written with U+FFFD in place of the bad bytes.
   static HttpReply error(int status, std::string_view code, std::string_view message) noexcept;
-
-  // Why `view` cannot be shown for this run (streamed maps; rollout over limits::kMaxRolloutTokens),
-  // or nothing when it can. /api/run reports it per view, /api/attention refuses with it.
-  static std::optional<std::string> view_unavailable(const RunRecord& run, AttentionView view);
 
   // The admission of heavy requests (run, attention, decompose, generate), for the tests.
   ComputeQueue& compute_queue() { return queue_; }

@@ -8,32 +8,31 @@
 
 namespace headscope::server {
 
-bool streams_maps(const ModelConfig& c, int64_t T) {
-  const uint64_t heads = uint64_t(std::max(c.n_layer, 0)) * uint64_t(std::max(c.n_head, 0));
-  const uint64_t t = uint64_t(std::max<int64_t>(T, 0));
-  return 2 * heads * t * t * sizeof(float) > limits::kDenseMapsBytes;  // as analyse_memory() decides kAuto
+AnalyseOptions cache_analyse_options(const Model& model, int64_t T, AnalyseOptions::Maps maps) {
+  AnalyseOptions options;
+  options.capture.hidden_states = false;  // the explorer shows attention and the W_O decomposition only
+  options.without_specials = true;        // "hide special tokens"
+  options.maps = maps;
+  if (analyse_memory(model, T, options).streamed) options.capture.head_outputs = options.capture.contributions = false;
+  return options;
 }
 
-uint64_t run_bytes(const ModelConfig& c, int64_t T, int overview_cells) {
-  const uint64_t L = static_cast<uint64_t>(std::max(c.n_layer, 0)), H = static_cast<uint64_t>(std::max(c.n_head, 0));
-  const uint64_t KV = c.n_kv_head > 0 ? static_cast<uint64_t>(c.n_kv_head) : H;
-  const uint64_t t = static_cast<uint64_t>(std::max<int64_t>(T, 0));
-  const uint64_t dh = static_cast<uint64_t>(std::max(c.d_head, 0)), D = static_cast<uint64_t>(std::max(c.d_model, 0));
-  const uint64_t cells = std::min<uint64_t>(t, static_cast<uint64_t>(std::max(overview_cells, 0)));
-  const uint64_t overviews = L * H * (2 * cells * cells * sizeof(float) + (t + 2 * t) * sizeof(double));
-  if (streams_maps(c, T)) return overviews + (L * H * t * dh + L * KV * t * dh) * sizeof(float);
-  const uint64_t floats = 2 * L * H * t * t + L * H * t * dh + L * H * t * D + L * t * D;
-  return floats * sizeof(float) + overviews;
+AnalyseMemory cached_run_memory(const Model& model, int64_t T, AnalyseOptions::Maps maps) {
+  return analyse_memory(model, T, cache_analyse_options(model, T, maps));
 }
 
-int64_t max_tokens_within(const ModelConfig& config, uint64_t budget_bytes) {
+bool streams_maps(const Model& model, int64_t T) { return cached_run_memory(model, T).streamed; }
+
+uint64_t run_bytes(const Model& model, int64_t T) { return cached_run_memory(model, T).kept_bytes; }
+
+int64_t max_tokens_within(const Model& model, uint64_t budget_bytes) {
   // run_bytes grows with T on each side of the switch to streamed maps (where it drops): the
   // largest T that fits is searched among the streamed lengths first, then the dense ones.
   auto largest = [&](int64_t lo, int64_t hi) {  // largest T in [lo, hi] that fits, lo − 1 if none
     int64_t best = lo - 1;
     while (lo <= hi) {
       const int64_t mid = lo + (hi - lo) / 2;
-      if (run_bytes(config, mid) <= budget_bytes)
+      if (run_bytes(model, mid) <= budget_bytes)
         best = mid, lo = mid + 1;
       else
         hi = mid - 1;
@@ -42,13 +41,13 @@ int64_t max_tokens_within(const ModelConfig& config, uint64_t budget_bytes) {
   };
   const int64_t top = int64_t{1} << 20;
   int64_t first_streamed = 1;
-  while (first_streamed <= top && !streams_maps(config, first_streamed)) first_streamed *= 2;
+  while (first_streamed <= top && !streams_maps(model, first_streamed)) first_streamed *= 2;
   if (first_streamed <= top) {
     // The exact first streamed length, between the last power of two that was dense and this one.
     int64_t lo = first_streamed / 2 + 1, hi = first_streamed;
     while (lo < hi) {
       const int64_t mid = lo + (hi - lo) / 2;
-      if (streams_maps(config, mid)) hi = mid; else lo = mid + 1;
+      if (streams_maps(model, mid)) hi = mid; else lo = mid + 1;
     }
     first_streamed = lo;
     const int64_t streamed = largest(first_streamed, top);
@@ -122,17 +121,10 @@ int64_t RunCache::runs_computed() const {
 }
 
 std::shared_ptr<const RunRecord> RunCache::compute(const std::string& text, bool truncate, Encoding encoding) const {
-  AnalyseOptions options;
-  options.capture.hidden_states = false;  // the explorer shows attention and the W_O decomposition only
-  options.without_specials = true;        // "hide special tokens"
-  options.corpus = corpus_;
   // Dense maps for short texts (the explorer reads them whole from /api/attention); streamed
-  // beyond, and then read through /api/overview and /api/tile. A streamed run keeps no head
-  // outputs or contributions: at 8,192 tokens those alone are gigabytes, and /api/decompose
-  // answers only for dense runs.
-  options.maps = maps_;
-  if (analyse_memory(model_, static_cast<int64_t>(encoding.size()), options).streamed)
-    options.capture.head_outputs = options.capture.contributions = false;
+  // beyond, and then read through /api/overview and /api/tile (cache_analyse_options).
+  AnalyseOptions options = cache_analyse_options(model_, static_cast<int64_t>(encoding.size()), maps_);
+  options.corpus = corpus_;
   RunRecord run = analyse(model_, text, std::move(encoding), probe_, options);
   run.truncate = truncate;
   return std::make_shared<const RunRecord>(std::move(run));

@@ -23,20 +23,21 @@ using RunRecord = RunAnalysis;
 using headscope::Level;
 using headscope::LevelAnalysis;
 
-// Whether the server streams the maps of a T-token run under AnalyseOptions::Maps::kAuto: when
-// the dense maps (token and word level, 2·n_layer·n_head·T² floats) exceed limits::kDenseMapsBytes.
-bool streams_maps(const ModelConfig& config, int64_t T);
-// Bytes one analysed run of T tokens holds (what RunRecord::bytes() will count) with the maps
-// chosen as kAuto chooses them. Dense: the attention n_layer·n_head·T² floats at token level and
-// again at word level (at most T units), which dominate, plus head outputs n_layer·n_head·T·d_head,
-// contributions n_layer·n_head·T·d_model and the attention output n_layer·T·d_model. Streamed: the
-// queries n_layer·n_head·T·d_head and keys n_layer·n_kv_head·T·d_head that tiles are computed from
-// (no head outputs or contributions: /api/decompose needs the dense maps). Both: every head's
-// overview (two [cells, cells] float maps, received [T] and offsets [2T − 1] in double). Used to
-// refuse a --max-tokens whose run would not fit in --cache-mib before any run is made.
-uint64_t run_bytes(const ModelConfig& config, int64_t T, int overview_cells = AnalyseOptions{}.overview_cells);
+// How the cache analyses a T-token text: no hidden states, the special-free variants, the maps as
+// `maps` says (kAuto: as analyse_memory() decides). A run whose maps are streamed keeps no head
+// outputs or contributions: at 8,192 tokens those alone are gigabytes, and /api/decompose answers
+// only for dense runs. The corpus evidence is added by the cache.
+AnalyseOptions cache_analyse_options(const Model& model, int64_t T,
+                                     AnalyseOptions::Maps maps = AnalyseOptions::Maps::kAuto);
+// analyse_memory() of such a run: whether its maps stream, and the bytes it keeps (kept_bytes),
+// which the cache's budget counts. The pipeline's rule; nothing here re-derives it.
+AnalyseMemory cached_run_memory(const Model& model, int64_t T, AnalyseOptions::Maps maps = AnalyseOptions::Maps::kAuto);
+// The same under kAuto, as --max-tokens is checked against --cache-mib before any run is made:
+// whether the maps of a T-token run are streamed, and the bytes it keeps.
+bool streams_maps(const Model& model, int64_t T);
+uint64_t run_bytes(const Model& model, int64_t T);
 // The largest T whose run_bytes fits in `budget_bytes` (0 when not even one token fits).
-int64_t max_tokens_within(const ModelConfig& config, uint64_t budget_bytes);
+int64_t max_tokens_within(const Model& model, uint64_t budget_bytes);
 
 class RunCache {
  public:

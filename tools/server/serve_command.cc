@@ -51,6 +51,24 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// One run of max_tokens must fit in the cache's budget (the latest run is always kept), or a long
+// text would take more memory than the user allowed: refused before loading anything more.
+// Returns the budget in bytes.
+uint64_t check_cache_budget(const Model& model, int max_tokens, int64_t cache_mib) {
+  const ModelConfig& c = model.config();
+  const uint64_t budget = static_cast<uint64_t>(cache_mib) << 20;
+  const uint64_t need = server::run_bytes(model, max_tokens);
+  if (need > budget)
+    throw ResourceError("--max-tokens " + std::to_string(max_tokens) + ": one run of that length on " + c.name +
+                        " keeps " + std::to_string((need + (1 << 20) - 1) >> 20) + " MiB (" +
+                        (server::streams_maps(model, max_tokens)
+                             ? std::string("streamed maps: queries, keys and overviews")
+                             : std::string("dense maps: attention alone is 2 x n_layer x n_head x T^2 floats")) +
+                        "), over --cache-mib " + std::to_string(cache_mib) + "; use --max-tokens " +
+                        std::to_string(server::max_tokens_within(model, budget)) + " or raise --cache-mib");
+  return budget;
+}
+
 void serve(const ServeOptions& opt) {
   auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Model> model = load_model(opt.model, opt.load);
@@ -60,19 +78,7 @@ void serve(const ServeOptions& opt) {
 
   server::ApiLimits limits;
   limits.max_tokens = c.max_positions > 0 ? std::min(opt.max_tokens, c.max_positions) : opt.max_tokens;
-  // One run of max_tokens must fit in the cache's budget (the latest run is always kept), or a
-  // long text would take more memory than the user allowed: refuse before loading anything more.
-  const uint64_t budget = static_cast<uint64_t>(opt.cache_mib) << 20;
-  const uint64_t need = server::run_bytes(c, limits.max_tokens);
-  if (need > budget)
-    throw ResourceError("--max-tokens " + std::to_string(limits.max_tokens) + ": one run of that length on " + c.name +
-                        " keeps " + std::to_string((need + (1 << 20) - 1) >> 20) +
-                        " MiB (" + (server::streams_maps(c, limits.max_tokens)
-                                        ? std::string("streamed maps: queries, keys and overviews")
-                                        : std::string("dense maps: attention alone is 2 x n_layer x n_head x T^2 floats")) +
-                        "), over --cache-mib " +
-                        std::to_string(opt.cache_mib) + "; use --max-tokens " +
-                        std::to_string(server::max_tokens_within(c, budget)) + " or raise --cache-mib");
+  const uint64_t budget = check_cache_budget(*model, limits.max_tokens, opt.cache_mib);
 
   t0 = std::chrono::steady_clock::now();
   std::vector<analysis::ProbeEvidence> probe = headscope::probe(*model);

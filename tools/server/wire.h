@@ -19,6 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "headscope/json.h"
+#include "headscope/pipeline.h"
+
 namespace headscope::server {
 
 enum class WireDtype : uint32_t {
@@ -29,19 +32,11 @@ enum class WireDtype : uint32_t {
 // Encodes `values` (row-major, product of `shape` elements) in the binary format above.
 std::string encode_tensor(std::span<const float> values, const std::vector<int64_t>& shape, WireDtype dtype);
 
-// Standard base64 (RFC 4648, with padding) of raw bytes.
-std::string base64_encode(std::string_view bytes);
-
-// The little-endian bytes of float32 values, as base64.
-std::string base64_floats(std::span<const float> values);
-
-// Whether `text` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, <= U+10FFFF).
-// Sets `bad_offset` to the byte offset of the first bad sequence when it is not.
-bool is_valid_utf8(std::string_view text, size_t* bad_offset = nullptr);
-
-// The number of bytes (0 to 3) at the end of `text` that begin a multi-byte character without
-// completing it, e.g. 1 for "caf\xC3" and 2 for "\xF0\x9F". 0 when the text ends on a whole
-// character or on bytes that can never become one (those are not held back: no later byte fixes them).
-size_t incomplete_utf8_tail(std::string_view text);
+// Base64 of bytes and of float32 values, and the UTF-8 checks of requests and replies: the core's
+// (headscope/json.h, headscope/pipeline.h), named here for the server's code and tests.
+using headscope::base64_encode;
+using headscope::base64_floats;
+using headscope::incomplete_utf8_tail;
+using headscope::is_valid_utf8;
 
 }  // namespace headscope::server

@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "analysis/links.h"
-#include "analysis/probe.h"
 #include "analysis/roles.h"
 #include "analysis/statistics.h"
 #include "analysis/stream.h"
@@ -14,6 +13,8 @@
 #include "headscope/error.h"
 #include "headscope/limits.h"
 #include "headscope/pipeline.h"
+#include "pipeline/probe.h"
+#include "pipeline/stream.h"
 
 namespace headscope {
 namespace {
@@ -55,7 +56,7 @@ std::vector<int> kv_head_of(const ModelConfig& c) {
 }
 
 std::vector<analysis::ProbeEvidence> probe(const Model& model, const ProbeOptions& options) {
-  return analysis::measure_probe(model, options.length, options.count, options.seed);
+  return measure_probe(model, options.length, options.count, options.seed);
 }
 
 size_t RunAnalysis::bytes() const {
@@ -158,7 +159,7 @@ RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
   const int64_t heads = int64_t(c.n_layer) * c.n_head;
   std::vector<analysis::HeadStream> streams = analysis::make_head_streams(plan, int(heads), c.window);
   if (run.streamed) {
-    run.capture = analysis::run_streamed(model, run.encoding, streams, capture_for(options, true), [&](int layer) {
+    run.capture = run_streamed(model, run.encoding, streams, capture_for(options, true), [&](int layer) {
       if (options.progress) options.progress(layer + 1, c.n_layer);
     });
   } else {

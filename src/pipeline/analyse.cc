@@ -120,15 +120,17 @@ RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
   const int T = static_cast<int>(encoding.size());
   if (T > c.max_positions)
     throw Error("the text is " + std::to_string(T) + " tokens; " + c.name + " allows at most " +
-                std::to_string(c.max_positions) + " (truncate it to analyse the first " + std::to_string(c.max_positions) +
-                ")");
+                    std::to_string(c.max_positions),
+                Remedy::kTruncate);
   const AnalyseMemory need = analyse_memory(model, T, options);
   const uint64_t budget = model.run_memory_budget();
   if (need.bytes > budget) {
     // What would fit: streaming, or else the longest text in this mode (analyse_memory grows with T).
     std::string hint;
+    Remedy remedy = Remedy::kShorterText;
     if (!need.streamed && need.stream_bytes <= budget) {
-      hint = "stream the maps instead (--maps stream, about " + mib(need.stream_bytes) + ")";
+      hint = "streamed maps would need about " + mib(need.stream_bytes);
+      remedy = Remedy::kStreamMaps;
     } else {
       int64_t lo = 0, hi = T;
       while (lo < hi) {
@@ -136,13 +138,13 @@ RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
         if (analyse_memory(model, mid, options).bytes <= budget) lo = mid;
         else hi = mid - 1;
       }
-      hint = lo > 0 ? "the longest text that fits is about " + std::to_string(lo) + " tokens (shorten the text or "
-                          "allow more memory with --max-memory)"
-                    : "not even one token fits (allow more memory with --max-memory)";
+      hint =
+          lo > 0 ? "the longest text that fits is about " + std::to_string(lo) + " tokens" : "not even one token fits";
     }
     throw ResourceError("analysing " + std::to_string(T) + " tokens with " + (need.streamed ? "streamed" : "dense") +
-                        " attention maps needs about " + mib(need.bytes) + " but " + mib(budget) +
-                        " is available (the memory budget); " + hint);
+                            " attention maps needs about " + mib(need.bytes) + " but " + mib(budget) +
+                            " is available (the memory budget); " + hint,
+                        remedy);
   }
 
   RunAnalysis run;

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "analysis/probe.h"
 #include "headscope/headscope.h"
 #include "headscope/pipeline.h"
+#include "pipeline/probe.h"
 
 using namespace headscope;
 
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   std::vector<Encoding> texts;
   int P = 0;
   for (int s = 0; s < sequences; ++s) {
-    const analysis::ProbeLayout layout = analysis::make_repeated_probe(model->tokenizer(), length, uint32_t(9000 + s));
+    const analysis::ProbeLayout layout = make_repeated_probe(model->tokenizer(), length, uint32_t(9000 + s));
     texts.push_back(layout.encoding);
     P = layout.prefix;
   }

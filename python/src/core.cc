@@ -457,6 +457,29 @@ std::string analyse_attention_json(nb::ndarray<nb::ro, nb::device::cpu> attentio
   return out;
 }
 
+// The error's message with its remedy (headscope::Remedy) said as the keyword argument that asks
+// for it (Model.run's truncate= and maps=); the memory budget is HEADSCOPE_MEMORY_BUDGET.
+std::string error_message(const headscope::Error& e) {
+  std::string message = e.what();
+  switch (e.remedy()) {
+    case Remedy::kNone:
+      break;
+    case Remedy::kTruncate:
+      message += "; pass truncate=True to cut it";
+      break;
+    case Remedy::kStreamMaps:
+      message += "; pass maps=\"stream\"";
+      break;
+    case Remedy::kDenseMaps:
+      message += "; pass maps=\"dense\" (or analyse a shorter text)";
+      break;
+    case Remedy::kShorterText:
+      message += "; shorten the text, or raise HEADSCOPE_MEMORY_BUDGET (bytes)";
+      break;
+  }
+  return message;
+}
+
 }  // namespace
 }  // namespace headscope::python
 
@@ -484,11 +507,11 @@ NB_MODULE(_core, m) {
     try {
       std::rethrow_exception(p);
     } catch (const FileError& e) {
-      PyErr_SetString(file_error_type, e.what());
+      PyErr_SetString(file_error_type, error_message(e).c_str());
     } catch (const headscope::ResourceError& e) {
-      PyErr_SetString(resource_error_type, e.what());
+      PyErr_SetString(resource_error_type, error_message(e).c_str());
     } catch (const headscope::Error& e) {
-      PyErr_SetString(error_type, e.what());
+      PyErr_SetString(error_type, error_message(e).c_str());
     } catch (const std::bad_alloc&) {
       PyErr_SetString(resource_error_type, "not enough memory for this request; try a shorter text");
     }

@@ -1,228 +1,44 @@
-// The head atlas: runs the stages listed in atlas.h and joins their evidence into roles.
+// The head atlas's pure steps: the coreference summary and the join of every stage's evidence
+// into roles (atlas.h). The stages that run the model are the pipeline's (src/pipeline/atlas.h).
 #include "analysis/atlas.h"
 
-#include <algorithm>
-#include <chrono>
-#include <fstream>
-
-#include "analysis/stream.h"
-#include "analysis/words.h"
-#include "headscope/error.h"
-
 namespace headscope::analysis {
-namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-std::vector<std::string> read_corpus(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("corpus '" + path + "': cannot open it; pass a text file with one text per line");
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") != std::string::npos) lines.push_back(line);
+CorefResult summarise_coref(const CorefScorer& select, const CorefScorer& report, int n_heads) {
+  const int N = n_heads;
+  CorefResult cr;
+  cr.support_report = report.support();
+  cr.support_select = select.support();
+  cr.skipped = report.skipped();
+  cr.head = 0;
+  for (int h = 1; h < N; ++h) {
+    if (select.correct(h) > select.correct(cr.head)) cr.head = h;
   }
-  if (lines.empty()) throw Error("corpus '" + path + "': no non-empty lines");
-  return lines;
-}
-
-// Encodes without truncation; returns false (and the caller skips the text) when the text is too
-// long for the model or has nothing to encode.
-bool encode_whole(const Model& model, const std::string& text, Encoding& out) {
-  try {
-    out = model.encode(text, /*truncate=*/true);
-  } catch (const Error&) {
-    return false;
+  cr.head_select_accuracy = select.accuracy(cr.head);
+  cr.head_report_accuracy = report.accuracy(cr.head);
+  for (int b = 1; b < kCorefBaselineCount; ++b) {
+    const auto cb = static_cast<CorefBaseline>(b);
+    if (select.baseline_correct(cb) > select.baseline_correct(cr.baseline)) cr.baseline = cb;
   }
-  return !out.truncated;
+  cr.baseline_select_accuracy = select.baseline_accuracy(cr.baseline);
+  cr.baseline_report_accuracy = report.baseline_accuracy(cr.baseline);
+  for (int h = 0; h < N; ++h) cr.head_report_accuracies.push_back(report.accuracy(h));
+  for (int b = 0; b < kCorefBaselineCount; ++b) {
+    cr.baseline_report_accuracies.push_back(report.baseline_accuracy(static_cast<CorefBaseline>(b)));
+  }
+  // A head's coreference skill is judged against the stronger simple baseline on the report
+  // file: on a few hundred GAP rows the one chosen on the selection file can be the weaker one,
+  // which would make half the heads look like coreference heads.
+  for (int b = 0; b < kCorefBaselineCount; ++b)
+    if (cr.baseline_report_accuracies[size_t(b)] > cr.baseline_report_accuracies[size_t(cr.evidence_baseline)])
+      cr.evidence_baseline = static_cast<CorefBaseline>(b);
+  return cr;
 }
 
-}  // namespace
-
-AtlasResult build_atlas(const Model& model, const std::string& model_path, const AtlasOptions& options) {
-  const auto t_start = Clock::now();
-  const ModelConfig& c = model.config();
-  const int L = c.n_layer, H = c.n_head, N = L * H;
-  CaptureOptions capture = CaptureOptions::attention_only();
-  capture.value_norms = true;  // [L, H, T]: the norm-weighted sink share (sink_mass_norm) of every head
-  auto progress = [&](std::string_view stage, int64_t done, int64_t total) {
-    if (options.progress) options.progress(stage, done, total);
-  };
-  if (options.report_treebank.empty()) throw Error("atlas: a treebank is required (--treebank FILE.conllu)");
+void join_evidence(AtlasResult& r, const DependencyScorer& select_scorer, const DependencyScorer& report_scorer) {
+  const AtlasOptions& options = r.options;
+  const int N = r.n_heads();
   const bool given = !options.evidence.empty();
-  if (given && options.evidence.size() != static_cast<size_t>(N))
-    throw Error("atlas: the evidence given has " + std::to_string(options.evidence.size()) + " heads; the model has " +
-                std::to_string(N));
-
-  AtlasResult r;
-  r.config = c;
-  r.model_path = model_path;
-  r.options = options;
-  r.options.progress = nullptr;
-
-  // Read every data file first, so that a wrong path fails before minutes of work.
-  auto report_tb = read_conllu(options.report_treebank);
-  std::vector<DependencySentence> select_tb;
-  if (!options.select_treebank.empty()) select_tb = read_conllu(options.select_treebank);
-  std::vector<GapExample> report_gap, select_gap;
-  if (!given && !options.report_coref.empty()) report_gap = read_gap_tsv(options.report_coref);
-  if (!given && !options.select_coref.empty()) select_gap = read_gap_tsv(options.select_coref);
-  std::vector<std::string> corpus;
-  if (!options.corpus.empty()) corpus = read_corpus(options.corpus);
-  auto keep_first = [](auto& rows, int64_t n) {
-    if (n > 0 && rows.size() > static_cast<size_t>(n)) rows.resize(static_cast<size_t>(n));
-  };
-  keep_first(report_tb, options.max_sentences);
-  keep_first(select_tb, options.max_sentences);
-  keep_first(report_gap, options.max_gap_rows);
-  keep_first(select_gap, options.max_gap_rows);
-
-  ModelStatsAccumulator token_stats(L, H, c.window), word_stats(L, H);
-  auto add_stats = [&](const Capture& cap, const Encoding& enc, const std::string& text, const WordMap& map,
-                       const Tensor& units) {
-    const SequenceInfo seq = describe_sequence(enc, text, c.causal);
-    token_stats.add(cap.attention, seq, cap.value_norms);
-    word_stats.add(units, describe_units(seq, map));
-    ++r.corpus_texts;
-    r.corpus_tokens += static_cast<int64_t>(enc.size());
-  };
-
-  // ---- syntax (and, without a corpus, the statistics) on the treebanks ----
-  DependencyScorer report_scorer(N), select_scorer(N);
-  auto score_treebank = [&](const std::vector<DependencySentence>& tb, DependencyScorer& scorer, bool with_stats,
-                            std::string_view stage, int64_t& counted) {
-    const auto t0 = Clock::now();
-    std::vector<std::pair<int64_t, int64_t>> spans;
-    Encoding enc;
-    for (size_t i = 0; i < tb.size(); ++i) {
-      const std::string text = join_words(tb[i], &spans);
-      if (!encode_whole(model, text, enc)) {
-        ++r.skipped_sentences;
-      } else {
-        const Capture cap = model.run(enc, capture);
-        const WordMap map = words_from_spans(enc, spans);
-        const Tensor units = merge_attention(cap.attention, map);  // [L, H, U, U]
-        scorer.add(tb[i], units.ptr(), map);
-        ++counted;
-        if (with_stats) add_stats(cap, enc, text, map, units);
-      }
-      progress(stage, static_cast<int64_t>(i + 1), static_cast<int64_t>(tb.size()));
-    }
-    r.seconds_per_stage.emplace_back(std::string(stage), seconds_since(t0));
-  };
-  score_treebank(report_tb, report_scorer, corpus.empty(), "treebank (report)", r.report_sentences);
-  if (!select_tb.empty()) {
-    score_treebank(select_tb, select_scorer, false, "treebank (select)", r.select_sentences);
-  } else {
-    select_scorer = report_scorer;
-    r.select_sentences = r.report_sentences;
-  }
-
-  // ---- statistics over a separate corpus ----
-  if (!corpus.empty()) {
-    const auto t0 = Clock::now();
-    Encoding enc;
-    for (size_t i = 0; i < corpus.size(); ++i) {
-      if (!encode_whole(model, corpus[i], enc)) {
-        ++r.skipped_texts;
-      } else {
-        // Corpus texts may be long: their attention is streamed into the statistics, never stored.
-        const StreamPlan plan = make_stream_plan(describe_sequence(enc, corpus[i], c.causal),
-                                                 words_from_encoding(enc), /*without_specials=*/false, 1, c.window);
-        std::vector<HeadStream> heads = make_head_streams(plan, N, c.window);
-        run_streamed(model, enc, heads, capture);
-        for (int h = 0; h < N; ++h) {
-          token_stats.merge_head(size_t(h), heads[size_t(h)].token);
-          word_stats.merge_head(size_t(h), heads[size_t(h)].word);
-        }
-        if (options.text_roles) {
-          TextRoles& t = r.texts.emplace_back();
-          t.text = corpus[i];
-          for (const HeadStream& h : heads) t.stats.push_back(h.token.result());
-        }
-        ++r.corpus_texts;
-        r.corpus_tokens += static_cast<int64_t>(enc.size());
-      }
-      progress("corpus", static_cast<int64_t>(i + 1), static_cast<int64_t>(corpus.size()));
-    }
-    r.seconds_per_stage.emplace_back("corpus", seconds_since(t0));
-  }
-  r.stats = token_stats.result();
-  r.word_stats = word_stats.result();
-
-  // ---- induction / duplicate probe ----
-  if (given) {
-    for (const HeadEvidence& e : options.evidence) r.probe.push_back(e.probe.value_or(ProbeEvidence{}));
-  } else {
-    const auto t0 = Clock::now();
-    r.probe = measure_probe(model, options.probe_length, options.probe_count, options.seed,
-                            [&](int done) { progress("probe", done, options.probe_count); });
-    r.seconds_per_stage.emplace_back("probe", seconds_since(t0));
-  }
-
-  // ---- coreference ----
-  if (!report_gap.empty()) {
-    auto score_gap = [&](const std::vector<GapExample>& examples, CorefScorer& scorer, std::string_view stage) {
-      const auto t0 = Clock::now();
-      Encoding enc;
-      for (size_t i = 0; i < examples.size(); ++i) {
-        const GapExample& ex = examples[i];
-        // Truncation is harmless here: an example whose mentions were cut off is skipped by the scorer.
-        if (ex.decidable()) {
-          bool ok = true;
-          try {
-            enc = model.encode(ex.text, /*truncate=*/true);
-          } catch (const Error&) {
-            ok = false;
-          }
-          if (ok) scorer.add(ex, enc, model.run(enc, capture).attention);
-        }
-        progress(stage, static_cast<int64_t>(i + 1), static_cast<int64_t>(examples.size()));
-      }
-      r.seconds_per_stage.emplace_back(std::string(stage), seconds_since(t0));
-    };
-    CorefScorer report(N), select(N);
-    score_gap(report_gap, report, "coreference (report)");
-    if (!select_gap.empty()) {
-      score_gap(select_gap, select, "coreference (select)");
-    } else {
-      select = report;
-    }
-    CorefResult cr;
-    cr.support_report = report.support();
-    cr.support_select = select.support();
-    cr.skipped = report.skipped();
-    cr.head = 0;
-    for (int h = 1; h < N; ++h) {
-      if (select.correct(h) > select.correct(cr.head)) cr.head = h;
-    }
-    cr.head_select_accuracy = select.accuracy(cr.head);
-    cr.head_report_accuracy = report.accuracy(cr.head);
-    for (int b = 1; b < kCorefBaselineCount; ++b) {
-      const auto cb = static_cast<CorefBaseline>(b);
-      if (select.baseline_correct(cb) > select.baseline_correct(cr.baseline)) cr.baseline = cb;
-    }
-    cr.baseline_select_accuracy = select.baseline_accuracy(cr.baseline);
-    cr.baseline_report_accuracy = report.baseline_accuracy(cr.baseline);
-    for (int h = 0; h < N; ++h) cr.head_report_accuracies.push_back(report.accuracy(h));
-    for (int b = 0; b < kCorefBaselineCount; ++b) {
-      cr.baseline_report_accuracies.push_back(report.baseline_accuracy(static_cast<CorefBaseline>(b)));
-    }
-    // A head's coreference skill is judged against the stronger simple baseline on the report
-    // file: on a few hundred GAP rows the one chosen on the selection file can be the weaker one,
-    // which would make half the heads look like coreference heads.
-    for (int b = 0; b < kCorefBaselineCount; ++b)
-      if (cr.baseline_report_accuracies[size_t(b)] > cr.baseline_report_accuracies[size_t(cr.evidence_baseline)])
-        cr.evidence_baseline = static_cast<CorefBaseline>(b);
-    r.coref = cr;
-  }
-
-  // ---- relations and roles ----
   r.relations = select_and_report(select_scorer, report_scorer, options.min_support);
   r.select_counts = select_scorer;
   r.report_counts = report_scorer;
@@ -257,8 +73,6 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
     for (size_t i = 0; i < evidence.size(); ++i) evidence[i].stats = t.stats[i];
     t.roles = assign_roles(evidence);
   }
-  r.seconds_total = seconds_since(t_start);
-  return r;
 }
 
 }  // namespace headscope::analysis

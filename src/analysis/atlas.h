@@ -1,7 +1,8 @@
 // headscope analysis — the head atlas: one model over a corpus, the gold data and the probe, every
 // head's statistics, role scores and evidence in one result.
 //
-// Stages (each reports progress through AtlasOptions::progress):
+// Stages, run by the pipeline's build_atlas (src/pipeline/atlas.h); each reports progress
+// through AtlasOptions::progress:
 //   1. statistics: token- and word-level HeadStats over the corpus (a text file, one text a line;
 //      by default the sentences of the report treebank);
 //   2. probe: `probe_count` repeated-random-token sequences (probe.h) for induction/duplicate scores;
@@ -83,7 +84,13 @@ struct AtlasResult {
   int n_heads() const { return config.n_layer * config.n_head; }
 };
 
-// Runs every stage. Throws Error for unreadable data files (naming them).
-AtlasResult build_atlas(const Model& model, const std::string& model_path, const AtlasOptions& options);
+// The stages run in the pipeline (build_atlas, src/pipeline/atlas.h); these are its pure steps.
+// The best head and baseline on the selection GAP file, reported on the report file.
+CorefResult summarise_coref(const CorefScorer& select, const CorefScorer& report, int n_heads);
+// Relations, each head's best relation and evidence (or AtlasOptions::evidence, when given, with
+// the statistics measured here), then roles for every head and every TextRoles entry: fills
+// relations, select_counts, report_counts, head_syntax, evidence, roles and texts[].roles of `r`
+// from its stats, probe and coref.
+void join_evidence(AtlasResult& r, const DependencyScorer& select, const DependencyScorer& report);
 
 }  // namespace headscope::analysis

@@ -1,76 +1,12 @@
 // Repeated-random-tokens probe; see probe.h.
 #include "analysis/probe.h"
 
-#include <random>
-#include <set>
+#include <algorithm>
 #include <string>
 
 #include "headscope/error.h"
 
 namespace headscope::analysis {
-namespace {
-
-// Vocabulary entries that are markup rather than text: "[CLS]", "[unused12]", "<s>", "<|endoftext|>".
-bool looks_special(const std::string& s) {
-  if (s.size() < 3) return false;
-  return (s.front() == '[' && s.back() == ']') || (s.front() == '<' && s.back() == '>');
-}
-
-}  // namespace
-
-ProbeLayout make_repeated_probe(const Tokenizer& tokenizer, int length, uint32_t seed) {
-  if (length < 2) throw Error("induction probe: length must be at least 2, got " + std::to_string(length));
-  const int32_t vocab = tokenizer.vocab_size();
-  if (vocab < 4 * length) {
-    throw Error("induction probe: the vocabulary (" + std::to_string(vocab) + " entries) is too small for " +
-                std::to_string(length) + " distinct random tokens; use a shorter probe");
-  }
-  // The template's special tokens, taken from a one-word text.
-  const Encoding templ = tokenizer.encode("a", EncodeOptions{});
-  size_t first_text = templ.size(), last_text = 0;
-  std::set<int32_t> special_ids;
-  for (size_t i = 0; i < templ.size(); ++i) {
-    if (templ.tokens[i].special) {
-      special_ids.insert(templ.tokens[i].id);
-    } else {
-      first_text = std::min(first_text, i);
-      last_text = i;
-    }
-  }
-  if (first_text == templ.size()) throw Error("induction probe: the tokenizer produced no token for the text 'a'");
-
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> pick(0, vocab - 1);
-  std::vector<int32_t> ids;
-  std::set<int32_t> used;
-  int attempts = 0;
-  while (static_cast<int>(ids.size()) < length) {
-    if (++attempts > 100 * length) {
-      throw Error("induction probe: could not draw " + std::to_string(length) + " ordinary tokens from the vocabulary");
-    }
-    const int32_t id = pick(rng);
-    if (special_ids.count(id) || used.count(id) || looks_special(tokenizer.token_text(id))) continue;
-    used.insert(id);
-    ids.push_back(id);
-  }
-
-  ProbeLayout layout;
-  layout.length = length;
-  for (size_t i = 0; i < first_text; ++i) layout.encoding.tokens.push_back(templ.tokens[i]);
-  layout.prefix = static_cast<int>(first_text);
-  for (int copy = 0; copy < 2; ++copy) {
-    for (int i = 0; i < length; ++i) {
-      Token t;
-      t.id = ids[static_cast<size_t>(i)];
-      t.text = tokenizer.token_text(t.id);
-      t.word = copy * length + i;
-      layout.encoding.tokens.push_back(std::move(t));
-    }
-  }
-  for (size_t i = last_text + 1; i < templ.size(); ++i) layout.encoding.tokens.push_back(templ.tokens[i]);
-  return layout;
-}
-
 std::vector<ProbeEvidence> score_probe(const Tensor& attention, const ProbeLayout& layout) {
   const auto T = static_cast<int64_t>(layout.encoding.size());
   attention.expect_shape({-1, -1, T, T}, "attention of the induction probe");
@@ -91,26 +27,30 @@ std::vector<ProbeEvidence> score_probe(const Tensor& attention, const ProbeLayou
   return out;
 }
 
-std::vector<ProbeEvidence> run_probe(const Model& model, const ProbeLayout& layout) {
-  const ModelConfig& c = model.config();
-  const int64_t H = c.n_head, P = layout.prefix, L = layout.length;
-  if (P + 2 * L > static_cast<int64_t>(layout.encoding.size()))
+ProbeRowScorer::ProbeRowScorer(const ProbeLayout& layout, int n_layer, int n_head)
+    : H_(n_head),
+      P_(layout.prefix),
+      L_(layout.length),
+      induction_(size_t(n_layer) * size_t(n_head), 0.0),
+      duplicate_(induction_.size(), 0.0) {
+  if (P_ + 2 * L_ > static_cast<int64_t>(layout.encoding.size()))
     throw Error("induction probe: layout does not fit its " + std::to_string(layout.encoding.size()) + " tokens");
-  std::vector<double> induction(size_t(c.n_layer) * size_t(H), 0.0), duplicate(induction.size(), 0.0);
-  CaptureOptions capture = CaptureOptions::attention_only();
-  capture.attention = false;
-  capture.attention_sink = [&](int layer, int64_t q0, int64_t q1, int64_t width, const float* probs) {
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t q = std::max(q0, P + L); q < std::min(q1, P + 2 * L); ++q) {  // second copy: i = q − P − L
-        const float* row = probs + (h * (q1 - q0) + q - q0) * width;
-        induction[size_t(layer * H + h)] += row[q - L + 1];  // the token after i's first occurrence
-        duplicate[size_t(layer * H + h)] += row[q - L];      // i's first occurrence
-      }
-  };
-  model.run(layout.encoding, capture);
-  std::vector<ProbeEvidence> out(induction.size());
+}
+
+void ProbeRowScorer::add_block(int layer, int64_t q0, int64_t q1, int64_t width, const float* probs) {
+  const int64_t H = H_, P = P_, L = L_;
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t q = std::max(q0, P + L); q < std::min(q1, P + 2 * L); ++q) {  // second copy: i = q − P − L
+      const float* row = probs + (h * (q1 - q0) + q - q0) * width;
+      induction_[size_t(layer * H + h)] += row[q - L + 1];  // the token after i's first occurrence
+      duplicate_[size_t(layer * H + h)] += row[q - L];      // i's first occurrence
+    }
+}
+
+std::vector<ProbeEvidence> ProbeRowScorer::result() const {
+  std::vector<ProbeEvidence> out(induction_.size());
   for (size_t h = 0; h < out.size(); ++h)
-    out[h] = ProbeEvidence{induction[h] / double(L), duplicate[h] / double(L), static_cast<int>(L)};
+    out[h] = ProbeEvidence{induction_[h] / double(L_), duplicate_[h] / double(L_), static_cast<int>(L_)};
   return out;
 }
 
@@ -126,21 +66,6 @@ std::vector<ProbeEvidence> average_probes(const std::vector<std::vector<ProbeEvi
     }
   }
   return mean;
-}
-
-std::vector<ProbeEvidence> measure_probe(const Model& model, int length, int count, uint32_t seed,
-                                         const std::function<void(int done)>& progress) {
-  const ModelConfig& c = model.config();
-  std::vector<std::vector<ProbeEvidence>> runs;
-  for (int i = 0; i < count; ++i) {
-    const ProbeLayout layout = make_repeated_probe(model.tokenizer(), length, seed + static_cast<uint32_t>(i));
-    if (c.max_positions > 0 && static_cast<int64_t>(layout.encoding.size()) > c.max_positions)
-      throw Error("the induction probe (" + std::to_string(layout.encoding.size()) + " tokens) is longer than " +
-                  c.name + " allows (" + std::to_string(c.max_positions) + " positions); use a shorter probe length");
-    runs.push_back(run_probe(model, layout));
-    if (progress) progress(i + 1);
-  }
-  return average_probes(runs);
 }
 
 }  // namespace headscope::analysis

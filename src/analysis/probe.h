@@ -9,13 +9,14 @@
 //   duplicate score = attention from p2 to P + i     (the first occurrence of t_i itself);
 // each averaged over i = 0..L-1 and over the probes. Both keys lie before the query, so the probe
 // works for causal and bidirectional models alike.
+//
+// Pure scoring only: drawing the probe's tokens and running it through a model live in the
+// pipeline (src/pipeline/probe.h).
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "analysis/roles.h"
-#include "headscope/model.h"
 #include "headscope/tensor.h"
 #include "headscope/tokenizer.h"
 
@@ -27,26 +28,25 @@ struct ProbeLayout {
   int length = 0;      // L: tokens in one copy
 };
 
-// Random ids drawn uniformly (std::mt19937 with `seed`) from the vocabulary, skipping special
-// and placeholder entries ("[unused3]", "<s>", "<|endoftext|>") and repeats within a copy. The
-// special tokens around the copies are those the tokenizer adds to a one-word text. Throws Error
-// when the vocabulary has fewer than `length` usable entries.
-ProbeLayout make_repeated_probe(const Tokenizer& tokenizer, int length, uint32_t seed);
-
 // attention: [n_layer, n_head, T, T] of a run over layout.encoding → one ProbeEvidence per head
 // (layer * n_head + head).
 std::vector<ProbeEvidence> score_probe(const Tensor& attention, const ProbeLayout& layout);
-// The same scores from a forward pass whose attention is streamed (CaptureOptions::attention_sink):
-// only the second copy's rows are read as they go by, so a probe of any length stores no map.
-std::vector<ProbeEvidence> run_probe(const Model& model, const ProbeLayout& layout);
+// The same scores from attention that goes by in blocks of query rows, as a streamed forward
+// pass hands them over (CaptureOptions::attention_sink): only the second copy's rows are read, so
+// a probe of any length stores no map. Blocks of one layer arrive in order; layers in any order.
+class ProbeRowScorer {
+ public:
+  ProbeRowScorer(const ProbeLayout& layout, int n_layer, int n_head);
+  // probs: [n_head, q1 − q0, width], rows q0 .. q1 − 1 of every head of `layer`.
+  void add_block(int layer, int64_t q0, int64_t q1, int64_t width, const float* probs);
+  std::vector<ProbeEvidence> result() const;  // one per head (layer * n_head + head)
+
+ private:
+  int64_t H_, P_, L_;
+  std::vector<double> induction_, duplicate_;
+};
 
 // Averages per-head probe scores over several probes (element-wise mean).
 std::vector<ProbeEvidence> average_probes(const std::vector<std::vector<ProbeEvidence>>& runs);
-
-// The whole measurement: `count` probes of `length` tokens (seeds seed, seed + 1, ...) run through
-// `model` (attention only), scored and averaged. `progress` is called after each probe with the
-// number done. Throws Error when a probe is longer than the model's position limit.
-std::vector<ProbeEvidence> measure_probe(const Model& model, int length, int count, uint32_t seed,
-                                         const std::function<void(int done)>& progress = {});
 
 }  // namespace headscope::analysis

@@ -14,7 +14,6 @@
 // Memory per head: 2·cells² + 3·T floats plus one open word row, whatever T is.
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <vector>
 
@@ -22,7 +21,6 @@
 #include "analysis/without_specials.h"
 #include "analysis/words.h"
 #include "headscope/analysis.h"
-#include "headscope/model.h"
 
 namespace headscope::analysis {
 
@@ -102,11 +100,8 @@ class HeadStream {
   std::vector<std::vector<float>> spare_rows_;                 // [U] rows of finished units, for reuse
 };
 
-// One HeadStream per head of `model` ([n_layer · n_head], index layer · n_head + head), fed by a
-// forward pass over `encoding` whose attention is streamed (with capture.value_norms, each layer's
-// value norms reach the token-level statistics before its rows) (CaptureOptions::attention_sink) in
-// blocks of `capture.attention_block_rows` rows: no [T, T] map is stored. `capture` says what else
-// the pass records; `layer_done(l)` is called once layer l's rows are all in. Returns the capture.
+// One HeadStream per head ([n_layer · n_head], index layer · n_head + head); a forward pass feeds
+// them through the pipeline's run_streamed (src/pipeline/stream.h), stored maps through feed_stored.
 // layer_window [n_layer] (ModelConfig::window, may be empty; n_heads a multiple of its size): the
 // heads of layer l = i / (n_heads / n_layer) get window layer_window[l].
 std::vector<HeadStream> make_head_streams(const StreamPlan& plan, int n_heads,
@@ -115,7 +110,5 @@ std::vector<HeadStream> make_head_streams(const StreamPlan& plan, int n_heads,
 // With value_norms [n_layer, n_head, T] (may be empty) the token-level statistics also get the
 // norm-weighted sink share.
 void feed_stored(std::vector<HeadStream>& heads, const Tensor& attention, const Tensor& value_norms = {});
-Capture run_streamed(const Model& model, const Encoding& encoding, std::vector<HeadStream>& heads,
-                     CaptureOptions capture, const std::function<void(int layer)>& layer_done = nullptr);
 
 }  // namespace headscope::analysis

@@ -26,7 +26,7 @@ std::string gguf_file_of(const std::string& path) {
   std::string found;
   for (const auto& entry : fs::directory_iterator(path)) {
     if (entry.path().extension() != ".gguf") continue;
-    if (!found.empty()) throw Error(path + ": several .gguf files here; pass the one to load as --model FILE.gguf");
+    if (!found.empty()) throw Error(path + ": several .gguf files here; name the one to load by its file path");
     found = entry.path().string();
   }
   return found;
@@ -108,7 +108,7 @@ std::unique_ptr<Model> load_gguf(const std::string& file, const std::string& giv
 }
 
 std::unique_ptr<Model> load_family(const std::string& path, models::WeightCheck& check) {
-  if (path.empty()) throw Error("no model given: pass --model DIR (a Hugging Face model directory)");
+  if (path.empty()) throw Error("no model given: the path is empty (a Hugging Face model directory or a .gguf file)");
   if (!fs::exists(path)) throw Error(path + ": no such file or directory");
   if (const std::string gguf = gguf_file_of(path); !gguf.empty()) return load_gguf(gguf, path, check);
   if (!fs::is_directory(path))
@@ -241,7 +241,8 @@ void WeightCheck::count_non_finite(size_t nan, size_t inf, int64_t numel, const 
   const std::string what = file + ": tensor '" + name + "' has " + std::to_string(nan + inf) + " non-finite values (" +
                            std::to_string(nan) + " NaN, " + std::to_string(inf) + " Inf) among " +
                            std::to_string(numel);
-  if (strict_) throw Error(what + "; refused under --strict (the file is damaged, or was saved after a diverged run)");
+  if (strict_)
+    throw Error(what + "; refused by the strict load check (the file is damaged, or was saved after a diverged run)");
   if (warnings_.size() < limits::kMaxLoadWarnings) warnings_.push_back(what + "; outputs that depend on it will be NaN");
   else ++more_;
 }

@@ -31,7 +31,7 @@ int parse_index(std::string_view s, std::string_view item) {
   int value = -1;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
   if (s.empty() || ec != std::errc() || end != s.data() + s.size() || value < 0)
-    throw Error("--heads: \"" + std::string(item) + "\" is not layer.head (two numbers from 0, e.g. 3.1)");
+    throw Error("head list: \"" + std::string(item) + "\" is not layer.head (two numbers from 0, e.g. 3.1)");
   return value;
 }
 
@@ -67,7 +67,7 @@ void for_each_text(size_t n, Body body) {
 
 std::vector<HeadRef> parse_heads(std::string_view spec, const ModelConfig& c) {
   if (spec.size() > limits::kMaxHeadSpecBytes)
-    throw ResourceError("--heads: the list is " + std::to_string(spec.size()) + " characters; at most " +
+    throw ResourceError("head list: it is " + std::to_string(spec.size()) + " characters; at most " +
                         std::to_string(limits::kMaxHeadSpecBytes));
   std::vector<HeadRef> heads;
   size_t begin = 0;
@@ -75,15 +75,15 @@ std::vector<HeadRef> parse_heads(std::string_view spec, const ModelConfig& c) {
     const size_t comma = std::min(spec.find(',', begin), spec.size());
     const std::string_view item = spec.substr(begin, comma - begin);
     const size_t dot = item.find('.');
-    if (item.empty()) throw Error("--heads: an empty item in \"" + std::string(spec) + "\" (write e.g. 3.1,2.8)");
+    if (item.empty()) throw Error("head list: an empty item in \"" + std::string(spec) + "\" (write e.g. 3.1,2.8)");
     if (dot == std::string_view::npos)
-      throw Error("--heads: \"" + std::string(item) + "\" is not layer.head (two numbers from 0, e.g. 3.1)");
+      throw Error("head list: \"" + std::string(item) + "\" is not layer.head (two numbers from 0, e.g. 3.1)");
     const HeadRef ref{parse_index(item.substr(0, dot), item), parse_index(item.substr(dot + 1), item)};
     if (ref.layer >= c.n_layer || ref.head >= c.n_head)
-      throw Error("--heads: " + std::string(item) + " is not a head of " + c.name + " (layers 0.." +
+      throw Error("head list: " + std::string(item) + " is not a head of " + c.name + " (layers 0.." +
                   std::to_string(c.n_layer - 1) + ", heads 0.." + std::to_string(c.n_head - 1) + ")");
     if (std::find(heads.begin(), heads.end(), ref) != heads.end())
-      throw Error("--heads: " + std::string(item) + " is named twice");
+      throw Error("head list: " + std::string(item) + " is named twice");
     heads.push_back(ref);
     if (comma == spec.size()) break;
     begin = comma + 1;
@@ -95,7 +95,7 @@ Ablation::Mode parse_ablation_mode(std::string_view name) {
   if (name == "zero") return Ablation::Mode::kZero;
   if (name == "mean") return Ablation::Mode::kMean;
   if (name == "resample") return Ablation::Mode::kResample;
-  throw Error("--mode: \"" + std::string(name) + "\" is not an ablation mode (zero, mean or resample)");
+  throw Error("\"" + std::string(name) + "\" is not an ablation mode (zero, mean or resample)");
 }
 
 const char* ablation_mode_name(Ablation::Mode mode) {
@@ -124,7 +124,7 @@ Ablator::Ablator(const Model& model, std::vector<Encoding> texts, AblateOptions 
   const std::vector<Encoding>& reference = own_texts ? texts_ : options_.reference;
   if (options_.mode == Ablation::Mode::kZero) return;
   if (options_.mode == Ablation::Mode::kResample && reference.size() < (own_texts ? 2u : 1u))
-    throw Error("resample ablation needs a second text to take head outputs from (give --reference or more texts)");
+    throw Error("resample ablation needs a second text to take head outputs from (a reference corpus, or more texts)");
 
   CaptureOptions outputs;  // the head outputs o_h of the plain model
   outputs.attention = outputs.contributions = outputs.hidden_states = false;

@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "analysis/links.h"
-#include "analysis/probe.h"
 #include "analysis/roles.h"
 #include "analysis/statistics.h"
 #include "analysis/stream.h"
@@ -14,6 +13,8 @@
 #include "headscope/error.h"
 #include "headscope/limits.h"
 #include "headscope/pipeline.h"
+#include "pipeline/probe.h"
+#include "pipeline/stream.h"
 
 namespace headscope {
 namespace {
@@ -55,7 +56,7 @@ std::vector<int> kv_head_of(const ModelConfig& c) {
 }
 
 std::vector<analysis::ProbeEvidence> probe(const Model& model, const ProbeOptions& options) {
-  return analysis::measure_probe(model, options.length, options.count, options.seed);
+  return measure_probe(model, options.length, options.count, options.seed);
 }
 
 size_t RunAnalysis::bytes() const {
@@ -140,15 +141,17 @@ RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
   const int T = static_cast<int>(encoding.size());
   if (T > c.max_positions)
     throw Error("the text is " + std::to_string(T) + " tokens; " + c.name + " allows at most " +
-                std::to_string(c.max_positions) + " (truncate it to analyse the first " + std::to_string(c.max_positions) +
-                ")");
+                    std::to_string(c.max_positions),
+                Remedy::kTruncate);
   const AnalyseMemory need = analyse_memory(model, T, options);
   const uint64_t budget = model.run_memory_budget();
   if (need.bytes > budget) {
     // What would fit: streaming, or else the longest text in this mode (analyse_memory grows with T).
     std::string hint;
+    Remedy remedy = Remedy::kShorterText;
     if (!need.streamed && need.stream_bytes <= budget) {
-      hint = "stream the maps instead (--maps stream, about " + mib(need.stream_bytes) + ")";
+      hint = "streamed maps would need about " + mib(need.stream_bytes);
+      remedy = Remedy::kStreamMaps;
     } else {
       int64_t lo = 0, hi = T;
       while (lo < hi) {
@@ -156,13 +159,13 @@ RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
         if (analyse_memory(model, mid, options).bytes <= budget) lo = mid;
         else hi = mid - 1;
       }
-      hint = lo > 0 ? "the longest text that fits is about " + std::to_string(lo) + " tokens (shorten the text or "
-                          "allow more memory with --max-memory)"
-                    : "not even one token fits (allow more memory with --max-memory)";
+      hint =
+          lo > 0 ? "the longest text that fits is about " + std::to_string(lo) + " tokens" : "not even one token fits";
     }
     throw ResourceError("analysing " + std::to_string(T) + " tokens with " + (need.streamed ? "streamed" : "dense") +
-                        " attention maps needs about " + mib(need.bytes) + " but " + mib(budget) +
-                        " is available (the memory budget); " + hint);
+                            " attention maps needs about " + mib(need.bytes) + " but " + mib(budget) +
+                            " is available (the memory budget); " + hint,
+                        remedy);
   }
 
   RunAnalysis run;
@@ -179,7 +182,7 @@ RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
   const int64_t heads = int64_t(c.n_layer) * c.n_head;
   std::vector<analysis::HeadStream> streams = analysis::make_head_streams(plan, int(heads), c.window);
   if (run.streamed) {
-    run.capture = analysis::run_streamed(model, run.encoding, streams, capture_for(options, true), [&](int layer) {
+    run.capture = run_streamed(model, run.encoding, streams, capture_for(options, true), [&](int layer) {
       if (options.progress) options.progress(layer + 1, c.n_layer);
     });
   } else {

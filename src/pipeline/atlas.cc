@@ -6,12 +6,12 @@
 #include <string>
 #include <string_view>
 
-#include "analysis/atlas.h"
 #include "analysis/atlas_report.h"
 #include "analysis/syntax.h"
 #include "headscope/error.h"
 #include "headscope/limits.h"
 #include "headscope/pipeline.h"
+#include "pipeline/atlas.h"
 #include "render/grid.h"
 
 namespace headscope {
@@ -69,7 +69,7 @@ AtlasFiles make_atlas(const std::string& model_path, const std::string& control_
       o.progress = [&](std::string_view stage, int64_t done, int64_t total) {
         options.progress(stage_prefix + std::string(stage), done, total);
       };
-    analysis::AtlasResult atlas = analysis::build_atlas(*model, path, o);
+    analysis::AtlasResult atlas = build_atlas(*model, path, o);
     const auto t0 = std::chrono::steady_clock::now();
     atlas.importance = measure_importance(*model, o);
     if (atlas.importance) {

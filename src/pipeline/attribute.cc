@@ -13,7 +13,8 @@ namespace {
 const Tensor& dense_maps(const RunAnalysis& run, const char* what) {
   if (run.capture.attention.empty())
     throw Error(std::string(what) + " needs the dense attention maps, and this run of " + std::to_string(run.T()) +
-                " tokens streamed them: add --maps dense (or analyse a shorter text)");
+                    " tokens streamed them",
+                Remedy::kDenseMaps);
   return run.capture.attention;
 }
 

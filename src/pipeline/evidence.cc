@@ -23,10 +23,10 @@
 #include <string>
 #include <system_error>
 
-#include "analysis/atlas.h"
-#include "analysis/probe.h"
 #include "headscope/error.h"
 #include "headscope/pipeline.h"
+#include "pipeline/atlas.h"
+#include "pipeline/probe.h"
 
 namespace headscope {
 namespace {
@@ -235,7 +235,7 @@ CorpusEvidence corpus_evidence(const Model& model, const std::string& model_path
   }
   const analysis::AtlasOptions a = evidence_atlas_options(options);
   if (!a.report_treebank.empty()) {
-    const analysis::AtlasResult r = analysis::build_atlas(model, model_path, a);
+    const analysis::AtlasResult r = build_atlas(model, model_path, a);
     out.syntax = true;
     out.coreference = r.coref.has_value() && r.coref->support_report > 0;
     out.heads = r.evidence;
@@ -247,8 +247,8 @@ CorpusEvidence corpus_evidence(const Model& model, const std::string& model_path
       out.source += ", " + std::to_string(r.coref->support_report) + " GAP examples (chosen on " +
                     std::to_string(r.coref->support_select) + ")";
   } else {
-    const auto probe = analysis::measure_probe(model, analysis::AtlasOptions{}.probe_length,
-                                               analysis::AtlasOptions{}.probe_count, analysis::AtlasOptions{}.seed);
+    const auto probe = measure_probe(model, analysis::AtlasOptions{}.probe_length, analysis::AtlasOptions{}.probe_count,
+                                     analysis::AtlasOptions{}.seed);
     out.heads.resize(n_heads);
     for (size_t i = 0; i < n_heads && i < probe.size(); ++i) out.heads[i].probe = probe[i];
     out.source = "no gold data under " + data_dir(options) + ": the probe and this text's statistics only";

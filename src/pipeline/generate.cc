@@ -80,7 +80,8 @@ Encoding encode_chat(const Model& model, const std::string& model_path, const st
   // the tokenizer's own special-token template (the chat template writes what it needs).
   const std::string tmpl = tokenizer::read_chat_template(model_path);
   if (tmpl.empty())
-    throw Error(model_path + ": the model's files declare no chat template; drop --chat and write the prompt out");
+    throw Error(model_path +
+                ": the model's files declare no chat template to wrap the prompt in; give the prompt as plain text");
   std::vector<tokenizer::ChatMessage> messages;
   if (!system.empty()) messages.push_back({"system", system});
   messages.push_back({"user", user});

@@ -211,7 +211,8 @@ Encoding PipelineTokenizer::encode_unchecked(std::string_view text, const Encode
   if (options.max_length > 0 && total > static_cast<size_t>(options.max_length)) {
     if (!options.truncate) {
       throw Error("text is " + std::to_string(total) + " tokens, the model allows at most " +
-                  std::to_string(options.max_length) + "; pass --truncate to cut it");
+                      std::to_string(options.max_length),
+                  Remedy::kTruncate);
     }
     if (static_cast<size_t>(options.max_length) < n_added) {
       throw Error("max_length " + std::to_string(options.max_length) + " cannot hold the " +

@@ -187,7 +187,7 @@ def test_nan_weights_warn_or_refuse_under_strict(tmp_path):
     assert "headscope: warning:" in err and "encoder.layer.2.intermediate.dense.weight" in err
     assert "4 non-finite values (3 NaN, 1 Inf)" in err
     assert_clean_error(run("run", "--model", d, "--text", "hi there", "--strict"),
-                       "encoder.layer.2.intermediate.dense.weight", "--strict")
+                       "encoder.layer.2.intermediate.dense.weight", "strict")
 
 
 def test_fractional_head_count(tmp_path):

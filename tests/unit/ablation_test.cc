@@ -38,11 +38,11 @@ TEST(ParseHeads, ReadsLayerDotHeadLists) {
 TEST(ParseHeads, RefusesAnythingElseNamingTheItem) {
   const ModelConfig c = six_by_twelve();
   for (const char* bad : {"", "3", "3.", ".1", "a.1", "-1.2", "+1.2", " 1.2", "1.2 ", "1.2.3", "1.1,,2.2", "1.1,"})
-    testing::expect_error([&] { parse_heads(bad, c); }, {"--heads"});
+    testing::expect_error([&] { parse_heads(bad, c); }, {"head list"});
   testing::expect_error([&] { parse_heads("6.0", c); }, {"6.0", "layers 0..5"});
   testing::expect_error([&] { parse_heads("1.12", c); }, {"1.12", "heads 0..11"});
   testing::expect_error([&] { parse_heads("1.1,2.2,1.1", c); }, {"1.1", "twice"});
-  testing::expect_error([&] { parse_heads(std::string(70000, '1'), c); }, {"--heads", "characters"});
+  testing::expect_error([&] { parse_heads(std::string(70000, '1'), c); }, {"head list", "characters"});
   testing::expect_error([&] { parse_ablation_mode("ones"); }, {"ones", "zero, mean or resample"});
 }
 

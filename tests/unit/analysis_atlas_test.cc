@@ -15,6 +15,7 @@
 
 #include "analysis/atlas_report.h"
 #include "headscope/error.h"
+#include "pipeline/atlas.h"
 
 namespace headscope::analysis {
 namespace {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "headscope/error.h"
+#include "pipeline/probe.h"
 #include "test_support.h"
 
 namespace headscope::analysis {

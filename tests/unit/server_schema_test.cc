@@ -14,6 +14,7 @@
 #include "headscope/json.h"
 #include "headscope/model.h"
 #include "headscope/pipeline.h"
+#include "pipeline/atlas.h"
 #include "server/api.h"
 #include "server/run_cache.h"
 #include "test_support.h"
@@ -114,7 +115,7 @@ TEST(Schema, CliApiAndAtlasWriteTheSameHeadObjects) {
   analysis::AtlasOptions options;
   options.report_treebank = dir.file("tb.conllu");
   options.corpus = dir.file("corpus.txt");
-  const json atlas = analysis::atlas_json(analysis::build_atlas(*model, model_dir, options), nullptr);
+  const json atlas = analysis::atlas_json(build_atlas(*model, model_dir, options), nullptr);
 
   // The run objects: the CLI writes exactly what the API answers.
   EXPECT_EQ(cli_tokens, api_tokens);
@@ -229,7 +230,7 @@ TEST(Schema, CliAndApiAgreeWithCorpusEvidenceOnTwentyTexts) {
   options.corpus = dir.file("corpus.txt");
   options.text_roles = true;
   options.evidence = corpus.heads;
-  const json atlas = analysis::atlas_json(analysis::build_atlas(*model, model_dir, options), nullptr);
+  const json atlas = analysis::atlas_json(build_atlas(*model, model_dir, options), nullptr);
   ASSERT_EQ(atlas["texts"].size(), api_runs.size());
   int roles_compared = 0, syntactic_or_coreference = 0;
   for (size_t t = 0; t < api_runs.size(); ++t) {

@@ -29,6 +29,7 @@ namespace fs = std::filesystem;
 using headscope::EncodeOptions;
 using headscope::Encoding;
 using headscope::Error;
+using headscope::Remedy;
 using headscope::Tokenizer;
 
 fs::path goldens() { return headscope::testing::goldens_dir("tokenizer"); }
@@ -268,8 +269,9 @@ TEST(Tokenizer, TooLongTextIsAnErrorUnlessTruncating) {
     tok->encode(text, limit);
     ADD_FAILURE() << "no error for a text longer than max_length";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "text is " + std::to_string(full.size()) +
-                                         " tokens, the model allows at most 16; pass --truncate to cut it");
+    // What is wrong, in the core's terms; the remedy is for each frontend to phrase.
+    EXPECT_EQ(std::string(e.what()), "text is " + std::to_string(full.size()) + " tokens, the model allows at most 16");
+    EXPECT_EQ(e.remedy(), Remedy::kTruncate);
   }
 
   limit.truncate = true;

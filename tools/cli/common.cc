@@ -93,4 +93,25 @@ std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& op
   return model;
 }
 
+std::string error_message(const Error& e) {
+  std::string message = e.what();
+  switch (e.remedy()) {
+    case Remedy::kNone:
+      break;
+    case Remedy::kTruncate:
+      message += "; pass --truncate to cut it";
+      break;
+    case Remedy::kStreamMaps:
+      message += "; pass --maps stream";
+      break;
+    case Remedy::kDenseMaps:
+      message += "; pass --maps dense (or analyse a shorter text)";
+      break;
+    case Remedy::kShorterText:
+      message += "; shorten the text, or allow more memory with --max-memory";
+      break;
+  }
+  return message;
+}
+
 }  // namespace headscope::cli

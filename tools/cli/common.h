@@ -32,5 +32,7 @@ void add_evidence_flags(CLI::App* command, EvidenceOptions& options, bool& no_co
 // line saying where the evidence came from.
 CorpusEvidence load_corpus_evidence(const Model& model, const std::string& model_path, EvidenceOptions options,
                                     bool quiet = false);
+// The error's message with its remedy (headscope::Remedy) said as the flag that asks for it.
+std::string error_message(const Error& e);
 
 }  // namespace headscope::cli

@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? headscope::cli::kExitOk : headscope::cli::kExitUsage;
   } catch (const headscope::Error& e) {
-    std::fprintf(stderr, "headscope: error: %s\n", e.what());
+    std::fprintf(stderr, "headscope: error: %s\n", headscope::cli::error_message(e).c_str());
     return headscope::cli::kExitInput;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "headscope: error: out of memory (try a shorter text)\n");

@@ -14,6 +14,7 @@
 #include "headscope/error.h"
 #include "headscope/json.h"
 #include "headscope/pipeline.h"
+#include "server/remedy.h"
 
 namespace headscope::server {
 namespace {
@@ -177,10 +178,10 @@ HttpReply Api::guarded(std::string_view body, Handler&& handler) {
     return reply;
   } catch (const ResourceError& e) {
     // Well-formed, but over a budget or the machine's memory (estimated before allocating).
-    return error(413, "too_large", e.what());
+    return error(413, "too_large", error_message(e));
   } catch (const Error& e) {
     // The core refused the input (e.g. a text its tokenizer cannot take).
-    return error(422, "rejected_by_model", e.what());
+    return error(422, "rejected_by_model", error_message(e));
   } catch (const std::bad_alloc&) {
     return error(413, "too_large", "not enough memory for this request; try a shorter text");
   } catch (const json::exception& e) {

@@ -79,20 +79,25 @@ def _attention_json(attention: np.ndarray) -> dict:
     return {"shape": list(a.shape), "dtype": "float32", "data": base64.b64encode(a.tobytes()).decode("ascii")}
 
 
-def _role_catalogue() -> list | None:
-    """The role catalogue (names, colours) of GET /api/model, when the extension offers it
-    (``_core.role_catalogue() -> str``); without it the page names roles in one neutral colour."""
+def _catalogue(name: str) -> list | None:
+    """A catalogue of GET /api/model (``_core.role_catalogue()``: role names and colours;
+    ``_core.statistics_catalogue()``: the statistics' labels and help texts), when the extension
+    offers it; without the roles the page names them in one neutral colour."""
     try:
         from . import _core
 
-        return json.loads(_core.role_catalogue())
+        return json.loads(getattr(_core, name)())
     except (ImportError, AttributeError):
         return None
 
 
 def _with_catalogue(data: dict) -> dict:
-    roles = _role_catalogue()
-    return {**data, "roles": roles} if roles is not None else data
+    out = dict(data)
+    for key, name in (("roles", "role_catalogue"), ("statistics_catalogue", "statistics_catalogue")):
+        catalogue = _catalogue(name)
+        if catalogue is not None:
+            out[key] = catalogue
+    return out
 
 
 def payload(result: Any, view: str = "layer", *, layer: int = 0, head: int = 0) -> dict:

@@ -4,7 +4,8 @@ The pictures are drawn by the explorer's own TypeScript views (web/src/views), b
 self-contained script, ``_web/headscope-embed.js`` (web/vite.embed.config.ts; ``make web-embed``).
 A page carries that script and the data as a JSON payload (``"headscope.embed/1"``, described in
 web/src/lib/embedded.ts): the run document of ``Result.json()`` and the attention
-[layer, head, q, k] as base64 float32. Nothing is fetched: the page works offline. What needs the
+[layer, head, q, k] as base64 float32, with the core's role catalogue and catalogue of statistics
+(what GET /api/model serves: role colours, the statistics' labels and help texts). Nothing is fetched: the page works offline. What needs the
 model itself (ablation, generation, the W_O decomposition, other texts) says so on the page.
 
     show(result, view="layer")          display object for Jupyter (an iframe holding the page)

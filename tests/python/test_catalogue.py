@@ -72,6 +72,14 @@ def test_schema_doc_lists_the_catalogue(headscope):
     assert [k.strip() for k in block.group(1).split(",")] == [e["key"] for e in catalogue(headscope)]
 
 
+def test_notebook_payload_carries_the_catalogue(headscope):
+    from headscope import views
+
+    data = views._with_catalogue({"schema": views.EMBED_SCHEMA})
+    assert data["statistics_catalogue"] == catalogue(headscope)
+    assert [r["id"] for r in data["roles"]][0] == "previous_token"
+
+
 def test_help_quotes_the_constants(headscope):
     by_key = {e["key"]: e for e in catalogue(headscope)}
     fraction = by_key["sparsity"]["constants"]["sparsity_fraction"]

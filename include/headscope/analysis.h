@@ -105,6 +105,35 @@ struct HeadStats {
   double offset(int d) const { return offset_mass[static_cast<size_t>(d + kMaxOffset)]; }
 };
 
+// ---- the catalogue of statistics (src/analysis/statistics_catalogue.cc) ----
+
+// What a HeadStats field holds: a mean over queries (NaN where there was no sample), a count of
+// queries, or offset_mass's per-offset means.
+enum class StatKind : uint8_t { kMean = 0, kCount, kOffsets };
+// A constant a statistic's formula reads (one of the k* constants above), by its JSON name.
+struct StatConstant {
+  std::string_view name;  // "sparsity_fraction"
+  double value;
+  bool integer;  // written as an integer (local_window, max_offset)
+};
+// One statistic of HeadStats, described for every frontend: the JSON key, how to label and read it,
+// and the constants of its formula (docs/metrics.md). The labels and help texts that quote a
+// constant are worded from it, so they change with it.
+struct StatInfo {
+  std::string_view key;  // the HeadStats field and its JSON key: "sparsity"
+  StatKind kind;
+  std::string label;      // "Sparsity"
+  std::string_view unit;  // bits, ratio, share, weight, keys, positions, queries
+  std::string help;       // one sentence or two, for a tooltip
+  std::vector<StatConstant> constants;
+  double HeadStats::*mean = nullptr;    // kMean: the field
+  int64_t HeadStats::*count = nullptr;  // kCount: the field
+};
+// Every HeadStats field once, in the order of docs/schema.md.
+std::span<const StatInfo> statistics_catalogue();
+// The constants the statistics read (kSparsityFraction, kCoverMass, kLocalWindow, kMaxOffset).
+std::span<const StatConstant> statistic_constants();
+
 // ---- direct logit attribution (computed in src/analysis/attribution.cc) ----
 
 // The logit of `target` at `position` (minus the logit of `contrast`, when contrast >= 0) split into
@@ -218,6 +247,10 @@ struct RoleScore {
   std::string detail;    // "+2" for kFixedOffset, "nsubj (dependent → head)" for kSyntactic
   std::string evidence;  // one sentence in words: "62 % of its attention goes to the previous token"
 };
+
+// How every frontend names a scored role: its name, then its detail when it has one
+// ("Previous token", "Fixed offset +2", "Syntactic nsubj (dependent → head)").
+std::string role_label(const RoleScore& score);
 
 struct HeadRoles {
   std::vector<RoleScore> scores;  // every role that could be scored, best first

@@ -62,9 +62,14 @@ void to_json(nlohmann::json& j, const AblationExperiment& experiment);
 // ---- end of the causal results ----
 
 namespace analysis {
-// The 24 statistics of HeadStats; offset_mass is an object keyed by the signed offset "-8" … "8".
+// The 26 fields of HeadStats, one per entry of statistics_catalogue(); offset_mass is an object
+// keyed by the signed offset "-8" … "8".
 void to_json(nlohmann::json& j, const HeadStats& stats);
-// {id, name, score, detail, evidence}.
+// A statistic's catalogue entry: {key, kind ("mean", "count" or "offsets"), label, unit, help,
+// constants {name: value}}.
+void to_json(nlohmann::json& j, const StatInfo& info);
+void to_json(nlohmann::json& j, const StatConstant& constant);
+// {id, name, family, score, detail, label (role_label), evidence}.
 void to_json(nlohmann::json& j, const RoleScore& score);
 // {primary, secondary, confidence, margin, scores}.
 void to_json(nlohmann::json& j, const HeadRoles& roles);
@@ -88,6 +93,10 @@ void to_json(nlohmann::json& j, const TextEvidence& text);
 nlohmann::json role_catalogue_json();
 // The same with each description worded for `config` (analysis::role_description).
 nlohmann::json role_catalogue_json(const ModelConfig& config);
+// The catalogue of statistics: one StatInfo object per HeadStats field, in catalogue order.
+nlohmann::json statistics_catalogue_json();
+// The constants of the statistics' formulas: {sparsity_fraction, cover_mass, local_window, max_offset}.
+nlohmann::json statistic_constants_json();
 // The lesson's role families: one RoleFamilyInfo object each.
 nlohmann::json role_families_json();
 

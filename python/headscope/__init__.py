@@ -19,6 +19,7 @@ See docs/python.md.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json as _json
 import math
 import os
@@ -48,6 +49,7 @@ __all__ = [
     "Tokenizer",
     "analyse_attention",
     "load",
+    "statistics_catalogue",
 ]
 __version__ = "0.1.0"
 
@@ -399,6 +401,9 @@ class HeadStats:
     n_duplicate_queries: int
     n_sink_queries: int  # queries whose sliding window holds the first position (all without one)
     offset_mass: dict[int, float]  # signed offset d = k - q in -8..8 -> mean weight at q + d
+    # Statistics of the core's catalogue that this record has no field for (none while the package
+    # and its extension agree; tests/python/test_catalogue.py checks that they do), kept by key.
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -411,6 +416,7 @@ class HeadRole:
     primary: str  # role id, e.g. "previous_token"
     name: str  # its display name
     detail: str
+    label: str  # name and detail as every frontend shows them: "Fixed offset +2"
     score: float
     evidence: str
     secondary: str
@@ -424,7 +430,28 @@ def _num(x: Any) -> float:
     return math.nan if x is None else float(x)
 
 
-_STAT_FLOATS = [f.name for f in dataclasses.fields(HeadStats) if f.type == "float"]
+def statistics_catalogue() -> list[dict]:
+    """The core's catalogue of per-head statistics, one dict per HeadStats field in the order of
+    docs/schema.md: key, kind ("mean", "count" or "offsets"), label, unit, help (one or two
+    sentences) and constants (the formula's constants by name, e.g. {"cover_mass": 0.9}); the same
+    list GET /api/model serves as statistics_catalogue."""
+    return _json.loads(_core.statistics_catalogue())
+
+
+_STAT_FIELDS = {f.name for f in dataclasses.fields(HeadStats)}
+
+
+@functools.cache
+def _stat_kinds() -> dict[str, str]:
+    return {c["key"]: c["kind"] for c in statistics_catalogue()}
+
+
+def _stat_value(kind: str, v: Any) -> Any:
+    if kind == "count":
+        return int(v)
+    if kind == "offsets":
+        return {int(k): _num(x) for k, x in v.items()}
+    return _num(v)
 
 
 class Result:
@@ -526,6 +553,7 @@ class Result:
         rows = []
         for s in self.stats():
             row = dataclasses.asdict(s)
+            row.update(row.pop("extra"))
             for d, v in row.pop("offset_mass").items():
                 row[f"offset_{d:+d}"] = v
             rows.append(row)
@@ -551,22 +579,17 @@ class Result:
 
 
 def _stats_of(heads: list[dict]) -> list[HeadStats]:
+    """HeadStats records read through the catalogue: each key converted by its kind; a key with no
+    field of its own is kept in `extra`, never dropped."""
+    kinds = _stat_kinds()
     out = []
     for h in heads:
-        s = h["stats"]
-        values = {name: _num(s.get(name)) for name in _STAT_FLOATS}
-        out.append(
-            HeadStats(
-                layer=h["layer"],
-                head=h["head"],
-                kv_head=h["kv_head"],
-                n_queries=int(s["n_queries"]),
-                n_duplicate_queries=int(s["n_duplicate_queries"]),
-                n_sink_queries=int(s["n_sink_queries"]),
-                offset_mass={int(k): _num(v) for k, v in s["offset_mass"].items()},
-                **values,
-            )
-        )
+        values: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for key, v in h["stats"].items():
+            value = _stat_value(kinds.get(key, "mean"), v)
+            (values if key in _STAT_FIELDS and key != "extra" else extra)[key] = value
+        out.append(HeadStats(layer=h["layer"], head=h["head"], kv_head=h["kv_head"], extra=extra, **values))
     return out
 
 
@@ -582,6 +605,7 @@ def _roles_of(heads: list[dict]) -> list[HeadRole]:
                 primary=p["id"],
                 name=p["name"],
                 detail=p["detail"],
+                label=p["label"],
                 score=_num(p["score"]),
                 evidence=p["evidence"],
                 secondary=s["id"],

@@ -4,7 +4,8 @@ The pictures are drawn by the explorer's own TypeScript views (web/src/views), b
 self-contained script, ``_web/headscope-embed.js`` (web/vite.embed.config.ts; ``make web-embed``).
 A page carries that script and the data as a JSON payload (``"headscope.embed/1"``, described in
 web/src/lib/embedded.ts): the run document of ``Result.json()`` and the attention
-[layer, head, q, k] as base64 float32. Nothing is fetched: the page works offline. What needs the
+[layer, head, q, k] as base64 float32, with the core's role catalogue and catalogue of statistics
+(what GET /api/model serves: role colours, the statistics' labels and help texts). Nothing is fetched: the page works offline. What needs the
 model itself (ablation, generation, the W_O decomposition, other texts) says so on the page.
 
     show(result, view="layer")          display object for Jupyter (an iframe holding the page)
@@ -79,20 +80,25 @@ def _attention_json(attention: np.ndarray) -> dict:
     return {"shape": list(a.shape), "dtype": "float32", "data": base64.b64encode(a.tobytes()).decode("ascii")}
 
 
-def _role_catalogue() -> list | None:
-    """The role catalogue (names, colours) of GET /api/model, when the extension offers it
-    (``_core.role_catalogue() -> str``); without it the page names roles in one neutral colour."""
+def _catalogue(name: str) -> list | None:
+    """A catalogue of GET /api/model (``_core.role_catalogue()``: role names and colours;
+    ``_core.statistics_catalogue()``: the statistics' labels and help texts), when the extension
+    offers it; without the roles the page names them in one neutral colour."""
     try:
         from . import _core
 
-        return json.loads(_core.role_catalogue())
+        return json.loads(getattr(_core, name)())
     except (ImportError, AttributeError):
         return None
 
 
 def _with_catalogue(data: dict) -> dict:
-    roles = _role_catalogue()
-    return {**data, "roles": roles} if roles is not None else data
+    out = dict(data)
+    for key, name in (("roles", "role_catalogue"), ("statistics_catalogue", "statistics_catalogue")):
+        catalogue = _catalogue(name)
+        if catalogue is not None:
+            out[key] = catalogue
+    return out
 
 
 def payload(result: Any, view: str = "layer", *, layer: int = 0, head: int = 0) -> dict:

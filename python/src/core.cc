@@ -591,6 +591,10 @@ NB_MODULE(_core, m) {
   m.def("role_catalogue", []() -> std::string { return headscope::role_catalogue_json().dump(); },
         "The role catalogue as JSON: one object per role (id, name, colour, description), in the order\n"
         "GET /api/model lists them; the embedded views colour role badges from it.");
+  m.def(
+      "statistics_catalogue", []() -> std::string { return headscope::statistics_catalogue_json().dump(); },
+      "The catalogue of per-head statistics as JSON: one object per HeadStats field (key, kind, label,\n"
+      "unit, help, constants), as GET /api/model serves it under statistics_catalogue.");
   m.def("analyse_attention", &analyse_attention_json, "attention"_a, "tokens"_a, "special"_a.none() = nb::none(),
         "causal"_a.none() = nb::none(), "words"_a = false,
         "Statistics and roles of attention maps computed elsewhere.\n\n"

@@ -361,9 +361,7 @@ std::string atlas_markdown(const AtlasResult& a, const AtlasResult* control, con
   md += "\n## Every head: roles and evidence\n\n| head | primary | confidence | secondary | importance | evidence for the primary role |\n|---|---|---|---|---|---|\n";
   for (int i = 0; i < a.n_heads(); ++i) {
     const HeadRoles& r = a.roles[static_cast<size_t>(i)];
-    std::string primary(role_info(r.primary.role).name), secondary(role_info(r.secondary.role).name);
-    if (!r.primary.detail.empty()) primary += " " + r.primary.detail;
-    if (!r.secondary.detail.empty()) secondary += " " + r.secondary.detail;
+    const std::string primary = role_label(r.primary), secondary = role_label(r.secondary);
     const std::string importance = a.importance ? format("%.4g", a.importance->ablation[size_t(i)]) : "–";
     md += format("| %s | %s | %s | %s (%s) | %s | %s |\n", head_name(i, H).c_str(), primary.c_str(), num(r.confidence).c_str(),
               secondary.c_str(), num(r.secondary.score).c_str(), importance.c_str(), r.primary.evidence.c_str());

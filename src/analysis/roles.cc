@@ -130,6 +130,12 @@ const RoleInfo& role_info(Role role) {
   return kCatalogue[i];
 }
 
+std::string role_label(const RoleScore& score) {
+  std::string label(role_info(score.role).name);
+  if (!score.detail.empty()) label += " " + score.detail;
+  return label;
+}
+
 Role role_from_id(std::string_view id) {
   for (const RoleInfo& r : kCatalogue) {
     if (r.id == id) return r.role;

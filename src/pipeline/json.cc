@@ -185,34 +185,33 @@ void to_json(json& j, const LogitAttribution& a) {
 }
 
 void to_json(json& j, const HeadStats& s) {
-  json offsets = json::object();
-  for (int d = -kMaxOffset; d <= kMaxOffset; ++d) offsets[std::to_string(d)] = json_number(s.offset(d));
-  j = {{"n_queries", s.n_queries},
-       {"entropy_bits", json_number(s.entropy_bits)},
-       {"entropy_norm", json_number(s.entropy_norm)},
-       {"sparsity", json_number(s.sparsity)},
-       {"keys_90", json_number(s.keys_90)},
-       {"keys_90_share", json_number(s.keys_90_share)},
-       {"max_attention", json_number(s.max_attention)},
-       {"avg_attention", json_number(s.avg_attention)},
-       {"uniform_overlap", json_number(s.uniform_overlap)},
-       {"mean_distance", json_number(s.mean_distance)},
-       {"mean_offset", json_number(s.mean_offset)},
-       {"self_mass", json_number(s.self_mass)},
-       {"prev_mass", json_number(s.prev_mass)},
-       {"next_mass", json_number(s.next_mass)},
-       {"local_mass", json_number(s.local_mass)},
-       {"offset_mass", std::move(offsets)},
-       {"n_sink_queries", s.n_sink_queries},
-       {"first_mass", json_number(s.first_mass)},
-       {"special_mass", json_number(s.special_mass)},
-       {"end_special_mass", json_number(s.end_special_mass)},
-       {"sink_mass", json_number(s.sink_mass)},
-       {"sink_mass_norm", json_number(s.sink_mass_norm)},
-       {"punct_mass", json_number(s.punct_mass)},
-       {"content_mass", json_number(s.content_mass)},
-       {"duplicate_mass", json_number(s.duplicate_mass)},
-       {"n_duplicate_queries", s.n_duplicate_queries}};
+  j = json::object();
+  for (const StatInfo& info : statistics_catalogue()) {
+    json& v = j[std::string(info.key)];
+    switch (info.kind) {
+      case StatKind::kMean:
+        v = json_number(s.*info.mean);
+        break;
+      case StatKind::kCount:
+        v = s.*info.count;
+        break;
+      case StatKind::kOffsets:
+        v = json::object();
+        for (int d = -kMaxOffset; d <= kMaxOffset; ++d) v[std::to_string(d)] = json_number(s.offset(d));
+        break;
+    }
+  }
+}
+
+void to_json(json& j, const StatConstant& c) { j = c.integer ? json(static_cast<int64_t>(c.value)) : json(c.value); }
+
+void to_json(json& j, const StatInfo& info) {
+  static constexpr const char* kKinds[] = {"mean", "count", "offsets"};
+  json constants = json::object();
+  for (const StatConstant& c : info.constants) constants[std::string(c.name)] = c;
+  j = {{"key", info.key},     {"kind", kKinds[static_cast<size_t>(info.kind)]},
+       {"label", info.label}, {"unit", info.unit},
+       {"help", info.help},   {"constants", std::move(constants)}};
 }
 
 void to_json(json& j, const RoleScore& r) {
@@ -222,6 +221,7 @@ void to_json(json& j, const RoleScore& r) {
        {"family", role_family_info(info.family).id},
        {"score", json_number(r.score)},
        {"detail", r.detail},
+       {"label", role_label(r)},
        {"evidence", r.evidence}};
 }
 
@@ -282,6 +282,18 @@ json role_catalogue_json() {
 json role_catalogue_json(const ModelConfig& config) {
   json out = role_catalogue_json();
   for (json& r : out) r["description"] = analysis::role_description(analysis::role_from_id(r["id"].get<std::string>()), config.causal);
+  return out;
+}
+
+json statistics_catalogue_json() {
+  json out = json::array();
+  for (const analysis::StatInfo& s : analysis::statistics_catalogue()) out.push_back(s);
+  return out;
+}
+
+json statistic_constants_json() {
+  json out = json::object();
+  for (const analysis::StatConstant& c : analysis::statistic_constants()) out[std::string(c.name)] = c;
   return out;
 }
 

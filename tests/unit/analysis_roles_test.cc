@@ -54,6 +54,13 @@ TEST(AnalysisRoles, CatalogueIsCompleteAndIndexedByRole) {
   EXPECT_THROW(role_from_id("no_such_role"), Error);
 }
 
+TEST(AnalysisRoles, LabelIsTheNameThenTheDetail) {
+  EXPECT_EQ(role_label(RoleScore{Role::kPreviousToken, 0.9, "", ""}), "Previous token");
+  EXPECT_EQ(role_label(RoleScore{Role::kFixedOffset, 0.5, "+2", ""}), "Fixed offset +2");
+  EXPECT_EQ(role_label(RoleScore{Role::kSyntactic, 0.5, "nsubj (dependent → head)", ""}),
+            "Syntactic nsubj (dependent → head)");
+}
+
 TEST(AnalysisRoles, PreviousTokenHead) {
   // Every token on its predecessor; [CLS] on itself. prev = 9/9 = 1; sink = [CLS] row 1/10 + w1 row 1/10.
   const HeadRoles r = roles_of(stats_of([](int q) { return one_hot(q > 0 ? q - 1 : 0); }));

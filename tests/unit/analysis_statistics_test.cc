@@ -8,6 +8,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "headscope/error.h"
 #include "headscope/json.h"
@@ -33,6 +35,52 @@ const std::vector<float> kFour = {
     0.25f, 0.25f, 0.25f, 0.25f,  //
     0.00f, 0.50f, 0.50f, 0.00f,  //
 };
+
+// The catalogue names every field of HeadStats's JSON once, in the writer's set of keys, and its
+// words quote the constants the formulas read.
+TEST(StatisticsCatalogue, NamesEveryFieldOnceWithItsConstants) {
+  HeadStats stats;
+  stats.sparsity = 0.25;
+  stats.n_queries = 7;
+  const nlohmann::json j = stats;
+  std::vector<std::string> keys, written;
+  for (const StatInfo& s : statistics_catalogue()) {
+    keys.emplace_back(s.key);
+    EXPECT_FALSE(s.label.empty()) << s.key;
+    EXPECT_FALSE(s.help.empty()) << s.key;
+    EXPECT_EQ(s.kind == StatKind::kMean, s.mean != nullptr) << s.key;
+    EXPECT_EQ(s.kind == StatKind::kCount, s.count != nullptr) << s.key;
+    for (const StatConstant& c : s.constants) {
+      const auto all = statistic_constants();
+      EXPECT_TRUE(std::any_of(all.begin(), all.end(), [&](const StatConstant& k) { return k.name == c.name; }))
+          << c.name;
+    }
+  }
+  for (const auto& [key, value] : j.items()) written.push_back(key);
+  EXPECT_EQ(keys.size(), 26u);
+  std::vector<std::string> sorted = keys;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end());
+  EXPECT_EQ(sorted, written);  // nlohmann's objects keep their keys sorted
+  EXPECT_EQ(j["sparsity"], 0.25);
+  EXPECT_EQ(j["n_queries"], 7);
+
+  const nlohmann::json catalogue = statistics_catalogue_json();
+  ASSERT_EQ(catalogue.size(), 26u);
+  EXPECT_EQ(catalogue[0]["key"], "n_queries");
+  const auto find = [&](const char* key) {
+    for (const auto& e : catalogue)
+      if (e["key"] == key) return e;
+    return nlohmann::json();
+  };
+  EXPECT_EQ(find("sparsity")["constants"], (nlohmann::json{{"sparsity_fraction", kSparsityFraction}}));
+  EXPECT_NE(find("sparsity")["help"].get<std::string>().find("under 0.1 / n"), std::string::npos);
+  EXPECT_EQ(find("keys_90")["label"], "Keys for 90 %");
+  EXPECT_EQ(find("local_mass")["constants"].dump(), R"({"local_window":3})");
+  EXPECT_EQ(find("offset_mass")["kind"], "offsets");
+  EXPECT_EQ(statistic_constants_json().dump(),
+            R"({"cover_mass":0.9,"local_window":3,"max_offset":8,"sparsity_fraction":0.1})");
+}
 
 TEST(AnalysisStatistics, LessonStatisticsOnFourTokens) {
   const HeadStats s = compute_head_stats(kFour.data(), 4, four_tokens());

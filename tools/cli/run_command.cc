@@ -170,8 +170,7 @@ void run(const RunArgs& a) {
       for (int h = 0; h < H; ++h) {
         const auto& s = stats[size_t(l * H + h)];
         const auto& r = roles[size_t(l * H + h)];
-        std::string name(analysis::role_info(r.primary.role).name);
-        if (!r.primary.detail.empty()) name += " " + r.primary.detail;
+        const std::string name = analysis::role_label(r.primary);
         std::printf("%-5d %-4d %8.3f %6.3f %6.3f  %-22s %s\n", l, h, s.entropy_bits, s.entropy_norm, s.max_attention,
                     name.c_str(), r.primary.evidence.c_str());
       }

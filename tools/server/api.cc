@@ -251,11 +251,9 @@ TextRequest parse_text_request(const json& j, const ApiLimits& limits, const Mod
 HttpReply Api::model_info() const {
   json j = model_.config();
   j["limits"] = {{"max_text_bytes", limits_.max_text_bytes}, {"max_tokens", limits_.max_tokens}};
-  j["statistics"] = {{"sparsity_fraction", analysis::kSparsityFraction},
-                     {"cover_mass", analysis::kCoverMass},
-                     {"local_window", analysis::kLocalWindow},
-                     {"max_offset", analysis::kMaxOffset},
-                     {"min_role_score", analysis::kMinRoleScore}};
+  j["statistics"] = statistic_constants_json();
+  j["statistics"]["min_role_score"] = analysis::kMinRoleScore;
+  j["statistics_catalogue"] = statistics_catalogue_json();
   j["roles"] = role_catalogue_json(model_.config());
   j["role_families"] = role_families_json();
   j["corpus_evidence"] = {{"source", corpus_source_}, {"syntax", corpus_syntax_}, {"coreference", corpus_coreference_}};

@@ -383,7 +383,7 @@ export class App {
     const role = run.heads[state.layer * this.model.n_head + state.head]?.roles.primary;
     const scene = withCaption(inner, {
       title: `headscope · ${this.viewTitle(view)}`,
-      facts: `${this.model.name} · ${layerWithIndex(state.layer)} · ${headWithIndex(state.head)}${role ? ` – ${role.name}${role.detail ? ` (${role.detail})` : ''}` : ''} · ${state.level}s${state.hideSpecial ? ', special tokens hidden' : ''} · ${state.scale} scale${view.exportParts().includes(ctx.maps) ? ` · ${MAP_LABELS[ctx.maps].toLowerCase()} maps` : ''}`,
+      facts: `${this.model.name} · ${layerWithIndex(state.layer)} · ${headWithIndex(state.head)}${role ? ` – ${role.label}` : ''} · ${state.level}s${state.hideSpecial ? ', special tokens hidden' : ''} · ${state.scale} scale${view.exportParts().includes(ctx.maps) ? ` · ${MAP_LABELS[ctx.maps].toLowerCase()} maps` : ''}`,
       text: run.text,
     }, THEME);
     const name = exportName([this.model.name, ...view.exportParts()], format);
@@ -401,7 +401,7 @@ export class App {
     const run = this.ctx?.run;
     if (!run) return;
     const name = exportName([this.model.name, 'stats', run.level, ...(run.special === 'hide' ? ['no-specials'] : [])], format);
-    if (format === 'csv') download(statsToCsv(run), name, 'text/csv');
+    if (format === 'csv') download(statsToCsv(run, this.model.statistics_catalogue), name, 'text/csv');
     else download(statsToJson(this.model, run), name, 'application/json');
   }
 

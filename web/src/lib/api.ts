@@ -35,7 +35,21 @@ export interface ModelInfo {
   w_o_shape: [number, number];
   limits: { max_text_bytes: number; max_tokens: number };
   statistics: { sparsity_fraction: number; cover_mass: number; local_window: number; max_offset: number; min_role_score: number };
+  /** Every HeadStats field described once by the core (statistics_catalogue in docs/schema.md). */
+  statistics_catalogue: StatInfo[];
   roles: RoleInfo[];
+}
+
+/** A statistic's catalogue entry (headscope/analysis.h, StatInfo): its HeadStats key, how to label
+ *  and read it, and the constants its formula uses, by name ({"cover_mass": 0.9}). */
+export interface StatInfo {
+  key: keyof HeadStats;
+  kind: 'mean' | 'count' | 'offsets';
+  label: string;
+  /** bits, ratio, share, weight, keys, positions or queries. */
+  unit: string;
+  help: string;
+  constants: Record<string, number>;
 }
 
 /** POST /api/generate: greedy continuation through the KV cache (causal models). */
@@ -105,6 +119,8 @@ export interface RoleScore {
   name: string;
   score: number | null;
   detail: string;
+  /** name and detail as every frontend shows them ("Fixed offset +2"), written by the core. */
+  label: string;
   evidence: string;
 }
 

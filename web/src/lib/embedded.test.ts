@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError, type HeadReport, type RunResult } from './api';
 import { checkPayload, EMBED_SCHEMA, EmbeddedClient, embeddedModel, type EmbedPayload } from './embedded';
+import { STATISTICS_CATALOGUE } from './statistics-catalogue.fixture';
 import { bytesToBase64 } from './wire';
 
 /** A payload of 2 layers × 2 heads over 3 tokens; cell (l, h, q, k) holds 1000·l + 100·h + 10·q + k
@@ -9,7 +10,7 @@ function payload(over: Partial<EmbedPayload> = {}): EmbedPayload {
   const [L, H, T] = [2, 2, 3];
   const values = new Float32Array(L * H * T * T);
   for (let l = 0; l < L; l++) for (let h = 0; h < H; h++) for (let q = 0; q < T; q++) for (let k = 0; k < T; k++) values[((l * H + h) * T + q) * T + k] = 1000 * l + 100 * h + 10 * q + k;
-  const role = { id: 'previous_token', name: 'Previous token', score: 0.9, detail: '', evidence: '' };
+  const role = { id: 'previous_token', name: 'Previous token', score: 0.9, detail: '', label: 'Previous token', evidence: '' };
   const heads = Array.from({ length: L * H }, (_, i) => ({ layer: Math.floor(i / H), head: i % H, roles: { primary: role, secondary: role, confidence: 1, margin: 1, scores: [role] } }) as unknown as HeadReport);
   const run = { schema: 'headscope.run/2', text: 'a b c', level: 'token', n_tokens: T, heads, model: { name: 'tiny', causal: true } } as unknown as RunResult;
   return { schema: EMBED_SCHEMA, run, attention: { shape: [L, H, T, T], dtype: 'float32', data: bytesToBase64(new Uint8Array(values.buffer)) }, ...over };
@@ -42,6 +43,13 @@ describe('EmbeddedClient', () => {
     expect([m.name, m.n_layer, m.n_head, m.causal]).toEqual(['tiny', 2, 2, true]);
     expect(m.kv_head_of).toEqual([0, 1]);
     expect(m.roles.map((r) => r.id)).toEqual(['previous_token']);
+    expect(m.statistics_catalogue).toEqual([]);
+  });
+
+  it('reads the catalogue of statistics from the payload, with its constants', () => {
+    const m = embeddedModel(payload({ statistics_catalogue: STATISTICS_CATALOGUE }));
+    expect(m.statistics_catalogue).toBe(STATISTICS_CATALOGUE);
+    expect([m.statistics.sparsity_fraction, m.statistics.cover_mass, m.statistics.local_window]).toEqual([0.1, 0.9, 3]);
   });
 
   it('checks that the pieces fit together', () => {

@@ -9,9 +9,12 @@
 //   attention  {shape: [n_layer, n_head, T, T], dtype: "float32", data: base64 of the
 //              little-endian floats} (the TypedArrayJson of wire.ts), token level
 //   roles      optional: the role catalogue of GET /api/model (names and colours)
+//   statistics_catalogue  optional: the catalogue of statistics of GET /api/model (labels, help
+//              texts, constants); without it a statistic is labelled by its key
 //   view, layer, head   what to open on (a view id of views/index.ts, "head" or "projection")
 
-import { ApiClient, ApiError, type AblateResult, type Decomposition, type GenerateResult, type ImportanceResult, type LinkResult, type ModelInfo, type RoleInfo, type RunResult } from './api';
+import { ApiClient, ApiError, type AblateResult, type Decomposition, type GenerateResult, type ImportanceResult, type LinkResult, type ModelInfo, type RoleInfo, type RunResult, type StatInfo } from './api';
+import { statConstants } from './statistics';
 import type { Level } from './state';
 import type { MapView } from './maps';
 import { decodeTypedArray, numel, type Tensor, type TypedArrayJson } from './wire';
@@ -23,6 +26,7 @@ export interface EmbedPayload {
   run: RunResult & { model?: Partial<ModelInfo> };
   attention: TypedArrayJson;
   roles?: RoleInfo[];
+  statistics_catalogue?: StatInfo[];
   view?: string;
   layer?: number;
   head?: number;
@@ -45,6 +49,7 @@ export function embeddedModel(p: EmbedPayload): ModelInfo {
     for (const head of p.run.heads) for (const s of head.roles.scores) names.set(s.id, s.name);
     roles = [...names].map(([id, name]) => ({ id, name, description: '', typical_function: '', literature: '', color: NO_CATALOGUE_COLOUR }));
   }
+  const catalogue = p.statistics_catalogue ?? m.statistics_catalogue ?? [];
   return {
     name: m.name ?? 'attention',
     architecture: m.architecture ?? '',
@@ -61,7 +66,8 @@ export function embeddedModel(p: EmbedPayload): ModelInfo {
     window: m.window ?? [],
     w_o_shape: m.w_o_shape ?? [0, 0],
     limits: { max_text_bytes: 0, max_tokens: T },
-    statistics: m.statistics ?? { sparsity_fraction: 0, cover_mass: 0, local_window: 0, max_offset: 0, min_role_score: 0 },
+    statistics: m.statistics ?? { sparsity_fraction: 0, cover_mass: 0, local_window: 0, max_offset: 0, min_role_score: 0, ...statConstants(catalogue) },
+    statistics_catalogue: catalogue,
     roles,
   };
 }

@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { HeadStats, RunResult } from './api';
-import { CSV_STATS, csvField, exportName, statsToCsv } from './export';
+import { csvField, exportName, statsToCsv } from './export';
+import { STATISTICS_CATALOGUE } from './statistics-catalogue.fixture';
+import { csvStatKeys } from './statistics';
 import { sceneToSvg, MAX_VECTOR_CELLS, type Scene } from './scene';
 
 function stats(v: number): HeadStats {
   const s = { n_queries: 3, n_duplicate_queries: 0, offset_mass: { '-1': v, '0': v, '1': v } } as unknown as Record<string, unknown>;
-  for (const k of CSV_STATS) s[k] = v;
+  for (const k of csvStatKeys(STATISTICS_CATALOGUE)) s[k] = v;
   s.duplicate_mass = null;
   return s as unknown as HeadStats;
 }
@@ -26,8 +28,8 @@ const run: RunResult = {
     kv_head: head,
     stats: stats(head === 0 ? 0.125 : 0.5),
     roles: {
-      primary: { id: 'previous_token', name: 'Previous token', score: 0.8, detail: '', evidence: '80 % goes to the previous token, "a"' },
-      secondary: { id: 'self', name: 'Self', score: 0.1, detail: '', evidence: '' },
+      primary: { id: 'previous_token', name: 'Previous token', score: 0.8, detail: '', label: 'Previous token', evidence: '80 % goes to the previous token, "a"' },
+      secondary: { id: 'self', name: 'Self', score: 0.1, detail: '', label: 'Self', evidence: '' },
       confidence: 0.8,
       margin: 0.7,
       scores: [],
@@ -46,7 +48,7 @@ describe('CSV export', () => {
   });
 
   it('writes one row per head with every statistic at full precision', () => {
-    const lines = statsToCsv(run).trimEnd().split('\r\n');
+    const lines = statsToCsv(run, STATISTICS_CATALOGUE).trimEnd().split('\r\n');
     expect(lines).toHaveLength(3);
     const header = lines[0].split(',');
     expect(header.slice(0, 5)).toEqual(['layer', 'head', 'level', 'special', 'primary_role']);

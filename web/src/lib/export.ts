@@ -1,35 +1,10 @@
 // Exports: the statistics of every head as CSV and JSON, and the current view as SVG and PNG
 // (both drawn from the same Scene).
 
-import type { HeadReport, ModelInfo, RunResult } from './api';
+import type { HeadReport, ModelInfo, RunResult, StatInfo } from './api';
+import { csvStatKeys } from './statistics';
 import { pixelsCanvas } from './heatmap';
 import { drawScene, sceneToSvg, type Scene } from './scene';
-
-/** The statistics columns of the CSV, in order; each is a field of HeadStats. */
-export const CSV_STATS = [
-  'entropy_bits',
-  'entropy_norm',
-  'sparsity',
-  'keys_90',
-  'keys_90_share',
-  'max_attention',
-  'avg_attention',
-  'uniform_overlap',
-  'mean_distance',
-  'mean_offset',
-  'self_mass',
-  'prev_mass',
-  'next_mass',
-  'local_mass',
-  'first_mass',
-  'special_mass',
-  'end_special_mass',
-  'sink_mass',
-  'sink_mass_norm',
-  'punct_mass',
-  'content_mass',
-  'duplicate_mass',
-] as const;
 
 /** RFC 4180 quoting: fields with a comma, quote or line break are quoted, quotes doubled. */
 export function csvField(v: string | number | null | undefined): string {
@@ -38,9 +13,11 @@ export function csvField(v: string | number | null | undefined): string {
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
-/** One row per head: layer, head, roles, then every statistic at full precision. */
-export function statsToCsv(run: RunResult): string {
-  const header = ['layer', 'head', 'level', 'special', 'primary_role', 'primary_score', 'secondary_role', 'secondary_score', ...CSV_STATS, 'evidence'];
+/** One row per head: layer, head, roles, then every statistic at full precision, its columns
+ *  those of the statistics catalogue (csvStatKeys). */
+export function statsToCsv(run: RunResult, catalogue: readonly StatInfo[]): string {
+  const columns = csvStatKeys(catalogue);
+  const header = ['layer', 'head', 'level', 'special', 'primary_role', 'primary_score', 'secondary_role', 'secondary_score', ...columns, 'evidence'];
   const lines = [header.join(',')];
   for (const h of run.heads) {
     const cells = [
@@ -52,7 +29,7 @@ export function statsToCsv(run: RunResult): string {
       h.roles.primary.score,
       h.roles.secondary.id,
       h.roles.secondary.score,
-      ...CSV_STATS.map((k) => h.stats[k]),
+      ...columns.map((k) => h.stats[k] as number | null),
       h.roles.primary.evidence,
     ];
     lines.push(cells.map(csvField).join(','));

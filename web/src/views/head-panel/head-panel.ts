@@ -2,7 +2,8 @@
 // statistics of the lesson (entropy, sparsity, max and average attention), the role's typical
 // function, and the head's attention drawn large with labels.
 
-import type { AblateResult, AblationMode, HeadStats, LinkResult } from '../../lib/api';
+import type { AblateResult, AblationMode, HeadStats, LinkResult, ModelInfo } from '../../lib/api';
+import { showStat, statConstant, statInfo } from '../../lib/statistics';
 import { tokenShown } from '../../lib/units';
 import { h, clear } from '../../lib/dom';
 import { fixed, percent, tokenLabel } from '../../lib/format';
@@ -28,54 +29,36 @@ import { rankOf, rankText } from '../ablation/importance';
 /** Exact weights of one head of a streamed run over a region (POST /api/tile). */
 export type TileFetcher = (layer: number, head: number, r: Region) => Promise<Tensor>;
 
-/** The lesson's four statistics: which field, how it is shown, what it means. */
-export const LESSON_STATS: readonly { key: keyof HeadStats; label: string; show: (v: number | null) => string; note: (s: HeadStats) => string; help: string }[] = [
-  {
-    key: 'entropy_bits',
-    label: 'Entropy',
-    show: (v) => fixed(v, 2),
-    note: (s) => `bits per row · ${fixed(s.entropy_norm, 2)} of the maximum`,
-    help: 'How spread out a query’s attention is, in bits (−Σ a·log₂ a over its row), averaged over the rows. 0 bits: all of it on one key. High entropy = spread out over many keys; the most is log₂ n, when all n keys get the same weight.',
-  },
+/** The lesson's four statistics: which field, how its value and note are shown; the label and
+ *  help text are the catalogue's (lib/statistics.ts). */
+export const LESSON_STATS: readonly { key: keyof HeadStats; show: (v: number | null) => string; note: (s: HeadStats, model: ModelInfo) => string }[] = [
+  { key: 'entropy_bits', show: (v) => fixed(v, 2), note: (s) => `bits per row · ${fixed(s.entropy_norm, 2)} of the maximum` },
   {
     key: 'sparsity',
-    label: 'Sparsity',
     show: (v) => percent(v),
-    note: (s) => `of weights are negligible · 90 % of the mass on ${fixed(s.keys_90, 1)} keys`,
-    help: 'The share of weights below the sparsity threshold: 10 % of what a key would get if the row were uniform (a weight under 0.1 / n, for n keys the query may see). High sparsity = the head ignores most keys.',
+    note: (s, model) => `of weights are negligible · ${percent(statConstant(model, 'cover_mass'))} of the mass on ${fixed(s.keys_90, 1)} keys`,
   },
-  {
-    key: 'max_attention',
-    label: 'Max attention',
-    show: (v) => fixed(v, 2),
-    note: () => 'largest weight of a row, averaged over rows',
-    help: 'The largest weight in each query’s row, averaged over the rows. Near 1: every query picks one key; near 1 / n: no key stands out.',
-  },
-  {
-    key: 'avg_attention',
-    label: 'Avg attention',
-    show: (v) => fixed(v, 2),
-    note: () => 'weight where the attention lands (Σ a², 1/n if uniform)',
-    help: 'Average attention measures how much weight a key typically has where the attention goes: Σ a² over a row (each weight weighted by itself), averaged over the rows. 1 / n for a uniform row, 1 when all of it is on one key; unlike a plain mean of the weights (always 1 / n), it tells focused heads from diffuse ones.',
-  },
+  { key: 'max_attention', show: (v) => fixed(v, 2), note: () => 'largest weight of a row, averaged over rows' },
+  { key: 'avg_attention', show: (v) => fixed(v, 2), note: () => 'weight where the attention lands (Σ a², 1/n if uniform)' },
 ];
 
-/** The further measurements, shown in a table under the lesson's four. */
-const MORE_STATS: readonly { key: keyof HeadStats; label: string; show: (v: number | null) => string }[] = [
-  { key: 'prev_mass', label: 'on the previous token', show: (v) => percent(v, 1) },
-  { key: 'self_mass', label: 'on itself', show: (v) => percent(v, 1) },
-  { key: 'next_mass', label: 'on the next token', show: (v) => percent(v, 1) },
-  { key: 'local_mass', label: 'within ±3 positions (not itself)', show: (v) => percent(v, 1) },
-  { key: 'first_mass', label: 'on the first position', show: (v) => percent(v, 1) },
-  { key: 'end_special_mass', label: 'on the closing special token', show: (v) => percent(v, 1) },
-  { key: 'sink_mass', label: 'on first or special tokens (sink)', show: (v) => percent(v, 1) },
-  { key: 'sink_mass_norm', label: 'sink share of what is moved (‖α·vW_O‖)', show: (v) => percent(v, 1) },
-  { key: 'punct_mass', label: 'on punctuation', show: (v) => percent(v, 1) },
-  { key: 'content_mass', label: 'on other content tokens', show: (v) => percent(v, 1) },
-  { key: 'duplicate_mass', label: 'on other copies of the same token', show: (v) => percent(v, 1) },
-  { key: 'mean_distance', label: 'mean distance (positions)', show: (v) => fixed(v, 2) },
-  { key: 'mean_offset', label: 'mean signed offset (− = looks back)', show: (v) => fixed(v, 2) },
-  { key: 'uniform_overlap', label: 'overlap with a uniform row', show: (v) => percent(v, 1) },
+/** The further measurements, shown in a table under the lesson's four (labels and values as the
+ *  catalogue words and measures them). */
+const MORE_STATS: readonly (keyof HeadStats)[] = [
+  'prev_mass',
+  'self_mass',
+  'next_mass',
+  'local_mass',
+  'first_mass',
+  'end_special_mass',
+  'sink_mass',
+  'sink_mass_norm',
+  'punct_mass',
+  'content_mass',
+  'duplicate_mass',
+  'mean_distance',
+  'mean_offset',
+  'uniform_overlap',
 ];
 
 /** Largest side of the selected head's heatmap, in CSS pixels. */
@@ -153,11 +136,10 @@ export class HeadPanel implements ExportableView {
     const report = headReport(ctx, state.layer, state.head);
     const { primary } = report.roles;
     const role = roleInfo(model, primary.id);
-    const detail = primary.detail ? ` (${primary.detail})` : '';
     const group = kvGroups(model)?.[model.kv_head_of[state.head]];
     this.kicker.textContent = `${layerName(state.layer)} of ${model.n_layer} · ${headName(state.head).toLowerCase()} of ${model.n_head}${group ? ` · ${group.label} (shared K and V)` : ''} · ${model.name}`;
     clear(this.title);
-    this.title.append(`${headWithIndex(state.head)} – `, h('span', { class: 'role-name', style: `--role: ${role.color}` }, primary.name + detail));
+    this.title.append(`${headWithIndex(state.head)} – `, h('span', { class: 'role-name', style: `--role: ${role.color}` }, primary.label));
     this.title.setAttribute('data-role', primary.id);
     clear(this.importanceLine);
     const imp = ctx.importance;
@@ -242,22 +224,24 @@ export class HeadPanel implements ExportableView {
     const stats = h('div', { class: 'stat-grid', id: 'head-stats' });
     for (const st of LESSON_STATS) {
       const v = s[st.key] as number | null;
+      const info = statInfo(model, st.key);
       stats.appendChild(
         h(
           'div',
           // Focusable, so that the explanation opens on keyboard focus as it does on hover.
           { class: 'stat', 'data-stat': st.key, 'data-value': v === null ? '' : String(v), tabindex: 0, 'aria-describedby': `stat-help-${st.key}` },
           h('span', { class: 'stat-value' }, st.show(v)),
-          h('span', { class: 'stat-label' }, st.label),
-          h('span', { class: 'stat-note' }, st.note(s)),
-          h('span', { class: 'stat-help', id: `stat-help-${st.key}`, role: 'tooltip' }, st.help),
+          h('span', { class: 'stat-label' }, info.label),
+          h('span', { class: 'stat-note' }, st.note(s, model)),
+          h('span', { class: 'stat-help', id: `stat-help-${st.key}`, role: 'tooltip' }, info.help),
         ),
       );
     }
     const more = h('table', { class: 'more-stats' });
-    for (const st of MORE_STATS) {
-      const v = s[st.key] as number | null;
-      more.appendChild(h('tr', { 'data-stat': st.key, 'data-value': v === null ? '' : String(v) }, h('th', {}, st.label), h('td', {}, st.show(v))));
+    for (const key of MORE_STATS) {
+      const v = s[key] as number | null;
+      const info = statInfo(model, key);
+      more.appendChild(h('tr', { 'data-stat': key, 'data-value': v === null ? '' : String(v), title: info.help }, h('th', {}, info.label), h('td', {}, showStat(info, v))));
     }
     const scores = h('ul', { class: 'score-list' });
     for (const sc of report.roles.scores.slice(0, 6)) {
@@ -266,7 +250,7 @@ export class HeadPanel implements ExportableView {
         h(
           'li',
           { title: sc.evidence },
-          h('span', { class: 'score-name' }, sc.name + (sc.detail ? ` (${sc.detail})` : '')),
+          h('span', { class: 'score-name' }, sc.label),
           h('span', { class: 'score-bar' }, h('span', { style: `width: ${((sc.score ?? 0) * 100).toFixed(1)}%; background: ${r.color}` })),
           h('span', { class: 'score-value' }, fixed(sc.score, 2)),
         ),
@@ -372,7 +356,7 @@ export class HeadPanel implements ExportableView {
     const width = Math.max(infoX + 480, 560);  // room for the longest statistic note at 11 px
     const height = Math.max(hh + 110, 330);
     const items: SceneItem[] = [
-      { kind: 'text', x: pad, y: 26, text: `${headWithIndex(state.head)} – ${report.roles.primary.name}${report.roles.primary.detail ? ` (${report.roles.primary.detail})` : ''}`, size: 17, fill: THEME.text, weight: 'bold' },
+      { kind: 'text', x: pad, y: 26, text: `${headWithIndex(state.head)} – ${report.roles.primary.label}`, size: 17, fill: THEME.text, weight: 'bold' },
       { kind: 'text', x: pad, y: 44, text: `${model.name} · ${layerWithIndex(state.layer)} · ${state.level}s`, size: 11, fill: THEME.muted },
       ...(zoomPixels ? [{ kind: 'image' as const, x: pad, y: 56, w: hw, h: hh, pixels: zoomPixels }] : this.heatmap.sceneItems(pad, 56)),
       ...attentionLegendItems(pad, 56 + hh + 6, Math.min(300, hw), state.scale, THEME.text, this.ctx.model.causal, this.ctx.run.streamed ? 'weights' : this.ctx.maps, this.ctx.run.streamed || this.ctx.maps !== 'rollout' ? layerWindow(this.ctx.model, state.layer, this.ctx.run.n_tokens) : 0),
@@ -380,7 +364,7 @@ export class HeadPanel implements ExportableView {
     LESSON_STATS.forEach((st, i) => {
       const y = 80 + i * 56;
       items.push({ kind: 'text', x: infoX, y, text: st.show(report.stats[st.key] as number | null), size: 22, fill: THEME.accent, weight: 'bold' });
-      items.push({ kind: 'text', x: infoX, y: y + 18, text: `${st.label} — ${st.note(report.stats)}`, size: 11, fill: THEME.muted });
+      items.push({ kind: 'text', x: infoX, y: y + 18, text: `${statInfo(model, st.key).label} — ${st.note(report.stats, model)}`, size: 11, fill: THEME.muted });
     });
     return { width, height, background: THEME.panel, items };
   }

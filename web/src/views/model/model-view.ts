@@ -131,7 +131,7 @@ export class ModelView implements ExportableView {
     const c = this.cellAt(e.offsetX, e.offsetY);
     if (!c || !this.ctx) return hideTooltip();
     const r = headReport(this.ctx, c.layer, c.head).roles;
-    showTooltip(e.clientX, e.clientY, [`${layerName(c.layer)} · ${headWithIndex(c.head)}${kvGroups(this.ctx.model) ? ` (KV head ${this.ctx.model.kv_head_of[c.head] + 1})` : ''}: ${r.primary.name}${r.primary.detail ? ` (${r.primary.detail})` : ''}`, r.primary.evidence, `score ${fixed(r.primary.score, 2)}; then ${r.secondary.name.toLowerCase()} ${fixed(r.secondary.score, 2)}`]);
+    showTooltip(e.clientX, e.clientY, [`${layerName(c.layer)} · ${headWithIndex(c.head)}${kvGroups(this.ctx.model) ? ` (KV head ${this.ctx.model.kv_head_of[c.head] + 1})` : ''}: ${r.primary.label}`, r.primary.evidence, `score ${fixed(r.primary.score, 2)}; then ${r.secondary.name.toLowerCase()} ${fixed(r.secondary.score, 2)}`]);
   }
 
   private draw(): void {

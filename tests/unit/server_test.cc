@@ -234,8 +234,8 @@ TEST(ServerLimits, RunBytesCountsTheCapture) {
   const ShapedModel smollm2(smollm2_shape());
   EXPECT_TRUE(streams_maps(smollm2, 2300));
   const uint64_t T8 = 8192;
-  EXPECT_EQ(run_bytes(smollm2, 8192), 30 * 9 * (2 * 256 * 256 * 4 + (3 * T8 - 1) * 8) +
-                                          4 * (30 * 9 * T8 * 64 + 30 * 3 * T8 * 64 + 30 * 9 * T8));
+  EXPECT_EQ(run_bytes(smollm2, 8192),
+            30 * 9 * (2 * 256 * 256 * 4 + (3 * T8 - 1) * 8) + 4 * (30 * 9 * T8 * 64 + 30 * 3 * T8 * 64 + 30 * 9 * T8));
   EXPECT_LT(run_bytes(smollm2, 8192), uint64_t{2048} << 20);
   const int64_t fit = max_tokens_within(smollm2, uint64_t{2048} << 20);
   EXPECT_GT(fit, 8192);

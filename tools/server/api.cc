@@ -306,10 +306,11 @@ HttpReply Api::attention(std::string_view body) {
                          "/api/attention: " + *why};
     const std::shared_ptr<const Tensor> rollout = req.view == AttentionView::kRollout ? rollout_of(record) : nullptr;
     const Tensor part = attention_view(c, *record, req.view, req.text.level, req.layer, req.head, rollout.get());
-    return HttpReply{200, "application/octet-stream",
-                     encode_tensor(std::span<const float>(part.ptr(), static_cast<size_t>(part.numel())),
-                                   part.shape, req.dtype),
-                     {}};
+    return HttpReply{
+        200,
+        "application/octet-stream",
+        encode_tensor(std::span<const float>(part.ptr(), static_cast<size_t>(part.numel())), part.shape, req.dtype),
+        {}};
   });
 }
 
@@ -352,13 +353,16 @@ HttpReply Api::overview(std::string_view body) {
     req.head = optional_int(j, "head");
     if (req.head) check_index(*req.head, c.n_head, "head", "heads per layer");
     const std::string part = optional_enum(j, "part", {"maps", "received", "offsets"});
-    req.part = part == "received" ? OverviewPart::kReceived : part == "offsets" ? OverviewPart::kOffsets : OverviewPart::kMaps;
+    req.part = part == "received"  ? OverviewPart::kReceived
+               : part == "offsets" ? OverviewPart::kOffsets
+                                   : OverviewPart::kMaps;
     const auto ticket = admit();
     const auto record = cache_.get(req.text.text, req.text.truncate, std::move(req.text.encoding));
     if (record->overviews.size() != static_cast<size_t>(c.n_layer) * static_cast<size_t>(c.n_head))
       throw RequestError{422, "no_overview", "/api/overview: this run kept no overview maps"};
     const OverviewSlice slice = overview_slice(c, *record, req.layer, req.head, req.part);
-    return HttpReply{200, "application/octet-stream", encode_tensor(slice.values, slice.shape, WireDtype::kFloat32), {}};
+    return HttpReply{
+        200, "application/octet-stream", encode_tensor(slice.values, slice.shape, WireDtype::kFloat32), {}};
   });
 }
 

@@ -47,7 +47,10 @@ int64_t max_tokens_within(const Model& model, uint64_t budget_bytes) {
     int64_t lo = first_streamed / 2 + 1, hi = first_streamed;
     while (lo < hi) {
       const int64_t mid = lo + (hi - lo) / 2;
-      if (streams_maps(model, mid)) hi = mid; else lo = mid + 1;
+      if (streams_maps(model, mid))
+        hi = mid;
+      else
+        lo = mid + 1;
     }
     first_streamed = lo;
     const int64_t streamed = largest(first_streamed, top);

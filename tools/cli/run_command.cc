@@ -110,22 +110,18 @@ void write_overviews(const std::string& dir, const ModelConfig& c, const RunAnal
   write_npy(dir + "/offset_mass.npy", offsets);
 }
 
-void run(const RunArgs& a) {
-  if (a.threads > 0) omp_set_num_threads(a.threads);
-  const std::string text = a.text_file.empty() ? a.text : read_text_file(a.text_file);
-  auto model = load_model(a.model, a.load);
-  const ModelConfig& c = model->config();
-  Encoding encoding = model->encode(text, a.truncate);
-  if (encoding.size() == 0) throw Error("the text produced no tokens");
+// The model's refusals of --dla and --dla-contrast, before anything runs.
+void check_dla_args(const RunArgs& a, const ModelConfig& c) {
   if (!a.dla_path.empty() && !c.causal)
-    throw Error("--dla: " + c.name + " is not a causal model; direct logit attribution needs a decoder (Llama, GPT-2, ...)");
+    throw Error("--dla: " + c.name +
+                " is not a causal model; direct logit attribution needs a decoder (Llama, GPT-2, ...)");
   if (a.dla_contrast >= c.vocab_size)
     throw Error("--dla-contrast " + std::to_string(a.dla_contrast) + " is outside the vocabulary (0.." +
                 std::to_string(c.vocab_size - 1) + ")");
-  const std::vector<analysis::ProbeEvidence> probe =
-      a.no_probe ? std::vector<analysis::ProbeEvidence>{} : headscope::probe(*model);
-  CorpusEvidence corpus;
-  if (!a.no_corpus) corpus = load_corpus_evidence(*model, a.model, a.evidence, a.quiet);
+}
+
+// What the flags ask the pipeline for: captures, maps, overview resolution and corpus evidence.
+AnalyseOptions analyse_options(const RunArgs& a, const CorpusEvidence& corpus, int64_t T) {
   AnalyseOptions options;
   options.corpus = corpus.heads;
   // Head outputs, contributions and hidden states only for --npy ([L, H, T, d_model] is the
@@ -134,111 +130,148 @@ void run(const RunArgs& a) {
   options.capture.queries_keys = a.queries_keys;
   options.maps = a.maps;
   options.overview_cells = a.cells;
-  options.progress = progress_bar(int(encoding.size()));
-  // Everything asked for must fit before anything runs: say what would.
-  const AnalyseMemory need = analyse_memory(*model, int64_t(encoding.size()), options);
+  options.progress = progress_bar(int(T));
+  return options;
+}
+
+// Everything asked for must fit before anything runs: say what would.
+void check_memory(const RunArgs& a, const Model& model, int64_t T, const AnalyseOptions& options) {
+  const AnalyseMemory need = analyse_memory(model, T, options);
   if (!a.npy_dir.empty() && need.streamed && a.maps == AnalyseOptions::Maps::kAuto)
     std::fprintf(stderr,
-                 "headscope: %zu tokens: the attention maps are streamed (dense ones would need %llu MiB), so --npy "
+                 "headscope: %lld tokens: the attention maps are streamed (dense ones would need %llu MiB), so --npy "
                  "writes the overviews and any --tile; --maps dense keeps them all\n",
-                 encoding.size(), static_cast<unsigned long long>(need.dense_bytes >> 20));
+                 static_cast<long long>(T), static_cast<unsigned long long>(need.dense_bytes >> 20));
   if (a.json_attention && need.streamed)
-    throw Error("--json-attention needs the dense maps of all " + std::to_string(encoding.size()) +
+    throw Error("--json-attention needs the dense maps of all " + std::to_string(T) +
                 " tokens: add --maps dense (or use --npy, which writes the overviews and tiles)");
+}
+
+// The tokens (and words), one line per head, and the corpus roles this text shows.
+void print_run(const RunArgs& a, const ModelConfig& c, const RunAnalysis& analysed, Level level) {
+  const int T = analysed.capture.T, L = c.n_layer, H = c.n_head;
+  std::printf("model %s: %d layers x %d heads (d_model %d, d_head %d)\n", c.name.c_str(), L, H, c.d_model, c.d_head);
+  std::printf("%d tokens%s:", T, analysed.encoding.truncated ? " (truncated)" : "");
+  for (const Token& t : analysed.encoding.tokens) std::printf(" %s", token_display(analysed.text, t).c_str());
+  if (a.words) {
+    const std::vector<WordUnit> units = word_units(analysed);
+    std::printf("\n%zu words (statistics below are word-level):", units.size());
+    for (const WordUnit& u : units) std::printf(" %s", u.text.c_str());
+  }
+  std::printf("\n\n%-5s %-4s %8s %6s %6s  %-22s %s\n", "layer", "head", "entropy", "norm", "max", "pattern",
+              "evidence");
+  const std::vector<analysis::HeadStats>& stats = analysed.analysis(level).stats;
+  const std::vector<analysis::HeadRoles>& roles = analysed.analysis(level).roles;
+  for (int l = 0; l < L; ++l)
+    for (int h = 0; h < H; ++h) {
+      const auto& s = stats[size_t(l * H + h)];
+      const auto& r = roles[size_t(l * H + h)];
+      const std::string name = analysis::role_label(r.primary);
+      std::printf("%-5d %-4d %8.3f %6.3f %6.3f  %-22s %s\n", l, h, s.entropy_bits, s.entropy_norm, s.max_attention,
+                  name.c_str(), r.primary.evidence.c_str());
+    }
+  // Heads whose corpus role shows on this text, with the links that show it.
+  bool header = false;
+  for (size_t i = 0; i < analysed.on_text.size(); ++i) {
+    const analysis::TextEvidence& t = analysed.on_text[i];
+    if (!t.recognised) continue;
+    if (!header)
+      std::printf("\ncorpus roles seen on this text (weights without %s, renormalised):\n",
+                  analysed.sink_columns.c_str());
+    header = true;
+    std::printf("  L%zuH%zu %s: %s\n", i / size_t(H), i % size_t(H), analysis::role_info(*t.recognised).name.data(),
+                t.recognised_text.c_str());
+  }
+}
+
+// The dense maps and their derived views (attentions, norm_weighted, rollout), each within its
+// budget (limits.h); past one a note, not a failure of the whole run (value_norms.npy still gives
+// the norm-weighted maps head by head).
+void write_dense_npy(const std::string& dir, const RunAnalysis& analysed) {
+  const Capture& cap = analysed.capture;
+  write_npy(dir + "/attentions.npy", cap.attention);
+  const uint64_t weighted_bytes = uint64_t(cap.attention.numel()) * sizeof(float);
+  if (weighted_bytes <= limits::kMaxNormWeightedBytes)
+    write_npy(dir + "/norm_weighted.npy", norm_weighted_attention(analysed));
+  else
+    std::fprintf(stderr, "headscope: norm_weighted.npy not written: %llu MiB is over its limit of %llu MiB\n",
+                 static_cast<unsigned long long>(weighted_bytes >> 20),
+                 static_cast<unsigned long long>(limits::kMaxNormWeightedBytes >> 20));
+  if (cap.T <= limits::kMaxRolloutTokens)
+    write_npy(dir + "/rollout.npy", attention_rollout(analysed));
+  else
+    std::fprintf(stderr, "headscope: rollout.npy not written: %d tokens is over its limit of %lld\n", cap.T,
+                 static_cast<long long>(limits::kMaxRolloutTokens));
+}
+
+// --npy: every captured tensor and the overviews as .npy files, and tokens.json.
+void write_npy_dir(const RunArgs& a, const Model& model, const RunAnalysis& analysed) {
+  const Capture& cap = analysed.capture;
+  std::filesystem::create_directories(a.npy_dir);
+  if (!analysed.streamed) write_dense_npy(a.npy_dir, analysed);
+  write_npy(a.npy_dir + "/value_norms.npy", cap.value_norms);
+  write_overviews(a.npy_dir, model.config(), analysed);
+  if (!a.tile.empty()) {
+    const std::vector<int>& t = a.tile;
+    write_npy(a.npy_dir + "/tile.npy", attention_tile(model, analysed, t[0], t[1], t[2], t[3], t[4], t[5]));
+  }
+  write_npy(a.npy_dir + "/head_outputs.npy", cap.head_outputs);
+  write_npy(a.npy_dir + "/contributions.npy", cap.contributions);
+  write_npy(a.npy_dir + "/hidden_states.npy", cap.hidden_states);
+  if (a.queries_keys) {
+    write_npy(a.npy_dir + "/queries.npy", cap.queries);
+    write_npy(a.npy_dir + "/keys.npy", cap.keys);
+  }
+  std::ofstream(a.npy_dir + "/tokens.json") << nlohmann::json(analysed.encoding).dump(1) << "\n";
+}
+
+// --dla: the direct logit attribution of every position, CSV or JSON by the file's extension.
+void write_dla(const RunArgs& a, const Model& model, const Encoding& enc) {
+  const std::vector<analysis::LogitAttribution> dla = attribute_logits(model, enc, {a.dla_contrast});
+  if (a.dla_path.ends_with(".csv")) {
+    write_dla_csv(a.dla_path, dla);
+    return;
+  }
+  std::ofstream out(a.dla_path);
+  if (!out) throw Error(a.dla_path + ": cannot open for writing");
+  out << dla_json(model.config(), enc, dla).dump() << "\n";
+}
+
+// --json: the run document (docs/run-json.md), with the attention tensor under --json-attention.
+void write_run_json(const RunArgs& a, const ModelConfig& c, const RunAnalysis& analysed, Level level) {
+  nlohmann::json j = run_json(c, analysed, level);
+  if (a.json_attention) {
+    const Tensor& attention = analysed.capture.attention;
+    j["attention"] = {{"shape", attention.shape}, {"dtype", "float32"}, {"data", attention.data}};
+  }
+  std::ofstream out(a.json_path);
+  if (!out) throw Error(a.json_path + ": cannot open for writing");
+  out << j.dump() << "\n";
+}
+
+void run(const RunArgs& a) {
+  if (a.threads > 0) omp_set_num_threads(a.threads);
+  const std::string text = a.text_file.empty() ? a.text : read_text_file(a.text_file);
+  auto model = load_model(a.model, a.load);
+  const ModelConfig& c = model->config();
+  Encoding encoding = model->encode(text, a.truncate);
+  if (encoding.size() == 0) throw Error("the text produced no tokens");
+  check_dla_args(a, c);
+  const std::vector<analysis::ProbeEvidence> probe =
+      a.no_probe ? std::vector<analysis::ProbeEvidence>{} : headscope::probe(*model);
+  CorpusEvidence corpus;
+  if (!a.no_corpus) corpus = load_corpus_evidence(*model, a.model, a.evidence, a.quiet);
+  const int64_t T = int64_t(encoding.size());
+  const AnalyseOptions options = analyse_options(a, corpus, T);
+  check_memory(a, *model, T, options);
   // Statistics and roles over tokens or (--words) over words: attention to a word is the sum over
   // its pieces, from a word the mean (docs/metrics.md).
   const RunAnalysis analysed = analyse(*model, text, std::move(encoding), probe, options);
-  const Encoding& enc = analysed.encoding;
-  const Capture& cap = analysed.capture;
   const Level level = a.words ? Level::kWord : Level::kToken;
-  const std::vector<analysis::HeadStats>& stats = analysed.analysis(level).stats;
-  const std::vector<analysis::HeadRoles>& roles = analysed.analysis(level).roles;
-  const int T = cap.T, L = c.n_layer, H = c.n_head;
-
-  if (!a.quiet) {
-    std::printf("model %s: %d layers x %d heads (d_model %d, d_head %d)\n", c.name.c_str(), L, H, c.d_model, c.d_head);
-    std::printf("%d tokens%s:", T, enc.truncated ? " (truncated)" : "");
-    for (const Token& t : enc.tokens) std::printf(" %s", token_display(analysed.text, t).c_str());
-    if (a.words) {
-      const std::vector<WordUnit> units = word_units(analysed);
-      std::printf("\n%zu words (statistics below are word-level):", units.size());
-      for (const WordUnit& u : units) std::printf(" %s", u.text.c_str());
-    }
-    std::printf("\n\n%-5s %-4s %8s %6s %6s  %-22s %s\n", "layer", "head", "entropy", "norm", "max", "pattern",
-                "evidence");
-    for (int l = 0; l < L; ++l)
-      for (int h = 0; h < H; ++h) {
-        const auto& s = stats[size_t(l * H + h)];
-        const auto& r = roles[size_t(l * H + h)];
-        const std::string name = analysis::role_label(r.primary);
-        std::printf("%-5d %-4d %8.3f %6.3f %6.3f  %-22s %s\n", l, h, s.entropy_bits, s.entropy_norm, s.max_attention,
-                    name.c_str(), r.primary.evidence.c_str());
-      }
-    // Heads whose corpus role shows on this text, with the links that show it.
-    bool header = false;
-    for (size_t i = 0; i < analysed.on_text.size(); ++i) {
-      const analysis::TextEvidence& t = analysed.on_text[i];
-      if (!t.recognised) continue;
-      if (!header)
-        std::printf("\ncorpus roles seen on this text (weights without %s, renormalised):\n", analysed.sink_columns.c_str());
-      header = true;
-      std::printf("  L%zuH%zu %s: %s\n", i / size_t(H), i % size_t(H), analysis::role_info(*t.recognised).name.data(),
-                  t.recognised_text.c_str());
-    }
-  }
-
-  if (!a.npy_dir.empty()) {
-    std::filesystem::create_directories(a.npy_dir);
-    if (!analysed.streamed) {
-      write_npy(a.npy_dir + "/attentions.npy", cap.attention);
-      // Derived views of the maps, within their budgets (limits.h); past them a note, not a failure
-      // of the whole run (value_norms.npy below still gives the norm-weighted maps head by head).
-      const uint64_t weighted_bytes = uint64_t(cap.attention.numel()) * sizeof(float);
-      if (weighted_bytes <= limits::kMaxNormWeightedBytes)
-        write_npy(a.npy_dir + "/norm_weighted.npy", norm_weighted_attention(analysed));
-      else
-        std::fprintf(stderr, "headscope: norm_weighted.npy not written: %llu MiB is over its limit of %llu MiB\n",
-                     static_cast<unsigned long long>(weighted_bytes >> 20),
-                     static_cast<unsigned long long>(limits::kMaxNormWeightedBytes >> 20));
-      if (T <= limits::kMaxRolloutTokens)
-        write_npy(a.npy_dir + "/rollout.npy", attention_rollout(analysed));
-      else
-        std::fprintf(stderr, "headscope: rollout.npy not written: %d tokens is over its limit of %lld\n", T,
-                     static_cast<long long>(limits::kMaxRolloutTokens));
-    }
-    write_npy(a.npy_dir + "/value_norms.npy", cap.value_norms);
-    write_overviews(a.npy_dir, c, analysed);
-    if (!a.tile.empty()) {
-      const std::vector<int>& t = a.tile;
-      write_npy(a.npy_dir + "/tile.npy", attention_tile(*model, analysed, t[0], t[1], t[2], t[3], t[4], t[5]));
-    }
-    write_npy(a.npy_dir + "/head_outputs.npy", cap.head_outputs);
-    write_npy(a.npy_dir + "/contributions.npy", cap.contributions);
-    write_npy(a.npy_dir + "/hidden_states.npy", cap.hidden_states);
-    if (a.queries_keys) {
-      write_npy(a.npy_dir + "/queries.npy", cap.queries);
-      write_npy(a.npy_dir + "/keys.npy", cap.keys);
-    }
-    std::ofstream(a.npy_dir + "/tokens.json") << nlohmann::json(enc).dump(1) << "\n";
-  }
-  if (!a.dla_path.empty()) {
-    const std::vector<analysis::LogitAttribution> dla = attribute_logits(*model, enc, {a.dla_contrast});
-    if (a.dla_path.ends_with(".csv")) {
-      write_dla_csv(a.dla_path, dla);
-    } else {
-      std::ofstream out(a.dla_path);
-      if (!out) throw Error(a.dla_path + ": cannot open for writing");
-      out << dla_json(c, enc, dla).dump() << "\n";
-    }
-  }
-  if (!a.json_path.empty()) {
-    nlohmann::json j = run_json(c, analysed, level);
-    if (a.json_attention)
-      j["attention"] = {{"shape", cap.attention.shape}, {"dtype", "float32"}, {"data", cap.attention.data}};
-    std::ofstream out(a.json_path);
-    if (!out) throw Error(a.json_path + ": cannot open for writing");
-    out << j.dump() << "\n";
-  }
+  if (!a.quiet) print_run(a, c, analysed, level);
+  if (!a.npy_dir.empty()) write_npy_dir(a, *model, analysed);
+  if (!a.dla_path.empty()) write_dla(a, *model, analysed.encoding);
+  if (!a.json_path.empty()) write_run_json(a, c, analysed, level);
 }
 
 }  // namespace
@@ -256,7 +289,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--json", args->json_path, "Write tokens, per-head statistics and roles as JSON (docs/run-json.md)");
   cmd->add_flag("--json-attention", args->json_attention, "Also put the attention tensor into the JSON file");
   cmd->add_option("--npy", args->npy_dir,
-                  "Write attentions.npy, norm_weighted.npy, rollout.npy (dense maps), value_norms.npy, overview_sum/max.npy, received.npy, offset_mass.npy, "
+                  "Write attentions.npy, norm_weighted.npy, rollout.npy (dense maps), value_norms.npy, "
+                  "overview_sum/max.npy, received.npy, offset_mass.npy, "
                   "head_outputs.npy, contributions.npy, hidden_states.npy and tokens.json into this directory "
                   "(queries.npy and keys.npy with --qk)");
   cmd->add_option("--maps", args->maps,

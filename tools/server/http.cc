@@ -1,13 +1,13 @@
 // headscope server — the cpp-httplib configuration (see http.h).
 #include "server/http.h"
 
+#include <httplib.h>
+#include <sys/socket.h>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <string_view>
-#include <httplib.h>
-#include <sys/socket.h>
 
 #include "headscope/error.h"
 #include "server/gate.h"
@@ -86,9 +86,11 @@ int bind_http(httplib::Server& http, const std::string& host, int port) {
   return result;
 }
 
-void configure_http(httplib::Server& http, Api& api, const HttpOptions& options) {
-  // Connection threads: each open connection holds one while its request arrives, so the pool is
-  // much larger than cpp-httplib's default (8 here), and reads time out quickly.
+namespace {
+
+// Connection threads: each open connection holds one while its request arrives, so the pool is
+// much larger than cpp-httplib's default (8 here), and reads time out quickly.
+void set_connection_limits(httplib::Server& http, const HttpOptions& options) {
   const size_t threads = static_cast<size_t>(std::max(1, options.connection_threads));
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http.set_read_timeout(options.read_timeout);
@@ -96,58 +98,65 @@ void configure_http(httplib::Server& http, Api& api, const HttpOptions& options)
   http.set_keep_alive_timeout(options.keep_alive_timeout_s);
   http.set_keep_alive_max_count(static_cast<size_t>(std::max(1, options.keep_alive_max_count)));
   http.set_payload_max_length(options.max_body_bytes);
+}
 
+// The gate's refusal as a reply; the body, if any, was not read: the client must not reuse the
+// connection.
+void send_rejection(httplib::Response& res, const Rejection& rejection) {
+  send(res, Api::error(rejection.status, rejection.code, rejection.message));
+  if (!rejection.allow.empty()) res.set_header("Allow", rejection.allow);
+  res.set_header("Connection", "close");
+}
+
+// The gate sees every request after its headers, before any body is read or any file served.
+void install_gate(httplib::Server& http, const HttpOptions& options) {
   GateOptions gate;
   gate.bound_host = options.host;
   gate.port = options.port;
   gate.extra_hosts = options.allow_hosts;
   gate.max_body_bytes = options.max_body_bytes;
-
-  // The gate sees every request after its headers, before any body is read or any file served.
   http.set_pre_routing_handler([gate](const httplib::Request& req, httplib::Response& res) {
     try {
       const auto rejection = check_request(head_of(req), gate);
       if (!rejection) return httplib::Server::HandlerResponse::Unhandled;
-      send(res, Api::error(rejection->status, rejection->code, rejection->message));
-      if (!rejection->allow.empty()) res.set_header("Allow", rejection->allow);
-      // The body, if any, was not read: tell the client not to reuse the connection.
-      res.set_header("Connection", "close");
+      send_rejection(res, *rejection);
     } catch (...) {
       send_fallback(res);
     }
     return httplib::Server::HandlerResponse::Handled;
   });
-
   // "Expect: 100-continue" is answered before routing: run the gate there too, so that a refused
   // body is never invited.
   http.set_expect_100_continue_handler([gate](const httplib::Request& req, httplib::Response& res) {
     try {
       const auto rejection = check_request(head_of(req), gate);
       if (!rejection) return 100;
-      send(res, Api::error(rejection->status, rejection->code, rejection->message));
-      if (!rejection->allow.empty()) res.set_header("Allow", rejection->allow);
-      res.set_header("Connection", "close");
+      send_rejection(res, *rejection);
       return rejection->status;
     } catch (...) {
       send_fallback(res);
       return 500;
     }
   });
+}
 
+// Every route is also in the gate's table (gate.cc), which answers a wrong method with 405 and
+// Allow; a route missing there would answer 404 to a GET instead, so the server refuses to start.
+void check_in_gate_table(std::string_view path, std::string_view method) {
+  for (const Route& route : api_routes())
+    if (route.path == path && route.method == method) return;
+  throw std::logic_error("route " + std::string(method) + " " + std::string(path) +
+                         " is missing from api_routes() in gate.cc");
+}
+
+// The API's routes: two GETs, and POSTs whose body is read within max_body_bytes.
+void add_routes(httplib::Server& http, Api& api, size_t max_body) {
+  check_in_gate_table("/api/model", "GET");
+  check_in_gate_table("/api/health", "GET");
   http.Get("/api/model", [&api](const httplib::Request&, httplib::Response& res) { send(res, api.model_info()); });
   http.Get("/api/health", [&api](const httplib::Request&, httplib::Response& res) { send(res, api.health()); });
-  const size_t max_body = options.max_body_bytes;
-  // Every route is also in the gate's table (gate.cc), which answers a wrong method with 405 and
-  // Allow; a route missing there would answer 404 to a GET instead, so the server refuses to start.
-  const auto in_gate_table = [](std::string_view path, std::string_view method) {
-    for (const Route& route : api_routes())
-      if (route.path == path && route.method == method) return;
-    throw std::logic_error("route " + std::string(method) + " " + std::string(path) + " is missing from api_routes() in gate.cc");
-  };
-  in_gate_table("/api/model", "GET");
-  in_gate_table("/api/health", "GET");
   const auto post = [&](const char* path, Endpoint endpoint) {
-    in_gate_table(path, "POST");
+    check_in_gate_table(path, "POST");
     http.Post(path, [&api, endpoint, max_body](const httplib::Request&, httplib::Response& res,
                                                const httplib::ContentReader& reader) {
       std::string body;
@@ -167,24 +176,26 @@ void configure_http(httplib::Server& http, Api& api, const HttpOptions& options)
   post("/api/link", &Api::link);
   post("/api/ablate", &Api::ablate);
   post("/api/importance", &Api::importance);
+}
 
+// The API's JSON error for a status that never reached a handler.
+HttpReply status_error(const httplib::Request& req, int status) {
+  if (status == 404)
+    return Api::error(404, "not_found",
+                      "no such path: " + printable(req.method, 16) + " " + printable(req.path) + " (see docs/api.md)");
+  if (status == 413) return Api::error(413, "body_too_large", "request body is over the server's limit");
+  if (status == 414) return Api::error(414, "uri_too_long", "the request line is over 8 KiB");
+  return Api::error(status, "http_error", "request failed with HTTP status " + std::to_string(status));
+}
+
+void install_error_handlers(httplib::Server& http) {
   // Errors that never reached a handler (unknown path, bad request line, a URI over 8 KiB) get the
   // API's JSON shape. cpp-httplib calls this for every status >= 400 OUTSIDE its try/catch, so it
   // must not throw: the decoded path may be any bytes (/%ff), hence printable() and Api::error's
   // replacement of invalid UTF-8.
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     try {
-      if (!res.body.empty()) return;
-      if (res.status == 404) {
-        send(res, Api::error(404, "not_found",
-                             "no such path: " + printable(req.method, 16) + " " + printable(req.path) + " (see docs/api.md)"));
-      } else if (res.status == 413) {
-        send(res, Api::error(413, "body_too_large", "request body is over the server's limit"));
-      } else if (res.status == 414) {
-        send(res, Api::error(414, "uri_too_long", "the request line is over 8 KiB"));
-      } else {
-        send(res, Api::error(res.status, "http_error", "request failed with HTTP status " + std::to_string(res.status)));
-      }
+      if (res.body.empty()) send(res, status_error(req, res.status));
     } catch (...) {
       send_fallback(res);
     }
@@ -204,27 +215,41 @@ void configure_http(httplib::Server& http, Api& api, const HttpOptions& options)
       send_fallback(res);
     }
   });
-  if (options.log_requests)
-    http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
-      try {
-        if (req.path.rfind("/api/", 0) == 0)
-          std::fprintf(stderr, "headscope: %s %s -> %d (%zu bytes)\n", printable(req.method, 16).c_str(),
-                       printable(req.path).c_str(), res.status, res.body.size());
-      } catch (...) {
-      }
-    });
+}
 
+void install_logger(httplib::Server& http) {
+  http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+    try {
+      if (req.path.rfind("/api/", 0) == 0)
+        std::fprintf(stderr, "headscope: %s %s -> %d (%zu bytes)\n", printable(req.method, 16).c_str(),
+                     printable(req.path).c_str(), res.status, res.body.size());
+    } catch (...) {
+    }
+  });
+}
+
+// The built web UI at /, or a line saying that it was not built.
+void mount_web(httplib::Server& http, const std::string& web_dir) {
   std::error_code ec;
-  const bool has_ui = !options.web_dir.empty() &&
-                      std::filesystem::exists(std::filesystem::path(options.web_dir) / "index.html", ec);
+  const bool has_ui = !web_dir.empty() && std::filesystem::exists(std::filesystem::path(web_dir) / "index.html", ec);
   if (has_ui) {
-    if (!http.set_mount_point("/", options.web_dir))
-      throw Error("--web-dir " + options.web_dir + ": cannot serve this folder");
+    if (!http.set_mount_point("/", web_dir)) throw Error("--web-dir " + web_dir + ": cannot serve this folder");
   } else {
     http.Get("/", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("headscope API is running; the web UI was not built (see web/README.md).\n", "text/plain");
     });
   }
+}
+
+}  // namespace
+
+void configure_http(httplib::Server& http, Api& api, const HttpOptions& options) {
+  set_connection_limits(http, options);
+  install_gate(http, options);
+  add_routes(http, api, options.max_body_bytes);
+  install_error_handlers(http);
+  if (options.log_requests) install_logger(http);
+  mount_web(http, options.web_dir);
 }
 
 }  // namespace headscope::server

@@ -37,20 +37,21 @@ std::vector<Encoding> atlas_importance_texts(const Model& model, const analysis:
 
 namespace {
 
-// Zero ablation of every head alone over the importance texts, with the proxy (docs/causal.md).
-std::optional<analysis::AtlasImportance> measure_importance(const Model& model, const analysis::AtlasOptions& options) {
+// Zero ablation of every head alone over the importance texts, with the proxy and their Spearman
+// correlation: the pipeline's importance (measure_importance, docs/causal.md) in the atlas's shape.
+std::optional<analysis::AtlasImportance> atlas_importance(const Model& model, const analysis::AtlasOptions& options) {
   std::vector<Encoding> texts = atlas_importance_texts(model, options);
   if (texts.empty()) return std::nullopt;
   analysis::AtlasImportance out;
   out.texts = int64_t(texts.size());
-  out.measure = model.config().causal ? "delta mean next-token loss" : "1 - cos of the mean-pooled embedding";
+  out.measure = ablation_measure(model.config());
   if (options.progress) options.progress("importance", 0, 1);
-  const Ablator ablator(model, std::move(texts), AblateOptions{});
-  for (const HeadImportance& h : ablator.importance()) {
+  const ImportanceResult importance = measure_importance(Ablator(model, std::move(texts), AblateOptions{}));
+  for (const HeadImportance& h : importance.heads) {
     out.ablation.push_back(h.ablation);
     out.proxy.push_back(h.proxy);
   }
-  out.spearman = spearman(out.ablation, out.proxy);
+  out.spearman = importance.spearman;
   if (options.progress) options.progress("importance", 1, 1);
   return out;
 }
@@ -71,7 +72,7 @@ AtlasFiles make_atlas(const std::string& model_path, const std::string& control_
       };
     analysis::AtlasResult atlas = build_atlas(*model, path, o);
     const auto t0 = std::chrono::steady_clock::now();
-    atlas.importance = measure_importance(*model, o);
+    atlas.importance = atlas_importance(*model, o);
     if (atlas.importance) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       atlas.seconds_per_stage.emplace_back("importance", s);

@@ -122,6 +122,9 @@ std::string base64_floats(std::span<const float> values);
 // {"shape": [...], "dtype": "float32", "data": base64}: a small tensor inside a JSON reply.
 nlohmann::json typed_array(std::span<const float> values, std::vector<int64_t> shape);
 
+// The model's JSON (to_json(ModelConfig)) plus statistics (the constants and min_role_score),
+// statistics_catalogue, roles (worded for the model) and role_families.
+void to_json(nlohmann::json& j, const ModelDescription& description);
 // {weights, norm, rollout}: each null (the view can be shown) or why not.
 void to_json(nlohmann::json& j, const ViewAvailability& views);
 // {cells, T, starts [cells + 1], max_tile_cells}.

@@ -328,6 +328,15 @@ struct OverviewGrid {
   std::vector<int> starts;  // [cells + 1]
   int64_t max_tile_cells = limits::kMaxTileCells;
 };
+// A loaded model as GET /api/model and headscope.Model.description show it: its hyper-parameters
+// (ModelConfig) with the catalogues its runs are read with (the statistics, their constants and
+// kMinRoleScore, the roles worded for this model, the role families). The server adds its limits and
+// corpus evidence beside these; Python adds norm_eps and eos_token_id to its Config.
+struct ModelDescription {
+  ModelConfig config;
+};
+ModelDescription describe_model(const Model& model);
+
 // One analysed text as the explorer and Python read it (docs/schema.md): run_json() plus whether
 // the maps were streamed, the overview grid (when the run kept overviews) and, for the explorer,
 // which views it can show.

@@ -76,22 +76,43 @@ def _text(data: bytes) -> str:
 
 @dataclass(frozen=True)
 class Config:
-    """A model's hyper-parameters (what `headscope run` prints and /api/model returns)."""
+    """A model's hyper-parameters: the model keys of the core's description (GET /api/model,
+    Model.description) under the same names, plus norm_eps and eos_token_id. `family` and `vocab`,
+    the names of earlier versions, remain as aliases of architecture and vocab_size."""
 
-    family: str  # "bert", "llama", "gpt2", ... (the family file in src/models/)
     name: str  # the folder or .gguf file it was loaded from
+    architecture: str  # "bert", "llama", "gpt2", ... (the family file in src/models/)
     n_layer: int
     n_head: int  # query heads
     n_kv_head: int  # key/value heads (< n_head under grouped-query attention)
     d_model: int
     d_head: int
     d_ff: int
-    vocab: int
+    vocab_size: int
     max_positions: int  # longest sequence the model takes
     causal: bool  # decoder: query q sees keys k <= q only
+    kv_head_of: tuple[int, ...]  # per query head: the key/value head it reads
+    window: tuple[int, ...]  # per layer: sliding window (query q sees keys q - w + 1 .. q); 0 = none
+    w_o_shape: tuple[int, int]  # the output projection: [d_model, n_head * d_head]
     norm_eps: float
     eos_token_id: int  # -1 when the model names none
-    window: tuple[int, ...]  # per layer: sliding window (query q sees keys q - w + 1 .. q); 0 = none
+
+    @property
+    def family(self) -> str:
+        """Alias of architecture."""
+        return self.architecture
+
+    @property
+    def vocab(self) -> int:
+        """Alias of vocab_size."""
+        return self.vocab_size
+
+    @classmethod
+    def _of(cls, description: dict, core: _core.Model) -> Config:
+        """The Config of the core's description; every field but the two Python adds must be there."""
+        extra = {"norm_eps": core.norm_eps, "eos_token_id": core.eos_token_id}
+        values = {f.name: extra[f.name] if f.name in extra else description[f.name] for f in dataclasses.fields(cls)}
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
 
 
 @dataclass(frozen=True)
@@ -116,8 +137,9 @@ def _encoding(t: tuple) -> Encoding:
 class Tokenizer:
     """The model's tokenizer (read from tokenizer.json or the .gguf)."""
 
-    def __init__(self, core: _core.Model) -> None:
+    def __init__(self, core: _core.Model, name: str) -> None:
         self._core = core
+        self._name = name
 
     def encode(self, text: str | bytes, *, special_tokens: bool = True) -> Encoding:
         """Tokenise `text` with the model's template (special tokens added unless told not to).
@@ -131,7 +153,7 @@ class Tokenizer:
         return _text(self._core.decode([int(i) for i in ids]))
 
     def __repr__(self) -> str:
-        return f"<headscope.Tokenizer of {self._core.config['name']}>"
+        return f"<headscope.Tokenizer of {self._name}>"
 
 
 @dataclass(frozen=True)
@@ -179,15 +201,18 @@ class Model:
 
     def __init__(self, core: _core.Model) -> None:
         self._core = core
-        self.config = Config(**core.config)
-        self.tokenizer = Tokenizer(core)
+        #: The core's description of the model, as GET /api/model serves it without the server's
+        #: limits and corpus evidence: hyper-parameters, statistics and role catalogues.
+        self.description: dict = _json.loads(core.description())
+        self.config = Config._of(self.description, core)
+        self.tokenizer = Tokenizer(core, self.config.name)
         self.path: str = core.path
         #: What the load found suspect but not fatal (e.g. a tensor holding NaN), one line each.
         self.warnings: list[str] = list(core.warnings)
 
     def __repr__(self) -> str:
         c = self.config
-        return f"<headscope.Model {c.name}: {c.family}, {c.n_layer} layers x {c.n_head} heads, d_model {c.d_model}>"
+        return f"<headscope.Model {c.name}: {c.architecture}, {c.n_layer} layers x {c.n_head} heads, d_model {c.d_model}>"
 
     @property
     def corpus_source(self) -> str:
@@ -240,7 +265,7 @@ class Model:
                 if isinstance(x, (bool, float)) or not isinstance(x, (int, np.integer)):
                     raise Error(f"ids[{i}] = {x!r} is not an integer token id")
                 if not -(2**62) < int(x) < 2**62:
-                    raise Error(f"ids[{i}] = {x} is outside the vocabulary of {self.config.name} (0..{self.config.vocab - 1})")
+                    raise Error(f"ids[{i}] = {x} is outside the vocabulary of {self.config.name} (0..{self.config.vocab_size - 1})")
                 ids.append(int(x))
             text = None
         core = self._core.run(text, ids, list(capture), words, maps, truncate, probe, corpus)

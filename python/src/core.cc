@@ -91,7 +91,8 @@ struct PyRun {
 };
 
 std::shared_ptr<PyModel> load(const std::string& path, std::optional<int> threads, bool strict) {
-  if (threads && *threads < 1) throw Error("threads=" + std::to_string(*threads) + ": give at least 1 (or None for all cores)");
+  if (threads && *threads < 1)
+    throw Error("threads=" + std::to_string(*threads) + ": give at least 1 (or None for all cores)");
   auto m = std::make_shared<PyModel>();
   m->path = path;
   m->threads = threads.value_or(0);
@@ -117,31 +118,15 @@ std::shared_ptr<PyModel> load(const std::string& path, std::optional<int> thread
   return m;
 }
 
-nb::dict config_dict(const ModelConfig& c) {
-  nb::dict d;
-  d["family"] = c.architecture;
-  d["name"] = c.name;
-  d["n_layer"] = c.n_layer;
-  d["n_head"] = c.n_head;
-  d["n_kv_head"] = c.n_kv_head;
-  d["d_model"] = c.d_model;
-  d["d_head"] = c.d_head;
-  d["d_ff"] = c.d_ff;
-  d["vocab"] = c.vocab_size;
-  d["max_positions"] = c.max_positions;
-  d["causal"] = c.causal;
-  d["norm_eps"] = c.norm_eps;
-  d["eos_token_id"] = c.eos_token_id;
-  nb::list window;  // per layer; 0 = no sliding window
-  for (int l = 0; l < c.n_layer; ++l) window.append(size_t(l) < c.window.size() ? c.window[size_t(l)] : int64_t{0});
-  d["window"] = nb::tuple(window);
-  return d;
-}
+// The core's description of the model (GET /api/model without the server's limits and corpus
+// evidence) as JSON; headscope.Model.description and Config read it.
+std::string description_json(const PyModel& m) { return nlohmann::json(describe_model(*m.model)).dump(); }
 
 void check_text_size(const std::string& text) {
   if (text.size() > limits::kMaxPythonTextBytes)
     throw Error("the text is " + std::to_string(text.size()) + " bytes; at most " +
-                std::to_string(limits::kMaxPythonTextBytes) + " are taken (split it, or pass truncate=True for a "
+                std::to_string(limits::kMaxPythonTextBytes) +
+                " are taken (split it, or pass truncate=True for a "
                 "prefix the model can hold)");
 }
 
@@ -191,13 +176,19 @@ AnalyseOptions::Maps parse_maps(const std::string& maps) {
 CaptureOptions parse_capture(const std::vector<std::string>& names) {
   CaptureOptions c = CaptureOptions::attention_only();
   for (const std::string& n : names) {
-    if (n == "attention") c.attention = true;
-    else if (n == "head_outputs") c.head_outputs = true;
-    else if (n == "contributions") c.contributions = true;
-    else if (n == "hidden_states") c.hidden_states = true;
-    else if (n == "queries" || n == "keys") c.queries_keys = true;
+    if (n == "attention")
+      c.attention = true;
+    else if (n == "head_outputs")
+      c.head_outputs = true;
+    else if (n == "contributions")
+      c.contributions = true;
+    else if (n == "hidden_states")
+      c.hidden_states = true;
+    else if (n == "queries" || n == "keys")
+      c.queries_keys = true;
     else
-      throw Error("capture: \"" + n + "\" is not captured; choose from attention, head_outputs, contributions, "
+      throw Error("capture: \"" + n +
+                  "\" is not captured; choose from attention, head_outputs, contributions, "
                   "hidden_states, queries, keys");
   }
   return c;
@@ -241,13 +232,14 @@ PyRun run(std::shared_ptr<PyModel> m, std::optional<nb::bytes> text_bytes, std::
     // analyse() reads when it is given none: measuring it again would only cost the first run
     // of a model several seconds.
     const auto has_probe = [](const analysis::HeadEvidence& h) { return h.probe.has_value(); };
-    const bool cached_probe = !options.corpus.empty() && std::all_of(options.corpus.begin(), options.corpus.end(), has_probe);
+    const bool cached_probe =
+        !options.corpus.empty() && std::all_of(options.corpus.begin(), options.corpus.end(), has_probe);
     const bool measure_probe = use_probe && !cached_probe;
     if (measure_probe) std::call_once(m->probe_once, [&] { m->probe = headscope::probe(*m->model); });
-    *analysed = analyse(*m->model, std::move(text), std::move(encoding),
-                        measure_probe ? std::span<const analysis::ProbeEvidence>(m->probe)
-                                      : std::span<const analysis::ProbeEvidence>(),
-                        options);
+    *analysed = analyse(
+        *m->model, std::move(text), std::move(encoding),
+        measure_probe ? std::span<const analysis::ProbeEvidence>(m->probe) : std::span<const analysis::ProbeEvidence>(),
+        options);
   }
   return PyRun{std::move(m), std::move(analysed), words ? Level::kWord : Level::kToken};
 }
@@ -390,21 +382,19 @@ std::string importance(std::shared_ptr<PyModel> m, const std::vector<nb::bytes>&
   return nlohmann::json(measure_importance(Ablator(*m->model, encode_all(*m->model, items), {}))).dump();
 }
 
-std::string analyse_attention_json(nb::ndarray<nb::ro, nb::device::cpu> attention, const std::vector<std::string>& tokens,
-                                   std::optional<std::vector<bool>> special, std::optional<bool> causal, bool words) {
-  // Checked here rather than converted: a float64 or strided array is a mistake worth naming.
+// Checked here rather than converted: a float64 or strided array is a mistake worth naming.
+void check_attention_array(const nb::ndarray<nb::ro, nb::device::cpu>& attention,
+                           const std::vector<std::string>& tokens, const std::optional<std::vector<bool>>& special) {
   if (attention.dtype() != nb::dtype<float>())
     throw Error("analyse_attention: attention must be float32 (numpy.float32); convert it with .astype(numpy.float32)");
   if (attention.ndim() != 4)
     throw Error("analyse_attention: attention must have 4 axes [layer, head, q, k], got " +
                 std::to_string(attention.ndim()));
-  {
-    int64_t stride = 1;
-    for (int i = 3; i >= 0; --i) {
-      if (attention.shape(size_t(i)) > 1 && attention.stride(size_t(i)) != stride)
-        throw Error("analyse_attention: attention must be C-contiguous; pass numpy.ascontiguousarray(attention)");
-      stride *= int64_t(attention.shape(size_t(i)));
-    }
+  int64_t stride = 1;
+  for (int i = 3; i >= 0; --i) {
+    if (attention.shape(size_t(i)) > 1 && attention.stride(size_t(i)) != stride)
+      throw Error("analyse_attention: attention must be C-contiguous; pass numpy.ascontiguousarray(attention)");
+    stride *= int64_t(attention.shape(size_t(i)));
   }
   const int64_t L = int64_t(attention.shape(0)), H = int64_t(attention.shape(1)), T = int64_t(tokens.size());
   if (special && special->size() != tokens.size())
@@ -413,7 +403,41 @@ std::string analyse_attention_json(nb::ndarray<nb::ro, nb::device::cpu> attentio
   if (int64_t(attention.shape(2)) != T || int64_t(attention.shape(3)) != T)
     throw Error("analyse_attention: attention is [" + std::to_string(L) + ", " + std::to_string(H) + ", " +
                 std::to_string(attention.shape(2)) + ", " + std::to_string(attention.shape(3)) + "] but there are " +
-                std::to_string(T) + " tokens; expected [layer, head, " + std::to_string(T) + ", " + std::to_string(T) + "]");
+                std::to_string(T) + " tokens; expected [layer, head, " + std::to_string(T) + ", " + std::to_string(T) +
+                "]");
+}
+
+// Whether every weight above the diagonal of the [n, T, T] maps `a` is zero.
+bool upper_triangle_zero(const float* a, int64_t n, int64_t T) {
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t q = 0; q < T; ++q)
+      for (int64_t k = q + 1; k < T; ++k)
+        if (a[(i * T + q) * T + k] != 0) return false;
+  return true;
+}
+
+// Tokens as the text: joined by spaces, each its own word; equal strings share an id (duplicates).
+std::pair<std::string, Encoding> encoding_of_tokens(const std::vector<std::string>& tokens,
+                                                    const std::optional<std::vector<bool>>& special, int& vocab) {
+  std::pair<std::string, Encoding> out;
+  std::map<std::string, int32_t> id_of;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    Token t;
+    t.text = tokens[i];
+    t.id = id_of.try_emplace(tokens[i], int32_t(id_of.size())).first->second;
+    t.special = special && (*special)[i];
+    out.second.tokens.push_back(std::move(t));
+  }
+  out.first = join_pieces(out.second);
+  vocab = int(id_of.size());
+  return out;
+}
+
+std::string analyse_attention_json(nb::ndarray<nb::ro, nb::device::cpu> attention,
+                                   const std::vector<std::string>& tokens, std::optional<std::vector<bool>> special,
+                                   std::optional<bool> causal, bool words) {
+  check_attention_array(attention, tokens, special);
+  const int64_t L = int64_t(attention.shape(0)), H = int64_t(attention.shape(1)), T = int64_t(tokens.size());
   ModelConfig config;
   config.architecture = "external";
   config.name = "attention maps";
@@ -422,39 +446,16 @@ std::string analyse_attention_json(nb::ndarray<nb::ro, nb::device::cpu> attentio
   config.max_positions = int(T);
   // Causal unless told: every weight above the diagonal is zero.
   const float* a = static_cast<const float*>(attention.data());
-  bool upper_zero = true;
-  for (int64_t i = 0; i < L * H && upper_zero; ++i)
-    for (int64_t q = 0; q < T && upper_zero; ++q)
-      for (int64_t k = q + 1; k < T; ++k)
-        if (a[(i * T + q) * T + k] != 0) {
-          upper_zero = false;
-          break;
-        }
-  config.causal = causal.value_or(T > 1 && upper_zero);
-  // Tokens as the text: joined by spaces, each its own word; equal strings share an id (duplicates).
-  Encoding encoding;
-  std::map<std::string, int32_t> id_of;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    Token t;
-    t.text = tokens[i];
-    t.id = id_of.try_emplace(tokens[i], int32_t(id_of.size())).first->second;
-    t.special = special && (*special)[i];
-    encoding.tokens.push_back(std::move(t));
-  }
-  std::string text = join_pieces(encoding);
-  config.vocab_size = int(id_of.size());
+  config.causal = causal.value_or(T > 1 && upper_triangle_zero(a, L * H, T));
+  auto [text, encoding] = encoding_of_tokens(tokens, special, config.vocab_size);
   Tensor maps({L, H, T, T}, Tensor::Uninitialized{});
   std::copy_n(a, maps.numel(), maps.ptr());
-  std::string out;
-  {
-    nb::gil_scoped_release release;
-    const RunAnalysis run = headscope::analyse_attention(config, std::move(text), std::move(encoding), std::move(maps));
-    nlohmann::json j = run_json(config, run, words ? Level::kWord : Level::kToken);
-    j["schema"] = "headscope.maps/1";
-    j["streamed"] = false;
-    out = j.dump();
-  }
-  return out;
+  nb::gil_scoped_release release;
+  const RunAnalysis run = headscope::analyse_attention(config, std::move(text), std::move(encoding), std::move(maps));
+  nlohmann::json j = run_json(config, run, words ? Level::kWord : Level::kToken);
+  j["schema"] = "headscope.maps/1";
+  j["streamed"] = false;
+  return j.dump();
 }
 
 // The error's message with its remedy (headscope::Remedy) said as the keyword argument that asks
@@ -480,15 +481,9 @@ std::string error_message(const headscope::Error& e) {
   return message;
 }
 
-}  // namespace
-}  // namespace headscope::python
-
-NB_MODULE(_core, m) {
-  using namespace headscope::python;
-  m.doc() = "headscope's C++ core (internal: use the headscope package, docs/python.md)";
-
-  // headscope.Error (a ValueError), headscope.FileError (also an OSError: the model path is not
-  // there), headscope.ResourceError (over a budget or the machine's memory).
+// headscope.Error (a ValueError), headscope.FileError (also an OSError: the model path is not
+// there), headscope.ResourceError (over a budget or the machine's memory).
+void register_errors(nb::module_& m) {
   // Raw pointers, kept for the life of the process: a static nb::object would be released after
   // the interpreter has shut down.
   static PyObject* error_type = PyErr_NewExceptionWithDoc(
@@ -516,9 +511,15 @@ NB_MODULE(_core, m) {
       PyErr_SetString(resource_error_type, "not enough memory for this request; try a shorter text");
     }
   });
+}
 
+// The loaded model: its description, tokenizer, and what runs on it.
+void register_model(nb::module_& m) {
   nb::class_<PyModel>(m, "Model", "A loaded model (internal; see headscope.Model).")
-      .def_prop_ro("config", [](const PyModel& self) { return config_dict(self.model->config()); })
+      .def("description", &description_json,
+           "The model's description as JSON: GET /api/model without the server's limits and corpus evidence.")
+      .def_prop_ro("norm_eps", [](const PyModel& self) { return self.model->config().norm_eps; })
+      .def_prop_ro("eos_token_id", [](const PyModel& self) { return self.model->config().eos_token_id; })
       .def_prop_ro("warnings", [](const PyModel& self) { return self.model->warnings(); })
       .def_prop_ro("path", [](const PyModel& self) { return self.path; })
       .def_prop_ro(
@@ -570,15 +571,31 @@ NB_MODULE(_core, m) {
            "The heads ablated together over the texts, as JSON (AblationResult, docs/causal.md).")
       .def("importance", &importance, "texts"_a,
            "Every head zero-ablated alone over the texts, ranked, as JSON (/api/importance's reply).");
+}
 
+// One analysed text: its arrays (views of the capture), tokens and JSON.
+void register_run(nb::module_& m) {
   nb::class_<PyRun>(m, "Run", "One analysed text (internal; see headscope.Result).")
-      .def_prop_ro("attention", [](const PyRun& r) { return capture_array(r, &headscope::Capture::attention); }, nb::rv_policy::reference)
-      .def_prop_ro("head_outputs", [](const PyRun& r) { return capture_array(r, &headscope::Capture::head_outputs); }, nb::rv_policy::reference)
-      .def_prop_ro("contributions", [](const PyRun& r) { return capture_array(r, &headscope::Capture::contributions); }, nb::rv_policy::reference)
-      .def_prop_ro("hidden_states", [](const PyRun& r) { return capture_array(r, &headscope::Capture::hidden_states); }, nb::rv_policy::reference)
-      .def_prop_ro("queries", [](const PyRun& r) { return capture_array(r, &headscope::Capture::queries); }, nb::rv_policy::reference)
-      .def_prop_ro("keys", [](const PyRun& r) { return capture_array(r, &headscope::Capture::keys); }, nb::rv_policy::reference)
-      .def_prop_ro("value_norms", [](const PyRun& r) { return capture_array(r, &headscope::Capture::value_norms); }, nb::rv_policy::reference)
+      .def_prop_ro(
+          "attention", [](const PyRun& r) { return capture_array(r, &headscope::Capture::attention); },
+          nb::rv_policy::reference)
+      .def_prop_ro(
+          "head_outputs", [](const PyRun& r) { return capture_array(r, &headscope::Capture::head_outputs); },
+          nb::rv_policy::reference)
+      .def_prop_ro(
+          "contributions", [](const PyRun& r) { return capture_array(r, &headscope::Capture::contributions); },
+          nb::rv_policy::reference)
+      .def_prop_ro(
+          "hidden_states", [](const PyRun& r) { return capture_array(r, &headscope::Capture::hidden_states); },
+          nb::rv_policy::reference)
+      .def_prop_ro(
+          "queries", [](const PyRun& r) { return capture_array(r, &headscope::Capture::queries); },
+          nb::rv_policy::reference)
+      .def_prop_ro(
+          "keys", [](const PyRun& r) { return capture_array(r, &headscope::Capture::keys); }, nb::rv_policy::reference)
+      .def_prop_ro(
+          "value_norms", [](const PyRun& r) { return capture_array(r, &headscope::Capture::value_norms); },
+          nb::rv_policy::reference)
       .def_prop_ro("streamed", [](const PyRun& r) { return r.run->streamed; })
       .def_prop_ro("text", [](const PyRun& r) { return nb::bytes(r.run->text.data(), r.run->text.size()); })
       .def_prop_ro("encoding", [](const PyRun& r) { return encoding_tuple(r.run->encoding); })
@@ -586,11 +603,15 @@ NB_MODULE(_core, m) {
       .def("json", &run_json_text, "The run as /api/run returns it (docs/schema.md).")
       .def("tile", &tile, "layer"_a, "head"_a, "q0"_a, "q1"_a, "k0"_a, "k1"_a,
            "Exact attention rows q0..q1-1 over keys k0..k1-1 of one head: [q1 - q0, k1 - k0].");
+}
 
+// The module's functions: load, the catalogues and analyse_attention.
+void register_functions(nb::module_& m) {
   m.def("load", &load, "path"_a, "threads"_a.none(), "strict"_a, "Loads a model directory or .gguf file.");
-  m.def("role_catalogue", []() -> std::string { return headscope::role_catalogue_json().dump(); },
-        "The role catalogue as JSON: one object per role (id, name, colour, description), in the order\n"
-        "GET /api/model lists them; the embedded views colour role badges from it.");
+  m.def(
+      "role_catalogue", []() -> std::string { return headscope::role_catalogue_json().dump(); },
+      "The role catalogue as JSON: one object per role (id, name, colour, description), in the order\n"
+      "GET /api/model lists them; the embedded views colour role badges from it.");
   m.def(
       "statistics_catalogue", []() -> std::string { return headscope::statistics_catalogue_json().dump(); },
       "The catalogue of per-head statistics as JSON: one object per HeadStats field (key, kind, label,\n"
@@ -603,4 +624,16 @@ NB_MODULE(_core, m) {
         "the diagonal zero). Returns JSON shaped like /api/run's (schema \"headscope.maps/1\"): the\n"
         "same keys, with no probe (no induction or duplicate-token evidence), no corpus evidence and no\n"
         "value norms (sink_mass_norm null).");
+}
+
+}  // namespace
+}  // namespace headscope::python
+
+NB_MODULE(_core, m) {
+  using namespace headscope::python;
+  m.doc() = "headscope's C++ core (internal: use the headscope package, docs/python.md)";
+  register_errors(m);
+  register_model(m);
+  register_run(m);
+  register_functions(m);
 }

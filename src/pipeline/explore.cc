@@ -23,6 +23,8 @@ std::optional<AnalyseOptions::Maps> maps_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+ModelDescription describe_model(const Model& model) { return {model.config()}; }
+
 std::string join_pieces(Encoding& encoding) {
   std::string text;
   int32_t word = 0;

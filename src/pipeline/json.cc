@@ -303,6 +303,15 @@ json role_families_json() {
   return out;
 }
 
+void to_json(json& j, const ModelDescription& d) {
+  j = d.config;
+  j["statistics"] = statistic_constants_json();
+  j["statistics"]["min_role_score"] = analysis::kMinRoleScore;
+  j["statistics_catalogue"] = statistics_catalogue_json();
+  j["roles"] = role_catalogue_json(d.config);
+  j["role_families"] = role_families_json();
+}
+
 json head_json(const ModelConfig& c, int layer, int head, const analysis::HeadStats& stats,
                const analysis::HeadRoles& roles) {
   const std::vector<int> kv = kv_head_of(c);

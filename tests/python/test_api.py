@@ -19,6 +19,20 @@ def test_config_is_frozen_dataclass(minilm):
         c.n_layer = 3
 
 
+def test_config_is_the_core_description(headscope, minilm):
+    c, d = minilm.config, minilm.description
+    # The same keys as GET /api/model; family and vocab are the aliases of the earlier names.
+    assert (c.architecture, c.vocab_size) == (c.family, c.vocab) == ("bert", 30522)
+    assert c.kv_head_of == tuple(range(12)) and c.w_o_shape == (384, 384)
+    for f in dataclasses.fields(c):
+        if f.name not in ("norm_eps", "eos_token_id"):
+            want = getattr(c, f.name)
+            assert (tuple(d[f.name]) if isinstance(want, tuple) else d[f.name]) == want, f.name
+    assert d["statistics_catalogue"] == headscope.statistics_catalogue()
+    assert d["statistics"]["min_role_score"] == 0.25 and d["roles"] and d["role_families"]
+    assert "limits" not in d and "corpus_evidence" not in d  # the server's, not the model's
+
+
 def test_tokenizer(minilm):
     enc = minilm.tokenizer.encode(TEXT)
     assert enc.tokens[0] == "[CLS]" and enc.tokens[-1] == "[SEP]" and enc.special[0] and not enc.special[1]

@@ -248,14 +248,11 @@ TextRequest parse_text_request(const json& j, const ApiLimits& limits, const Mod
 
 }  // namespace
 
+// The core's description of the model, with what this server adds: its limits and the corpus
+// evidence it joined into the roles.
 HttpReply Api::model_info() const {
-  json j = model_.config();
+  json j = describe_model(model_);
   j["limits"] = {{"max_text_bytes", limits_.max_text_bytes}, {"max_tokens", limits_.max_tokens}};
-  j["statistics"] = statistic_constants_json();
-  j["statistics"]["min_role_score"] = analysis::kMinRoleScore;
-  j["statistics_catalogue"] = statistics_catalogue_json();
-  j["roles"] = role_catalogue_json(model_.config());
-  j["role_families"] = role_families_json();
   j["corpus_evidence"] = {{"source", corpus_source_}, {"syntax", corpus_syntax_}, {"coreference", corpus_coreference_}};
   return json_reply(j);
 }
@@ -291,7 +288,9 @@ HttpReply Api::attention(std::string_view body) {
     if (req.head) check_index(*req.head, c.n_head, "head", "heads per layer");
     req.dtype = parse_dtype(j);
     const std::string view = optional_enum(j, "view", {"weights", "norm", "rollout"});
-    req.view = view == "norm" ? AttentionView::kNorm : view == "rollout" ? AttentionView::kRollout : AttentionView::kWeights;
+    req.view = view == "norm"      ? AttentionView::kNorm
+               : view == "rollout" ? AttentionView::kRollout
+                                   : AttentionView::kWeights;
     if (req.view == AttentionView::kRollout && req.head)
       throw RequestError{400, "bad_field",
                          "the rollout view has one map per layer (every head mixed), not per head: leave out \"head\""};
@@ -338,8 +337,8 @@ HttpReply Api::tile(std::string_view body) {
     check_range(req.k0, req.k1, record->T(), "keys");
     const Tensor t = attention_tile(model_, *record, req.layer, req.head, req.q0, req.q1, req.k0, req.k1);
     const std::span<const float> values(t.ptr(), static_cast<size_t>(t.numel()));
-    return HttpReply{200, "application/octet-stream",
-                     encode_tensor(values, {req.q1 - req.q0, req.k1 - req.k0}, req.dtype), {}};
+    return HttpReply{
+        200, "application/octet-stream", encode_tensor(values, {req.q1 - req.q0, req.k1 - req.k0}, req.dtype), {}};
   });
 }
 
@@ -445,7 +444,8 @@ std::vector<HeadRef> parse_head_list(const json& j, const ModelConfig& c) {
   if (!j.contains("heads")) throw RequestError{400, "missing_field", "field \"heads\" is required, e.g. [[3, 1]]"};
   const json& list = j["heads"];
   if (!list.is_array() || list.empty())
-    throw RequestError{400, "bad_field", "field \"heads\" must be a non-empty list of [layer, head] pairs, e.g. [[3, 1]]"};
+    throw RequestError{400, "bad_field",
+                       "field \"heads\" must be a non-empty list of [layer, head] pairs, e.g. [[3, 1]]"};
   std::vector<HeadRef> heads;
   for (const json& item : list) {
     if (!item.is_array() || item.size() != 2 || !item[0].is_number_integer() || !item[1].is_number_integer())

@@ -245,13 +245,16 @@ export class App {
       const layer = streamed ? await this.api.overview(state.text, state.layer) : await this.api.attention(state.text, state.level, state.layer);
       // The layer grid and the head panel draw the chosen maps; the other views keep the weights.
       const mapsLayer = maps === 'weights' ? layer : await this.api.attention(state.text, state.level, state.layer, 'float32', maps);
-      const follows = state.view === 'layer' || state.view === 'model';
+      const definition = VIEWS.find((v) => v.id === state.view) ?? VIEWS[0];
+      const follows = !!definition.followsMaps;
       if (stale()) return;
-      const shownView = streamed && state.view !== 'layer' ? null : state.view;
+      const shownView = streamed && !definition.streamed ? null : definition.id;
       for (const [id, v] of this.views) v.el.hidden = id !== shownView;
       this.longNotice.hidden = shownView !== null;
-      if (shownView === null)
-        this.longNotice.textContent = `This view needs every full attention map, which a long text (${run.n_tokens} tokens) does not keep: its maps were streamed through the statistics. The Layer heads view shows every head's pooled map, and the head panel below zooms into exact weights.`;
+      if (shownView === null) {
+        const onStreamed = VIEWS.filter((v) => v.streamed).map((v) => `The ${v.label} view`);
+        this.longNotice.textContent = `This view needs every full attention map, which a long text (${run.n_tokens} tokens) does not keep: its maps were streamed through the statistics. ${onStreamed.join(' and ')} shows every head's pooled map, and the head panel below zooms into exact weights.`;
+      }
       else await this.activeView().render(follows ? ctx : { ...ctx, maps: 'weights' }, follows ? mapsLayer : layer);
       if (stale()) return;
       const tile: TileFetcher | undefined = streamed ? (l, hd, r) => this.api.tile(state.text, l, hd, r.q0, r.q1, r.k0, r.k1) : undefined;

@@ -55,6 +55,10 @@ export interface ViewDefinition {
   readonly id: string;
   /** The tab's text; the keyboard help lists it in lower case. */
   readonly label: string;
+  /** Draws the map view the toolbar chose (weights, norm-weighted, rollout); otherwise it is given the weights. */
+  readonly followsMaps?: boolean;
+  /** Works on a long text whose maps were streamed (it draws the layer's pooled overview); otherwise the page says why it cannot. */
+  readonly streamed?: boolean;
   create(host: ViewHost): MountedView;
 }
 

@@ -6,6 +6,8 @@ import './layer.css';
 export const layerView: ViewDefinition = {
   id: 'layer',
   label: 'Layer heads',
+  followsMaps: true,
+  streamed: true,
   create(host) {
     const view = new LayerView({ selectHead: (head) => host.change({ head }) });
     return mounted(view, async (ctx, layer) => view.update(ctx, layer));

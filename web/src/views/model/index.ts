@@ -10,6 +10,7 @@ const MAX_WIDTH = 1080;
 export const modelView: ViewDefinition = {
   id: 'model',
   label: 'Model overview',
+  followsMaps: true,
   create(host) {
     const view = new ModelView({ select: (layer, head) => host.change({ layer, head }) }, MAX_WIDTH);
     return mounted(view, async (ctx) => {

@@ -8,7 +8,7 @@ BUILD := build
 GOLDENS := $(BUILD)/goldens
 DEMO_TEXT := The animal didn't cross the street because it was too tired.
 
-.PHONY: all setup build python evidence goldens test test-cpp test-python test-web test-views web-embed test-sanitize test-fuzz fuzz fuzz-build demo bench bench-llamacpp bench-big clean
+.PHONY: all setup build python evidence goldens test test-cpp test-python test-web test-views web-embed test-sanitize test-fuzz lint format fuzz fuzz-build demo bench bench-llamacpp bench-big clean
 
 all: build
 
@@ -99,7 +99,19 @@ fuzz: fuzz-build
 test-fuzz: fuzz-build
 	@fuzz/run.sh 20
 
-test: test-cpp test-python test-web test-sanitize test-fuzz
+# Formatting and lint, checked by `make test`: clang-format (.clang-format) over every C++ file of the
+# tree, ESLint and Prettier (web/eslint.config.js, web/.prettierrc.json) over the explorer's TypeScript
+# and its browser tests. `make format` rewrites the files in place.
+CXX_SOURCES = $(shell git ls-files '*.cc' '*.h')
+lint: setup
+	@clang-format --dry-run --Werror $(CXX_SOURCES)
+	@cd web && npx eslint . && npx prettier --check --log-level warn .
+
+format: setup
+	@clang-format -i $(CXX_SOURCES)
+	@cd web && npx prettier --write --log-level warn . && npx eslint --fix .
+
+test: lint test-cpp test-python test-web test-sanitize test-fuzz
 
 # Prints one run, then starts the explorer (web UI + API) and prints its URL; Ctrl+C stops it.
 DEMO_PORT ?= 8080

@@ -131,7 +131,7 @@ export async function longTests(base, suite, outDir, text, timings) {
         return c.dataset.state === 'tile' && c.dataset.region !== b;
       }, before, { timeout: 30000 });
     } catch (e) {
-      throw new Error(`no tile for a new region (before ${before}, now ${JSON.stringify(await mapState())}): ${e.message}`);
+      throw new Error(`no tile for a new region (before ${before}, now ${JSON.stringify(await mapState())}): ${e.message}`, { cause: e });
     }
     const ms = Date.now() - t0;
     const inputMs = Number((await mapState()).inputMs);

@@ -41,7 +41,7 @@ async function hoverValue(page, canvas, n, q, k, label) {
   // The grid may be drawn again just after a toggle settles (the head importance arriving
   // redraws it), replacing the canvas under the locator, between the scroll and the measure too
   // (boundingBox is then null): then take the new one.
-  let box = null;
+  let box;
   for (let attempt = 0; ; attempt++) {
     try {
       await canvas.scrollIntoViewIfNeeded({ timeout: 5000 });

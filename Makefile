@@ -15,8 +15,10 @@ all: build
 setup:
 	@scripts/setup.sh
 
+# Configured again when build/ predates the preset's Python module (HEADSCOPE_PYTHON).
 build: setup
-	@[ -f $(BUILD)/build.ninja ] || cmake --preset release >/dev/null
+	@grep -qs '^HEADSCOPE_PYTHON:BOOL=ON' $(BUILD)/CMakeCache.txt && [ -f $(BUILD)/build.ninja ] || \
+	  cmake --preset release >/dev/null
 	@cmake --build --preset release
 
 # The default model's corpus evidence (syntax and coreference roles of every head, docs/roles.md),
@@ -34,16 +36,18 @@ test-cpp: build goldens evidence
 	@cd $(BUILD) && HEADSCOPE_GOLDENS=$(abspath $(GOLDENS)) HEADSCOPE_MODEL=$(abspath $(MODEL)) \
 	  HEADSCOPE_DATA=$(abspath ../shared/data) HEADSCOPE_CACHE_DIR=$(EVIDENCE_CACHE) ctest --output-on-failure -j2
 
-# The Python package (docs/python.md): a wheel built by scikit-build-core from the same CMake targets
-# into build/dist (its CMake build folder build-python persists, so a rebuild is incremental), then
-# installed into .venv; tests/python checks it against the CLI, transformers and a clean venv.
+# The Python package (docs/python.md). The module headscope._core is built in build/ (targets _core,
+# _core_stub: the same headscope_core objects as the CLI, so nothing of the core is compiled again);
+# scikit-build-core then packs it with python/headscope into a wheel in build/dist
+# (HEADSCOPE_PYTHON_MODULE_DIR: nothing compiled, a few seconds), which is installed into .venv;
+# tests/python checks the installed package against the CLI, transformers and a clean venv.
+# `pip install .` elsewhere still compiles the module from source (pyproject.toml).
 PY_WHEELS := $(BUILD)/dist
-# The same compiler as build/ (scikit-build-core would pick g++ where CMake picked c++), so that
-# ccache (CMakeLists.txt) serves build-python the objects build/ compiled.
-PY_LAUNCHER = -C cmake.define.CMAKE_CXX_COMPILER=$(shell sed -n "s/^CMAKE_CXX_COMPILER:[A-Z]*=//p" $(BUILD)/CMakeCache.txt 2>/dev/null)
 python: build web-embed
+	@cmake --build $(BUILD) --target _core _core_stub
 	@rm -f $(PY_WHEELS)/headscope-*.whl
-	@$(PY) -m build --wheel --no-isolation --outdir $(PY_WHEELS) $(PY_LAUNCHER) . >$(BUILD)/python-build.log 2>&1 || \
+	@$(PY) -m build --wheel --no-isolation --outdir $(PY_WHEELS) -C build-dir=$(BUILD)/wheel \
+	  -C cmake.define.HEADSCOPE_PYTHON_MODULE_DIR=$(abspath $(BUILD)/python) . >$(BUILD)/python-build.log 2>&1 || \
 	  { tail -30 $(BUILD)/python-build.log; exit 1; }
 	@$(PY) -m pip install -q --no-deps --force-reinstall --disable-pip-version-check $(PY_WHEELS)/headscope-*.whl
 

@@ -1,6 +1,10 @@
 # headscope — the two commands of the README:
 #   make demo   set up, build, and run headscope on the default model
 #   make test   set up, build, generate reference goldens with transformers, run every test
+#
+# The C++ is compiled once per set of flags: build/ (preset release, GCC, -O3, position-independent
+# core) serves the CLI, the server, the tests and the Python module; build-sanitize/ (preset sanitize,
+# clang, ASan + UBSan + libFuzzer coverage) serves the sanitized suite and the fuzz targets.
 SHELL := /bin/bash
 PY := .venv/bin/python
 MODEL := models/all-MiniLM-L6-v2
@@ -8,7 +12,7 @@ BUILD := build
 GOLDENS := $(BUILD)/goldens
 DEMO_TEXT := The animal didn't cross the street because it was too tired.
 
-.PHONY: all setup build python evidence goldens test test-cpp test-python test-web test-views web-embed test-sanitize test-fuzz fuzz fuzz-build demo bench bench-llamacpp bench-big clean
+.PHONY: all setup build python evidence goldens test test-cpp test-python test-web test-views web-embed sanitize-build test-sanitize test-fuzz fuzz fuzz-build demo bench bench-llamacpp bench-big clean
 
 all: build
 
@@ -32,9 +36,12 @@ evidence: build
 goldens: setup
 	@HF_HUB_OFFLINE=1 $(PY) tests/reference/make_goldens.py --model $(MODEL) --out $(GOLDENS)
 
+# What every ctest run of the C++ and reference tests is given.
+CTEST_ENV = HEADSCOPE_GOLDENS=$(abspath $(GOLDENS)) HEADSCOPE_MODEL=$(abspath $(MODEL)) \
+  HEADSCOPE_DATA=$(abspath ../shared/data) HEADSCOPE_CACHE_DIR=$(EVIDENCE_CACHE)
+
 test-cpp: build goldens evidence
-	@cd $(BUILD) && HEADSCOPE_GOLDENS=$(abspath $(GOLDENS)) HEADSCOPE_MODEL=$(abspath $(MODEL)) \
-	  HEADSCOPE_DATA=$(abspath ../shared/data) HEADSCOPE_CACHE_DIR=$(EVIDENCE_CACHE) ctest --output-on-failure -j2
+	@cd $(BUILD) && $(CTEST_ENV) ctest --output-on-failure -j2
 
 # The Python package (docs/python.md). The module headscope._core is built in build/ (targets _core,
 # _core_stub: the same headscope_core objects as the CLI, so nothing of the core is compiled again);
@@ -72,30 +79,33 @@ test-views: python evidence
 	  HEADSCOPE_CACHE_DIR=$(EVIDENCE_CACHE) HF_HUB_OFFLINE=1 OMP_NUM_THREADS=2 \
 	  $(PY) -m pytest -q -p no:cacheprovider --rootdir tests/python tests/python/test_views.py tests/python/test_notebook.py
 
-# The same C++ and reference tests on a build with AddressSanitizer and UndefinedBehaviorSanitizer
-# (preset "sanitize"): any out-of-bounds access, use after free, leak or undefined behaviour fails.
-# Left out here: the four reference tests whose time goes to rerunning transformers (forward,
-# attribution, long_text, ablate: about 5 CPU minutes); test-cpp runs them, and the sanitized unit
-# tests run the same forward passes, captures and ablations on the same models.
+# One build with clang's AddressSanitizer and UndefinedBehaviorSanitizer (preset sanitize, folder
+# build-sanitize/; docs/reliability.md): the core and the server also carry libFuzzer's coverage
+# instrumentation, so the sanitized test suite and the fuzz targets share one compilation.
 SANITIZE := $(BUILD)-sanitize
-test-sanitize: setup goldens evidence
-	@[ -f $(SANITIZE)/build.ninja ] || cmake --preset sanitize >/dev/null
+sanitize-build: setup
+	@grep -qs '^HEADSCOPE_FUZZ:BOOL=ON' $(SANITIZE)/CMakeCache.txt && [ -f $(SANITIZE)/build.ninja ] || \
+	  cmake --preset sanitize --fresh >/dev/null
 	@cmake --build --preset sanitize
-	@cd $(SANITIZE) && HEADSCOPE_GOLDENS=$(abspath $(GOLDENS)) HEADSCOPE_MODEL=$(abspath $(MODEL)) \
-	  HEADSCOPE_DATA=$(abspath ../shared/data) HEADSCOPE_CACHE_DIR=$(EVIDENCE_CACHE) ASAN_OPTIONS=detect_leaks=1 \
-	  LSAN_OPTIONS=suppressions=$(abspath fuzz/lsan.supp):print_suppressions=0 \
-	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j2 \
-	  -E '^reference_test_(forward|attribution|long_text|ablate)$$'
 
-# libFuzzer targets (fuzz/*_fuzzer.cc, clang, ASan + UBSan), seeded from the real model and data
-# files. `make fuzz` runs each for FUZZ_SECONDS; `make test` runs each for 20 s.
+# The unit tests, the example and the reference tests on the sanitized build: any out-of-bounds access,
+# use after free, leak or undefined behaviour fails. The reference tests drive the sanitized binary on
+# a sample of their inputs (HEADSCOPE_REFERENCE_SAMPLE in CMakeLists.txt); test-cpp runs them all.
+test-sanitize: sanitize-build goldens evidence
+	@cd $(SANITIZE) && $(CTEST_ENV) ASAN_OPTIONS=detect_leaks=1 \
+	  LSAN_OPTIONS=suppressions=$(abspath fuzz/lsan.supp):print_suppressions=0 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j2
+
+# libFuzzer targets (fuzz/*_fuzzer.cc) of the same build, seeded from the real model and data files.
+# `make fuzz` runs each for FUZZ_SECONDS; `make test` runs each for 20 s, two targets at a time.
 FUZZ_SECONDS ?= 300
 fuzz-build: setup
-	@[ -f $(BUILD)-fuzz/build.ninja ] || cmake --preset fuzz >/dev/null
-	@cmake --build --preset fuzz --target fuzzers
-	@if [ ! -f $(BUILD)-fuzz/seeds/.stamp ] || [ fuzz/make_seeds.py -nt $(BUILD)-fuzz/seeds/.stamp ]; then \
-	  rm -rf $(BUILD)-fuzz/seeds && HF_HUB_OFFLINE=1 $(PY) fuzz/make_seeds.py --out $(BUILD)-fuzz/seeds 2>/dev/null && \
-	  touch $(BUILD)-fuzz/seeds/.stamp; fi
+	@grep -qs '^HEADSCOPE_FUZZ:BOOL=ON' $(SANITIZE)/CMakeCache.txt && [ -f $(SANITIZE)/build.ninja ] || \
+	  cmake --preset sanitize --fresh >/dev/null
+	@cmake --build --preset sanitize --target fuzzers
+	@if [ ! -f $(SANITIZE)/seeds/.stamp ] || [ fuzz/make_seeds.py -nt $(SANITIZE)/seeds/.stamp ]; then \
+	  rm -rf $(SANITIZE)/seeds && HF_HUB_OFFLINE=1 $(PY) fuzz/make_seeds.py --out $(SANITIZE)/seeds 2>/dev/null && \
+	  touch $(SANITIZE)/seeds/.stamp; fi
 
 fuzz: fuzz-build
 	@fuzz/run.sh $(FUZZ_SECONDS)

@@ -1,6 +1,8 @@
 # headscope — the two commands of the README:
 #   make demo   set up, build, and run headscope on the default model
 #   make test   set up, build, generate reference goldens with transformers, run every test
+# and the contributor's inner loop:
+#   make check  incremental release build, the fast unit tests and a quick reference sample
 #
 # The C++ is compiled once per set of flags: build/ (preset release, GCC, -O3, position-independent
 # core) serves the CLI, the server, the tests and the Python module; build-sanitize/ (preset sanitize,
@@ -12,7 +14,7 @@ BUILD := build
 GOLDENS := $(BUILD)/goldens
 DEMO_TEXT := The animal didn't cross the street because it was too tired.
 
-.PHONY: all setup build python evidence goldens test test-cpp test-python test-web test-views web-embed sanitize-build test-sanitize test-fuzz fuzz fuzz-build demo bench bench-llamacpp bench-big clean
+.PHONY: all setup build python evidence goldens test check test-cpp test-python test-web test-views web-embed sanitize-build test-sanitize test-fuzz fuzz fuzz-build demo bench bench-llamacpp bench-big clean
 
 all: build
 
@@ -42,6 +44,15 @@ CTEST_ENV = HEADSCOPE_GOLDENS=$(abspath $(GOLDENS)) HEADSCOPE_MODEL=$(abspath $(
 
 test-cpp: build goldens evidence
 	@cd $(BUILD) && $(CTEST_ENV) ctest --output-on-failure -j2
+
+# The contributor's inner loop (README): the release build brought up to date, then in one ctest run
+# every unit test and the example but the three slowest (CHECK_SKIP: about 100 of the suite's
+# 325 test-seconds), and the quick reference files (CLI errors, word statistics, long texts; the
+# forward, attribution and ablation comparisons are left out). test-cpp runs everything; `make test`
+# is what a change must pass.
+CHECK_SKIP := ^(Schema\.CliAndApiAgreeWithCorpusEvidenceOnTwentyTexts|LongText\.StreamEqualsDenseOnSmolLM2|Decoders\.Gemma3_270mGguf|reference_test_(forward|attribution|ablate))$$
+check: build goldens evidence
+	@cd $(BUILD) && $(CTEST_ENV) ctest --output-on-failure -j2 -E '$(CHECK_SKIP)'
 
 # The Python package (docs/python.md). The module headscope._core is built in build/ (targets _core,
 # _core_stub: the same headscope_core objects as the CLI, so nothing of the core is compiled again);

@@ -1,6 +1,12 @@
 # headscope — the two commands of the README:
 #   make demo   set up, build, and run headscope on the default model
 #   make test   set up, build, generate reference goldens with transformers, run every test
+# and the contributor's inner loop:
+#   make check  incremental release build, the fast unit tests and a quick reference sample
+#
+# The C++ is compiled once per set of flags: build/ (preset release, GCC, -O3, position-independent
+# core) serves the CLI, the server, the tests and the Python module; build-sanitize/ (preset sanitize,
+# clang, ASan + UBSan + libFuzzer coverage) serves the sanitized suite and the fuzz targets.
 SHELL := /bin/bash
 PY := .venv/bin/python
 MODEL := models/all-MiniLM-L6-v2
@@ -8,15 +14,17 @@ BUILD := build
 GOLDENS := $(BUILD)/goldens
 DEMO_TEXT := The animal didn't cross the street because it was too tired.
 
-.PHONY: all setup build python evidence goldens test test-cpp test-python test-web test-views web-embed test-sanitize test-fuzz lint format fuzz fuzz-build demo bench bench-llamacpp bench-big clean
+.PHONY: all setup build python evidence goldens test check test-cpp test-python test-web test-views web-embed sanitize-build test-sanitize test-fuzz lint format fuzz fuzz-build demo bench bench-llamacpp bench-big clean
 
 all: build
 
 setup:
 	@scripts/setup.sh
 
+# Configured again when build/ predates the preset's Python module (HEADSCOPE_PYTHON).
 build: setup
-	@[ -f $(BUILD)/build.ninja ] || cmake --preset release >/dev/null
+	@grep -qs '^HEADSCOPE_PYTHON:BOOL=ON' $(BUILD)/CMakeCache.txt && [ -f $(BUILD)/build.ninja ] || \
+	  cmake --preset release >/dev/null
 	@cmake --build --preset release
 
 # The default model's corpus evidence (syntax and coreference roles of every head, docs/roles.md),
@@ -30,20 +38,34 @@ evidence: build
 goldens: setup
 	@HF_HUB_OFFLINE=1 $(PY) tests/reference/make_goldens.py --model $(MODEL) --out $(GOLDENS)
 
-test-cpp: build goldens evidence
-	@cd $(BUILD) && HEADSCOPE_GOLDENS=$(abspath $(GOLDENS)) HEADSCOPE_MODEL=$(abspath $(MODEL)) \
-	  HEADSCOPE_DATA=$(abspath ../shared/data) HEADSCOPE_CACHE_DIR=$(EVIDENCE_CACHE) ctest --output-on-failure -j2
+# What every ctest run of the C++ and reference tests is given.
+CTEST_ENV = HEADSCOPE_GOLDENS=$(abspath $(GOLDENS)) HEADSCOPE_MODEL=$(abspath $(MODEL)) \
+  HEADSCOPE_DATA=$(abspath ../shared/data) HEADSCOPE_CACHE_DIR=$(EVIDENCE_CACHE)
 
-# The Python package (docs/python.md): a wheel built by scikit-build-core from the same CMake targets
-# into build/dist (its CMake build folder build-python persists, so a rebuild is incremental), then
-# installed into .venv; tests/python checks it against the CLI, transformers and a clean venv.
+test-cpp: build goldens evidence
+	@cd $(BUILD) && $(CTEST_ENV) ctest --output-on-failure -j2
+
+# The contributor's inner loop (README): the release build brought up to date, then in one ctest run
+# every unit test and the example but the three slowest (about 100 of the unit tests' 325
+# test-seconds), and a quick reference sample: the long-text comparison with transformers and the
+# word statistics (test_forward, test_attribution, test_ablate and test_cli_errors are left out).
+# test-cpp runs everything; `make test` is what a change must pass.
+CHECK_SKIP := ^(Schema\.CliAndApiAgreeWithCorpusEvidenceOnTwentyTexts|LongText\.StreamEqualsDenseOnSmolLM2|Decoders\.Gemma3_270mGguf|reference_test_(forward|attribution|ablate|cli_errors))$$
+check: build goldens evidence
+	@cd $(BUILD) && $(CTEST_ENV) ctest --output-on-failure -j2 -E '$(CHECK_SKIP)'
+
+# The Python package (docs/python.md). The module headscope._core is built in build/ (targets _core,
+# _core_stub: the same headscope_core objects as the CLI, so nothing of the core is compiled again);
+# scikit-build-core then packs it with python/headscope into a wheel in build/dist
+# (HEADSCOPE_PYTHON_MODULE_DIR: nothing compiled, a few seconds), which is installed into .venv;
+# tests/python checks the installed package against the CLI, transformers and a clean venv.
+# `pip install .` elsewhere still compiles the module from source (pyproject.toml).
 PY_WHEELS := $(BUILD)/dist
-# The same compiler as build/ (scikit-build-core would pick g++ where CMake picked c++), so that
-# ccache (CMakeLists.txt) serves build-python the objects build/ compiled.
-PY_LAUNCHER = -C cmake.define.CMAKE_CXX_COMPILER=$(shell sed -n "s/^CMAKE_CXX_COMPILER:[A-Z]*=//p" $(BUILD)/CMakeCache.txt 2>/dev/null)
 python: build web-embed
+	@cmake --build $(BUILD) --target _core _core_stub
 	@rm -f $(PY_WHEELS)/headscope-*.whl
-	@$(PY) -m build --wheel --no-isolation --outdir $(PY_WHEELS) $(PY_LAUNCHER) . >$(BUILD)/python-build.log 2>&1 || \
+	@$(PY) -m build --wheel --no-isolation --outdir $(PY_WHEELS) -C build-dir=$(BUILD)/wheel \
+	  -C cmake.define.HEADSCOPE_PYTHON_MODULE_DIR=$(abspath $(BUILD)/python) . >$(BUILD)/python-build.log 2>&1 || \
 	  { tail -30 $(BUILD)/python-build.log; exit 1; }
 	@$(PY) -m pip install -q --no-deps --force-reinstall --disable-pip-version-check $(PY_WHEELS)/headscope-*.whl
 
@@ -68,30 +90,33 @@ test-views: python evidence
 	  HEADSCOPE_CACHE_DIR=$(EVIDENCE_CACHE) HF_HUB_OFFLINE=1 OMP_NUM_THREADS=2 \
 	  $(PY) -m pytest -q -p no:cacheprovider --rootdir tests/python tests/python/test_views.py tests/python/test_notebook.py
 
-# The same C++ and reference tests on a build with AddressSanitizer and UndefinedBehaviorSanitizer
-# (preset "sanitize"): any out-of-bounds access, use after free, leak or undefined behaviour fails.
-# Left out here: the four reference tests whose time goes to rerunning transformers (forward,
-# attribution, long_text, ablate: about 5 CPU minutes); test-cpp runs them, and the sanitized unit
-# tests run the same forward passes, captures and ablations on the same models.
+# One build with clang's AddressSanitizer and UndefinedBehaviorSanitizer (preset sanitize, folder
+# build-sanitize/; docs/reliability.md): the core and the server also carry libFuzzer's coverage
+# instrumentation, so the sanitized test suite and the fuzz targets share one compilation.
 SANITIZE := $(BUILD)-sanitize
-test-sanitize: setup goldens evidence
-	@[ -f $(SANITIZE)/build.ninja ] || cmake --preset sanitize >/dev/null
+sanitize-build: setup
+	@grep -qs '^HEADSCOPE_FUZZ:BOOL=ON' $(SANITIZE)/CMakeCache.txt && [ -f $(SANITIZE)/build.ninja ] || \
+	  cmake --preset sanitize --fresh >/dev/null
 	@cmake --build --preset sanitize
-	@cd $(SANITIZE) && HEADSCOPE_GOLDENS=$(abspath $(GOLDENS)) HEADSCOPE_MODEL=$(abspath $(MODEL)) \
-	  HEADSCOPE_DATA=$(abspath ../shared/data) HEADSCOPE_CACHE_DIR=$(EVIDENCE_CACHE) ASAN_OPTIONS=detect_leaks=1 \
-	  LSAN_OPTIONS=suppressions=$(abspath fuzz/lsan.supp):print_suppressions=0 \
-	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j2 \
-	  -E '^reference_test_(forward|attribution|long_text|ablate)$$'
 
-# libFuzzer targets (fuzz/*_fuzzer.cc, clang, ASan + UBSan), seeded from the real model and data
-# files. `make fuzz` runs each for FUZZ_SECONDS; `make test` runs each for 20 s.
+# The unit tests, the example and the reference tests on the sanitized build: any out-of-bounds access,
+# use after free, leak or undefined behaviour fails. The reference tests drive the sanitized binary on
+# a sample of their inputs (HEADSCOPE_REFERENCE_SAMPLE in CMakeLists.txt); test-cpp runs them all.
+test-sanitize: sanitize-build goldens evidence
+	@cd $(SANITIZE) && $(CTEST_ENV) ASAN_OPTIONS=detect_leaks=1 \
+	  LSAN_OPTIONS=suppressions=$(abspath fuzz/lsan.supp):print_suppressions=0 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j2
+
+# libFuzzer targets (fuzz/*_fuzzer.cc) of the same build, seeded from the real model and data files.
+# `make fuzz` runs each for FUZZ_SECONDS; `make test` runs each for 20 s, two targets at a time.
 FUZZ_SECONDS ?= 300
 fuzz-build: setup
-	@[ -f $(BUILD)-fuzz/build.ninja ] || cmake --preset fuzz >/dev/null
-	@cmake --build --preset fuzz --target fuzzers
-	@if [ ! -f $(BUILD)-fuzz/seeds/.stamp ] || [ fuzz/make_seeds.py -nt $(BUILD)-fuzz/seeds/.stamp ]; then \
-	  rm -rf $(BUILD)-fuzz/seeds && HF_HUB_OFFLINE=1 $(PY) fuzz/make_seeds.py --out $(BUILD)-fuzz/seeds 2>/dev/null && \
-	  touch $(BUILD)-fuzz/seeds/.stamp; fi
+	@grep -qs '^HEADSCOPE_FUZZ:BOOL=ON' $(SANITIZE)/CMakeCache.txt && [ -f $(SANITIZE)/build.ninja ] || \
+	  cmake --preset sanitize --fresh >/dev/null
+	@cmake --build --preset sanitize --target fuzzers
+	@if [ ! -f $(SANITIZE)/seeds/.stamp ] || [ fuzz/make_seeds.py -nt $(SANITIZE)/seeds/.stamp ]; then \
+	  rm -rf $(SANITIZE)/seeds && HF_HUB_OFFLINE=1 $(PY) fuzz/make_seeds.py --out $(SANITIZE)/seeds 2>/dev/null && \
+	  touch $(SANITIZE)/seeds/.stamp; fi
 
 fuzz: fuzz-build
 	@fuzz/run.sh $(FUZZ_SECONDS)

@@ -1,6 +1,6 @@
 """Seed corpora for the fuzz targets of fuzz/, made from the project's real files.
 
-    .venv/bin/python fuzz/make_seeds.py --out build-fuzz/seeds
+    .venv/bin/python fuzz/make_seeds.py --out build-sanitize/seeds
 
 Writes one folder per target. Every seed is a small valid input cut from a real file, so that the
 fuzzer starts inside the formats instead of having to discover them:

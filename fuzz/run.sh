@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Runs every libFuzzer target of build-fuzz/ for SECONDS each (default 20), two at a time, and
+# Runs every libFuzzer target of build-sanitize/ for SECONDS each (default 20), two at a time, and
 # fails if any of them finds a crash, a sanitizer report, a leak, a timeout or an out-of-memory.
 #   fuzz/run.sh [SECONDS] [TARGET ...]      TARGET: e.g. gguf (the gguf_fuzzer)
-# Corpora grow in build-fuzz/corpus/<target>/ (kept between runs), seeds come from
-# build-fuzz/seeds/<target>/ (fuzz/make_seeds.py), findings are written to
-# build-fuzz/findings/<target>/ and each run's log to build-fuzz/logs/<target>.log.
+# Corpora grow in build-sanitize/corpus/<target>/ (kept between runs), seeds come from
+# build-sanitize/seeds/<target>/ (fuzz/make_seeds.py), findings are written to
+# build-sanitize/findings/<target>/ and each run's log to build-sanitize/logs/<target>.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-B=$ROOT/build-fuzz
+B=$ROOT/build-sanitize
 SECONDS_EACH=${1:-20}
 shift || true
 if [ $# -gt 0 ]; then TARGETS=("$@"); else
@@ -34,7 +34,7 @@ run_one() {
   if [ $rc -eq 0 ]; then
     echo "fuzz: $t: ${runs:-?} runs in ${SECONDS_EACH} s, no findings"
   else
-    echo "fuzz: $t: FOUND A PROBLEM (exit $rc) after ${runs:-?} runs; input in build-fuzz/findings/$t/, log:"
+    echo "fuzz: $t: FOUND A PROBLEM (exit $rc) after ${runs:-?} runs; input in build-sanitize/findings/$t/, log:"
     grep -E "ERROR|SUMMARY|runtime error|Test unit written|==[0-9]+==" "$B/logs/$t.log" | head -8 | sed 's/^/  /'
   fi
   return $rc

@@ -67,7 +67,7 @@ std::string build_charsmap(const std::map<std::string, std::string>& rules) {
     todo.pop_back();
     const Node& node = nodes[static_cast<size_t>(n)];
     size_t offset = 1;
-    const auto fits = [&](size_t o) {
+    const auto fits = [&, pos = pos](size_t o) {  // clang 14 cannot capture a binding
       if (node.value >= 0 && (pos ^ o) < used.size() && used[pos ^ o]) return false;
       for (const auto& [c, child] : node.children) {
         if ((pos ^ o ^ c) < used.size() && used[pos ^ o ^ c]) return false;

@@ -26,7 +26,11 @@ inline float exp_in_range(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  // A NaN x (NaN weights in a model) gives a NaN r and p; its n is NaN too, and converting a NaN to
+  // an integer is undefined, so n is taken as 0 there: the result stays NaN, and every other x is
+  // unchanged (one compare and select, vectorised with the rest).
+  const float n_finite = n == n ? n : 0.0f;
+  const int32_t bits = (static_cast<int32_t>(n_finite) + 127) << 23;
   return p * std::bit_cast<float>(bits);
 }
 

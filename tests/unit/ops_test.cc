@@ -258,6 +258,15 @@ TEST(ExpApprox, TheSoftmaxVariantIsExpApproxBitForBit) {
   EXPECT_EQ(exp_nonpositive(0.0f), 1.0f);
 }
 
+// A NaN score (a model with NaN weights) comes out as NaN from both exps, without converting a NaN
+// to an integer on the way (undefined behaviour, which clang's sanitized build checks).
+TEST(ExpApprox, NanInNanOut) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(exp_approx(nan)));
+  EXPECT_TRUE(std::isnan(exp_nonpositive(nan)));
+  EXPECT_TRUE(std::isnan(exp_in_range(nan)));
+}
+
 // Both ways to log2 of 16 lanes against std::log2 in double, over every normal float from the
 // smallest up to 64 in steps of 251 bit patterns (4.4 million values), and exact at the powers of
 // 2 and at 1. The bound is 2 ulp of the result plus 5e-8 absolute: the table's −log2(1/c) is a

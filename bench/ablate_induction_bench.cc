@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
   const std::vector<analysis::ProbeEvidence> evidence = probe(*model, {length, 4, 1234});
   std::vector<int> order(static_cast<size_t>(N));
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int a, int b) { return evidence[size_t(a)].induction > evidence[size_t(b)].induction; });
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return evidence[size_t(a)].induction > evidence[size_t(b)].induction; });
   std::vector<HeadRef> induction;
   for (int i = 0; i < K; ++i) induction.push_back({order[size_t(i)] / H, order[size_t(i)] % H});
 
@@ -57,7 +58,8 @@ int main(int argc, char** argv) {
     double sum = 0;
     int n = 0;
     for (const TextEffect& e : r.texts)
-      for (int t = P + length; t <= P + 2 * length - 2; ++t, ++n) sum += after ? e.loss_after[size_t(t)] : e.loss_before[size_t(t)];
+      for (int t = P + length; t <= P + 2 * length - 2; ++t, ++n)
+        sum += after ? e.loss_after[size_t(t)] : e.loss_before[size_t(t)];
     return sum / n;
   };
   const AblationResult ind = ablator.ablate(induction);
@@ -75,10 +77,12 @@ int main(int argc, char** argv) {
   for (double r : rises) var += (r - mean) * (r - mean);
   const double sd = draws > 1 ? std::sqrt(var / (draws - 1)) : 0.0;
   std::string heads;
-  for (const HeadRef& h : induction) heads += (heads.empty() ? "" : ",") + std::to_string(h.layer) + "." + std::to_string(h.head);
-  std::printf("{\"model\": \"%s\", \"K\": %d, \"sequences\": %d, \"length\": %d, \"induction_heads\": \"%s\", "
-              "\"second_copy_loss\": %.4f, \"rise_induction\": %.4f, \"rise_random_mean\": %.4f, "
-              "\"rise_random_sd\": %.4f, \"draws\": %d, \"seconds\": %.1f}\n",
-              c.name.c_str(), K, sequences, length, heads.c_str(), before, rise_induction, mean, sd, draws,
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  for (const HeadRef& h : induction)
+    heads += (heads.empty() ? "" : ",") + std::to_string(h.layer) + "." + std::to_string(h.head);
+  std::printf(
+      "{\"model\": \"%s\", \"K\": %d, \"sequences\": %d, \"length\": %d, \"induction_heads\": \"%s\", "
+      "\"second_copy_loss\": %.4f, \"rise_induction\": %.4f, \"rise_random_mean\": %.4f, "
+      "\"rise_random_sd\": %.4f, \"draws\": %d, \"seconds\": %.1f}\n",
+      c.name.c_str(), K, sequences, length, heads.c_str(), before, rise_induction, mean, sd, draws,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }

@@ -21,7 +21,9 @@
 
 using Clock = std::chrono::steady_clock;
 
-static double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+static double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 template <typename F>
 static double median_ms(int repeats, F&& f) {
@@ -53,8 +55,9 @@ int main(int argc, char** argv) {
     }
     std::string text;
     while (text.size() < 12000) {
-      text += "Attention heads in a trained transformer specialise: some look at the previous word, others "
-              "at the verb of a sentence, others at punctuation or at the first token. ";
+      text +=
+          "Attention heads in a trained transformer specialise: some look at the previous word, others "
+          "at the verb of a sentence, others at punctuation or at the first token. ";
     }
     const std::vector<int32_t> all_ids = model->encode(text, true).ids();
     const headscope::CaptureOptions attention_only = headscope::CaptureOptions::attention_only();
@@ -85,9 +88,10 @@ int main(int argc, char** argv) {
         if (r > 0) steps.push_back(ms_since(t0));
       }
       std::sort(steps.begin(), steps.end());
-      std::printf("{\"T\": %lld, \"threads\": %d, \"all_ms\": %.2f, \"same_ms\": %.2f, \"attention_ms\": %.2f, "
-                  "\"step_ms\": %.2f}\n",
-                  static_cast<long long>(T), threads, all, same, attn, steps[steps.size() / 2]);
+      std::printf(
+          "{\"T\": %lld, \"threads\": %d, \"all_ms\": %.2f, \"same_ms\": %.2f, \"attention_ms\": %.2f, "
+          "\"step_ms\": %.2f}\n",
+          static_cast<long long>(T), threads, all, same, attn, steps[steps.size() / 2]);
       std::fflush(stdout);
     }
   } catch (const std::exception& e) {

@@ -24,8 +24,10 @@ int main(int argc, char** argv) {
   int repeats = 31;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--repeats" && i + 1 < argc) repeats = std::atoi(argv[++i]);
-    else cols = std::atoll(argv[i]);
+    if (a == "--repeats" && i + 1 < argc)
+      repeats = std::atoi(argv[++i]);
+    else
+      cols = std::atoll(argv[i]);
   }
   if (cols <= 0 || cols % 256 != 0) {
     std::fprintf(stderr, "dequant_bench: COLS must be a positive multiple of 256 (a whole number of K-quant blocks)\n");
@@ -37,9 +39,9 @@ int main(int argc, char** argv) {
     std::vector<int> f16_offsets;
   };
   const BlockType types[] = {
-      {io::GgmlType::Q4_0, {0}},    {io::GgmlType::Q4_1, {0, 2}},   {io::GgmlType::Q5_0, {0}},
-      {io::GgmlType::Q5_1, {0, 2}}, {io::GgmlType::Q8_0, {0}},      {io::GgmlType::Q2_K, {80, 82}},
-      {io::GgmlType::Q3_K, {108}},  {io::GgmlType::Q4_K, {0, 2}},   {io::GgmlType::Q5_K, {0, 2}},
+      {io::GgmlType::Q4_0, {0}},    {io::GgmlType::Q4_1, {0, 2}}, {io::GgmlType::Q5_0, {0}},
+      {io::GgmlType::Q5_1, {0, 2}}, {io::GgmlType::Q8_0, {0}},    {io::GgmlType::Q2_K, {80, 82}},
+      {io::GgmlType::Q3_K, {108}},  {io::GgmlType::Q4_K, {0, 2}}, {io::GgmlType::Q5_K, {0, 2}},
       {io::GgmlType::Q6_K, {208}},
   };
   const int64_t n = 64 * cols;
@@ -53,7 +55,8 @@ int main(int argc, char** argv) {
     for (int64_t b = 0; b < nb; ++b)
       for (int offset : bt.f16_offsets) {
         uint16_t h;
-        do h = uint16_t(rng()); while (((h >> 10) & 0x1F) == 0x1F);
+        do h = uint16_t(rng());
+        while (((h >> 10) & 0x1F) == 0x1F);
         std::memcpy(blocks.data() + size_t(b) * size + size_t(offset), &h, 2);
       }
     std::printf("{\"type\": \"%s\", \"values\": %lld", io::ggml_type_name(bt.type), static_cast<long long>(n));

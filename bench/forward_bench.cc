@@ -19,10 +19,10 @@
 // Matrix-multiply FLOPs of one encoder forward pass (what the compute floor counts).
 static double forward_gflop(const headscope::ModelConfig& c, int64_t T) {
   const double D = c.d_model, F = c.d_ff;
-  const double per_layer = 2.0 * T * D * 3 * D   // Q, K, V projections
-                           + 2.0 * 2 * T * T * D  // Q·Kᵀ and P·V over all heads
-                           + 2.0 * T * D * D      // W_O
-                           + 2.0 * 2 * T * D * F; // feed-forward up and down
+  const double per_layer = 2.0 * T * D * 3 * D     // Q, K, V projections
+                           + 2.0 * 2 * T * T * D   // Q·Kᵀ and P·V over all heads
+                           + 2.0 * T * D * D       // W_O
+                           + 2.0 * 2 * T * D * F;  // feed-forward up and down
   return per_layer * c.n_layer / 1e9;
 }
 
@@ -37,7 +37,8 @@ static void measure_peak(int threads) {
 
 int main(int argc, char** argv) {
   if (argc < 3 || (argc < 4 && std::string(argv[1]) != "--peak")) {
-    std::fprintf(stderr, "usage: forward_bench MODEL_DIR THREADS T [T …] [--repeats N] | forward_bench --peak THREADS\n");
+    std::fprintf(stderr,
+                 "usage: forward_bench MODEL_DIR THREADS T [T …] [--repeats N] | forward_bench --peak THREADS\n");
     return 1;
   }
   if (std::string(argv[1]) == "--peak") {
@@ -55,18 +56,20 @@ int main(int argc, char** argv) {
     headscope::CaptureOptions options;
     std::vector<int64_t> lengths;
     for (int i = 3; i < argc; ++i) {
-      if (std::string(argv[i]) == "--repeats" && i + 1 < argc) repeats = std::atoi(argv[++i]);
+      if (std::string(argv[i]) == "--repeats" && i + 1 < argc)
+        repeats = std::atoi(argv[++i]);
       else if (std::string(argv[i]) == "--capture" && i + 1 < argc) {
         const std::string what = argv[++i];
         options.head_outputs = options.contributions = what == "all";
-      }
-      else lengths.push_back(std::atoll(argv[i]));
+      } else
+        lengths.push_back(std::atoll(argv[i]));
     }
     // Real text, long enough for 512 tokens; cut to exactly T tokens ([CLS] … [SEP] kept).
     std::string text;
     while (text.size() < 8000)
-      text += "Attention heads in a trained transformer specialise: some look at the previous word, others "
-              "at the verb of a sentence, others at punctuation or at the first token. ";
+      text +=
+          "Attention heads in a trained transformer specialise: some look at the previous word, others "
+          "at the verb of a sentence, others at punctuation or at the first token. ";
     const headscope::Encoding full = model->encode(text, /*truncate=*/true);
     for (int64_t T : lengths) {
       headscope::Encoding enc;

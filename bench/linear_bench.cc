@@ -31,19 +31,25 @@ int main(int argc, char** argv) {
   Kernel kernel = Kernel::automatic;
   std::vector<std::string> rest(argv + 3, argv + argc);
   for (size_t i = 0; i < rest.size(); ++i) {
-    if (rest[i] == "--repeats" && i + 1 < rest.size()) repeats = std::atoi(rest[++i].c_str());
-    else if (rest[i] == "--layers" && i + 1 < rest.size()) layers = std::atoi(rest[++i].c_str());
+    if (rest[i] == "--repeats" && i + 1 < rest.size())
+      repeats = std::atoi(rest[++i].c_str());
+    else if (rest[i] == "--layers" && i + 1 < rest.size())
+      layers = std::atoi(rest[++i].c_str());
     else if (rest[i] == "--kernel" && i + 1 < rest.size()) {
       const std::string k = rest[++i];
       kernel = k == "blocked" ? Kernel::blocked : k == "panels" ? Kernel::panels : Kernel::automatic;
-    }
-    else if (i == 0) D = std::atoll(rest[i].c_str());
-    else if (i == 1) F = std::atoll(rest[i].c_str());
+    } else if (i == 0)
+      D = std::atoll(rest[i].c_str());
+    else if (i == 1)
+      F = std::atoll(rest[i].c_str());
   }
   omp_set_num_threads(threads);
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  struct Shape { const char* name; int64_t in, out; };
+  struct Shape {
+    const char* name;
+    int64_t in, out;
+  };
   const Shape shapes[] = {{"qkv", D, 3 * D}, {"o", D, D}, {"up", D, F}, {"down", F, D}};
   auto report = [&](const std::string& name, const std::vector<double>& sorted_ms, double gflop) {
     const double ms = headscope::bench::median(sorted_ms);
@@ -73,9 +79,13 @@ int main(int argc, char** argv) {
       }
     std::vector<float> x(size_t(T * std::max(D, F))), y(size_t(T * std::max(3 * D, F)));
     for (float& v : x) v = u(rng);
-    report(std::to_string(layers) + " layers", headscope::bench::sorted_times_ms(repeats, [&] {
-             for (const headscope::ops::PackedLinear& lin : stack) lin.forward(x.data(), T, y.data(), kernel);
-           }), gflop);
+    report(std::to_string(layers) + " layers",
+           headscope::bench::sorted_times_ms(repeats,
+                                             [&] {
+                                               for (const headscope::ops::PackedLinear& lin : stack)
+                                                 lin.forward(x.data(), T, y.data(), kernel);
+                                             }),
+           gflop);
   }
   return 0;
 }

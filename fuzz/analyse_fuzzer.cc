@@ -38,8 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size -= 3;
   if (size_t(T) > size) return 0;
 
-  static const char* const kStrings[16] = {"the", "cat", "sat", ",", "the", "[CLS]", "é", "東京",
-                                           "it", ".", "", "a b", "##s", "cat", "\t", "!!"};
+  static const char* const kStrings[16] = {"the", "cat", "sat", ",",   "the", "[CLS]", "é",  "東京",
+                                           "it",  ".",   "",    "a b", "##s", "cat",   "\t", "!!"};
   std::string text;
   Encoding encoding;
   int32_t word = 0;
@@ -65,7 +65,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int64_t n = maps.numel();
   if (!normalised) {
     const size_t floats = size / sizeof(float);
-    for (int64_t i = 0; i < n && floats > 0; ++i) std::memcpy(&a[i], data + (size_t(i) % floats) * sizeof(float), sizeof(float));
+    for (int64_t i = 0; i < n && floats > 0; ++i)
+      std::memcpy(&a[i], data + (size_t(i) % floats) * sizeof(float), sizeof(float));
   } else if (size > 0) {
     const bool causal_rows = causal_mode == 1;
     static const float kPoison[4] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),

@@ -8,6 +8,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string source(reinterpret_cast<const char*>(data), size);
   static const std::vector<tokenizer::ChatMessage> messages = {
       {"system", "You are a helpful assistant."}, {"user", "What does a head do?"}, {"assistant", "It attends."}};
-  fuzz::expect_ok_or_error([&] { (void)tokenizer::render_chat_template(source, messages, size % 2 == 0, "<s>", "</s>"); });
+  fuzz::expect_ok_or_error(
+      [&] { (void)tokenizer::render_chat_template(source, messages, size % 2 == 0, "<s>", "</s>"); });
   return 0;
 }

@@ -17,7 +17,8 @@ void check(const headscope::ModelConfig& c) {
   using namespace headscope::limits;
   if (c.n_layer < 1 || c.n_layer > kMaxLayers || c.n_head < 1 || c.n_head > kMaxHeads) std::abort();
   if (c.d_model < 1 || c.d_model > kMaxModelWidth || c.d_head < 1 || c.d_head > kMaxHeadWidth) std::abort();
-  if (c.vocab_size < 1 || c.vocab_size > kMaxVocabulary || c.max_positions < 1 || c.max_positions > kMaxPositions) std::abort();
+  if (c.vocab_size < 1 || c.vocab_size > kMaxVocabulary || c.max_positions < 1 || c.max_positions > kMaxPositions)
+    std::abort();
   if (!(c.norm_eps > 0.0f)) std::abort();
 }
 void check(const headscope::models::DecoderHyper& hp) {

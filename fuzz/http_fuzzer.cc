@@ -9,11 +9,11 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <httplib.h>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <cstdlib>
-#include <httplib.h>
+#include <cstring>
 #include <memory>
 #include <thread>
 

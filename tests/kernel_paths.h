@@ -34,8 +34,8 @@ inline std::string kernel_path_name(const ::testing::TestParamInfo<cpu::Isa>& in
 
 }  // namespace headscope::testing
 
-#define INSTANTIATE_KERNEL_PATHS(fixture)                                                               \
-  INSTANTIATE_TEST_SUITE_P(Path, fixture,                                                                \
-                           ::testing::Values(::headscope::cpu::Isa::portable, ::headscope::cpu::Isa::avx2, \
-                                             ::headscope::cpu::Isa::avx512),                              \
-                           ::headscope::testing::kernel_path_name)
+#define INSTANTIATE_KERNEL_PATHS(fixture)                                                                             \
+  INSTANTIATE_TEST_SUITE_P(                                                                                           \
+      Path, fixture,                                                                                                  \
+      ::testing::Values(::headscope::cpu::Isa::portable, ::headscope::cpu::Isa::avx2, ::headscope::cpu::Isa::avx512), \
+      ::headscope::testing::kernel_path_name)

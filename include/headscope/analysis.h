@@ -94,8 +94,8 @@ struct HeadStats {
   // The sink share under norm weighting (Kobayashi et al. 2020): Σ_sink a_k ‖f(x_k)‖ / Σ_k a_k ‖f(x_k)‖,
   // f(x_k) = v_k W_O,hᵀ. Token level of a run with value norms only; NaN elsewhere.
   double sink_mass_norm = 0;
-  double punct_mass = 0;        // on TokenKind::kPunct keys
-  double content_mass = 0;      // on TokenKind::kContent keys other than the query itself
+  double punct_mass = 0;    // on TokenKind::kPunct keys
+  double content_mass = 0;  // on TokenKind::kContent keys other than the query itself
 
   // Repetition: mean mass on the other positions holding the same token id, over the queries
   // whose id occurs at another attendable position. NaN when no such query (or no ids).
@@ -177,10 +177,10 @@ enum class RoleFamily : uint8_t {
   kPositional = 0,  // previous, next, self, fixed offset, local window
   kSyntactic,       // one per dependency relation
   kCoreference,
-  kInductionCopy,   // induction and duplicate-token heads
-  kBroad,           // bag-of-words averaging
-  kSink,            // sink / no-op
-  kOther,           // mixed: no family explains the head
+  kInductionCopy,  // induction and duplicate-token heads
+  kBroad,          // bag-of-words averaging
+  kSink,           // sink / no-op
+  kOther,          // mixed: no family explains the head
 };
 inline constexpr int kRoleFamilyCount = 7;
 struct RoleFamilyInfo {
@@ -224,7 +224,7 @@ struct SyntaxEvidence {            // the head's best dependency relation (see s
   double accuracy = 0;             // on the report set (PUD)
   double baseline_accuracy = 0;    // best fixed offset for this relation, same set
   int baseline_offset = 0;
-  int64_t support = 0;  // dependents of this relation in the report set
+  int64_t support = 0;    // dependents of this relation in the report set
   int64_t sentences = 0;  // sentences of the report set (0: not recorded)
 };
 struct CorefEvidence {  // GAP pronoun → correct candidate (see coref.h)
@@ -271,8 +271,8 @@ struct TextLink {
 };
 // What a head does on this text: its strongest links, and whether they match its corpus role.
 struct TextEvidence {
-  std::vector<TextLink> links;    // each query's strongest non-sink, non-self key, best first
-  std::string links_text;         // "'it' → 'trophy' 0.58; 'the' → 'suitcase' 0.64"
+  std::vector<TextLink> links;     // each query's strongest non-sink, non-self key, best first
+  std::string links_text;          // "'it' → 'trophy' 0.58; 'the' → 'suitcase' 0.64"
   std::optional<Role> recognised;  // kSyntactic or kCoreference when links on the text match it
   std::vector<TextLink> matching;  // the links that match it, best first
   std::string recognised_text;     // "on this text: 'it' → 'trophy' 0.58 (a pronoun to an earlier word)"

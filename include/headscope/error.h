@@ -21,8 +21,7 @@ enum class Remedy {
 
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& what, Remedy remedy = Remedy::kNone)
-      : std::runtime_error(what), remedy_(remedy) {}
+  explicit Error(const std::string& what, Remedy remedy = Remedy::kNone) : std::runtime_error(what), remedy_(remedy) {}
   Remedy remedy() const { return remedy_; }
 
  private:

@@ -41,7 +41,6 @@ constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
 // Load warnings kept (one per tensor with non-finite values); the rest are counted in one line.
 constexpr size_t kMaxLoadWarnings = 16;
 
-
 // ---- tokenizers (tokenizer.json, GGUF vocabularies) and chat templates ----
 // Bytes of a tokenizer.json / tokenizer_config.json / vocab.txt read whole; real ones are under 40 MB.
 inline constexpr int64_t kMaxTokenizerFileBytes = 512ll << 20;

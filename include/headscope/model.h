@@ -27,8 +27,8 @@ struct ModelConfig {
   int d_head = 0;
   int d_ff = 0;
   int vocab_size = 0;
-  int max_positions = 0;     // longest sequence the position embeddings allow
-  bool causal = false;       // decoder: query q sees keys k <= q only
+  int max_positions = 0;  // longest sequence the position embeddings allow
+  bool causal = false;    // decoder: query q sees keys k <= q only
   // Per layer, the sliding window of a causal model: query q sees keys q − window + 1 .. q only
   // (Mistral, Gemma 2/3 local layers); 0 = every earlier key. Empty or all 0 without windows.
   std::vector<int64_t> window;
@@ -95,8 +95,8 @@ struct CaptureOptions {
   // same threads: called once per head and part with that head's rows, probs [q1 − q0, width].
   // Parts of one head may run at once and must touch disjoint state. attention_sink then gets the
   // block as before, once every head's parts have run.
-  using AttentionHeadSink = std::function<void(int layer, int64_t head, int part, int64_t q0, int64_t q1,
-                                               int64_t width, const float* probs)>;
+  using AttentionHeadSink =
+      std::function<void(int layer, int64_t head, int part, int64_t q0, int64_t q1, int64_t width, const float* probs)>;
   AttentionHeadSink attention_head_sink;
   int attention_head_parts = 1;
   // With value_norms: called once per layer, before that layer's attention reaches attention_sink,
@@ -114,16 +114,16 @@ struct CaptureOptions {
 
 struct Capture {
   int n_layer = 0, n_head = 0, n_kv_head = 0, T = 0, d_head = 0, d_model = 0;
-  Tensor attention;      // [n_layer, n_head, T, T]        softmax(q·kᵀ/√d_head + mask)
-  Tensor head_outputs;   // [n_layer, n_head, T, d_head]   attention · V, per head
-  Tensor contributions;  // [n_layer, n_head, T, d_model]  head_output · W_O[:, h*d_head : (h+1)*d_head]ᵀ
-  Tensor attn_output;    // [n_layer, T, d_model]          Σ_h contributions + b_O (= W_O · concat + b_O)
-  Tensor hidden_states;  // [n_layer + 1, T, d_model]      embeddings, then the output of each layer
-  Tensor queries;        // [n_layer, n_head, T, d_head]     (on request)
-  Tensor keys;           // [n_layer, n_kv_head, T, d_head]  (on request)
-  Tensor logits;         // [T, vocab_size]                  (on request, decoders)
-  Tensor value_norms;    // [n_layer, n_head, Tk]  ‖v_k W_O[:, h]ᵀ‖ (on request; Tk = T for a whole run)
-  Tensor mlp_outputs;    // [n_layer, T, d_model]  the feed-forward block's output (on request)
+  Tensor attention;             // [n_layer, n_head, T, T]        softmax(q·kᵀ/√d_head + mask)
+  Tensor head_outputs;          // [n_layer, n_head, T, d_head]   attention · V, per head
+  Tensor contributions;         // [n_layer, n_head, T, d_model]  head_output · W_O[:, h*d_head : (h+1)*d_head]ᵀ
+  Tensor attn_output;           // [n_layer, T, d_model]          Σ_h contributions + b_O (= W_O · concat + b_O)
+  Tensor hidden_states;         // [n_layer + 1, T, d_model]      embeddings, then the output of each layer
+  Tensor queries;               // [n_layer, n_head, T, d_head]     (on request)
+  Tensor keys;                  // [n_layer, n_kv_head, T, d_head]  (on request)
+  Tensor logits;                // [T, vocab_size]                  (on request, decoders)
+  Tensor value_norms;           // [n_layer, n_head, Tk]  ‖v_k W_O[:, h]ᵀ‖ (on request; Tk = T for a whole run)
+  Tensor mlp_outputs;           // [n_layer, T, d_model]  the feed-forward block's output (on request)
   std::vector<int> kv_head_of;  // query head -> the key/value head it reads (identity without GQA)
 };
 
@@ -163,9 +163,9 @@ struct LoadOptions {
 
 // What loading a model will hold, from its files' headers alone (no weight is read).
 struct LoadEstimate {
-  uint64_t parameters = 0;  // numbers stored in the weight tensors
-  uint64_t file_bytes = 0;  // the weight files' size on disk (mapped, read once)
-  uint64_t bytes = 0;       // resident bytes after loading: weights as held (below), plus copies
+  uint64_t parameters = 0;       // numbers stored in the weight tensors
+  uint64_t file_bytes = 0;       // the weight files' size on disk (mapped, read once)
+  uint64_t bytes = 0;            // resident bytes after loading: weights as held (below), plus copies
   uint64_t stored_bytes = 0;     // of a GGUF's linear layers and embeddings, kept as stored (mapped)
   uint64_t fp32_parameters = 0;  // numbers held as fp32 (all of them for safetensors)
 };

@@ -209,8 +209,8 @@ struct EvidenceOptions {
   std::string cache_dir;  // empty: $HEADSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/headscope, else ~/.cache/headscope
   int64_t sentences = limits::kEvidenceSentences;  // per treebank
   int64_t gap_rows = limits::kEvidenceGapRows;     // per GAP file
-  bool use_cache = true;  // false: always compute (and still write the cache)
-  bool measure = true;    // false: read the cache only; without one, return no evidence
+  bool use_cache = true;                           // false: always compute (and still write the cache)
+  bool measure = true;                             // false: read the cache only; without one, return no evidence
   std::function<void(std::string_view stage, int64_t done, int64_t total)> progress;
 };
 struct CorpusEvidence {
@@ -218,7 +218,7 @@ struct CorpusEvidence {
   std::string path;    // the cache file read or written ("" when it could not be written)
   std::string source;  // one line: what was measured ("300 UD PUD sentences ..., 200 GAP rows ...")
   bool from_cache = false;
-  bool syntax = false, coreference = false;  // which gold data was found
+  bool syntax = false, coreference = false;   // which gold data was found
   std::vector<analysis::HeadEvidence> heads;  // [n_layer * n_head]; stats left empty (the text's join in)
 };
 // The key: a hash of the format version, each model file's name, size and modification time
@@ -506,11 +506,11 @@ class Ablator {
  private:
   // What the plain model gives on one text, kept for every ablation.
   struct Clean {
-    Tensor hidden;              // [n_layer + 1, T, d_model]: where a resumed pass starts
-    std::vector<float> loss;    // decoders: [T − 1] next-token loss
-    std::vector<int> top1;      // decoders: [T] argmax of each row's logits
-    double last_p = 0;          // decoders: softmax probability of top1[T − 1] in row T − 1
-    std::vector<double> pooled; // encoders: [d_model] mean-pooled last hidden state
+    Tensor hidden;               // [n_layer + 1, T, d_model]: where a resumed pass starts
+    std::vector<float> loss;     // decoders: [T − 1] next-token loss
+    std::vector<int> top1;       // decoders: [T] argmax of each row's logits
+    double last_p = 0;           // decoders: softmax probability of top1[T − 1] in row T − 1
+    std::vector<double> pooled;  // encoders: [d_model] mean-pooled last hidden state
   };
   Clean summarise(const Encoding& text, Capture&& capture) const;
   TextEffect compare(size_t text, Capture&& ablated) const;
@@ -518,10 +518,10 @@ class Ablator {
   const Model& model_;
   std::vector<Encoding> texts_;
   AblateOptions options_;
-  std::vector<Clean> clean_;     // [texts]
-  Tensor mean_;                  // [n_layer, n_head, d_head] (kMean)
-  std::vector<Tensor> donors_;   // [reference texts] head outputs (kResample)
-  std::vector<int> donor_of_;    // [texts] the donor of each text (kResample)
+  std::vector<Clean> clean_;    // [texts]
+  Tensor mean_;                 // [n_layer, n_head, d_head] (kMean)
+  std::vector<Tensor> donors_;  // [reference texts] head outputs (kResample)
+  std::vector<int> donor_of_;   // [texts] the donor of each text (kResample)
 };
 
 // Spearman's rank correlation of x and y (ties get their mean rank); NaN when undefined.

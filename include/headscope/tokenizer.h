@@ -13,11 +13,11 @@ namespace headscope {
 
 struct Token {
   int32_t id = 0;
-  std::string text;     // the vocabulary entry, e.g. "##ing", "[CLS]", "Ġthe"
-  int64_t begin = 0;    // byte offset of the first byte in the original text (0 for specials)
-  int64_t end = 0;      // one past the last byte (begin == end for special tokens)
-  bool special = false; // added by the template ([CLS], [SEP], <s>, BOS)
-  int32_t word = -1;    // index of the pre-tokenized word it belongs to; -1 for specials
+  std::string text;      // the vocabulary entry, e.g. "##ing", "[CLS]", "Ġthe"
+  int64_t begin = 0;     // byte offset of the first byte in the original text (0 for specials)
+  int64_t end = 0;       // one past the last byte (begin == end for special tokens)
+  bool special = false;  // added by the template ([CLS], [SEP], <s>, BOS)
+  int32_t word = -1;     // index of the pre-tokenized word it belongs to; -1 for specials
 };
 
 struct Encoding {

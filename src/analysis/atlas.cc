@@ -52,8 +52,10 @@ void join_evidence(AtlasResult& r, const DependencyScorer& select_scorer, const 
     e.probe = r.probe[i];
     const HeadSyntax& hs = r.head_syntax[i];
     if (!hs.relation.empty()) {
-      e.syntax = SyntaxEvidence{hs.relation, hs.direction == Direction::kHeadToDependent, hs.accuracy,
-                                hs.baseline_accuracy, hs.baseline_offset, hs.support, r.report_sentences};
+      e.syntax = SyntaxEvidence{hs.relation,        hs.direction == Direction::kHeadToDependent,
+                                hs.accuracy,        hs.baseline_accuracy,
+                                hs.baseline_offset, hs.support,
+                                r.report_sentences};
     }
     if (r.coref && r.coref->support_report > 0) {
       const CorefBaseline b = r.coref->evidence_baseline;

@@ -32,15 +32,14 @@ namespace headscope::analysis {
 
 // AtlasOptions is public (headscope/analysis.h): the atlas command fills it in.
 
-
 struct CorefResult {
   int64_t support_select = 0, support_report = 0, skipped = 0;
-  int head = -1;                        // best on the selection file
+  int head = -1;  // best on the selection file
   double head_select_accuracy = 0, head_report_accuracy = 0;
-  CorefBaseline baseline = CorefBaseline::kNearest;  // best on the selection file
+  CorefBaseline baseline = CorefBaseline::kNearest;           // best on the selection file
   CorefBaseline evidence_baseline = CorefBaseline::kNearest;  // the stronger on the report file: heads' evidence
   double baseline_select_accuracy = 0, baseline_report_accuracy = 0;
-  std::vector<double> head_report_accuracies;   // [n_layer * n_head]
+  std::vector<double> head_report_accuracies;      // [n_layer * n_head]
   std::vector<double> baseline_report_accuracies;  // [kCorefBaselineCount]
 };
 
@@ -72,11 +71,11 @@ struct AtlasResult {
   std::vector<ProbeEvidence> probe;   // [n_layer * n_head]
   std::vector<RelationResult> relations;
   DependencyScorer select_counts{0}, report_counts{0};  // raw counts behind `relations`
-  std::vector<HeadSyntax> head_syntax;  // [n_layer * n_head] best relation per head
+  std::vector<HeadSyntax> head_syntax;                  // [n_layer * n_head] best relation per head
   std::optional<CorefResult> coref;
-  std::vector<HeadEvidence> evidence;   // [n_layer * n_head]
-  std::vector<HeadRoles> roles;         // [n_layer * n_head]
-  std::vector<TextRoles> texts;         // AtlasOptions::text_roles: [corpus texts run]
+  std::vector<HeadEvidence> evidence;  // [n_layer * n_head]
+  std::vector<HeadRoles> roles;        // [n_layer * n_head]
+  std::vector<TextRoles> texts;        // AtlasOptions::text_roles: [corpus texts run]
   std::optional<AtlasImportance> importance;
   double seconds_total = 0;
   std::vector<std::pair<std::string, double>> seconds_per_stage;

@@ -21,12 +21,13 @@ Tensor norm_weighted_attention(const Tensor& attention, const Tensor& value_norm
   if (attention.rank() != 4) throw Error("norm-weighted attention: the run kept no attention maps (dense maps needed)");
   const int64_t L = attention.dim(0), H = attention.dim(1), T = attention.dim(2), Tk = attention.dim(3);
   if (value_norms.shape != std::vector<int64_t>{L, H, Tk})
-    throw Error("norm-weighted attention: value norms [L, H, Tk] do not match the attention maps (capture them with "
-                "CaptureOptions::value_norms)");
+    throw Error(
+        "norm-weighted attention: value norms [L, H, Tk] do not match the attention maps (capture them with "
+        "CaptureOptions::value_norms)");
   const uint64_t bytes = uint64_t(L * H) * uint64_t(T) * uint64_t(Tk) * sizeof(float);
   if (bytes > limits::kMaxNormWeightedBytes)
-    throw ResourceError("norm-weighted attention: " + std::to_string(bytes >> 20) + " MiB of maps is over the limit of " +
-                        std::to_string(limits::kMaxNormWeightedBytes >> 20) +
+    throw ResourceError("norm-weighted attention: " + std::to_string(bytes >> 20) +
+                        " MiB of maps is over the limit of " + std::to_string(limits::kMaxNormWeightedBytes >> 20) +
                         " MiB; multiply each head's attention by its value norms (value_norms.npy) instead");
   Tensor out({L, H, T, Tk}, Tensor::Uninitialized{});
   for (int64_t lh = 0; lh < L * H; ++lh)
@@ -40,7 +41,8 @@ Tensor attention_rollout(const Tensor& attention) {
   const int64_t L = attention.dim(0), H = attention.dim(1), T = attention.dim(2);
   if (T > limits::kMaxRolloutTokens)
     throw ResourceError("attention rollout: " + std::to_string(T) + " tokens is over the limit of " +
-                        std::to_string(limits::kMaxRolloutTokens) + " (it costs n_layer · T³); roll out a shorter text");
+                        std::to_string(limits::kMaxRolloutTokens) +
+                        " (it costs n_layer · T³); roll out a shorter text");
   Tensor rollout({L, T, T}, Tensor::Uninitialized{});
   std::vector<float> mixed(size_t(T * T));  // Â_l [T, T]
   for (int64_t l = 0; l < L; ++l) {
@@ -58,8 +60,10 @@ Tensor attention_rollout(const Tensor& attention) {
       for (int64_t k = 0; k < T; ++k) row[k] = float(row[k] / total);
     }
     float* R = rollout.ptr() + l * T * T;
-    if (l == 0) std::copy(mixed.begin(), mixed.end(), R);
-    else ops::matmul(mixed.data(), T, R - T * T, T, R, T, T, T, T, /*trans_b=*/false);  // R_l = Â_l · R_{l−1}
+    if (l == 0)
+      std::copy(mixed.begin(), mixed.end(), R);
+    else
+      ops::matmul(mixed.data(), T, R - T * T, T, R, T, T, T, T, /*trans_b=*/false);  // R_l = Â_l · R_{l−1}
   }
   return rollout;
 }
@@ -74,7 +78,8 @@ double dot(const float* a, const double* w, int64_t n) {
 
 }  // namespace
 
-LogitAttribution attribute_logit(const Capture& cap, const LogitReadout& r, int position, int32_t target, int32_t contrast) {
+LogitAttribution attribute_logit(const Capture& cap, const LogitReadout& r, int position, int32_t target,
+                                 int32_t contrast) {
   const int64_t L = cap.n_layer, H = cap.n_head, T = cap.T, D = cap.d_model;
   if (cap.contributions.empty() || cap.attn_output.empty() || cap.mlp_outputs.empty() || cap.hidden_states.empty())
     throw Error("logit attribution: the run must keep contributions, attention and MLP outputs and hidden states");

@@ -76,7 +76,8 @@ std::vector<GapExample> parse_gap_tsv(std::string_view content, const std::strin
     const std::string where = source_name + ":" + std::to_string(line_no);
     if (line_no == 1) {
       if (f.size() < 10 || f[0] != "ID" || f[1] != "Text") {
-        throw Error(where + ": expected the GAP header 'ID Text Pronoun Pronoun-offset A ...'; is this a GAP TSV file?");
+        throw Error(where +
+                    ": expected the GAP header 'ID Text Pronoun Pronoun-offset A ...'; is this a GAP TSV file?");
       }
       continue;
     }
@@ -97,9 +98,9 @@ std::vector<GapExample> parse_gap_tsv(std::string_view content, const std::strin
 }
 
 std::vector<GapExample> read_gap_tsv(const std::string& path) {
-  auto examples = parse_gap_tsv(read_gold_file(path, "coreference file",
-                                               "pass a GAP TSV file (e.g. ../shared/data/gap/gap-validation.tsv)"),
-                                path);
+  auto examples = parse_gap_tsv(
+      read_gold_file(path, "coreference file", "pass a GAP TSV file (e.g. ../shared/data/gap/gap-validation.tsv)"),
+      path);
   if (examples.empty()) throw Error("coreference file '" + path + "': no examples found");
   return examples;
 }

@@ -24,8 +24,8 @@ bool in(std::string_view word, std::initializer_list<std::string_view> list) {
 }
 
 bool is_pronoun(const std::string& w) {
-  return in(w, {"he", "she", "it", "they", "him", "her", "them", "his", "hers", "its", "their", "theirs",
-                "himself", "herself", "itself", "themselves"});
+  return in(w, {"he", "she", "it", "they", "him", "her", "them", "his", "hers", "its", "their", "theirs", "himself",
+                "herself", "itself", "themselves"});
 }
 
 // Function words of the closed-class relations, the only ones recognised on a text (an open
@@ -43,14 +43,16 @@ bool fits_relation(const std::string& relation, const std::string& w) {
   if (relation == "cc") return in(w, {"and", "or", "but", "nor", "yet", "so"});
   if (relation == "cop") return in(w, {"is", "are", "was", "were", "be", "been", "being", "am"});
   if (relation == "aux")
-    return in(w, {"is", "are", "was", "were", "be", "been", "being", "am", "has", "have", "had", "do", "does", "did",
-                  "will", "would", "can", "could", "may", "might", "shall", "should", "must"});
+    return in(w, {"is",   "are", "was",  "were",  "be",  "been",  "being", "am",    "has",   "have",   "had", "do",
+                  "does", "did", "will", "would", "can", "could", "may",   "might", "shall", "should", "must"});
   if (relation == "mark")
     return in(w, {"that", "if", "because", "while", "although", "since", "whether", "as", "when", "to"});
   return false;
 }
 
-bool is_sink(const SequenceInfo& seq, int k) { return k == 0 || seq.kinds[static_cast<size_t>(k)] == TokenKind::kSpecial; }
+bool is_sink(const SequenceInfo& seq, int k) {
+  return k == 0 || seq.kinds[static_cast<size_t>(k)] == TokenKind::kSpecial;
+}
 
 std::string link_text(const TextLink& l, std::span<const std::string> labels) {
   char w[16];
@@ -119,14 +121,16 @@ TextEvidence describe_text(const float* attention, std::span<const std::string> 
       for (const TextLink& l : out.links) {
         const int d = l.key - l.query;
         const int dependent = x.head_to_dependent ? l.key : l.query;
-        if ((d > 0) == (x.baseline_offset > 0) && std::abs(d) <= kMaxOffset && fits_relation(x.relation, word(dependent)))
+        if ((d > 0) == (x.baseline_offset > 0) && std::abs(d) <= kMaxOffset &&
+            fits_relation(x.relation, word(dependent)))
           out.matching.push_back(l);
       }
       if (!out.matching.empty()) {
         out.recognised = Role::kSyntactic;
         out.recognised_text = "on this text its links match its " + x.relation + " role (" +
                               (x.head_to_dependent ? "head → dependent" : "dependent → head") + ", usually " +
-                              (x.baseline_offset > 0 ? "to the right" : "to the left") + "): " + join(out.matching, labels);
+                              (x.baseline_offset > 0 ? "to the right" : "to the left") +
+                              "): " + join(out.matching, labels);
       }
     }
   }

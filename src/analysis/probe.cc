@@ -11,7 +11,8 @@ std::vector<ProbeEvidence> score_probe(const Tensor& attention, const ProbeLayou
   const auto T = static_cast<int64_t>(layout.encoding.size());
   attention.expect_shape({-1, -1, T, T}, "attention of the induction probe");
   const int64_t P = layout.prefix, L = layout.length;
-  if (P + 2 * L > T) throw Error("induction probe: layout does not fit the attention's " + std::to_string(T) + " tokens");
+  if (P + 2 * L > T)
+    throw Error("induction probe: layout does not fit the attention's " + std::to_string(T) + " tokens");
   const int64_t n_heads = attention.dim(0) * attention.dim(1);
   std::vector<ProbeEvidence> out(static_cast<size_t>(n_heads));
   for (int64_t h = 0; h < n_heads; ++h) {

@@ -23,9 +23,9 @@
 namespace headscope::analysis {
 
 struct ProbeLayout {
-  Encoding encoding;   // the tokens to run
-  int prefix = 0;      // P: special tokens before the first copy
-  int length = 0;      // L: tokens in one copy
+  Encoding encoding;  // the tokens to run
+  int prefix = 0;     // P: special tokens before the first copy
+  int length = 0;     // L: tokens in one copy
 };
 
 // attention: [n_layer, n_head, T, T] of a run over layout.encoding → one ProbeEvidence per head

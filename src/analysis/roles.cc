@@ -14,8 +14,7 @@ namespace {
 
 // The texts are deliberately short: the explorer shows them next to the head.
 constexpr std::array<RoleInfo, kRoleCount> kCatalogue = {{
-    {Role::kPreviousToken, "previous_token", "Previous token",
-     "Each token looks at the token just before it.",
+    {Role::kPreviousToken, "previous_token", "Previous token", "Each token looks at the token just before it.",
      "Copies information about the preceding token into the current position, so later layers can "
      "read bigrams; in decoders it is the first half of an induction circuit.",
      "Clark et al. 2019 (BERT); Voita et al. 2019 (positional heads); Olsson et al. 2022 (induction circuits)",
@@ -24,8 +23,7 @@ constexpr std::array<RoleInfo, kRoleCount> kCatalogue = {{
      "Each token looks at the token just after it (only possible in bidirectional models).",
      "Lets an encoder read right-hand context one step ahead, the mirror of a previous-token head.",
      "Clark et al. 2019; Voita et al. 2019", 0x17becf, RoleFamily::kPositional},
-    {Role::kSelf, "self", "Self",
-     "Each token looks mostly at itself: the attention matrix is a bright diagonal.",
+    {Role::kSelf, "self", "Self", "Each token looks mostly at itself: the attention matrix is a bright diagonal.",
      "Keeps the token's own representation, often acting as a near no-op for that head.",
      "Kovaleva et al. 2019 (diagonal pattern)", 0x9467bd, RoleFamily::kPositional},
     {Role::kFixedOffset, "fixed_offset", "Fixed offset",
@@ -36,10 +34,9 @@ constexpr std::array<RoleInfo, kRoleCount> kCatalogue = {{
      "Most attention goes to the first token or to special tokens such as [CLS], [SEP] or BOS.",
      "Usually a way of doing nothing: the softmax must put its mass somewhere, and a token whose value "
      "vector is small absorbs it without changing the output.",
-     "Clark et al. 2019 (attention to [SEP]); Kobayashi et al. 2020; Xiao et al. 2023 (attention sinks)",
-     0x8c564b, RoleFamily::kSink},
-    {Role::kBroad, "broad", "Broad",
-     "Attention is spread almost evenly over the whole sequence.",
+     "Clark et al. 2019 (attention to [SEP]); Kobayashi et al. 2020; Xiao et al. 2023 (attention sinks)", 0x8c564b,
+     RoleFamily::kSink},
+    {Role::kBroad, "broad", "Broad", "Attention is spread almost evenly over the whole sequence.",
      "Averages the sentence into a bag-of-words summary; common in the first layers.",
      "Clark et al. 2019 (broad attention in lower layers); Kovaleva et al. 2019", 0xbcbd22, RoleFamily::kBroad},
     {Role::kLocalWindow, "local_window", "Local window",
@@ -62,10 +59,9 @@ constexpr std::array<RoleInfo, kRoleCount> kCatalogue = {{
      "A pronoun looks at the name it refers to rather than at a competing one.",
      "Links mentions of the same entity across a passage.",
      "Clark et al. 2019 (section 4.3); Webster et al. 2018 (GAP)", 0xe377c2, RoleFamily::kCoreference},
-    {Role::kMixed, "mixed", "Mixed",
-     "No single pattern explains at least a quarter of this head's attention.",
-     "Either a mixture of patterns or a function that depends on content this catalogue does not test.",
-     "", 0xe8e8e8, RoleFamily::kOther},
+    {Role::kMixed, "mixed", "Mixed", "No single pattern explains at least a quarter of this head's attention.",
+     "Either a mixture of patterns or a function that depends on content this catalogue does not test.", "", 0xe8e8e8,
+     RoleFamily::kOther},
 }};
 
 constexpr std::array<RoleFamilyInfo, kRoleFamilyCount> kFamilies = {{
@@ -87,8 +83,7 @@ constexpr std::array<RoleFamilyInfo, kRoleFamilyCount> kFamilies = {{
     {RoleFamily::kSink, "sink", "Sink / no-op",
      "Parks its attention on one fixed token; when that token carries almost nothing, the head adds "
      "almost nothing: the usual way for a head to stay out of the way."},
-    {RoleFamily::kOther, "other", "Other",
-     "No single pattern that we test explains this head."},
+    {RoleFamily::kOther, "other", "Other", "No single pattern that we test explains this head."},
 }};
 
 std::string pct(double x) {
@@ -218,9 +213,10 @@ HeadRoles assign_roles(const HeadEvidence& head) {
   if (head.coref && head.coref->support > 0) {
     const CorefEvidence& c = *head.coref;
     add(Role::kCoreference, skill(c.accuracy, c.baseline_accuracy), "",
-        format("the pronoun attends more to the correct name in %s of %lld GAP examples, against %s for the %s baseline",
-               pct(c.accuracy).c_str(), static_cast<long long>(c.support), pct(c.baseline_accuracy).c_str(),
-               c.baseline_name.c_str()));
+        format(
+            "the pronoun attends more to the correct name in %s of %lld GAP examples, against %s for the %s baseline",
+            pct(c.accuracy).c_str(), static_cast<long long>(c.support), pct(c.baseline_accuracy).c_str(),
+            c.baseline_name.c_str()));
   }
 
   // Best first; on equal scores the catalogue order (simpler pattern first) decides.
@@ -234,8 +230,9 @@ HeadRoles assign_roles(const HeadEvidence& head) {
     return (r.role == Role::kSyntactic || r.role == Role::kCoreference) && r.score >= kMinRoleScore;
   };
   const auto corpus = std::find_if(scores.begin(), scores.end(), is_corpus);
-  if (corpus != scores.end() && corpus != scores.begin() &&
-      std::all_of(scores.begin(), corpus, [](const RoleScore& r) { return r.role == Role::kSink || r.role == Role::kBroad; })) {
+  if (corpus != scores.end() && corpus != scores.begin() && std::all_of(scores.begin(), corpus, [](const RoleScore& r) {
+        return r.role == Role::kSink || r.role == Role::kBroad;
+      })) {
     std::rotate(scores.begin(), corpus, corpus + 1);
     for (RoleScore& r : scores)
       if (r.role == Role::kSink)

@@ -109,7 +109,7 @@ RowSums row_sums(const float* row, int lo, int hi, int q, float uniform, float n
       top = a > top ? a : top;
       sq += a * a;
       overlap += uniform < a ? uniform : a;  // std::min(a, uniform)
-      below -= a < negligible;  // a comparison is −1 where true
+      below -= a < negligible;               // a comparison is −1 where true
       if constexpr (!kBefore) dist += a * (d < 0.0f ? -d : d);
       off += a * d;
       punct += kind == int(TokenKind::kPunct) ? a : Lanes{};
@@ -127,8 +127,8 @@ RowSums row_sums(const float* row, int lo, int hi, int q, float uniform, float n
     };
     int k = k0;
     for (; k + kLanes <= k1; k += kLanes)
-      step(load_lanes<Lanes>(row + k), widen_bytes(kind_bytes + k),
-           kIds ? load_lanes<IntLanes>(ids + k) : IntLanes{}, kNorms ? load_lanes<Lanes>(norms + k) : Lanes{});
+      step(load_lanes<Lanes>(row + k), widen_bytes(kind_bytes + k), kIds ? load_lanes<IntLanes>(ids + k) : IntLanes{},
+           kNorms ? load_lanes<Lanes>(norms + k) : Lanes{});
     if (k < k1) {  // the last few keys, padded with weight 0 (and a kind, id and norm that add nothing)
       const int m = k1 - k;
       float a[kLanes] = {}, norm[kLanes] = {};
@@ -206,12 +206,12 @@ void HeadStatsAccumulator::add_rows(const float* rows, int q0, int q1, const Seq
     throw Error("head statistics: query rows " + std::to_string(q0) + ".." + std::to_string(q1) + " of " +
                 std::to_string(T) + " positions");
   if (!seq.ids.empty() && static_cast<int>(seq.ids.size()) != T) {
-    throw Error("head statistics: sequence ids have " + std::to_string(seq.ids.size()) +
-                " entries for " + std::to_string(T) + " positions");
+    throw Error("head statistics: sequence ids have " + std::to_string(seq.ids.size()) + " entries for " +
+                std::to_string(T) + " positions");
   }
   if (!seq.attendable.empty() && static_cast<int>(seq.attendable.size()) != T) {
-    throw Error("head statistics: attendable mask has " + std::to_string(seq.attendable.size()) +
-                " entries for " + std::to_string(T) + " positions");
+    throw Error("head statistics: attendable mask has " + std::to_string(seq.attendable.size()) + " entries for " +
+                std::to_string(T) + " positions");
   }
   scratch_.resize(static_cast<size_t>(T));
   if (seq.attendable.empty()) {  // the keys of a row are 0 .. n − 1: the vectorised path
@@ -255,8 +255,8 @@ void HeadStatsAccumulator::add_rows(const float* rows, int q0, int q1, const Seq
     keys90_ += cover;
     keys90_share_ += static_cast<double>(cover) / n;
 
-    double dist = 0, off = 0, local = 0, first = 0, special = 0, end_special = 0, sink = 0,
-           punct = 0, content = 0, dup = 0;
+    double dist = 0, off = 0, local = 0, first = 0, special = 0, end_special = 0, sink = 0, punct = 0, content = 0,
+           dup = 0;
     bool has_dup = false;
     const bool use_ids = !seq.ids.empty() && seq.ids[static_cast<size_t>(q)] >= 0;
     for (int k = 0; k < T; ++k) {
@@ -544,11 +544,13 @@ HeadStats compute_head_stats(const float* attention, int T, const SequenceInfo& 
 }
 
 ModelStatsAccumulator::ModelStatsAccumulator(int n_layer, int n_head, std::vector<int64_t> layer_window)
-    : n_layer_(n_layer), n_head_(n_head), layer_window_(std::move(layer_window)),
+    : n_layer_(n_layer),
+      n_head_(n_head),
+      layer_window_(std::move(layer_window)),
       heads_(static_cast<size_t>(n_layer) * n_head) {
   if (n_layer <= 0 || n_head <= 0) {
-    throw Error("head statistics: need at least one layer and one head, got " +
-                std::to_string(n_layer) + " x " + std::to_string(n_head));
+    throw Error("head statistics: need at least one layer and one head, got " + std::to_string(n_layer) + " x " +
+                std::to_string(n_head));
   }
   if (!layer_window_.empty() && static_cast<int>(layer_window_.size()) != n_layer)
     throw Error("head statistics: " + std::to_string(layer_window_.size()) + " layer windows for " +

@@ -47,10 +47,9 @@ class HeadStatsAccumulator {
   int64_t n_ = 0, n_norm_ = 0, n_dup_ = 0, n_sink_norm_ = 0, n_sink_ = 0;
   double sink_norm_ = 0;
   const float* norms_ = nullptr;  // [T] value norms of the current sequence, or null
-  double entropy_ = 0, entropy_norm_ = 0, sparsity_ = 0, keys90_ = 0, keys90_share_ = 0, max_ = 0,
-         avg_ = 0, uniform_ = 0, distance_ = 0, offset_ = 0,
-         local_ = 0, first_ = 0, special_ = 0, end_special_ = 0, sink_ = 0, punct_ = 0,
-         content_ = 0, dup_ = 0;
+  double entropy_ = 0, entropy_norm_ = 0, sparsity_ = 0, keys90_ = 0, keys90_share_ = 0, max_ = 0, avg_ = 0,
+         uniform_ = 0, distance_ = 0, offset_ = 0, local_ = 0, first_ = 0, special_ = 0, end_special_ = 0, sink_ = 0,
+         punct_ = 0, content_ = 0, dup_ = 0;
   std::array<double, kOffsetSlots> offset_sum_{};
   std::array<int64_t, kOffsetSlots> offset_n_{};
   void add_contiguous_row(const float* row, int q, const SequenceInfo& seq);

@@ -141,9 +141,12 @@ void HeadStream::add_token_rows(const float* rows, int q0, int q1, int width) {
 }
 
 void HeadStream::add_part(int part, const float* rows, int q0, int q1, int width) {
-  if (part == 0) add_overview_rows(rows, q0, q1, width);
-  else if (part == 1) add_word_rows(rows, q0, q1, width);
-  else add_stat_rows(rows, q0, q1, width);
+  if (part == 0)
+    add_overview_rows(rows, q0, q1, width);
+  else if (part == 1)
+    add_word_rows(rows, q0, q1, width);
+  else
+    add_stat_rows(rows, q0, q1, width);
 }
 
 // Every consumer reads a row's first n keys only, n = q + 1 under a causal mask (the keys after
@@ -207,7 +210,8 @@ void HeadStream::add_overview_rows(const float* rows, int q0, int q1, int width)
     float* cell_max = overview_.max.data() + row_cell * p.cells;
     double* received = overview_.received.data();
     for (int c = 0; c < p.cells && p.cell_start[static_cast<size_t>(c)] < open; ++c) {
-      const int k0 = p.cell_start[static_cast<size_t>(c)], k1 = std::min(open, p.cell_start[static_cast<size_t>(c) + 1]);
+      const int k0 = p.cell_start[static_cast<size_t>(c)],
+                k1 = std::min(open, p.cell_start[static_cast<size_t>(c) + 1]);
       float sum = 0, max = 0;
       for (int k = k0; k < k1; ++k) {
         sum += ks[k];
@@ -292,7 +296,8 @@ std::vector<HeadStream> make_head_streams(const StreamPlan& plan, int n_heads, s
   if (layer_window.empty()) return std::vector<HeadStream>(static_cast<size_t>(n_heads), HeadStream(plan));
   const int64_t L = static_cast<int64_t>(layer_window.size());
   if (n_heads % L != 0)
-    throw Error("attention stream: " + std::to_string(n_heads) + " head streams for " + std::to_string(L) + " layer windows");
+    throw Error("attention stream: " + std::to_string(n_heads) + " head streams for " + std::to_string(L) +
+                " layer windows");
   std::vector<HeadStream> heads;
   heads.reserve(static_cast<size_t>(n_heads));
   for (int64_t i = 0; i < n_heads; ++i) heads.emplace_back(plan, layer_window[size_t(i / (n_heads / L))]);

@@ -26,19 +26,19 @@ namespace headscope::analysis {
 
 // What every head of one text shares: the units of each level and the overview's grid.
 struct StreamPlan {
-  SequenceInfo tokens;            // [T]
-  WordMap words;                  // token → unit
-  UnitGather gather;  // token rows into unit rows (gather_token_row)
-  SequenceInfo word_units;        // [U]
-  std::vector<int32_t> last_token;  // [U] the token after which unit u's row is complete
-  std::vector<int32_t> pieces;      // [U] tokens of unit u
-  bool without_specials = false;  // the statistics without special tokens are asked for
-  bool has_specials = false;      // ... and the text has some (else they are the statistics themselves)
+  SequenceInfo tokens;                      // [T]
+  WordMap words;                            // token → unit
+  UnitGather gather;                        // token rows into unit rows (gather_token_row)
+  SequenceInfo word_units;                  // [U]
+  std::vector<int32_t> last_token;          // [U] the token after which unit u's row is complete
+  std::vector<int32_t> pieces;              // [U] tokens of unit u
+  bool without_specials = false;            // the statistics without special tokens are asked for
+  bool has_specials = false;                // ... and the text has some (else they are the statistics themselves)
   WithoutSpecials token_plain, word_plain;  // kept positions and their units (no attention)
   std::vector<int32_t> token_plain_index, word_plain_index;  // [T], [U] kept index, −1 for a special
-  int cells = 0;                    // overview rows = columns = min(T, the requested cells)
-  std::vector<int32_t> cell_of;     // [T] overview row (and column) of each token
-  std::vector<int32_t> cell_start;  // [cells + 1] first token of each cell; cell_start[cells] = T
+  int cells = 0;                                             // overview rows = columns = min(T, the requested cells)
+  std::vector<int32_t> cell_of;                              // [T] overview row (and column) of each token
+  std::vector<int32_t> cell_start;    // [cells + 1] first token of each cell; cell_start[cells] = T
   std::vector<int64_t> offset_count;  // [2T − 1] queries q whose key q + d is attendable, index d + T − 1
   // `tokens` under each sliding window of the model's layers (SequenceInfo::window > 0), for the
   // token-level statistics of those layers' heads. The tokens without specials
@@ -92,12 +92,12 @@ class HeadStream {
   const SequenceInfo* tokens_;       // plan_->tokens under this head's window
   const SequenceInfo* token_plain_;  // plan_->token_plain.units under this head's window
   int next_row_ = 0, next_overview_row_ = 0, next_word_row_ = 0;
-  HeadOverview overview_;          // sum, max and received as they accumulate
+  HeadOverview overview_;           // sum, max and received as they accumulate
   std::vector<double> offset_sum_;  // [2T − 1] Σ_q a_{q, q+d}, index d + T − 1
-  std::vector<float> token_row_;   // [T] a token row without specials (when the text has some)
-  std::vector<float> unit_row_;    // [U] a unit row without specials (when the text has some)
+  std::vector<float> token_row_;    // [T] a token row without specials (when the text has some)
+  std::vector<float> unit_row_;     // [U] a unit row without specials (when the text has some)
   std::vector<std::pair<int32_t, std::vector<float>>> open_;  // units with rows still being merged
-  std::vector<std::vector<float>> spare_rows_;                 // [U] rows of finished units, for reuse
+  std::vector<std::vector<float>> spare_rows_;                // [U] rows of finished units, for reuse
 };
 
 // One HeadStream per head ([n_layer · n_head], index layer · n_head + head); a forward pass feeds

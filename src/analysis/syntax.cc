@@ -94,8 +94,8 @@ std::vector<DependencySentence> parse_conllu(std::string_view content, const std
     for (size_t i = 0; i < s.words.size(); ++i) {
       if (s.words[i].head > static_cast<int32_t>(s.words.size())) {
         throw Error(source_name + ": sentence " + s.id + ", word " + std::to_string(i + 1) + " has HEAD " +
-                    std::to_string(s.words[i].head) + " beyond the sentence's " +
-                    std::to_string(s.words.size()) + " words");
+                    std::to_string(s.words[i].head) + " beyond the sentence's " + std::to_string(s.words.size()) +
+                    " words");
       }
     }
   }
@@ -103,9 +103,8 @@ std::vector<DependencySentence> parse_conllu(std::string_view content, const std
 }
 
 std::vector<DependencySentence> read_conllu(const std::string& path) {
-  auto sentences = parse_conllu(read_gold_file(path, "treebank",
-                                               "pass a CoNLL-U file (e.g. ../shared/data/ud/en_pud-ud-test.conllu)"),
-                                path);
+  auto sentences = parse_conllu(
+      read_gold_file(path, "treebank", "pass a CoNLL-U file (e.g. ../shared/data/ud/en_pud-ud-test.conllu)"), path);
   if (sentences.empty()) throw Error("treebank '" + path + "': no sentences found; is this a CoNLL-U file?");
   return sentences;
 }
@@ -136,8 +135,8 @@ std::vector<int32_t> predict_words(const float* a, const WordMap& map, Direction
     for (int v = 0; v < U; ++v) {
       const int32_t w = map.word_of_unit[static_cast<size_t>(v)];
       if (v == u || w < 0) continue;  // not itself, not a special token
-      const float x = dir == Direction::kDependentToHead ? a[static_cast<int64_t>(u) * U + v]
-                                                          : a[static_cast<int64_t>(v) * U + u];
+      const float x =
+          dir == Direction::kDependentToHead ? a[static_cast<int64_t>(u) * U + v] : a[static_cast<int64_t>(v) * U + u];
       if (x > best) {
         best = x;
         pred[i] = w;

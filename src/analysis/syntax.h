@@ -36,11 +36,11 @@ inline constexpr std::string_view kAllRelations = "all";
 // Spec: https://universaldependencies.org/format.html
 struct DependencyWord {
   std::string form;
-  int32_t head = 0;       // 1-based index of the head word in the sentence; 0 = root
-  std::string relation;   // universal relation, subtype removed: "nmod:poss" → "nmod"
+  int32_t head = 0;      // 1-based index of the head word in the sentence; 0 = root
+  std::string relation;  // universal relation, subtype removed: "nmod:poss" → "nmod"
 };
 struct DependencySentence {
-  std::string id;         // "# sent_id" or "<file>:<line>"
+  std::string id;  // "# sent_id" or "<file>:<line>"
   std::vector<DependencyWord> words;
 };
 
@@ -49,8 +49,7 @@ std::vector<DependencySentence> read_conllu(const std::string& path);
 std::vector<DependencySentence> parse_conllu(std::string_view content, const std::string& source_name);
 
 // The words joined by single spaces; `spans` (if given) receives each word's [begin, end) bytes.
-std::string join_words(const DependencySentence& sentence,
-                       std::vector<std::pair<int64_t, int64_t>>* spans = nullptr);
+std::string join_words(const DependencySentence& sentence, std::vector<std::pair<int64_t, int64_t>>* spans = nullptr);
 
 enum class Direction : uint8_t { kDependentToHead = 0, kHeadToDependent = 1 };
 std::string_view direction_name(Direction d);  // "dependent → head" / "head → dependent"
@@ -62,8 +61,8 @@ std::vector<int32_t> predict_words(const float* unit_attention, const WordMap& m
 
 // Correct-prediction counts for one relation.
 struct RelationCounts {
-  int64_t support = 0;                               // dependents of this relation
-  std::vector<int64_t> correct;                      // [n_heads * 2]: index head * 2 + direction
+  int64_t support = 0;                                   // dependents of this relation
+  std::vector<int64_t> correct;                          // [n_heads * 2]: index head * 2 + direction
   std::array<int64_t, kBaselineSlots> offset_correct{};  // slot d + kMaxBaselineOffset
 };
 

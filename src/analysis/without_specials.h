@@ -16,9 +16,9 @@
 namespace headscope::analysis {
 
 struct WithoutSpecials {
-  Tensor attention;            // [n_layer, n_head, K, K], K = kept positions
-  SequenceInfo units;          // [K] kinds, ids and mask of the kept positions
-  std::vector<int32_t> kept;   // [K] original index of each kept position
+  Tensor attention;           // [n_layer, n_head, K, K], K = kept positions
+  SequenceInfo units;         // [K] kinds, ids and mask of the kept positions
+  std::vector<int32_t> kept;  // [K] original index of each kept position
 };
 
 // attention: [n_layer, n_head, U, U] over the units described by `units` (tokens or words).

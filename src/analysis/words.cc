@@ -47,13 +47,12 @@ WordMap words_from_encoding(const Encoding& encoding) {
   return map;
 }
 
-WordMap words_from_spans(const Encoding& encoding,
-                         const std::vector<std::pair<int64_t, int64_t>>& word_spans) {
+WordMap words_from_spans(const Encoding& encoding, const std::vector<std::pair<int64_t, int64_t>>& word_spans) {
   for (size_t w = 0; w < word_spans.size(); ++w) {
     const auto [b, e] = word_spans[w];
     if (b > e || (w > 0 && b < word_spans[w - 1].second)) {
-      throw Error("word spans: span " + std::to_string(w) + " [" + std::to_string(b) + ", " +
-                  std::to_string(e) + ") is empty-reversed or overlaps the one before; spans must be sorted");
+      throw Error("word spans: span " + std::to_string(w) + " [" + std::to_string(b) + ", " + std::to_string(e) +
+                  ") is empty-reversed or overlaps the one before; spans must be sorted");
     }
   }
   WordMap map;

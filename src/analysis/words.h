@@ -26,8 +26,7 @@ WordMap words_from_encoding(const Encoding& encoding);
 // joined by spaces). A non-special token belongs to the first span it overlaps (a byte-level BPE
 // token such as " cat" starts on the space before the word); tokens overlapping no span are
 // dropped (unit -1). Spans must be sorted and must not overlap.
-WordMap words_from_spans(const Encoding& encoding,
-                         const std::vector<std::pair<int64_t, int64_t>>& word_spans);
+WordMap words_from_spans(const Encoding& encoding, const std::vector<std::pair<int64_t, int64_t>>& word_spans);
 
 // attention: [T, T] row-major → returns [U, U] row-major (TO = sum, FROM = mean; see above).
 // Rows of units whose tokens were all dropped and columns of dropped tokens are left out.

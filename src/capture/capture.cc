@@ -65,7 +65,8 @@ Capture allocate(const ModelConfig& c, int64_t T, int64_t Tk, const CaptureOptio
 void check_resume(const ModelConfig& c, int64_t T, int first_layer, const Tensor& prefix, const CaptureOptions& o) {
   if (T == 0) throw Error("nothing to run: the encoding has no tokens");
   if (first_layer < 0 || first_layer >= c.n_layer)
-    throw Error("resume: no layer " + std::to_string(first_layer) + " (the model has " + std::to_string(c.n_layer) + ")");
+    throw Error("resume: no layer " + std::to_string(first_layer) + " (the model has " + std::to_string(c.n_layer) +
+                ")");
   prefix.expect_shape({c.n_layer + 1, T, c.d_model}, "resume: the prefix's hidden states");
   if (o.attention || o.head_outputs || o.contributions || o.queries_keys || o.attention_sink)
     throw Error("resume: a resumed pass records hidden states and logits only (turn the other CaptureOptions off)");
@@ -86,7 +87,8 @@ void attention_from_qk(const Capture& cap, int layer, int head, int64_t q0, int6
   if (cap.queries.empty() || cap.keys.empty())
     throw Error("attention from queries and keys: the run did not keep them (CaptureOptions::queries_keys)");
   const int64_t H = cap.n_head, Hkv = cap.n_kv_head, T = cap.T, Dh = cap.d_head, Tk = cap.keys.dim(2);
-  if (layer < 0 || layer >= cap.n_layer) throw Error("attention from queries and keys: no layer " + std::to_string(layer));
+  if (layer < 0 || layer >= cap.n_layer)
+    throw Error("attention from queries and keys: no layer " + std::to_string(layer));
   if (head < 0 || head >= H) throw Error("attention from queries and keys: no head " + std::to_string(head));
   if (q0 < 0 || q1 > T || q0 >= q1)
     throw Error("attention from queries and keys: rows " + std::to_string(q0) + ".." + std::to_string(q1) +
@@ -99,7 +101,7 @@ void attention_from_qk(const Capture& cap, int layer, int head, int64_t q0, int6
   // as the pass computed them.
   const int64_t block = CaptureOptions{}.attention_block_rows, past = Tk - T;
   const int single_head[1] = {0};
-  const float* Qh = cap.queries.ptr() + (layer * H + head) * T * Dh;                        // [T, Dh]
+  const float* Qh = cap.queries.ptr() + (layer * H + head) * T * Dh;                          // [T, Dh]
   const float* Kg = cap.keys.ptr() + (layer * Hkv + cap.kv_head_of[size_t(head)]) * Tk * Dh;  // [Tk, Dh]
   std::vector<float> rows;
   for (int64_t b0 = q0 / block * block; b0 < q1; b0 += block) {
@@ -108,7 +110,8 @@ void attention_from_qk(const Capture& cap, int layer, int head, int64_t q0, int6
     if (kept > 0) {  // else every asked key is after the block's rows: masked
       rows.resize(size_t((b1 - b0) * width));
       const ops::AttentionDims dims{b1 - b0, width, 1, 1, Dh, scale};
-      ops::attention(Qh + b0 * Dh, Dh, Kg, Dh, nullptr, Dh, single_head, dims, mask, past + b0, rows.data(), nullptr, 0);
+      ops::attention(Qh + b0 * Dh, Dh, Kg, Dh, nullptr, Dh, single_head, dims, mask, past + b0, rows.data(), nullptr,
+                     0);
     }
     for (int64_t q = std::max(q0, b0); q < std::min(q1, b1); ++q) {
       float* out = probs + (q - q0) * (k1 - k0);
@@ -136,7 +139,7 @@ Recorder::Block Recorder::block(int layer, int64_t q0, bool causal) {
   if (scratch_.empty()) scratch_ = Tensor({H, std::min(T, block_rows_), Tk_}, Tensor::Uninitialized{});
   Block b{q0, q1, width, {scratch_.ptr(), (q1 - q0) * width, width}};  // [H, q1 − q0, width]
   b.probs.group_scores = true;  // a GQA group's scores in one GEMM (ops/attention.h)
-  if (head_sink_) {  // each head's rows to the sink as soon as ops::attention has written them
+  if (head_sink_) {             // each head's rows to the sink as soon as ops::attention has written them
     follow_.run = [this, layer, b, past = Tk_ - T](int64_t h, int part) {
       head_sink_(layer, h, part, past + b.q0, past + b.q1, b.width, b.probs.data + h * b.probs.head_stride);
     };
@@ -255,7 +258,7 @@ void Recorder::value_norms(int layer, const float* v, int64_t v_stride, OutputWe
 #pragma omp parallel
   {
     std::vector<float> f(size_t(std::min(Tk_, kRows) * D));  // [rows, D]
-    std::vector<float> scratch;                               // [D, Dh], for a stored W_O
+    std::vector<float> scratch;                              // [D, Dh], for a stored W_O
 #pragma omp for schedule(static)
     for (int64_t h = 0; h < H; ++h) {
       const HeadColumns w = head_columns(W_O, h, scratch);

@@ -16,7 +16,8 @@ namespace headscope::capture {
 // whole run; Model::extend records attention over every key so far):
 //   attention L·H·T·Tk, head outputs L·H·T·d_head, contributions L·H·T·d_model, attention
 //   output L·T·d_model (with either of the two before), hidden states (L+1)·T·d_model,
-//   queries and keys (L·H + L·n_kv_head)·T·d_head, logits T·vocab (decoders) — all fp32. allocate() allocates exactly these.
+//   queries and keys (L·H + L·n_kv_head)·T·d_head, logits T·vocab (decoders) — all fp32. allocate() allocates exactly
+//   these.
 uint64_t capture_bytes(const ModelConfig& config, int64_t T, int64_t Tk, const CaptureOptions& options);
 
 // The working buffer of a pass's attention probabilities when they are not stored: one block of
@@ -52,7 +53,8 @@ class Recorder {
  public:
   // A pass of T query rows over Tk keys (T = Tk for a whole run); kv_head_of [n_head] maps each
   // query head to the key/value head it reads.
-  Recorder(const ModelConfig& config, int64_t T, int64_t Tk, const CaptureOptions& options, std::vector<int> kv_head_of);
+  Recorder(const ModelConfig& config, int64_t T, int64_t Tk, const CaptureOptions& options,
+           std::vector<int> kv_head_of);
 
   const std::vector<int>& kv_head_of() const { return cap_.kv_head_of; }
 
@@ -146,10 +148,10 @@ class Recorder {
 
   Capture cap_;
   int64_t Tk_;
-  CaptureOptions::AttentionSink sink_;  // set when attention is streamed
-  CaptureOptions::AttentionHeadSink head_sink_;  // set when streamed attention is also consumed head by head
-  ops::HeadFollowUp follow_;  // the current block's head_sink_ calls (parts fixed at construction)
-  const Ablation* ablation_;            // heads replaced before W_O (null: none)
+  CaptureOptions::AttentionSink sink_;             // set when attention is streamed
+  CaptureOptions::AttentionHeadSink head_sink_;    // set when streamed attention is also consumed head by head
+  ops::HeadFollowUp follow_;                       // the current block's head_sink_ calls (parts fixed at construction)
+  const Ablation* ablation_;                       // heads replaced before W_O (null: none)
   CaptureOptions::ValueNormSink value_norm_sink_;  // set when value norms are recorded and wanted early
   int64_t block_rows_;
   Tensor scratch_;  // [n_head, T or block rows, Tk] probabilities when attention is not recorded

@@ -22,9 +22,12 @@ std::atomic<int> g_active{kUnresolved};  // an Isa, or kUnresolved before the fi
 
 const char* isa_name(Isa isa) {
   switch (isa) {
-    case Isa::portable: return "portable";
-    case Isa::avx2: return "avx2";
-    case Isa::avx512: return "avx512";
+    case Isa::portable:
+      return "portable";
+    case Isa::avx2:
+      return "avx2";
+    case Isa::avx512:
+      return "avx512";
   }
   return "?";
 }
@@ -69,8 +72,8 @@ Isa active_isa() {
 
 Isa set_isa_for_testing(Isa isa) {
   if (isa > best_isa())
-    throw Error(std::string("kernel path ") + isa_name(isa) + " needs an instruction set this CPU lacks (best: " +
-                isa_name(best_isa()) + ")");
+    throw Error(std::string("kernel path ") + isa_name(isa) +
+                " needs an instruction set this CPU lacks (best: " + isa_name(best_isa()) + ")");
   const Isa previous = active_isa();
   g_active.store(int(isa), std::memory_order_relaxed);
   return previous;

@@ -1,7 +1,7 @@
 // headscope — the scalar fields of ggml blocks, for the vector block kernels (io/gguf_quants_avx2.cc,
 // _avx512.cc and ops/quant_gemv_avx2.cc, _avx512.cc): a block's binary16 scale by F16C, its 32-bit
-// high-bit mask, the K-quants' packed scales and mins. Included only by files compiled with -mf16c; everything here has internal linkage, so
-// no file's copy, compiled with its own instruction set, can stand in for another's
+// high-bit mask, the K-quants' packed scales and mins. Included only by files compiled with -mf16c; everything here has
+// internal linkage, so no file's copy, compiled with its own instruction set, can stand in for another's
 // (ops/panel_kernels.h says why that matters).
 #pragma once
 #include <immintrin.h>

@@ -14,26 +14,46 @@ static_assert(std::endian::native == std::endian::little, "GGUF stores little-en
 
 namespace {
 
-constexpr const char* kGgufTypeNames[] = {"UINT8", "INT8",  "UINT16", "INT16",  "UINT32", "INT32", "FLOAT32",
-                                          "BOOL",  "STRING", "ARRAY", "UINT64", "INT64",  "FLOAT64"};
+constexpr const char* kGgufTypeNames[] = {"UINT8", "INT8",   "UINT16", "INT16",  "UINT32", "INT32",  "FLOAT32",
+                                          "BOOL",  "STRING", "ARRAY",  "UINT64", "INT64",  "FLOAT64"};
 constexpr uint32_t kGgufTypeCount = 13;
 
 // Bytes of one scalar of `t` in the file; 0 for STRING/ARRAY (variable length).
 size_t scalar_size(GgufType t) {
   switch (t) {
-    case GgufType::UINT8: case GgufType::INT8: case GgufType::BOOL: return 1;
-    case GgufType::UINT16: case GgufType::INT16: return 2;
-    case GgufType::UINT32: case GgufType::INT32: case GgufType::FLOAT32: return 4;
-    case GgufType::UINT64: case GgufType::INT64: case GgufType::FLOAT64: return 8;
-    default: return 0;
+    case GgufType::UINT8:
+    case GgufType::INT8:
+    case GgufType::BOOL:
+      return 1;
+    case GgufType::UINT16:
+    case GgufType::INT16:
+      return 2;
+    case GgufType::UINT32:
+    case GgufType::INT32:
+    case GgufType::FLOAT32:
+      return 4;
+    case GgufType::UINT64:
+    case GgufType::INT64:
+    case GgufType::FLOAT64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
 bool is_int_type(GgufType t) {
   switch (t) {
-    case GgufType::UINT8: case GgufType::INT8: case GgufType::UINT16: case GgufType::INT16:
-    case GgufType::UINT32: case GgufType::INT32: case GgufType::UINT64: case GgufType::INT64: return true;
-    default: return false;
+    case GgufType::UINT8:
+    case GgufType::INT8:
+    case GgufType::UINT16:
+    case GgufType::INT16:
+    case GgufType::UINT32:
+    case GgufType::INT32:
+    case GgufType::UINT64:
+    case GgufType::INT64:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -45,27 +65,50 @@ bool is_unsigned_type(GgufType t) {
 // Decodes one fixed-size scalar at p into the matching field(s) of v.
 void decode_scalar(GgufType t, const uint8_t* p, GgufValue& v) {
   switch (t) {
-    case GgufType::UINT8: v.u = load_unaligned<uint8_t>(p); break;
-    case GgufType::INT8: v.i = load_unaligned<int8_t>(p); break;
-    case GgufType::UINT16: v.u = load_unaligned<uint16_t>(p); break;
-    case GgufType::INT16: v.i = load_unaligned<int16_t>(p); break;
-    case GgufType::UINT32: v.u = load_unaligned<uint32_t>(p); break;
-    case GgufType::INT32: v.i = load_unaligned<int32_t>(p); break;
-    case GgufType::FLOAT32: v.f = load_unaligned<float>(p); break;
-    case GgufType::BOOL: v.u = load_unaligned<uint8_t>(p) != 0; break;
-    case GgufType::UINT64: v.u = load_unaligned<uint64_t>(p); break;
-    case GgufType::INT64: v.i = load_unaligned<int64_t>(p); break;
-    case GgufType::FLOAT64: v.f = load_unaligned<double>(p); break;
-    default: break;
+    case GgufType::UINT8:
+      v.u = load_unaligned<uint8_t>(p);
+      break;
+    case GgufType::INT8:
+      v.i = load_unaligned<int8_t>(p);
+      break;
+    case GgufType::UINT16:
+      v.u = load_unaligned<uint16_t>(p);
+      break;
+    case GgufType::INT16:
+      v.i = load_unaligned<int16_t>(p);
+      break;
+    case GgufType::UINT32:
+      v.u = load_unaligned<uint32_t>(p);
+      break;
+    case GgufType::INT32:
+      v.i = load_unaligned<int32_t>(p);
+      break;
+    case GgufType::FLOAT32:
+      v.f = load_unaligned<float>(p);
+      break;
+    case GgufType::BOOL:
+      v.u = load_unaligned<uint8_t>(p) != 0;
+      break;
+    case GgufType::UINT64:
+      v.u = load_unaligned<uint64_t>(p);
+      break;
+    case GgufType::INT64:
+      v.i = load_unaligned<int64_t>(p);
+      break;
+    case GgufType::FLOAT64:
+      v.f = load_unaligned<double>(p);
+      break;
+    default:
+      break;
   }
 }
 
 // Smallest encodings, used to reject counts that could not fit in the rest of the file before
 // anything is allocated for them.
-constexpr uint64_t kMinKvBytes = 8 + 4 + 1;          // empty key, type, 1-byte value
+constexpr uint64_t kMinKvBytes = 8 + 4 + 1;              // empty key, type, 1-byte value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // empty name, n_dims = 0, type, offset
-constexpr uint32_t kMaxDims = 4;                      // GGML_MAX_DIMS
-constexpr uint64_t kDefaultAlignment = 32;            // GGUF_DEFAULT_ALIGNMENT
+constexpr uint32_t kMaxDims = 4;                         // GGML_MAX_DIMS
+constexpr uint64_t kDefaultAlignment = 32;               // GGUF_DEFAULT_ALIGNMENT
 
 std::string dims_str(const std::vector<int64_t>& d) {
   std::string s = "[";
@@ -158,8 +201,7 @@ GgufFile::Counts GgufFile::read_header(Cursor& in) {
     const uint32_t swapped = __builtin_bswap32(version_);
     if (swapped == 2 || swapped == 3)
       throw Error(p + ": big-endian GGUF files are not supported; convert it with gguf-py's gguf-convert-endian");
-    if (version_ == 1)
-      throw Error(p + ": GGUF version 1 is obsolete; re-convert the model with a current llama.cpp");
+    if (version_ == 1) throw Error(p + ": GGUF version 1 is obsolete; re-convert the model with a current llama.cpp");
     throw Error(p + ": unsupported GGUF version " + std::to_string(version_) + " (this reader handles 2 and 3)");
   }
   const uint64_t tensor_count = in.read<uint64_t>("tensor_count");
@@ -195,7 +237,8 @@ void GgufFile::read_metadata(Cursor& in, uint64_t kv_count) {
       if (raw_elem >= kGgufTypeCount)
         throw Error(p + ": " + where + " is an array of unknown type " + std::to_string(raw_elem));
       v.elem_type = static_cast<GgufType>(raw_elem);
-      if (v.elem_type == GgufType::ARRAY) throw Error(p + ": " + where + " is an array of arrays, which GGUF readers do not support");
+      if (v.elem_type == GgufType::ARRAY)
+        throw Error(p + ": " + where + " is an array of arrays, which GGUF readers do not support");
       v.count = in.read<uint64_t>(where + " element count");
       const size_t begin = in.pos();
       if (v.elem_type == GgufType::STRING) {
@@ -246,7 +289,8 @@ void GgufFile::read_tensor_infos(Cursor& in, uint64_t tensor_count) {
     if (tensors_.count(info.name)) throw Error(where + ": duplicate tensor name");
     const uint32_t n_dims = in.read<uint32_t>("n_dims of tensor '" + info.name + "'");
     if (n_dims > kMaxDims)
-      throw Error(where + ": " + std::to_string(n_dims) + " dimensions, at most " + std::to_string(kMaxDims) + " allowed");
+      throw Error(where + ": " + std::to_string(n_dims) + " dimensions, at most " + std::to_string(kMaxDims) +
+                  " allowed");
     for (uint32_t i = 0; i < n_dims; ++i) {
       const uint64_t d = in.read<uint64_t>("dims of tensor '" + info.name + "'");
       if (d > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
@@ -270,7 +314,8 @@ void GgufFile::read_tensor_infos(Cursor& in, uint64_t tensor_count) {
       throw Error(where + ": ne[0] = " + std::to_string(row) + " is not a multiple of the " + tr->name +
                   " block size " + std::to_string(tr->block_size));
     uint64_t nbytes;
-    if (__builtin_mul_overflow(static_cast<uint64_t>(numel / tr->block_size), static_cast<uint64_t>(tr->type_size), &nbytes))
+    if (__builtin_mul_overflow(static_cast<uint64_t>(numel / tr->block_size), static_cast<uint64_t>(tr->type_size),
+                               &nbytes))
       throw Error(where + ": dims " + dims_str(info.ne) + " overflow a 64-bit byte count");
     info.nbytes = static_cast<size_t>(nbytes);
     tensor_order_.push_back(info.name);
@@ -278,9 +323,7 @@ void GgufFile::read_tensor_infos(Cursor& in, uint64_t tensor_count) {
   }
 }
 
-uint64_t GgufFile::data_section_size() const {
-  return file_->size() > data_offset_ ? file_->size() - data_offset_ : 0;
-}
+uint64_t GgufFile::data_section_size() const { return file_->size() > data_offset_ ? file_->size() - data_offset_ : 0; }
 
 // The data section starts at the first multiple of the alignment after the tensor infos; every
 // tensor's offset is aligned and its bytes lie inside the section.
@@ -383,7 +426,9 @@ double GgufFile::get_float(const std::string& key) const {
   if (is_int_type(v.type)) return is_unsigned_type(v.type) ? static_cast<double>(v.u) : static_cast<double>(v.i);
   wrong_type(path(), key, v, "a number");
 }
-double GgufFile::get_float(const std::string& key, double fallback) const { return has(key) ? get_float(key) : fallback; }
+double GgufFile::get_float(const std::string& key, double fallback) const {
+  return has(key) ? get_float(key) : fallback;
+}
 
 bool GgufFile::get_bool(const std::string& key) const {
   const GgufValue& v = value(key);
@@ -423,16 +468,18 @@ std::vector<int64_t> GgufFile::get_int_array(const std::string& key) const {
 
 std::vector<float> GgufFile::get_float_array(const std::string& key) const {
   const GgufValue& v = value(key);
-  if (v.type != GgufType::ARRAY || !(v.elem_type == GgufType::FLOAT32 || v.elem_type == GgufType::FLOAT64 ||
-                                     is_int_type(v.elem_type)))
+  if (v.type != GgufType::ARRAY ||
+      !(v.elem_type == GgufType::FLOAT32 || v.elem_type == GgufType::FLOAT64 || is_int_type(v.elem_type)))
     wrong_type(path(), key, v, "ARRAY of numbers");
   const size_t es = scalar_size(v.elem_type);
   std::vector<float> out(static_cast<size_t>(v.count));
   for (size_t e = 0; e < out.size(); ++e) {
     GgufValue tmp;
     decode_scalar(v.elem_type, v.elems + e * es, tmp);
-    if (v.elem_type == GgufType::FLOAT32 || v.elem_type == GgufType::FLOAT64) out[e] = static_cast<float>(tmp.f);
-    else out[e] = is_unsigned_type(v.elem_type) ? static_cast<float>(tmp.u) : static_cast<float>(tmp.i);
+    if (v.elem_type == GgufType::FLOAT32 || v.elem_type == GgufType::FLOAT64)
+      out[e] = static_cast<float>(tmp.f);
+    else
+      out[e] = is_unsigned_type(v.elem_type) ? static_cast<float>(tmp.u) : static_cast<float>(tmp.i);
   }
   return out;
 }

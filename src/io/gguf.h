@@ -47,8 +47,19 @@ namespace headscope::io {
 
 // GGUF metadata value types (gguf.h `enum gguf_type`).
 enum class GgufType : uint32_t {
-  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6, BOOL = 7,
-  STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
 };
 const char* gguf_type_name(GgufType);
 
@@ -56,10 +67,10 @@ const char* gguf_type_name(GgufType);
 // are decoded by GgufFile::get_*_array (a 150k-entry vocabulary costs nothing until asked for).
 struct GgufValue {
   GgufType type = GgufType::UINT8;
-  uint64_t u = 0;        // UINT8/16/32/64, and BOOL (0 or 1)
-  int64_t i = 0;         // INT8/16/32/64
-  double f = 0.0;        // FLOAT32 (widened exactly) / FLOAT64
-  std::string s;         // STRING
+  uint64_t u = 0;                        // UINT8/16/32/64, and BOOL (0 or 1)
+  int64_t i = 0;                         // INT8/16/32/64
+  double f = 0.0;                        // FLOAT32 (widened exactly) / FLOAT64
+  std::string s;                         // STRING
   GgufType elem_type = GgufType::UINT8;  // ARRAY: element type (never ARRAY)
   uint64_t count = 0;                    // ARRAY: number of elements
   const uint8_t* elems = nullptr;        // ARRAY: first element's bytes in the mapped file
@@ -103,8 +114,8 @@ class GgufFile {
   bool get_bool(const std::string& key) const;
   bool get_bool(const std::string& key, bool fallback) const;
   std::vector<std::string> get_string_array(const std::string& key) const;  // e.g. tokenizer.ggml.tokens
-  std::vector<int64_t> get_int_array(const std::string& key) const;       // e.g. tokenizer.ggml.token_type
-  std::vector<float> get_float_array(const std::string& key) const;       // e.g. tokenizer.ggml.scores
+  std::vector<int64_t> get_int_array(const std::string& key) const;         // e.g. tokenizer.ggml.token_type
+  std::vector<float> get_float_array(const std::string& key) const;         // e.g. tokenizer.ggml.scores
 
   // ---- tensors ----
   const std::map<std::string, GgufTensorInfo>& tensors() const { return tensors_; }

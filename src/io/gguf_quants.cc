@@ -33,8 +33,8 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Type table
 
-constexpr int64_t QK = 32;    // block size of the classic formats (ggml QK4_0, QK8_0, ...)
-constexpr int64_t QK_K = 256; // super-block size of the K-quants
+constexpr int64_t QK = 32;     // block size of the classic formats (ggml QK4_0, QK8_0, ...)
+constexpr int64_t QK_K = 256;  // super-block size of the K-quants
 
 // Sizes from ggml-common.h / gguf-py GGML_QUANT_SIZES. Types we cannot dequantize are still
 // listed so a file containing them opens and can be inspected.
@@ -329,17 +329,28 @@ kernels::BlockDequant vector_kernel(GgmlType type) {
   if (isa == cpu::Isa::portable) return nullptr;
   const kernels::DequantKernels& k = isa == cpu::Isa::avx512 ? avx512 : avx2;
   switch (type) {
-    case GgmlType::Q4_0: return k.q4_0;
-    case GgmlType::Q4_1: return k.q4_1;
-    case GgmlType::Q5_0: return k.q5_0;
-    case GgmlType::Q5_1: return k.q5_1;
-    case GgmlType::Q8_0: return k.q8_0;
-    case GgmlType::Q2_K: return k.q2_k;
-    case GgmlType::Q3_K: return k.q3_k;
-    case GgmlType::Q4_K: return k.q4_k;
-    case GgmlType::Q5_K: return k.q5_k;
-    case GgmlType::Q6_K: return k.q6_k;
-    default: return nullptr;
+    case GgmlType::Q4_0:
+      return k.q4_0;
+    case GgmlType::Q4_1:
+      return k.q4_1;
+    case GgmlType::Q5_0:
+      return k.q5_0;
+    case GgmlType::Q5_1:
+      return k.q5_1;
+    case GgmlType::Q8_0:
+      return k.q8_0;
+    case GgmlType::Q2_K:
+      return k.q2_k;
+    case GgmlType::Q3_K:
+      return k.q3_k;
+    case GgmlType::Q4_K:
+      return k.q4_k;
+    case GgmlType::Q5_K:
+      return k.q5_k;
+    case GgmlType::Q6_K:
+      return k.q6_k;
+    default:
+      return nullptr;
   }
 #else
   return nullptr;
@@ -360,23 +371,50 @@ void dequantize_row(GgmlType type, const uint8_t* src, float* dst, int64_t n) {
     return;
   }
   switch (type) {
-    case GgmlType::F32: if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * 4); break;
-    case GgmlType::F16: f16_to_f32_row(src, dst, static_cast<size_t>(n)); break;
-    case GgmlType::BF16: bf16_to_f32_row(src, dst, static_cast<size_t>(n)); break;
+    case GgmlType::F32:
+      if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+      break;
+    case GgmlType::F16:
+      f16_to_f32_row(src, dst, static_cast<size_t>(n));
+      break;
+    case GgmlType::BF16:
+      bf16_to_f32_row(src, dst, static_cast<size_t>(n));
+      break;
     case GgmlType::F64:
       for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(load_unaligned<double>(src + 8 * i));
       break;
-    case GgmlType::Q4_0: dequant_q4_0(src, dst, nb); break;
-    case GgmlType::Q4_1: dequant_q4_1(src, dst, nb); break;
-    case GgmlType::Q5_0: dequant_q5_0(src, dst, nb); break;
-    case GgmlType::Q5_1: dequant_q5_1(src, dst, nb); break;
-    case GgmlType::Q8_0: dequant_q8_0(src, dst, nb); break;
-    case GgmlType::Q2_K: dequant_q2_k(src, dst, nb); break;
-    case GgmlType::Q3_K: dequant_q3_k(src, dst, nb); break;
-    case GgmlType::Q4_K: dequant_q4_k(src, dst, nb); break;
-    case GgmlType::Q5_K: dequant_q5_k(src, dst, nb); break;
-    case GgmlType::Q6_K: dequant_q6_k(src, dst, nb); break;
-    default: throw Error(std::string("dequantizing ggml type ") + tr.name + " is not supported");
+    case GgmlType::Q4_0:
+      dequant_q4_0(src, dst, nb);
+      break;
+    case GgmlType::Q4_1:
+      dequant_q4_1(src, dst, nb);
+      break;
+    case GgmlType::Q5_0:
+      dequant_q5_0(src, dst, nb);
+      break;
+    case GgmlType::Q5_1:
+      dequant_q5_1(src, dst, nb);
+      break;
+    case GgmlType::Q8_0:
+      dequant_q8_0(src, dst, nb);
+      break;
+    case GgmlType::Q2_K:
+      dequant_q2_k(src, dst, nb);
+      break;
+    case GgmlType::Q3_K:
+      dequant_q3_k(src, dst, nb);
+      break;
+    case GgmlType::Q4_K:
+      dequant_q4_k(src, dst, nb);
+      break;
+    case GgmlType::Q5_K:
+      dequant_q5_k(src, dst, nb);
+      break;
+    case GgmlType::Q6_K:
+      dequant_q6_k(src, dst, nb);
+      break;
+    default:
+      throw Error(std::string("dequantizing ggml type ") + tr.name + " is not supported");
   }
 }
 

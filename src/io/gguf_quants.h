@@ -27,11 +27,40 @@ namespace headscope::io {
 
 // ggml tensor storage types (ggml.h `enum ggml_type`; the gaps are retired types).
 enum class GgmlType : uint32_t {
-  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
-  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
-  IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21, IQ2_S = 22, IQ4_XS = 23,
-  I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
-  TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39, NVFP4 = 40, Q1_0 = 41,
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,
+  IQ2_XXS = 16,
+  IQ2_XS = 17,
+  IQ3_XXS = 18,
+  IQ1_S = 19,
+  IQ4_NL = 20,
+  IQ3_S = 21,
+  IQ2_S = 22,
+  IQ4_XS = 23,
+  I8 = 24,
+  I16 = 25,
+  I32 = 26,
+  I64 = 27,
+  F64 = 28,
+  IQ1_M = 29,
+  BF16 = 30,
+  TQ1_0 = 34,
+  TQ2_0 = 35,
+  MXFP4 = 39,
+  NVFP4 = 40,
+  Q1_0 = 41,
 };
 
 // One row of the type table: sizes from ggml-common.h / gguf-py GGML_QUANT_SIZES.
@@ -45,10 +74,10 @@ struct GgmlTypeTraits {
 // The table row of a raw type number as stored in a file; nullptr if ggml has no such type.
 const GgmlTypeTraits* find_ggml_type(uint32_t raw);
 
-const char* ggml_type_name(GgmlType);   // "Q4_K", ...
-int64_t ggml_block_size(GgmlType);      // values per block (1 for plain types, 32 or 256 for quants)
-size_t ggml_type_size(GgmlType);        // bytes per block
-bool ggml_can_dequantize(GgmlType);     // F32 F16 BF16 F64 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K..Q6_K
+const char* ggml_type_name(GgmlType);  // "Q4_K", ...
+int64_t ggml_block_size(GgmlType);     // values per block (1 for plain types, 32 or 256 for quants)
+size_t ggml_type_size(GgmlType);       // bytes per block
+bool ggml_can_dequantize(GgmlType);    // F32 F16 BF16 F64 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K..Q6_K
 
 // Dequantizes n consecutive values of `type` starting at a block boundary (n a multiple of the
 // block size) into dst[0, n). Bit-exact with ggml's reference dequantize_row_* and gguf-py.

@@ -46,8 +46,10 @@ inline void store_mul_sub(float* y, __m256i q, __m256 d, __m256 m) {
 // Q4_1 / Q5_1: q · d + m; Q4_0 / Q5_0: (q − zero) · d.
 template <bool kMin>
 inline void store_q(float* y, __m256i q, __m256 d, __m256 m, int zero) {
-  if constexpr (kMin) store_mul_add(y, q, d, m);
-  else store_mul(y, sub_i(q, zero), d);
+  if constexpr (kMin)
+    store_mul_add(y, q, d, m);
+  else
+    store_mul(y, sub_i(q, zero), d);
 }
 
 // Q4_0 (18 B: f16 d; u8 qs[16]): (nibble − 8) · d. Q4_1 (20 B: f16 d, m; u8 qs[16]): nibble · d + m.

@@ -10,8 +10,10 @@ namespace headscope::io {
 void write_npy(const std::string& path, const Tensor& t) {
   std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
   for (size_t i = 0; i < t.shape.size(); ++i) dict += std::to_string(t.shape[i]) + ", ";
-  if (t.shape.size() > 1) dict.resize(dict.size() - 2);  // "(3,)" for rank 1, "(2, 3)" otherwise
-  else if (t.shape.size() == 1) dict.resize(dict.size() - 1);
+  if (t.shape.size() > 1)
+    dict.resize(dict.size() - 2);  // "(3,)" for rank 1, "(2, 3)" otherwise
+  else if (t.shape.size() == 1)
+    dict.resize(dict.size() - 1);
   dict += "), }";
   const size_t preamble = 10;  // magic (6) + version (2) + header length (2)
   size_t total = preamble + dict.size() + 1;

@@ -29,11 +29,10 @@ struct DTypeInfo {
   size_t size;
 };
 constexpr DTypeInfo kDTypes[] = {
-    {DType::F32, "F32", 4},   {DType::F16, "F16", 2},          {DType::BF16, "BF16", 2},
-    {DType::F64, "F64", 8},   {DType::I64, "I64", 8},          {DType::I32, "I32", 4},
-    {DType::I16, "I16", 2},   {DType::I8, "I8", 1},            {DType::U8, "U8", 1},
-    {DType::BOOL, "BOOL", 1}, {DType::U16, "U16", 2},          {DType::U32, "U32", 4},
-    {DType::U64, "U64", 8},   {DType::F8_E4M3, "F8_E4M3", 1}, {DType::F8_E5M2, "F8_E5M2", 1},
+    {DType::F32, "F32", 4}, {DType::F16, "F16", 2},         {DType::BF16, "BF16", 2},       {DType::F64, "F64", 8},
+    {DType::I64, "I64", 8}, {DType::I32, "I32", 4},         {DType::I16, "I16", 2},         {DType::I8, "I8", 1},
+    {DType::U8, "U8", 1},   {DType::BOOL, "BOOL", 1},       {DType::U16, "U16", 2},         {DType::U32, "U32", 4},
+    {DType::U64, "U64", 8}, {DType::F8_E4M3, "F8_E4M3", 1}, {DType::F8_E5M2, "F8_E5M2", 1},
 };
 
 const DTypeInfo* find_dtype(const std::string& name) {
@@ -75,9 +74,11 @@ std::string python_command_for_pickle(const fs::path& pickle, const fs::path& ou
   // Loading the state dict directly keeps the checkpoint's tensor names exactly as transformers
   // would see them; clone() breaks storage sharing (tied embeddings), which save_file rejects.
   return "python -c \"import torch; from safetensors.torch import save_file; "
-         "sd = torch.load('" + pickle.string() + "', map_location='cpu', weights_only=True); "
-         "save_file({k: v.clone().contiguous() for k, v in sd.items()}, '" + out.string() +
-         "', metadata={'format': 'pt'})\"";
+         "sd = torch.load('" +
+         pickle.string() +
+         "', map_location='cpu', weights_only=True); "
+         "save_file({k: v.clone().contiguous() for k, v in sd.items()}, '" +
+         out.string() + "', metadata={'format': 'pt'})\"";
 }
 
 }  // namespace
@@ -145,7 +146,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_uniq
   std::memcpy(&header_len, base, sizeof header_len);
   if (header_len > limits::kMaxSafetensorsHeaderBytes)
     throw Error(path + ": header length " + std::to_string(header_len) + " exceeds the format's limit of " +
-                std::to_string(limits::kMaxSafetensorsHeaderBytes) + " bytes (corrupt file, or not a safetensors file)");
+                std::to_string(limits::kMaxSafetensorsHeaderBytes) +
+                " bytes (corrupt file, or not a safetensors file)");
   if (header_len > size - 8)
     throw Error(path + ": header length " + std::to_string(header_len) + " exceeds the " + std::to_string(size - 8) +
                 " bytes after the length field (truncated download, or not a safetensors file)");
@@ -233,8 +235,9 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_uniq
       throw Error(tensor_where(path, t->name) + ": data overlaps tensor '" + prev->name + "' (begins at byte " +
                   std::to_string(begin) + ", before its end " + std::to_string(expected) + "; corrupt header)");
     if (begin > expected)
-      throw Error(tensor_where(path, t->name) + ": data begins at byte " + std::to_string(begin) + ", leaving a gap of " +
-                  std::to_string(begin - expected) + " bytes after " + after + " (corrupt header)");
+      throw Error(tensor_where(path, t->name) + ": data begins at byte " + std::to_string(begin) +
+                  ", leaving a gap of " + std::to_string(begin - expected) + " bytes after " + after +
+                  " (corrupt header)");
     expected = begin + t->nbytes;
     prev = t;
   }
@@ -245,7 +248,9 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_uniq
 
 namespace {
 
-std::shared_ptr<SafetensorsFile> open_shared(const fs::path& p) { return std::make_shared<SafetensorsFile>(p.string()); }
+std::shared_ptr<SafetensorsFile> open_shared(const fs::path& p) {
+  return std::make_shared<SafetensorsFile>(p.string());
+}
 
 // Resolves the weight files of a sharded checkpoint from its index.
 void open_index(const fs::path& index_path, std::vector<std::shared_ptr<SafetensorsFile>>& files,
@@ -282,8 +287,8 @@ void open_index(const fs::path& index_path, std::vector<std::shared_ptr<Safetens
     const auto& stored = it->second->tensors();
     auto t = stored.find(tensor);
     if (t == stored.end())
-      throw Error(ipath + ": tensor '" + tensor + "' is listed for shard '" + shard + "' but " +
-                  it->second->path() + " does not contain it");
+      throw Error(ipath + ": tensor '" + tensor + "' is listed for shard '" + shard + "' but " + it->second->path() +
+                  " does not contain it");
     index[tensor] = &t->second;
   }
   if (index.empty()) throw Error(ipath + ": weight_map is empty");
@@ -315,15 +320,17 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   const bool sharded = pickles.size() > 1 || fs::exists(dir / "pytorch_model.bin.index.json");
   std::string how;
   if (sharded) {
-    how = "load it with transformers and save it back: python -c \"from transformers import AutoModelForCausalLM as M; "
-          "M.from_pretrained('" + dir.string() + "').save_pretrained('" + dir.string() +
-          "', safe_serialization=True)\" (use the Auto class from the model card)";
+    how =
+        "load it with transformers and save it back: python -c \"from transformers import AutoModelForCausalLM as M; "
+        "M.from_pretrained('" +
+        dir.string() + "').save_pretrained('" + dir.string() +
+        "', safe_serialization=True)\" (use the Auto class from the model card)";
   } else {
     how = "convert it once: " + python_command_for_pickle(pickles.front(), dir / "model.safetensors") +
           " (or load it with transformers and call save_pretrained(dir, safe_serialization=True))";
   }
-  throw Error(dir.string() + ": has only PyTorch pickle weights (" + found +
-              "); headscope reads safetensors, so " + how);
+  throw Error(dir.string() + ": has only PyTorch pickle weights (" + found + "); headscope reads safetensors, so " +
+              how);
 }
 
 }  // namespace
@@ -333,7 +340,8 @@ WeightStore WeightStore::open_dir(const std::string& dir_in) {
   store.source_ = dir_in;
   const fs::path p(dir_in);
   std::error_code ec;
-  if (!fs::exists(p, ec)) throw Error(dir_in + ": no such file or directory (expected a model directory with model.safetensors)");
+  if (!fs::exists(p, ec))
+    throw Error(dir_in + ": no such file or directory (expected a model directory with model.safetensors)");
 
   auto add_single = [&store](const fs::path& file) {
     auto f = open_shared(file);
@@ -375,7 +383,8 @@ WeightStore WeightStore::open_dir(const std::string& dir_in) {
     return store;
   }
   if (!singles.empty() || !indexes.empty())
-    throw Error(dir_in + ": several safetensors files and no model.safetensors or model.safetensors.index.json; "
+    throw Error(dir_in +
+                ": several safetensors files and no model.safetensors or model.safetensors.index.json; "
                 "pass the path of the one to load");
 
   const auto pickles = files_with_suffix(p, {".bin", ".pt", ".pth"});
@@ -409,8 +418,8 @@ const RawTensor& WeightStore::raw(const std::string& name) const {
 Tensor WeightStore::get(const std::string& name, const std::vector<int64_t>& shape) const {
   const RawTensor& r = raw(name);
   if (!shape.empty() && shape != r.shape)
-    throw Error(tensor_where(r.file, name) + ": stored shape " + shape_str(r.shape) + ", expected " +
-                shape_str(shape) + " (config.json does not match the weights?)");
+    throw Error(tensor_where(r.file, name) + ": stored shape " + shape_str(r.shape) + ", expected " + shape_str(shape) +
+                " (config.json does not match the weights?)");
   return to_f32(r);
 }
 

@@ -72,7 +72,7 @@ class WeightStore {
   const RawTensor& raw(const std::string& name) const;  // throws Error naming the tensor
   // Converted to fp32; if `shape` is non-empty, throws Error unless the stored shape matches.
   Tensor get(const std::string& name, const std::vector<int64_t>& shape = {}) const;
-  std::vector<std::string> names() const;  // sorted
+  std::vector<std::string> names() const;                // sorted
   const std::string& source() const { return source_; }  // the path open_dir was given
 
  private:

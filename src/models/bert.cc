@@ -37,9 +37,12 @@ constexpr EncoderTensors kBertTensors = {
         /* kEncFfnNormB  */ {"encoder.layer.%d.output.LayerNorm.bias", "blk.%d.layer_output_norm.bias"},
     },
     {
-        /* kEncWordEmbedding     */ {"embeddings.word_embeddings.weight", "token_embd.weight"},         // [vocab, d_model]
-        /* kEncPositionEmbedding */ {"embeddings.position_embeddings.weight", "position_embd.weight"},  // [max_positions, d_model]
-        /* kEncTypeEmbedding     */ {"embeddings.token_type_embeddings.weight", "token_types.weight"},  // [type_vocab, d_model]
+        /* kEncWordEmbedding     */ {"embeddings.word_embeddings.weight", "token_embd.weight"},  // [vocab, d_model]
+        /* kEncPositionEmbedding */
+        {"embeddings.position_embeddings.weight", "position_embd.weight"},  // [max_positions,
+                                                                            // d_model]
+        /* kEncTypeEmbedding     */ {"embeddings.token_type_embeddings.weight", "token_types.weight"},  // [type_vocab,
+                                                                                                        // d_model]
         /* kEncEmbNormW          */ {"embeddings.LayerNorm.weight", "token_embd_norm.weight"},          // [d_model]
         /* kEncEmbNormB          */ {"embeddings.LayerNorm.bias", "token_embd_norm.bias"},              // [d_model]
     },
@@ -88,7 +91,8 @@ ModelConfig bert_config(const io::GgufFile& f) {
   m.architecture = "bert";
   const std::string p = "bert.";
   if (f.get_bool(p + "attention.causal", false))
-    throw Error(where + ": metadata '" + p + "attention.causal' is true: a causal mask is not BERT's (bidirectional "
+    throw Error(where + ": metadata '" + p +
+                "attention.causal' is true: a causal mask is not BERT's (bidirectional "
                 "attention); headscope does not run this file as a BERT encoder");
   const std::string vocab = f.get_string("tokenizer.ggml.model", "");
   if (vocab == "gpt2") {
@@ -96,7 +100,8 @@ ModelConfig bert_config(const io::GgufFile& f) {
   } else if (vocab == "t5") {
     m.architecture = "xlm-roberta";
   } else if (vocab != "bert") {
-    throw Error(where + ": a 'bert' GGUF with tokenizer.ggml.model '" + vocab + "' is not supported (BERT's 'bert', "
+    throw Error(where + ": a 'bert' GGUF with tokenizer.ggml.model '" + vocab +
+                "' is not supported (BERT's 'bert', "
                 "RoBERTa's 'gpt2' and XLM-RoBERTa's 't5' are); load the model's Hugging Face folder instead");
   }
   m.n_layer = int(gguf_int(f, p + "block_count", 1, kMaxLayers));
@@ -138,10 +143,12 @@ std::unique_ptr<Model> load_bert_gguf(std::shared_ptr<const io::GgufFile> file, 
     // tokenizer.ggml.token_type_count 1 since DistilBertConfig has no type_vocab_size. A BERT or
     // RoBERTa file from the converter always holds the table (of token_type_count rows), so a
     // missing table with any other count is a damaged file, refused.
-    const int64_t types = file->has("tokenizer.ggml.token_type_count") ? file->get_int("tokenizer.ggml.token_type_count") : -1;
+    const int64_t types =
+        file->has("tokenizer.ggml.token_type_count") ? file->get_int("tokenizer.ggml.token_type_count") : -1;
     if (cfg.architecture != "bert" || types != 1)
       throw Error(file->path() + ": tensor 'token_types.weight' is missing and tokenizer.ggml.token_type_count is " +
-                  (types < 0 ? std::string("absent") : std::to_string(types)) + "; only DistilBERT (a WordPiece "
+                  (types < 0 ? std::string("absent") : std::to_string(types)) +
+                  "; only DistilBERT (a WordPiece "
                   "vocabulary and token_type_count 1) has no token-type table, so this file looks damaged");
     cfg.architecture = "distilbert";
     embedding.token_types = false;

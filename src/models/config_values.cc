@@ -31,14 +31,14 @@ bool absent(const json& c, const char* key) { return !c.is_object() || !c.contai
 int64_t integer_of(const json& v, const std::string& what, int64_t lo, int64_t hi) {
   if (v.is_number_unsigned()) {
     const uint64_t u = v.get<uint64_t>();
-    return in_range(u > uint64_t(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max() : int64_t(u),
-                    what, lo, hi);
+    return in_range(
+        u > uint64_t(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max() : int64_t(u), what, lo,
+        hi);
   }
   if (v.is_number_integer()) return in_range(v.get<int64_t>(), what, lo, hi);
   if (v.is_number_float()) {
     const double d = v.get<double>();
-    if (!std::isfinite(d) || std::trunc(d) != d)
-      throw Error(what + " is " + v.dump() + ", expected a whole number");
+    if (!std::isfinite(d) || std::trunc(d) != d) throw Error(what + " is " + v.dump() + ", expected a whole number");
     // Clamped first: converting a double beyond int64 is undefined; the range check still fails.
     return in_range(static_cast<int64_t>(std::clamp(d, -9.0e18, 9.0e18)), what, lo, hi);
   }
@@ -59,8 +59,7 @@ int64_t json_int(const json& c, const char* key, const std::string& where, int64
 double json_number(const json& c, const char* key, const std::string& where) {
   if (absent(c, key)) throw Error(where + ": missing \"" + key + "\"");
   const json& v = c[key];
-  if (!v.is_number())
-    throw Error(at(where, key) + " is " + v.type_name() + " " + v.dump() + ", expected a number");
+  if (!v.is_number()) throw Error(at(where, key) + " is " + v.type_name() + " " + v.dump() + ", expected a number");
   const double d = v.get<double>();
   if (!std::isfinite(d)) throw Error(at(where, key) + " is " + v.dump() + ", expected a finite number");
   return d;
@@ -102,14 +101,16 @@ double gguf_number(const io::GgufFile& f, const std::string& key, double fallbac
 float norm_epsilon(double value, const std::string& what) {
   const float eps = static_cast<float>(value);
   if (!(eps >= std::numeric_limits<float>::min() && eps <= 1.0f))
-    throw Error(what + " is " + std::to_string(value) + "; a normalisation epsilon must be a positive normal float "
+    throw Error(what + " is " + std::to_string(value) +
+                "; a normalisation epsilon must be a positive normal float "
                 "no larger than 1 (typically 1e-5 to 1e-12)");
   return eps;
 }
 
 double rope_base(double value, const std::string& what) {
   if (!(std::isfinite(value) && value >= 1.0))
-    throw Error(what + " is " + std::to_string(value) + "; the RoPE base must be a finite number of at least 1 "
+    throw Error(what + " is " + std::to_string(value) +
+                "; the RoPE base must be a finite number of at least 1 "
                 "(typically 10000 to 1000000)");
   return value;
 }
@@ -128,8 +129,8 @@ void check_model_shape(const ModelConfig& m, const std::string& where) {
   in_range(m.n_head, where + ": the number of attention heads", 1, limits::kMaxHeads);
   in_range(m.n_kv_head, where + ": the number of key/value heads", 1, m.n_head);
   if (m.n_head % m.n_kv_head != 0)
-    throw Error(where + ": " + std::to_string(m.n_head) + " attention heads cannot share " + std::to_string(m.n_kv_head) +
-                " key/value heads evenly");
+    throw Error(where + ": " + std::to_string(m.n_head) + " attention heads cannot share " +
+                std::to_string(m.n_kv_head) + " key/value heads evenly");
   in_range(m.d_model, where + ": the model width (hidden size)", 1, limits::kMaxModelWidth);
   in_range(m.d_head, where + ": the head width (hidden size / heads, or head_dim)", 1, limits::kMaxHeadWidth);
   in_range(int64_t(m.n_head) * m.d_head, where + ": heads x head width", 1, limits::kMaxModelWidth);
@@ -163,8 +164,9 @@ void refuse_keys(const json& c, const std::string& where, std::initializer_list<
 
 void check_unsupported_options(const json& c, const std::string& where) {
   if (!c.is_object()) return;
-  refuse_keys(c, where, {"num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts", "num_experts_per_tok",
-                         "moe_intermediate_size", "n_shared_experts"},
+  refuse_keys(c, where,
+              {"num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts", "num_experts_per_tok",
+               "moe_intermediate_size", "n_shared_experts"},
               "a mixture of experts");
   refuse_keys(c, where, {"alibi", "use_alibi", "alibi_bias_max"}, "ALiBi (linear attention biases)");
   refuse_keys(c, where, {"use_qk_norm", "qk_layernorm", "qk_norm"}, "normalising queries and keys");

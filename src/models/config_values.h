@@ -35,7 +35,8 @@ double json_number(const nlohmann::json& c, const char* key, const std::string& 
 // A required finite number.
 double json_number(const nlohmann::json& c, const char* key, const std::string& where);
 bool json_bool(const nlohmann::json& c, const char* key, const std::string& where, bool fallback);
-std::string json_string(const nlohmann::json& c, const char* key, const std::string& where, const std::string& fallback);
+std::string json_string(const nlohmann::json& c, const char* key, const std::string& where,
+                        const std::string& fallback);
 
 // ---- GGUF metadata (any integer width; range as above) ----
 

@@ -68,8 +68,8 @@ class Cache final : public DecoderState {
     copy_rows(k[slot(layer)].data() + first * width, width, keys_in, stride, T, width);
     copy_rows(v[slot(layer)].data() + first * width, width, values_in, stride, T, width);
   }
-  const float* keys(int layer) const { return k[slot(layer)].data(); }      // [n, width]
-  const float* values(int layer) const { return v[slot(layer)].data(); }    // [n, width]
+  const float* keys(int layer) const { return k[slot(layer)].data(); }    // [n, width]
+  const float* values(int layer) const { return v[slot(layer)].data(); }  // [n, width]
   int64_t width = 0;
   int64_t n = 0, capacity = 0;
 
@@ -84,7 +84,8 @@ Cache one_layer_cache(const ModelConfig& c) {
 
 }  // namespace
 
-DecoderModel::DecoderModel(ModelConfig config, DecoderArch arch, DecoderWeights weights, std::unique_ptr<Tokenizer> tokenizer)
+DecoderModel::DecoderModel(ModelConfig config, DecoderArch arch, DecoderWeights weights,
+                           std::unique_ptr<Tokenizer> tokenizer)
     : cfg_(std::move(config)), arch_(std::move(arch)), w_(std::move(weights)), tokenizer_(std::move(tokenizer)) {
   const int64_t H = cfg_.n_head, Hkv = cfg_.n_kv_head;
   if (H <= 0 || Hkv <= 0 || H % Hkv != 0) {
@@ -151,8 +152,8 @@ uint64_t DecoderModel::extend_bytes(int64_t past, int64_t capacity, int64_t T, c
   if (int64_t(tk) > capacity) floats += 2 * L * KV * (std::max(tk, 2 * uint64_t(capacity)) + uint64_t(capacity));
   if (arch_.rope) floats += t * Dh * (local_inv_freq_.empty() ? 1 : 2);
   floats += uint64_t(cfg_.vocab_size);
-  return capture::capture_bytes(cfg_, T, past + T, options) + capture::attention_scratch_bytes(cfg_, T, past + T, options) +
-         floats * sizeof(float);
+  return capture::capture_bytes(cfg_, T, past + T, options) +
+         capture::attention_scratch_bytes(cfg_, T, past + T, options) + floats * sizeof(float);
 }
 
 Capture DecoderModel::run(const Encoding& encoding, const CaptureOptions& options) const {
@@ -176,10 +177,23 @@ uint64_t DecoderModel::state_bytes(int64_t T) const {
 class DecoderModel::Pass {
  public:
   Pass(const DecoderModel& model, Cache& cache, capture::Recorder& recorder, int64_t T)
-      : m_(model), c_(model.cfg_), cache_(cache), rec_(recorder), T_(T), past_(cache.n), D_(c_.d_model),
-        Q_(int64_t(c_.n_head) * c_.d_head), KV_(int64_t(c_.n_kv_head) * c_.d_head), QKV_(Q_ + 2 * KV_),
-        x_(size_t(T * D_)), h_(size_t(T * D_)), out_(size_t(T * D_)), qkv_(size_t(T * QKV_)), concat_(size_t(T * Q_)),
-        up_(size_t(T * c_.d_ff)), gate_(size_t(T * c_.d_ff)) {
+      : m_(model),
+        c_(model.cfg_),
+        cache_(cache),
+        rec_(recorder),
+        T_(T),
+        past_(cache.n),
+        D_(c_.d_model),
+        Q_(int64_t(c_.n_head) * c_.d_head),
+        KV_(int64_t(c_.n_kv_head) * c_.d_head),
+        QKV_(Q_ + 2 * KV_),
+        x_(size_t(T * D_)),
+        h_(size_t(T * D_)),
+        out_(size_t(T * D_)),
+        qkv_(size_t(T * QKV_)),
+        concat_(size_t(T * Q_)),
+        up_(size_t(T * c_.d_ff)),
+        gate_(size_t(T * c_.d_ff)) {
     if (m_.arch_.rope) rope_ = ops::rope_table(m_.inv_freq_, past_, T);
     if (!m_.local_inv_freq_.empty()) local_rope_ = ops::rope_table(m_.local_inv_freq_, past_, T);
   }
@@ -231,12 +245,13 @@ class DecoderModel::Pass {
     cache_.store(l, past_, k, v, T_, QKV_);  // keys after RoPE
     rec_.record_qk(l, q, QKV_, k, QKV_);
     const float *K = cache_.keys(l), *V = cache_.values(l);  // [past + T, KV]
-    rec_.record_value_norms(l, V, KV_, b.w_o);  // every key so far
-    rec_.attention(l, /*causal=*/true, [&](int64_t q0, int64_t q1, int64_t width, ops::ProbsOut probs) {  // [H, rows, width]
-      const ops::AttentionDims dims{q1 - q0, width, H, Hkv, Dh, m_.attention_scale(l)};
-      ops::attention(q + q0 * QKV_, QKV_, K, KV_, V, KV_, m_.kv_head_of_.data(), dims, m_.attention_mask(l), past_ + q0,
-                     probs, concat_.data() + q0 * Q_, Q_);  // concat [T, H·Dh]
-    });
+    rec_.record_value_norms(l, V, KV_, b.w_o);               // every key so far
+    rec_.attention(
+        l, /*causal=*/true, [&](int64_t q0, int64_t q1, int64_t width, ops::ProbsOut probs) {  // [H, rows, width]
+          const ops::AttentionDims dims{q1 - q0, width, H, Hkv, Dh, m_.attention_scale(l)};
+          ops::attention(q + q0 * QKV_, QKV_, K, KV_, V, KV_, m_.kv_head_of_.data(), dims, m_.attention_mask(l),
+                         past_ + q0, probs, concat_.data() + q0 * Q_, Q_);  // concat [T, H·Dh]
+        });
     rec_.project_heads(l, concat_.data(), b.w_o, b.b_o.ptr(), out_.data());
     if (m_.arch_.sandwich_norm) ops::rms_norm(out_.data(), T_, D_, b.post_attn_norm.ptr(), c_.norm_eps, out_.data());
     return out_.data();
@@ -305,8 +320,10 @@ class DecoderModel::Pass {
     return h_.data();
   }
   void norm(const Tensor& g, const Tensor& b, const float* in, float* out) const {
-    if (m_.arch_.norm == DecoderArch::Norm::kRms) ops::rms_norm(in, T_, D_, g.ptr(), c_.norm_eps, out);
-    else ops::layer_norm(in, T_, D_, g.ptr(), b.ptr(), c_.norm_eps, out);
+    if (m_.arch_.norm == DecoderArch::Norm::kRms)
+      ops::rms_norm(in, T_, D_, g.ptr(), c_.norm_eps, out);
+    else
+      ops::layer_norm(in, T_, D_, g.ptr(), b.ptr(), c_.norm_eps, out);
   }
 
   const DecoderModel& m_;
@@ -315,12 +332,13 @@ class DecoderModel::Pass {
   capture::Recorder& rec_;
   const int64_t T_, past_, D_, Q_, KV_, QKV_;  // Q = n_head·d_head, KV = n_kv_head·d_head
   std::vector<float> x_, h_, out_, qkv_, concat_, up_, gate_;
-  ops::RopeTable rope_;  // cos and sin of positions past .. past + T − 1
+  ops::RopeTable rope_;        // cos and sin of positions past .. past + T − 1
   ops::RopeTable local_rope_;  // the same with the local base (layers with local_rope), or empty
 };
 
 float DecoderModel::attention_scale(int layer) const {
-  float scale = arch_.attention_scale > 0.0f ? arch_.attention_scale : 1.0f / std::sqrt(static_cast<float>(cfg_.d_head));
+  float scale =
+      arch_.attention_scale > 0.0f ? arch_.attention_scale : 1.0f / std::sqrt(static_cast<float>(cfg_.d_head));
   if (arch_.scale_by_inverse_layer) scale /= static_cast<float>(layer + 1);  // GPT-2's option
   return scale;
 }
@@ -333,10 +351,12 @@ ops::KeyMask DecoderModel::attention_mask(int layer) const {
   return mask;
 }
 
-void DecoderModel::attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1,
-                                     int64_t k0, int64_t k1, float* probs) const {
-  if (layer < 0 || layer >= cfg_.n_layer) throw Error("attention from queries and keys: no layer " + std::to_string(layer));
-  capture::attention_from_qk(capture, layer, head, q0, q1, k0, k1, attention_scale(layer), attention_mask(layer), probs);
+void DecoderModel::attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1, int64_t k0,
+                                     int64_t k1, float* probs) const {
+  if (layer < 0 || layer >= cfg_.n_layer)
+    throw Error("attention from queries and keys: no layer " + std::to_string(layer));
+  capture::attention_from_qk(capture, layer, head, q0, q1, k0, k1, attention_scale(layer), attention_mask(layer),
+                             probs);
 }
 
 Capture DecoderModel::extend(DecoderState& state, const std::vector<int32_t>& ids, const CaptureOptions& options,
@@ -345,14 +365,15 @@ Capture DecoderModel::extend(DecoderState& state, const std::vector<int32_t>& id
   if (cache == nullptr) throw Error("extend: the state was not made by this model's start()");
   const int64_t T = static_cast<int64_t>(ids.size());  // new rows
   if (T == 0) throw Error("nothing to run: no tokens");
-  const int64_t past = cache->n, Tk = past + T;      // keys after this call
+  const int64_t past = cache->n, Tk = past + T;  // keys after this call
   if (Tk > cfg_.max_positions) {
     throw Error("the sequence would be " + std::to_string(Tk) + " tokens; " + cfg_.name + " allows at most " +
                 std::to_string(cfg_.max_positions));
   }
   for (int32_t id : ids) {
     if (id < 0 || id >= cfg_.vocab_size)
-      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(cfg_.vocab_size - 1) + ")");
+      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." +
+                  std::to_string(cfg_.vocab_size - 1) + ")");
   }
   check_run_memory(Tk, extend_bytes(past, cache->capacity, T, options, cache->layers()), options);
   cache->reserve(Tk);
@@ -364,7 +385,12 @@ Capture DecoderModel::extend(DecoderState& state, const std::vector<int32_t>& id
   // whose rows split across the threads.
   struct OneThreadForShortWork {
     int saved = omp_get_max_threads();
-    explicit OneThreadForShortWork(bool on) { if (!on) saved = 0; else omp_set_num_threads(1); }
+    explicit OneThreadForShortWork(bool on) {
+      if (!on)
+        saved = 0;
+      else
+        omp_set_num_threads(1);
+    }
     ~OneThreadForShortWork() { restore(); }
     void restore() {
       if (saved > 0) omp_set_num_threads(saved);

@@ -42,22 +42,22 @@ namespace headscope::models {
 // (project_heads, value norms; QuantMatrix::dequantize_cols), and output_projection hands out an
 // fp32 copy. Norms, biases and small vectors are fp32.
 struct DecoderLayerWeights {
-  Tensor attn_norm, attn_norm_bias;  // [d_model]; the bias only with LayerNorm
-  QuantMatrix w_qkv;            // [(n_head + 2·n_kv_head)·d_head, d_model]: Q | K | V
-  Tensor b_qkv;                      // the same rows (or empty)
-  QuantMatrix w_o;              // [d_model, n_head·d_head]
-  Tensor b_o;                        // [d_model] (zeros when the family has none)
-  Tensor ffn_norm, ffn_norm_bias;    // [d_model]
-  QuantMatrix w_gate;           // [d_ff, d_model] (SwiGLU, GeGLU)
-  QuantMatrix w_up;             // [d_ff, d_model]
-  Tensor b_up;                       // [d_ff] or empty
-  QuantMatrix w_down;           // [d_model, d_ff]
-  Tensor b_down;                     // [d_model] or empty
-  Tensor q_norm, k_norm;             // [d_head] each, with DecoderArch::qk_norm; [n_head·d_head] and
-                                     // [n_kv_head·d_head] with qk_norm_whole
+  Tensor attn_norm, attn_norm_bias;      // [d_model]; the bias only with LayerNorm
+  QuantMatrix w_qkv;                     // [(n_head + 2·n_kv_head)·d_head, d_model]: Q | K | V
+  Tensor b_qkv;                          // the same rows (or empty)
+  QuantMatrix w_o;                       // [d_model, n_head·d_head]
+  Tensor b_o;                            // [d_model] (zeros when the family has none)
+  Tensor ffn_norm, ffn_norm_bias;        // [d_model]
+  QuantMatrix w_gate;                    // [d_ff, d_model] (SwiGLU, GeGLU)
+  QuantMatrix w_up;                      // [d_ff, d_model]
+  Tensor b_up;                           // [d_ff] or empty
+  QuantMatrix w_down;                    // [d_model, d_ff]
+  Tensor b_down;                         // [d_model] or empty
+  Tensor q_norm, k_norm;                 // [d_head] each, with DecoderArch::qk_norm; [n_head·d_head] and
+                                         // [n_kv_head·d_head] with qk_norm_whole
   Tensor post_attn_norm, post_ffn_norm;  // [d_model] each, with DecoderArch::sandwich_norm
-  int64_t window = 0;                // sliding-window size of this layer (Mistral); 0 = full causal
-  bool local_rope = false;           // RoPE with DecoderArch::local_rope_config (Gemma 3 sliding layers)
+  int64_t window = 0;                    // sliding-window size of this layer (Mistral); 0 = full causal
+  bool local_rope = false;               // RoPE with DecoderArch::local_rope_config (Gemma 3 sliding layers)
 };
 
 struct DecoderArch {
@@ -65,26 +65,26 @@ struct DecoderArch {
   enum class Mlp { kSwiGlu, kGeGlu, kGeluTanh };
   Norm norm = Norm::kRms;
   Mlp mlp = Mlp::kSwiGlu;
-  bool rope = true;             // false: learned absolute positions (GPT-2)
-  ops::RopeConfig rope_config;  // d_rot, base, layout, scaling
-  ops::RopeConfig local_rope_config;  // of layers with local_rope (Gemma 3: rope_local_base_freq)
+  bool rope = true;                     // false: learned absolute positions (GPT-2)
+  ops::RopeConfig rope_config;          // d_rot, base, layout, scaling
+  ops::RopeConfig local_rope_config;    // of layers with local_rope (Gemma 3: rope_local_base_freq)
   bool scale_by_inverse_layer = false;  // GPT-2's scale_attn_by_inverse_layer_idx
-  bool qk_norm = false;         // RMSNorm of each head's q and k before RoPE (Qwen3, Gemma 3)
-  bool sandwich_norm = false;   // RMSNorm of the attention and feed-forward outputs (Gemma 2/3, OLMo 2)
-  bool qk_norm_whole = false;   // with qk_norm: one RMSNorm over all heads' q, another over all k (OLMo 2)
-  bool pre_norm = true;         // false: attention and feed-forward read the stream x itself (OLMo 2)
-  float embedding_scale = 0.0f; // E[ids] times this (Gemma: √d_model rounded to fp32); 0 = none
-  float attention_scale = 0.0f; // score scale (Gemma: query_pre_attn_scalar^−½); 0 = 1/√d_head
-  float attention_softcap = 0.0f;  // Gemma 2's attn_logit_softcapping; 0 = none
-  float final_softcap = 0.0f;      // Gemma 2's final_logit_softcapping; 0 = none
+  bool qk_norm = false;                 // RMSNorm of each head's q and k before RoPE (Qwen3, Gemma 3)
+  bool sandwich_norm = false;           // RMSNorm of the attention and feed-forward outputs (Gemma 2/3, OLMo 2)
+  bool qk_norm_whole = false;           // with qk_norm: one RMSNorm over all heads' q, another over all k (OLMo 2)
+  bool pre_norm = true;                 // false: attention and feed-forward read the stream x itself (OLMo 2)
+  float embedding_scale = 0.0f;         // E[ids] times this (Gemma: √d_model rounded to fp32); 0 = none
+  float attention_scale = 0.0f;         // score scale (Gemma: query_pre_attn_scalar^−½); 0 = 1/√d_head
+  float attention_softcap = 0.0f;       // Gemma 2's attn_logit_softcapping; 0 = none
+  float final_softcap = 0.0f;           // Gemma 2's final_logit_softcapping; 0 = none
 };
 
 struct DecoderWeights {
   QuantMatrix token_embedding;  // [vocab, d_model]: a row is dequantised per token
-  Tensor position_embedding;  // [max_positions, d_model] (GPT-2) or empty
+  Tensor position_embedding;    // [max_positions, d_model] (GPT-2) or empty
   std::vector<DecoderLayerWeights> layers;
   Tensor final_norm, final_norm_bias;  // [d_model]
-  QuantMatrix lm_head;          // [vocab, d_model]; empty when tied to token_embedding
+  QuantMatrix lm_head;                 // [vocab, d_model]; empty when tied to token_embedding
 };
 
 class DecoderModel final : public Model {
@@ -109,20 +109,21 @@ class DecoderModel final : public Model {
 
   // What extend() allocates to add T tokens after `past` ones to a cache of `capacity` rows that
   // keeps `cache_layers` layers (every layer for generation, one for a whole run).
-  uint64_t extend_bytes(int64_t past, int64_t capacity, int64_t T, const CaptureOptions& options, int cache_layers) const;
+  uint64_t extend_bytes(int64_t past, int64_t capacity, int64_t T, const CaptureOptions& options,
+                        int cache_layers) const;
 
  private:
   float attention_scale(int layer) const;        // 1/√d_head (÷ (layer + 1) with GPT-2's option)
   ops::KeyMask attention_mask(int layer) const;  // causal, with the layer's sliding window
-  class Pass;  // decoder.cc: one call of extend(), block by block
+  class Pass;                                    // decoder.cc: one call of extend(), block by block
   const QuantMatrix& unembedding() const { return w_.lm_head.empty() ? w_.token_embedding : w_.lm_head; }
   ModelConfig cfg_;
   DecoderArch arch_;
   DecoderWeights w_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::vector<float> inv_freq_;  // [d_rot / 2] RoPE frequencies
+  std::vector<float> inv_freq_;        // [d_rot / 2] RoPE frequencies
   std::vector<float> local_inv_freq_;  // [d_rot / 2] of layers with local_rope (else empty)
-  std::vector<int> kv_head_of_;  // [n_head]
+  std::vector<int> kv_head_of_;        // [n_head]
   // The unembedding as fp32 for logit_readout() when it is stored quantized: made on first use
   // (direct logit attribution only), then kept.
   mutable std::once_flag unembedding_once_;

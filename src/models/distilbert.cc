@@ -64,7 +64,8 @@ ModelConfig distilbert_config(const nlohmann::json& c, const std::string& where)
   m.norm_eps = kDistilbertNormEps;
   m.causal = false;
   if (m.d_model % m.n_head != 0)
-    throw Error(where + ": dim " + std::to_string(m.d_model) + " is not a multiple of n_heads " + std::to_string(m.n_head));
+    throw Error(where + ": dim " + std::to_string(m.d_model) + " is not a multiple of n_heads " +
+                std::to_string(m.n_head));
   m.d_head = m.d_model / m.n_head;
   const std::string act = json_string(c, "activation", where, "gelu");
   if (act != "gelu") throw Error(where + ": activation \"" + act + "\" is not supported (only \"gelu\")");

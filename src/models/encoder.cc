@@ -126,7 +126,8 @@ Capture EncoderModel::run(const Encoding& enc, const CaptureOptions& options) co
                   "input or load the model's Hugging Face folder");
     const int64_t pos = pad < 0 ? t : id == pad ? pad : pad + ++seen - (embedding_.rows_past_padding ? pad + 1 : 0);
     for (int64_t i = 0; i < D; ++i)
-      x[t * D + i] = word_emb_.data[id * D + i] + pos_emb_.data[pos * D + i] + (type_emb_.empty() ? 0.0f : type_emb_.data[i]);
+      x[t * D + i] =
+          word_emb_.data[id * D + i] + pos_emb_.data[pos * D + i] + (type_emb_.empty() ? 0.0f : type_emb_.data[i]);
   }
   ops::layer_norm(x.data(), T, D, ln_emb_g_.ptr(), ln_emb_b_.ptr(), cfg_.norm_eps, x.data());
   rec.record_hidden(0, x.data());
@@ -135,7 +136,7 @@ Capture EncoderModel::run(const Encoding& enc, const CaptureOptions& options) co
 }
 
 Capture EncoderModel::resume(const Encoding& enc, int first_layer, const Tensor& prefix,
-                          const CaptureOptions& options) const {
+                             const CaptureOptions& options) const {
   const int64_t T = static_cast<int64_t>(enc.size()), D = cfg_.d_model;
   capture::check_resume(cfg_, T, first_layer, prefix, options);
   check_run_memory(T, run_bytes(T, options), options);
@@ -156,24 +157,25 @@ void EncoderModel::run_layers(int first, std::vector<float>& x, capture::Recorde
   for (int l = first; l < cfg_.n_layer; ++l) {
     const EncoderLayer& b = layers_[size_t(l)];
     // Attention block, post-norm: x = LN(x + MHA(x)).
-    b.qkv.forward(x.data(), T, qkv.data());                                                  // [T, 3D]: Q | K | V
+    b.qkv.forward(x.data(), T, qkv.data());  // [T, 3D]: Q | K | V
     const float *q = qkv.data(), *k = q + D, *v = k + D;
     rec.record_qk(l, q, 3 * D, k, 3 * D);
     rec.record_value_norms(l, v, 3 * D, b.o);
-    rec.attention(l, /*causal=*/false, [&](int64_t q0, int64_t q1, int64_t width, ops::ProbsOut probs) {  // probs: [H, rows, T]
-      const ops::AttentionDims dims{q1 - q0, width, H, H, Dh, attention_scale()};
-      ops::attention(q + q0 * 3 * D, 3 * D, k, 3 * D, v, 3 * D, kv_head_of_.data(), dims, ops::KeyMask{}, q0, probs,
-                     concat.data() + q0 * D, D);                                            // concat: [T, H·Dh]
-    });
-    rec.project_heads(l, concat.data(), b.o, attn.data());                                    // attn: [T, D]
-    ops::add_inplace(attn.data(), x.data(), T * D);                                          // residual
+    rec.attention(l, /*causal=*/false,
+                  [&](int64_t q0, int64_t q1, int64_t width, ops::ProbsOut probs) {  // probs: [H, rows, T]
+                    const ops::AttentionDims dims{q1 - q0, width, H, H, Dh, attention_scale()};
+                    ops::attention(q + q0 * 3 * D, 3 * D, k, 3 * D, v, 3 * D, kv_head_of_.data(), dims, ops::KeyMask{},
+                                   q0, probs, concat.data() + q0 * D, D);  // concat: [T, H·Dh]
+                  });
+    rec.project_heads(l, concat.data(), b.o, attn.data());  // attn: [T, D]
+    ops::add_inplace(attn.data(), x.data(), T * D);         // residual
     ops::layer_norm(attn.data(), T, D, b.ln_attn_g.ptr(), b.ln_attn_b.ptr(), cfg_.norm_eps, x.data());
     // Feed-forward block, post-norm: x = LN(x + W_2 · GELU(W_1 · x + b_1) + b_2).
-    b.up.forward(x.data(), T, up.data());                                                    // [T, F]
+    b.up.forward(x.data(), T, up.data());  // [T, F]
     ops::gelu_erf(up.data(), T * F);
-    b.down.forward(up.data(), T, down.data());                                               // [T, D]
+    b.down.forward(up.data(), T, down.data());  // [T, D]
     rec.record_mlp(l, down.data());
-    ops::add_inplace(down.data(), x.data(), T * D);                                          // residual
+    ops::add_inplace(down.data(), x.data(), T * D);  // residual
     ops::layer_norm(down.data(), T, D, b.ln_ffn_g.ptr(), b.ln_ffn_b.ptr(), cfg_.norm_eps, x.data());
     rec.record_hidden(l + 1, x.data());
   }

@@ -20,11 +20,31 @@ class WeightCheck;  // families.h
 
 // The tensors of an encoder, by role.
 enum EncoderRole {
-  kEncQ, kEncQBias, kEncK, kEncKBias, kEncV, kEncVBias, kEncO, kEncOBias, kEncAttnNormW, kEncAttnNormB,
-  kEncUp, kEncUpBias, kEncDown, kEncDownBias, kEncFfnNormW, kEncFfnNormB, kEncRoleCount
+  kEncQ,
+  kEncQBias,
+  kEncK,
+  kEncKBias,
+  kEncV,
+  kEncVBias,
+  kEncO,
+  kEncOBias,
+  kEncAttnNormW,
+  kEncAttnNormB,
+  kEncUp,
+  kEncUpBias,
+  kEncDown,
+  kEncDownBias,
+  kEncFfnNormW,
+  kEncFfnNormB,
+  kEncRoleCount
 };
 enum EncoderGlobal {
-  kEncWordEmbedding, kEncPositionEmbedding, kEncTypeEmbedding, kEncEmbNormW, kEncEmbNormB, kEncGlobalCount
+  kEncWordEmbedding,
+  kEncPositionEmbedding,
+  kEncTypeEmbedding,
+  kEncEmbNormW,
+  kEncEmbNormB,
+  kEncGlobalCount
 };
 
 // A family's tensor table: the Hugging Face names after the checkpoint prefix that the task-head
@@ -46,7 +66,7 @@ struct EncoderEmbedding {
   // RoBERTa from GGUF: llama.cpp's converter dropped the rows 0 .. padding_idx, so the table's row 0
   // is position padding_idx + 1; a padding token, whose row is gone, is refused.
   bool rows_past_padding = false;
-  bool token_types = true;    // false: no token-type table (DistilBERT)
+  bool token_types = true;  // false: no token-type table (DistilBERT)
 };
 
 // Loads the encoder in `dir` whose hyper-parameters are `cfg` (its name set here).

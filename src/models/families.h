@@ -14,8 +14,8 @@
 
 #include "headscope/error.h"
 #include "headscope/model.h"
-#include "tensor/quant_matrix.h"
 #include "ops/rope.h"
+#include "tensor/quant_matrix.h"
 
 namespace headscope::io {
 class GgufFile;
@@ -50,10 +50,10 @@ bool gguf_kept_as_stored(const std::string& name, io::GgmlType type);
 
 // The hyper-parameters of a causal decoder family, as read from config.json or GGUF metadata.
 struct DecoderHyper {
-  ModelConfig cfg;                  // name left empty: the loader sets it
-  ops::RopeConfig rope;             // Llama family
-  std::vector<int64_t> window;      // [n_layer] sliding window per layer (0 = none)
-  bool tied = false;                // Llama family: output head tied to the token embedding
+  ModelConfig cfg;                      // name left empty: the loader sets it
+  ops::RopeConfig rope;                 // Llama family
+  std::vector<int64_t> window;          // [n_layer] sliding window per layer (0 = none)
+  bool tied = false;                    // Llama family: output head tied to the token embedding
   bool scale_by_inverse_layer = false;  // GPT-2's scale_attn_by_inverse_layer_idx
 };
 

@@ -32,8 +32,21 @@ namespace {
 // llama_like.h) and its GGUF name (llama.cpp). The embedding, final norm and output head (absent
 // when tied: always, in released Gemmas) are read by read_llama_like_globals.
 enum Role {
-  kAttnNorm, kQ, kK, kV, kO, kQNorm, kKNorm, kPostAttnNorm, kPreFfnNorm, kPostFfnNorm, kGemma1FfnNorm,
-  kGate, kUp, kDown, kRoleCount
+  kAttnNorm,
+  kQ,
+  kK,
+  kV,
+  kO,
+  kQNorm,
+  kKNorm,
+  kPostAttnNorm,
+  kPreFfnNorm,
+  kPostFfnNorm,
+  kGemma1FfnNorm,
+  kGate,
+  kUp,
+  kDown,
+  kRoleCount
 };
 constexpr TensorName kLayerTensors[kRoleCount] = {
     /* kAttnNorm      */ {"layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight"},
@@ -64,9 +77,9 @@ int generation_of(const std::string& type) {
 struct GemmaHyper {
   DecoderHyper base;
   int generation = 3;
-  ops::RopeConfig local_rope;     // sliding layers of Gemma 3
-  std::vector<bool> local;        // [n_layer] uses local_rope
-  float attention_scale = 0.0f;   // query_pre_attn_scalar^−½
+  ops::RopeConfig local_rope;    // sliding layers of Gemma 3
+  std::vector<bool> local;       // [n_layer] uses local_rope
+  float attention_scale = 0.0f;  // query_pre_attn_scalar^−½
   float attention_softcap = 0.0f, final_softcap = 0.0f;
   bool add_one_to_norms = false;  // safetensors: RMSNorm weight is (1 + w)
 };
@@ -91,15 +104,19 @@ GemmaHyper gemma_config(const nlohmann::json& c, const std::string& where) {
   g.base = llama_like_config(c, where, {.model_type = "gemma", .rms_norm_eps = 1e-6, .tie_word_embeddings = true});
   ModelConfig& m = g.base.cfg;
   g.generation = generation_of(m.architecture);
-  const std::string act = json_string(c, "hidden_activation", where, json_string(c, "hidden_act", where, "gelu_pytorch_tanh"));
+  const std::string act =
+      json_string(c, "hidden_activation", where, json_string(c, "hidden_act", where, "gelu_pytorch_tanh"));
   if (act != "gelu_pytorch_tanh")
     throw Error(where + ": hidden_activation \"" + act + "\" is not supported (Gemma uses \"gelu_pytorch_tanh\")");
-  if (json_bool(c, "attention_bias", where, false)) throw Error(where + ": attention_bias = true is not supported for Gemma");
+  if (json_bool(c, "attention_bias", where, false))
+    throw Error(where + ": attention_bias = true is not supported for Gemma");
   if (json_bool(c, "use_bidirectional_attention", where, false))
-    throw Error(where + ": use_bidirectional_attention = true (EmbeddingGemma) is not supported; headscope runs Gemma causally");
+    throw Error(
+        where +
+        ": use_bidirectional_attention = true (EmbeddingGemma) is not supported; headscope runs Gemma causally");
   // Scores: Gemma 1 divides by √d_head, Gemma 2/3 by √query_pre_attn_scalar.
-  const double scalar = g.generation == 1 ? double(m.d_head)
-                                          : json_number(c, "query_pre_attn_scalar", where, double(m.d_head));
+  const double scalar =
+      g.generation == 1 ? double(m.d_head) : json_number(c, "query_pre_attn_scalar", where, double(m.d_head));
   if (!(scalar > 0.0)) throw Error(where + ": \"query_pre_attn_scalar\" must be positive");
   g.attention_scale = float(1.0 / std::sqrt(scalar));  // as transformers: a Python float, used in fp32
   if (g.generation >= 2) {
@@ -139,13 +156,15 @@ GemmaHyper gemma_config(const nlohmann::json& c, const std::string& where) {
     if (!types.is_array() || types.size() != L)
       throw Error(where + ": \"layer_types\" must be a list of " + std::to_string(L) + " strings, one per layer");
     for (size_t l = 0; l < L; ++l) {
-      if (types[l] == "sliding_attention") sliding[l] = true;
+      if (types[l] == "sliding_attention")
+        sliding[l] = true;
       else if (types[l] != "full_attention")
         throw Error(where + ": \"layer_types\"[" + std::to_string(l) + "] is " + types[l].dump() +
                     ", expected \"full_attention\" or \"sliding_attention\"");
     }
   } else if (g.generation >= 2) {
-    const int64_t pattern = g.generation == 2 ? 2 : json_int(c, "sliding_window_pattern", where, 1, limits::kMaxLayers, 6);
+    const int64_t pattern =
+        g.generation == 2 ? 2 : json_int(c, "sliding_window_pattern", where, 1, limits::kMaxLayers, 6);
     for (size_t l = 0; l < L; ++l) sliding[l] = (int64_t(l) + 1) % pattern != 0;
   }
   const int64_t window = json_int(c, "sliding_window", where, 1, limits::kMaxPositions, 4096);
@@ -168,7 +187,8 @@ GemmaHyper gemma_config(const io::GgufFile& f) {
   g.generation = generation_of(m.architecture);
   g.base.rope.layout = ops::RopeLayout::kHalfSplit;  // llama.cpp runs Gemma with NEOX RoPE, unpermuted
   g.local_rope = g.base.rope;
-  g.local_rope.base = rope_base(gguf_number(f, p + "rope.freq_base_swa", 10000.0), f.path() + ": metadata '" + p + "rope.freq_base_swa'");
+  g.local_rope.base = rope_base(gguf_number(f, p + "rope.freq_base_swa", 10000.0),
+                                f.path() + ": metadata '" + p + "rope.freq_base_swa'");
   const bool big27 = (g.generation == 2 && m.n_layer == 46) || (g.generation == 3 && m.n_layer == 62);
   g.attention_scale = float(1.0 / std::sqrt(big27 ? double(m.d_model / m.n_head) : double(m.d_head)));
   if (g.generation == 2) {
@@ -276,7 +296,7 @@ std::unique_ptr<Model> load_gemma_gguf(std::shared_ptr<const io::GgufFile> file,
                                        WeightCheck& check) {
   GemmaHyper g = gemma_config(*file);
   g.base.cfg.name = display_name;
-  g.add_one_to_norms = false;  // llama.cpp's converter stored 1 + w
+  g.add_one_to_norms = false;                                                    // llama.cpp's converter stored 1 + w
   std::unique_ptr<Tokenizer> tokenizer = tokenizer::tokenizer_from_gguf(*file);  // SentencePiece pieces
   auto src = gguf_source(file, check);
   return build(std::move(g), llama_like_readers(*src), std::move(tokenizer));

@@ -39,15 +39,16 @@ constexpr TensorName kLayerTensors[kRoleCount] = {
 };
 enum Global { kTokenEmbedding, kPositionEmbedding, kFinalNormW, kFinalNormB, kGlobalCount };
 constexpr TensorName kGlobalTensors[kGlobalCount] = {
-    /* kTokenEmbedding    */ {"wte.weight", "token_embd.weight"},       // [vocab, d_model]
-    /* kPositionEmbedding */ {"wpe.weight", "position_embd.weight"},    // [n_positions, d_model]
-    /* kFinalNormW        */ {"ln_f.weight", "output_norm.weight"},     // [d_model]
-    /* kFinalNormB        */ {"ln_f.bias", "output_norm.bias"},         // [d_model]
+    /* kTokenEmbedding    */ {"wte.weight", "token_embd.weight"},     // [vocab, d_model]
+    /* kPositionEmbedding */ {"wpe.weight", "position_embd.weight"},  // [n_positions, d_model]
+    /* kFinalNormW        */ {"ln_f.weight", "output_norm.weight"},   // [d_model]
+    /* kFinalNormB        */ {"ln_f.bias", "output_norm.bias"},       // [d_model]
 };
 // The output head, outside the body (never prefixed); absent when tied to the token embedding.
 constexpr TensorName kLmHead = {"lm_head.weight", "output.weight", kOptional};
 
-std::unique_ptr<Model> build(ModelConfig m, bool scale_by_layer, const TensorReader& in, std::unique_ptr<Tokenizer> tokenizer) {
+std::unique_ptr<Model> build(ModelConfig m, bool scale_by_layer, const TensorReader& in,
+                             std::unique_ptr<Tokenizer> tokenizer) {
   const int64_t D = m.d_model, F = m.d_ff, V = m.vocab_size, P = m.max_positions;
   const TensorReader top(in.source(), in.gguf());  // no prefix: for the output head
   DecoderWeights w;
@@ -96,23 +97,27 @@ DecoderHyper gpt2_config(const nlohmann::json& c, const std::string& where) {
   m.n_head = int(json_int(c, "n_head", where, 1, kMaxHeads));
   m.n_kv_head = m.n_head;
   m.d_model = int(json_int(c, "n_embd", where, 1, kMaxModelWidth));
-  m.d_ff = int(json_int(c, "n_inner", where, 1, kMaxFeedForward, std::min<int64_t>(4 * int64_t(m.d_model), kMaxFeedForward)));
+  m.d_ff = int(
+      json_int(c, "n_inner", where, 1, kMaxFeedForward, std::min<int64_t>(4 * int64_t(m.d_model), kMaxFeedForward)));
   m.vocab_size = int(json_int(c, "vocab_size", where, 1, kMaxVocabulary));
   m.max_positions = int(json_int(c, "n_positions", where, 1, kMaxPositions));
   m.norm_eps = norm_epsilon(json_number(c, "layer_norm_epsilon", where, 1e-5), where + ": \"layer_norm_epsilon\"");
   // An integer, or a list whose first entry is taken (as the Llama family); absent or null: none.
   nlohmann::json eos = c.contains("eos_token_id") && c["eos_token_id"].is_array() && !c["eos_token_id"].empty()
-                           ? nlohmann::json{{"eos_token_id", c["eos_token_id"][0]}} : c;
+                           ? nlohmann::json{{"eos_token_id", c["eos_token_id"][0]}}
+                           : c;
   m.eos_token_id = int32_t(json_int(eos, "eos_token_id", where, 0, kMaxVocabulary, -1));
   m.causal = true;
   if (m.d_model % m.n_head != 0)
-    throw Error(where + ": n_embd " + std::to_string(m.d_model) + " is not a multiple of n_head " + std::to_string(m.n_head));
+    throw Error(where + ": n_embd " + std::to_string(m.d_model) + " is not a multiple of n_head " +
+                std::to_string(m.n_head));
   m.d_head = m.d_model / m.n_head;
   const std::string act = json_string(c, "activation_function", where, "gelu_new");
   if (act != "gelu_new" && act != "gelu_pytorch_tanh") {
     throw Error(where + ": activation_function \"" + act + "\" is not supported (gelu_new is)");
   }
-  if (!json_bool(c, "scale_attn_weights", where, true)) throw Error(where + ": scale_attn_weights = false is not supported");
+  if (!json_bool(c, "scale_attn_weights", where, true))
+    throw Error(where + ": scale_attn_weights = false is not supported");
   hp.scale_by_inverse_layer = json_bool(c, "scale_attn_by_inverse_layer_idx", where, false);
   check_model_shape(m, where);
   return hp;
@@ -155,7 +160,7 @@ std::unique_ptr<Model> load_gpt2(const std::string& dir, const nlohmann::json& c
 }
 
 std::unique_ptr<Model> load_gpt2_gguf(std::shared_ptr<const io::GgufFile> f, const std::string& display_name,
-                                        WeightCheck& check) {
+                                      WeightCheck& check) {
   DecoderHyper hp = gpt2_config(*f);
   hp.cfg.name = display_name;
   auto tokenizer = tokenizer::tokenizer_from_gguf(*f);

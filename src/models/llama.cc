@@ -24,7 +24,24 @@ namespace {
 // Every layer tensor of the family, by role: its Hugging Face name (after the "model." prefix that
 // *ForCausalLM and other task-head checkpoints add, or bare: llama_like.h) and its GGUF name
 // (llama.cpp). The embedding, final norm and output head are read by read_llama_like_globals.
-enum Role { kAttnNorm, kQ, kK, kV, kQBias, kKBias, kVBias, kO, kOBias, kFfnNorm, kGate, kUp, kDown, kQNorm, kKNorm, kRoleCount };
+enum Role {
+  kAttnNorm,
+  kQ,
+  kK,
+  kV,
+  kQBias,
+  kKBias,
+  kVBias,
+  kO,
+  kOBias,
+  kFfnNorm,
+  kGate,
+  kUp,
+  kDown,
+  kQNorm,
+  kKNorm,
+  kRoleCount
+};
 constexpr TensorName kLayerTensors[kRoleCount] = {
     /* kAttnNorm */ {"layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight"},
     /* kQ        */ {"layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight"},
@@ -55,15 +72,16 @@ DecoderHyper llama_config(const nlohmann::json& c, const std::string& where, dou
   DecoderHyper hp = llama_like_config(c, where, {.model_type = "llama", .rms_norm_eps = default_rms_norm_eps});
   ModelConfig& m = hp.cfg;
   const std::string act = json_string(c, "hidden_act", where, "silu");
-  if (act != "silu") throw Error(where + ": hidden_act \"" + act + "\" is not supported (the Llama family uses \"silu\")");
+  if (act != "silu")
+    throw Error(where + ": hidden_act \"" + act + "\" is not supported (the Llama family uses \"silu\")");
   if (json_bool(c, "mlp_bias", where, false)) throw Error(where + ": mlp_bias = true is not supported");
 
   // RoPE: transformers 5 writes "rope_parameters"; older files "rope_theta" and "rope_scaling".
   hp.rope.d_rot = m.d_head;
   hp.rope.layout = ops::RopeLayout::kHalfSplit;  // HF checkpoints use rotate_half
   const char* rope_key = c.contains("rope_parameters") && !c["rope_parameters"].is_null() ? "rope_parameters"
-                         : c.contains("rope_scaling") && !c["rope_scaling"].is_null()   ? "rope_scaling"
-                                                                                         : nullptr;
+                         : c.contains("rope_scaling") && !c["rope_scaling"].is_null()     ? "rope_scaling"
+                                                                                          : nullptr;
   if (rope_key != nullptr && !c[rope_key].is_object())
     throw Error(where + ": \"" + rope_key + "\" is " + c[rope_key].type_name() + ", expected an object");
   const nlohmann::json rp = rope_key != nullptr ? c[rope_key] : nlohmann::json::object();
@@ -76,14 +94,16 @@ DecoderHyper llama_config(const nlohmann::json& c, const std::string& where, dou
     hp.rope.factor = json_number(rp, "factor", rp_where);
     hp.rope.low_freq_factor = json_number(rp, "low_freq_factor", rp_where);
     hp.rope.high_freq_factor = json_number(rp, "high_freq_factor", rp_where);
-    hp.rope.original_max_positions = double(json_int(rp, "original_max_position_embeddings", rp_where, 1, kMaxPositions));
+    hp.rope.original_max_positions =
+        double(json_int(rp, "original_max_position_embeddings", rp_where, 1, kMaxPositions));
     // The blend divides by high − low and by each factor (ops/rope.cc, after transformers).
     if (!(hp.rope.factor > 0 && hp.rope.low_freq_factor > 0 && hp.rope.high_freq_factor > hp.rope.low_freq_factor))
       throw Error(rp_where + ": llama3 rope scaling needs factor > 0 and high_freq_factor > low_freq_factor > 0");
   } else if (rope_type != "default") {
     throw Error(where + ": rope type \"" + rope_type + "\" is not supported (default and llama3 are)");
   }
-  if (json_number(c, "partial_rotary_factor", where, 1.0) != 1.0) throw Error(where + ": partial rotary embeddings are not supported");
+  if (json_number(c, "partial_rotary_factor", where, 1.0) != 1.0)
+    throw Error(where + ": partial rotary embeddings are not supported");
 
   // Sliding window, as transformers applies it: Llama and OLMo 2 have none (their attention
   // ignores a "sliding_window" in config.json); Qwen2/Qwen3 per layer ("layer_types", or
@@ -95,10 +115,12 @@ DecoderHyper llama_config(const nlohmann::json& c, const std::string& where, dou
   if (c.contains("layer_types") && !c["layer_types"].is_null()) {
     const auto& types = c["layer_types"];
     if (!types.is_array() || types.size() != size_t(m.n_layer))
-      throw Error(where + ": \"layer_types\" must be a list of " + std::to_string(m.n_layer) + " strings, one per layer");
+      throw Error(where + ": \"layer_types\" must be a list of " + std::to_string(m.n_layer) +
+                  " strings, one per layer");
     for (int l = 0; l < m.n_layer; ++l) {
       const nlohmann::json& t = types[size_t(l)];
-      if (t == "sliding_attention") hp.window[size_t(l)] = window;
+      if (t == "sliding_attention")
+        hp.window[size_t(l)] = window;
       else if (t != "full_attention")
         throw Error(where + ": \"layer_types\"[" + std::to_string(l) + "] is " + t.dump() +
                     ", expected \"full_attention\" or \"sliding_attention\"");
@@ -133,15 +155,18 @@ DecoderHyper llama_config(const io::GgufFile& f) {
                             f.path() + ": metadata '" + p + "attention.layer_norm_rms_epsilon'");
   m.causal = true;
   m.d_head = int(gguf_int(f, p + "attention.key_length", 1, kMaxHeadWidth, m.d_model / m.n_head));
-  if (m.d_head % 2 != 0) throw Error(f.path() + ": the head width " + std::to_string(m.d_head) + " is odd; RoPE rotates pairs");
+  if (m.d_head % 2 != 0)
+    throw Error(f.path() + ": the head width " + std::to_string(m.d_head) + " is odd; RoPE rotates pairs");
   const int64_t n_tokens = f.has("tokenizer.ggml.tokens") ? int64_t(f.value("tokenizer.ggml.tokens").count) : 0;
   m.vocab_size = int(gguf_int(f, p + "vocab_size", 1, kMaxVocabulary, std::min(n_tokens, kMaxVocabulary + 1)));
   hp.rope.d_rot = gguf_int(f, p + "rope.dimension_count", 1, kMaxHeadWidth, m.d_head);
   // Partial rotary embeddings: Phi-3 only (its partial_rotary_factor); elsewhere refused.
   if (hp.rope.d_rot != m.d_head && (arch != "phi3" || hp.rope.d_rot > m.d_head || hp.rope.d_rot % 2 != 0))
     throw Error(f.path() + ": rope.dimension_count " + std::to_string(hp.rope.d_rot) + " with heads of " +
-                std::to_string(m.d_head) + ": partial rotary embeddings are supported for phi3 only (even, at most the head)");
-  hp.rope.base = rope_base(gguf_number(f, p + "rope.freq_base", 10000.0), f.path() + ": metadata '" + p + "rope.freq_base'");
+                std::to_string(m.d_head) +
+                ": partial rotary embeddings are supported for phi3 only (even, at most the head)");
+  hp.rope.base =
+      rope_base(gguf_number(f, p + "rope.freq_base", 10000.0), f.path() + ": metadata '" + p + "rope.freq_base'");
   // llama.cpp's convert script permutes Llama's Q/K rows into the interleaved layout (rope type
   // NORM); Qwen2 keeps Hugging Face's half-split layout (rope type NEOX).
   // Qwen3, Phi-3 and OLMo 2 likewise.
@@ -226,7 +251,7 @@ std::unique_ptr<Model> load_llama(const std::string& dir, const nlohmann::json& 
 }
 
 std::unique_ptr<Model> load_llama_gguf(std::shared_ptr<const io::GgufFile> file, const std::string& display_name,
-                                        WeightCheck& check) {
+                                       WeightCheck& check) {
   DecoderHyper hp = llama_config(*file);
   hp.cfg.name = display_name;
   auto tokenizer = tokenizer::tokenizer_from_gguf(*file);

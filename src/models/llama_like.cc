@@ -9,8 +9,8 @@ namespace {
 // The tensors outside the layers, by their Hugging Face name (behind the body prefix; the head
 // beside the body) and their GGUF name (llama.cpp).
 constexpr TensorName kEmbedding = {"embed_tokens.weight", "token_embd.weight"};  // [vocab, d_model]
-constexpr TensorName kFinalNorm = {"norm.weight", "output_norm.weight"};          // [d_model]
-constexpr TensorName kLmHead = {"lm_head.weight", "output.weight"};               // [vocab, d_model]
+constexpr TensorName kFinalNorm = {"norm.weight", "output_norm.weight"};         // [d_model]
+constexpr TensorName kLmHead = {"lm_head.weight", "output.weight"};              // [vocab, d_model]
 
 // config.json's eos_token_id is an integer, a list (the first is taken), or absent/null.
 int32_t eos_from_config(const nlohmann::json& c, const std::string& where) {
@@ -48,14 +48,17 @@ DecoderHyper llama_like_config(const nlohmann::json& c, const std::string& where
   } else {
     m.d_head = int(json_int(c, "head_dim", where, 1, limits::kMaxHeadWidth));
   }
-  if (m.d_head % 2 != 0) throw Error(where + ": the head width " + std::to_string(m.d_head) + " is odd; RoPE rotates pairs");
+  if (m.d_head % 2 != 0)
+    throw Error(where + ": the head width " + std::to_string(m.d_head) + " is odd; RoPE rotates pairs");
   hp.tied = json_bool(c, "tie_word_embeddings", where, defaults.tie_word_embeddings);
   m.eos_token_id = eos_from_config(c, where);
   check_model_shape(m, where);
   return hp;
 }
 
-LlamaLikeReaders llama_like_readers(const WeightSource& gguf) { return {TensorReader(gguf, true), TensorReader(gguf, true)}; }
+LlamaLikeReaders llama_like_readers(const WeightSource& gguf) {
+  return {TensorReader(gguf, true), TensorReader(gguf, true)};
+}
 
 LlamaLikeReaders llama_like_readers(const WeightSource& folder, const nlohmann::json& config, const std::string& outer,
                                     DecoderHyper& hp, WeightCheck& check) {
@@ -67,8 +70,10 @@ LlamaLikeReaders llama_like_readers(const WeightSource& folder, const nlohmann::
     // Attention and hidden states are the model's own; the logits that generation and logit
     // attribution need come from the token embedding.
     if (!hp.tied)
-      check.warn(folder.describe() + ": no '" + in.head.name(kLmHead) + "' (a checkpoint saved without its "
-                 "language-model head); logits use the token embedding as the output head, which this model was not trained with");
+      check.warn(folder.describe() + ": no '" + in.head.name(kLmHead) +
+                 "' (a checkpoint saved without its "
+                 "language-model head); logits use the token embedding as the output head, which this model was not "
+                 "trained with");
     hp.tied = true;
   }
   return in;

@@ -47,20 +47,13 @@ struct GgufFamily {
   bool keeps_stored = true;  // its matrices stay as the file stores them (decoders); false: converted to fp32
 };
 constexpr HfFamily kHfFamilies[] = {
-    {"bert", models::load_bert},
-    {"roberta", models::load_roberta},
-    {"xlm-roberta", models::load_roberta},
-    {"distilbert", models::load_distilbert},
-    {"llama", models::load_llama},
-    {"mistral", models::load_llama},
-    {"qwen2", models::load_llama},
-    {"qwen3", models::load_llama},
-    {"gemma", models::load_gemma},
-    {"gemma2", models::load_gemma},
-    {"gemma3_text", models::load_gemma},
-    {"gemma3", models::load_gemma},
-    {"phi3", models::load_phi3},
-    {"olmo2", models::load_olmo2},
+    {"bert", models::load_bert},           {"roberta", models::load_roberta},
+    {"xlm-roberta", models::load_roberta}, {"distilbert", models::load_distilbert},
+    {"llama", models::load_llama},         {"mistral", models::load_llama},
+    {"qwen2", models::load_llama},         {"qwen3", models::load_llama},
+    {"gemma", models::load_gemma},         {"gemma2", models::load_gemma},
+    {"gemma3_text", models::load_gemma},   {"gemma3", models::load_gemma},
+    {"phi3", models::load_phi3},           {"olmo2", models::load_olmo2},
     {"gpt2", models::load_gpt2},
 };
 constexpr GgufFamily kGgufFamilies[] = {
@@ -78,8 +71,9 @@ constexpr GgufFamily kGgufFamilies[] = {
 
 // Families people ask for that headscope knows and does not implement: why, in a few words.
 constexpr std::pair<const char*, const char*> kNotImplemented[] = {
-    {"modernbert", "ModernBERT's rotary positions, alternating global/local attention and GeGLU feed-forward are "
-                   "not implemented"},
+    {"modernbert",
+     "ModernBERT's rotary positions, alternating global/local attention and GeGLU feed-forward are "
+     "not implemented"},
 };
 
 // The family of a GGUF's general.architecture, or null.
@@ -103,8 +97,8 @@ std::unique_ptr<Model> load_gguf(const std::string& file, const std::string& giv
     throw Error(file + ": metadata '" + key + "' is " + std::to_string(gguf->get_int(key)) +
                 ": a mixture of experts is not supported by headscope");
   if (const GgufFamily* family = find_gguf_family(arch)) return family->load(gguf, name, check);
-  throw Error(file + ": GGUF architecture '" + arch + "' is not supported (supported: " +
-              models::supported_gguf_architectures() + ")");
+  throw Error(file + ": GGUF architecture '" + arch +
+              "' is not supported (supported: " + models::supported_gguf_architectures() + ")");
 }
 
 std::unique_ptr<Model> load_family(const std::string& path, models::WeightCheck& check) {
@@ -123,7 +117,8 @@ std::unique_ptr<Model> load_family(const std::string& path, models::WeightCheck&
   nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded() || !config.is_object()) throw Error(config_path.string() + ": not a valid JSON object");
   const std::string type = config.contains("model_type") && config["model_type"].is_string()
-                               ? config["model_type"].get<std::string>() : std::string();
+                               ? config["model_type"].get<std::string>()
+                               : std::string();
   for (const HfFamily& family : kHfFamilies) {
     if (type != family.model_type) continue;
     models::check_unsupported_options(config, config_path.string());
@@ -141,19 +136,21 @@ std::unique_ptr<Model> load_family(const std::string& path, models::WeightCheck&
 bool gguf_kept_as_stored(const std::string& name, io::GgmlType type) {
   // The GGUF names (llama.cpp's) of what the decoder families read with TensorReader::matrix:
   // Q, K, V (or fused QKV), W_O, gate, up, down, the token embedding and the output head.
-  static constexpr std::string_view kMatrices[] = {".attn_q.weight",      ".attn_k.weight",  ".attn_v.weight",
+  static constexpr std::string_view kMatrices[] = {".attn_q.weight",      ".attn_k.weight",   ".attn_v.weight",
                                                    ".attn_qkv.weight",    ".ffn_gate.weight", ".ffn_up.weight",
                                                    ".attn_output.weight", ".ffn_down.weight"};
   if (!QuantMatrix::keeps_stored(type)) return false;
   if (name == "token_embd.weight" || name == "output.weight") return true;
   for (std::string_view suffix : kMatrices)
-    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) return true;
+    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return true;
   return false;
 }
 
 LoadEstimate load_estimate(const std::string& path) {
   LoadEstimate e;
-  if (path.empty() || !fs::exists(path)) throw Error((path.empty() ? std::string("no model given") : path + ": no such file or directory"));
+  if (path.empty() || !fs::exists(path))
+    throw Error((path.empty() ? std::string("no model given") : path + ": no such file or directory"));
   if (const std::string gguf = gguf_file_of(path); !gguf.empty()) {
     const io::GgufFile file(gguf);
     // An architecture not in the table is refused by the loader anyway.
@@ -162,8 +159,10 @@ LoadEstimate load_estimate(const std::string& path) {
     for (const auto& [name, t] : file.tensors()) {
       e.parameters += uint64_t(t.numel());
       e.file_bytes += t.nbytes;
-      if (keeps_stored && gguf_kept_as_stored(name, t.type)) e.stored_bytes += t.nbytes;
-      else e.fp32_parameters += uint64_t(t.numel());
+      if (keeps_stored && gguf_kept_as_stored(name, t.type))
+        e.stored_bytes += t.nbytes;
+      else
+        e.fp32_parameters += uint64_t(t.numel());
     }
   } else {
     const io::WeightStore store = io::WeightStore::open_dir(path);
@@ -200,8 +199,10 @@ std::string supported_gguf_architectures() {
 }
 
 void WeightCheck::warn(const std::string& message) {
-  if (warnings_.size() < limits::kMaxLoadWarnings) warnings_.push_back(message);
-  else ++more_;
+  if (warnings_.size() < limits::kMaxLoadWarnings)
+    warnings_.push_back(message);
+  else
+    ++more_;
 }
 
 void WeightCheck::operator()(const Tensor& t, const std::string& name, const std::string& file) {
@@ -243,13 +244,17 @@ void WeightCheck::count_non_finite(size_t nan, size_t inf, int64_t numel, const 
                            std::to_string(numel);
   if (strict_)
     throw Error(what + "; refused by the strict load check (the file is damaged, or was saved after a diverged run)");
-  if (warnings_.size() < limits::kMaxLoadWarnings) warnings_.push_back(what + "; outputs that depend on it will be NaN");
-  else ++more_;
+  if (warnings_.size() < limits::kMaxLoadWarnings)
+    warnings_.push_back(what + "; outputs that depend on it will be NaN");
+  else
+    ++more_;
 }
 
 std::vector<std::string> WeightCheck::warnings() const {
   std::vector<std::string> out = warnings_;
-  if (more_ > 0) out.push_back(std::to_string(more_) + " more load warnings (tensors with non-finite values, or the checkpoint's layout)");
+  if (more_ > 0)
+    out.push_back(std::to_string(more_) +
+                  " more load warnings (tensors with non-finite values, or the checkpoint's layout)");
   return out;
 }
 
@@ -270,8 +275,10 @@ Encoding Model::encode(std::string_view text, bool truncate) const {
   options.max_length = config().max_positions;
   options.truncate = truncate;
   Encoding encoding = tokenizer().encode(text, options);
-  const bool any_text = std::any_of(encoding.tokens.begin(), encoding.tokens.end(), [](const Token& t) { return !t.special; });
-  if (!any_text) throw Error("the text is empty (nothing but whitespace or control characters): give some words to analyse");
+  const bool any_text =
+      std::any_of(encoding.tokens.begin(), encoding.tokens.end(), [](const Token& t) { return !t.special; });
+  if (!any_text)
+    throw Error("the text is empty (nothing but whitespace or control characters): give some words to analyse");
   return encoding;
 }
 

@@ -31,23 +31,24 @@ namespace {
 // read by read_llama_like_globals.
 enum Role { kQ, kK, kV, kO, kQNorm, kKNorm, kPostAttnNorm, kGate, kUp, kDown, kPostFfnNorm, kRoleCount };
 constexpr TensorName kLayerTensors[kRoleCount] = {
-    /* kQ            */ {"layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight"},       // [n_head·d_head, d_model]
-    /* kK            */ {"layers.%d.self_attn.k_proj.weight", "blk.%d.attn_k.weight"},       // [n_kv_head·d_head, d_model]
-    /* kV            */ {"layers.%d.self_attn.v_proj.weight", "blk.%d.attn_v.weight"},       // [n_kv_head·d_head, d_model]
+    /* kQ            */ {"layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight"},  // [n_head·d_head, d_model]
+    /* kK            */ {"layers.%d.self_attn.k_proj.weight", "blk.%d.attn_k.weight"},  // [n_kv_head·d_head, d_model]
+    /* kV            */ {"layers.%d.self_attn.v_proj.weight", "blk.%d.attn_v.weight"},  // [n_kv_head·d_head, d_model]
     /* kO            */ {"layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight"},  // [d_model, n_head·d_head]
     /* kQNorm        */ {"layers.%d.self_attn.q_norm.weight", "blk.%d.attn_q_norm.weight"},  // [n_head·d_head]
     /* kKNorm        */ {"layers.%d.self_attn.k_norm.weight", "blk.%d.attn_k_norm.weight"},  // [n_kv_head·d_head]
     /* kPostAttnNorm */ {"layers.%d.post_attention_layernorm.weight", "blk.%d.post_attention_norm.weight"},
-    /* kGate         */ {"layers.%d.mlp.gate_proj.weight", "blk.%d.ffn_gate.weight"},        // [d_ff, d_model]
-    /* kUp           */ {"layers.%d.mlp.up_proj.weight", "blk.%d.ffn_up.weight"},            // [d_ff, d_model]
-    /* kDown         */ {"layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight"},        // [d_model, d_ff]
+    /* kGate         */ {"layers.%d.mlp.gate_proj.weight", "blk.%d.ffn_gate.weight"},  // [d_ff, d_model]
+    /* kUp           */ {"layers.%d.mlp.up_proj.weight", "blk.%d.ffn_up.weight"},      // [d_ff, d_model]
+    /* kDown         */ {"layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight"},  // [d_model, d_ff]
     /* kPostFfnNorm  */ {"layers.%d.post_feedforward_layernorm.weight", "blk.%d.post_ffw_norm.weight"},
 };
 
 }  // namespace
 
 DecoderHyper olmo2_config(const nlohmann::json& c, const std::string& where) {
-  if (json_bool(c, "attention_bias", where, false)) throw Error(where + ": attention_bias = true is not supported for OLMo 2");
+  if (json_bool(c, "attention_bias", where, false))
+    throw Error(where + ": attention_bias = true is not supported for OLMo 2");
   // Sizes, RoPE, tied head (no sliding window: model_type olmo2); rms_norm_eps 1e-5 is Olmo2Config's default.
   return llama_config(c, where, 1e-5);
 }
@@ -68,8 +69,8 @@ std::unique_ptr<Model> build(DecoderHyper hp, const LlamaLikeReaders& readers, s
     const auto mat = [&](Role r, std::vector<int64_t> shape) { return in.matrix(kLayerTensors[r], l, shape); };
     const QuantMatrix wq = mat(kQ, {H * Dh, D}), wk = mat(kK, {Hkv * Dh, D}), wv = mat(kV, {Hkv * Dh, D});
     b.w_qkv = QuantMatrix::concat_rows({&wq, &wk, &wv});  // fused at load time: one GEMM per layer
-    b.q_norm = get(kQNorm, {H * Dh});        // over all query heads at once
-    b.k_norm = get(kKNorm, {Hkv * Dh});      // over all key heads at once
+    b.q_norm = get(kQNorm, {H * Dh});                     // over all query heads at once
+    b.k_norm = get(kKNorm, {Hkv * Dh});                   // over all key heads at once
     b.w_o = mat(kO, {D, H * Dh});
     b.post_attn_norm = get(kPostAttnNorm, {D});
     b.w_gate = mat(kGate, {F, D});

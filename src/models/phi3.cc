@@ -36,12 +36,12 @@ namespace {
 // read by read_llama_like_globals.
 enum Role { kAttnNorm, kQkv, kO, kFfnNorm, kGateUp, kDown, kRoleCount };
 constexpr TensorName kLayerTensors[kRoleCount] = {
-    /* kAttnNorm */ {"layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight"},            // [d_model]
-    /* kQkv      */ {"layers.%d.self_attn.qkv_proj.weight", "blk.%d.attn_qkv.weight"},         // Q | K | V
-    /* kO        */ {"layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight"},        // [d_model, n_head·d_head]
-    /* kFfnNorm  */ {"layers.%d.post_attention_layernorm.weight", "blk.%d.ffn_norm.weight"},   // [d_model]
-    /* kGateUp   */ {"layers.%d.mlp.gate_up_proj.weight", "blk.%d.ffn_up.weight"},             // gate | up
-    /* kDown     */ {"layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight"},              // [d_model, d_ff]
+    /* kAttnNorm */ {"layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight"},     // [d_model]
+    /* kQkv      */ {"layers.%d.self_attn.qkv_proj.weight", "blk.%d.attn_qkv.weight"},   // Q | K | V
+    /* kO        */ {"layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight"},  // [d_model, n_head·d_head]
+    /* kFfnNorm  */ {"layers.%d.post_attention_layernorm.weight", "blk.%d.ffn_norm.weight"},  // [d_model]
+    /* kGateUp   */ {"layers.%d.mlp.gate_up_proj.weight", "blk.%d.ffn_up.weight"},            // gate | up
+    /* kDown     */ {"layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight"},             // [d_model, d_ff]
 };
 
 }  // namespace
@@ -50,8 +50,8 @@ DecoderHyper phi3_config(const nlohmann::json& c, const std::string& where) {
   // transformers 5 writes "rope_parameters" (holding partial_rotary_factor), older files
   // "rope_scaling" and a top-level partial_rotary_factor.
   const char* rope_key = c.contains("rope_parameters") && !c["rope_parameters"].is_null() ? "rope_parameters"
-                         : c.contains("rope_scaling") && !c["rope_scaling"].is_null()   ? "rope_scaling"
-                                                                                         : nullptr;
+                         : c.contains("rope_scaling") && !c["rope_scaling"].is_null()     ? "rope_scaling"
+                                                                                          : nullptr;
   nlohmann::json rest = c;
   double factor = json_number(c, "partial_rotary_factor", where, 1.0);
   rest.erase("partial_rotary_factor");
@@ -62,7 +62,8 @@ DecoderHyper phi3_config(const nlohmann::json& c, const std::string& where) {
     if (type == "longrope" || type == "su" || type == "yarn")
       throw Error(rp_where + ": rope type \"" + type +
                   "\" (LongRoPE: the 128K Phi-3, Phi-3.5 and Phi-4-mini) is not supported; only the default RoPE is");
-    if (type != "default") throw Error(rp_where + ": rope type \"" + type + "\" is not supported for Phi-3 (only \"default\")");
+    if (type != "default")
+      throw Error(rp_where + ": rope type \"" + type + "\" is not supported for Phi-3 (only \"default\")");
     factor = json_number(rp, "partial_rotary_factor", rp_where, factor);
     rest[rope_key].erase("partial_rotary_factor");
   }

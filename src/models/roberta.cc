@@ -33,7 +33,8 @@ constexpr EncoderTensors kRobertaTensors = {
     },
     {
         /* kEncWordEmbedding     */ {"embeddings.word_embeddings.weight", nullptr},        // [vocab, d_model]
-        /* kEncPositionEmbedding */ {"embeddings.position_embeddings.weight", nullptr},    // [max_position_embeddings, d_model]
+        /* kEncPositionEmbedding */ {"embeddings.position_embeddings.weight", nullptr},    // [max_position_embeddings,
+                                                                                           // d_model]
         /* kEncTypeEmbedding     */ {"embeddings.token_type_embeddings.weight", nullptr},  // [1, d_model]
         /* kEncEmbNormW          */ {"embeddings.LayerNorm.weight", nullptr},              // [d_model]
         /* kEncEmbNormB          */ {"embeddings.LayerNorm.bias", nullptr},                // [d_model]

@@ -31,8 +31,10 @@ uint64_t mem_available() {
 
 std::string gib(uint64_t bytes) {
   char buf[32];
-  if (bytes >= (uint64_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(1 << 30));
-  else std::snprintf(buf, sizeof buf, "%.0f MiB", double(bytes) / double(1 << 20));
+  if (bytes >= (uint64_t{1} << 30))
+    std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(1 << 30));
+  else
+    std::snprintf(buf, sizeof buf, "%.0f MiB", double(bytes) / double(1 << 20));
   return buf;
 }
 
@@ -60,7 +62,8 @@ void check_load_memory(const std::string& path, const LoadOptions& options) {
   if (e.bytes <= budget) return;
   const uint64_t per_weight = e.parameters > 0 ? std::max<uint64_t>(1, e.bytes / e.parameters) : 4;
   throw ResourceError(path + ": loading needs about " + gib(e.bytes) + " (" + millions(e.parameters) +
-                      (e.stored_bytes > 0 ? " weights, linear layers kept quantized" : " weights, kept as fp32") + ") but " + gib(budget) + " is available; a model of up to about " +
+                      (e.stored_bytes > 0 ? " weights, linear layers kept quantized" : " weights, kept as fp32") +
+                      ") but " + gib(budget) + " is available; a model of up to about " +
                       millions(budget / per_weight) + " weights would fit (free some memory, or pick a smaller model)");
 }
 
@@ -85,11 +88,13 @@ void Model::check_run_memory(int64_t T, uint64_t bytes, const CaptureOptions& op
   int64_t lo = 0, hi = std::min<int64_t>(T, config().max_positions);
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo + 1) / 2;
-    if (run_bytes(mid, options) <= budget) lo = mid;
-    else hi = mid - 1;
+    if (run_bytes(mid, options) <= budget)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
-  const std::string fits = lo > 0 ? "the longest text that fits is about " + std::to_string(lo) + " tokens"
-                                   : "not even one token fits";
+  const std::string fits =
+      lo > 0 ? "the longest text that fits is about " + std::to_string(lo) + " tokens" : "not even one token fits";
   throw ResourceError("a run over " + std::to_string(T) + " tokens needs about " + gib(bytes) +
                       " (captured tensors and working memory) but " + gib(budget) + " is available; " + fits +
                       " (shorten the text, or capture less)");

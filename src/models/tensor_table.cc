@@ -18,7 +18,9 @@ class SafetensorsSource final : public WeightSource {
   std::string describe() const override { return dir_; }
 
  private:
-  Tensor read(const std::string& name, const std::vector<int64_t>& shape) const override { return store_.get(name, shape); }
+  Tensor read(const std::string& name, const std::vector<int64_t>& shape) const override {
+    return store_.get(name, shape);
+  }
   std::string file_of(const std::string& name) const override { return store_.raw(name).file; }
   std::string dir_;
   io::WeightStore store_;
@@ -26,12 +28,15 @@ class SafetensorsSource final : public WeightSource {
 
 class GgufSource final : public WeightSource {
  public:
-  GgufSource(std::shared_ptr<const io::GgufFile> file, WeightCheck& check) : WeightSource(check), file_(std::move(file)) {}
+  GgufSource(std::shared_ptr<const io::GgufFile> file, WeightCheck& check)
+      : WeightSource(check), file_(std::move(file)) {}
   bool has(const std::string& name) const override { return file_->has_tensor(name); }
   std::string describe() const override { return file_->path(); }
 
  private:
-  Tensor read(const std::string& name, const std::vector<int64_t>& shape) const override { return file_->to_f32(name, shape); }
+  Tensor read(const std::string& name, const std::vector<int64_t>& shape) const override {
+    return file_->to_f32(name, shape);
+  }
   QuantMatrix read_stored(const std::string& name, const std::vector<int64_t>& shape) const override {
     const io::GgufTensorInfo& t = file_->tensor(name, shape);  // refuses a type without a dequantizer, by name
     if (!QuantMatrix::keeps_stored(t.type)) return {};

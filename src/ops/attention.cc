@@ -18,13 +18,15 @@ void attend_head(int64_t h, const float* q, int64_t ldq, const float* k, int64_t
                  const int* kv_head_of, const AttentionDims& d, const KeyMask& mask, int64_t mask_first_row,
                  const ProbsOut& probs, float* out, int64_t ldo, bool scores_done = false) {
   const int64_t g = kv_head_of[h];
-  float* P = probs.data + h * probs.head_stride;           // [T_q, T_k], row stride probs.ld
-  const float* Qh = q + h * d.d_head;                      // [T_q, d_head], stride ldq
-  const float* Kg = k + g * d.d_head;                      // [T_k, d_head], stride ldk
+  float* P = probs.data + h * probs.head_stride;                // [T_q, T_k], row stride probs.ld
+  const float* Qh = q + h * d.d_head;                           // [T_q, d_head], stride ldq
+  const float* Kg = k + g * d.d_head;                           // [T_k, d_head], stride ldk
   const float* Vg = v == nullptr ? nullptr : v + g * d.d_head;  // [T_k, d_head], stride ldv
-  if (!scores_done) matmul(Qh, ldq, Kg, ldk, P, probs.ld, d.T_q, d.T_k, d.d_head, /*trans_b=*/true, d.scale);  // scale · Q Kᵀ
+  if (!scores_done)
+    matmul(Qh, ldq, Kg, ldk, P, probs.ld, d.T_q, d.T_k, d.d_head, /*trans_b=*/true, d.scale);  // scale · Q Kᵀ
   softmax_rows(P, d.T_q, d.T_k, probs.ld, mask_first_row, mask);
-  if (out != nullptr) matmul(P, probs.ld, Vg, ldv, out + h * d.d_head, ldo, d.T_q, d.d_head, d.T_k, /*trans_b=*/false);  // P V
+  if (out != nullptr)
+    matmul(P, probs.ld, Vg, ldv, out + h * d.d_head, ldo, d.T_q, d.d_head, d.T_k, /*trans_b=*/false);  // P V
 }
 
 // Grouped-query attention: the query heads that share key head g, when the caller allows it
@@ -49,8 +51,8 @@ void group_scores(int64_t g, int64_t n, const float* q, int64_t ldq, const float
   for (int64_t i = 0; i < n; ++i)
     for (int64_t r = 0; r < d.T_q; ++r)
       std::copy_n(q + r * ldq + (g * n + i) * d.d_head, d.d_head, rows.data() + (i * d.T_q + r) * d.d_head);
-  matmul(rows.data(), d.d_head, k + g * d.d_head, ldk, probs.data + g * n * probs.head_stride, probs.ld, n * d.T_q, d.T_k,
-         d.d_head, /*trans_b=*/true, d.scale);
+  matmul(rows.data(), d.d_head, k + g * d.d_head, ldk, probs.data + g * n * probs.head_stride, probs.ld, n * d.T_q,
+         d.T_k, d.d_head, /*trans_b=*/true, d.scale);
 }
 
 // The order of a pool's work. Items below n_units are units of attention (a head, or a group of
@@ -102,7 +104,9 @@ void attention(const float* q, int64_t ldq, const float* k, int64_t ldk, const f
   const std::vector<int64_t> order = pool_order(d.n_head, stack, then->parts);
   const auto done = std::make_unique<std::atomic<bool>[]>(size_t(d.n_head));
   for (int64_t h = 0; h < d.n_head; ++h) done[size_t(h)].store(false, std::memory_order_relaxed);
-  const std::function<void(int64_t)> mark_done = [&](int64_t h) { done[size_t(h)].store(true, std::memory_order_release); };
+  const std::function<void(int64_t)> mark_done = [&](int64_t h) {
+    done[size_t(h)].store(true, std::memory_order_release);
+  };
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::exception_ptr failure;

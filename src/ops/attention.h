@@ -18,12 +18,12 @@
 namespace headscope::ops {
 
 struct AttentionDims {
-  int64_t T_q = 0;       // query rows in this call
-  int64_t T_k = 0;       // keys (T_q plus any cached past)
-  int64_t n_head = 0;    // query heads
-  int64_t n_kv_head = 0; // key/value heads
+  int64_t T_q = 0;        // query rows in this call
+  int64_t T_k = 0;        // keys (T_q plus any cached past)
+  int64_t n_head = 0;     // query heads
+  int64_t n_kv_head = 0;  // key/value heads
   int64_t d_head = 0;
-  float scale = 0.0f;    // usually 1/√d_head
+  float scale = 0.0f;  // usually 1/√d_head
 };
 
 // Work on each head's probabilities once they are written: run(h, part) for every part in
@@ -62,8 +62,8 @@ void attention(const float* q, int64_t ldq, const float* k, int64_t ldk, const f
 inline void attention(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v, int64_t ldv,
                       const int* kv_head_of, const AttentionDims& dims, const KeyMask& mask, int64_t mask_first_row,
                       float* probs, float* out, int64_t ldo) {
-  attention(q, ldq, k, ldk, v, ldv, kv_head_of, dims, mask, mask_first_row, ProbsOut{probs, dims.T_q * dims.T_k, dims.T_k},
-            out, ldo);
+  attention(q, ldq, k, ldk, v, ldv, kv_head_of, dims, mask, mask_first_row,
+            ProbsOut{probs, dims.T_q * dims.T_k, dims.T_k}, out, ldo);
 }
 
 }  // namespace headscope::ops

@@ -14,11 +14,11 @@ namespace headscope::ops {
 // e^x for x already within [−87, 88] (each caller clamps): 2^n · e^r as above.
 inline float exp_in_range(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kLn2Hi = 0.693145751953125f;        // ln 2 split in two (Cody–Waite) so that
-  constexpr float kLn2Lo = 1.428606765330187045e-06f; // r keeps full precision
-  const float n = __builtin_rintf(x * kLog2e);  // round to nearest even (default rounding mode)
+  constexpr float kLn2Hi = 0.693145751953125f;         // ln 2 split in two (Cody–Waite) so that
+  constexpr float kLn2Lo = 1.428606765330187045e-06f;  // r keeps full precision
+  const float n = __builtin_rintf(x * kLog2e);         // round to nearest even (default rounding mode)
   const float r = (x - n * kLn2Hi) - n * kLn2Lo;
-  float p = 1.0f / 5040.0f;                            // Horner: Σ_{i=0..7} r^i / i!
+  float p = 1.0f / 5040.0f;  // Horner: Σ_{i=0..7} r^i / i!
   p = p * r + 1.0f / 720.0f;
   p = p * r + 1.0f / 120.0f;
   p = p * r + 1.0f / 24.0f;

@@ -39,7 +39,7 @@ inline Lanes log2_lanes_series(Lanes x) {
   const IntLanes bits = (IntLanes)x;
   IntLanes e = ((bits >> 23) & 0xff) - 127;
   Lanes m = (Lanes)((bits & 0x007fffff) | 0x3f800000);  // [1, 2)
-  const IntLanes high = m > 1.41421356f;                 // −1 (all bits) where true
+  const IntLanes high = m > 1.41421356f;                // −1 (all bits) where true
   m = high ? m * 0.5f : m;
   e -= high;
   const Lanes s = (m - 1.0f) / (m + 1.0f), s2 = s * s;

@@ -6,8 +6,8 @@
 
 namespace headscope::ops {
 
-void matmul(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc,
-            int64_t M, int64_t N, int64_t K, bool trans_b, float alpha, float beta) {
+void matmul(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t M, int64_t N,
+            int64_t K, bool trans_b, float alpha, float beta) {
   if (M == 0 || N == 0) return;
   // dnnl_sgemm is row-major: C = alpha·op(A)·op(B) + beta·C.
   dnnl_status_t st = dnnl_sgemm('N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);

@@ -10,8 +10,8 @@
 
 namespace headscope::ops {
 
-void matmul(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc,
-            int64_t M, int64_t N, int64_t K, bool trans_b, float alpha = 1.0f, float beta = 0.0f);
+void matmul(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t M, int64_t N,
+            int64_t K, bool trans_b, float alpha = 1.0f, float beta = 0.0f);
 
 // y[T, out] = x[T, in] · W[out, in]ᵀ + b[out]   (b may be null)
 void linear(const float* x, int64_t T, int64_t in, const float* W, const float* b, int64_t out, float* y);

@@ -43,12 +43,11 @@ struct PackedLinear::Impl {
     const memory::desc wei_any({out, in, 1, 1}, dt::f32, tag::any);
     const memory::desc bias_md({out}, dt::f32, tag::a);
     const dnnl::convolution_forward::desc desc =
-        bias.empty() ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                      dnnl::algorithm::convolution_direct, image(T, in), wei_any,
-                                                      image(T, out), {1, 1}, {0, 0}, {0, 0})
-                     : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                      dnnl::algorithm::convolution_direct, image(T, in), wei_any,
-                                                      bias_md, image(T, out), {1, 1}, {0, 0}, {0, 0});
+        bias.empty()
+            ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                              image(T, in), wei_any, image(T, out), {1, 1}, {0, 0}, {0, 0})
+            : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                              image(T, in), wei_any, bias_md, image(T, out), {1, 1}, {0, 0}, {0, 0});
     const dnnl::convolution_forward::primitive_desc pd(desc, engine);
     memory weights_mem;
     for (const memory& m : packed)

@@ -14,8 +14,8 @@ namespace headscope::ops::kernels {
 constexpr int64_t kPanelBlockRows = 16;
 
 // y[T, out] = x[T, in] · Wᵀ + bias (bias may be null); w is pack_panels(W)'s data, xT the scratch.
-void panel_linear_avx2(const float* w, const float* bias, int64_t in, int64_t out, const float* x, int64_t T,
-                       float* y, float* xT);
+void panel_linear_avx2(const float* w, const float* bias, int64_t in, int64_t out, const float* x, int64_t T, float* y,
+                       float* xT);
 void panel_linear_avx512(const float* w, const float* bias, int64_t in, int64_t out, const float* x, int64_t T,
                          float* y, float* xT);
 

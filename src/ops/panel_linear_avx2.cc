@@ -49,8 +49,8 @@ inline void panel_tile(const float* w, const float* bias, int64_t in, const floa
 
 }  // namespace
 
-void panel_linear_avx2(const float* w, const float* bias, int64_t in, int64_t out, const float* x, int64_t T,
-                       float* y, float* xT) {
+void panel_linear_avx2(const float* w, const float* bias, int64_t in, int64_t out, const float* x, int64_t T, float* y,
+                       float* xT) {
   const int64_t n_panels = (out + kPanelWidth - 1) / kPanelWidth, blocks = (T + kRows - 1) / kRows;
   for (int64_t b = 0; b < blocks; ++b)
     transpose_rows(x + b * kRows * in, min64(kRows, T - b * kRows), in, xT + b * in * kRows);

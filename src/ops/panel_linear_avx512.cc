@@ -23,7 +23,7 @@ inline void panel_tile16(const float* w, const float* bias, int64_t in, const fl
                          float* y, int64_t out) {
   static_assert(kPanelWidth == 6, "the tile below is written out for 6 output features");
   auto b = [&](int64_t j) { return _mm512_set1_ps(bias && j < cols ? bias[j] : 0.0f); };
-  __m512 e0 = b(0), e1 = b(1), e2 = b(2), e3 = b(3), e4 = b(4), e5 = b(5);  // even k (and the bias)
+  __m512 e0 = b(0), e1 = b(1), e2 = b(2), e3 = b(3), e4 = b(4), e5 = b(5);       // even k (and the bias)
   __m512 o0 = _mm512_setzero_ps(), o1 = o0, o2 = o0, o3 = o0, o4 = o0, o5 = o0;  // odd k
   int64_t k = 0;
   for (; k + 2 <= in; k += 2) {

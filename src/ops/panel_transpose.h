@@ -8,7 +8,7 @@
 namespace headscope::ops::kernels {
 namespace {
 
-constexpr int64_t kRows = 16;  // = kPanelBlockRows
+constexpr int64_t kRows = 16;       // = kPanelBlockRows
 constexpr int64_t kPanelWidth = 6;  // = ops::kPanel (panel_linear.h), restated: this file sees no Tensor
 
 // Prefetch distances along the weight stream, which runs on from one panel into the next (panels

@@ -24,10 +24,14 @@ void float_dot_portable(const float* w, int64_t n, const float* x, float* sums) 
 
 void float_dot_portable(const float* w, int64_t n, const float* x, int T, float* sums) {
   switch (T) {
-    case 1: return float_dot_portable<1>(w, n, x, sums);
-    case 2: return float_dot_portable<2>(w, n, x, sums);
-    case 3: return float_dot_portable<3>(w, n, x, sums);
-    default: return float_dot_portable<4>(w, n, x, sums);
+    case 1:
+      return float_dot_portable<1>(w, n, x, sums);
+    case 2:
+      return float_dot_portable<2>(w, n, x, sums);
+    case 3:
+      return float_dot_portable<3>(w, n, x, sums);
+    default:
+      return float_dot_portable<4>(w, n, x, sums);
   }
 }
 
@@ -56,13 +60,20 @@ const kernels::GemvKernels& kernels_for(cpu::Isa isa) {
 
 kernels::BlockRowDot block_kernel(const kernels::GemvKernels& k, io::GgmlType type) {
   switch (type) {
-    case io::GgmlType::Q4_0: return k.q4_0;
-    case io::GgmlType::Q4_1: return k.q4_1;
-    case io::GgmlType::Q5_0: return k.q5_0;
-    case io::GgmlType::Q8_0: return k.q8_0;
-    case io::GgmlType::Q4_K: return k.q4_k;
-    case io::GgmlType::Q6_K: return k.q6_k;
-    default: return nullptr;
+    case io::GgmlType::Q4_0:
+      return k.q4_0;
+    case io::GgmlType::Q4_1:
+      return k.q4_1;
+    case io::GgmlType::Q5_0:
+      return k.q5_0;
+    case io::GgmlType::Q8_0:
+      return k.q8_0;
+    case io::GgmlType::Q4_K:
+      return k.q4_k;
+    case io::GgmlType::Q6_K:
+      return k.q6_k;
+    default:
+      return nullptr;
   }
 }
 
@@ -77,21 +88,21 @@ void gemv_rows(const float* x, int T, const QuantMatrix& W, const float* bias, f
     float sums[kGemvMaxRows];
 #pragma omp for schedule(static)
     for (int64_t o = 0; o < out; ++o) try {
-      const QuantMatrix::StoredRow r = W.stored_row(o);
-      if (const kernels::BlockRowDot kernel = block_kernel(kernels, r.type)) {
-        kernel(r.data, in, x, T, sums);
-      } else {
-        row.resize(static_cast<size_t>(in));
-        W.dequantize_rows(o, 1, row.data());
-        kernels.f32(row.data(), in, x, T, sums);
-      }
-      for (int t = 0; t < T; ++t) y[t * out + o] = sums[t];
-      if (bias != nullptr)
-        for (int t = 0; t < T; ++t) y[t * out + o] += bias[o];
-    } catch (...) {
+        const QuantMatrix::StoredRow r = W.stored_row(o);
+        if (const kernels::BlockRowDot kernel = block_kernel(kernels, r.type)) {
+          kernel(r.data, in, x, T, sums);
+        } else {
+          row.resize(static_cast<size_t>(in));
+          W.dequantize_rows(o, 1, row.data());
+          kernels.f32(row.data(), in, x, T, sums);
+        }
+        for (int t = 0; t < T; ++t) y[t * out + o] = sums[t];
+        if (bias != nullptr)
+          for (int t = 0; t < T; ++t) y[t * out + o] += bias[o];
+      } catch (...) {
 #pragma omp critical
-      if (!failure) failure = std::current_exception();
-    }
+        if (!failure) failure = std::current_exception();
+      }
   }
   if (failure) std::rethrow_exception(failure);
 }

@@ -24,12 +24,14 @@ using io::block_fields::unpack_scale_min_k4;
 // of latency), which bounds a one-row GEMV (a generation step) at 2 weights a cycle. With T rows
 // the rows' chains are already independent. The chains are added at the end (chain_sums).
 template <int T>
-constexpr int kChains = T == 1 ? 4 : T == 2 ? 2 : 1;
+constexpr int kChains = T == 1   ? 4
+                        : T == 2 ? 2
+                                 : 1;
 
 // acc[chain · T + t] += w · x[t · n .. + 8], chain = s % kChains<T>.
 template <int T>
 inline void fma8(__m256 w, const float* x, int64_t n, __m256* acc, int s) {
-  __m256* a = acc + (s % kChains<T>) * T;
+  __m256* a = acc + (s % kChains<T>)*T;
   for (int t = 0; t < T; ++t) a[t] = _mm256_fmadd_ps(w, _mm256_loadu_ps(x + t * n), a[t]);
 }
 inline __m256i u8x8(const uint8_t* p) {  // 8 bytes → 8 int32
@@ -51,7 +53,8 @@ void row_q4(const uint8_t* blk, int64_t nb, const float* x, int64_t n, __m256* a
       const __m256i q = u8x8(blk + kQs + 8 * h);
       const __m256 lo = f32(nib_lo(q)), hi = f32(nib_hi(q));
       fma8<T>(kMin ? _mm256_fmadd_ps(lo, d, m) : _mm256_mul_ps(_mm256_sub_ps(lo, eight), d), x + 8 * h, n, acc, 2 * h);
-      fma8<T>(kMin ? _mm256_fmadd_ps(hi, d, m) : _mm256_mul_ps(_mm256_sub_ps(hi, eight), d), x + 16 + 8 * h, n, acc, 2 * h + 1);
+      fma8<T>(kMin ? _mm256_fmadd_ps(hi, d, m) : _mm256_mul_ps(_mm256_sub_ps(hi, eight), d), x + 16 + 8 * h, n, acc,
+              2 * h + 1);
     }
   }
 }
@@ -69,7 +72,8 @@ void row_q5_0(const uint8_t* blk, int64_t nb, const float* x, int64_t n, __m256*
       const __m256i q = u8x8(blk + 6 + 8 * h);
       for (int part = 0; part < 2; ++part) {  // low nibbles: values 8h..; high: 16 + 8h..
         const int first = 16 * part + 8 * h;
-        const __m256i fifth = _mm256_and_si256(_mm256_srlv_epi32(bits, _mm256_add_epi32(lane, _mm256_set1_epi32(first))), one);
+        const __m256i fifth =
+            _mm256_and_si256(_mm256_srlv_epi32(bits, _mm256_add_epi32(lane, _mm256_set1_epi32(first))), one);
         const __m256i v = _mm256_or_si256(part == 0 ? nib_lo(q) : nib_hi(q), _mm256_slli_epi32(fifth, 4));
         fma8<T>(_mm256_mul_ps(_mm256_sub_ps(f32(v), sixteen), d), x + first, n, acc, 2 * h + part);
       }
@@ -179,10 +183,14 @@ void block_dot(const uint8_t* blocks, int64_t n, const float* x, float* sums) {
 template <Kind K>
 void block_dot(const uint8_t* blocks, int64_t n, const float* x, int T, float* sums) {
   switch (T) {
-    case 1: return block_dot<K, 1>(blocks, n, x, sums);
-    case 2: return block_dot<K, 2>(blocks, n, x, sums);
-    case 3: return block_dot<K, 3>(blocks, n, x, sums);
-    default: return block_dot<K, 4>(blocks, n, x, sums);  // the caller keeps T ≤ kGemvMaxRows = 4
+    case 1:
+      return block_dot<K, 1>(blocks, n, x, sums);
+    case 2:
+      return block_dot<K, 2>(blocks, n, x, sums);
+    case 3:
+      return block_dot<K, 3>(blocks, n, x, sums);
+    default:
+      return block_dot<K, 4>(blocks, n, x, sums);  // the caller keeps T ≤ kGemvMaxRows = 4
   }
 }
 
@@ -201,10 +209,14 @@ void float_dot(const float* w, int64_t n, const float* x, float* sums) {
 
 void float_dot(const float* w, int64_t n, const float* x, int T, float* sums) {
   switch (T) {
-    case 1: return float_dot<1>(w, n, x, sums);
-    case 2: return float_dot<2>(w, n, x, sums);
-    case 3: return float_dot<3>(w, n, x, sums);
-    default: return float_dot<4>(w, n, x, sums);
+    case 1:
+      return float_dot<1>(w, n, x, sums);
+    case 2:
+      return float_dot<2>(w, n, x, sums);
+    case 3:
+      return float_dot<3>(w, n, x, sums);
+    default:
+      return float_dot<4>(w, n, x, sums);
   }
 }
 

@@ -148,10 +148,14 @@ void block_dot(const uint8_t* blocks, int64_t n, const float* x, float* sums) {
 template <Kind K>
 void block_dot(const uint8_t* blocks, int64_t n, const float* x, int T, float* sums) {
   switch (T) {
-    case 1: return block_dot<K, 1>(blocks, n, x, sums);
-    case 2: return block_dot<K, 2>(blocks, n, x, sums);
-    case 3: return block_dot<K, 3>(blocks, n, x, sums);
-    default: return block_dot<K, 4>(blocks, n, x, sums);  // the caller keeps T ≤ kGemvMaxRows = 4
+    case 1:
+      return block_dot<K, 1>(blocks, n, x, sums);
+    case 2:
+      return block_dot<K, 2>(blocks, n, x, sums);
+    case 3:
+      return block_dot<K, 3>(blocks, n, x, sums);
+    default:
+      return block_dot<K, 4>(blocks, n, x, sums);  // the caller keeps T ≤ kGemvMaxRows = 4
   }
 }
 
@@ -168,10 +172,14 @@ void float_dot(const float* w, int64_t n, const float* x, float* sums) {
 
 void float_dot(const float* w, int64_t n, const float* x, int T, float* sums) {
   switch (T) {
-    case 1: return float_dot<1>(w, n, x, sums);
-    case 2: return float_dot<2>(w, n, x, sums);
-    case 3: return float_dot<3>(w, n, x, sums);
-    default: return float_dot<4>(w, n, x, sums);
+    case 1:
+      return float_dot<1>(w, n, x, sums);
+    case 2:
+      return float_dot<2>(w, n, x, sums);
+    case 3:
+      return float_dot<3>(w, n, x, sums);
+    default:
+      return float_dot<4>(w, n, x, sums);
   }
 }
 

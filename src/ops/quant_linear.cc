@@ -1,8 +1,8 @@
 #include "ops/quant_linear.h"
 
+#include <omp.h>
 #include <algorithm>
 #include <exception>
-#include <omp.h>
 #include <vector>
 
 #include "ops/matmul.h"
@@ -36,18 +36,18 @@ void quant_linear(const float* x, int64_t T, const QuantMatrix& W, const float* 
     std::vector<float> panel(size_t(panel_rows * in));  // this thread's fp32 rows
 #pragma omp for schedule(static)
     for (int64_t p = 0; p < n_panels; ++p) try {
-      const int64_t r0 = p * panel_rows, n = std::min(panel_rows, out - r0);
-      W.dequantize_rows(r0, n, panel.data());
-      // y[:, r0 .. r0 + n) = x · panelᵀ (sgemm on this thread: oneDNN runs sequentially inside a
-      // parallel region).
-      matmul(x, in, panel.data(), in, y + r0, out, T, n, in, /*trans_b=*/true);
-      if (bias != nullptr)
-        for (int64_t t = 0; t < T; ++t)
-          for (int64_t o = r0; o < r0 + n; ++o) y[t * out + o] += bias[o];
-    } catch (...) {
+        const int64_t r0 = p * panel_rows, n = std::min(panel_rows, out - r0);
+        W.dequantize_rows(r0, n, panel.data());
+        // y[:, r0 .. r0 + n) = x · panelᵀ (sgemm on this thread: oneDNN runs sequentially inside a
+        // parallel region).
+        matmul(x, in, panel.data(), in, y + r0, out, T, n, in, /*trans_b=*/true);
+        if (bias != nullptr)
+          for (int64_t t = 0; t < T; ++t)
+            for (int64_t o = r0; o < r0 + n; ++o) y[t * out + o] += bias[o];
+      } catch (...) {
 #pragma omp critical
-      if (!failure) failure = std::current_exception();
-    }
+        if (!failure) failure = std::current_exception();
+      }
   }
   if (failure) std::rethrow_exception(failure);
 }

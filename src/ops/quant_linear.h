@@ -1,9 +1,9 @@
 // headscope — y = x · Wᵀ + b with W kept as the model file stores it (tensor/quant_matrix.h),
 // dequantised panel by panel inside the product.
 //
-// For each panel of at most kQuantPanelRows output rows (fewer, so that every thread gets as many): dequantise the panel into an fp32 scratch of the
-// thread that owns it, then y[:, panel] = x · panelᵀ with the same sgemm as ops::linear. Panels
-// are shared between threads (OpenMP, static schedule) and each sgemm runs on its thread. Every
+// For each panel of at most kQuantPanelRows output rows (fewer, so that every thread gets as many): dequantise the
+// panel into an fp32 scratch of the thread that owns it, then y[:, panel] = x · panelᵀ with the same sgemm as
+// ops::linear. Panels are shared between threads (OpenMP, static schedule) and each sgemm runs on its thread. Every
 // output element is a dot product over the same fp32 weights as dequantize-then-multiply (the
 // slow twin, ops::reference::quant_linear); the two agree to sgemm's rounding
 // (tests/unit/quant_linear_test.cc). An fp32 matrix goes straight to ops::linear. Up to

@@ -7,7 +7,8 @@
 namespace headscope::ops {
 
 std::vector<float> rope_inverse_frequencies(const RopeConfig& c) {
-  if (c.d_rot <= 0 || c.d_rot % 2 != 0) throw Error("rope: rotated dimension " + std::to_string(c.d_rot) + " must be even");
+  if (c.d_rot <= 0 || c.d_rot % 2 != 0)
+    throw Error("rope: rotated dimension " + std::to_string(c.d_rot) + " must be even");
   const int64_t half = c.d_rot / 2;
   std::vector<float> inv(static_cast<size_t>(half));
   // transformers: 1.0 / (base ** (arange(0, dim, 2).float() / dim)), all in fp32.
@@ -26,8 +27,9 @@ std::vector<float> rope_inverse_frequencies(const RopeConfig& c) {
       if (wavelen < high_wavelen || wavelen > low_wavelen) {
         f = scaled;
       } else {  // medium frequencies: blend the two
-        const float smooth = (static_cast<float>(c.original_max_positions) / wavelen - static_cast<float>(c.low_freq_factor)) /
-                             static_cast<float>(c.high_freq_factor - c.low_freq_factor);
+        const float smooth =
+            (static_cast<float>(c.original_max_positions) / wavelen - static_cast<float>(c.low_freq_factor)) /
+            static_cast<float>(c.high_freq_factor - c.low_freq_factor);
         f = (1.0f - smooth) * scaled / factor + smooth * scaled;
       }
     }
@@ -58,8 +60,8 @@ RopeTable rope_table(const std::vector<float>& inv_freq, int64_t first, int64_t 
   return t;
 }
 
-void rope_apply(float* x, int64_t ld, int64_t T, int64_t n_heads, int64_t d_head, const RopeTable& table,
-                int64_t d_rot, RopeLayout layout) {
+void rope_apply(float* x, int64_t ld, int64_t T, int64_t n_heads, int64_t d_head, const RopeTable& table, int64_t d_rot,
+                RopeLayout layout) {
   const int64_t half = d_rot / 2;
   for (int64_t t = 0; t < T; ++t) {
     const float* c = table.cos.data() + t * half;

@@ -19,8 +19,8 @@ namespace headscope::ops {
 enum class RopeLayout { kHalfSplit, kInterleaved };
 
 struct RopeConfig {
-  int64_t d_rot = 0;        // rotated dimensions per head (= d_head for the families here)
-  double base = 10000.0;    // rope_theta
+  int64_t d_rot = 0;      // rotated dimensions per head (= d_head for the families here)
+  double base = 10000.0;  // rope_theta
   RopeLayout layout = RopeLayout::kHalfSplit;
   // Llama-3.1 frequency rescaling (transformers' _compute_llama3_parameters): wavelengths longer
   // than original_max_positions / low_freq_factor are divided by `factor`, shorter than
@@ -41,7 +41,7 @@ struct RopeTable {
 RopeTable rope_table(const std::vector<float>& inv_freq, int64_t first_position, int64_t T);
 
 // Rotates x: [T, n_heads · d_head] (row stride ld) in place, every head, with the table's rows.
-void rope_apply(float* x, int64_t ld, int64_t T, int64_t n_heads, int64_t d_head, const RopeTable& table,
-                int64_t d_rot, RopeLayout layout);
+void rope_apply(float* x, int64_t ld, int64_t T, int64_t n_heads, int64_t d_head, const RopeTable& table, int64_t d_rot,
+                RopeLayout layout);
 
 }  // namespace headscope::ops

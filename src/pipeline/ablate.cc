@@ -100,9 +100,12 @@ Ablation::Mode parse_ablation_mode(std::string_view name) {
 
 const char* ablation_mode_name(Ablation::Mode mode) {
   switch (mode) {
-    case Ablation::Mode::kZero: return "zero";
-    case Ablation::Mode::kMean: return "mean";
-    case Ablation::Mode::kResample: return "resample";
+    case Ablation::Mode::kZero:
+      return "zero";
+    case Ablation::Mode::kMean:
+      return "mean";
+    case Ablation::Mode::kResample:
+      return "resample";
   }
   return "?";
 }
@@ -119,7 +122,8 @@ Ablator::Ablator(const Model& model, std::vector<Encoding> texts, AblateOptions 
       throw Error("ablation: text " + std::to_string(i) + " has " + std::to_string(texts_[i].size()) +
                   " token(s); a next-token loss needs at least 2");
   clean_.resize(texts_.size());
-  for_each_text(texts_.size(), [&](size_t i) { clean_[i] = summarise(texts_[i], model_.run(texts_[i], stream_only(model_))); });
+  for_each_text(texts_.size(),
+                [&](size_t i) { clean_[i] = summarise(texts_[i], model_.run(texts_[i], stream_only(model_))); });
   const bool own_texts = options_.reference.empty();
   const std::vector<Encoding>& reference = own_texts ? texts_ : options_.reference;
   if (options_.mode == Ablation::Mode::kZero) return;
@@ -230,7 +234,8 @@ AblationResult Ablator::ablate(const std::vector<HeadRef>& heads) const {
   const ModelConfig& c = model_.config();
   for (const HeadRef& h : heads)
     if (h.layer < 0 || h.layer >= c.n_layer || h.head < 0 || h.head >= c.n_head)
-      throw Error("ablation: " + std::to_string(h.layer) + "." + std::to_string(h.head) + " is not a head of " + c.name);
+      throw Error("ablation: " + std::to_string(h.layer) + "." + std::to_string(h.head) + " is not a head of " +
+                  c.name);
   AblationResult result;
   result.heads = heads;
   Ablation ablation;
@@ -292,7 +297,8 @@ std::vector<PruningPoint> Ablator::pruning_curve(const std::vector<HeadRef>& ord
   double before = 0;  // the corpus's mean loss, for the relative change (decoders)
   for (const Clean& clean : clean_)
     if (!clean.loss.empty())
-      before += std::accumulate(clean.loss.begin(), clean.loss.end(), 0.0) / double(clean.loss.size()) / double(clean_.size());
+      before += std::accumulate(clean.loss.begin(), clean.loss.end(), 0.0) / double(clean.loss.size()) /
+                double(clean_.size());
   std::vector<PruningPoint> curve;
   const int n = int(order.size());
   for (int k = 0; k <= n; k = (k == n ? n + 1 : std::min(n, k + step))) {

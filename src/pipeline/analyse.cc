@@ -63,11 +63,12 @@ size_t RunAnalysis::bytes() const {
   auto floats = [](const Tensor& t) { return static_cast<size_t>(t.numel()) * sizeof(float); };
   size_t overview_bytes = 0;
   for (const analysis::HeadOverview& o : overviews)
-    overview_bytes += (o.sum.size() + o.max.size()) * sizeof(float) + (o.received.size() + o.offset_mass.size()) * sizeof(double);
+    overview_bytes +=
+        (o.sum.size() + o.max.size()) * sizeof(float) + (o.received.size() + o.offset_mass.size()) * sizeof(double);
   return floats(capture.attention) + floats(capture.head_outputs) + floats(capture.contributions) +
          floats(capture.attn_output) + floats(capture.hidden_states) + floats(capture.queries) + floats(capture.keys) +
-         floats(capture.value_norms) + floats(capture.mlp_outputs) +
-         floats(word_attention) + text.size() + overview_bytes;
+         floats(capture.value_norms) + floats(capture.mlp_outputs) + floats(word_attention) + text.size() +
+         overview_bytes;
 }
 
 namespace {
@@ -77,8 +78,8 @@ std::string mib(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) 
 // The capture a run asks of the model: dense maps in it, or streamed with queries and keys kept.
 CaptureOptions capture_for(const AnalyseOptions& options, bool streamed) {
   CaptureOptions capture = options.capture;
-  capture.attention = !streamed;  // everything below reads it, stored or streamed
-  capture.value_norms = true;     // [L, H, T]: the norm-weighted statistics, norm_weighted_attention()
+  capture.attention = !streamed;              // everything below reads it, stored or streamed
+  capture.value_norms = true;                 // [L, H, T]: the norm-weighted statistics, norm_weighted_attention()
   if (streamed) capture.queries_keys = true;  // attention_tile() recomputes from them
   return capture;
 }
@@ -156,8 +157,10 @@ RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
       int64_t lo = 0, hi = T;
       while (lo < hi) {
         const int64_t mid = lo + (hi - lo + 1) / 2;
-        if (analyse_memory(model, mid, options).bytes <= budget) lo = mid;
-        else hi = mid - 1;
+        if (analyse_memory(model, mid, options).bytes <= budget)
+          lo = mid;
+        else
+          hi = mid - 1;
       }
       hint =
           lo > 0 ? "the longest text that fits is about " + std::to_string(lo) + " tokens" : "not even one token fits";
@@ -236,9 +239,10 @@ RunAnalysis analyse_attention(const ModelConfig& config, std::string text, Encod
   if (T == 0) throw Error("analyse_attention: no tokens; give one label per query/key position");
   if (L < 1 || L > limits::kMaxLayers || H < 1 || H > limits::kMaxHeads)
     throw Error("analyse_attention: the config gives " + std::to_string(L) + " layers of " + std::to_string(H) +
-                " heads; give 1 to " + std::to_string(limits::kMaxLayers) + " layers and 1 to " + std::to_string(limits::kMaxHeads) +
-                " heads");
-  attention.expect_shape({L, H, T, T}, "analyse_attention: attention [layer, head, q, k] for " + std::to_string(T) + " tokens");
+                " heads; give 1 to " + std::to_string(limits::kMaxLayers) + " layers and 1 to " +
+                std::to_string(limits::kMaxHeads) + " heads");
+  attention.expect_shape({L, H, T, T},
+                         "analyse_attention: attention [layer, head, q, k] for " + std::to_string(T) + " tokens");
   RunAnalysis run;
   run.text = std::move(text);
   run.encoding = std::move(encoding);
@@ -261,7 +265,9 @@ RunAnalysis analyse_attention(const ModelConfig& config, std::string text, Encod
                       std::to_string(q) + " key " + std::to_string(k) + " holds " + std::to_string(w) +
                       (config.causal ? "; weights must be finite, >= 0 and 0 above the diagonal (causal)"
                                      : "; weights must be finite and >= 0") +
-                      (seq.window > 0 ? " (and 0 outside the layer's sliding window of " + std::to_string(seq.window) + ")" : ""));
+                      (seq.window > 0
+                           ? " (and 0 outside the layer's sliding window of " + std::to_string(seq.window) + ")"
+                           : ""));
         total += w;
       }
       if (std::abs(total - 1.0) > limits::kMaxAttentionRowSumError)
@@ -302,8 +308,9 @@ std::vector<HeadLink> heads_linking(const Model& model, const RunAnalysis& run, 
   const ModelConfig& c = model.config();
   const int T = run.T();
   if (query < 0 || query >= T || key < 0 || key >= T)
-    throw Error("heads_linking: tokens " + std::to_string(query) + " → " + std::to_string(key) + " are not both among the " +
-                std::to_string(T) + " tokens of the text (0 to " + std::to_string(T - 1) + ")");
+    throw Error("heads_linking: tokens " + std::to_string(query) + " → " + std::to_string(key) +
+                " are not both among the " + std::to_string(T) + " tokens of the text (0 to " + std::to_string(T - 1) +
+                ")");
   const analysis::SequenceInfo& seq = run.token_level.units;
   const auto sink = [&](int k) { return k == 0 || seq.kinds[size_t(k)] == analysis::TokenKind::kSpecial; };
   std::vector<HeadLink> out;
@@ -333,7 +340,8 @@ Tensor attention_tile(const Model& model, const RunAnalysis& run, int layer, int
                 std::to_string(T) + " tokens (end exclusive)");
   if (int64_t(q1 - q0) * (k1 - k0) > limits::kMaxTileCells)
     throw ResourceError("attention tile: " + std::to_string(q1 - q0) + " × " + std::to_string(k1 - k0) +
-                        " cells is over the limit of " + std::to_string(limits::kMaxTileCells) + "; ask for a smaller one");
+                        " cells is over the limit of " + std::to_string(limits::kMaxTileCells) +
+                        "; ask for a smaller one");
   Tensor tile({q1 - q0, k1 - k0}, Tensor::Uninitialized{});
   if (run.capture.attention.empty()) {  // streamed: computed again from the kept queries and keys
     model.attention_from_qk(run.capture, layer, head, q0, q1, k0, k1, tile.ptr());

@@ -19,7 +19,8 @@ namespace headscope {
 std::vector<Encoding> atlas_importance_texts(const Model& model, const analysis::AtlasOptions& options) {
   const ModelConfig& c = model.config();
   int64_t n = options.importance_texts;
-  if (n < 0) n = c.n_layer * c.n_head <= limits::kMaxAtlasImportanceHeadsByDefault ? options.kDefaultImportanceTexts : 0;
+  if (n < 0)
+    n = c.n_layer * c.n_head <= limits::kMaxAtlasImportanceHeadsByDefault ? options.kDefaultImportanceTexts : 0;
   std::vector<Encoding> texts;
   if (n == 0) return texts;
   for (const analysis::DependencySentence& sentence : analysis::read_conllu(options.report_treebank)) {

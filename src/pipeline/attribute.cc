@@ -28,14 +28,16 @@ Tensor norm_weighted_attention(const RunAnalysis& run) {
 
 void norm_weighted_head(const RunAnalysis& run, int layer, int head, float* out) {
   const Tensor& maps = dense_maps(run, "norm-weighted attention");  // [L, H, T, T]
-  const Tensor& norms = run.capture.value_norms;                     // [L, H, T]
+  const Tensor& norms = run.capture.value_norms;                    // [L, H, T]
   const int64_t H = maps.dim(1), T = maps.dim(2);
   if (norms.numel() != maps.dim(0) * H * T) throw Error("norm-weighted attention: the run kept no value norms");
   const int64_t lh = int64_t{layer} * H + head;
   analysis::norm_weight_rows(maps.ptr() + lh * T * T, norms.ptr() + lh * T, T, T, out);
 }
 
-Tensor attention_rollout(const RunAnalysis& run) { return analysis::attention_rollout(dense_maps(run, "attention rollout")); }
+Tensor attention_rollout(const RunAnalysis& run) {
+  return analysis::attention_rollout(dense_maps(run, "attention rollout"));
+}
 
 Tensor merge_into_words(const RunAnalysis& run, const Tensor& token_maps) {
   return analysis::merge_attention(token_maps, run.words);

@@ -95,7 +95,8 @@ std::string model_name(const std::string& model_path) {
 
 json head_to_json(const analysis::HeadEvidence& e) {
   json j;
-  j["probe"] = e.probe ? json{{"induction", e.probe->induction}, {"duplicate", e.probe->duplicate},
+  j["probe"] = e.probe ? json{{"induction", e.probe->induction},
+                              {"duplicate", e.probe->duplicate},
                               {"probe_length", e.probe->probe_length}}
                        : json(nullptr);
   j["syntax"] = e.syntax ? json{{"relation", e.syntax->relation},
@@ -155,8 +156,8 @@ std::optional<CorpusEvidence> read_cache(const std::string& path, const std::str
 
 // Writes through a temporary file and a rename, so that a reader never sees half a file.
 bool write_cache(const CorpusEvidence& e, const std::string& model_path, const ModelConfig& c) {
-  json j = {{"schema", kSchema},   {"key", e.key},         {"model_path", model_path},
-            {"source", e.source},  {"syntax", e.syntax},   {"coreference", e.coreference},
+  json j = {{"schema", kSchema},    {"key", e.key},       {"model_path", model_path},
+            {"source", e.source},   {"syntax", e.syntax}, {"coreference", e.coreference},
             {"n_layer", c.n_layer}, {"n_head", c.n_head}, {"heads", json::array()}};
   for (const analysis::HeadEvidence& h : e.heads) j["heads"].push_back(head_to_json(h));
   std::error_code ec;

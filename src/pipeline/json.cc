@@ -245,12 +245,11 @@ void to_json(json& j, const RoleInfo& r) {
        {"family", role_family_info(r.family).id}};
 }
 
-void to_json(json& j, const RoleFamilyInfo& f) {
-  j = {{"id", f.id}, {"name", f.name}, {"description", f.description}};
-}
+void to_json(json& j, const RoleFamilyInfo& f) { j = {{"id", f.id}, {"name", f.name}, {"description", f.description}}; }
 
 void to_json(json& j, const TextLink& l) {
-  j = {{"query", l.query}, {"key", l.key}, {"weight", json_number(l.weight)}, {"raw_weight", json_number(l.raw_weight)}};
+  j = {
+      {"query", l.query}, {"key", l.key}, {"weight", json_number(l.weight)}, {"raw_weight", json_number(l.raw_weight)}};
 }
 
 void to_json(json& j, const TextEvidence& t) {
@@ -281,7 +280,8 @@ json role_catalogue_json() {
 
 json role_catalogue_json(const ModelConfig& config) {
   json out = role_catalogue_json();
-  for (json& r : out) r["description"] = analysis::role_description(analysis::role_from_id(r["id"].get<std::string>()), config.causal);
+  for (json& r : out)
+    r["description"] = analysis::role_description(analysis::role_from_id(r["id"].get<std::string>()), config.causal);
   return out;
 }
 

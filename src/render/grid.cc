@@ -26,7 +26,8 @@ std::vector<uint8_t> grid_png(const Grid& grid) {
   img.text(kMargin, kMargin, grid.title, 0x000000, 2);
   const int x0 = kMargin + kLabelW, y0 = kMargin + kTitleH + 16;
   for (int c = 0; c < cols; ++c)
-    img.text(x0 + c * (kCellW + kGap) + kCellW / 2 - 9, y0 - 12, grid.column_labels[static_cast<size_t>(c)], 0x333333, 1);
+    img.text(x0 + c * (kCellW + kGap) + kCellW / 2 - 9, y0 - 12, grid.column_labels[static_cast<size_t>(c)], 0x333333,
+             1);
   for (int r = 0; r < rows; ++r) {
     const int y = y0 + r * (kCellH + kGap);
     img.text(kMargin, y + kCellH / 2 - 7, grid.row_labels[static_cast<size_t>(r)], 0x333333, 2);

@@ -13,8 +13,8 @@ namespace headscope::detail {
 namespace {
 
 constexpr size_t kHugePage = size_t(2) << 20;
-constexpr size_t kLarge = size_t(4) << 20;           // below this, plain operator new
-constexpr size_t kCacheLimit = size_t(768) << 20;    // most bytes kept for reuse
+constexpr size_t kLarge = size_t(4) << 20;         // below this, plain operator new
+constexpr size_t kCacheLimit = size_t(768) << 20;  // most bytes kept for reuse
 constexpr size_t kCacheEntries = 16;
 constexpr std::align_val_t kLineAligned{64};  // every buffer starts on a cache line (aligned SIMD loads)
 

@@ -36,7 +36,8 @@ QuantMatrix QuantMatrix::concat_rows(const std::vector<const QuantMatrix*>& part
   bool all_stored = true;
   for (const QuantMatrix* p : parts) {
     if (p->cols() != cols)
-      throw Error("concat_rows: matrices of " + std::to_string(cols) + " and " + std::to_string(p->cols()) + " columns");
+      throw Error("concat_rows: matrices of " + std::to_string(cols) + " and " + std::to_string(p->cols()) +
+                  " columns");
     all_stored = all_stored && p->stored();
   }
   QuantMatrix m;
@@ -101,7 +102,8 @@ void QuantMatrix::dequantize_cols(int64_t c0, int64_t n, float* dst, int64_t ld)
                 std::to_string(cols_) + "-column matrix into rows of " + std::to_string(ld));
   if (n == 0) return;
   if (!stored()) {
-    for (int64_t r = 0; r < rows_; ++r) std::memcpy(dst + r * ld, f32_.ptr() + r * cols_ + c0, size_t(n) * sizeof(float));
+    for (int64_t r = 0; r < rows_; ++r)
+      std::memcpy(dst + r * ld, f32_.ptr() + r * cols_ + c0, size_t(n) * sizeof(float));
     return;
   }
   std::vector<float> covering;  // one row's covering blocks, when they reach past the range

@@ -60,7 +60,7 @@ class QuantMatrix {
   // cover the range are dequantised whole (a K-quant block is 256 values, wider than a head's 64
   // or 128 columns) and the range copied out of them; an fp32 matrix is copied.
   void dequantize_cols(int64_t c0, int64_t n, float* dst, int64_t ld) const;
-  Tensor to_f32() const;                          // the whole matrix [rows, cols]
+  Tensor to_f32() const;                               // the whole matrix [rows, cols]
   QuantMatrix row_block(int64_t r0, int64_t n) const;  // rows r0 .. r0 + n − 1 (no copy when stored)
 
  private:

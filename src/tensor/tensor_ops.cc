@@ -32,7 +32,8 @@ Tensor transpose(const Tensor& t) {
 }
 
 void copy_rows(float* dst, int64_t dst_stride, const float* src, int64_t src_stride, int64_t rows, int64_t cols) {
-  for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + r * dst_stride, src + r * src_stride, sizeof(float) * size_t(cols));
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(dst + r * dst_stride, src + r * src_stride, sizeof(float) * size_t(cols));
 }
 
 }  // namespace headscope

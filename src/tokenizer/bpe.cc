@@ -158,7 +158,8 @@ std::unique_ptr<Model> read_bpe_model(const nlohmann::json& model, const std::st
   if (model.contains("dropout") && !model.at("dropout").is_null() && model.at("dropout").get<double>() > 0.0) {
     throw Error(path + ": BPE dropout makes tokenization random; set \"dropout\" to null to use this file");
   }
-  if (!model.contains("vocab") || !model.at("vocab").is_object()) throw Error(path + ": BPE model has no \"vocab\" object");
+  if (!model.contains("vocab") || !model.at("vocab").is_object())
+    throw Error(path + ": BPE model has no \"vocab\" object");
   Vocab vocab = read_vocab(model.at("vocab"), "model.vocab", path);
 
   std::vector<std::pair<std::string, std::string>> merges;
@@ -188,7 +189,8 @@ std::unique_ptr<Model> read_bpe_model(const nlohmann::json& model, const std::st
   options.byte_fallback = model.value("byte_fallback", false);
   options.ignore_merges = model.value("ignore_merges", false);
   options.fuse_unk = model.value("fuse_unk", false);
-  if (model.contains("unk_token") && model.at("unk_token").is_string()) options.unk_token = model.at("unk_token").get<std::string>();
+  if (model.contains("unk_token") && model.at("unk_token").is_string())
+    options.unk_token = model.at("unk_token").get<std::string>();
   return std::make_unique<Bpe>(std::move(vocab), merges, std::move(options), path);
 }
 

@@ -91,8 +91,18 @@ struct Value {
   std::shared_ptr<std::vector<Value>> list;
   std::shared_ptr<std::map<std::string, Value>> map;
 
-  static Value of(bool v) { Value x; x.kind = kBool; x.b = v; return x; }
-  static Value of(int64_t v) { Value x; x.kind = kInt; x.i = v; return x; }
+  static Value of(bool v) {
+    Value x;
+    x.kind = kBool;
+    x.b = v;
+    return x;
+  }
+  static Value of(int64_t v) {
+    Value x;
+    x.kind = kInt;
+    x.i = v;
+    return x;
+  }
   static Value of(std::string v) {
     Value x;
     x.kind = kString;
@@ -101,38 +111,57 @@ struct Value {
   }
   bool truthy() const {
     switch (kind) {
-      case kBool: return b;
-      case kInt: return i != 0;
-      case kString: return !s->empty();
-      case kList: return !list->empty();
-      case kMap: return !map->empty();
-      default: return false;
+      case kBool:
+        return b;
+      case kInt:
+        return i != 0;
+      case kString:
+        return !s->empty();
+      case kList:
+        return !list->empty();
+      case kMap:
+        return !map->empty();
+      default:
+        return false;
     }
   }
   std::string str() const {
     switch (kind) {
-      case kString: return *s;
-      case kInt: return std::to_string(i);
-      case kBool: return b ? "True" : "False";
-      case kNone: return "None";
-      case kUndefined: return "";
-      default: fail("cannot print a list or a mapping");
+      case kString:
+        return *s;
+      case kInt:
+        return std::to_string(i);
+      case kBool:
+        return b ? "True" : "False";
+      case kNone:
+        return "None";
+      case kUndefined:
+        return "";
+      default:
+        fail("cannot print a list or a mapping");
     }
   }
 };
 
 bool equal(const Value& a, const Value& b) {
   if (a.kind != b.kind) {
-    if ((a.kind == Value::kNone || a.kind == Value::kUndefined) && (b.kind == Value::kNone || b.kind == Value::kUndefined)) return a.kind == b.kind;
+    if ((a.kind == Value::kNone || a.kind == Value::kUndefined) &&
+        (b.kind == Value::kNone || b.kind == Value::kUndefined))
+      return a.kind == b.kind;
     return false;
   }
   switch (a.kind) {
-    case Value::kBool: return a.b == b.b;
-    case Value::kInt: return a.i == b.i;
-    case Value::kString: return *a.s == *b.s;
+    case Value::kBool:
+      return a.b == b.b;
+    case Value::kInt:
+      return a.i == b.i;
+    case Value::kString:
+      return *a.s == *b.s;
     case Value::kNone:
-    case Value::kUndefined: return true;
-    default: return a.list == b.list && a.map == b.map;
+    case Value::kUndefined:
+      return true;
+    default:
+      return a.list == b.list && a.map == b.map;
   }
 }
 
@@ -185,7 +214,8 @@ std::vector<Token> lex_expression(const std::string& src) {
         }
       }
       if (matched) continue;
-      if (std::string("()[].,+~|=").find(c) == std::string::npos) fail(std::string("unsupported character '") + c + "' in '" + src + "'");
+      if (std::string("()[].,+~|=").find(c) == std::string::npos)
+        fail(std::string("unsupported character '") + c + "' in '" + src + "'");
       out.push_back({Token::kOp, std::string(1, c)});
       ++i;
     }
@@ -219,7 +249,9 @@ class Expression {
 
  private:
   const Token& peek() const { return t_[p_]; }
-  bool is(const std::string& text) const { return (peek().kind == Token::kOp || peek().kind == Token::kName) && peek().text == text; }
+  bool is(const std::string& text) const {
+    return (peek().kind == Token::kOp || peek().kind == Token::kName) && peek().text == text;
+  }
   void expect(const std::string& text) {
     if (!is(text)) fail("expected '" + text + "', found '" + peek().text + "'");
     ++p_;
@@ -300,10 +332,14 @@ class Expression {
         const std::string test = peek().text;
         ++p_;
         bool result;
-        if (test == "defined") result = v.kind != Value::kUndefined;
-        else if (test == "none") result = v.kind == Value::kNone;
-        else if (test == "string") result = v.kind == Value::kString;
-        else fail("unsupported test 'is " + test + "'");
+        if (test == "defined")
+          result = v.kind != Value::kUndefined;
+        else if (test == "none")
+          result = v.kind == Value::kNone;
+        else if (test == "string")
+          result = v.kind == Value::kString;
+        else
+          fail("unsupported test 'is " + test + "'");
         v = Value::of(result != negate);
       } else {
         return v;
@@ -399,7 +435,8 @@ class Expression {
     ++p_;
     budget_.step();
     switch (tok.kind) {
-      case Token::kString: return Value::of(tok.text);
+      case Token::kString:
+        return Value::of(tok.text);
       case Token::kInt: {
         int64_t n = 0;
         const auto [end, ec] = std::from_chars(tok.text.data(), tok.text.data() + tok.text.size(), n);

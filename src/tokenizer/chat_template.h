@@ -20,7 +20,7 @@
 namespace headscope::tokenizer {
 
 struct ChatMessage {
-  std::string role;     // "system", "user", "assistant"
+  std::string role;  // "system", "user", "assistant"
   std::string content;
 };
 

@@ -29,8 +29,9 @@ constexpr int64_t kTokenUnused = 5;
 
 // tokenizer.ggml.pre values whose split regex transformers knows (GGUF_PRE_TOKENIZER_SPLITS).
 const char* split_pattern_for(const std::string& pre) {
-  static const std::set<std::string_view> llama3 = {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral",
-                                                    "midm-2.0", "lfm2", "jina-v5-nano", "dbrx", "smaug-bpe"};
+  static const std::set<std::string_view> llama3 = {"llama3",       "llama-v3", "llama-bpe", "falcon3",
+                                                    "falcon-h1",    "pixtral",  "midm-2.0",  "lfm2",
+                                                    "jina-v5-nano", "dbrx",     "smaug-bpe"};
   static const std::set<std::string_view> qwen2 = {"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "megrez"};
   if (llama3.count(pre)) return kLlama3SplitPattern;
   if (qwen2.count(pre)) return kQwen2SplitPattern;
@@ -111,7 +112,8 @@ class PieceIndex {
 // sorted, stably, by (score of the merged piece, characters of the left part, of the right part),
 // best first. Merging the best-ranked adjacent pair first is then llama.cpp's SPM rule (merge the
 // adjacent pair whose merged piece scores highest, leftmost on ties) except for equal scores.
-std::vector<Bpe::IdMerge> derive_merges(const Vocab& vocab, const std::vector<double>& scores, const std::string& path) {
+std::vector<Bpe::IdMerge> derive_merges(const Vocab& vocab, const std::vector<double>& scores,
+                                        const std::string& path) {
   struct Candidate {
     double score;
     int32_t left_chars, right_chars;
@@ -120,7 +122,7 @@ std::vector<Bpe::IdMerge> derive_merges(const Vocab& vocab, const std::vector<do
   const PieceIndex index(vocab);
   std::vector<Candidate> all, local;
   std::vector<uint64_t> prefix, suffix, power{1};  // hashes of piece[0, b) and piece[b, n); B^k
-  int64_t work = 0;  // bytes compared by the lookups below, at most
+  int64_t work = 0;                                // bytes compared by the lookups below, at most
   for (size_t i = 0; i < vocab.tokens.size(); ++i) {
     const std::string& piece = vocab.tokens[i];
     if (piece.empty() || vocab.find(piece) != static_cast<int32_t>(i)) continue;  // a later duplicate wins
@@ -142,7 +144,7 @@ std::vector<Bpe::IdMerge> derive_merges(const Vocab& vocab, const std::vector<do
     for (unsigned char c : piece) total_chars += (c & 0xC0) != 0x80;
     for (size_t cut = 1; cut < n; ++cut) {
       if ((static_cast<unsigned char>(piece[cut - 1]) & 0xC0) != 0x80) ++chars;  // characters in [0, cut)
-      if ((static_cast<unsigned char>(piece[cut]) & 0xC0) == 0x80) continue;    // not a character boundary
+      if ((static_cast<unsigned char>(piece[cut]) & 0xC0) == 0x80) continue;     // not a character boundary
       const auto left = index.find(prefix[cut], sv.substr(0, cut));
       if (!left) continue;
       const auto right = index.find(suffix[cut], sv.substr(cut));
@@ -243,13 +245,15 @@ std::unique_ptr<Tokenizer> sentencepiece_from_gguf(const io::GgufFile& file) {
   parts.source = path;
   parts.decode_style = gemma ? DecodeStyle::kSentencePieceKeepSpace : DecodeStyle::kSentencePiece;
   if (gemma) {
-    parts.normalizer = read_normalizer(
-        {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}, path);
+    parts.normalizer =
+        read_normalizer({{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}, path);
   } else {
     const bool prefix = file.get_bool("tokenizer.ggml.add_space_prefix", true);
-    parts.pre_tokenizer = read_pre_tokenizer(
-        {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", prefix ? "first" : "never"}, {"split", false}},
-        path);
+    parts.pre_tokenizer = read_pre_tokenizer({{"type", "Metaspace"},
+                                              {"replacement", "\u2581"},
+                                              {"prepend_scheme", prefix ? "first" : "never"},
+                                              {"split", false}},
+                                             path);
   }
   // Control pieces, the named special ids, then user-defined pieces that the vocabulary spells as
   // the file does (Gemma's respelled blank pieces are not matched whole, as in transformers).
@@ -327,9 +331,9 @@ std::unique_ptr<Tokenizer> xlmr_from_gguf(const io::GgufFile& file) {
                   std::to_string(bad) + "); the file is corrupt");
     }
     if (t.size() > static_cast<size_t>(limits::kMaxUnigramPieceBytes)) {
-      throw ResourceError(path + ": tokenizer.ggml.tokens entry " + std::to_string(i) + " is " + std::to_string(t.size()) +
-                          " bytes long, more than the " + std::to_string(limits::kMaxUnigramPieceBytes) +
-                          " a Unigram piece may have");
+      throw ResourceError(path + ": tokenizer.ggml.tokens entry " + std::to_string(i) + " is " +
+                          std::to_string(t.size()) + " bytes long, more than the " +
+                          std::to_string(limits::kMaxUnigramPieceBytes) + " a Unigram piece may have");
     }
     if (!std::isfinite(scores[i])) {
       throw Error(path + ": tokenizer.ggml.scores entry " + std::to_string(i) + " is not a finite number");
@@ -359,19 +363,23 @@ std::unique_ptr<Tokenizer> xlmr_from_gguf(const io::GgufFile& file) {
         PrecompiledCharsmap(blob, path + ": tokenizer.ggml.precompiled_charsmap")));
   }
   if (file.get_bool("tokenizer.ggml.remove_extra_whitespaces", true)) {
-    normalizers.push_back(read_normalizer({{"type", "Replace"}, {"pattern", {{"Regex", " {2,}"}}}, {"content", " "}}, path));
+    normalizers.push_back(
+        read_normalizer({{"type", "Replace"}, {"pattern", {{"Regex", " {2,}"}}}, {"content", " "}}, path));
   }
   parts.normalizer = sequence_normalizer(std::move(normalizers));
   const bool prefix = file.get_bool("tokenizer.ggml.add_space_prefix", true);
-  parts.pre_tokenizer = read_pre_tokenizer(
-      {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", prefix ? "always" : "never"}, {"split", true}},
-      path);
+  parts.pre_tokenizer = read_pre_tokenizer({{"type", "Metaspace"},
+                                            {"replacement", "\u2581"},
+                                            {"prepend_scheme", prefix ? "always" : "never"},
+                                            {"split", true}},
+                                           path);
 
   std::vector<bool> is_special(tokens.size(), false);
   for (size_t i = 0; i < tokens.size(); ++i) is_special[i] = types[i] == kTokenControl || types[i] == kTokenUnknown;
-  for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id",
-                          "tokenizer.ggml.seperator_token_id", "tokenizer.ggml.padding_token_id",
-                          "tokenizer.ggml.cls_token_id", "tokenizer.ggml.mask_token_id"}) {
+  for (const char* key :
+       {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id",
+        "tokenizer.ggml.seperator_token_id", "tokenizer.ggml.padding_token_id", "tokenizer.ggml.cls_token_id",
+        "tokenizer.ggml.mask_token_id"}) {
     if (const auto id = special_id(key)) is_special[static_cast<size_t>(*id)] = true;
   }
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -390,11 +398,13 @@ std::unique_ptr<Tokenizer> xlmr_from_gguf(const io::GgufFile& file) {
   const bool add_eos = file.get_bool("tokenizer.ggml.add_eos_token", true);
   if (add_bos || add_eos) {
     if (add_bos != add_eos) {
-      throw Error(path + ": tokenizer.ggml.add_bos_token and add_eos_token differ; XLM-RoBERTa's template adds both "
+      throw Error(path +
+                  ": tokenizer.ggml.add_bos_token and add_eos_token differ; XLM-RoBERTa's template adds both "
                   "<s> and </s> (or neither), so headscope cannot tell which template this file means");
     }
     if (!bos || !sep) {
-      throw Error(path + ": an XLM-RoBERTa vocabulary that adds <s> … </s> needs tokenizer.ggml.bos_token_id and "
+      throw Error(path +
+                  ": an XLM-RoBERTa vocabulary that adds <s> … </s> needs tokenizer.ggml.bos_token_id and "
                   "seperator_token_id (or eos_token_id)");
     }
     const auto template_piece = [&](int32_t id) {
@@ -449,8 +459,13 @@ nlohmann::json wordpiece_json_from_gguf(const io::GgufFile& file) {
     std::string piece;
     if (types[i] == kTokenControl) {
       piece = t;
-      added.push_back({{"id", static_cast<int64_t>(i)}, {"content", t}, {"special", true}, {"single_word", false},
-                       {"lstrip", false}, {"rstrip", false}, {"normalized", false}});
+      added.push_back({{"id", static_cast<int64_t>(i)},
+                       {"content", t},
+                       {"special", true},
+                       {"single_word", false},
+                       {"lstrip", false},
+                       {"rstrip", false},
+                       {"normalized", false}});
     } else {
       piece = t.starts_with(kPhantomSpace) ? t.substr(kPhantomSpace.size()) : "##" + t;
       capitals = capitals || std::any_of(t.begin(), t.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
@@ -459,8 +474,10 @@ nlohmann::json wordpiece_json_from_gguf(const io::GgufFile& file) {
   }
   const bool lowercase = file.get_bool("tokenizer.ggml.normalizer.lowercase", !capitals);
   nlohmann::json strip = nullptr;
-  if (file.has("tokenizer.ggml.normalizer.strip_accents")) strip = file.get_bool("tokenizer.ggml.normalizer.strip_accents");
-  if (!file.has("tokenizer.ggml.unknown_token_id")) throw Error(path + ": a 'bert' vocabulary needs tokenizer.ggml.unknown_token_id");
+  if (file.has("tokenizer.ggml.normalizer.strip_accents"))
+    strip = file.get_bool("tokenizer.ggml.normalizer.strip_accents");
+  if (!file.has("tokenizer.ggml.unknown_token_id"))
+    throw Error(path + ": a 'bert' vocabulary needs tokenizer.ggml.unknown_token_id");
   const std::string unk = tokens[static_cast<size_t>(special_id("tokenizer.ggml.unknown_token_id"))];
   // [CLS] is the converter's bos; [SEP] its seperator (llama.cpp's spelling of the key), else eos.
   nlohmann::json single = nlohmann::json::array(), specials = nlohmann::json::object();
@@ -475,24 +492,34 @@ nlohmann::json wordpiece_json_from_gguf(const io::GgufFile& file) {
   const char* sep = file.has("tokenizer.ggml.seperator_token_id") ? "tokenizer.ggml.seperator_token_id"
                     : file.has("tokenizer.ggml.eos_token_id")     ? "tokenizer.ggml.eos_token_id"
                                                                   : nullptr;
-  if (sep && (file.get_bool("tokenizer.ggml.add_eos_token", false) || file.get_bool("tokenizer.ggml.add_sep_token", true)))
+  if (sep &&
+      (file.get_bool("tokenizer.ggml.add_eos_token", false) || file.get_bool("tokenizer.ggml.add_sep_token", true)))
     single.push_back(template_token(sep));
   return {{"added_tokens", added},
-          {"normalizer", {{"type", "BertNormalizer"}, {"clean_text", true}, {"handle_chinese_chars", true},
-                          {"strip_accents", strip}, {"lowercase", lowercase}}},
+          {"normalizer",
+           {{"type", "BertNormalizer"},
+            {"clean_text", true},
+            {"handle_chinese_chars", true},
+            {"strip_accents", strip},
+            {"lowercase", lowercase}}},
           {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
-          {"post_processor", {{"type", "TemplateProcessing"}, {"single", single}, {"pair", single},
-                              {"special_tokens", specials}}},
+          {"post_processor",
+           {{"type", "TemplateProcessing"}, {"single", single}, {"pair", single}, {"special_tokens", specials}}},
           {"decoder", {{"type", "WordPiece"}, {"prefix", "##"}, {"cleanup", true}}},
-          {"model", {{"type", "WordPiece"}, {"unk_token", unk}, {"continuing_subword_prefix", "##"},
-                     {"max_input_chars_per_word", uint64_t{100}}, {"vocab", vocab}}}};
+          {"model",
+           {{"type", "WordPiece"},
+            {"unk_token", unk},
+            {"continuing_subword_prefix", "##"},
+            {"max_input_chars_per_word", uint64_t{100}},
+            {"vocab", vocab}}}};
 }
 
 nlohmann::json tokenizer_json_from_gguf(const io::GgufFile& file) {
   const std::string model = file.get_string("tokenizer.ggml.model", "");
   if (model != "gpt2") {
     throw Error(file.path() + ": tokenizer.ggml.model '" + model +
-                "' is not supported (byte-level BPE 'gpt2', SentencePiece 'llama' and WordPiece 'bert' are); use the model's Hugging "
+                "' is not supported (byte-level BPE 'gpt2', SentencePiece 'llama' and WordPiece 'bert' are); use the "
+                "model's Hugging "
                 "Face folder instead");
   }
   const std::vector<std::string> tokens = file.get_string_array("tokenizer.ggml.tokens");
@@ -524,8 +551,13 @@ nlohmann::json tokenizer_json_from_gguf(const io::GgufFile& file) {
     vocab[entry] = static_cast<int64_t>(i);
     const int64_t type = types.empty() ? 1 : types[i];
     if ((type == kTokenControl && spelled) || type == kTokenUserDefined) {
-      added.push_back({{"id", static_cast<int64_t>(i)}, {"content", tokens[i]}, {"special", type == kTokenControl},
-                       {"single_word", false}, {"lstrip", false}, {"rstrip", false}, {"normalized", false}});
+      added.push_back({{"id", static_cast<int64_t>(i)},
+                       {"content", tokens[i]},
+                       {"special", type == kTokenControl},
+                       {"single_word", false},
+                       {"lstrip", false},
+                       {"rstrip", false},
+                       {"normalized", false}});
     }
   }
   nlohmann::json merges = nlohmann::json::array();
@@ -548,8 +580,13 @@ nlohmann::json tokenizer_json_from_gguf(const io::GgufFile& file) {
           {"pre_tokenizer", pre},
           {"post_processor", nullptr},
           {"decoder", {{"type", "ByteLevel"}}},
-          {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}, {"byte_fallback", false},
-                     {"ignore_merges", false}, {"unk_token", nullptr}}}};
+          {"model",
+           {{"type", "BPE"},
+            {"vocab", vocab},
+            {"merges", merges},
+            {"byte_fallback", false},
+            {"ignore_merges", false},
+            {"unk_token", nullptr}}}};
 }
 
 // RoBERTa as llama.cpp's converter writes it (RobertaModel.set_vocab: general.architecture "bert",
@@ -566,7 +603,8 @@ nlohmann::json roberta_json_from_gguf(const io::GgufFile& file) {
   const bool eos = file.get_bool("tokenizer.ggml.add_eos_token", true);
   if (!bos && !eos) return j;
   if (bos != eos) {
-    throw Error(path + ": tokenizer.ggml.add_bos_token and add_eos_token differ; RoBERTa's template adds both "
+    throw Error(path +
+                ": tokenizer.ggml.add_bos_token and add_eos_token differ; RoBERTa's template adds both "
                 "<s> and </s> (or neither), so headscope cannot tell which template this file means");
   }
   const std::vector<std::string> tokens = file.get_string_array("tokenizer.ggml.tokens");
@@ -580,9 +618,12 @@ nlohmann::json roberta_json_from_gguf(const io::GgufFile& file) {
     return nlohmann::json::array({tokens[static_cast<size_t>(id)], id});
   };
   const char* sep = file.has("tokenizer.ggml.seperator_token_id") ? "tokenizer.ggml.seperator_token_id"
-                                                                   : "tokenizer.ggml.eos_token_id";
-  j["post_processor"] = {{"type", "RobertaProcessing"}, {"sep", special(sep)}, {"cls", special("tokenizer.ggml.bos_token_id")},
-                         {"trim_offsets", true}, {"add_prefix_space", false}};
+                                                                  : "tokenizer.ggml.eos_token_id";
+  j["post_processor"] = {{"type", "RobertaProcessing"},
+                         {"sep", special(sep)},
+                         {"cls", special("tokenizer.ggml.bos_token_id")},
+                         {"trim_offsets", true},
+                         {"add_prefix_space", false}};
   return j;
 }
 

@@ -13,16 +13,16 @@ namespace headscope::tokenizer {
 NormalizedString::NormalizedString(const unicode::DecodedText& text, size_t first, size_t last)
     : chars_(text.chars.substr(first, last - first)), origin_(text.byte_offsets[first]) {
   const int64_t n = static_cast<int64_t>(last - first);
-  max_size_ = static_cast<size_t>(std::min(limits::kMaxNormalizedChars,
-                                           n * limits::kMaxNormalizedGrowth + limits::kMaxNormalizedSlack));
+  max_size_ = static_cast<size_t>(
+      std::min(limits::kMaxNormalizedChars, n * limits::kMaxNormalizedGrowth + limits::kMaxNormalizedSlack));
   align_.reserve(last - first);
   for (size_t i = first; i < last; ++i) align_.push_back({text.byte_offsets[i], text.byte_offsets[i + 1]});
 }
 
 void NormalizedString::check_size(size_t n, const char* what) const {
   if (n <= max_size_) return;
-  throw ResourceError(std::string(what) + " would make the text " + std::to_string(n) + " characters long, more than the " +
-                      std::to_string(max_size_) + " allowed for this input (" +
+  throw ResourceError(std::string(what) + " would make the text " + std::to_string(n) +
+                      " characters long, more than the " + std::to_string(max_size_) + " allowed for this input (" +
                       std::to_string(limits::kMaxNormalizedGrowth) + " per input character, at most " +
                       std::to_string(limits::kMaxNormalizedChars) +
                       "); the tokenizer's normalizer or pre-tokenizer multiplies the text");
@@ -135,7 +135,8 @@ void NormalizedString::nfd() {
   }
   size_t run_start = 0;
   const auto sort_run = [&](size_t end) {
-    std::stable_sort(items.begin() + static_cast<std::ptrdiff_t>(run_start), items.begin() + static_cast<std::ptrdiff_t>(end),
+    std::stable_sort(items.begin() + static_cast<std::ptrdiff_t>(run_start),
+                     items.begin() + static_cast<std::ptrdiff_t>(end),
                      [](const Item& a, const Item& b) { return a.ccc < b.ccc; });
     run_start = end;
   };
@@ -152,7 +153,8 @@ void NormalizedString::nfd() {
 NormalizedString NormalizedString::slice(size_t first, size_t last) const {
   NormalizedString out;
   out.chars_ = chars_.substr(first, last - first);
-  out.align_.assign(align_.begin() + static_cast<std::ptrdiff_t>(first), align_.begin() + static_cast<std::ptrdiff_t>(last));
+  out.align_.assign(align_.begin() + static_cast<std::ptrdiff_t>(first),
+                    align_.begin() + static_cast<std::ptrdiff_t>(last));
   out.origin_ = first < last ? align_[first].begin : origin_;
   out.max_size_ = max_size_;
   return out;

@@ -64,8 +64,8 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(const std::u32string& tex
   std::vector<std::pair<size_t, size_t>> matches;
   if (text.empty()) return matches;
   // ICU matches UTF-16; unit_to_char maps a UTF-16 index back to a code-point index.
-  icu::UnicodeString input = icu::UnicodeString::fromUTF32(reinterpret_cast<const UChar32*>(text.data()),
-                                                           static_cast<int32_t>(text.size()));
+  icu::UnicodeString input =
+      icu::UnicodeString::fromUTF32(reinterpret_cast<const UChar32*>(text.data()), static_cast<int32_t>(text.size()));
   std::vector<uint32_t> unit_to_char(static_cast<size_t>(input.length()) + 1);
   size_t unit = 0;
   for (size_t i = 0; i < text.size(); ++i) {

@@ -48,9 +48,9 @@ PipelineTokenizer::PipelineTokenizer(Parts parts) : parts_(std::move(parts)) {
   if (!parts_.model) throw Error(parts_.source + ": the tokenizer has no model");
   id_to_text_ = parts_.model->vocab().tokens;
   // Added tokens may extend the vocabulary, by about their number (kMaxVocabIdSlack in limits.h).
-  const int64_t id_limit = std::min<int64_t>(
-      limits::kMaxVocabulary,
-      static_cast<int64_t>(id_to_text_.size() + parts_.added_tokens.size()) + limits::kMaxVocabIdSlack);
+  const int64_t id_limit =
+      std::min<int64_t>(limits::kMaxVocabulary, static_cast<int64_t>(id_to_text_.size() + parts_.added_tokens.size()) +
+                                                    limits::kMaxVocabIdSlack);
   for (size_t i = 0; i < parts_.added_tokens.size(); ++i) {
     const AddedToken& t = parts_.added_tokens[i];
     if (t.id < 0) throw Error(parts_.source + ": added token '" + t.content + "' has a negative id");
@@ -201,7 +201,8 @@ Encoding PipelineTokenizer::encode_unchecked(std::string_view text, const Encode
     }
   }
 
-  if (parts_.post_processor.trim_offsets) trim_byte_level_offsets(text, tokens, parts_.post_processor.trim_keeps_prefix_space);
+  if (parts_.post_processor.trim_offsets)
+    trim_byte_level_offsets(text, tokens, parts_.post_processor.trim_keeps_prefix_space);
 
   // 5. Length check / truncation, then the template. Truncation keeps the template's special
   // tokens and cuts the text's tokens from the end, as the library does for a single sequence.
@@ -215,8 +216,8 @@ Encoding PipelineTokenizer::encode_unchecked(std::string_view text, const Encode
                   Remedy::kTruncate);
     }
     if (static_cast<size_t>(options.max_length) < n_added) {
-      throw Error("max_length " + std::to_string(options.max_length) + " cannot hold the " +
-                  std::to_string(n_added) + " special tokens the template adds; use a larger max_length");
+      throw Error("max_length " + std::to_string(options.max_length) + " cannot hold the " + std::to_string(n_added) +
+                  " special tokens the template adds; use a larger max_length");
     }
     tokens.resize(static_cast<size_t>(options.max_length) - n_added);
     encoding.truncated = true;
@@ -240,8 +241,8 @@ Encoding PipelineTokenizer::encode_unchecked(std::string_view text, const Encode
 
 std::string PipelineTokenizer::token_text(int32_t id) const {
   if (id < 0 || static_cast<size_t>(id) >= id_to_text_.size()) {
-    throw Error("token id " + std::to_string(id) + " is outside the vocabulary of " + parts_.source +
-                " (ids 0.." + std::to_string(static_cast<int64_t>(id_to_text_.size()) - 1) + ")");
+    throw Error("token id " + std::to_string(id) + " is outside the vocabulary of " + parts_.source + " (ids 0.." +
+                std::to_string(static_cast<int64_t>(id_to_text_.size()) - 1) + ")");
   }
   return id_to_text_[static_cast<size_t>(id)];
 }

@@ -87,8 +87,8 @@ struct AddedToken {
 // The template of the post-processor for a single sequence: special pieces and the sequence.
 struct TemplatePiece {
   bool is_sequence = false;
-  std::vector<int32_t> ids;          // special pieces only
-  std::vector<std::string> tokens;   // special pieces only, same length as ids
+  std::vector<int32_t> ids;         // special pieces only
+  std::vector<std::string> tokens;  // special pieces only, same length as ids
 };
 struct PostProcessor {
   std::vector<TemplatePiece> single;  // empty: no post-processor, nothing is added
@@ -107,10 +107,10 @@ enum class DecodeStyle { kConcatenate, kByteLevel, kSentencePiece, kSentencePiec
 class PipelineTokenizer final : public Tokenizer {
  public:
   struct Parts {
-    std::string source;                          // the file it was read from, for messages
-    std::unique_ptr<Normalizer> normalizer;      // may be null
-    std::unique_ptr<PreTokenizer> pre_tokenizer; // may be null: each piece is one word
-    std::unique_ptr<Model> model;                // required
+    std::string source;                           // the file it was read from, for messages
+    std::unique_ptr<Normalizer> normalizer;       // may be null
+    std::unique_ptr<PreTokenizer> pre_tokenizer;  // may be null: each piece is one word
+    std::unique_ptr<Model> model;                 // required
     std::vector<AddedToken> added_tokens;
     PostProcessor post_processor;
     DecodeStyle decode_style = DecodeStyle::kConcatenate;  // from "decoder" (decode_style_of in bpe.h)
@@ -125,8 +125,8 @@ class PipelineTokenizer final : public Tokenizer {
  private:
   // Added tokens to look for, indexed by first character, longest first at each character.
   struct PatternSet {
-    std::vector<std::u32string> texts;   // what is matched: the content, normalized if the token is
-    std::vector<size_t> tokens;          // index into parts_.added_tokens, per text
+    std::vector<std::u32string> texts;  // what is matched: the content, normalized if the token is
+    std::vector<size_t> tokens;         // index into parts_.added_tokens, per text
     std::unordered_map<char32_t, std::vector<size_t>> by_first_char;
     void add(std::u32string text, size_t token);
     void index();
@@ -143,8 +143,8 @@ class PipelineTokenizer final : public Tokenizer {
   Encoding encode_unchecked(std::string_view text, const EncodeOptions& options) const;
 
   Parts parts_;
-  PatternSet raw_patterns_;         // added tokens matched in the original text
-  PatternSet normalized_patterns_;  // added tokens matched after normalization
+  PatternSet raw_patterns_;              // added tokens matched in the original text
+  PatternSet normalized_patterns_;       // added tokens matched after normalization
   std::vector<std::string> id_to_text_;  // [vocab_size]: model vocabulary and added tokens
 };
 

@@ -30,12 +30,13 @@ PostProcessor read_template_processing(const nlohmann::json& post, const std::st
       }
       const nlohmann::json& sp = specials.at(name);
       for (const nlohmann::json& id : sp.at("ids")) {
-        piece.ids.push_back(read_token_id(id, limits::kMaxVocabulary, "post_processor special token '" + name + "'", path));
+        piece.ids.push_back(
+            read_token_id(id, limits::kMaxVocabulary, "post_processor special token '" + name + "'", path));
       }
       piece.tokens = sp.at("tokens").get<std::vector<std::string>>();
       if (piece.ids.size() != piece.tokens.size()) {
-        throw Error(path + ": special token '" + name + "' has " + std::to_string(piece.ids.size()) +
-                    " ids but " + std::to_string(piece.tokens.size()) + " tokens");
+        throw Error(path + ": special token '" + name + "' has " + std::to_string(piece.ids.size()) + " ids but " +
+                    std::to_string(piece.tokens.size()) + " tokens");
       }
     } else {
       throw Error(path + ": post_processor template piece is neither Sequence nor SpecialToken");
@@ -102,7 +103,8 @@ PostProcessor read_roberta_processing(const nlohmann::json& spec, const std::str
 void trim_byte_level_offsets(std::string_view text, std::vector<Token>& tokens, bool keeps_prefix_space) {
   constexpr char32_t kSpaceChar = U'\u0120';  // 'Ġ', the byte-level character of ' '
   const auto is_char_start = [&](int64_t b) {
-    return b >= static_cast<int64_t>(text.size()) || (static_cast<unsigned char>(text[static_cast<size_t>(b)]) & 0xC0) != 0x80;
+    return b >= static_cast<int64_t>(text.size()) ||
+           (static_cast<unsigned char>(text[static_cast<size_t>(b)]) & 0xC0) != 0x80;
   };
   const auto forward = [&](int64_t b, int64_t chars) {  // `chars` characters after byte b
     for (; chars > 0 && b < static_cast<int64_t>(text.size()); --chars) {
@@ -131,7 +133,8 @@ void trim_byte_level_offsets(std::string_view text, std::vector<Token>& tokens, 
     const auto is_space = [&](char32_t c) { return c == kSpaceChar || unicode::is_whitespace(c); };
     int64_t leading = 0, trailing = 0;
     while (leading < static_cast<int64_t>(chars.size()) && is_space(chars[static_cast<size_t>(leading)])) ++leading;
-    while (trailing < static_cast<int64_t>(chars.size()) && is_space(chars[chars.size() - 1 - static_cast<size_t>(trailing)])) {
+    while (trailing < static_cast<int64_t>(chars.size()) &&
+           is_space(chars[chars.size() - 1 - static_cast<size_t>(trailing)])) {
       ++trailing;
     }
     if (leading > 0) {

@@ -129,8 +129,8 @@ class SplitPreTokenizer final : public PreTokenizer {
   SplitBehavior behavior = SplitBehavior::kIsolated;
   bool invert = false;
   void pre_tokenize(const NormalizedString& piece, std::vector<NormalizedString>& words) const override {
-    split_at_matches(piece, regex ? regex->find_all(piece.chars()) : literal_matches(piece.chars(), literal),
-                     behavior, invert, words);
+    split_at_matches(piece, regex ? regex->find_all(piece.chars()) : literal_matches(piece.chars(), literal), behavior,
+                     invert, words);
   }
 };
 

@@ -23,10 +23,10 @@
 #include "headscope/tokenizer.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/normalizers.h"
-#include "tokenizer/precompiled.h"
 #include "tokenizer/pipeline.h"
 #include "tokenizer/post_processors.h"
 #include "tokenizer/pre_tokenizers.h"
+#include "tokenizer/precompiled.h"
 #include "tokenizer/unigram.h"
 #include "tokenizer/wordpiece.h"
 
@@ -69,10 +69,8 @@ constexpr Reader<std::unique_ptr<PreTokenizer>> kPreTokenizers[] = {
     {"WhitespaceSplit", tokenizer::read_whitespace_split_pre_tokenizer},
 };
 constexpr Reader<PostProcessor> kPostProcessors[] = {
-    {"TemplateProcessing", tokenizer::read_template_processing},
-    {"BertProcessing", tokenizer::read_bert_processing},
-    {"ByteLevel", tokenizer::read_byte_level_processing},
-    {"Sequence", tokenizer::read_sequence_processing},
+    {"TemplateProcessing", tokenizer::read_template_processing}, {"BertProcessing", tokenizer::read_bert_processing},
+    {"ByteLevel", tokenizer::read_byte_level_processing},        {"Sequence", tokenizer::read_sequence_processing},
     {"RobertaProcessing", tokenizer::read_roberta_processing},
 };
 
@@ -197,7 +195,9 @@ std::unique_ptr<Tokenizer> tokenizer::from_json(const nlohmann::json& root, cons
 std::string token_display(std::string_view text, const Token& token) {
   const auto n = static_cast<int64_t>(text.size());
   if (token.special || token.begin >= token.end || token.begin < 0 || token.end > n) return token.text;
-  const auto continuation = [&](int64_t i) { return i < n && (static_cast<unsigned char>(text[size_t(i)]) & 0xC0) == 0x80; };
+  const auto continuation = [&](int64_t i) {
+    return i < n && (static_cast<unsigned char>(text[size_t(i)]) & 0xC0) == 0x80;
+  };
   int64_t b = token.begin, e = token.end;
   while (b > 0 && continuation(b)) --b;  // a byte-level token may start or end inside a character
   while (continuation(e)) ++e;
@@ -227,7 +227,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_model_dir(const std::string& model_di
   const fs::path dir(model_dir);
   if (fs::exists(dir / "tokenizer.json")) return from_tokenizer_json((dir / "tokenizer.json").string());
   if (fs::exists(dir / "vocab.txt")) return tokenizer::read_wordpiece_vocab_dir(model_dir);
-  throw Error(model_dir + ": no tokenizer.json or vocab.txt in this folder; copy the model's tokenizer files next to its weights");
+  throw Error(model_dir +
+              ": no tokenizer.json or vocab.txt in this folder; copy the model's tokenizer files next to its weights");
 }
 
 }  // namespace headscope

@@ -18,7 +18,7 @@ namespace {
 
 struct Utf8Step {
   char32_t cp = 0;
-  int length = 0;            // bytes consumed when valid
+  int length = 0;               // bytes consumed when valid
   const char* error = nullptr;  // reason when invalid
 };
 
@@ -37,13 +37,13 @@ Utf8Step decode_one(std::string_view text, size_t pos) {
   } else if (b0 >= 0xE0 && b0 <= 0xEF) {
     length = 3;
     cp = b0 & 0x0F;
-    if (b0 == 0xE0) lo = 0xA0;       // shorter forms are overlong
-    if (b0 == 0xED) hi = 0x9F;       // U+D800..U+DFFF are surrogates, not characters
+    if (b0 == 0xE0) lo = 0xA0;  // shorter forms are overlong
+    if (b0 == 0xED) hi = 0x9F;  // U+D800..U+DFFF are surrogates, not characters
   } else if (b0 >= 0xF0 && b0 <= 0xF4) {
     length = 4;
     cp = b0 & 0x07;
-    if (b0 == 0xF0) lo = 0x90;       // overlong
-    if (b0 == 0xF4) hi = 0x8F;       // above U+10FFFF
+    if (b0 == 0xF0) lo = 0x90;  // overlong
+    if (b0 == 0xF4) hi = 0x8F;  // above U+10FFFF
   } else if (b0 >= 0x80 && b0 <= 0xBF) {
     return {0, 0, "unexpected continuation byte"};
   } else if (b0 == 0xC0 || b0 == 0xC1) {
@@ -90,13 +90,20 @@ bool assigned_by(char32_t cp, uint8_t major, uint8_t minor) {
 UCharCategory legacy_category(char32_t cp) {
   if (cp < 0x80) return static_cast<UCharCategory>(u_charType(static_cast<UChar32>(cp)));
   switch (cp) {
-    case 0x166D: return U_OTHER_PUNCTUATION;       // CANADIAN SYLLABICS CHI SIGN: So since 12.0
-    case 0x1734: return U_NON_SPACING_MARK;        // HANUNOO SIGN PAMUDPOD: Mc since 14.0
-    case 0x1885: return U_OTHER_LETTER;            // MONGOLIAN LETTER ALI GALI BALUDA: Mn since 9.0
-    case 0x1886: return U_OTHER_LETTER;            // MONGOLIAN LETTER ALI GALI THREE BALUDA: Mn since 9.0
-    case 0xA9BD: return U_COMBINING_SPACING_MARK;  // JAVANESE CONSONANT SIGN KERET: Mn since 12.0
-    case 0x111C9: return U_OTHER_PUNCTUATION;      // SHARADA SANDHI MARK: Mn since 11.0
-    default: break;
+    case 0x166D:
+      return U_OTHER_PUNCTUATION;  // CANADIAN SYLLABICS CHI SIGN: So since 12.0
+    case 0x1734:
+      return U_NON_SPACING_MARK;  // HANUNOO SIGN PAMUDPOD: Mc since 14.0
+    case 0x1885:
+      return U_OTHER_LETTER;  // MONGOLIAN LETTER ALI GALI BALUDA: Mn since 9.0
+    case 0x1886:
+      return U_OTHER_LETTER;  // MONGOLIAN LETTER ALI GALI THREE BALUDA: Mn since 9.0
+    case 0xA9BD:
+      return U_COMBINING_SPACING_MARK;  // JAVANESE CONSONANT SIGN KERET: Mn since 12.0
+    case 0x111C9:
+      return U_OTHER_PUNCTUATION;  // SHARADA SANDHI MARK: Mn since 11.0
+    default:
+      break;
   }
   if (!assigned_by(cp, 8, 0)) return U_UNASSIGNED;
   return static_cast<UCharCategory>(u_charType(static_cast<UChar32>(cp)));
@@ -110,16 +117,16 @@ struct NewerCaseRange {
   char32_t first, last, lower;
 };
 constexpr NewerCaseRange kNewerLowercase[] = {
-    {0x1C89, 0x1C89, 0x1C8A},    // CYRILLIC CAPITAL LETTER TJE (16.0)
-    {0xA7CB, 0xA7CB, 0x0264},    // LATIN CAPITAL LETTER RAMS HORN (16.0)
-    {0xA7CC, 0xA7CC, 0xA7CD},    // LATIN CAPITAL LETTER S WITH DIAGONAL STROKE (16.0)
-    {0xA7CE, 0xA7CE, 0xA7CF},    // (17.0)
-    {0xA7D2, 0xA7D2, 0xA7D3},    // (17.0)
-    {0xA7D4, 0xA7D4, 0xA7D5},    // (17.0)
-    {0xA7DA, 0xA7DA, 0xA7DB},    // LATIN CAPITAL LETTER LAMBDA (16.0)
-    {0xA7DC, 0xA7DC, 0x019B},    // LATIN CAPITAL LETTER LAMBDA WITH STROKE (16.0)
-    {0x10D50, 0x10D65, 0x10D70}, // GARAY CAPITAL LETTERS (16.0)
-    {0x16EA0, 0x16EB8, 0x16EBB}, // BERIA ERFE CAPITAL LETTERS (17.0)
+    {0x1C89, 0x1C89, 0x1C8A},     // CYRILLIC CAPITAL LETTER TJE (16.0)
+    {0xA7CB, 0xA7CB, 0x0264},     // LATIN CAPITAL LETTER RAMS HORN (16.0)
+    {0xA7CC, 0xA7CC, 0xA7CD},     // LATIN CAPITAL LETTER S WITH DIAGONAL STROKE (16.0)
+    {0xA7CE, 0xA7CE, 0xA7CF},     // (17.0)
+    {0xA7D2, 0xA7D2, 0xA7D3},     // (17.0)
+    {0xA7D4, 0xA7D4, 0xA7D5},     // (17.0)
+    {0xA7DA, 0xA7DA, 0xA7DB},     // LATIN CAPITAL LETTER LAMBDA (16.0)
+    {0xA7DC, 0xA7DC, 0x019B},     // LATIN CAPITAL LETTER LAMBDA WITH STROKE (16.0)
+    {0x10D50, 0x10D65, 0x10D70},  // GARAY CAPITAL LETTERS (16.0)
+    {0x16EA0, 0x16EB8, 0x16EBB},  // BERIA ERFE CAPITAL LETTERS (17.0)
 };
 
 }  // namespace
@@ -268,9 +275,8 @@ void append_canonical_decomposition(char32_t cp, std::u32string& out) {
   UErrorCode status = U_ZERO_ERROR;
   const UNormalizer2* nfd = unorm2_getNFDInstance(&status);
   UChar buffer[32];
-  const int32_t n = U_SUCCESS(status)
-                        ? unorm2_getDecomposition(nfd, static_cast<UChar32>(cp), buffer, 32, &status)
-                        : -1;
+  const int32_t n =
+      U_SUCCESS(status) ? unorm2_getDecomposition(nfd, static_cast<UChar32>(cp), buffer, 32, &status) : -1;
   if (n < 0 || U_FAILURE(status)) {
     out.push_back(cp);
     return;
@@ -305,7 +311,8 @@ bool is_regex_word(char32_t cp) {
 
 size_t grapheme_end(std::u32string_view chars, size_t first) {
   const auto gcb = [&](size_t i) {
-    return static_cast<UGraphemeClusterBreak>(u_getIntPropertyValue(static_cast<UChar32>(chars[i]), UCHAR_GRAPHEME_CLUSTER_BREAK));
+    return static_cast<UGraphemeClusterBreak>(
+        u_getIntPropertyValue(static_cast<UChar32>(chars[i]), UCHAR_GRAPHEME_CLUSTER_BREAK));
   };
   const auto pictographic = [&](size_t i) {
     return u_hasBinaryProperty(static_cast<UChar32>(chars[i]), UCHAR_EXTENDED_PICTOGRAPHIC) != 0;

@@ -41,9 +41,9 @@ std::string to_utf8(std::u32string_view chars);
 bool is_whitespace(char32_t cp);
 
 // General-category tests as the `unicode_categories` crate answers them (Unicode 8.0).
-bool is_legacy_other(char32_t cp);             // Cc, Cf or Co
-bool is_legacy_punctuation(char32_t cp);       // Pc, Pd, Ps, Pe, Pi, Pf, Po
-bool is_legacy_nonspacing_mark(char32_t cp);   // Mn
+bool is_legacy_other(char32_t cp);            // Cc, Cf or Co
+bool is_legacy_punctuation(char32_t cp);      // Pc, Pd, Ps, Pe, Pi, Pf, Po
+bool is_legacy_nonspacing_mark(char32_t cp);  // Mn
 
 // Rust's char::is_ascii_punctuation: the 32 printable ASCII symbols that are not letters or digits.
 bool is_ascii_punctuation(char32_t cp);

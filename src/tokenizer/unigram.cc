@@ -63,8 +63,10 @@ void Unigram::tokenize(const NormalizedString& word, std::vector<ModelToken>& ou
   {
     size_t c = 0;
     for (size_t b = 0; b < size; ++b) {
-      if ((static_cast<unsigned char>(text[b]) & 0xC0) != 0x80) char_at[b] = c++;
-      else char_at[b] = c - 1;
+      if ((static_cast<unsigned char>(text[b]) & 0xC0) != 0x80)
+        char_at[b] = c++;
+      else
+        char_at[b] = c - 1;
     }
     char_at[size] = c;
   }
@@ -99,7 +101,8 @@ void Unigram::tokenize(const NormalizedString& word, std::vector<ModelToken>& ou
     }
     if (!single) {
       if (!unk_id_) {
-        throw Error(source_ + ": the text has a character that no piece covers and the vocabulary has no unknown piece");
+        throw Error(source_ +
+                    ": the text has a character that no piece covers and the vocabulary has no unknown piece");
       }
       offer(start, start + char_bytes, *unk_id_, unk_score_);
     }

@@ -26,8 +26,8 @@ namespace headscope::tokenizer {
 class Unigram final : public Model {
  public:
   // pieces[id] = (piece, score). Throws Error naming `source` when unk_id is outside the pieces.
-  Unigram(const std::vector<std::pair<std::string, double>>& pieces, std::optional<int32_t> unk_id,
-          bool byte_fallback, const std::string& source);
+  Unigram(const std::vector<std::pair<std::string, double>>& pieces, std::optional<int32_t> unk_id, bool byte_fallback,
+          const std::string& source);
   void tokenize(const NormalizedString& word, std::vector<ModelToken>& out) const override;
   const Vocab& vocab() const override { return vocab_; }
 
@@ -35,9 +35,9 @@ class Unigram final : public Model {
   // Byte trie of the pieces: child of (node, byte) in one map; node 0 is the root.
   static uint64_t edge(int32_t node, unsigned char byte) { return (static_cast<uint64_t>(node) << 8) | byte; }
   Vocab vocab_;
-  std::vector<double> scores_;                    // [n_pieces]
-  std::unordered_map<uint64_t, int32_t> trie_;    // (node, byte) -> node
-  std::vector<int32_t> piece_at_;                 // [n_nodes]: id of the piece ending at the node, or -1
+  std::vector<double> scores_;                  // [n_pieces]
+  std::unordered_map<uint64_t, int32_t> trie_;  // (node, byte) -> node
+  std::vector<int32_t> piece_at_;               // [n_nodes]: id of the piece ending at the node, or -1
   std::optional<int32_t> unk_id_;
   double unk_score_ = 0.0;
   bool byte_fallback_ = false;

@@ -146,8 +146,10 @@ void WordPiece::tokenize(const NormalizedString& word, std::vector<ModelToken>& 
     // O(length x longest entry) lookups instead of O(length^2).
     const size_t prefix_bytes = start > 0 ? prefix.size() : 0;
     const size_t room = max_entry_bytes_ > prefix_bytes ? max_entry_bytes_ - prefix_bytes : 0;
-    size_t end = static_cast<size_t>(std::upper_bound(byte_at.begin() + static_cast<std::ptrdiff_t>(start), byte_at.end(),
-                                                      byte_at[start] + room) - byte_at.begin()) - 1;
+    size_t end = static_cast<size_t>(std::upper_bound(byte_at.begin() + static_cast<std::ptrdiff_t>(start),
+                                                      byte_at.end(), byte_at[start] + room) -
+                                     byte_at.begin()) -
+                 1;
     for (; end > start; --end) {
       const std::string_view piece(utf8.data() + byte_at[start], byte_at[end] - byte_at[start]);
       const size_t length = piece.size() + (start > 0 ? prefix.size() : 0);
@@ -177,7 +179,8 @@ std::unique_ptr<Normalizer> read_bert_normalizer(const nlohmann::json& j, const 
   BertNormalizerOptions o;
   o.clean_text = j.value("clean_text", true);
   o.handle_chinese_chars = j.value("handle_chinese_chars", true);
-  if (j.contains("strip_accents") && !j.at("strip_accents").is_null()) o.strip_accents = j.at("strip_accents").get<bool>();
+  if (j.contains("strip_accents") && !j.at("strip_accents").is_null())
+    o.strip_accents = j.at("strip_accents").get<bool>();
   o.lowercase = j.value("lowercase", true);
   return std::make_unique<BertNormalizer>(o);
 }
@@ -267,8 +270,9 @@ std::unique_ptr<Tokenizer> read_wordpiece_vocab_dir(const std::string& dir) {
         if (ec != std::errc() || end != id.data() + id.size()) {
           throw Error(config_path + ": added_tokens_decoder key '" + id + "' is not a token id");
         }
-        t.id = read_token_id(nlohmann::json(value), static_cast<int64_t>(vocab.tokens.size()) + limits::kMaxVocabIdSlack,
-                             "added_tokens_decoder entry '" + id + "'", config_path);
+        t.id =
+            read_token_id(nlohmann::json(value), static_cast<int64_t>(vocab.tokens.size()) + limits::kMaxVocabIdSlack,
+                          "added_tokens_decoder entry '" + id + "'", config_path);
         t.content = entry.at("content").get<std::string>();
         t.special = entry.value("special", false);
         t.single_word = entry.value("single_word", false);
@@ -278,8 +282,10 @@ std::unique_ptr<Tokenizer> read_wordpiece_vocab_dir(const std::string& dir) {
         parts.added_tokens.push_back(std::move(t));
       }
     } else {
-      for (const auto& [key, fallback] : {std::pair{"pad_token", "[PAD]"}, {"unk_token", "[UNK]"},
-                                          {"cls_token", "[CLS]"}, {"sep_token", "[SEP]"},
+      for (const auto& [key, fallback] : {std::pair{"pad_token", "[PAD]"},
+                                          {"unk_token", "[UNK]"},
+                                          {"cls_token", "[CLS]"},
+                                          {"sep_token", "[SEP]"},
                                           {"mask_token", "[MASK]"}}) {
         const std::optional<std::string> name = config_token(config, key, fallback);
         if (!name) continue;

@@ -12,9 +12,9 @@
 namespace headscope::tokenizer {
 
 struct BertNormalizerOptions {
-  bool clean_text = true;            // drop control characters, U+0000, U+FFFD; whitespace -> ' '
-  bool handle_chinese_chars = true;  // put spaces around CJK ideographs so each is its own word
-  std::optional<bool> strip_accents; // NFD then drop nonspacing marks; unset: same as lowercase
+  bool clean_text = true;             // drop control characters, U+0000, U+FFFD; whitespace -> ' '
+  bool handle_chinese_chars = true;   // put spaces around CJK ideographs so each is its own word
+  std::optional<bool> strip_accents;  // NFD then drop nonspacing marks; unset: same as lowercase
   bool lowercase = true;
 };
 

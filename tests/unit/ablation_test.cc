@@ -169,9 +169,10 @@ TEST(AtlasImportance, EqualsTheAblatorOnTheFirstTreebankSentences) {
   };
   testing::write_raw(tb.string(), "# text = The dog barked.\n" + word(1, "The", 2, "det") + word(2, "dog", 3, "nsubj") +
                                       word(3, "barked", 0, "root") + word(4, ".", 3, "punct") + "\n" +
-                                      "# text = Cats sleep.\n" + word(1, "Cats", 2, "nsubj") + word(2, "sleep", 0, "root") +
-                                      word(3, ".", 2, "punct") + "\n" + "# text = Birds sing.\n" +
-                                      word(1, "Birds", 2, "nsubj") + word(2, "sing", 0, "root") + word(3, ".", 2, "punct") + "\n");
+                                      "# text = Cats sleep.\n" + word(1, "Cats", 2, "nsubj") +
+                                      word(2, "sleep", 0, "root") + word(3, ".", 2, "punct") + "\n" +
+                                      "# text = Birds sing.\n" + word(1, "Birds", 2, "nsubj") +
+                                      word(2, "sing", 0, "root") + word(3, ".", 2, "punct") + "\n");
   analysis::AtlasOptions o;
   o.report_treebank = tb.string();
   o.probe_count = 1;

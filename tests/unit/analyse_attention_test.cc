@@ -62,7 +62,8 @@ TEST(AnalyseAttention, RefusesWhatIsNotADistribution) {
 // Layer and head counts outside the budgets of limits.h are refused before any map is read.
 TEST(AnalyseAttention, RefusesLayerAndHeadCountsOutsideTheLimits) {
   Maps m;
-  for (auto [layers, heads] : {std::pair<int64_t, int64_t>{0, 2}, {-3, 2}, {1, 0}, {1, limits::kMaxHeads + 1}, {limits::kMaxLayers + 1, 2}}) {
+  for (auto [layers, heads] :
+       {std::pair<int64_t, int64_t>{0, 2}, {-3, 2}, {1, 0}, {1, limits::kMaxHeads + 1}, {limits::kMaxLayers + 1, 2}}) {
     ModelConfig config = m.config;
     config.n_layer = int(layers), config.n_head = config.n_kv_head = int(heads);
     try {

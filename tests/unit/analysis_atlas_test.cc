@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "test_support.h"
 #include <omp.h>
+#include "test_support.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -151,7 +151,8 @@ TEST(AtlasTextRoles, EachTextGetsRolesFromItsStatisticsAndTheGivenEvidence) {
   EXPECT_FALSE(has(one.roles[6], Role::kSyntactic));
 
   // Two texts: each keeps its own statistics (they differ), and the JSON lists both.
-  headscope::testing::write_raw(dir.file("two.txt"), "The cat sat on the mat.\nA storm damaged the roof of the school last night.\n");
+  headscope::testing::write_raw(dir.file("two.txt"),
+                                "The cat sat on the mat.\nA storm damaged the roof of the school last night.\n");
   o.corpus = dir.file("two.txt");
   const AtlasResult two = build_atlas(*model, model_dir, o);
   ASSERT_EQ(two.texts.size(), 2u);

@@ -19,7 +19,8 @@ const std::string kHeader = "ID\tText\tPronoun\tPronoun-offset\tA\tA-offset\tA-c
 
 TEST(AnalysisCoref, ReadsGapAndConvertsCodePointOffsetsToBytes) {
   // "Zoë" has a two-byte ë: "She" is at code point 13 but byte 14.
-  const std::string tsv = kHeader + "t-1\tZo\xC3\xAB met Ann. She smiled.\tShe\t13\tZo\xC3\xAB\t0\tTRUE\tAnn\t8\tFALSE\thttp://x\n";
+  const std::string tsv =
+      kHeader + "t-1\tZo\xC3\xAB met Ann. She smiled.\tShe\t13\tZo\xC3\xAB\t0\tTRUE\tAnn\t8\tFALSE\thttp://x\n";
   const auto ex = parse_gap_tsv(tsv, "mem");
   ASSERT_EQ(ex.size(), 1u);
   EXPECT_EQ(ex[0].pronoun.begin, 14);
@@ -85,8 +86,8 @@ TEST(AnalysisCoref, ScorerCountsHeadsAndBaselines) {
   ex.a_coref = false;
   ex.b_coref = true;  // "She" = Ann
   Tensor att({1, 2, 9, 9});
-  att.data[6 * 9 + 4] = 0.6f;           // head 0: she → ann
-  att.data[81 + 6 * 9 + 1] = 0.6f;      // head 1: she → mary
+  att.data[6 * 9 + 4] = 0.6f;       // head 0: she → ann
+  att.data[81 + 6 * 9 + 1] = 0.6f;  // head 1: she → mary
   CorefScorer scorer(2);
   scorer.add(ex, enc, att);
   GapExample neither = ex;

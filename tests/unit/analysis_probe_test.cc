@@ -63,7 +63,9 @@ TEST(AnalysisProbe, ScoresInductionAndDuplicateHeads) {
   const ProbeLayout p = make_repeated_probe(tok, 10, 1);
   const int64_t T = 22, P = 1, L = 10;
   Tensor att({1, 3, T, T});
-  auto at = [&](int64_t h, int64_t q, int64_t k) -> float& { return att.data[static_cast<size_t>((h * T + q) * T + k)]; };
+  auto at = [&](int64_t h, int64_t q, int64_t k) -> float& {
+    return att.data[static_cast<size_t>((h * T + q) * T + k)];
+  };
   for (int64_t q = 0; q < T; ++q) {
     at(0, q, 0) = 1.0f;  // default: everything on [CLS]
     at(1, q, 0) = 1.0f;
@@ -71,9 +73,9 @@ TEST(AnalysisProbe, ScoresInductionAndDuplicateHeads) {
   }
   for (int64_t i = 0; i < L; ++i) {
     const int64_t q = P + L + i;
-    at(0, q, 0) = 0.0f, at(0, q, P + i + 1) = 1.0f;             // head 0: induction
-    at(1, q, 0) = 0.0f, at(1, q, P + i) = 1.0f;                 // head 1: duplicate token
-    at(2, q, 0) = 0.5f, at(2, q, P + i + 1) = i < 5 ? 0.5f : 0; // head 2: half, on half the tokens
+    at(0, q, 0) = 0.0f, at(0, q, P + i + 1) = 1.0f;              // head 0: induction
+    at(1, q, 0) = 0.0f, at(1, q, P + i) = 1.0f;                  // head 1: duplicate token
+    at(2, q, 0) = 0.5f, at(2, q, P + i + 1) = i < 5 ? 0.5f : 0;  // head 2: half, on half the tokens
   }
   const auto ev = score_probe(att, p);
   ASSERT_EQ(ev.size(), 3u);

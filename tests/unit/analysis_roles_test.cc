@@ -171,7 +171,8 @@ TEST(AnalysisRoles, SyntacticSkillIsMeasuredOverTheBaseline) {
             "dependent → head: 80 % of 1000 nsubj dependents are linked to their gold head by its strongest "
             "attention, against 40 % for the best fixed offset (+1)");
   // Worse than the baseline: skill 0, never the primary role.
-  const HeadRoles worse = assign_roles(HeadEvidence{weak_stats(), {}, SyntaxEvidence{"det", true, 0.3, 0.5, -1, 10}, {}});
+  const HeadRoles worse =
+      assign_roles(HeadEvidence{weak_stats(), {}, SyntaxEvidence{"det", true, 0.3, 0.5, -1, 10}, {}});
   EXPECT_EQ(worse.primary.role, Role::kMixed);
 }
 
@@ -209,7 +210,8 @@ TEST(AnalysisRoles, CorpusSpecialistComesBeforeTheSink) {
   EXPECT_EQ(r.secondary.evidence, "it also parks 70 % of its attention on the first token or special tokens");
   // A clear positional pattern is not overruled: previous token .9 stays first.
   s.prev_mass = s.offset_mass[kMaxOffset - 1] = 0.9;
-  const HeadRoles positional = assign_roles(HeadEvidence{s, {}, {}, CorefEvidence{0.71, 0.56, "nearest candidate", 392}});
+  const HeadRoles positional =
+      assign_roles(HeadEvidence{s, {}, {}, CorefEvidence{0.71, 0.56, "nearest candidate", 392}});
   EXPECT_EQ(positional.primary.role, Role::kPreviousToken);
 }
 

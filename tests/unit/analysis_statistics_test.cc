@@ -110,14 +110,14 @@ TEST(AnalysisStatistics, PositionAndKindMassesOnFourTokens) {
   EXPECT_NEAR(s.prev_mass, (0.5 + 0.25 + 0.5) / 3, kTol);  // queries 1..3 have a previous key
   EXPECT_NEAR(s.next_mass, (0.0 + 0.5 + 0.25) / 3, kTol);  // queries 0..2 have a next key
   EXPECT_NEAR(s.local_mass, (0.0 + 1.0 + 0.75 + 1.0) / 4, kTol);
-  EXPECT_NEAR(s.offset(-2), (0.25 + 0.5) / 2, kTol);       // queries 2, 3
-  EXPECT_NEAR(s.offset(+2), 0.0, kTol);                    // queries 0, 1
-  EXPECT_NEAR(s.offset(-3), 0.0, kTol);                    // query 3 only
-  EXPECT_TRUE(std::isnan(s.offset(4)));                    // no query has a key 4 away
+  EXPECT_NEAR(s.offset(-2), (0.25 + 0.5) / 2, kTol);  // queries 2, 3
+  EXPECT_NEAR(s.offset(+2), 0.0, kTol);               // queries 0, 1
+  EXPECT_NEAR(s.offset(-3), 0.0, kTol);               // query 3 only
+  EXPECT_TRUE(std::isnan(s.offset(4)));               // no query has a key 4 away
   EXPECT_NEAR(s.first_mass, (1.0 + 0.5 + 0.25 + 0.0) / 4, kTol);
   EXPECT_NEAR(s.special_mass, (1.0 + 0.5 + 0.5 + 0.0) / 4, kTol);
-  EXPECT_NEAR(s.end_special_mass, 0.25 / 4, kTol);          // only q2 looks at [SEP]
-  EXPECT_NEAR(s.sink_mass, s.special_mass, kTol);          // the first token is special here
+  EXPECT_NEAR(s.end_special_mass, 0.25 / 4, kTol);  // only q2 looks at [SEP]
+  EXPECT_NEAR(s.sink_mass, s.special_mass, kTol);   // the first token is special here
   EXPECT_NEAR(s.punct_mass, (0.0 + 0.5 + 0.25 + 0.5) / 4, kTol);
   EXPECT_NEAR(s.content_mass, (0.0 + 0.0 + 0.25 + 0.5) / 4, kTol);  // key 1, not for query 1 itself
   // Ids 7 at positions 1 and 2: q1 gives .5 to key 2, q2 gives .25 to key 1.
@@ -150,9 +150,9 @@ TEST(AnalysisStatistics, SinkMassUnderNormWeighting) {
 TEST(AnalysisStatistics, AverageAttentionDiffersFromMaxWhenTheRowIsUneven) {
   SequenceInfo seq;
   seq.kinds = {K::kContent, K::kContent, K::kContent, K::kContent};
-  const std::vector<float> a = {0.5f, 0.25f, 0.25f, 0.0f,   //
-                                0.5f, 0.25f, 0.25f, 0.0f,   //
-                                0.5f, 0.25f, 0.25f, 0.0f,   //
+  const std::vector<float> a = {0.5f, 0.25f, 0.25f, 0.0f,  //
+                                0.5f, 0.25f, 0.25f, 0.0f,  //
+                                0.5f, 0.25f, 0.25f, 0.0f,  //
                                 0.5f, 0.25f, 0.25f, 0.0f};
   const HeadStats s = compute_head_stats(a.data(), 4, seq);
   EXPECT_NEAR(s.max_attention, 0.5, kTol);
@@ -169,8 +169,8 @@ TEST(AnalysisStatistics, CausalMaskExcludesFutureKeys) {
   seq.kinds = {K::kContent, K::kContent, K::kContent};
   seq.causal = true;
   // Future cells hold 9: they must be ignored, not read.
-  const std::vector<float> a = {1.0f, 9.0f, 9.0f,   //
-                                0.5f, 0.5f, 9.0f,   //
+  const std::vector<float> a = {1.0f, 9.0f,  9.0f,  //
+                                0.5f, 0.5f,  9.0f,  //
                                 0.5f, 0.25f, 0.25f};
   const HeadStats s = compute_head_stats(a.data(), 3, seq);
   EXPECT_EQ(s.n_queries, 3);
@@ -264,7 +264,8 @@ TEST(AnalysisStatistics, DescribesTokenKindsFromTheText) {
 // The vectorised row statistics (float lanes, blocks of 1,024 keys summed in double) against the
 // all-double loop that rows with a padding mask take: the same matrix, once with no mask and once
 // with a mask that keeps every key. Rows long enough for several blocks, peaked, flat and tied.
-// Value norms too (the norm-weighted sink share). Stated bound: every mean within 1e-5 relative (1e-9 absolute near zero); counts exactly equal.
+// Value norms too (the norm-weighted sink share). Stated bound: every mean within 1e-5 relative (1e-9 absolute near
+// zero); counts exactly equal.
 TEST(AnalysisStatistics, FloatLaneRowsEqualTheDoubleLoop) {
   // Bidirectional, causal, and causal under a sliding window of 300 keys (a Mistral-like layer).
   for (const int64_t window : {-1, 0, 300}) {

@@ -182,7 +182,7 @@ TEST(AnalysisStream, RefusesRowsOutOfOrderOrTooNarrow) {
   EXPECT_THROW(head.add_rows(a.data(), 0, 4, 3), Error);        // rows up to 4 need 4 keys
   head.add_rows(a.data(), 0, 10, 10);
   EXPECT_TRUE(head.complete());
-  EXPECT_THROW(head.add_rows(a.data(), 10, 11, 10), Error);     // past the end
+  EXPECT_THROW(head.add_rows(a.data(), 10, 11, 10), Error);  // past the end
 }
 
 // The plan's count of query–key pairs at each offset (the denominators of offset_mass) against
@@ -204,7 +204,8 @@ TEST(AnalysisStream, OffsetCountsAreThePairsTheMaskAllows) {
       const StreamPlan plan = make_stream_plan(text.tokens, text.words, false, 4);
       ASSERT_EQ(plan.offset_count.size(), want.size());
       for (size_t i = 0; i < want.size(); ++i)
-        EXPECT_EQ(int64_t(plan.offset_count[i]), want[i]) << "T " << T << " variant " << variant << " offset " << int(i) - (T - 1);
+        EXPECT_EQ(int64_t(plan.offset_count[i]), want[i])
+            << "T " << T << " variant " << variant << " offset " << int(i) - (T - 1);
     }
   }
 }

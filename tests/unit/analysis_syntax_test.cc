@@ -42,10 +42,10 @@ TEST(AnalysisSyntax, ReadsCoNLLUAndSkipsRangesAndEmptyNodes) {
 }
 
 TEST(AnalysisSyntax, RejectsMalformedCoNLLU) {
-  EXPECT_THROW(parse_conllu("1\tThe\tthe\n\n", "bad"), Error);                                     // 3 fields
-  EXPECT_THROW(parse_conllu("2\tThe\tthe\tDET\tDT\t_\t0\troot\t_\t_\n\n", "bad"), Error);          // ID not 1
-  EXPECT_THROW(parse_conllu("1\tThe\tthe\tDET\tDT\t_\tx\troot\t_\t_\n\n", "bad"), Error);          // HEAD
-  EXPECT_THROW(parse_conllu("1\tThe\tthe\tDET\tDT\t_\t5\tdet\t_\t_\n\n", "bad"), Error);           // HEAD > n
+  EXPECT_THROW(parse_conllu("1\tThe\tthe\n\n", "bad"), Error);                             // 3 fields
+  EXPECT_THROW(parse_conllu("2\tThe\tthe\tDET\tDT\t_\t0\troot\t_\t_\n\n", "bad"), Error);  // ID not 1
+  EXPECT_THROW(parse_conllu("1\tThe\tthe\tDET\tDT\t_\tx\troot\t_\t_\n\n", "bad"), Error);  // HEAD
+  EXPECT_THROW(parse_conllu("1\tThe\tthe\tDET\tDT\t_\t5\tdet\t_\t_\n\n", "bad"), Error);   // HEAD > n
   EXPECT_THROW(read_conllu("/nonexistent/file.conllu"), Error);
 }
 
@@ -75,13 +75,11 @@ std::vector<float> gold_like_attention() {
 
 TEST(AnalysisSyntax, PredictsTheMostAttendedOtherWordInBothDirections) {
   const auto a = gold_like_attention();
-  EXPECT_EQ(predict_words(a.data(), four_words(), Direction::kDependentToHead),
-            (std::vector<int32_t>{1, 2, 0, 2}));
+  EXPECT_EQ(predict_words(a.data(), four_words(), Direction::kDependentToHead), (std::vector<int32_t>{1, 2, 0, 2}));
   // Head → dependent: for word i, the other word attending most to it (column i). Column "The":
   // sat .2 wins; "cat": The .2; "sat": cat .2 ties with "." .2, the first wins; ".": nobody looks
   // at it, all zeros, the first word wins.
-  EXPECT_EQ(predict_words(a.data(), four_words(), Direction::kHeadToDependent),
-            (std::vector<int32_t>{2, 0, 1, 0}));
+  EXPECT_EQ(predict_words(a.data(), four_words(), Direction::kHeadToDependent), (std::vector<int32_t>{2, 0, 1, 0}));
 }
 
 TEST(AnalysisSyntax, CountsHeadsAndBaselinesPerRelation) {
@@ -92,7 +90,7 @@ TEST(AnalysisSyntax, CountsHeadsAndBaselinesPerRelation) {
   const auto& rel = scorer.relations();
   // Dependents: The (det, head cat), cat (nsubj, head sat), . (punct, head sat); the root is left out.
   EXPECT_EQ(rel.at("all").support, 3);
-  EXPECT_EQ(rel.at("det").correct[0], 1);    // dependent → head right for all three
+  EXPECT_EQ(rel.at("det").correct[0], 1);  // dependent → head right for all three
   EXPECT_EQ(rel.at("nsubj").correct[0], 1);
   EXPECT_EQ(rel.at("punct").correct[0], 1);
   EXPECT_EQ(rel.at("all").correct[0], 3);

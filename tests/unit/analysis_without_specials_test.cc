@@ -33,10 +33,22 @@ TEST(DropSpecialUnits, RemovesSpecialsAndRescalesRows) {
           0.0f, 0.0f, 0.0f, 1.0f,  // [SEP]
       },
       {
-          0.25f, 0.25f, 0.25f, 0.25f,  //
-          0.9f, 0.0f, 0.0f, 0.1f,      // a: no kept mass → stays zero
-          0.0f, 0.5f, 0.5f, 0.0f,      // b: already all on kept keys
-          0.25f, 0.25f, 0.25f, 0.25f,
+          0.25f,
+          0.25f,
+          0.25f,
+          0.25f,  //
+          0.9f,
+          0.0f,
+          0.0f,
+          0.1f,  // a: no kept mass → stays zero
+          0.0f,
+          0.5f,
+          0.5f,
+          0.0f,  // b: already all on kept keys
+          0.25f,
+          0.25f,
+          0.25f,
+          0.25f,
       });
   const WithoutSpecials w = drop_special_units(att, four_units(false));
   EXPECT_EQ(w.kept, (std::vector<int32_t>{1, 2}));
@@ -51,10 +63,22 @@ TEST(DropSpecialUnits, KeepsTheCausalMask) {
   // BOS a b EOS in a decoder: row b may see BOS, a, b; without BOS only a and b.
   const Tensor att = two_heads(
       {
-          1.0f, 0.0f, 0.0f, 0.0f,  //
-          0.8f, 0.2f, 0.0f, 0.0f,  // a: only itself left → 1
-          0.4f, 0.3f, 0.3f, 0.0f,  // b: 0.3, 0.3 → 0.5, 0.5
-          0.1f, 0.2f, 0.3f, 0.4f,
+          1.0f,
+          0.0f,
+          0.0f,
+          0.0f,  //
+          0.8f,
+          0.2f,
+          0.0f,
+          0.0f,  // a: only itself left → 1
+          0.4f,
+          0.3f,
+          0.3f,
+          0.0f,  // b: 0.3, 0.3 → 0.5, 0.5
+          0.1f,
+          0.2f,
+          0.3f,
+          0.4f,
       },
       std::vector<float>(16, 0.0f));
   const WithoutSpecials w = drop_special_units(att, four_units(true));

@@ -51,9 +51,7 @@ void expect_units(const WordMap& m) {
 
 TEST(AnalysisWords, UnitsFromTheTokenizerWords) { expect_units(words_from_encoding(playing_ball())); }
 
-TEST(AnalysisWords, UnitsFromByteSpans) {
-  expect_units(words_from_spans(playing_ball(), {{0, 7}, {8, 12}}));
-}
+TEST(AnalysisWords, UnitsFromByteSpans) { expect_units(words_from_spans(playing_ball(), {{0, 7}, {8, 12}})); }
 
 TEST(AnalysisWords, ByteLevelTokensWithALeadingSpaceJoinTheirWord) {
   // GPT-2 style: "Hi there" → "Hi" [0, 2), " there" [2, 8) starting on the space.
@@ -87,7 +85,8 @@ TEST(AnalysisWords, MergeSumsColumnsAndAveragesRows) {
   for (int u = 0; u < 4; ++u) {
     float sum = 0;
     for (int v = 0; v < 4; ++v) {
-      EXPECT_NEAR(w[static_cast<size_t>(u * 4 + v)], rows[static_cast<size_t>(u)][static_cast<size_t>(v)], 1e-6) << u << "," << v;
+      EXPECT_NEAR(w[static_cast<size_t>(u * 4 + v)], rows[static_cast<size_t>(u)][static_cast<size_t>(v)], 1e-6)
+          << u << "," << v;
       sum += w[static_cast<size_t>(u * 4 + v)];
     }
     EXPECT_NEAR(sum, 1.0f, 1e-6);  // still a distribution
@@ -121,7 +120,7 @@ TEST(AnalysisWords, UnitGatherGivesExactlyTheTokenLoopsFloats) {
       if (pick == 0 && t > 0) {
         map.unit_of_token.push_back(-1);  // dropped
       } else if (pick < 4 && u >= 0) {
-        map.unit_of_token.push_back(u);   // another piece of the unit before
+        map.unit_of_token.push_back(u);  // another piece of the unit before
       } else if (pick == 4 && u >= 2) {
         map.unit_of_token.push_back(u - 2);  // a piece apart from the rest of its unit
       } else {
@@ -149,8 +148,8 @@ TEST(AnalysisWords, UnitGatherGivesExactlyTheTokenLoopsFloats) {
       }
       int written = 0;
       for (int v = 0; v < map.n_units; ++v) {
-        const int32_t first = int32_t(std::find(map.unit_of_token.begin(), map.unit_of_token.end(), v) -
-                                      map.unit_of_token.begin());
+        const int32_t first =
+            int32_t(std::find(map.unit_of_token.begin(), map.unit_of_token.end(), v) - map.unit_of_token.begin());
         if (first >= n && gather.in_order) {
           ASSERT_EQ(fast[size_t(v)], -7.0f) << "unit " << v << " starts after the row's keys: untouched";
           continue;

@@ -18,9 +18,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "golden_util.h"
 #include "headscope/limits.h"
 #include "headscope/model.h"
-#include "golden_util.h"
 
 namespace {
 
@@ -55,7 +55,8 @@ float max_abs(const Tensor& t) {
 nlohmann::json manifest() {
   std::ifstream in(goldens() / "golden" / "manifest.json");
   if (!in) {
-    ADD_FAILURE() << "missing " << goldens() / "golden" / "manifest.json" << "; run `make goldens`";
+    ADD_FAILURE() << "missing " << goldens() / "golden" / "manifest.json"
+                  << "; run `make goldens`";
     return nlohmann::json::object();
   }
   return nlohmann::json::parse(in);
@@ -86,7 +87,8 @@ void check(const std::string& key, const Model& gguf, const Model* twin, float a
     EXPECT_LE(dh, hidden_bound * max_abs(hidden)) << key << " prompt " << p;
     if (twin) {
       const Capture st = twin->run(twin->encode(j.at("text").get<std::string>()), {});
-      const float ta = max_abs_diff(cap.attention, st.attention), th = max_abs_diff(cap.hidden_states, st.hidden_states);
+      const float ta = max_abs_diff(cap.attention, st.attention),
+                  th = max_abs_diff(cap.hidden_states, st.hidden_states);
       std::printf("  vs safetensors: attention %.2e  hidden %.2e", ta, th);
       EXPECT_LE(ta, attention_bound) << key << " prompt " << p;
       EXPECT_LE(th, hidden_bound * max_abs(hidden)) << key << " prompt " << p;
@@ -178,7 +180,8 @@ TEST(RobertaGguf, VocabularyTokenizesAsTokenizerJson) {
   for (const auto& p : golden.at("tiny_roberta")) texts.push_back(p.at("text").get<std::string>());
   std::ifstream in(headscope::testing::goldens_dir("tokenizer") / "minilm.jsonl");
   ASSERT_TRUE(in) << "missing tokenizer goldens; run `make goldens`";
-  for (std::string line; std::getline(in, line);) texts.push_back(nlohmann::json::parse(line).at("text").get<std::string>());
+  for (std::string line; std::getline(in, line);)
+    texts.push_back(nlohmann::json::parse(line).at("text").get<std::string>());
   texts.push_back("<s>a <mask> b</s>");  // special pieces written in the text match whole
   size_t agree = 0;
   for (const std::string& text : texts) {
@@ -248,10 +251,12 @@ TEST(XlmrGguf, VocabularyTokenizesAsTokenizerJson) {
   const headscope::Tokenizer& tok = gguf->tokenizer();
   ASSERT_EQ(tok.vocab_size(), twin->tokenizer().vocab_size());
   int32_t same_pieces = 0;
-  for (int32_t id = 0; id < tok.vocab_size(); ++id) same_pieces += tok.token_text(id) == twin->tokenizer().token_text(id);
+  for (int32_t id = 0; id < tok.vocab_size(); ++id)
+    same_pieces += tok.token_text(id) == twin->tokenizer().token_text(id);
   EXPECT_EQ(same_pieces, tok.vocab_size());  // <mask> included: the file spells it "[PAD1000]"
   std::ifstream in(goldens() / "tiny_xlmr" / "cases.json");
-  ASSERT_TRUE(in) << "missing " << goldens() / "tiny_xlmr" / "cases.json" << "; run `make goldens`";
+  ASSERT_TRUE(in) << "missing " << goldens() / "tiny_xlmr" / "cases.json"
+                  << "; run `make goldens`";
   const nlohmann::json cases = nlohmann::json::parse(in);
   size_t agree = 0;
   for (const nlohmann::json& g : cases) {
@@ -273,9 +278,9 @@ TEST(XlmrGguf, VocabularyTokenizesAsTokenizerJson) {
   EXPECT_EQ(agree, cases.size());
   const Encoding masked = tok.encode("a<mask>", {});
   ASSERT_GE(masked.size(), 3u);
-  EXPECT_EQ(masked.ids().front(), 0);                     // <s>
-  EXPECT_EQ(masked.ids()[masked.size() - 2], 1001);       // <mask>, matched whole
-  EXPECT_EQ(masked.ids().back(), 2);                      // </s>
+  EXPECT_EQ(masked.ids().front(), 0);                // <s>
+  EXPECT_EQ(masked.ids()[masked.size() - 2], 1001);  // <mask>, matched whole
+  EXPECT_EQ(masked.ids().back(), 2);                 // </s>
 }
 
 // ---- hand-built BERT GGUFs: d_model 4, 2 heads, 1 layer, d_ff 8, 8 positions, 6 pieces ----
@@ -290,8 +295,8 @@ std::string f32_array(const std::vector<float>& v) {  // ARRAY of FLOAT32, witho
 }
 
 struct TinyGguf {
-  std::map<std::string, std::string> kv;                     // key -> type + value bytes
-  std::map<std::string, std::vector<int64_t>> tensors;       // name -> row-major shape (F32)
+  std::map<std::string, std::string> kv;                // key -> type + value bytes
+  std::map<std::string, std::vector<int64_t>> tensors;  // name -> row-major shape (F32)
 
   TinyGguf() {
     const auto u32kv = [](uint32_t v) { return u32(4) + u32(v); };
@@ -316,8 +321,11 @@ struct TinyGguf {
     kv["tokenizer.ggml.bos_token_id"] = u32kv(2);
     kv["tokenizer.ggml.seperator_token_id"] = u32kv(3);
     kv["tokenizer.ggml.normalizer.lowercase"] = u32(7) + std::string(1, '\1');
-    tensors = {{"token_embd.weight", {6, 4}}, {"position_embd.weight", {8, 4}}, {"token_types.weight", {2, 4}},
-               {"token_embd_norm.weight", {4}}, {"token_embd_norm.bias", {4}}};
+    tensors = {{"token_embd.weight", {6, 4}},
+               {"position_embd.weight", {8, 4}},
+               {"token_types.weight", {2, 4}},
+               {"token_embd_norm.weight", {4}},
+               {"token_embd_norm.bias", {4}}};
     for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_output"}) {
       tensors[std::string("blk.0.") + m + ".weight"] = {4, 4};
       tensors[std::string("blk.0.") + m + ".bias"] = {4};
@@ -433,7 +441,8 @@ TEST(BertGgufHandBuilt, RefusalsNameWhatIsWrong) {
     TempDir dir;
     TinyGguf g;  // a BERT that lost its token-type table: not taken for DistilBERT
     g.tensors.erase("token_types.weight");
-    expect_error([&] { Model::load(g.write(dir)); }, {"tiny.gguf", "token_types.weight", "token_type_count is absent", "DistilBERT"});
+    expect_error([&] { Model::load(g.write(dir)); },
+                 {"tiny.gguf", "token_types.weight", "token_type_count is absent", "DistilBERT"});
     g.kv["tokenizer.ggml.token_type_count"] = u32(4) + u32(2);
     expect_error([&] { Model::load(g.write(dir)); }, {"token_types.weight", "token_type_count is 2", "DistilBERT"});
     g.kv["tokenizer.ggml.token_type_count"] = u32(4) + u32(1);
@@ -455,7 +464,8 @@ TEST(BertGgufHandBuilt, RefusalsNameWhatIsWrong) {
     TempDir dir;
     TinyGguf g;
     g.kv["tokenizer.ggml.model"] = u32(8) + str("wpm");
-    expect_error([&] { Model::load(g.write(dir)); }, {"tokenizer.ggml.model 'wpm'", "XLM-RoBERTa's 't5'", "Hugging Face folder"});
+    expect_error([&] { Model::load(g.write(dir)); },
+                 {"tokenizer.ggml.model 'wpm'", "XLM-RoBERTa's 't5'", "Hugging Face folder"});
   }
   {
     TempDir dir;
@@ -537,8 +547,8 @@ TEST(XlmrGgufHandBuilt, RefusalsNameWhatIsWrong) {
     TinyGguf g = tiny_xlmr();  // well-formed but over the budget
     g.kv["tokenizer.ggml.precompiled_charsmap"] =
         bytes(std::string(size_t(headscope::limits::kMaxPrecompiledCharsmapBytes) + 1, '\0'));
-    expect_error([&] { Model::load(g.write(dir)); }, {"tokenizer.ggml.precompiled_charsmap has 16777217 entries",
-                                                      "16777216 allowed"});
+    expect_error([&] { Model::load(g.write(dir)); },
+                 {"tokenizer.ggml.precompiled_charsmap has 16777217 entries", "16777216 allowed"});
   }
   {
     TempDir dir;
@@ -562,7 +572,8 @@ TEST(XlmrGgufHandBuilt, RefusalsNameWhatIsWrong) {
     TempDir dir;
     TinyGguf g = tiny_xlmr();
     g.kv["tokenizer.ggml.unknown_token_id"] = u32(4) + u32(99);
-    expect_error([&] { Model::load(g.write(dir)); }, {"tiny.gguf", "tokenizer.ggml.unknown_token_id is 99", "6 tokens"});
+    expect_error([&] { Model::load(g.write(dir)); },
+                 {"tiny.gguf", "tokenizer.ggml.unknown_token_id is 99", "6 tokens"});
   }
   {
     TempDir dir;

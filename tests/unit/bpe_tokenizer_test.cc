@@ -33,7 +33,6 @@ nlohmann::json read_json(const fs::path& path) {
   return nlohmann::json::parse(in);
 }
 
-
 // tokenizers' Python API reports character offsets: the byte offsets of each split are mapped to
 // characters (a byte inside a character counts as that character, the end of the text as the
 // number of characters) before the post-processor trims ByteLevel offsets, so its trimming counts
@@ -88,7 +87,8 @@ void check_tokenizer(const std::string& name) {
       std::string ours;
       for (const auto& t : enc.tokens) {
         const auto [b, e] = to_chars.convert(t.begin, t.end);
-        ours += std::to_string(t.id) + "[" + std::to_string(b) + "," + std::to_string(e) + ")w" + std::to_string(t.word) + " ";
+        ours += std::to_string(t.id) + "[" + std::to_string(b) + "," + std::to_string(e) + ")w" +
+                std::to_string(t.word) + " ";
       }
       ADD_FAILURE() << name << " differs on " << nlohmann::json(text).dump() << "\n  ours:     " << ours
                     << "\n  expected: " << expected;

@@ -142,8 +142,8 @@ TEST(Capture, StoredOutputProjectionIsReadAHeadAtATime) {
   CaptureOptions o;
   o.contributions = true;
   o.value_norms = true;
-  const std::vector<float> concat = testing::random_vector(size_t(T * C), 1), v = testing::random_vector(size_t(T * KV), 2),
-                           bias = testing::random_vector(size_t(D), 3);
+  const std::vector<float> concat = testing::random_vector(size_t(T * C), 1),
+                           v = testing::random_vector(size_t(T * KV), 2), bias = testing::random_vector(size_t(D), 3);
   for (io::GgmlType type : {io::GgmlType::Q8_0, io::GgmlType::Q4_K}) {
     const std::vector<uint8_t> blocks = testing::random_blocks(type, D, C, unsigned(type));
     const QuantMatrix stored = QuantMatrix::stored(type, D, C, blocks.data(), nullptr);

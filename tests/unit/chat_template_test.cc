@@ -39,9 +39,10 @@ TEST(ChatTemplate, MatchesTransformers) {
   for (const nlohmann::json& c : golden["cases"]) {
     std::vector<ChatMessage> messages;
     for (const nlohmann::json& m : c["messages"]) messages.push_back({m["role"], m["content"]});
-    const std::string got = render_chat_template(c["template"], messages, c["add_generation_prompt"], c["bos_token"],
-                                                 c["eos_token"]);
-    EXPECT_EQ(got, c["expected"].get<std::string>()) << c["name"] << " add_generation_prompt=" << c["add_generation_prompt"];
+    const std::string got =
+        render_chat_template(c["template"], messages, c["add_generation_prompt"], c["bos_token"], c["eos_token"]);
+    EXPECT_EQ(got, c["expected"].get<std::string>())
+        << c["name"] << " add_generation_prompt=" << c["add_generation_prompt"];
     saw_smollm2 = saw_smollm2 || c["name"] == "smollm2";
     ++n;
   }
@@ -69,9 +70,9 @@ TEST(ChatTemplate, UnsupportedSyntaxIsAnError) {
   EXPECT_THROW(render_chat_template("{{ raise_exception('no') }}", m, true), headscope::Error);
   EXPECT_THROW(render_chat_template("{% for x in messages %}", m, true), headscope::Error);
   EXPECT_THROW(render_chat_template("{{ 'open", m, true), headscope::Error);
-  EXPECT_EQ(render_chat_template("{% for x in messages %}{{ x.role }}:{{ x['content'] }}{% endfor %}", m, false), "user:hi");
+  EXPECT_EQ(render_chat_template("{% for x in messages %}{{ x.role }}:{{ x['content'] }}{% endfor %}", m, false),
+            "user:hi");
 }
-
 
 // ---- hostile templates: refused with an Error naming the limit, never a crash or a hang ----
 
@@ -93,7 +94,9 @@ std::string error_of(const std::string& source, const std::vector<ChatMessage>& 
   return "(rendered)";
 }
 
-bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
 
 // Found by mutation: 10,000 nested parentheses, 100,000 nested {% if %} and 20,000 nested {% for %}
 // overflowed the stack of the recursive parser and renderer.
@@ -129,7 +132,8 @@ TEST(ChatTemplateHostile, LongChainsOfNot) {
 TEST(ChatTemplateHostile, IntegerOverflowIsAnError) {
   const std::vector<ChatMessage> m = {{"user", "hi"}};
   EXPECT_EQ(render_chat_template("{{ 9223372036854775806 + 1 }}", m, false), "9223372036854775807");
-  EXPECT_TRUE(contains(error_of("{{ 9223372036854775807 + 1 }}"), "Error: config.json: chat template: integer overflow"))
+  EXPECT_TRUE(
+      contains(error_of("{{ 9223372036854775807 + 1 }}"), "Error: config.json: chat template: integer overflow"))
       << error_of("{{ 9223372036854775807 + 1 }}");
   EXPECT_TRUE(contains(error_of("{{ 1 + 9223372036854775807 + 0 }}"), "integer overflow"));
   EXPECT_TRUE(contains(error_of("{{ 99999999999999999999 }}"), "does not fit in 64 bits"))
@@ -172,7 +176,8 @@ TEST(ChatTemplateHostile, BudgetsStopRunawayRenderings) {
   // 40 messages of 1 MB compared pairwise: 1.6 GB of comparisons.
   const std::vector<ChatMessage> huge(40, ChatMessage{"user", std::string(1 << 20, 'x')});
   const std::string compare =
-      "{% for a in messages %}{% for b in messages %}{% if a.content == b.content %}{% endif %}{% endfor %}{% endfor %}";
+      "{% for a in messages %}{% for b in messages %}{% if a.content == b.content %}{% endif %}{% endfor %}{% endfor "
+      "%}";
   EXPECT_TRUE(contains(error_of(compare, huge), "kMaxTemplateWorkBytes")) << error_of(compare, huge);
 
   EXPECT_TRUE(contains(error_of(std::string(2 << 20, 'x')), "kMaxChatTemplateBytes"));
@@ -189,7 +194,8 @@ TEST(ChatTemplate, RealTemplateFitsTheBudgets) {
   }
   ASSERT_FALSE(smollm2.empty());
   std::vector<ChatMessage> conversation;
-  for (int i = 0; i < 10000; ++i) conversation.push_back({i % 2 ? "assistant" : "user", std::string(1000, 'a' + i % 26)});
+  for (int i = 0; i < 10000; ++i)
+    conversation.push_back({i % 2 ? "assistant" : "user", std::string(1000, 'a' + i % 26)});
   const std::string out = render_chat_template(smollm2, conversation, true);
   // Each message is "<|im_start|>" role "\n" content "<|im_end|>\n"; SmolLM2 adds a system message.
   EXPECT_GT(out.size(), 10000u * (1000 + 12 + 4 + 1 + 10 + 1));
@@ -199,9 +205,10 @@ TEST(ChatTemplate, RealTemplateFitsTheBudgets) {
 // {% set %} in a loop body belongs to that iteration, as in Jinja; variables outside stay visible.
 TEST(ChatTemplate, LoopScopes) {
   const std::vector<ChatMessage> m = {{"user", "a"}, {"assistant", "b"}};
-  EXPECT_EQ(render_chat_template("{% set n = 'x' %}{% for x in messages %}{% set n = n ~ x.content %}{{ n }}{% endfor %}{{ n }}",
-                                 m, false),
-            "xaxbx");
+  EXPECT_EQ(
+      render_chat_template(
+          "{% set n = 'x' %}{% for x in messages %}{% set n = n ~ x.content %}{{ n }}{% endfor %}{{ n }}", m, false),
+      "xaxbx");
 }
 
 }  // namespace

@@ -8,12 +8,12 @@
 #include <cstring>
 #include <limits>
 #include <map>
-#include <tuple>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "headscope/limits.h"
-#include "io/gguf.h"
 #include "headscope/model.h"
+#include "io/gguf.h"
 #include "models/config_values.h"
 #include "models/families.h"
 #include "test_support.h"
@@ -105,23 +105,26 @@ ModelConfig read_llama(const json& c) { return models::llama_config(c, kWhere).c
 ModelConfig read_gpt2(const json& c) { return models::gpt2_config(c, kWhere).cfg; }
 
 TEST(Config, BertValuesOutOfRangeOrOfTheWrongType) {
-  expect_each_refused(bert_json, read_bert, {
-      {"num_hidden_layers", 0, {"\"num_hidden_layers\"", "at least 1"}},
-      {"num_hidden_layers", -3, {"\"num_hidden_layers\""}},
-      {"hidden_size", "384", {"\"hidden_size\"", "string", "expected an integer"}},
-      {"vocab_size", true, {"\"vocab_size\"", "boolean"}},
-      {"vocab_size", 0, {"\"vocab_size\""}},
-      {"max_position_embeddings", json::array({512}), {"\"max_position_embeddings\"", "array"}},
-      {"intermediate_size", 1e300, {"\"intermediate_size\""}},
-      {"layer_norm_eps", 0, {"\"layer_norm_eps\"", "epsilon"}},
-      {"layer_norm_eps", -1e-12, {"\"layer_norm_eps\""}},
-      {"layer_norm_eps", 1e-40, {"\"layer_norm_eps\""}},    // denormal in fp32
-      {"layer_norm_eps", std::numeric_limits<double>::infinity(), {"\"layer_norm_eps\"", "finite"}},  // 1e400 in a file
-      {"layer_norm_eps", "1e-12", {"\"layer_norm_eps\"", "expected a number"}},
-      {"hidden_act", 5, {"\"hidden_act\"", "expected a string"}},
-      {"position_embedding_type", json::object(), {"\"position_embedding_type\""}},
-      {"hidden_size", 383, {"hidden_size 383", "multiple of num_attention_heads 12"}},
-  });
+  expect_each_refused(bert_json, read_bert,
+                      {
+                          {"num_hidden_layers", 0, {"\"num_hidden_layers\"", "at least 1"}},
+                          {"num_hidden_layers", -3, {"\"num_hidden_layers\""}},
+                          {"hidden_size", "384", {"\"hidden_size\"", "string", "expected an integer"}},
+                          {"vocab_size", true, {"\"vocab_size\"", "boolean"}},
+                          {"vocab_size", 0, {"\"vocab_size\""}},
+                          {"max_position_embeddings", json::array({512}), {"\"max_position_embeddings\"", "array"}},
+                          {"intermediate_size", 1e300, {"\"intermediate_size\""}},
+                          {"layer_norm_eps", 0, {"\"layer_norm_eps\"", "epsilon"}},
+                          {"layer_norm_eps", -1e-12, {"\"layer_norm_eps\""}},
+                          {"layer_norm_eps", 1e-40, {"\"layer_norm_eps\""}},  // denormal in fp32
+                          {"layer_norm_eps",
+                           std::numeric_limits<double>::infinity(),
+                           {"\"layer_norm_eps\"", "finite"}},  // 1e400 in a file
+                          {"layer_norm_eps", "1e-12", {"\"layer_norm_eps\"", "expected a number"}},
+                          {"hidden_act", 5, {"\"hidden_act\"", "expected a string"}},
+                          {"position_embedding_type", json::object(), {"\"position_embedding_type\""}},
+                          {"hidden_size", 383, {"hidden_size 383", "multiple of num_attention_heads 12"}},
+                      });
 }
 
 TEST(Config, HyperParametersBeyondTheBudgetsAreResourceErrors) {
@@ -150,9 +153,9 @@ TEST(Config, LlamaValues) {
   json rope_theta_inf = llama_json();
   rope_theta_inf["rope_parameters"]["rope_theta"] = std::numeric_limits<double>::infinity();
   json llama3_equal = llama_json();
-  llama3_equal["rope_parameters"] = {{"rope_type", "llama3"}, {"rope_theta", 500000.0}, {"factor", 8.0},
-                                     {"low_freq_factor", 1.0}, {"high_freq_factor", 1.0},
-                                     {"original_max_position_embeddings", 8192}};
+  llama3_equal["rope_parameters"] = {{"rope_type", "llama3"},   {"rope_theta", 500000.0},
+                                     {"factor", 8.0},           {"low_freq_factor", 1.0},
+                                     {"high_freq_factor", 1.0}, {"original_max_position_embeddings", 8192}};
   for (const auto& [label, c, expect] : std::vector<std::tuple<std::string, json, std::vector<std::string>>>{
            {"rope_theta 0", rope_theta_zero, {"\"rope_theta\"", "RoPE base"}},
            {"rope_theta denormal", rope_theta_denormal, {"\"rope_theta\"", "RoPE base"}},
@@ -163,44 +166,48 @@ TEST(Config, LlamaValues) {
     // c by an init-capture: clang 14 cannot capture a structured binding.
     expect_error([&c = c] { models::llama_config(c, kWhere); }, expect);
   }
-  expect_each_refused(llama_json, read_llama, {
-      {"num_key_value_heads", 3, {"4 attention heads cannot share 3"}},
-      {"num_key_value_heads", 8, {"\"num_key_value_heads\"", "limit of 4"}},
-      {"head_dim", 15, {"head width 15 is odd"}},
-      {"head_dim", "16", {"\"head_dim\"", "expected an integer"}},
-      {"rms_norm_eps", std::nan(""), {"\"rms_norm_eps\""}},  // nlohmann stores NaN as a null-dumping float
-      {"rms_norm_eps", -1.0, {"\"rms_norm_eps\""}},
-      {"rope_parameters", "default", {"\"rope_parameters\"", "expected an object"}},
-      {"layer_types", json::array({"full_attention"}), {"\"layer_types\"", "2 strings"}},
-      {"layer_types", json::array({"full_attention", 7}), {"\"layer_types\"[1]"}},
-      {"sliding_window", -1, {"\"sliding_window\""}},
-      {"tie_word_embeddings", "yes", {"\"tie_word_embeddings\"", "true or false"}},
-      {"mlp_bias", 0, {"\"mlp_bias\"", "true or false"}},
-      {"eos_token_id", 320, {"end-of-text token id 320", "vocabulary of 320"}},
-      {"eos_token_id", json::array({"</s>"}), {"\"eos_token_id\"", "expected an integer"}},
-      {"partial_rotary_factor", "half", {"\"partial_rotary_factor\""}},
-      {"model_type", 7, {"\"model_type\""}},
-  });
+  expect_each_refused(
+      llama_json, read_llama,
+      {
+          {"num_key_value_heads", 3, {"4 attention heads cannot share 3"}},
+          {"num_key_value_heads", 8, {"\"num_key_value_heads\"", "limit of 4"}},
+          {"head_dim", 15, {"head width 15 is odd"}},
+          {"head_dim", "16", {"\"head_dim\"", "expected an integer"}},
+          {"rms_norm_eps", std::nan(""), {"\"rms_norm_eps\""}},  // nlohmann stores NaN as a null-dumping float
+          {"rms_norm_eps", -1.0, {"\"rms_norm_eps\""}},
+          {"rope_parameters", "default", {"\"rope_parameters\"", "expected an object"}},
+          {"layer_types", json::array({"full_attention"}), {"\"layer_types\"", "2 strings"}},
+          {"layer_types", json::array({"full_attention", 7}), {"\"layer_types\"[1]"}},
+          {"sliding_window", -1, {"\"sliding_window\""}},
+          {"tie_word_embeddings", "yes", {"\"tie_word_embeddings\"", "true or false"}},
+          {"mlp_bias", 0, {"\"mlp_bias\"", "true or false"}},
+          {"eos_token_id", 320, {"end-of-text token id 320", "vocabulary of 320"}},
+          {"eos_token_id", json::array({"</s>"}), {"\"eos_token_id\"", "expected an integer"}},
+          {"partial_rotary_factor", "half", {"\"partial_rotary_factor\""}},
+          {"model_type", 7, {"\"model_type\""}},
+      });
 }
 
 TEST(Config, Gpt2Values) {
-  expect_each_refused(gpt2_json, read_gpt2, {
-      {"n_head", 3, {"n_embd 64", "multiple of n_head 3"}},
-      {"n_inner", -1, {"\"n_inner\""}},
-      {"n_inner", 2.5, {"\"n_inner\"", "whole number"}},
-      {"layer_norm_epsilon", 0, {"\"layer_norm_epsilon\""}},
-      {"scale_attn_weights", "true", {"\"scale_attn_weights\""}},
-      {"scale_attn_by_inverse_layer_idx", 1, {"\"scale_attn_by_inverse_layer_idx\""}},
-      {"activation_function", json::array(), {"\"activation_function\""}},
-      {"eos_token_id", -5, {"\"eos_token_id\""}},
-  });
+  expect_each_refused(gpt2_json, read_gpt2,
+                      {
+                          {"n_head", 3, {"n_embd 64", "multiple of n_head 3"}},
+                          {"n_inner", -1, {"\"n_inner\""}},
+                          {"n_inner", 2.5, {"\"n_inner\"", "whole number"}},
+                          {"layer_norm_epsilon", 0, {"\"layer_norm_epsilon\""}},
+                          {"scale_attn_weights", "true", {"\"scale_attn_weights\""}},
+                          {"scale_attn_by_inverse_layer_idx", 1, {"\"scale_attn_by_inverse_layer_idx\""}},
+                          {"activation_function", json::array(), {"\"activation_function\""}},
+                          {"eos_token_id", -5, {"\"eos_token_id\""}},
+                      });
 }
 
 // Every key of each config set to each wrongly typed value: the reader either accepts it (a key
 // it does not read) or throws headscope::Error — no other exception (the CLI's exit 3).
 TEST(Config, EveryKeyWithEveryWrongTypeIsAnErrorOrIgnored) {
-  const std::vector<json> values = {json("x"), json(true), json(nullptr), json::array(), json::array({1, 2}),
-                                    json::object(), json(0.5), json(-1), json(0), json(1e300), json(std::nan(""))};
+  const std::vector<json> values = {json("x"),         json(true), json(nullptr), json::array(), json::array({1, 2}),
+                                    json::object(),    json(0.5),  json(-1),      json(0),       json(1e300),
+                                    json(std::nan(""))};
   int refused = 0;
   for (auto [base, read] : std::vector<std::pair<json (*)(), ModelConfig (*)(const json&)>>{
            {bert_json, read_bert}, {llama_json, read_llama}, {gpt2_json, read_gpt2}}) {
@@ -353,24 +360,28 @@ ModelConfig read_roberta(const json& c) { return models::roberta_config(c, kWher
 ModelConfig read_distilbert(const json& c) { return models::distilbert_config(c, kWhere); }
 
 TEST(Config, EncoderOptionsNotImplementedAreRefusedByName) {
-  expect_each_refused(bert_json, read_bert, {
-      {"position_embedding_type", "relative_key", {"position_embedding_type \"relative_key\" is not supported"}},
-      {"is_decoder", true, {"\"is_decoder\" is true", "causal decoder", "not supported"}},
-      {"add_cross_attention", true, {"\"add_cross_attention\" is true", "cross-attention"}},
-  });
-  expect_each_refused(roberta_json, read_roberta, {
-      {"pad_token_id", 40000, {"\"pad_token_id\" is 40000", "limit"}},
-      {"pad_token_id", 600, {"pad_token_id 600 leaves no positions in the 514"}},
-      {"max_position_embeddings", 2, {"pad_token_id 1 leaves no positions in the 2"}},
-      {"is_decoder", true, {"\"is_decoder\""}},
-  });
-  expect_each_refused(distilbert_json, read_distilbert, {
-      {"activation", "relu", {"activation \"relu\" is not supported"}},
-      {"dim", 100, {"dim 100 is not a multiple of n_heads 12"}},
-      {"n_layers", 0, {"\"n_layers\"", "at least 1"}},
-      {"sinusoidal_pos_embds", "yes", {"\"sinusoidal_pos_embds\"", "true or false"}},
-      {"add_cross_attention", true, {"cross-attention"}},
-  });
+  expect_each_refused(
+      bert_json, read_bert,
+      {
+          {"position_embedding_type", "relative_key", {"position_embedding_type \"relative_key\" is not supported"}},
+          {"is_decoder", true, {"\"is_decoder\" is true", "causal decoder", "not supported"}},
+          {"add_cross_attention", true, {"\"add_cross_attention\" is true", "cross-attention"}},
+      });
+  expect_each_refused(roberta_json, read_roberta,
+                      {
+                          {"pad_token_id", 40000, {"\"pad_token_id\" is 40000", "limit"}},
+                          {"pad_token_id", 600, {"pad_token_id 600 leaves no positions in the 514"}},
+                          {"max_position_embeddings", 2, {"pad_token_id 1 leaves no positions in the 2"}},
+                          {"is_decoder", true, {"\"is_decoder\""}},
+                      });
+  expect_each_refused(distilbert_json, read_distilbert,
+                      {
+                          {"activation", "relu", {"activation \"relu\" is not supported"}},
+                          {"dim", 100, {"dim 100 is not a multiple of n_heads 12"}},
+                          {"n_layers", 0, {"\"n_layers\"", "at least 1"}},
+                          {"sinusoidal_pos_embds", "yes", {"\"sinusoidal_pos_embds\"", "true or false"}},
+                          {"add_cross_attention", true, {"cross-attention"}},
+                      });
   // false, 0 and null are options not in use.
   json c = bert_json();
   c["is_decoder"] = false;
@@ -397,7 +408,8 @@ TEST(Config, OptionsNoFamilyImplementsAreRefusedByName) {
     expect_error([&c = c] { models::check_unsupported_options(c, kWhere); }, want);
   }
   EXPECT_NO_THROW(models::check_unsupported_options(json::parse(R"({"num_experts": 0, "num_local_experts": null,
-      "alibi": false, "moe_intermediate_size": 0})"), kWhere));
+      "alibi": false, "moe_intermediate_size": 0})"),
+                                                    kWhere));
   EXPECT_NO_THROW(models::check_unsupported_options(llama_json(), kWhere));
 }
 
@@ -421,8 +433,10 @@ TEST(ConfigGguf, UnknownArchitectureListsTheDispatchTable) {
   const std::string path = dir.file("m.gguf");
   write_raw(path, gguf_with({{"general.architecture", kv_str("general.architecture", "falcon")}}));
   expect_error([&] { headscope::Model::load(path); },
-               {path, "GGUF architecture 'falcon' is not supported", "supported: llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, olmo2, gpt2, bert"});
-  EXPECT_EQ(models::supported_gguf_architectures(), "llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, olmo2, gpt2, bert");
+               {path, "GGUF architecture 'falcon' is not supported",
+                "supported: llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, olmo2, gpt2, bert"});
+  EXPECT_EQ(models::supported_gguf_architectures(),
+            "llama, qwen2, qwen3, gemma, gemma2, gemma3, phi3, olmo2, gpt2, bert");
   // Mixtral is stored as "llama" with an expert count.
   auto m = llama_metadata();
   m["llama.expert_count"] = kv_u32("llama.expert_count", 8);

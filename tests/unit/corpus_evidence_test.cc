@@ -62,7 +62,8 @@ TEST(CorpusEvidence, TrophySentenceNamesTheCoreferenceAndDeterminerHeads) {
 TEST(CorpusEvidence, TheCacheGivesBackWhatWasMeasured) {
   const CorpusEvidence& first = evidence();
   ASSERT_FALSE(first.path.empty());
-  const CorpusEvidence again = corpus_evidence(testing::default_model(), testing::env_or_fail("HEADSCOPE_MODEL"), options());
+  const CorpusEvidence again =
+      corpus_evidence(testing::default_model(), testing::env_or_fail("HEADSCOPE_MODEL"), options());
   EXPECT_TRUE(again.from_cache);
   EXPECT_EQ(again.key, first.key);
   ASSERT_EQ(again.heads.size(), first.heads.size());

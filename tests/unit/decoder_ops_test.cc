@@ -54,7 +54,8 @@ TEST(DecoderOps, ActivationsMatchTwins) {
   auto f_fast = far, f_slow = far;
   silu_mul(f_fast.data(), ones.data(), int64_t(far.size()));
   reference::silu_mul(f_slow.data(), ones.data(), int64_t(far.size()));
-  for (size_t i = 0; i < far.size(); ++i) EXPECT_NEAR(f_fast[i], f_slow[i], 1e-6f * std::abs(f_slow[i]) + 1e-30f) << far[i];
+  for (size_t i = 0; i < far.size(); ++i)
+    EXPECT_NEAR(f_fast[i], f_slow[i], 1e-6f * std::abs(f_slow[i]) + 1e-30f) << far[i];
   auto x_fast = gate, x_slow = gate;
   gelu_tanh(x_fast.data(), 1000);
   reference::gelu_tanh(x_slow.data(), 1000);
@@ -89,7 +90,8 @@ TEST(DecoderOps, GemmaActivationsMatchTwins) {
 // scores the rows flatten, so the cap must be applied (a run without it differs).
 TEST(DecoderOps, SoftCappedAttentionMatchesTwin) {
   const int64_t T = 11, H = 4, Hkv = 2, Dh = 8, ld = H * Dh;
-  auto q = random_vector(T * ld, 21, 3.0f), k = random_vector(T * Hkv * Dh, 22, 3.0f), v = random_vector(T * Hkv * Dh, 23);
+  auto q = random_vector(T * ld, 21, 3.0f), k = random_vector(T * Hkv * Dh, 22, 3.0f),
+       v = random_vector(T * Hkv * Dh, 23);
   const int kv[H] = {0, 0, 1, 1};
   const AttentionDims d{T, T, H, Hkv, Dh, 1.0f};
   KeyMask mask;
@@ -98,7 +100,8 @@ TEST(DecoderOps, SoftCappedAttentionMatchesTwin) {
   mask.softcap = 2.0f;
   std::vector<float> p(H * T * T), o(T * ld), p_slow(p.size()), o_slow(o.size()), p_plain(p.size()), o_plain(o.size());
   attention(q.data(), ld, k.data(), Hkv * Dh, v.data(), Hkv * Dh, kv, d, mask, 0, p.data(), o.data(), ld);
-  reference::attention(q.data(), ld, k.data(), Hkv * Dh, v.data(), Hkv * Dh, kv, d, mask, 0, p_slow.data(), o_slow.data(), ld);
+  reference::attention(q.data(), ld, k.data(), Hkv * Dh, v.data(), Hkv * Dh, kv, d, mask, 0, p_slow.data(),
+                       o_slow.data(), ld);
   EXPECT_LT(max_abs_diff(p, p_slow), 2e-6f);
   EXPECT_LT(max_abs_diff(o, o_slow), 1e-5f);
   KeyMask plain = mask;

@@ -35,7 +35,8 @@ fs::path goldens() { return headscope::testing::goldens_dir("decoders"); }
 void check(const std::string& name, const std::string& file, bool check_tokenizer) {
   const fs::path dir = goldens() / name / "golden";
   std::ifstream in(dir / "manifest.json");
-  ASSERT_TRUE(in) << "missing " << dir / "manifest.json" << "; run `make goldens`";
+  ASSERT_TRUE(in) << "missing " << dir / "manifest.json"
+                  << "; run `make goldens`";
   const nlohmann::json manifest = nlohmann::json::parse(in);
   const auto model = Model::load((goldens() / file).string());
   ASSERT_EQ(model->config().architecture, name);
@@ -60,8 +61,10 @@ void check(const std::string& name, const std::string& file, bool check_tokenize
     const float da = max_abs_diff(cap.attention.ptr(), attention.ptr(), attention.numel());
     const float dh = max_abs_diff(cap.hidden_states.ptr(), hidden.ptr(), hidden.numel());
     const float dl = max_abs_diff(cap.logits.ptr(), logits.ptr(), logits.numel());
-    std::printf("[ decoder ] %-12s prompt %zu  T=%-3zu max|Δ| attention %.2e  hidden %.2e (max|h| %.3g)  logits %.2e (max %.3g)\n",
-                file.c_str(), p, ids.size(), da, dh, max_abs(hidden), dl, max_abs(logits));
+    std::printf(
+        "[ decoder ] %-12s prompt %zu  T=%-3zu max|Δ| attention %.2e  hidden %.2e (max|h| %.3g)  logits %.2e (max "
+        "%.3g)\n",
+        file.c_str(), p, ids.size(), da, dh, max_abs(hidden), dl, max_abs(logits));
     EXPECT_LE(da, 1e-5f) << file;
     EXPECT_LE(dh, 1e-4f * max_abs(hidden)) << file;
     EXPECT_LE(dl, 1e-4f * max_abs(logits)) << file;
@@ -181,7 +184,8 @@ TEST(DecodersMore, Phi3RefusesLongRopeByName) {
   // 16 · 0.1 = 1.6 → 1 rotated dimension: odd, refused (RoPE turns pairs).
   const std::string odd = load_error(base + R"(, "partial_rotary_factor": 0.1})");
   EXPECT_NE(odd.find("partial_rotary_factor"), std::string::npos) << odd;
-  for (const char* bad : {"0.0", "-0.5", "1.5", "1e300"}) {  // outside (0, 1]; 1e300 must not reach an integer conversion
+  for (const char* bad :
+       {"0.0", "-0.5", "1.5", "1e300"}) {  // outside (0, 1]; 1e300 must not reach an integer conversion
     const std::string e = load_error(base + R"(, "partial_rotary_factor": )" + bad + "}");
     EXPECT_NE(e.find("partial_rotary_factor"), std::string::npos) << bad << ": " << e;
   }
@@ -210,7 +214,8 @@ TEST(DecodersMore, Phi3ConfigReadsPartialRotaryAndWindow) {
 }
 
 TEST(DecodersMore, Olmo2RefusesAttentionBias) {
-  const std::string e = load_error(std::string(R"({"model_type": "olmo2", )") + kSizes + R"(, "attention_bias": true})");
+  const std::string e =
+      load_error(std::string(R"({"model_type": "olmo2", )") + kSizes + R"(, "attention_bias": true})");
   EXPECT_NE(e.find("attention_bias"), std::string::npos) << e;
 }
 

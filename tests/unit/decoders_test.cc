@@ -24,8 +24,8 @@ using headscope::Capture;
 using headscope::Encoding;
 using headscope::Model;
 using headscope::Tensor;
-using headscope::testing::GoldenPrompt;
 using headscope::testing::encoding_of;
+using headscope::testing::GoldenPrompt;
 using headscope::testing::max_abs_diff;
 using headscope::testing::read_goldens;
 
@@ -41,8 +41,8 @@ constexpr Tolerance kF32{1e-5f, 1e-4f, 1e-4f};
 
 // Runs every golden prompt; checks tokenization (when asked), attention, hidden states, the last
 // row's logits and the query-head -> KV-head map.
-void check_model(const std::string& label, const Model& model, const std::vector<GoldenPrompt>& prompts,
-                 Tolerance tol, bool check_tokenizer) {
+void check_model(const std::string& label, const Model& model, const std::vector<GoldenPrompt>& prompts, Tolerance tol,
+                 bool check_tokenizer) {
   const auto& c = model.config();
   ASSERT_TRUE(c.causal) << label;
   for (size_t p = 0; p < prompts.size(); ++p) {
@@ -63,8 +63,9 @@ void check_model(const std::string& label, const Model& model, const std::vector
     const int64_t V = g.logits.dim(1), T = g.attention.dim(2);
     ASSERT_EQ(static_cast<int64_t>(logits.size()), V);
     const float dl = max_abs_diff(logits.data(), g.logits.ptr() + (g.logits.dim(0) - 1) * V, V);
-    std::printf("[ decoder ] %-22s prompt %zu  T=%-3lld max|Δ| attention %.2e  hidden %.2e (max|h| %.3g)  logits %.2e\n",
-                label.c_str(), p, static_cast<long long>(T), da, dh, h_max, dl);
+    std::printf(
+        "[ decoder ] %-22s prompt %zu  T=%-3lld max|Δ| attention %.2e  hidden %.2e (max|h| %.3g)  logits %.2e\n",
+        label.c_str(), p, static_cast<long long>(T), da, dh, h_max, dl);
     EXPECT_LE(da, tol.attention) << label;
     EXPECT_LE(dh, tol.hidden_relative ? tol.hidden * h_max : tol.hidden) << label;
     EXPECT_LE(dl, tol.logits) << label;
@@ -72,7 +73,8 @@ void check_model(const std::string& label, const Model& model, const std::vector
     for (int64_t l = 0; l < cap.n_layer; ++l)
       for (int64_t h = 0; h < cap.n_head; ++h)
         for (int64_t q = 0; q < T; ++q)
-          for (int64_t k = q + 1; k < T; ++k) ASSERT_EQ(cap.attention.data[size_t(((l * cap.n_head + h) * T + q) * T + k)], 0.0f);
+          for (int64_t k = q + 1; k < T; ++k)
+            ASSERT_EQ(cap.attention.data[size_t(((l * cap.n_head + h) * T + q) * T + k)], 0.0f);
   }
   const Capture one = model.run(encoding_of({prompts[0].ids[0]}), {});
   ASSERT_EQ(one.kv_head_of.size(), size_t(c.n_head));
@@ -98,10 +100,13 @@ TEST(Decoders, ConfigReportsEachLayersWindow) {
     const nlohmann::json c = nlohmann::json::parse(in);
     const int n_layer = c.at("num_hidden_layers").get<int>();
     std::vector<int64_t> expected(size_t(n_layer), 0);
-    const int64_t w = c.value("sliding_window", nlohmann::json()).is_number() ? c.at("sliding_window").get<int64_t>() : 0;
+    const int64_t w =
+        c.value("sliding_window", nlohmann::json()).is_number() ? c.at("sliding_window").get<int64_t>() : 0;
     for (int l = 0; l < n_layer; ++l) {
-      if (c.contains("layer_types")) expected[size_t(l)] = c.at("layer_types").at(size_t(l)) == "sliding_attention" ? w : 0;
-      else if (c.at("model_type") == "mistral") expected[size_t(l)] = w;
+      if (c.contains("layer_types"))
+        expected[size_t(l)] = c.at("layer_types").at(size_t(l)) == "sliding_attention" ? w : 0;
+      else if (c.at("model_type") == "mistral")
+        expected[size_t(l)] = w;
     }
     const auto model = Model::load(dir.string());
     EXPECT_EQ(model->config().window, expected) << name;
@@ -196,7 +201,8 @@ TEST(Decoders, KvCacheStepsMatchFullRun) {
 
 // Greedy decoding through the KV cache picks the tokens transformers' generate() picks.
 TEST(Decoders, GreedyGenerationMatchesTransformers) {
-  for (const std::string name : {"llama_gqa3", "qwen2", "mistral_window", "gpt2", "qwen3", "gemma", "gemma2", "gemma3_text"}) {
+  for (const std::string name :
+       {"llama_gqa3", "qwen2", "mistral_window", "gpt2", "qwen3", "gemma", "gemma2", "gemma3_text"}) {
     std::ifstream in(goldens() / name / "golden" / "manifest.json");
     ASSERT_TRUE(in) << name;
     const nlohmann::json manifest = nlohmann::json::parse(in);
@@ -284,8 +290,9 @@ TEST(Decoders, SmolLM2GgufContributionsReadTheStoredWo) {
         worst_sum = std::max(worst_sum, std::abs(out - sum) / std::max(sum_mag, 1e-30));
       }
   }
-  std::printf("[ decoder ] SmolLM2 Q4_1 W_O: max relative |Δ| contribution %.2e, Σ contributions + b_O vs output %.2e\n",
-              worst_head, worst_sum);
+  std::printf(
+      "[ decoder ] SmolLM2 Q4_1 W_O: max relative |Δ| contribution %.2e, Σ contributions + b_O vs output %.2e\n",
+      worst_head, worst_sum);
   EXPECT_LE(worst_head, 1e-6);
   EXPECT_LE(worst_sum, 1e-6);
 }

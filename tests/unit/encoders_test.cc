@@ -15,8 +15,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "headscope/model.h"
 #include "golden_util.h"
+#include "headscope/model.h"
 
 namespace {
 
@@ -50,7 +50,8 @@ std::unique_ptr<Model> check_against_transformers(const std::string& name, bool 
   const fs::path dir = goldens() / name;
   std::ifstream in(dir / "golden" / "manifest.json");
   if (!in) {
-    ADD_FAILURE() << "missing " << dir / "golden" / "manifest.json" << "; run `make goldens`";
+    ADD_FAILURE() << "missing " << dir / "golden" / "manifest.json"
+                  << "; run `make goldens`";
     return nullptr;
   }
   const nlohmann::json manifest = nlohmann::json::parse(in);
@@ -150,7 +151,8 @@ void expect_load_error(const nlohmann::json& config, const std::vector<std::stri
 }
 
 constexpr const char* kSupported =
-    "supported: bert, roberta, xlm-roberta, distilbert, llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, gemma3, phi3, olmo2, gpt2";
+    "supported: bert, roberta, xlm-roberta, distilbert, llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, "
+    "gemma3, phi3, olmo2, gpt2";
 
 TEST(Refusals, UnknownModelTypeListsTheDispatchTable) {
   expect_load_error({{"model_type", "t5"}}, {"model_type \"t5\" is not supported", kSupported});
@@ -166,7 +168,8 @@ TEST(Refusals, MixtureOfExpertsKeysWhateverTheFamily) {
   const nlohmann::json llama = {{"model_type", "mistral"}, {"num_local_experts", 8}, {"hidden_size", 64}};
   expect_load_error(llama, {"\"num_local_experts\" is 8", "mixture of experts"});
   expect_load_error({{"model_type", "qwen2"}, {"num_experts", 60}}, {"\"num_experts\" is 60", "mixture of experts"});
-  expect_load_error({{"model_type", "llama"}, {"n_routed_experts", 64}}, {"\"n_routed_experts\"", "mixture of experts"});
+  expect_load_error({{"model_type", "llama"}, {"n_routed_experts", 64}},
+                    {"\"n_routed_experts\"", "mixture of experts"});
   expect_load_error({{"model_type", "bert"}, {"alibi", true}}, {"\"alibi\" is true", "ALiBi"});
 }
 

@@ -41,8 +41,8 @@ TEST(GgufDequant, Q4_0Block) {
   float y[32];
   dequantize_row(GgmlType::Q4_0, block, y, 32);
   for (int j = 0; j < 16; ++j) {
-    EXPECT_EQ(y[j], (j - 8) * 2.0f) << j;             // low nibbles: first 16 values
-    EXPECT_EQ(y[j + 16], (15 - j - 8) * 2.0f) << j;   // high nibbles: last 16
+    EXPECT_EQ(y[j], (j - 8) * 2.0f) << j;            // low nibbles: first 16 values
+    EXPECT_EQ(y[j + 16], (15 - j - 8) * 2.0f) << j;  // high nibbles: last 16
   }
 }
 
@@ -87,7 +87,8 @@ TEST(GgufDequant, Q4_KBlockWithSixBitScales) {
   dequantize_row(GgmlType::Q4_K, block, y, 256);
   for (int s = 0; s < 8; ++s)
     for (int l = 0; l < 32; ++l)
-      ASSERT_EQ(y[32 * s + l], static_cast<float>(sc[s] * ((s + l) % 16)) - 0.5f * mn[s]) << "sub-block " << s << " l " << l;
+      ASSERT_EQ(y[32 * s + l], static_cast<float>(sc[s] * ((s + l) % 16)) - 0.5f * mn[s])
+          << "sub-block " << s << " l " << l;
 }
 
 TEST(GgufDequant, Q6_KBlock) {
@@ -101,7 +102,8 @@ TEST(GgufDequant, Q6_KBlock) {
       const int q3 = q[128 * h + l + 64] + 32, q4 = q[128 * h + l + 96] + 32;
       block[64 * h + l] = static_cast<uint8_t>((q1 & 0xF) | ((q3 & 0xF) << 4));
       block[64 * h + l + 32] = static_cast<uint8_t>((q2 & 0xF) | ((q4 & 0xF) << 4));
-      block[128 + 32 * h + l] = static_cast<uint8_t>((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6));
+      block[128 + 32 * h + l] =
+          static_cast<uint8_t>((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6));
     }
   for (int i = 0; i < 16; ++i) block[192 + i] = static_cast<uint8_t>(static_cast<int8_t>(i - 8));
   put_f16(block + 208, 0x3400);  // d = 0.25
@@ -132,9 +134,9 @@ struct BlockType {
   std::vector<int> f16_offsets;
 };
 const BlockType kBlockTypes[] = {
-    {GgmlType::Q4_0, {0}},      {GgmlType::Q4_1, {0, 2}},   {GgmlType::Q5_0, {0}},   {GgmlType::Q5_1, {0, 2}},
-    {GgmlType::Q8_0, {0}},      {GgmlType::Q2_K, {80, 82}}, {GgmlType::Q3_K, {108}}, {GgmlType::Q4_K, {0, 2}},
-    {GgmlType::Q5_K, {0, 2}},   {GgmlType::Q6_K, {208}},
+    {GgmlType::Q4_0, {0}},    {GgmlType::Q4_1, {0, 2}},   {GgmlType::Q5_0, {0}},   {GgmlType::Q5_1, {0, 2}},
+    {GgmlType::Q8_0, {0}},    {GgmlType::Q2_K, {80, 82}}, {GgmlType::Q3_K, {108}}, {GgmlType::Q4_K, {0, 2}},
+    {GgmlType::Q5_K, {0, 2}}, {GgmlType::Q6_K, {208}},
 };
 
 // nb random blocks of `type` after one byte of padding (so that no block is aligned, as in a
@@ -149,7 +151,8 @@ std::vector<uint8_t> random_padded_blocks(const BlockType& bt, int64_t nb, unsig
     for (int offset : bt.f16_offsets) {
       uint8_t* p = bytes.data() + 1 + size * size_t(b) + size_t(offset);
       uint16_t h;
-      do h = uint16_t(rng()); while (((h >> 10) & 0x1F) == 0x1F);
+      do h = uint16_t(rng());
+      while (((h >> 10) & 0x1F) == 0x1F);
       std::memcpy(p, &h, 2);
     }
   return bytes;
@@ -179,8 +182,8 @@ TEST_P(DequantPath, EveryBlockTypeMatchesThePortableLoopBitForBit) {
         const float want = twin[size_t(i)], got = fast[size_t(i)];
         ASSERT_TRUE(std::isfinite(want)) << ggml_type_name(bt.type) << " value " << i - 1;
         ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want))
-            << ggml_type_name(bt.type) << ", " << nb << " blocks: value " << i - 1 << " is " << got << ", the portable loop "
-            << want;
+            << ggml_type_name(bt.type) << ", " << nb << " blocks: value " << i - 1 << " is " << got
+            << ", the portable loop " << want;
       }
     }
 }

@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "test_support.h"
 #include <stdlib.h>
+#include "test_support.h"
 
 #include <bit>
 #include <cmath>
@@ -48,7 +48,8 @@ struct Goldens {
 const Goldens& goldens() {
   static const Goldens g = [] {
     const char* env = std::getenv("HEADSCOPE_GOLDENS");
-    if (env == nullptr || *env == '\0') throw std::runtime_error("HEADSCOPE_GOLDENS is not set; run the tests with `make test`");
+    if (env == nullptr || *env == '\0')
+      throw std::runtime_error("HEADSCOPE_GOLDENS is not set; run the tests with `make test`");
     Goldens out;
     out.dir = std::string(env) + "/gguf";
     std::ifstream in(out.dir + "/manifest.json");
@@ -183,8 +184,11 @@ TEST(GgufGolden, CustomAlignment) {
 
 TEST(GgufGolden, ShapeCheckAndMissingTensor) {
   const GgufFile f(goldens().dir + "/types.gguf");
-  expect_error([&] { f.to_f32("t.q4_k", {3, 2, 256}); },
-               {"types.gguf", "'t.q4_k'", "shape [2, 3, 256] (ggml ne [256, 3, 2]), expected [3, 2, 256]"});
+  expect_error(
+      [&] {
+        f.to_f32("t.q4_k", {3, 2, 256});
+      },
+      {"types.gguf", "'t.q4_k'", "shape [2, 3, 256] (ggml ne [256, 3, 2]), expected [3, 2, 256]"});
   expect_error([&] { f.tensor("output.weight"); }, {"types.gguf", "no tensor 'output.weight'"});
 }
 
@@ -226,8 +230,8 @@ Spec valid_spec() {
 }
 
 std::string build(const Spec& s) {
-  std::string out = s.magic + u32(s.version) + u64(s.tensor_count.value_or(s.infos.size())) +
-                    u64(s.kv_count.value_or(s.kvs.size()));
+  std::string out =
+      s.magic + u32(s.version) + u64(s.tensor_count.value_or(s.infos.size())) + u64(s.kv_count.value_or(s.kvs.size()));
   for (const auto& kv : s.kvs) out += kv;
   for (const auto& ti : s.infos) out += ti;
   out.resize((out.size() + s.alignment - 1) / s.alignment * s.alignment, '\0');
@@ -262,51 +266,99 @@ TEST(GgufCorrupt, EachCaseIsAClearError) {
       {"kv count too big", [&](Spec& s) { s.kv_count = huge; }, {"metadata_kv_count", "cannot fit"}},
       {"tensor count too big", [&](Spec& s) { s.tensor_count = huge; }, {"tensor_count", "cannot fit"}},
       {"kv count past end", [](Spec& s) { s.kv_count = 3; }, {}},  // reads tensor infos as a key: any Error
-      {"key length huge", [&](Spec& s) { s.kvs[1] = u64(huge) + "test.x" + u32(4) + u32(7); },
+      {"key length huge",
+       [&](Spec& s) { s.kvs[1] = u64(huge) + "test.x" + u32(4) + u32(7); },
        {"truncated", "metadata key #1"}},
-      {"string value length huge", [&](Spec& s) { s.kvs[0] = str("general.architecture") + u32(8) + u64(huge) + "llama"; },
+      {"string value length huge",
+       [&](Spec& s) { s.kvs[0] = str("general.architecture") + u32(8) + u64(huge) + "llama"; },
        {"truncated", "'general.architecture'"}},
-      {"unknown kv type", [](Spec& s) { s.kvs[1] = str("test.x") + u32(13) + u32(7); }, {"'test.x'", "unknown value type 13"}},
-      {"array count huge", [&](Spec& s) { s.kvs[1] = str("test.arr") + u32(9) + u32(5) + u64(huge) + u32(1); },
+      {"unknown kv type",
+       [](Spec& s) { s.kvs[1] = str("test.x") + u32(13) + u32(7); },
+       {"'test.x'", "unknown value type 13"}},
+      {"array count huge",
+       [&](Spec& s) { s.kvs[1] = str("test.arr") + u32(9) + u32(5) + u64(huge) + u32(1); },
        {"'test.arr'", "claims", "INT32 elements"}},
-      {"string array count huge", [&](Spec& s) { s.kvs[1] = str("tokenizer.ggml.tokens") + u32(9) + u32(8) + u64(huge); },
+      {"string array count huge",
+       [&](Spec& s) { s.kvs[1] = str("tokenizer.ggml.tokens") + u32(9) + u32(8) + u64(huge); },
        {"'tokenizer.ggml.tokens'", "claims", "strings"}},
       {"string array element too long",
-       [&](Spec& s) { s.kvs[1] = str("tokenizer.ggml.tokens") + u32(9) + u32(8) + u64(2) + str("a") + u64(huge) + "b"; },
+       [&](Spec& s) {
+         s.kvs[1] = str("tokenizer.ggml.tokens") + u32(9) + u32(8) + u64(2) + str("a") + u64(huge) + "b";
+       },
        {"'tokenizer.ggml.tokens'", "element 1", "truncated"}},
-      {"nested array", [](Spec& s) { s.kvs[1] = str("test.nested") + u32(9) + u32(9) + u64(1) + u32(4) + u64(1) + u32(3); },
+      {"nested array",
+       [](Spec& s) { s.kvs[1] = str("test.nested") + u32(9) + u32(9) + u64(1) + u32(4) + u64(1) + u32(3); },
        {"'test.nested'", "array of arrays"}},
       {"duplicate key", [](Spec& s) { s.kvs.push_back(kv_u32("test.x", 8)); }, {"duplicate metadata 'test.x'"}},
-      {"alignment not power of two", [](Spec& s) { s.kvs.push_back(kv_u32("general.alignment", 48)); },
+      {"alignment not power of two",
+       [](Spec& s) { s.kvs.push_back(kv_u32("general.alignment", 48)); },
        {"'general.alignment'", "48", "power of two"}},
-      {"alignment zero", [](Spec& s) { s.kvs.push_back(kv_u32("general.alignment", 0)); }, {"'general.alignment'", "power of two"}},
-      {"alignment string", [](Spec& s) { s.kvs.push_back(kv_str("general.alignment", "32")); },
+      {"alignment zero",
+       [](Spec& s) { s.kvs.push_back(kv_u32("general.alignment", 0)); },
+       {"'general.alignment'", "power of two"}},
+      {"alignment string",
+       [](Spec& s) { s.kvs.push_back(kv_str("general.alignment", "32")); },
        {"'general.alignment'", "unsigned integer", "STRING"}},
-      {"too many dims", [](Spec& s) { s.infos[0] = tinfo("w", {32, 2, 1, 1, 1}, 0, 0); }, {"tensor 'w'", "5 dimensions"}},
-      {"dim beyond int64", [](Spec& s) { s.infos[0] = tinfo("w", {32, uint64_t{1} << 63}, 0, 0); }, {"tensor 'w'", "corrupt"}},
-      {"dims overflow", [](Spec& s) { s.infos[0] = tinfo("w", {uint64_t{1} << 40, uint64_t{1} << 40}, 0, 0); },
+      {"too many dims",
+       [](Spec& s) {
+         s.infos[0] = tinfo("w", {32, 2, 1, 1, 1}, 0, 0);
+       },
+       {"tensor 'w'", "5 dimensions"}},
+      {"dim beyond int64",
+       [](Spec& s) {
+         s.infos[0] = tinfo("w", {32, uint64_t{1} << 63}, 0, 0);
+       },
+       {"tensor 'w'", "corrupt"}},
+      {"dims overflow",
+       [](Spec& s) {
+         s.infos[0] = tinfo("w", {uint64_t{1} << 40, uint64_t{1} << 40}, 0, 0);
+       },
        {"tensor 'w'", "overflow"}},
-      {"byte count overflow", [](Spec& s) { s.infos[0] = tinfo("w", {uint64_t{1} << 62}, 0, 0); }, {"tensor 'w'", "overflow"}},
-      {"unknown ggml type", [](Spec& s) { s.infos[0] = tinfo("w", {32, 2}, 99, 0); }, {"tensor 'w'", "unknown ggml type 99"}},
-      {"retired ggml type", [](Spec& s) { s.infos[0] = tinfo("w", {32, 2}, 4, 0); }, {"tensor 'w'", "unknown ggml type 4"}},
-      {"row not whole blocks", [](Spec& s) { s.infos[1] = tinfo("q", {33}, 2, 256); },
+      {"byte count overflow",
+       [](Spec& s) { s.infos[0] = tinfo("w", {uint64_t{1} << 62}, 0, 0); },
+       {"tensor 'w'", "overflow"}},
+      {"unknown ggml type",
+       [](Spec& s) {
+         s.infos[0] = tinfo("w", {32, 2}, 99, 0);
+       },
+       {"tensor 'w'", "unknown ggml type 99"}},
+      {"retired ggml type",
+       [](Spec& s) {
+         s.infos[0] = tinfo("w", {32, 2}, 4, 0);
+       },
+       {"tensor 'w'", "unknown ggml type 4"}},
+      {"row not whole blocks",
+       [](Spec& s) { s.infos[1] = tinfo("q", {33}, 2, 256); },
        {"tensor 'q'", "ne[0] = 33", "Q4_0 block size 32"}},
-      {"misaligned offset", [](Spec& s) { s.infos[1] = tinfo("q", {32}, 8, 260); },
+      {"misaligned offset",
+       [](Spec& s) { s.infos[1] = tinfo("q", {32}, 8, 260); },
        {"tensor 'q'", "offset 260", "alignment 32"}},
-      {"offset out of range", [](Spec& s) { s.infos[1] = tinfo("q", {32}, 8, 1 << 20); },
+      {"offset out of range",
+       [](Spec& s) { s.infos[1] = tinfo("q", {32}, 8, 1 << 20); },
        {"tensor 'q'", "past the end of the data section"}},
-      {"offset near 2^64", [](Spec& s) { s.infos[1] = tinfo("q", {32}, 8, ~uint64_t{31}); },
+      {"offset near 2^64",
+       [](Spec& s) { s.infos[1] = tinfo("q", {32}, 8, ~uint64_t{31}); },
        {"tensor 'q'", "past the end"}},
       {"overlap", [](Spec& s) { s.infos[1] = tinfo("q", {32}, 8, 224); }, {"tensor 'q'", "overlaps tensor 'w'"}},
-      {"duplicate tensor", [](Spec& s) { s.infos[1] = tinfo("w", {32}, 8, 256); }, {"tensor 'w'", "duplicate tensor name"}},
+      {"duplicate tensor",
+       [](Spec& s) { s.infos[1] = tinfo("w", {32}, 8, 256); },
+       {"tensor 'w'", "duplicate tensor name"}},
       {"data truncated", [](Spec& s) { s.data.resize(200); }, {"tensor", "past the end", "truncated"}},
       // A type changed to a smaller one (F32 -> F16; Q8_0 -> Q4_0 on the last tensor) or a shrunk
       // dimension leaves bytes that no tensor owns: the data would be dequantized as garbage.
-      {"type made smaller", [](Spec& s) { s.infos[0] = tinfo("w", {32, 2}, 1, 0); },
+      {"type made smaller",
+       [](Spec& s) {
+         s.infos[0] = tinfo("w", {32, 2}, 1, 0);
+       },
        {"tensor 'w'", "F16", "128 bytes", "tensor 'q' is 256 bytes after its start"}},
-      {"last type made smaller", [](Spec& s) { s.infos[1] = tinfo("q", {32}, 2, 256); },
+      {"last type made smaller",
+       [](Spec& s) { s.infos[1] = tinfo("q", {32}, 2, 256); },
        {"tensor 'q'", "Q4_0", "18 bytes", "the end of the file is 34 bytes after"}},
-      {"dimension made smaller", [](Spec& s) { s.infos[0] = tinfo("w", {32, 1}, 0, 0); }, {"tensor 'w'", "128 bytes"}},
+      {"dimension made smaller",
+       [](Spec& s) {
+         s.infos[0] = tinfo("w", {32, 1}, 0, 0);
+       },
+       {"tensor 'w'", "128 bytes"}},
       {"trailing bytes", [](Spec& s) { s.data += std::string(64, '\0'); }, {"tensor 'q'", "the end of the file"}},
   };
   TempDir dir;

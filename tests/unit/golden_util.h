@@ -37,7 +37,8 @@ inline std::vector<GoldenPrompt> read_goldens(const std::filesystem::path& model
   const std::filesystem::path dir = model_dir / "golden";
   std::ifstream in(dir / "manifest.json");
   if (!in) {
-    ADD_FAILURE() << "missing " << dir / "manifest.json" << "; run `make goldens`";
+    ADD_FAILURE() << "missing " << dir / "manifest.json"
+                  << "; run `make goldens`";
     return {};
   }
   const nlohmann::json manifest = nlohmann::json::parse(in);
@@ -46,7 +47,8 @@ inline std::vector<GoldenPrompt> read_goldens(const std::filesystem::path& model
     const nlohmann::json& j = manifest["prompts"][p];
     const std::string tag = "p" + std::to_string(p) + "_";
     prompts.push_back({j.at("text").get<std::string>(), j.at("ids").get<std::vector<int32_t>>(),
-                       read_f32(dir, j["tensors"][tag + "attention"]), read_f32(dir, j["tensors"][tag + "hidden_states"]),
+                       read_f32(dir, j["tensors"][tag + "attention"]),
+                       read_f32(dir, j["tensors"][tag + "hidden_states"]),
                        read_f32(dir, j["tensors"][tag + "logits"])});
   }
   return prompts;

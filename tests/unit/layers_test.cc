@@ -120,7 +120,7 @@ std::vector<std::string> quoted_includes(const std::string& path) {
   std::vector<std::string> out;
   std::istringstream in(read_file(kRoot / path));
   const std::regex include(R"re(^\s*#\s*include\s*"([^"]+)")re");
-      std::string line;
+  std::string line;
   std::smatch m;
   while (std::getline(in, line))
     if (std::regex_search(line, m, include)) out.push_back(m[1]);

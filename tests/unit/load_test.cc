@@ -13,8 +13,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "headscope/model.h"
 #include "headscope/limits.h"
+#include "headscope/model.h"
 #include "io/gguf.h"
 #include "io/safetensors.h"
 #include "test_support.h"
@@ -48,9 +48,11 @@ void write_f32_safetensors(const std::string& path, const std::map<std::string, 
 }
 
 // A copy of model directory `src` in `dst` whose weights went through `edit`.
-void copy_with_edit(const fs::path& src, const fs::path& dst, const std::function<void(std::map<std::string, Tensor>&)>& edit) {
+void copy_with_edit(const fs::path& src, const fs::path& dst,
+                    const std::function<void(std::map<std::string, Tensor>&)>& edit) {
   for (const auto& entry : fs::directory_iterator(src))
-    if (entry.is_regular_file() && entry.path().extension() != ".safetensors") fs::copy(entry.path(), dst / entry.path().filename());
+    if (entry.is_regular_file() && entry.path().extension() != ".safetensors")
+      fs::copy(entry.path(), dst / entry.path().filename());
   const headscope::io::SafetensorsFile file((src / "model.safetensors").string());
   std::map<std::string, Tensor> tensors;
   using headscope::io::DType;
@@ -75,7 +77,9 @@ TEST(Load, RewrittenWeightsStillLoad) {
 
 TEST(Load, ZeroDimensionIsRefusedNamingTheTensor) {
   TempDir dir;
-  copy_with_edit(minilm(), dir.path(), [](auto& t) { t["embeddings.token_type_embeddings.weight"] = Tensor({0, 384}); });
+  copy_with_edit(minilm(), dir.path(), [](auto& t) {
+    t["embeddings.token_type_embeddings.weight"] = Tensor({0, 384});
+  });
   expect_error([&] { Model::load(dir.path().string()); },
                {"embeddings.token_type_embeddings.weight", "[0, 384]", "positive"});
 }
@@ -116,7 +120,8 @@ float attention_gap(const Model& a, const Model& b, const std::vector<int32_t>& 
   const headscope::Capture ca = a.run(e, {}), cb = b.run(e, {});
   EXPECT_EQ(ca.attention.shape, cb.attention.shape);
   float gap = 0.0f;
-  for (size_t i = 0; i < ca.attention.data.size(); ++i) gap = std::max(gap, std::abs(ca.attention.data[i] - cb.attention.data[i]));
+  for (size_t i = 0; i < ca.attention.data.size(); ++i)
+    gap = std::max(gap, std::abs(ca.attention.data[i] - cb.attention.data[i]));
   return gap;
 }
 
@@ -159,7 +164,8 @@ TEST(Load, LlamaWithoutTheModelPrefixLoadsTheSameWeights) {
 // The bytes of what a capture holds, from the tensors a run actually returned.
 uint64_t captured_bytes(const headscope::Capture& c) {
   uint64_t n = 0;
-  for (const Tensor* t : {&c.attention, &c.head_outputs, &c.contributions, &c.attn_output, &c.hidden_states, &c.queries, &c.keys})
+  for (const Tensor* t :
+       {&c.attention, &c.head_outputs, &c.contributions, &c.attn_output, &c.hidden_states, &c.queries, &c.keys})
     n += t->data.size() * sizeof(float);
   return n;
 }
@@ -179,8 +185,10 @@ TEST(RunMemory, EstimateCoversTheCaptureAndTheWorkingMemory) {
       const uint64_t captured = captured_bytes(model->run(enc, options));
       const uint64_t estimate = model->run_bytes(120, options);
       EXPECT_GE(estimate, captured);
-      if (options.head_outputs) EXPECT_LE(double(estimate), double(captured) * (1.0 + slack));
-      else EXPECT_LE(double(estimate), double(captured) * 2.0);
+      if (options.head_outputs)
+        EXPECT_LE(double(estimate), double(captured) * (1.0 + slack));
+      else
+        EXPECT_LE(double(estimate), double(captured) * 2.0);
     }
   }
 }
@@ -248,8 +256,8 @@ TEST(LoadMemory, EstimateCountsTheWeightsAndCoversWhatLoadingHolds) {
   // pooler, and the int64 position_ids buffer the checkpoint also stores (512 numbers).
   std::ifstream in(minilm() / "config.json");
   const nlohmann::json c = nlohmann::json::parse(in);
-  const uint64_t d = c["hidden_size"], ff = c["intermediate_size"], V = c["vocab_size"], P = c["max_position_embeddings"],
-                 types = c["type_vocab_size"], L = c["num_hidden_layers"];
+  const uint64_t d = c["hidden_size"], ff = c["intermediate_size"], V = c["vocab_size"],
+                 P = c["max_position_embeddings"], types = c["type_vocab_size"], L = c["num_hidden_layers"];
   const uint64_t embeddings = V * d + P * d + types * d + 2 * d;
   const uint64_t layer = 4 * (d * d + d) + 2 * d + (d * ff + ff) + (ff * d + d) + 2 * d;
   const uint64_t expected = embeddings + L * layer + (d * d + d) + P;
@@ -323,8 +331,10 @@ TEST(LoadMemory, GgufLinearLayersAreCountedAtTheirStoredBytes) {
     const bool matrix = name == "token_embd.weight" || name.find(".attn_q.") != std::string::npos ||
                         name.find(".attn_k.") != std::string::npos || name.find(".attn_v.") != std::string::npos ||
                         name.find(".attn_output.") != std::string::npos || name.find(".ffn_") != std::string::npos;
-    if (matrix && t.shape().size() == 2 && t.type != headscope::io::GgmlType::F32) stored += t.nbytes;
-    else fp32 += 4 * uint64_t(t.numel());
+    if (matrix && t.shape().size() == 2 && t.type != headscope::io::GgmlType::F32)
+      stored += t.nbytes;
+    else
+      fp32 += 4 * uint64_t(t.numel());
   }
   ASSERT_GT(stored, uint64_t{60} << 20);  // most of the 98 MB file
   const headscope::LoadEstimate e = headscope::load_estimate(gguf);

@@ -35,7 +35,8 @@ Encoding long_encoding(const Model& model, int tokens, std::string* text) {
       "Why do several heads beat one? Each can look at a different relation at once. ",
   };
   *text = kSentences[0];
-  for (int i = 1; static_cast<int>(model.encode(*text, /*truncate=*/true).size()) < tokens; ++i) *text += kSentences[i % 6];
+  for (int i = 1; static_cast<int>(model.encode(*text, /*truncate=*/true).size()) < tokens; ++i)
+    *text += kSentences[i % 6];
   return model.encode(*text, /*truncate=*/true);
 }
 
@@ -51,7 +52,8 @@ void expect_same_numbers(const nlohmann::json& a, const nlohmann::json& b, const
   ASSERT_EQ(a.type(), b.type()) << where;
   if (a.is_object()) {
     ASSERT_EQ(a.size(), b.size()) << where;
-    for (auto it = a.begin(); it != a.end(); ++it) expect_same_numbers(it.value(), b.at(it.key()), where + "." + it.key());
+    for (auto it = a.begin(); it != a.end(); ++it)
+      expect_same_numbers(it.value(), b.at(it.key()), where + "." + it.key());
   } else if (a.is_array()) {
     ASSERT_EQ(a.size(), b.size()) << where;
     for (size_t i = 0; i < a.size(); ++i) expect_same_numbers(a[i], b[i], where + "[" + std::to_string(i) + "]");
@@ -117,7 +119,8 @@ void check_stream_equals_dense(const Model& model, int tokens, const std::string
       ASSERT_TRUE(close(a.max[c], b.max[c])) << "head " << i << " cell " << c;
     }
     for (size_t k = 0; k < a.received.size(); ++k) ASSERT_TRUE(close(a.received[k], b.received[k])) << "head " << i;
-    for (size_t d = 0; d < a.offset_mass.size(); ++d) ASSERT_TRUE(close(a.offset_mass[d], b.offset_mass[d])) << "head " << i;
+    for (size_t d = 0; d < a.offset_mass.size(); ++d)
+      ASSERT_TRUE(close(a.offset_mass[d], b.offset_mass[d])) << "head " << i;
   }
 
   // Exact tiles, recomputed from the streamed run's queries and keys, against the stored maps.
@@ -193,8 +196,10 @@ TEST(LongText, WindowedStatisticsCountOnlyTheVisibleKeys) {
         double h = 0, outside = 0;
         for (int k = 0; k <= q; ++k) {
           const double a = map[int64_t(q) * T + k];
-          if (q - k >= w) outside += a;
-          else if (a > 0) h -= a * std::log2(a);
+          if (q - k >= w)
+            outside += a;
+          else if (a > 0)
+            h -= a * std::log2(a);
         }
         ASSERT_EQ(outside, 0.0) << "layer " << layer << " row " << q << ": weight outside the window";
         if (n > 1) norm_sum += h / std::log2(double(n)), ++norm_rows;
@@ -204,19 +209,19 @@ TEST(LongText, WindowedStatisticsCountOnlyTheVisibleKeys) {
       EXPECT_NEAR(s.entropy_norm, norm_sum / norm_rows, 1e-6 * std::abs(norm_sum / norm_rows)) << "layer " << layer;
       EXPECT_EQ(s.n_sink_queries, first_rows);
       EXPECT_NEAR(s.first_mass, first_sum / first_rows, 1e-6) << "layer " << layer;
-    // Without specials: each kept row renormalised over its kept keys, n = min(i + 1, window).
-    double plain_sum = 0;
-    int plain_rows = 0;
-    for (int i = 0; i < int(kept.size()); ++i) {
-      const float* row = map + int64_t(kept[size_t(i)]) * T;
-      double mass = 0, h = 0;
-      for (int j = 0; j <= i; ++j) mass += row[kept[size_t(j)]];
-      for (int j = 0; j <= i; ++j)
-        if (const double a = row[kept[size_t(j)]] / mass; a > 0) h -= a * std::log2(a);
-      if (const int64_t n = std::min<int64_t>(i + 1, w); n > 1) plain_sum += h / std::log2(double(n)), ++plain_rows;
-    }
-    const analysis::HeadStats& p = run.token_plain.stats[size_t(layer * c.n_head + head)];
-    EXPECT_NEAR(p.entropy_norm, plain_sum / plain_rows, 1e-6 * std::abs(plain_sum / plain_rows)) << "layer " << layer;
+      // Without specials: each kept row renormalised over its kept keys, n = min(i + 1, window).
+      double plain_sum = 0;
+      int plain_rows = 0;
+      for (int i = 0; i < int(kept.size()); ++i) {
+        const float* row = map + int64_t(kept[size_t(i)]) * T;
+        double mass = 0, h = 0;
+        for (int j = 0; j <= i; ++j) mass += row[kept[size_t(j)]];
+        for (int j = 0; j <= i; ++j)
+          if (const double a = row[kept[size_t(j)]] / mass; a > 0) h -= a * std::log2(a);
+        if (const int64_t n = std::min<int64_t>(i + 1, w); n > 1) plain_sum += h / std::log2(double(n)), ++plain_rows;
+      }
+      const analysis::HeadStats& p = run.token_plain.stats[size_t(layer * c.n_head + head)];
+      EXPECT_NEAR(p.entropy_norm, plain_sum / plain_rows, 1e-6 * std::abs(plain_sum / plain_rows)) << "layer " << layer;
       if (w < T) {
         EXPECT_TRUE(std::isnan(run.overviews[size_t(layer * c.n_head + head)].offset_mass[size_t(T - 1 - w)]))
             << "no query sees the key at offset −window";
@@ -256,12 +261,12 @@ TEST(LongText, TilesRefuseBadRanges) {
   options.maps = AnalyseOptions::Maps::kStream;
   const RunAnalysis run = analyse(model, text, model.encode(text), {}, options);
   const int T = run.T();
-  EXPECT_THROW(attention_tile(model, run, 0, 0, 0, T + 1, 0, T), Error);      // past the text
-  EXPECT_THROW(attention_tile(model, run, 0, 0, 3, 2, 0, T), Error);          // inverted
-  EXPECT_THROW(attention_tile(model, run, 0, 0, 2, 2, 0, T), Error);          // empty
-  EXPECT_THROW(attention_tile(model, run, 0, 0, -1, 2, 0, T), Error);         // negative
-  EXPECT_THROW(attention_tile(model, run, 6, 0, 0, 1, 0, 1), Error);          // no layer 6
-  EXPECT_THROW(attention_tile(model, run, 0, 12, 0, 1, 0, 1), Error);         // no head 12
+  EXPECT_THROW(attention_tile(model, run, 0, 0, 0, T + 1, 0, T), Error);  // past the text
+  EXPECT_THROW(attention_tile(model, run, 0, 0, 3, 2, 0, T), Error);      // inverted
+  EXPECT_THROW(attention_tile(model, run, 0, 0, 2, 2, 0, T), Error);      // empty
+  EXPECT_THROW(attention_tile(model, run, 0, 0, -1, 2, 0, T), Error);     // negative
+  EXPECT_THROW(attention_tile(model, run, 6, 0, 0, 1, 0, 1), Error);      // no layer 6
+  EXPECT_THROW(attention_tile(model, run, 0, 12, 0, 1, 0, 1), Error);     // no head 12
   const Tensor one = attention_tile(model, run, 5, 11, T - 1, T, 0, T);
   double sum = 0;
   for (float w : one.data) sum += w;

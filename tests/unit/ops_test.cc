@@ -2,12 +2,12 @@
 // and at 1 and 2 threads for the head-parallel attention.
 #include <gtest/gtest.h>
 
-#include "test_support.h"
 #include <omp.h>
+#include "test_support.h"
 
 #include <bit>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <vector>
@@ -93,7 +93,8 @@ TEST_P(AttentionTest, MatchesReferenceAtOneAndTwoThreads) {
   KeyMask mask{c.causal, c.window, nullptr};
   const int64_t ldo = c.n_head * c.d_head;
   std::vector<float> p_slow(c.n_head * c.T * c.T), o_slow(c.T * ldo);
-  reference::attention(q.data(), ldq, k.data(), ldk, v.data(), ldk, kv.data(), d, mask, 0, p_slow.data(), o_slow.data(), ldo);
+  reference::attention(q.data(), ldq, k.data(), ldk, v.data(), ldk, kv.data(), d, mask, 0, p_slow.data(), o_slow.data(),
+                       ldo);
   for (int threads : {1, 2}) {
     omp_set_num_threads(threads);
     std::vector<float> p(c.n_head * c.T * c.T, -1.0f), o(c.T * ldo);
@@ -119,7 +120,8 @@ TEST_P(AttentionTest, MatchesReferenceAtOneAndTwoThreads) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,
-                         ::testing::Values(AttentionCase{1, 2, 2, 16, false, 0}, AttentionCase{17, 12, 12, 32, false, 0},
+                         ::testing::Values(AttentionCase{1, 2, 2, 16, false, 0},
+                                           AttentionCase{17, 12, 12, 32, false, 0},
                                            AttentionCase{33, 9, 3, 64, true, 0}, AttentionCase{20, 4, 1, 8, true, 0},
                                            AttentionCase{25, 4, 2, 16, true, 6},
                                            // large enough for the head-parallel path (≥ 2^15 scores)
@@ -130,13 +132,15 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionTest,
 // throws is rethrown by the call.
 TEST(Attention, FollowUpPartsSeeEachHeadComplete) {
   const int64_t T = 96, H = 9, Hkv = 3, Dh = 16, ld = H * Dh;
-  auto q = random_vector(T * ld, 31, 2.0f), k = random_vector(T * Hkv * Dh, 32, 2.0f), v = random_vector(T * Hkv * Dh, 33);
+  auto q = random_vector(T * ld, 31, 2.0f), k = random_vector(T * Hkv * Dh, 32, 2.0f),
+       v = random_vector(T * Hkv * Dh, 33);
   std::vector<int> kv(H);
   for (int64_t h = 0; h < H; ++h) kv[size_t(h)] = int(h / 3);
   const AttentionDims d{T, T, H, Hkv, Dh, 0.25f};
   const KeyMask mask{true, 0, nullptr};
   std::vector<float> p_plain(H * T * T), o_plain(T * ld);
-  attention(q.data(), ld, k.data(), Hkv * Dh, v.data(), Hkv * Dh, kv.data(), d, mask, 0, p_plain.data(), o_plain.data(), ld);
+  attention(q.data(), ld, k.data(), Hkv * Dh, v.data(), Hkv * Dh, kv.data(), d, mask, 0, p_plain.data(), o_plain.data(),
+            ld);
   for (int threads : {1, 2}) {
     omp_set_num_threads(threads);
     constexpr int kParts = 3;
@@ -179,7 +183,8 @@ TEST(Attention, FollowUpPartsSeeEachHeadComplete) {
 // float rounding, and without the flag bit for bit the per-head call.
 TEST(Attention, GroupedScoresEqualPerHeadScores) {
   const int64_t Tq = 40, Tk = 300, H = 6, Hkv = 2, Dh = 16, ld = H * Dh, gap = 7;
-  auto q = random_vector(Tq * ld, 41, 2.0f), k = random_vector(Tk * Hkv * Dh, 42, 2.0f), v = random_vector(Tk * Hkv * Dh, 43);
+  auto q = random_vector(Tq * ld, 41, 2.0f), k = random_vector(Tk * Hkv * Dh, 42, 2.0f),
+       v = random_vector(Tk * Hkv * Dh, 43);
   const AttentionDims d{Tq, Tk, H, Hkv, Dh, 0.25f};
   const KeyMask mask{true, 0, nullptr};
   const int64_t first_row = Tk - Tq;
@@ -295,7 +300,8 @@ void expect_log2_lanes_close(Log2 log2_lanes, const char* name) {
   }
   EXPECT_GT(checked, 4000000);
   EXPECT_LT(worst_near_one, 4.0) << "ulps next to 1";
-  std::printf("%s: worst %.3g absolute, %.3g ulp next to 1, %lld values\n", name, worst, worst_near_one, (long long)checked);
+  std::printf("%s: worst %.3g absolute, %.3g ulp next to 1, %lld values\n", name, worst, worst_near_one,
+              (long long)checked);
   for (int e = -126; e <= 6; e += 1) {
     Lanes p;
     for (int i = 0; i < kLanes; ++i) p[i] = std::ldexp(1.0f, e);
@@ -334,7 +340,8 @@ namespace {
 // A random W [out, in] and b, packed once; y = x · Wᵀ + b against the slow twin with each
 // kernel (the automatic choice, the blocked 1×1 convolution and the panel kernel), at every
 // thread count and row count given (the output starts as NaN, so an unwritten column fails).
-void expect_packed_linear_matches_reference(int64_t in, int64_t out, unsigned seed, std::initializer_list<int> thread_counts,
+void expect_packed_linear_matches_reference(int64_t in, int64_t out, unsigned seed,
+                                            std::initializer_list<int> thread_counts,
                                             std::initializer_list<int64_t> row_counts) {
   using Kernel = PackedLinear::Kernel;
   Tensor W({out, in}), b({out});

@@ -103,7 +103,8 @@ std::string base64(const std::string& bytes) {
   std::string out;
   for (size_t i = 0; i < bytes.size(); i += 3) {
     uint32_t g = 0;
-    for (size_t k = 0; k < 3; ++k) g = (g << 8) | (i + k < bytes.size() ? static_cast<unsigned char>(bytes[i + k]) : 0u);
+    for (size_t k = 0; k < 3; ++k)
+      g = (g << 8) | (i + k < bytes.size() ? static_cast<unsigned char>(bytes[i + k]) : 0u);
     const size_t n = std::min<size_t>(3, bytes.size() - i);
     for (size_t k = 0; k < 4; ++k) out.push_back(k <= n ? kAlphabet[(g >> (18 - 6 * k)) & 63] : '=');
   }
@@ -242,14 +243,16 @@ TEST(Precompiled, ReplaceAlignsItsContentToTheLastMatchedCharacter) {
   EXPECT_EQ(s.alignment(3), (tk::Span{6, 7}));
   // A longer content: all three characters take b's span, [2, 3) (tokenizers' offsets). And
   // single-character matches side by side each keep their own span (Gemma's " " -> "▁").
-  const auto grow = tk::read_normalizer({{"type", "Replace"}, {"pattern", {{"String", "ab"}}}, {"content", "XYZ"}}, "r");
+  const auto grow =
+      tk::read_normalizer({{"type", "Replace"}, {"pattern", {{"String", "ab"}}}, {"content", "XYZ"}}, "r");
   const auto zabq = headscope::unicode::decode_utf8("zabq");
   tk::NormalizedString g(zabq, 0, zabq.chars.size());
   grow->normalize(g);
   ASSERT_EQ(g.utf8(), "zXYZq");
   for (size_t i = 1; i <= 3; ++i) EXPECT_EQ(g.alignment(i), (tk::Span{2, 3})) << i;
   EXPECT_EQ(g.alignment(4), (tk::Span{3, 4}));
-  const auto meta = tk::read_normalizer({{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}, "r");
+  const auto meta =
+      tk::read_normalizer({{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}, "r");
   const auto xy = headscope::unicode::decode_utf8("x  y");
   tk::NormalizedString m(xy, 0, xy.chars.size());
   meta->normalize(m);
@@ -265,7 +268,8 @@ TEST(Precompiled, TrainedVocabulariesAgreeWithTokenizers) {
     const fs::path dir = headscope::testing::goldens_dir("sentencepiece") / name;
     std::ifstream in(dir / "cases.json");
     if (!in) {
-      ADD_FAILURE() << "missing golden " << dir / "cases.json" << "; run `make goldens`";
+      ADD_FAILURE() << "missing golden " << dir / "cases.json"
+                    << "; run `make goldens`";
       continue;
     }
     const nlohmann::json cases = nlohmann::json::parse(in);
@@ -294,13 +298,16 @@ TEST(Precompiled, TrainedVocabulariesAgreeWithTokenizers) {
       same_normalized += normalized_ok;
       if ((!ids_ok || !offsets_ok || !normalized_ok) && reported++ < 5) {
         std::string ours, expected;
-        for (const auto& t : enc.tokens) ours += std::to_string(t.id) + "[" + std::to_string(t.begin) + "," + std::to_string(t.end) + ") ";
+        for (const auto& t : enc.tokens)
+          ours += std::to_string(t.id) + "[" + std::to_string(t.begin) + "," + std::to_string(t.end) + ") ";
         for (size_t i = 0; i < ids.size(); ++i) {
-          expected += std::to_string(ids[i]) + "[" + std::to_string(offsets[i][0]) + "," + std::to_string(offsets[i][1]) + ") ";
+          expected +=
+              std::to_string(ids[i]) + "[" + std::to_string(offsets[i][0]) + "," + std::to_string(offsets[i][1]) + ") ";
         }
-        ADD_FAILURE() << name << " differs on " << nlohmann::json(text).dump() << "\n  normalized ours: "
-                      << nlohmann::json(s.utf8()).dump() << " expected: " << c.at("normalized").dump()
-                      << "\n  ours:     " << ours << "\n  expected: " << expected;
+        ADD_FAILURE() << name << " differs on " << nlohmann::json(text).dump()
+                      << "\n  normalized ours: " << nlohmann::json(s.utf8()).dump()
+                      << " expected: " << c.at("normalized").dump() << "\n  ours:     " << ours
+                      << "\n  expected: " << expected;
       }
     }
     std::printf("[ precompiled ] %-22s ids equal %zu/%zu, offsets equal %zu/%zu, normalized equal %zu/%zu\n",

@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "ops/quant_gemv.h"
 #include "kernel_paths.h"
+#include "ops/quant_gemv.h"
 #include "ops/reference/quant_linear.h"
 #include "quant_blocks.h"
 #include "test_support.h"
@@ -60,9 +60,9 @@ Compared compare(const QuantMatrix& W, int64_t T, bool with_bias, unsigned seed)
 // that for 512 columns with room to spare, and far below the gap between two quantisations.
 double bound(int64_t T) { return T <= headscope::ops::kGemvMaxRows ? 1e-5 : 1e-6; }
 
-const GgmlType kTypes[] = {GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
-                           GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
-                           GgmlType::Q5_K, GgmlType::Q6_K};
+const GgmlType kTypes[] = {GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
+                           GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K,
+                           GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 TEST(QuantLinear, EveryTypeAgreesWithDequantizeThenMultiply) {
   // 2 full panels and a ragged one of 7 rows; two blocks of 256 (or eight of 32) per row.
@@ -77,7 +77,8 @@ TEST(QuantLinear, EveryTypeAgreesWithDequantizeThenMultiply) {
       const Compared c = compare(W, T, /*with_bias=*/T % 2 == 1, unsigned(T));
       EXPECT_LE(c.max_rel, bound(T)) << io::ggml_type_name(type) << " T = " << T << " max |Δ| " << c.max_abs;
       worst = std::max(worst, c.max_rel);
-      if (!c.bit_equal) std::printf("%s T=%lld: not bit-equal, max |Δ| %.3g\n", io::ggml_type_name(type), (long long)T, c.max_abs);
+      if (!c.bit_equal)
+        std::printf("%s T=%lld: not bit-equal, max |Δ| %.3g\n", io::ggml_type_name(type), (long long)T, c.max_abs);
     }
   }
   std::printf("largest relative difference over all types: %.3g\n", worst);
@@ -103,7 +104,7 @@ TEST(QuantLinear, FusedRowsOfDifferentTypesAndRowBlocks) {
   EXPECT_EQ(row, expected);
   EXPECT_LE(compare(W, 17, true, 7).max_rel, 1e-6);
   EXPECT_LE(compare(W, 1, true, 9).max_rel, bound(1));  // the GEMV across the joins
-  const QuantMatrix middle = W.row_block(65, 20);  // 5 rows of Q, all of K, 6 of V
+  const QuantMatrix middle = W.row_block(65, 20);       // 5 rows of Q, all of K, 6 of V
   const Tensor whole = W.to_f32(), part = middle.to_f32();
   ASSERT_EQ(part.shape, (std::vector<int64_t>{20, cols}));
   for (int64_t i = 0; i < 20 * cols; ++i) ASSERT_EQ(part.ptr()[i], whole.ptr()[65 * cols + i]) << i;
@@ -117,16 +118,16 @@ TEST(QuantLinear, FusedRowsOfDifferentTypesAndRowBlocks) {
 void expect_columns_equal_slices(const QuantMatrix& W, const std::string& what) {
   const Tensor whole = W.to_f32();
   const int64_t rows = W.rows(), cols = W.cols();
-  const std::pair<int64_t, int64_t> ranges[] = {{0, 64}, {64, 64}, {128, 128}, {192, 128}, {448, 64},
-                                                {0, cols}, {40, 3}, {250, 12}, {cols - 1, 1}, {7, 0}};
+  const std::pair<int64_t, int64_t> ranges[] = {{0, 64},   {64, 64}, {128, 128}, {192, 128},    {448, 64},
+                                                {0, cols}, {40, 3},  {250, 12},  {cols - 1, 1}, {7, 0}};
   for (const auto& [c0, n] : ranges) {
     const int64_t ld = n + 5;
     std::vector<float> got(size_t(rows * ld), -1.0f);
     W.dequantize_cols(c0, n, got.data(), ld);
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t c = 0; c < n; ++c)
-        ASSERT_EQ(got[size_t(r * ld + c)], whole.ptr()[r * cols + c0 + c]) << what << " columns " << c0 << " + " << n
-                                                                            << ", row " << r << ", column " << c;
+        ASSERT_EQ(got[size_t(r * ld + c)], whole.ptr()[r * cols + c0 + c])
+            << what << " columns " << c0 << " + " << n << ", row " << r << ", column " << c;
       for (int64_t c = n; c < ld; ++c) ASSERT_EQ(got[size_t(r * ld + c)], -1.0f) << what << ": wrote past the range";
     }
   }
@@ -214,7 +215,8 @@ TEST(QuantLinear, Fp32MatrixIsTheOrdinaryLinear) {
 
 TEST(QuantLinear, TypesWithoutADequantizerAndPartialBlocksAreRefused) {
   const uint8_t bytes[1024] = {};
-  headscope::testing::expect_error([&] { QuantMatrix::stored(GgmlType::IQ2_XXS, 1, 256, bytes, nullptr); }, {"IQ2_XXS"});
+  headscope::testing::expect_error([&] { QuantMatrix::stored(GgmlType::IQ2_XXS, 1, 256, bytes, nullptr); },
+                                   {"IQ2_XXS"});
   headscope::testing::expect_error([&] { QuantMatrix::stored(GgmlType::Q4_0, 2, 40, bytes, nullptr); },
                                    {"Q4_0", "32-value blocks"});
   const QuantMatrix W = QuantMatrix::stored(GgmlType::Q8_0, 2, 32, bytes, nullptr);

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "test_support.h"
 #include <stdlib.h>
+#include "test_support.h"
 
 #include <bit>
 #include <cmath>
@@ -95,8 +95,10 @@ TEST(SafetensorsConvert, F16AllValuesMatchFormula) {
     const int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
     const float got = out[h];
     if (e == 31) {
-      if (m == 0) EXPECT_TRUE(std::isinf(got) && std::signbit(got) == (s == 1)) << h;
-      else EXPECT_TRUE(std::isnan(got)) << h;
+      if (m == 0)
+        EXPECT_TRUE(std::isinf(got) && std::signbit(got) == (s == 1)) << h;
+      else
+        EXPECT_TRUE(std::isnan(got)) << h;
       EXPECT_TRUE(std::isnan(f16_bits_to_f32(static_cast<uint16_t>(h))) == std::isnan(got)) << h;
       continue;
     }
@@ -129,8 +131,8 @@ TEST(SafetensorsConvert, BF16BitPatterns) {
 }
 
 TEST(SafetensorsConvert, F64RoundsToNearestFloat) {
-  const std::vector<double> in = {1.0 / 3.0, 1e-40, 1e300, -1e300, -0.0, std::ldexp(1.0, -149), std::ldexp(1.0, -150),
-                                  0.1, std::nan("")};
+  const std::vector<double> in = {
+      1.0 / 3.0, 1e-40, 1e300, -1e300, -0.0, std::ldexp(1.0, -149), std::ldexp(1.0, -150), 0.1, std::nan("")};
   const std::vector<uint32_t> want = {
       0x3EAAAAAB,  // 1/3 rounded up
       0x000116C2,  // 1e-40 = 71362.38 * 2^-149 -> subnormal 71362
@@ -187,9 +189,13 @@ TEST(SafetensorsDir, SingleFileStoreGetAndShapeCheck) {
   EXPECT_EQ(ws.names(), (std::vector<std::string>{"enc.layer.0.w"}));
   const Tensor t = ws.get("enc.layer.0.w", {2, 3});
   EXPECT_EQ(t.values(), a);
-  expect_error([&] { ws.get("enc.layer.0.w", {3, 2}); },
-               {dir.file("model.safetensors"), "'enc.layer.0.w'", "stored shape [2, 3], expected [3, 2]"});
-  expect_error([&] { ws.raw("enc.layer.1.w"); }, {dir.path().string(), "no tensor 'enc.layer.1.w'", "closest: 'enc.layer.0.w'"});
+  expect_error(
+      [&] {
+        ws.get("enc.layer.0.w", {3, 2});
+      },
+      {dir.file("model.safetensors"), "'enc.layer.0.w'", "stored shape [2, 3], expected [3, 2]"});
+  expect_error([&] { ws.raw("enc.layer.1.w"); },
+               {dir.path().string(), "no tensor 'enc.layer.1.w'", "closest: 'enc.layer.0.w'"});
   // The file path itself works too.
   EXPECT_TRUE(WeightStore::open_dir(dir.file("model.safetensors")).has("enc.layer.0.w"));
 }
@@ -219,13 +225,16 @@ TEST(SafetensorsDir, ShardedIndex) {
 TEST(SafetensorsDir, ShardedIndexErrors) {
   {
     TempDir dir;  // the index promises a tensor its shard does not have
-    write_sharded(dir, R"({"weight_map":{"a":"model-00001-of-00002.safetensors","c":"model-00002-of-00002.safetensors"}})");
-    expect_error([&] { WeightStore::open_dir(dir.path().string()); },
-                 {"model.safetensors.index.json", "tensor 'c'", "model-00002-of-00002.safetensors", "does not contain it"});
+    write_sharded(dir,
+                  R"({"weight_map":{"a":"model-00001-of-00002.safetensors","c":"model-00002-of-00002.safetensors"}})");
+    expect_error(
+        [&] { WeightStore::open_dir(dir.path().string()); },
+        {"model.safetensors.index.json", "tensor 'c'", "model-00002-of-00002.safetensors", "does not contain it"});
   }
   {
     TempDir dir;  // a shard file is missing
-    write_sharded(dir, R"({"weight_map":{"a":"model-00001-of-00002.safetensors","z":"model-00009-of-00009.safetensors"}})");
+    write_sharded(dir,
+                  R"({"weight_map":{"a":"model-00001-of-00002.safetensors","z":"model-00009-of-00009.safetensors"}})");
     expect_error([&] { WeightStore::open_dir(dir.path().string()); },
                  {"model.safetensors.index.json", "tensor 'z'", "model-00009-of-00009.safetensors", "missing"});
   }
@@ -245,9 +254,9 @@ TEST(SafetensorsDir, PytorchOnlyDirectoryExplainsConversion) {
   TempDir dir;
   write_raw(dir.file("pytorch_model.bin"), "not really a pickle");
   write_raw(dir.file("config.json"), "{}");
-  expect_error([&] { WeightStore::open_dir(dir.path().string()); },
-               {dir.path().string(), "pytorch_model.bin", "safetensors", "torch.load", "save_file",
-                "safe_serialization=True"});
+  expect_error(
+      [&] { WeightStore::open_dir(dir.path().string()); },
+      {dir.path().string(), "pytorch_model.bin", "safetensors", "torch.load", "save_file", "safe_serialization=True"});
   TempDir dir2;
   write_raw(dir2.file("weights.pt"), "x");
   expect_error([&] { WeightStore::open_dir(dir2.path().string()); }, {"weights.pt", "model.safetensors"});
@@ -287,20 +296,39 @@ TEST(SafetensorsCorrupt, HeaderCases) {
       {"not json", "{\"w\": [1, 2", 0, {"not valid JSON"}},
       {"array header", "[1, 2]", 0, {"does not start with '{'"}},
       {"string header", "\"{}\"", 0, {"does not start with '{'"}},
-      {"unknown dtype", R"({"w":{"dtype":"F12","shape":[1],"data_offsets":[0,4]}})", 4, {"'w'", "unknown dtype \"F12\""}},
-      {"size mismatch", R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})", 24,
+      {"unknown dtype",
+       R"({"w":{"dtype":"F12","shape":[1],"data_offsets":[0,4]}})",
+       4,
+       {"'w'", "unknown dtype \"F12\""}},
+      {"size mismatch",
+       R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})",
+       24,
        {"'w'", "[2, 3]", "needs 24 bytes", "span 20"}},
-      {"overflow", R"({"w":{"dtype":"F32","shape":[4611686018427387904,4611686018427387904],"data_offsets":[0,8]}})", 8,
+      {"overflow",
+       R"({"w":{"dtype":"F32","shape":[4611686018427387904,4611686018427387904],"data_offsets":[0,8]}})",
+       8,
        {"'w'", "overflows"}},
-      {"product overflow to small", R"({"w":{"dtype":"F16","shape":[9223372036854775807,2],"data_offsets":[0,4]}})", 4,
+      {"product overflow to small",
+       R"({"w":{"dtype":"F16","shape":[9223372036854775807,2],"data_offsets":[0,4]}})",
+       4,
        {"'w'", "overflows"}},
-      {"past end", R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})", 16, {"'w'", "past the end", "16 bytes"}},
+      {"past end",
+       R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})",
+       16,
+       {"'w'", "past the end", "16 bytes"}},
       {"begin after end", R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[8,4]}})", 16, {"'w'", "begin after end"}},
-      {"overlap", R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})",
-       16, {"'b'", "overlaps tensor 'a'"}},
-      {"overlap, b first in offset order", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[4,12]},"b":{"dtype":"F32","shape":[3],"data_offsets":[0,12]}})",
-       12, {"overlaps tensor 'b'"}},
-      {"negative dim", R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4, {"'w'", "shape", "non-negative"}},
+      {"overlap",
+       R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})",
+       16,
+       {"'b'", "overlaps tensor 'a'"}},
+      {"overlap, b first in offset order",
+       R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[4,12]},"b":{"dtype":"F32","shape":[3],"data_offsets":[0,12]}})",
+       12,
+       {"overlaps tensor 'b'"}},
+      {"negative dim",
+       R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})",
+       4,
+       {"'w'", "shape", "non-negative"}},
       {"missing offsets", R"({"w":{"dtype":"F32","shape":[1]}})", 4, {"'w'", "missing \"data_offsets\""}},
       {"three offsets", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4,8]}})", 8, {"'w'", "[begin, end]"}},
       {"entry not object", R"({"w":3})", 0, {"'w'", "must be an object"}},
@@ -312,9 +340,11 @@ TEST(SafetensorsCorrupt, HeaderCases) {
 TEST(SafetensorsCorrupt, FileLevelCases) {
   TempDir dir;
   write_raw(dir.file("tiny.safetensors"), "abc");
-  expect_error([&] { SafetensorsFile f(dir.file("tiny.safetensors")); }, {"tiny.safetensors", "not a safetensors file"});
+  expect_error([&] { SafetensorsFile f(dir.file("tiny.safetensors")); },
+               {"tiny.safetensors", "not a safetensors file"});
   write_raw(dir.file("empty.safetensors"), "");
-  expect_error([&] { SafetensorsFile f(dir.file("empty.safetensors")); }, {"empty.safetensors", "not a safetensors file"});
+  expect_error([&] { SafetensorsFile f(dir.file("empty.safetensors")); },
+               {"empty.safetensors", "not a safetensors file"});
 
   // Header length bigger than the file: what a truncated download looks like.
   const std::string header = R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
@@ -336,11 +366,16 @@ TEST(SafetensorsCorrupt, FileLevelCases) {
 TEST(SafetensorsCorrupt, TensorsMustCoverTheBufferExactly) {
   const std::vector<Corrupt> cases = {
       {"gap between tensors",
-       R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[12,16]}})", 16,
+       R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[12,16]}})",
+       16,
        {"'b'", "gap of 4 bytes after tensor 'a'"}},
-      {"first tensor not at 0", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8,
+      {"first tensor not at 0",
+       R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+       8,
        {"'w'", "gap of 4 bytes after the start"}},
-      {"bytes left over", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 12,
+      {"bytes left over",
+       R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+       12,
        {"cover 4 bytes", "holds 12"}},
       {"no tensors but data", R"({})", 4, {"cover 0 bytes", "holds 4"}},
   };
@@ -386,8 +421,9 @@ TEST(SafetensorsCorrupt, RandomByteFlipsNeverCrash) {
   // throws headscope::Error; never another exception, never an out-of-range read.
   const std::vector<float> a = {1, 2, 3, 4, 5, 6};
   const std::vector<uint16_t> b = {0x3C00, 0x4000, 0x7C00, 0x0001};
-  const std::string header = R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
-                             R"("b":{"dtype":"F16","shape":[4],"data_offsets":[24,32]}})";
+  const std::string header =
+      R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
+      R"("b":{"dtype":"F16","shape":[4],"data_offsets":[24,32]}})";
   const uint64_t n = header.size();
   const std::string original = std::string(reinterpret_cast<const char*>(&n), 8) + header + bytes_of(a) + bytes_of(b);
   std::mt19937 rng(7);

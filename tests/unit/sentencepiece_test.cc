@@ -82,7 +82,8 @@ std::unique_ptr<Tokenizer> load(const TempDir& dir, const std::string& bytes) {
 std::string spans(const Encoding& e) {
   std::string s;
   for (const auto& t : e.tokens) {
-    s += (s.empty() ? "" : " ") + std::to_string(t.id) + "[" + std::to_string(t.begin) + "," + std::to_string(t.end) + ")";
+    s += (s.empty() ? "" : " ") + std::to_string(t.id) + "[" + std::to_string(t.begin) + "," + std::to_string(t.end) +
+         ")";
   }
   return s;
 }
@@ -91,18 +92,18 @@ std::string spans(const Encoding& e) {
 // pieces (é is C3 A9) and a control piece spelled like markup.
 std::vector<Piece> tiny_pieces() {
   return {
-      {"<unk>", 0, 2}, {"<s>", 0, 3}, {"</s>", 0, 3}, {"\u2581", -1, 1},  // 0-3
-      {"a", -1, 1}, {"b", -1, 1}, {"c", -1, 1}, {"x", -1, 1}, {"y", -1, 1}, {"z", -1, 1},  // 4-9
-      {"\u2581a", -0.5f, 1},   // 10
-      {"bc", -2, 1},           // 11
-      {"ab", -3, 1},           // 12
-      {"ca", -2.5f, 1},        // 13
-      {"abc", -4, 1},          // 14
-      {"aa", -1.5f, 1},        // 15
-      {"xy", -2, 1},           // 16: same score as "yz", listed first
-      {"yz", -2, 1},           // 17
-      {"<0xC3>", 0, 6}, {"<0xA9>", 0, 6},  // 18, 19
-      {"<tag>", 0, 3},         // 20
+      {"<unk>", 0, 2},       {"<s>", 0, 3},    {"</s>", 0, 3}, {"\u2581", -1, 1},                              // 0-3
+      {"a", -1, 1},          {"b", -1, 1},     {"c", -1, 1},   {"x", -1, 1},      {"y", -1, 1}, {"z", -1, 1},  // 4-9
+      {"\u2581a", -0.5f, 1},                                                                                   // 10
+      {"bc", -2, 1},                                                                                           // 11
+      {"ab", -3, 1},                                                                                           // 12
+      {"ca", -2.5f, 1},                                                                                        // 13
+      {"abc", -4, 1},                                                                                          // 14
+      {"aa", -1.5f, 1},                                                                                        // 15
+      {"xy", -2, 1},                            // 16: same score as "yz", listed first
+      {"yz", -2, 1},                            // 17
+      {"<0xC3>", 0, 6},      {"<0xA9>", 0, 6},  // 18, 19
+      {"<tag>", 0, 3},                          // 20
   };
 }
 
@@ -133,8 +134,9 @@ TEST(SentencePieceGguf, TinyVocabularyByHand) {
 
 TEST(SentencePieceGguf, SpacePrefixAndEos) {
   TempDir dir;
-  const auto tok = load(dir, spm_gguf("llama", tiny_pieces(), {kv_bool("tokenizer.ggml.add_eos_token", true),
-                                                               kv_bool("tokenizer.ggml.add_bos_token", false)}));
+  const auto tok = load(
+      dir, spm_gguf("llama", tiny_pieces(),
+                    {kv_bool("tokenizer.ggml.add_eos_token", true), kv_bool("tokenizer.ggml.add_bos_token", false)}));
   // "abc" is read as "▁abc": "▁a" (-0.5) first, then "bc"; the prefix "▁" maps to the first character.
   EXPECT_EQ(spans(tok->encode("abc", {})), "10[0,1) 11[1,3) 2[0,0)");
 }
@@ -212,8 +214,8 @@ void check_cases(const std::string& name, const Tokenizer& tok) {
                     << "\n  expected: " << expected;
     }
   }
-  std::printf("[ sentencepiece ] %-14s ids equal %zu/%zu, offsets equal %zu/%zu, word indices %zu/%zu\n",
-              name.c_str(), same_ids, cases.size(), same_offsets, cases.size(), same_words, cases.size());
+  std::printf("[ sentencepiece ] %-14s ids equal %zu/%zu, offsets equal %zu/%zu, word indices %zu/%zu\n", name.c_str(),
+              same_ids, cases.size(), same_offsets, cases.size(), same_words, cases.size());
   EXPECT_EQ(same_ids, cases.size());
   EXPECT_EQ(same_offsets, cases.size());
   EXPECT_EQ(same_words, cases.size());
@@ -232,10 +234,11 @@ TEST(SentencePieceGguf, Gemma3RealVocabularyAgreesWithTransformers) {
 }
 
 TEST(SentencePieceJson, ADecoderWithoutStripKeepsTheFirstSpace) {
-  using headscope::tokenizer::DecodeStyle;
   using headscope::tokenizer::decode_style_of;
+  using headscope::tokenizer::DecodeStyle;
   const nlohmann::json replace = {{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}};
-  const nlohmann::json gemma = {{"type", "Sequence"}, {"decoders", {replace, {{"type", "ByteFallback"}}, {{"type", "Fuse"}}}}};
+  const nlohmann::json gemma = {{"type", "Sequence"},
+                                {"decoders", {replace, {{"type", "ByteFallback"}}, {{"type", "Fuse"}}}}};
   nlohmann::json llama2 = gemma;
   llama2["decoders"].push_back({{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}});
   EXPECT_EQ(decode_style_of(gemma), DecodeStyle::kSentencePieceKeepSpace);
@@ -252,8 +255,9 @@ TEST(SentencePieceJson, ADecoderWithoutStripKeepsTheFirstSpace) {
 std::string unigram_json(bool byte_fallback, const std::string& normalizer = "null") {
   std::string vocab = R"([["<unk>", 0], ["a", 0], ["b", 0], ["c", 0], ["d", 0], ["cd", 1], ["ab", 2], ["abc", 5],
                           ["abcd", 10], ["<0x78>", -3]])";
-  return R"({"model": {"type": "Unigram", "unk_id": 0, "byte_fallback": )" + std::string(byte_fallback ? "true" : "false") +
-         R"(, "vocab": )" + vocab + R"(}, "normalizer": )" + normalizer + "}";
+  return R"({"model": {"type": "Unigram", "unk_id": 0, "byte_fallback": )" +
+         std::string(byte_fallback ? "true" : "false") + R"(, "vocab": )" + vocab + R"(}, "normalizer": )" +
+         normalizer + "}";
 }
 
 TEST(Unigram, ViterbiByHand) {
@@ -277,7 +281,10 @@ TEST(Unigram, ByteFallbackSpansTheFusedRun) {
 TEST(Unigram, UnsupportedAndBadFilesAreErrors) {
   // A Precompiled normalizer with an empty charsmap (tests/unit/precompiled_test.cc has the rest).
   headscope::testing::expect_error(
-      [] { Tokenizer::from_json_string(unigram_json(false, R"({"type": "Precompiled", "precompiled_charsmap": ""})"), "t5"); },
+      [] {
+        Tokenizer::from_json_string(unigram_json(false, R"({"type": "Precompiled", "precompiled_charsmap": ""})"),
+                                    "t5");
+      },
       {"t5", "precompiled_charsmap"});
   headscope::testing::expect_error(
       [] { Tokenizer::from_json_string(R"({"model": {"type": "Unigram", "unk_id": 5, "vocab": [["a", 0]]}})", "bad"); },
@@ -288,7 +295,8 @@ TEST(Unigram, UnsupportedAndBadFilesAreErrors) {
   const std::string long_piece(2000, 'a');
   headscope::testing::expect_error(
       [&] {
-        Tokenizer::from_json_string(R"({"model": {"type": "Unigram", "vocab": [[")" + long_piece + R"(", 0]]}})", "long");
+        Tokenizer::from_json_string(R"({"model": {"type": "Unigram", "vocab": [[")" + long_piece + R"(", 0]]}})",
+                                    "long");
       },
       {"long", "bytes long"});
   // No unknown piece and a character no piece covers: an error, not a wrong answer.

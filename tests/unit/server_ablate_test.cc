@@ -155,7 +155,8 @@ TEST(ServerAblate, BadRequestsAreClear4xx) {
   // 300 words: under the server's 512 tokens, over the importance budget of 16,384 / 72 = 227.
   std::string long_text;
   for (int i = 0; i < 300; ++i) long_text += "word ";
-  const int64_t max_tokens = limits::kMaxImportanceTokenPasses / (int64_t{model.config().n_layer} * model.config().n_head);
+  const int64_t max_tokens =
+      limits::kMaxImportanceTokenPasses / (int64_t{model.config().n_layer} * model.config().n_head);
   ASSERT_GT(static_cast<int64_t>(model.encode(long_text).size()), max_tokens);
   expect(f.api.importance(json({{"text", long_text}}).dump()), 413, "text_too_long",
          "at most " + std::to_string(max_tokens) + " are allowed");

@@ -5,9 +5,9 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <nlohmann/json.hpp>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <fstream>
@@ -87,13 +87,15 @@ class Connection {
  public:
   explicit Connection(int port, double timeout_s = 10) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    timeval tv{static_cast<time_t>(timeout_s), static_cast<suseconds_t>((timeout_s - static_cast<time_t>(timeout_s)) * 1e6)};
+    timeval tv{static_cast<time_t>(timeout_s),
+               static_cast<suseconds_t>((timeout_s - static_cast<time_t>(timeout_s)) * 1e6)};
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<uint16_t>(port));
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) throw std::runtime_error("connect failed");
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+      throw std::runtime_error("connect failed");
   }
   ~Connection() { ::close(fd_); }
   bool send(std::string_view bytes) {
@@ -175,8 +177,9 @@ TEST(ServerHttp, ChunkedBodyOverTheLimitIs413WhileItArrives) {
   LiveServer server;
   // 12 MiB in 64 KiB chunks: the server used to buffer every chunk before looking at the size.
   const std::string chunk(64 << 10, 'x');
-  std::string request = "POST /api/run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                        "Transfer-Encoding: chunked\r\n\r\n";
+  std::string request =
+      "POST /api/run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n";
   const size_t rss_before = rss_bytes();
   std::atomic<size_t> rss_peak{rss_before};
   std::atomic<bool> sending{true};
@@ -212,7 +215,9 @@ TEST(ServerHttp, ChunkedBodyOverTheLimitIs413WhileItArrives) {
 TEST(ServerHttp, DeclaredOversizeBodyIsRefusedBeforeItIsSent) {
   LiveServer server;
   Connection c(server.port(), 5.0);
-  c.send("POST /api/run HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 4294967296\r\n\r\n");
+  c.send(
+      "POST /api/run HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: "
+      "4294967296\r\n\r\n");
   // The reply comes at once: the server neither waits for nor reads the 4 GiB.
   const Reply r = c.receive_reply();
   EXPECT_EQ(r.status, 413);
@@ -222,8 +227,9 @@ TEST(ServerHttp, DeclaredOversizeBodyIsRefusedBeforeItIsSent) {
 TEST(ServerHttp, RefusedBodyIsNotInvitedWith100Continue) {
   LiveServer server;
   Connection c(server.port(), 5.0);
-  c.send("POST /api/run HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-         "Content-Length: 4294967296\r\nExpect: 100-continue\r\n\r\n");
+  c.send(
+      "POST /api/run HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+      "Content-Length: 4294967296\r\nExpect: 100-continue\r\n\r\n");
   EXPECT_EQ(c.receive_reply().status, 413);  // not "100 Continue"
 }
 
@@ -369,7 +375,8 @@ TEST(ServerHttp, SilentClientIsDropped) {
 
 TEST(ServerHttp, MultipleRangesAre416) {
   LiveServer server;
-  const Reply r = exchange(server.port(), "GET /api/model HTTP/1.1\r\nHost: localhost\r\nRange: bytes=0-,0-,0-\r\n\r\n");
+  const Reply r =
+      exchange(server.port(), "GET /api/model HTTP/1.1\r\nHost: localhost\r\nRange: bytes=0-,0-,0-\r\n\r\n");
   EXPECT_EQ(r.status, 416);
 }
 

@@ -62,8 +62,8 @@ void expect_close(const json& got, const json& want, const std::string& where) {
 
 json cli_run(const std::string& model_dir, const testing::TempDir& dir, bool words) {
   const std::string out = dir.file(words ? "word.json" : "token.json");
-  const std::string cmd = std::string(HEADSCOPE_BINARY_DIR) + "/headscope run --quiet --no-corpus --model '" + model_dir +
-                          "' --text '" + kText + "' --json '" + out + "'" + (words ? " --words" : "");
+  const std::string cmd = std::string(HEADSCOPE_BINARY_DIR) + "/headscope run --quiet --no-corpus --model '" +
+                          model_dir + "' --text '" + kText + "' --json '" + out + "'" + (words ? " --words" : "");
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   return read_json(out);
 }
@@ -137,7 +137,8 @@ TEST(Schema, CliApiAndAtlasWriteTheSameHeadObjects) {
     for (const char* key : {"layer", "head", "kv_head"}) EXPECT_EQ(a[key], cli[key]) << where << " " << key;
     // Roles: one shape. (The atlas's values may differ: it adds syntactic evidence.)
     ASSERT_TRUE(a.contains("roles")) << where;
-    for (const auto& [key, value] : cli["roles"].items()) EXPECT_TRUE(a["roles"].contains(key)) << where << " roles." << key;
+    for (const auto& [key, value] : cli["roles"].items())
+      EXPECT_TRUE(a["roles"].contains(key)) << where << " roles." << key;
     for (const auto& [key, value] : cli["roles"]["primary"].items())
       EXPECT_TRUE(a["roles"]["primary"].contains(key)) << where << " roles.primary." << key;
   }

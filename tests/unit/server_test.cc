@@ -41,7 +41,9 @@ GateOptions gate_options() {
 // A well-formed POST from the explorer's own page, with one header replaced or added.
 RequestHead post_with(const std::string& name, const std::string& value) {
   RequestHead r = head("POST", "/api/run",
-                       {{"Host", "127.0.0.1:8080"}, {"Content-Type", "application/json"}, {"Content-Length", "20"},
+                       {{"Host", "127.0.0.1:8080"},
+                        {"Content-Type", "application/json"},
+                        {"Content-Length", "20"},
                         {"Origin", "http://127.0.0.1:8080"}});
   bool replaced = false;
   for (auto& [k, v] : r.headers)
@@ -72,9 +74,10 @@ TEST(ServerGate, ForeignHostIsRefused) {
   EXPECT_EQ(r->status, 403);
   EXPECT_EQ(r->code, "forbidden_host");
   EXPECT_NE(r->message.find("attacker.example"), std::string::npos);
-  for (const char* host : {"127.0.0.1.attacker.example", "localhost.attacker.example", "::1", "[::1", "127.0.0.1:99999", ""})
+  for (const char* host :
+       {"127.0.0.1.attacker.example", "localhost.attacker.example", "::1", "[::1", "127.0.0.1:99999", ""})
     EXPECT_GE(status_of(head("GET", "/", {{"Host", host}})), 400) << host;
-  EXPECT_EQ(status_of(head("GET", "/", {})), 400);                                             // no Host
+  EXPECT_EQ(status_of(head("GET", "/", {})), 400);                                                 // no Host
   EXPECT_EQ(status_of(head("GET", "/", {{"Host", "localhost"}, {"Host", "evil.example"}})), 400);  // two
 }
 
@@ -155,13 +158,13 @@ TEST(ServerUtf8, IncompleteTailIsMeasured) {
   EXPECT_EQ(incomplete_utf8_tail(""), 0u);
   EXPECT_EQ(incomplete_utf8_tail("caf\xC3\xA9"), 0u);
   EXPECT_EQ(incomplete_utf8_tail("caf\xC3"), 1u);
-  EXPECT_EQ(incomplete_utf8_tail("\xE3\x80"), 2u);          // first two bytes of 、 (E3 80 81)
-  EXPECT_EQ(incomplete_utf8_tail("x\xF0\x9F\x98"), 3u);     // 😀 is F0 9F 98 80
+  EXPECT_EQ(incomplete_utf8_tail("\xE3\x80"), 2u);       // first two bytes of 、 (E3 80 81)
+  EXPECT_EQ(incomplete_utf8_tail("x\xF0\x9F\x98"), 3u);  // 😀 is F0 9F 98 80
   EXPECT_EQ(incomplete_utf8_tail("\xF0\x9F\x98\x80"), 0u);
-  EXPECT_EQ(incomplete_utf8_tail("a\x80"), 0u);             // a stray continuation byte: never completes
-  EXPECT_EQ(incomplete_utf8_tail("a\xE0\x80"), 0u);         // overlong form: never completes
-  EXPECT_EQ(incomplete_utf8_tail("a\xED\xA0"), 0u);         // surrogate: never completes
-  EXPECT_EQ(incomplete_utf8_tail("a\xF5"), 0u);             // not a lead byte
+  EXPECT_EQ(incomplete_utf8_tail("a\x80"), 0u);      // a stray continuation byte: never completes
+  EXPECT_EQ(incomplete_utf8_tail("a\xE0\x80"), 0u);  // overlong form: never completes
+  EXPECT_EQ(incomplete_utf8_tail("a\xED\xA0"), 0u);  // surrogate: never completes
+  EXPECT_EQ(incomplete_utf8_tail("a\xF5"), 0u);      // not a lead byte
   // What is left is valid UTF-8 whenever the rest was.
   const std::string s = "日本\xE3\x80";
   EXPECT_TRUE(is_valid_utf8(s.substr(0, s.size() - incomplete_utf8_tail(s))));
@@ -178,7 +181,7 @@ TEST(ServerQueue, FullQueueTurnsAwayAtOnce) {
   while (queue.waiting() == 0) std::this_thread::yield();
   EXPECT_FALSE(queue.enter());  // slot taken and the one waiting place too
   EXPECT_EQ(queue.turned_away(), 1);
-  first.reset();                // the waiter gets the slot
+  first.reset();  // the waiter gets the slot
   waiter.join();
   EXPECT_TRUE(waiter_got);
   EXPECT_EQ(queue.busy(), 0);
@@ -282,7 +285,8 @@ TEST(ServerLimits, TheCacheCountsWhatARunKeeps) {
 const Model& minilm() { return testing::default_model(); }
 
 struct ApiFixture {
-  explicit ApiFixture(const Model& model, ApiLimits limits = {}, AnalyseOptions::Maps maps = AnalyseOptions::Maps::kAuto)
+  explicit ApiFixture(const Model& model, ApiLimits limits = {},
+                      AnalyseOptions::Maps maps = AnalyseOptions::Maps::kAuto)
       : cache(model, 4, size_t{1} << 30, 512, {}, maps), api(model, cache, limits) {}
   RunCache cache;
   Api api;
@@ -300,15 +304,18 @@ TEST(ServerApi, EndpointsAnswerOnTheDefaultModel) {
   ASSERT_EQ(run.status, 200) << run.body;
   const json j = body_of(run);
   const int T = j["n_tokens"].get<int>();
-  EXPECT_EQ(T, static_cast<int>(minilm().encode("The animal didn't cross the street because it was too tired.").size()));
+  EXPECT_EQ(T,
+            static_cast<int>(minilm().encode("The animal didn't cross the street because it was too tired.").size()));
   EXPECT_EQ(j["heads"].size(), static_cast<size_t>(c.n_layer * c.n_head));
 
-  const HttpReply att = f.api.attention(R"({"text": "The animal didn't cross the street because it was too tired.", "layer": 2})");
+  const HttpReply att =
+      f.api.attention(R"({"text": "The animal didn't cross the street because it was too tired.", "layer": 2})");
   ASSERT_EQ(att.status, 200);
   EXPECT_EQ(att.content_type, "application/octet-stream");
   EXPECT_EQ(att.body.size(), 12 + 4 * 4 + sizeof(float) * static_cast<size_t>(c.n_head * T * T));
 
-  const HttpReply dec = f.api.decompose(R"({"text": "The animal didn't cross the street because it was too tired.", "layer": 3, "token": 2})");
+  const HttpReply dec = f.api.decompose(
+      R"({"text": "The animal didn't cross the street because it was too tired.", "layer": 3, "token": 2})");
   ASSERT_EQ(dec.status, 200);
   EXPECT_LT(body_of(dec)["check"]["sum_max_abs_error"].get<double>(), 1e-4);
 
@@ -322,7 +329,8 @@ TEST(ServerApi, EndpointsAnswerOnTheDefaultModel) {
 TEST(ServerApi, MalformedBodiesAre400) {
   ApiFixture f(minilm());
   // nlohmann throws out_of_range (not parse_error) for a number no double holds: was a 500.
-  for (const char* body : {R"({"text": "a", "layer": 1e999})", R"({"text": "a", "layer": -1e999})", R"({"text": 1e400})"}) {
+  for (const char* body :
+       {R"({"text": "a", "layer": 1e999})", R"({"text": "a", "layer": -1e999})", R"({"text": 1e400})"}) {
     const HttpReply r = f.api.attention(body);
     EXPECT_EQ(r.status, 400) << body << " " << r.body;
     EXPECT_EQ(error_code(r), "bad_json");
@@ -432,7 +440,8 @@ TEST(ServerLongText, TileEqualsTheDenseMapsSlice) {
   const Decoded tile = decode(r);
   ASSERT_EQ(tile.shape, (std::vector<int64_t>{6, T - 1}));
   for (int q = 3; q < 9; ++q)
-    for (int k = 1; k < T; ++k) EXPECT_EQ(tile.values[(q - 3) * (T - 1) + (k - 1)], full.values[q * T + k]) << q << "," << k;
+    for (int k = 1; k < T; ++k)
+      EXPECT_EQ(tile.values[(q - 3) * (T - 1) + (k - 1)], full.values[q * T + k]) << q << "," << k;
   EXPECT_FALSE(body_of(f.api.run(json{{"text", kText}}.dump()))["streamed"].get<bool>());
 }
 
@@ -463,7 +472,8 @@ TEST(ServerViews, NormAndRolloutEqualThePipelineOnTheSameRun) {
   // ...and differs from the weights (the value norms are not all equal).
   const Decoded weights = decode(f.api.attention(json{{"text", kText}, {"layer", 3}}.dump()));
   double diff = 0;
-  for (size_t i = 0; i < weights.values.size(); ++i) diff = std::max(diff, double(std::abs(weights.values[i] - norm.values[i])));
+  for (size_t i = 0; i < weights.values.size(); ++i)
+    diff = std::max(diff, double(std::abs(weights.values[i] - norm.values[i])));
   EXPECT_GT(diff, 0.01);
 
   // rollout: one map per layer, the pipeline's slice as it is.
@@ -475,7 +485,8 @@ TEST(ServerViews, NormAndRolloutEqualThePipelineOnTheSameRun) {
   EXPECT_EQ(all.values.back(), ro.ptr()[ro.numel() - 1]);
 
   // word level: the token map merged like the weights are, so every row still sums to 1.
-  const Decoded words = decode(f.api.attention(json{{"text", kText}, {"layer", 3}, {"view", "norm"}, {"level", "word"}}.dump()));
+  const Decoded words =
+      decode(f.api.attention(json{{"text", kText}, {"layer", 3}, {"view", "norm"}, {"level", "word"}}.dump()));
   const int64_t U = record->words.n_units;
   ASSERT_EQ(words.shape, (std::vector<int64_t>{1, H, U, U}));
   for (int64_t r = 0; r < H * U; ++r) {
@@ -551,9 +562,11 @@ TEST(ServerLongText, StreamedRunAnswersTilesAndOverviewsAndRefusesFullMaps) {
   // One token a cell: both pooled maps are the map itself, and `received` its column sums.
   const Decoded maps = decode(streamed.api.overview(json{{"text", kText}, {"layer", 4}}.dump()));
   ASSERT_EQ(maps.shape, (std::vector<int64_t>{c.n_head, 2, T, T}));
-  const Decoded received = decode(streamed.api.overview(json{{"text", kText}, {"layer", 4}, {"head", 7}, {"part", "received"}}.dump()));
+  const Decoded received =
+      decode(streamed.api.overview(json{{"text", kText}, {"layer", 4}, {"head", 7}, {"part", "received"}}.dump()));
   ASSERT_EQ(received.shape, (std::vector<int64_t>{1, T}));
-  const Decoded offsets = decode(streamed.api.overview(json{{"text", kText}, {"layer", 4}, {"head", 7}, {"part", "offsets"}}.dump()));
+  const Decoded offsets =
+      decode(streamed.api.overview(json{{"text", kText}, {"layer", 4}, {"head", 7}, {"part", "offsets"}}.dump()));
   ASSERT_EQ(offsets.shape, (std::vector<int64_t>{1, 2 * T - 1}));
   for (int h : {0, 7})
     for (int k = 0; k < T; ++k) {
@@ -594,8 +607,10 @@ TEST(ServerLongText, BadTilesAreClear4xx) {
   // Over the budget: refused before any forward pass, whatever the text's length.
   expect(tile_body(0, 0, 0, 2048, 0, 1024), 413, "tile_too_large", std::to_string(limits::kMaxTileCells));
   EXPECT_EQ(f.cache.runs_computed(), 1);  // the range checks needed the run; the size check did not
-  expect(json{{"text", kText}, {"layer", 0}, {"head", 0}, {"q0", 0}, {"q1", 2}, {"k0", 0}}.dump(), 400, "missing_field", "k1");
-  expect(json{{"text", kText}, {"layer", 0}, {"head", 0}, {"q0", 0}, {"q1", 2}, {"k0", 0}, {"k1", 2}, {"level", "word"}}.dump(),
+  expect(json{{"text", kText}, {"layer", 0}, {"head", 0}, {"q0", 0}, {"q1", 2}, {"k0", 0}}.dump(), 400, "missing_field",
+         "k1");
+  expect(json{{"text", kText}, {"layer", 0}, {"head", 0}, {"q0", 0}, {"q1", 2}, {"k0", 0}, {"k1", 2}, {"level", "word"}}
+             .dump(),
          400, "unknown_field", "level");
   EXPECT_EQ(f.api.overview(json{{"text", kText}, {"layer", 9}}.dump()).status, 400);
   EXPECT_EQ(f.api.overview(json{{"text", kText}, {"layer", 0}, {"part", "rows"}}.dump()).status, 400);
@@ -661,7 +676,8 @@ TEST(ServerApi, TokenLimitCountsTheTextAndTruncates) {
             std::string::npos);
   RunCache small(minilm(), 4, size_t{1} << 30, 5);
   Api api(minilm(), small, limits);
-  const HttpReply cut = api.run(R"({"text": "The animal didn't cross the street because it was too tired.", "truncate": true})");
+  const HttpReply cut =
+      api.run(R"({"text": "The animal didn't cross the street because it was too tired.", "truncate": true})");
   ASSERT_EQ(cut.status, 200) << cut.body;
   EXPECT_EQ(body_of(cut)["n_tokens"], 5);
   EXPECT_TRUE(body_of(cut)["truncated"].get<bool>());
@@ -680,7 +696,8 @@ TEST(Pipeline, DecomposeMatchesAHandMadeProjection) {
   for (int o = 0; o < c.d_model; o += 37) {
     double s = 0;
     for (int k = 0; k < c.d_head; ++k)
-      s += double(W.ptr()[int64_t(o) * c.n_head * c.d_head + head * c.d_head + k]) * d.concat[size_t(head * c.d_head + k)];
+      s += double(W.ptr()[int64_t(o) * c.n_head * c.d_head + head * c.d_head + k]) *
+           d.concat[size_t(head * c.d_head + k)];
     EXPECT_NEAR(d.contributions[size_t(head * c.d_model + o)], s, 1e-4) << o;
   }
   EXPECT_LT(d.sum_max_abs_error, 1e-4);

@@ -27,7 +27,10 @@ TEST(Tensor, ZeroFilledEvenWhenItsMemoryIsReused) {
 
 TEST(Tensor, DifferentSizesDoNotShareABuffer) {
   const float* a_ptr = nullptr;
-  { Tensor a({8, 1024, 1024}, Tensor::Uninitialized{}); a_ptr = a.ptr(); }
+  {
+    Tensor a({8, 1024, 1024}, Tensor::Uninitialized{});
+    a_ptr = a.ptr();
+  }
   const Tensor b({6, 1024, 1024}, Tensor::Uninitialized{});
   EXPECT_NE(b.ptr(), a_ptr);
   EXPECT_EQ(b.numel(), 6 * 1024 * 1024);

@@ -6,6 +6,7 @@
 
 #include "test_support.h"
 
+#include <unistd.h>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,7 +16,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 
 #include "headscope/error.h"
 #include "headscope/limits.h"
@@ -161,7 +161,8 @@ TEST(TokenizerGolden, BertNormalizerOnEveryCodePoint) {
         size_t i = 0;
         while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
         char buf[160];
-        std::snprintf(buf, sizeof buf, "chunk U+%04X: first difference at output char %zu: ours U+%04X, expected U+%04X",
+        std::snprintf(buf, sizeof buf,
+                      "chunk U+%04X: first difference at output char %zu: ours U+%04X, expected U+%04X",
                       static_cast<unsigned>(start), i, i < a.size() ? static_cast<unsigned>(a[i]) : 0u,
                       i < b.size() ? static_cast<unsigned>(b[i]) : 0u);
         ADD_FAILURE() << name << ": " << buf;
@@ -235,12 +236,12 @@ TEST(Tokenizer, OffsetsPointIntoTheOriginalText) {
 TEST(Tokenizer, InvalidUtf8NamesTheByteOffset) {
   const auto tok = minilm();
   const std::pair<std::string, int> cases[] = {
-      {std::string("abc\xC3(", 5), 3},                // a lead byte without its continuation
-      {std::string("ok \x80", 4), 3},                 // a stray continuation byte
-      {std::string("\xC0\xAF", 2), 0},                // overlong '/'
-      {std::string("ab\xED\xA0\x80", 5), 2},          // an encoded surrogate (U+D800)
-      {std::string("x\xF4\x90\x80\x80", 5), 1},       // above U+10FFFF
-      {std::string("hello\xE2\x82", 7), 5},           // the text ends inside a character
+      {std::string("abc\xC3(", 5), 3},           // a lead byte without its continuation
+      {std::string("ok \x80", 4), 3},            // a stray continuation byte
+      {std::string("\xC0\xAF", 2), 0},           // overlong '/'
+      {std::string("ab\xED\xA0\x80", 5), 2},     // an encoded surrogate (U+D800)
+      {std::string("x\xF4\x90\x80\x80", 5), 1},  // above U+10FFFF
+      {std::string("hello\xE2\x82", 7), 5},      // the text ends inside a character
       {std::string("\xFF", 1), 0},
   };
   for (const auto& [text, offset] : cases) {
@@ -248,8 +249,7 @@ TEST(Tokenizer, InvalidUtf8NamesTheByteOffset) {
       tok->encode(text, {});
       ADD_FAILURE() << "accepted invalid UTF-8 at byte " << offset;
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("at byte offset " + std::to_string(offset)), std::string::npos)
-          << e.what();
+      EXPECT_NE(std::string(e.what()).find("at byte offset " + std::to_string(offset)), std::string::npos) << e.what();
     }
   }
   // Valid 4-byte characters and U+10FFFF itself pass.
@@ -371,7 +371,6 @@ TEST(Tokenizer, MinimalTokenizerJsonWithoutNormalizer) {
   EXPECT_EQ(e.tokens[3].word, 1);
 }
 
-
 // ---- hostile tokenizer.json files: refused with an Error naming the file, never a crash ----
 
 // A WordPiece model with single letters and their ## continuations, around `rest` (more keys).
@@ -418,7 +417,8 @@ TEST(TokenizerHostile, DeepSequencesAreRefusedWithTheirPath) {
     EXPECT_NE(message.find(path), std::string::npos) << message;
     EXPECT_NE(message.find(std::to_string(headscope::limits::kMaxTokenizerJsonDepth)), std::string::npos) << message;
     // A few levels are fine and behave as the leaf alone.
-    const auto tok = Tokenizer::from_json_string(tiny_tokenizer("\"" + std::string(c.component) + "\": " + nested(c.key, 5, c.leaf)));
+    const auto tok = Tokenizer::from_json_string(
+        tiny_tokenizer("\"" + std::string(c.component) + "\": " + nested(c.key, 5, c.leaf)));
     EXPECT_EQ(tok->encode("a", {}).ids(), std::vector<int32_t>{1}) << c.component;
   }
 }
@@ -441,7 +441,8 @@ TEST(TokenizerHostile, SparseOrHugeIdsAreRefused) {
   const std::string added_bomb = tiny_tokenizer(R"("added_tokens": [{"id": 100000000, "content": "<x>"}])");
   EXPECT_NE(message(added_bomb).find("'<x>' has the id 100000000"), std::string::npos) << message(added_bomb);
   EXPECT_THROW(Tokenizer::from_json_string(R"({"model": {"type": "BPE", "vocab": {"a": 3e300}}})"), Error);
-  EXPECT_THROW(Tokenizer::from_json_string(R"({"model": {"type": "BPE", "vocab": {"a": 18446744073709551615}}})"), Error);
+  EXPECT_THROW(Tokenizer::from_json_string(R"({"model": {"type": "BPE", "vocab": {"a": 18446744073709551615}}})"),
+               Error);
   EXPECT_THROW(Tokenizer::from_json_string(tiny_tokenizer(R"("added_tokens": [{"id": -1, "content": "<x>"}])")), Error);
   // A few unused ids are fine: the table has one slot per id up to the largest.
   const auto tok = Tokenizer::from_json_string(tiny_tokenizer(R"("added_tokens": [{"id": 40, "content": "<x>"}])"));
@@ -465,7 +466,8 @@ TEST(TokenizerHostile, NormalizersAndPreTokenizersCannotMultiplyTheText) {
       << error_of([&] { bomb->encode("aaaa", {}); });
 
   std::string byte_levels;
-  for (int i = 0; i < 40; ++i) byte_levels += std::string(i ? ", " : "") + R"({"type": "ByteLevel", "use_regex": false})";
+  for (int i = 0; i < 40; ++i)
+    byte_levels += std::string(i ? ", " : "") + R"({"type": "ByteLevel", "use_regex": false})";
   const auto spelled = Tokenizer::from_json_string(
       tiny_tokenizer(R"("pre_tokenizer": {"type": "Sequence", "pretokenizers": [)" + byte_levels + "]}"));
   EXPECT_THROW(spelled->encode("\xC3\xA9t\xC3\xA9", {}), headscope::ResourceError);
@@ -510,7 +512,7 @@ TEST(TokenDisplay, ShowsTheTextATokenCovers) {
   const std::string text = "Grüße world\nplaying";  // "Grüße" is 7 bytes: ü and ß take two each
   const auto tok = [](const char* vocab, int64_t b, int64_t e) { return Token{0, vocab, b, e, false, 0}; };
   EXPECT_EQ(token_display(text, tok("Gr", 0, 2)), "Gr");
-  EXPECT_EQ(token_display(text, tok("Ã", 2, 3)), "ü");          // a byte-level piece inside ü: the whole character
+  EXPECT_EQ(token_display(text, tok("Ã", 2, 3)), "ü");  // a byte-level piece inside ü: the whole character
   EXPECT_EQ(token_display(text, tok("¼", 3, 4)), "ü");
   EXPECT_EQ(token_display(text, tok("Ġworld", 7, 13)), "world");  // the leading space is dropped, Ġ never shows
   EXPECT_EQ(token_display(text, tok("Ċ", 13, 14)), "↵");
@@ -518,5 +520,5 @@ TEST(TokenDisplay, ShowsTheTextATokenCovers) {
   EXPECT_EQ(token_display(text, tok("##ing", 18, 21)), "##ing");  // WordPiece keeps its split visible
   Token cls{101, "[CLS]", 0, 0, true, -1};
   EXPECT_EQ(token_display(text, cls), "[CLS]");
-  EXPECT_EQ(token_display(text, tok("bad", 20, 99)), "bad");      // offsets outside the text: the vocabulary entry
+  EXPECT_EQ(token_display(text, tok("bad", 20, 99)), "bad");  // offsets outside the text: the vocabulary entry
 }

@@ -58,7 +58,8 @@ void add_evidence_flags(CLI::App* command, EvidenceOptions& options, bool& no_co
   command->add_option("--evidence-cache", options.cache_dir,
                       "Folder of the cached corpus evidence (default $HEADSCOPE_CACHE_DIR, $XDG_CACHE_HOME/headscope "
                       "or ~/.cache/headscope)");
-  command->add_flag("--no-corpus", no_corpus, "Roles from the text and the probe only (no syntactic or coreference roles)");
+  command->add_flag("--no-corpus", no_corpus,
+                    "Roles from the text and the probe only (no syntactic or coreference roles)");
   command->add_flag("--measure-corpus", options.measure,
                     "Measure the corpus evidence when it is not cached yet (a few minutes on two cores for the default "
                     "model; `make evidence` does it after set-up); otherwise an uncached model gets no corpus roles");
@@ -75,9 +76,10 @@ CorpusEvidence load_corpus_evidence(const Model& model, const std::string& model
                      last_stage.empty() ? "" : "\n", static_cast<int>(stage.size()), stage.data());
         last_stage = std::string(stage);
       }
-      if (done == total || done % 50 == 0) std::fprintf(stderr, "\r\33[Kheadscope: measuring corpus evidence (once per model): %.*s %lld/%lld",
-                                                        static_cast<int>(stage.size()), stage.data(),
-                                                        static_cast<long long>(done), static_cast<long long>(total));
+      if (done == total || done % 50 == 0)
+        std::fprintf(stderr, "\r\33[Kheadscope: measuring corpus evidence (once per model): %.*s %lld/%lld",
+                     static_cast<int>(stage.size()), stage.data(), static_cast<long long>(done),
+                     static_cast<long long>(total));
     };
   CorpusEvidence e = corpus_evidence(model, model_path, options);
   if (!last_stage.empty()) std::fprintf(stderr, "\n");

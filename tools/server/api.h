@@ -7,10 +7,9 @@
 // (docs/api.md) readable in one file.
 #pragma once
 #include <chrono>
-#include <memory>
-#include <mutex>
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -98,17 +97,17 @@ class Api {
  public:
   Api(const Model& model, RunCache& cache, ApiLimits limits = {});
 
-  HttpReply model_info() const;                // GET  /api/model
-  HttpReply health() const;                    // GET  /api/health
-  HttpReply run(std::string_view body);        // POST /api/run
-  HttpReply attention(std::string_view body);  // POST /api/attention (dense runs; streamed: 422)
-  HttpReply tile(std::string_view body);       // POST /api/tile
-  HttpReply overview(std::string_view body);   // POST /api/overview
-  HttpReply decompose(std::string_view body);  // POST /api/decompose
-  HttpReply generate(std::string_view body);   // POST /api/generate (causal models only)
-  HttpReply link(std::string_view body);       // POST /api/link: which heads link token q → token k
-  HttpReply ablate(std::string_view body);     // POST /api/ablate: the effect of removing a set of heads
-  HttpReply importance(std::string_view body); // POST /api/importance: every head's zero-ablation effect
+  HttpReply model_info() const;                 // GET  /api/model
+  HttpReply health() const;                     // GET  /api/health
+  HttpReply run(std::string_view body);         // POST /api/run
+  HttpReply attention(std::string_view body);   // POST /api/attention (dense runs; streamed: 422)
+  HttpReply tile(std::string_view body);        // POST /api/tile
+  HttpReply overview(std::string_view body);    // POST /api/overview
+  HttpReply decompose(std::string_view body);   // POST /api/decompose
+  HttpReply generate(std::string_view body);    // POST /api/generate (causal models only)
+  HttpReply link(std::string_view body);        // POST /api/link: which heads link token q → token k
+  HttpReply ablate(std::string_view body);      // POST /api/ablate: the effect of removing a set of heads
+  HttpReply importance(std::string_view body);  // POST /api/importance: every head's zero-ablation effect
 
   // What the corpus evidence joined into the roles is (CorpusEvidence::source ...), for /api/model.
   void set_corpus_info(std::string source, bool syntax, bool coreference) {

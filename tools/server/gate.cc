@@ -66,8 +66,8 @@ Rejection reject(int status, std::string code, std::string message) {
 std::optional<Rejection> check_host(const RequestHead& r, const GateOptions& options) {
   const auto hosts = r.values("Host");
   if (hosts.size() != 1)
-    return reject(400, "bad_host", "the request must carry exactly one Host header (it has " +
-                                       std::to_string(hosts.size()) + ")");
+    return reject(400, "bad_host",
+                  "the request must carry exactly one Host header (it has " + std::to_string(hosts.size()) + ")");
   const auto parsed = split_host_port(trim(hosts.front()));
   if (!parsed || !host_allowed(parsed->first, options))
     return reject(403, "forbidden_host",
@@ -83,7 +83,8 @@ std::optional<Rejection> check_origin(const RequestHead& r, const GateOptions& o
   const std::string_view origin = trim(origins.front());
   const auto refuse = [&] {
     return reject(403, "forbidden_origin",
-                  "requests from origin \"" + std::string(origin) + "\" are refused: only pages served by this server (" +
+                  "requests from origin \"" + std::string(origin) +
+                      "\" are refused: only pages served by this server (" +
                       "http://127.0.0.1:" + std::to_string(options.port) + "/) may call the API");
   };
   if (origins.size() != 1) return refuse();
@@ -112,8 +113,9 @@ std::optional<Rejection> check_method(const RequestHead& r) {
     if (r.method == "GET" || r.method == "HEAD") return std::nullopt;
     allow = "GET, HEAD";
   }
-  Rejection out = reject(405, "method_not_allowed",
-                         r.method + " is not allowed on " + (is_api ? r.path : "the web UI's files") + "; use " + allow);
+  Rejection out =
+      reject(405, "method_not_allowed",
+             r.method + " is not allowed on " + (is_api ? r.path : "the web UI's files") + "; use " + allow);
   out.allow = allow;
   return out;
 }
@@ -125,14 +127,16 @@ std::optional<Rejection> check_body(const RequestHead& r, const GateOptions& opt
   const auto encodings = r.values("Content-Encoding");
   const bool post = r.method == "POST";
 
-  if (lengths.size() > 1) return reject(400, "bad_content_length", "the request has more than one Content-Length header");
+  if (lengths.size() > 1)
+    return reject(400, "bad_content_length", "the request has more than one Content-Length header");
   if (!lengths.empty() && (!all_digits(trim(lengths.front())) || trim(lengths.front()).size() > 18))
     return reject(400, "bad_content_length", "Content-Length \"" + std::string(lengths.front()) + "\" is not a number");
   const size_t length = lengths.empty() ? 0 : std::stoull(std::string(trim(lengths.front())));
   const bool chunked = transfer.size() == 1 && iequals(trim(transfer.front()), "chunked");
   if (!transfer.empty() && !chunked)
     return reject(400, "bad_transfer_encoding",
-                  "Transfer-Encoding \"" + std::string(transfer.front()) + "\" is not supported; send the body with a Content-Length");
+                  "Transfer-Encoding \"" + std::string(transfer.front()) +
+                      "\" is not supported; send the body with a Content-Length");
   if (chunked && !lengths.empty())
     return reject(400, "bad_transfer_encoding", "the request has both Content-Length and Transfer-Encoding; send one");
 
@@ -142,8 +146,9 @@ std::optional<Rejection> check_body(const RequestHead& r, const GateOptions& opt
     return std::nullopt;
   }
   if (length > max_body)
-    return reject(413, "body_too_large", "request body is " + std::to_string(length) + " bytes; the limit is " +
-                                             std::to_string(max_body) + " bytes");
+    return reject(
+        413, "body_too_large",
+        "request body is " + std::to_string(length) + " bytes; the limit is " + std::to_string(max_body) + " bytes");
   if (lengths.empty() && !chunked)
     return reject(411, "length_required", "a POST needs a Content-Length header (or chunked transfer encoding)");
   for (std::string_view e : encodings)
@@ -171,9 +176,9 @@ std::vector<std::string_view> RequestHead::values(std::string_view name) const {
 
 const std::vector<Route>& api_routes() {
   static const std::vector<Route> routes = {
-      {"/api/model", "GET", false},    {"/api/health", "GET", false},       {"/api/run", "POST", true},
-      {"/api/attention", "POST", true}, {"/api/decompose", "POST", true}, {"/api/generate", "POST", true},
-      {"/api/tile", "POST", true},      {"/api/overview", "POST", true},  {"/api/ablate", "POST", true},
+      {"/api/model", "GET", false},      {"/api/health", "GET", false},    {"/api/run", "POST", true},
+      {"/api/attention", "POST", true},  {"/api/decompose", "POST", true}, {"/api/generate", "POST", true},
+      {"/api/tile", "POST", true},       {"/api/overview", "POST", true},  {"/api/ablate", "POST", true},
       {"/api/importance", "POST", true}, {"/api/link", "POST", true},
   };
   return routes;

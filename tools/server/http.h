@@ -31,7 +31,7 @@ struct HttpOptions {
   std::chrono::milliseconds write_timeout{limits::kWriteTimeoutSeconds * 1000};
   int keep_alive_timeout_s = limits::kKeepAliveTimeoutSeconds;
   int keep_alive_max_count = limits::kKeepAliveMaxCount;
-  bool log_requests = true;              // one stderr line per /api/ request
+  bool log_requests = true;  // one stderr line per /api/ request
 };
 
 // Binds `http` to host:port (port 0: any free port) and returns the port, or -1. cpp-httplib 0.11.4

@@ -50,8 +50,8 @@ class RunCache {
   // `corpus`: [n_layer * n_head] corpus evidence (headscope::corpus_evidence) joined into every
   // run's roles, or empty.
   RunCache(const Model& model, size_t capacity, size_t budget_bytes, int max_tokens,
-           std::vector<analysis::ProbeEvidence> probe = {},
-           AnalyseOptions::Maps maps = AnalyseOptions::Maps::kAuto, std::vector<analysis::HeadEvidence> corpus = {});
+           std::vector<analysis::ProbeEvidence> probe = {}, AnalyseOptions::Maps maps = AnalyseOptions::Maps::kAuto,
+           std::vector<analysis::HeadEvidence> corpus = {});
 
   // The analysed run of `text`, from the cache or computed now. Throws Error on text the model
   // cannot take (invalid UTF-8, more than max_tokens tokens without `truncate`).

@@ -21,7 +21,11 @@ async function post(base, path, body, raw = false) {
 
 async function expectError(base, path, body, status, code, raw = false) {
   const r = await post(base, path, body, raw);
-  assert.equal(r.status, status, `${path} ${raw ? '(raw)' : JSON.stringify(body).slice(0, 80)}: status ${r.status}, body ${JSON.stringify(r.payload).slice(0, 200)}`);
+  assert.equal(
+    r.status,
+    status,
+    `${path} ${raw ? '(raw)' : JSON.stringify(body).slice(0, 80)}: status ${r.status}, body ${JSON.stringify(r.payload).slice(0, 200)}`,
+  );
   assert.ok(r.type.includes('application/json'), 'errors are JSON');
   assert.equal(r.payload.error.status, status);
   if (code) assert.equal(r.payload.error.code, code, r.payload.error.message);
@@ -38,9 +42,15 @@ export async function expectAlive(base) {
 
 /** The lesson's statistics recomputed from the attention tensor (formulas: docs/metrics.md). */
 export function lessonStats(A, T, sparsityFraction) {
-  let entropy = 0, max = 0, avg = 0, sparse = 0;
+  let entropy = 0,
+    max = 0,
+    avg = 0,
+    sparse = 0;
   for (let q = 0; q < T; q++) {
-    let h = 0, m = 0, s2 = 0, small = 0;
+    let h = 0,
+      m = 0,
+      s2 = 0,
+      small = 0;
     for (let k = 0; k < T; k++) {
       const a = A[q * T + k];
       if (a > 0) h -= a * Math.log2(a);
@@ -69,7 +79,12 @@ export async function apiTests(base, suite) {
     assert.deepEqual(model.w_o_shape, [384, 384]);
     assert.equal(model.limits.max_tokens, 512);
     assert.deepEqual(model.kv_head_of, [...Array(12).keys()]);
-    assert.ok(model.roles.length >= 10 && model.roles.every((r) => r.id && r.name && r.description && r.typical_function && /^#[0-9a-f]{6}$/.test(r.color)));
+    assert.ok(
+      model.roles.length >= 10 &&
+        model.roles.every(
+          (r) => r.id && r.name && r.description && r.typical_function && /^#[0-9a-f]{6}$/.test(r.color),
+        ),
+    );
   });
 
   await suite.test('POST /api/run returns tokens, words, statistics and roles of all 72 heads', async () => {
@@ -82,7 +97,10 @@ export async function apiTests(base, suite) {
     assert.equal(run.n_tokens, tokens.length);
     assert.equal(run.heads.length, 72);
     // BERT's pre-tokenizer splits at punctuation, so "didn't" is three words of one token each.
-    assert.deepEqual(run.words.slice(3, 6).map((w) => w.text), ['didn', "'", 't']);
+    assert.deepEqual(
+      run.words.slice(3, 6).map((w) => w.text),
+      ['didn', "'", 't'],
+    );
     for (const h of run.heads) {
       assert.ok(h.stats.entropy_norm >= 0 && h.stats.entropy_norm <= 1);
       assert.ok(h.roles.primary.id && h.roles.primary.evidence.length > 0);
@@ -103,7 +121,11 @@ export async function apiTests(base, suite) {
         assert.ok(Math.abs(s - 1) < 1e-4, `head ${i} row ${q} sums to ${s}`);
       }
       const mine = lessonStats(A, T, model.statistics.sparsity_fraction);
-      for (const [k, v] of Object.entries(mine)) assert.ok(Math.abs(run.heads[i].stats[k] - v) < 1e-5, `head ${i} ${k}: API ${run.heads[i].stats[k]}, recomputed ${v}`);
+      for (const [k, v] of Object.entries(mine))
+        assert.ok(
+          Math.abs(run.heads[i].stats[k] - v) < 1e-5,
+          `head ${i} ${k}: API ${run.heads[i].stats[k]}, recomputed ${v}`,
+        );
     }
   });
 
@@ -122,7 +144,9 @@ export async function apiTests(base, suite) {
 
   await suite.test('word level: merged attention and word statistics', async () => {
     const words = (await post(base, '/api/run', { text: SPLIT_WORDS, level: 'word' })).payload;
-    const att = decodeTensor((await post(base, '/api/attention', { text: SPLIT_WORDS, level: 'word', layer: 0 })).payload);
+    const att = decodeTensor(
+      (await post(base, '/api/attention', { text: SPLIT_WORDS, level: 'word', layer: 0 })).payload,
+    );
     const U = words.n_units;
     assert.equal(U, words.words.length);
     assert.ok(U < words.n_tokens, `${U} words from ${words.n_tokens} tokens`);
@@ -136,7 +160,8 @@ export async function apiTests(base, suite) {
   await suite.test('special tokens hidden: statistics of the renormalised matrices', async () => {
     const plain = (await post(base, '/api/run', { text: SENTENCE, special: 'hide' })).payload;
     assert.equal(plain.special, 'hide');
-    const T = run.n_tokens, K = plain.n_units;
+    const T = run.n_tokens,
+      K = plain.n_units;
     assert.equal(K, T - 2, 'without [CLS] and [SEP]');
     const att = decodeTensor((await post(base, '/api/attention', { text: SENTENCE })).payload);
     for (const i of [0, 17, 40, 71]) {
@@ -148,7 +173,11 @@ export async function apiTests(base, suite) {
         for (let k = 0; k < K; k++) A[q * K + k] = att.data[i * T * T + (q + 1) * T + (k + 1)] / s;
       }
       const mine = lessonStats(A, K, model.statistics.sparsity_fraction);
-      for (const [k, v] of Object.entries(mine)) assert.ok(Math.abs(plain.heads[i].stats[k] - v) < 1e-5, `head ${i} ${k}: API ${plain.heads[i].stats[k]}, recomputed ${v}`);
+      for (const [k, v] of Object.entries(mine))
+        assert.ok(
+          Math.abs(plain.heads[i].stats[k] - v) < 1e-5,
+          `head ${i} ${k}: API ${plain.heads[i].stats[k]}, recomputed ${v}`,
+        );
     }
     await expectError(base, '/api/run', { text: SENTENCE, special: 'drop' }, 400, 'bad_field');
   });
@@ -159,11 +188,16 @@ export async function apiTests(base, suite) {
     const d = r.payload;
     assert.deepEqual(d.head_outputs.shape, [12, 32]);
     assert.deepEqual(d.contributions.shape, [12, 384]);
-    const heads = decodeB64(d.head_outputs), concat = decodeB64(d.concat), proj = decodeB64(d.projection);
-    const bias = decodeB64(d.bias), contrib = decodeB64(d.contributions), norms = decodeB64(d.contribution_norms);
+    const heads = decodeB64(d.head_outputs),
+      concat = decodeB64(d.concat),
+      proj = decodeB64(d.projection);
+    const bias = decodeB64(d.bias),
+      contrib = decodeB64(d.contributions),
+      norms = decodeB64(d.contribution_norms);
     const out = decodeB64(d.attn_output);
     assert.deepEqual(Array.from(concat), Array.from(heads), 'concat is the head outputs side by side');
-    let worstSum = 0, worstProj = 0;
+    let worstSum = 0,
+      worstProj = 0;
     for (let o = 0; o < 384; o++) {
       let s = bias[o];
       for (let h = 0; h < 12; h++) s += contrib[h * 384 + o];
@@ -179,8 +213,11 @@ export async function apiTests(base, suite) {
     }
     // The attention rows for token 8 are row 8 of layer 3's matrices.
     const att = decodeTensor((await post(base, '/api/attention', { text: SENTENCE, layer: 3 })).payload);
-    const rows = decodeB64(d.attention_rows), T = run.n_tokens;
-    for (let h = 0; h < 12; h++) for (let k = 0; k < T; k++) assert.equal(Math.fround(rows[h * T + k]), Math.fround(att.data[(h * T + 8) * T + k]));
+    const rows = decodeB64(d.attention_rows),
+      T = run.n_tokens;
+    for (let h = 0; h < 12; h++)
+      for (let k = 0; k < T; k++)
+        assert.equal(Math.fround(rows[h * T + k]), Math.fround(att.data[(h * T + 8) * T + k]));
   });
 
   await suite.test('malformed JSON → 400 bad_json', async () => {
@@ -216,7 +253,14 @@ export async function apiTests(base, suite) {
     assert.match(e.message, /offset 13/);
     await expectError(base, '/api/run', Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), 400, 'invalid_utf8', true);
     // An overlong encoding of "/" (C0 AF) is not UTF-8 either.
-    await expectError(base, '/api/run', Buffer.concat([Buffer.from('{"text":"'), Buffer.from([0xc0, 0xaf]), Buffer.from('"}')]), 400, 'invalid_utf8', true);
+    await expectError(
+      base,
+      '/api/run',
+      Buffer.concat([Buffer.from('{"text":"'), Buffer.from([0xc0, 0xaf]), Buffer.from('"}')]),
+      400,
+      'invalid_utf8',
+      true,
+    );
   });
 
   await suite.test('oversize text → 413, unless truncation is asked for', async () => {
@@ -241,7 +285,11 @@ export async function apiTests(base, suite) {
   });
 
   await suite.test('/api/generate on an encoder → 400 not_causal', async () => {
-    const r = await fetch(base + '/api/generate', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ text: 'The cat sat', max_new_tokens: 4 }) });
+    const r = await fetch(base + '/api/generate', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ text: 'The cat sat', max_new_tokens: 4 }),
+    });
     assert.equal(r.status, 400);
     assert.equal((await r.json()).error.code, 'not_causal');
   });
@@ -287,41 +335,59 @@ export async function apiTests(base, suite) {
     const after = (await expectAlive(base)).runs_computed;
     assert.equal(after - before, texts.length, 'each distinct text is computed once; the rest come from the cache');
   });
-  await suite.test('hostile requests: each refused with JSON, the server stays up (docs/api.md, "Who may call the API")', async () => {
-    const port = new URL(base).port;
-    // Raw bytes over a socket, for what fetch will not send (a foreign Host, an undecodable path).
-    const raw = (request) => new Promise((resolve, reject) => {
-      const socket = net.connect(Number(port), '127.0.0.1', () => socket.write(request));
-      let data = '';
-      socket.setEncoding('latin1');
-      socket.on('data', (d) => {
-        data += d;
-        const end = data.indexOf('\r\n\r\n');
-        const m = /content-length: (\d+)/i.exec(data);
-        if (end >= 0 && m && data.length >= end + 4 + Number(m[1])) {
-          socket.destroy();
-          resolve({ status: Number(data.slice(9, 12)), head: data.slice(0, end), body: JSON.parse(data.slice(end + 4)) });
-        }
+  await suite.test(
+    'hostile requests: each refused with JSON, the server stays up (docs/api.md, "Who may call the API")',
+    async () => {
+      const port = new URL(base).port;
+      // Raw bytes over a socket, for what fetch will not send (a foreign Host, an undecodable path).
+      const raw = (request) =>
+        new Promise((resolve, reject) => {
+          const socket = net.connect(Number(port), '127.0.0.1', () => socket.write(request));
+          let data = '';
+          socket.setEncoding('latin1');
+          socket.on('data', (d) => {
+            data += d;
+            const end = data.indexOf('\r\n\r\n');
+            const m = /content-length: (\d+)/i.exec(data);
+            if (end >= 0 && m && data.length >= end + 4 + Number(m[1])) {
+              socket.destroy();
+              resolve({
+                status: Number(data.slice(9, 12)),
+                head: data.slice(0, end),
+                body: JSON.parse(data.slice(end + 4)),
+              });
+            }
+          });
+          socket.on('error', reject);
+          socket.setTimeout(10000, () => reject(new Error('no reply')));
+        });
+      const ff = await raw('GET /%ff HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+      assert.equal(ff.status, 404);
+      assert.equal(ff.body.error.code, 'not_found');
+      const rebound = await raw('GET /api/model HTTP/1.1\r\nHost: attacker.example\r\n\r\n');
+      assert.equal(rebound.status, 403);
+      assert.equal(rebound.body.error.code, 'forbidden_host');
+      const cross = await raw(
+        `POST /api/run HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nOrigin: http://evil.example\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{"text":"hi"}`,
+      );
+      assert.equal(cross.status, 403);
+      assert.equal(cross.body.error.code, 'forbidden_origin');
+      const plain = await fetch(base + '/api/run', {
+        method: 'POST',
+        headers: { 'Content-Type': 'text/plain' },
+        body: JSON.stringify({ text: 'hi' }),
       });
-      socket.on('error', reject);
-      socket.setTimeout(10000, () => reject(new Error('no reply')));
-    });
-    const ff = await raw('GET /%ff HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
-    assert.equal(ff.status, 404);
-    assert.equal(ff.body.error.code, 'not_found');
-    const rebound = await raw('GET /api/model HTTP/1.1\r\nHost: attacker.example\r\n\r\n');
-    assert.equal(rebound.status, 403);
-    assert.equal(rebound.body.error.code, 'forbidden_host');
-    const cross = await raw(`POST /api/run HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nOrigin: http://evil.example\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{"text":"hi"}`);
-    assert.equal(cross.status, 403);
-    assert.equal(cross.body.error.code, 'forbidden_origin');
-    const plain = await fetch(base + '/api/run', { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: JSON.stringify({ text: 'hi' }) });
-    assert.equal(plain.status, 415);
-    assert.equal((await plain.json()).error.code, 'unsupported_media_type');
-    const put = await fetch(base + '/api/run', { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: '{}' });
-    assert.equal(put.status, 405);
-    assert.equal(put.headers.get('allow'), 'POST');
-    await expectError(base, '/api/attention', '{"text": "hi", "layer": 1e999}', 400, 'bad_json', true);
-    await expectAlive(base);
-  });
+      assert.equal(plain.status, 415);
+      assert.equal((await plain.json()).error.code, 'unsupported_media_type');
+      const put = await fetch(base + '/api/run', {
+        method: 'PUT',
+        headers: { 'Content-Type': 'application/json' },
+        body: '{}',
+      });
+      assert.equal(put.status, 405);
+      assert.equal(put.headers.get('allow'), 'POST');
+      await expectError(base, '/api/attention', '{"text": "hi", "layer": 1e999}', 400, 'bad_json', true);
+      await expectAlive(base);
+    },
+  );
 }

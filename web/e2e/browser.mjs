@@ -21,7 +21,11 @@ export const CHROMIUM_ARGS = [
 ];
 
 async function api(base, pathName, body) {
-  const res = await fetch(base + pathName, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(base + pathName, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   assert.equal(res.status, 200, `${pathName}: ${res.status}`);
   return (res.headers.get('content-type') ?? '').includes('json') ? res.json() : Buffer.from(await res.arrayBuffer());
 }
@@ -30,10 +34,14 @@ async function api(base, pathName, body) {
 async function settle(page, action, timeout = 120000) {
   const before = await page.evaluate(() => document.body.getAttribute('data-ready'));
   await action();
-  await page.waitForFunction((b) => {
-    const v = document.body.getAttribute('data-ready');
-    return v !== null && v !== b;
-  }, before, { timeout });
+  await page.waitForFunction(
+    (b) => {
+      const v = document.body.getAttribute('data-ready');
+      return v !== null && v !== b;
+    },
+    before,
+    { timeout },
+  );
   const state = await page.evaluate(() => document.body.getAttribute('data-ready'));
   if (state.startsWith('error')) throw new Error(`the app reported an error: ${await page.textContent('#run-status')}`);
 }
@@ -54,17 +62,30 @@ async function checkHeadPanel(page, base, text, level, layer, head, special = 'k
   const run = await api(base, '/api/run', { text, level, special });
   const report = run.heads[layer * 12 + head];
   const title = await page.textContent('#head-title');
-  assert.ok(title.startsWith(`Head ${head + 1} (index ${head}) – ${report.roles.primary.name}`), `title "${title}" for role ${report.roles.primary.name}`);
-  const shown = await page.$$eval('#head-stats [data-stat]', (els) =>
-    els.map((e) => ({ key: e.getAttribute('data-stat'), value: e.getAttribute('data-value'), text: e.querySelector('.stat-value').textContent })),
+  assert.ok(
+    title.startsWith(`Head ${head + 1} (index ${head}) – ${report.roles.primary.name}`),
+    `title "${title}" for role ${report.roles.primary.name}`,
   );
-  assert.deepEqual(shown.map((s) => s.key), ['entropy_bits', 'sparsity', 'max_attention', 'avg_attention']);
+  const shown = await page.$$eval('#head-stats [data-stat]', (els) =>
+    els.map((e) => ({
+      key: e.getAttribute('data-stat'),
+      value: e.getAttribute('data-value'),
+      text: e.querySelector('.stat-value').textContent,
+    })),
+  );
+  assert.deepEqual(
+    shown.map((s) => s.key),
+    ['entropy_bits', 'sparsity', 'max_attention', 'avg_attention'],
+  );
   for (const s of shown) {
     assert.equal(Number(s.value), report.stats[s.key], `${s.key}: page ${s.value}, API ${report.stats[s.key]}`);
     assert.equal(s.text, FORMAT[s.key](report.stats[s.key]), `${s.key} is displayed as ${s.text}`);
   }
   const description = await page.textContent('#head-description');
-  assert.ok(description.toLowerCase().includes(report.roles.primary.evidence.toLowerCase().replace(/\.$/, '')), 'the description quotes the measured evidence');
+  assert.ok(
+    description.toLowerCase().includes(report.roles.primary.evidence.toLowerCase().replace(/\.$/, '')),
+    'the description quotes the measured evidence',
+  );
   const fn = await page.textContent('#head-function');
   const role = (await (await fetch(base + '/api/model')).json()).roles.find((r) => r.id === report.roles.primary.id);
   assert.ok(fn.startsWith(role.typical_function.slice(0, 40)), 'typical function of the role');
@@ -87,8 +108,15 @@ function luminance(rgb) {
 
 export async function browserTests(base, suite, outDir) {
   // playwright starts the browser with a fresh, empty profile directory of its own.
-  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
-  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 }, acceptDownloads: true, deviceScaleFactor: 1 });
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: CHROMIUM_ARGS,
+  });
+  const context = await browser.newContext({
+    viewport: { width: 1400, height: 1000 },
+    acceptDownloads: true,
+    deviceScaleFactor: 1,
+  });
   const page = await context.newPage();
   const pageErrors = [];
   page.on('pageerror', (e) => pageErrors.push(String(e)));
@@ -111,15 +139,29 @@ export async function browserTests(base, suite, outDir) {
       // Learning context: a collapsed strip (so that the views fit the first screen); opened on demand.
       assert.equal(await page.$eval('#learning-context', (d) => d.open), false);
       await page.click('#learning-context > summary');
-      const cards = await page.$$eval('#learning-context .context-card h3', (els) => els.map((e) => e.textContent.replace(/^\d/, '')));
-      assert.deepEqual(cards, ['Learning objectives', 'Where we are in the transformer', 'Why it matters', 'Key takeaways']);
+      const cards = await page.$$eval('#learning-context .context-card h3', (els) =>
+        els.map((e) => e.textContent.replace(/^\d/, '')),
+      );
+      assert.deepEqual(cards, [
+        'Learning objectives',
+        'Where we are in the transformer',
+        'Why it matters',
+        'Key takeaways',
+      ]);
       const ctxText = await page.textContent('#learning-context');
-      for (const needle of ['Step 5 of 8', 'Grouped-query attention', 'Llama 3 70B', 'feed-forward', 'W_O']) assert.ok(ctxText.includes(needle), needle);
+      for (const needle of ['Step 5 of 8', 'Grouped-query attention', 'Llama 3 70B', 'feed-forward', 'W_O'])
+        assert.ok(ctxText.includes(needle), needle);
       assert.equal(await page.$eval('.steps li.current', (e) => e.textContent), '5Multi-head attention');
       // Example sentences, free text, all heads of the layer, the legend.
       assert.ok((await page.$$('.sentence .chip')).length >= 5);
       assert.equal((await page.$$('#head-grid .head-tile')).length, 12);
-      assert.deepEqual(await page.$$eval('.layer-view .legend-ticks span', (els) => els.map((e) => e.textContent)), ['0.0', '0.25', '0.5', '0.75', '1.0']);
+      assert.deepEqual(await page.$$eval('.layer-view .legend-ticks span', (els) => els.map((e) => e.textContent)), [
+        '0.0',
+        '0.25',
+        '0.5',
+        '0.75',
+        '1.0',
+      ]);
       // The formula with this model's sizes, and the explanation.
       assert.equal(await page.textContent('#projection-title'), 'Concat(head₁, …, head₁₂) · W_O');
       const diagram = await page.textContent('#concat-diagram');
@@ -172,7 +214,7 @@ export async function browserTests(base, suite, outDir) {
 
     await suite.test('pick a layer and a head; statistics equal the API', async () => {
       await settle(page, () => page.click('.toolbar [data-layer="3"]'));
-      assert.equal(await page.textContent('#layer-title'), 'Layer 4: all 12 heads side by side');  // index 3, counted from 1
+      assert.equal(await page.textContent('#layer-title'), 'Layer 4: all 12 heads side by side'); // index 3, counted from 1
       await settle(page, () => page.click('#head-grid [data-head="5"]'));
       await checkHeadPanel(page, base, typed, 'token', 3, 5);
       assert.equal(params(page).get('layer'), '3');
@@ -216,7 +258,9 @@ export async function browserTests(base, suite, outDir) {
       assert.equal(params(page).get('token'), '3');
       const dec = await api(base, '/api/decompose', { text: typed, layer: 3, token: 3 });
       const norms = Buffer.from(dec.contribution_norms.data, 'base64');
-      const shownNorms = await page.$$eval('#decomposition [data-norm]', (els) => els.map((e) => Number(e.getAttribute('data-norm'))));
+      const shownNorms = await page.$$eval('#decomposition [data-norm]', (els) =>
+        els.map((e) => Number(e.getAttribute('data-norm'))),
+      );
       assert.equal(shownNorms.length, 12);
       shownNorms.forEach((n, i) => assert.equal(Math.fround(n), norms.readFloatLE(4 * i)));
       assert.equal((await page.$$('#decomposition [data-head-output]')).length, 12);
@@ -231,14 +275,26 @@ export async function browserTests(base, suite, outDir) {
       await settle(page, () => page.click('.toolbar [data-level="word"]'));
       const words = await api(base, '/api/run', { text: typed, level: 'word' });
       await checkHeadPanel(page, base, typed, 'word', 3, 9);
-      const U = words.n_units, specials = words.words.filter((w) => w.special).length;
-      assert.equal(await page.getAttribute('#head-panel canvas.labeled-heatmap', 'aria-label'), `attention heatmap, ${U} × ${U}`);
+      const U = words.n_units,
+        specials = words.words.filter((w) => w.special).length;
+      assert.equal(
+        await page.getAttribute('#head-panel canvas.labeled-heatmap', 'aria-label'),
+        `attention heatmap, ${U} × ${U}`,
+      );
       await settle(page, () => page.check('#hide-special'));
-      assert.equal(await page.getAttribute('#head-panel canvas.labeled-heatmap', 'aria-label'), `attention heatmap, ${U - specials} × ${U - specials}`);
+      assert.equal(
+        await page.getAttribute('#head-panel canvas.labeled-heatmap', 'aria-label'),
+        `attention heatmap, ${U - specials} × ${U - specials}`,
+      );
       await checkHeadPanel(page, base, typed, 'word', 3, 9, 'hide');
       await settle(page, () => page.selectOption('#scale-select', 'log'));
       assert.equal(await page.getAttribute('.layer-view .legend', 'data-scale'), 'log');
-      assert.deepEqual(await page.$$eval('.layer-view .legend-ticks span', (els) => els.map((e) => e.textContent)), ['0.001', '0.01', '0.1', '1.0']);
+      assert.deepEqual(await page.$$eval('.layer-view .legend-ticks span', (els) => els.map((e) => e.textContent)), [
+        '0.001',
+        '0.01',
+        '0.1',
+        '1.0',
+      ]);
       const p = params(page);
       assert.equal(p.get('level'), 'word');
       assert.equal(p.get('special'), 'hide');
@@ -262,21 +318,31 @@ export async function browserTests(base, suite, outDir) {
       await settle(page, () => page.selectOption('#scale-select', 'linear'));
     });
 
-    await suite.test('every registered view: its tab, its digit key, and only its own part of #views shown', async () => {
-      const tabs = await page.$$eval('.tabs .tab', (els) => els.map((e) => e.getAttribute('data-view')));
-      assert.deepEqual(tabs.slice(0, 4), ['layer', 'model', 'lines', 'compare']);
-      assert.equal(await page.$$eval('#views > *', (els) => els.length), tabs.length);
-      await page.evaluate(() => document.activeElement?.blur());
-      for (const [i, id] of tabs.entries()) {
-        await settle(page, () => page.keyboard.press(String(i + 1)));
-        assert.equal(params(page).get('view'), id === 'layer' ? null : id);
-        assert.equal(await page.getAttribute('.tab.active', 'data-view'), id);
-        const shown = await page.$$eval('#views > *', (els) => els.map((e) => !e.hidden));
-        assert.deepEqual(shown, tabs.map((_, j) => j === i), `only view ${id} is shown`);
-        assert.ok((await page.$eval(`#views > :nth-child(${i + 1}) h2`, (e) => e.textContent)).trim() !== '', `${id} has drawn its heading`);
-      }
-      await settle(page, () => page.keyboard.press('1'));
-    });
+    await suite.test(
+      'every registered view: its tab, its digit key, and only its own part of #views shown',
+      async () => {
+        const tabs = await page.$$eval('.tabs .tab', (els) => els.map((e) => e.getAttribute('data-view')));
+        assert.deepEqual(tabs.slice(0, 4), ['layer', 'model', 'lines', 'compare']);
+        assert.equal(await page.$$eval('#views > *', (els) => els.length), tabs.length);
+        await page.evaluate(() => document.activeElement?.blur());
+        for (const [i, id] of tabs.entries()) {
+          await settle(page, () => page.keyboard.press(String(i + 1)));
+          assert.equal(params(page).get('view'), id === 'layer' ? null : id);
+          assert.equal(await page.getAttribute('.tab.active', 'data-view'), id);
+          const shown = await page.$$eval('#views > *', (els) => els.map((e) => !e.hidden));
+          assert.deepEqual(
+            shown,
+            tabs.map((_, j) => j === i),
+            `only view ${id} is shown`,
+          );
+          assert.ok(
+            (await page.$eval(`#views > :nth-child(${i + 1}) h2`, (e) => e.textContent)).trim() !== '',
+            `${id} has drawn its heading`,
+          );
+        }
+        await settle(page, () => page.keyboard.press('1'));
+      },
+    );
 
     await suite.test('model view: every head badged by role; click selects a head', async () => {
       await settle(page, () => page.click('.tab[data-view="model"]'));
@@ -290,7 +356,9 @@ export async function browserTests(base, suite, outDir) {
         const c = document.getElementById('model-grid');
         return (parseFloat(c.style.width) - 34) / 12;
       });
-      await settle(page, () => canvas.click({ position: { x: 34 + thumb * 2 + thumb / 2, y: 18 + (thumb + 8) * 1 + thumb / 2 } }));
+      await settle(page, () =>
+        canvas.click({ position: { x: 34 + thumb * 2 + thumb / 2, y: 18 + (thumb + 8) * 1 + thumb / 2 } }),
+      );
       assert.equal(params(page).get('layer'), '1');
       assert.equal(params(page).get('head'), '2');
       await part('.model-view', '08-model-view.png');
@@ -342,7 +410,10 @@ export async function browserTests(base, suite, outDir) {
       await settle(page, () => page.click('.tab[data-view="compare"]'));
       pngSize(await save('#export-png', 'export-compare.png'));
       assert.ok(fs.readFileSync(await save('#export-svg', 'export-compare.svg'), 'utf8').includes('A − B'));
-      const csv = fs.readFileSync(await save('#export-csv', 'export-stats.csv'), 'utf8').trim().split(/\r\n/);
+      const csv = fs
+        .readFileSync(await save('#export-csv', 'export-stats.csv'), 'utf8')
+        .trim()
+        .split(/\r\n/);
       assert.equal(csv.length, 73);
       const run = await api(base, '/api/run', { text: typed });
       const header = csv[0].split(',');
@@ -364,8 +435,27 @@ export async function browserTests(base, suite, outDir) {
           }
           return [255, 255, 255];
         };
-        const sels = ['h1', '.lead', '.kicker', '.muted', '.stat-value', '.stat-note', '.tab.active', 'button.primary', '.chip[aria-pressed="true"]', '.segmented button[aria-pressed="true"]', '#head-description', '.legend figcaption', '.vector-value', '.sum-check'];
-        return sels.flatMap((s) => [...document.querySelectorAll(s)].slice(0, 3).map((el) => ({ s, fg: parse(getComputedStyle(el).color).slice(0, 3), bg: background(el) })));
+        const sels = [
+          'h1',
+          '.lead',
+          '.kicker',
+          '.muted',
+          '.stat-value',
+          '.stat-note',
+          '.tab.active',
+          'button.primary',
+          '.chip[aria-pressed="true"]',
+          '.segmented button[aria-pressed="true"]',
+          '#head-description',
+          '.legend figcaption',
+          '.vector-value',
+          '.sum-check',
+        ];
+        return sels.flatMap((s) =>
+          [...document.querySelectorAll(s)]
+            .slice(0, 3)
+            .map((el) => ({ s, fg: parse(getComputedStyle(el).color).slice(0, 3), bg: background(el) })),
+        );
       });
       assert.ok(pairs.length >= 14);
       for (const { s, fg, bg } of pairs) {
@@ -384,7 +474,10 @@ export async function browserTests(base, suite, outDir) {
       let t0 = Date.now();
       await settle(page, () => page.press('#text-input', 'Enter'));
       timings.first_view_ms = Date.now() - t0;
-      assert.equal(await page.getAttribute('#head-panel canvas.labeled-heatmap', 'aria-label'), `attention heatmap, ${tokens} × ${tokens}`);
+      assert.equal(
+        await page.getAttribute('#head-panel canvas.labeled-heatmap', 'aria-label'),
+        `attention heatmap, ${tokens} × ${tokens}`,
+      );
       t0 = Date.now();
       await settle(page, () => page.click('#head-grid [data-head="4"]'));
       timings.head_switch_ms = Date.now() - t0;

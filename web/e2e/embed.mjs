@@ -12,7 +12,10 @@ import { chromium } from 'playwright-core';
 import { CHROMIUM_ARGS } from './browser.mjs';
 
 const checks = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+  args: CHROMIUM_ARGS,
+});
 const results = [];
 try {
   for (const c of checks) {
@@ -26,10 +29,14 @@ try {
       return route.abort();
     });
     await page.goto('file://' + c.file);
-    const frame = c.frame ? await (await page.waitForSelector('iframe.headscope-view')).contentFrame() : page.mainFrame();
+    const frame = c.frame
+      ? await (await page.waitForSelector('iframe.headscope-view')).contentFrame()
+      : page.mainFrame();
     await frame.waitForSelector('body[data-ready]', { timeout: 15000 });
     const ready = await frame.getAttribute('body', 'data-ready');
-    const canvas = await frame.waitForSelector(c.canvas ?? `.head-tile[data-head="${c.head}"] canvas`, { timeout: 5000 });
+    const canvas = await frame.waitForSelector(c.canvas ?? `.head-tile[data-head="${c.head}"] canvas`, {
+      timeout: 5000,
+    });
     await canvas.scrollIntoViewIfNeeded();
     // Pixels that are not the page's background: a drawn heatmap has many.
     const inked = await canvas.evaluate((el) => {

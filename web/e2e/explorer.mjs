@@ -21,10 +21,14 @@ async function ready(page) {
 async function settle(page, action, timeout = 120000) {
   const before = await ready(page);
   await action();
-  await page.waitForFunction((b) => {
-    const v = document.body.getAttribute('data-ready');
-    return v !== null && v !== b;
-  }, before, { timeout });
+  await page.waitForFunction(
+    (b) => {
+      const v = document.body.getAttribute('data-ready');
+      return v !== null && v !== b;
+    },
+    before,
+    { timeout },
+  );
   const state = await ready(page);
   if (state.startsWith('error')) throw new Error(`the app reported an error: ${await page.textContent('#run-status')}`);
 }
@@ -32,7 +36,11 @@ async function settle(page, action, timeout = 120000) {
 const params = (page) => new URL(page.url()).searchParams;
 
 async function post(base, pathName, body) {
-  const res = await fetch(base + pathName, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(base + pathName, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   assert.equal(res.status, 200, `${pathName}: ${res.status}`);
   return res.json();
 }
@@ -50,29 +58,46 @@ async function downloadText(page, click) {
  */
 export async function explorerTests(base, suite, outDir, { tag, folder, truncate = true }) {
   const model = await (await fetch(base + '/api/model')).json();
-  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
-  const shot = (page, name, opts = {}) => page.screenshot({ path: path.join(outDir, `13-${tag}-${name}.png`), ...opts });
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: CHROMIUM_ARGS,
+  });
+  const shot = (page, name, opts = {}) =>
+    page.screenshot({ path: path.join(outDir, `13-${tag}-${name}.png`), ...opts });
   try {
-    const desk = await browser.newContext({ viewport: { width: 1400, height: 900 }, acceptDownloads: true, deviceScaleFactor: 1 });
+    const desk = await browser.newContext({
+      viewport: { width: 1400, height: 900 },
+      acceptDownloads: true,
+      deviceScaleFactor: 1,
+    });
     const page = await desk.newPage();
     const errors = [];
     page.on('pageerror', (e) => errors.push(String(e)));
     const url = `${base}/?text=${encodeURIComponent(TROPHY)}`;
 
-    await suite.test(`${tag} 1400×900: the text box and the heatmaps are on the first screen; the name is the folder's`, async () => {
-      await page.goto(url);
-      await page.waitForFunction(() => /^\d+$/.test(document.body.getAttribute('data-ready') ?? ''), null, { timeout: 120000 });
-      assert.equal(model.name, folder);
-      assert.equal(await page.textContent('#model-name'), folder);
-      assert.equal(await page.$eval('#learning-context', (d) => d.open), false, 'the learning context starts as a strip');
-      // data-ready is set when the analysis is in; the grid's canvases may be laid out a frame later.
-      await page.locator('#head-grid canvas').first().waitFor({ state: 'visible', timeout: 10000 });
-      const box = await page.locator('#text-input').boundingBox();
-      const tile = await page.locator('#head-grid canvas').first().boundingBox();
-      assert.ok(box.y + box.height < 900, `text box ends at ${box.y + box.height}`);
-      assert.ok(tile.y + tile.height / 2 < 900, `first heatmap's middle at ${tile.y + tile.height / 2}`);
-      await shot(page, 'first-screen-1400x900');
-    });
+    await suite.test(
+      `${tag} 1400×900: the text box and the heatmaps are on the first screen; the name is the folder's`,
+      async () => {
+        await page.goto(url);
+        await page.waitForFunction(() => /^\d+$/.test(document.body.getAttribute('data-ready') ?? ''), null, {
+          timeout: 120000,
+        });
+        assert.equal(model.name, folder);
+        assert.equal(await page.textContent('#model-name'), folder);
+        assert.equal(
+          await page.$eval('#learning-context', (d) => d.open),
+          false,
+          'the learning context starts as a strip',
+        );
+        // data-ready is set when the analysis is in; the grid's canvases may be laid out a frame later.
+        await page.locator('#head-grid canvas').first().waitFor({ state: 'visible', timeout: 10000 });
+        const box = await page.locator('#text-input').boundingBox();
+        const tile = await page.locator('#head-grid canvas').first().boundingBox();
+        assert.ok(box.y + box.height < 900, `text box ends at ${box.y + box.height}`);
+        assert.ok(tile.y + tile.height / 2 < 900, `first heatmap's middle at ${tile.y + tile.height / 2}`);
+        await shot(page, 'first-screen-1400x900');
+      },
+    );
 
     await suite.test(`${tag}: one numbering of heads and layers in every view`, async () => {
       await settle(page, () => page.selectOption('#head-select', '1'));
@@ -118,32 +143,37 @@ export async function explorerTests(base, suite, outDir, { tag, folder, truncate
       await page.mouse.move(0, 0);
     });
 
-    await suite.test(`${tag}: while a text is analysed the views are dimmed, a progress bar runs, Analyse is disabled`, async () => {
-      let release;
-      const held = new Promise((r) => (release = r));
-      await page.route('**/api/run', async (route) => {
-        await held;
-        await route.continue();
-      });
-      await page.fill('#text-input', 'Heads can be watched while they work.');
-      const before = await ready(page);
-      try {
-        await page.click('#analyse');
-        await page.waitForFunction(() => document.body.classList.contains('computing'));
-        assert.equal(await page.isDisabled('#analyse'), true, 'Analyse is disabled');
-        assert.equal(await page.isVisible('#progress'), true, 'the progress bar runs');
-        const opacity = Number(await page.$eval('#views', (e) => getComputedStyle(e).opacity));
-        assert.ok(opacity < 0.5, `the old views are dimmed (opacity ${opacity})`);
-        await shot(page, 'computing');
-      } finally {
-        release();
-        await page.waitForFunction((b) => document.body.getAttribute('data-ready') !== b, before, { timeout: 120000 });
-        await page.unroute('**/api/run');
-      }
-      assert.equal(await page.$eval('body', (b) => b.classList.contains('computing')), false);
-      assert.equal(await page.isDisabled('#analyse'), false);
-      assert.equal(await page.isVisible('#progress'), false);
-    });
+    await suite.test(
+      `${tag}: while a text is analysed the views are dimmed, a progress bar runs, Analyse is disabled`,
+      async () => {
+        let release;
+        const held = new Promise((r) => (release = r));
+        await page.route('**/api/run', async (route) => {
+          await held;
+          await route.continue();
+        });
+        await page.fill('#text-input', 'Heads can be watched while they work.');
+        const before = await ready(page);
+        try {
+          await page.click('#analyse');
+          await page.waitForFunction(() => document.body.classList.contains('computing'));
+          assert.equal(await page.isDisabled('#analyse'), true, 'Analyse is disabled');
+          assert.equal(await page.isVisible('#progress'), true, 'the progress bar runs');
+          const opacity = Number(await page.$eval('#views', (e) => getComputedStyle(e).opacity));
+          assert.ok(opacity < 0.5, `the old views are dimmed (opacity ${opacity})`);
+          await shot(page, 'computing');
+        } finally {
+          release();
+          await page.waitForFunction((b) => document.body.getAttribute('data-ready') !== b, before, {
+            timeout: 120000,
+          });
+          await page.unroute('**/api/run');
+        }
+        assert.equal(await page.$eval('body', (b) => b.classList.contains('computing')), false);
+        assert.equal(await page.isDisabled('#analyse'), false);
+        assert.equal(await page.isVisible('#progress'), false);
+      },
+    );
 
     await suite.test(`${tag}: tokens are shown decoded, without byte-level symbols`, async () => {
       const text = 'Grüße aus Köln:\nthe naïve café.';
@@ -153,9 +183,15 @@ export async function explorerTests(base, suite, outDir, { tag, folder, truncate
       const labels = await page.$$eval('.token-chips .chip.token', (els) => els.map((e) => e.textContent));
       assert.equal(labels.length, run.n_tokens);
       for (const l of labels) assert.ok(!BYTE_SYMBOLS.test(l), `token label "${l}"`);
-      assert.ok(labels.some((l) => /ü|ö|ï|é/.test(l)), `accented letters shown: ${labels.join(' ')}`);
+      assert.ok(
+        labels.some((l) => /ü|ö|ï|é/.test(l)),
+        `accented letters shown: ${labels.join(' ')}`,
+      );
       // The page's labels are the server's display texts, which are slices of the text.
-      assert.deepEqual(labels, run.tokens.map((t) => (t.display.length > 18 ? t.display.slice(0, 17) + '…' : t.display)));
+      assert.deepEqual(
+        labels,
+        run.tokens.map((t) => (t.display.length > 18 ? t.display.slice(0, 17) + '…' : t.display)),
+      );
     });
 
     if (truncate) {
@@ -181,10 +217,19 @@ export async function explorerTests(base, suite, outDir, { tag, folder, truncate
       await page.fill('#text-input', TROPHY);
       await settle(page, () => page.click('#analyse'));
       const run = await post(base, '/api/run', { text: TROPHY, truncate: true });
-      const layer = Number(params(page).get('layer')), head = Number(params(page).get('head'));
+      const layer = Number(params(page).get('layer')),
+        head = Number(params(page).get('head'));
       const role = run.heads[layer * model.n_head + head].roles.primary.name;
       const check = (svg, what) => {
-        for (const needle of [what, folder, `Layer ${layer + 1} (index ${layer})`, `Head ${head + 1} (index ${head})`, role, 'trophy', 'suitcase'])
+        for (const needle of [
+          what,
+          folder,
+          `Layer ${layer + 1} (index ${layer})`,
+          `Head ${head + 1} (index ${head})`,
+          role,
+          'trophy',
+          'suitcase',
+        ])
           assert.ok(svg.includes(needle.replace(/'/g, '&apos;')), `${what}: "${needle}" in the SVG`);
         assert.ok(svg.includes('>trophy</text>'), `${what}: the heatmaps carry their token labels`);
       };
@@ -195,36 +240,43 @@ export async function explorerTests(base, suite, outDir, { tag, folder, truncate
     });
 
     if (model.causal) {
-      await suite.test(`${tag}: after Generate step 1 is selected and locked, arrows move through every step, reload restores them`, async () => {
-        const prompt = 'The capital of France is';
-        await page.fill('#text-input', prompt);
-        await settle(page, () => page.click('#analyse'));
-        await settle(page, () => page.click('#generate'));
-        await page.waitForSelector('#step-slider');
-        const n = Number(await page.getAttribute('#step-slider', 'max')) + 1;
-        const g = await post(base, '/api/generate', { text: prompt, max_new_tokens: 16 });  // greedy: the same steps
-        assert.equal(g.generated.length, n);
-        const first = g.generated[0].position;
-        assert.equal(Number(params(page).get('token')), first);
-        assert.equal(Number(params(page).get('lock')), first);
-        assert.match(await page.textContent('#step-label'), new RegExp(`^ 1 of ${n}: `));
-        assert.ok(!BYTE_SYMBOLS.test(await page.textContent('#step-label')), 'the step names its token decoded');
-        assert.equal(await page.evaluate(() => document.activeElement?.id), 'step-slider');
-        // Each key press is checked as soon as the step label follows (a newer refresh abandons an
-        // older one, so the walk does not wait for every step's W_O decomposition); then settle.
-        for (let s = 2; s <= n; s++) {
-          await page.keyboard.press('ArrowRight');
-          await page.waitForFunction((want) => document.getElementById('step-label')?.textContent.startsWith(want), ` ${s} of ${n}: `, { timeout: 60000 });
-          assert.equal(Number(params(page).get('lock')), g.generated[s - 1].position);
-        }
-        await settle(page, () => page.keyboard.press('ArrowLeft'));
-        assert.match(await page.textContent('#step-label'), new RegExp(`^ ${n - 1} of ${n}: `));
-        await settle(page, () => page.reload());
-        await page.waitForSelector('#step-slider');
-        assert.match(await page.textContent('#step-label'), new RegExp(`^ ${n - 1} of ${n}: `));
-        assert.equal(Number(params(page).get('lock')), g.generated[n - 2].position);
-        await page.locator('.sentence').screenshot({ path: path.join(outDir, `13-${tag}-generation-steps.png`) });
-      });
+      await suite.test(
+        `${tag}: after Generate step 1 is selected and locked, arrows move through every step, reload restores them`,
+        async () => {
+          const prompt = 'The capital of France is';
+          await page.fill('#text-input', prompt);
+          await settle(page, () => page.click('#analyse'));
+          await settle(page, () => page.click('#generate'));
+          await page.waitForSelector('#step-slider');
+          const n = Number(await page.getAttribute('#step-slider', 'max')) + 1;
+          const g = await post(base, '/api/generate', { text: prompt, max_new_tokens: 16 }); // greedy: the same steps
+          assert.equal(g.generated.length, n);
+          const first = g.generated[0].position;
+          assert.equal(Number(params(page).get('token')), first);
+          assert.equal(Number(params(page).get('lock')), first);
+          assert.match(await page.textContent('#step-label'), new RegExp(`^ 1 of ${n}: `));
+          assert.ok(!BYTE_SYMBOLS.test(await page.textContent('#step-label')), 'the step names its token decoded');
+          assert.equal(await page.evaluate(() => document.activeElement?.id), 'step-slider');
+          // Each key press is checked as soon as the step label follows (a newer refresh abandons an
+          // older one, so the walk does not wait for every step's W_O decomposition); then settle.
+          for (let s = 2; s <= n; s++) {
+            await page.keyboard.press('ArrowRight');
+            await page.waitForFunction(
+              (want) => document.getElementById('step-label')?.textContent.startsWith(want),
+              ` ${s} of ${n}: `,
+              { timeout: 60000 },
+            );
+            assert.equal(Number(params(page).get('lock')), g.generated[s - 1].position);
+          }
+          await settle(page, () => page.keyboard.press('ArrowLeft'));
+          assert.match(await page.textContent('#step-label'), new RegExp(`^ ${n - 1} of ${n}: `));
+          await settle(page, () => page.reload());
+          await page.waitForSelector('#step-slider');
+          assert.match(await page.textContent('#step-label'), new RegExp(`^ ${n - 1} of ${n}: `));
+          assert.equal(Number(params(page).get('lock')), g.generated[n - 2].position);
+          await page.locator('.sentence').screenshot({ path: path.join(outDir, `13-${tag}-generation-steps.png`) });
+        },
+      );
     }
 
     await suite.test(`${tag}: no errors in the page (1400×900)`, async () => {
@@ -232,38 +284,57 @@ export async function explorerTests(base, suite, outDir, { tag, folder, truncate
     });
     await desk.close();
 
-    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2, acceptDownloads: true });
+    const phone = await browser.newContext({
+      viewport: { width: 390, height: 844 },
+      isMobile: true,
+      hasTouch: true,
+      deviceScaleFactor: 2,
+      acceptDownloads: true,
+    });
     const mp = await phone.newPage();
     const phoneErrors = [];
     mp.on('pageerror', (e) => phoneErrors.push(String(e)));
 
-    await suite.test(`${tag} 390×844: one-line header, sticky horizontal toolbar, a layer select, nothing wider than the screen`, async () => {
-      await mp.goto(url);
-      await mp.waitForFunction(() => /^\d+$/.test(document.body.getAttribute('data-ready') ?? ''), null, { timeout: 120000 });
-      await shot(mp, 'phone-top');
-      const header = await mp.locator('header.top').boundingBox();
-      assert.ok(header.height <= 50, `header is ${header.height} px tall`);
-      assert.equal(await mp.isVisible('#layer-select'), true);
-      assert.equal(await mp.isVisible('.layer-control .segmented'), false);
-      const controls = await mp.$eval('.toolbar .controls', (e) => ({ overflow: getComputedStyle(e).overflowX, wrap: getComputedStyle(e).flexWrap }));
-      assert.deepEqual(controls, { overflow: 'auto', wrap: 'nowrap' });
-      await mp.evaluate(() => window.scrollTo(0, 1500));
-      const bar = await mp.locator('#toolbar').boundingBox();
-      assert.ok(bar.y >= 0 && bar.y < 80, `the toolbar stays in sight (top ${bar.y})`);
-      assert.ok(await mp.evaluate(() => document.documentElement.scrollWidth) <= 390, 'no sideways scrolling of the page');
-      await shot(mp, 'phone-scrolled');
-      await settle(mp, () => mp.selectOption('#layer-select', String(model.n_layer - 1)));
-      assert.equal(params(mp).get('layer'), String(model.n_layer - 1));
-    });
+    await suite.test(
+      `${tag} 390×844: one-line header, sticky horizontal toolbar, a layer select, nothing wider than the screen`,
+      async () => {
+        await mp.goto(url);
+        await mp.waitForFunction(() => /^\d+$/.test(document.body.getAttribute('data-ready') ?? ''), null, {
+          timeout: 120000,
+        });
+        await shot(mp, 'phone-top');
+        const header = await mp.locator('header.top').boundingBox();
+        assert.ok(header.height <= 50, `header is ${header.height} px tall`);
+        assert.equal(await mp.isVisible('#layer-select'), true);
+        assert.equal(await mp.isVisible('.layer-control .segmented'), false);
+        const controls = await mp.$eval('.toolbar .controls', (e) => ({
+          overflow: getComputedStyle(e).overflowX,
+          wrap: getComputedStyle(e).flexWrap,
+        }));
+        assert.deepEqual(controls, { overflow: 'auto', wrap: 'nowrap' });
+        await mp.evaluate(() => window.scrollTo(0, 1500));
+        const bar = await mp.locator('#toolbar').boundingBox();
+        assert.ok(bar.y >= 0 && bar.y < 80, `the toolbar stays in sight (top ${bar.y})`);
+        assert.ok(
+          (await mp.evaluate(() => document.documentElement.scrollWidth)) <= 390,
+          'no sideways scrolling of the page',
+        );
+        await shot(mp, 'phone-scrolled');
+        await settle(mp, () => mp.selectOption('#layer-select', String(model.n_layer - 1)));
+        assert.equal(params(mp).get('layer'), String(model.n_layer - 1));
+      },
+    );
 
     await suite.test(`${tag} 390×844: head lines and W_O strips fit the width`, async () => {
       await settle(mp, () => mp.click('.tab[data-view="lines"]'));
       const lines = await mp.locator('#lines-canvas').boundingBox();
       assert.ok(lines.x >= 0 && lines.x + lines.width <= 390, `lines view from ${lines.x} to ${lines.x + lines.width}`);
-      const strips = await mp.$$eval('.vector-strip canvas', (els) => els.map((e) => e.getBoundingClientRect()).map((r) => [r.left, r.right]));
+      const strips = await mp.$$eval('.vector-strip canvas', (els) =>
+        els.map((e) => e.getBoundingClientRect()).map((r) => [r.left, r.right]),
+      );
       assert.ok(strips.length > 0);
       for (const [l, r] of strips) assert.ok(l >= 0 && r <= 390, `W_O strip from ${l} to ${r}`);
-      assert.ok(await mp.evaluate(() => document.documentElement.scrollWidth) <= 390);
+      assert.ok((await mp.evaluate(() => document.documentElement.scrollWidth)) <= 390);
       await mp.$eval('#views', (e) => e.scrollIntoView());
       await shot(mp, 'phone-lines');
     });
@@ -275,7 +346,7 @@ export async function explorerTests(base, suite, outDir, { tag, folder, truncate
       await mp.$eval('#lines-canvas', (c) => c.scrollIntoView({ block: 'center' }));
       const box = await mp.locator('#lines-canvas').boundingBox();
       const scale = box.width / (await mp.$eval('#lines-canvas', (c) => parseFloat(c.style.width)));
-      const at = { x: box.x + 60 * scale, y: box.y + (28 + 2 * 20 + 10) * scale };  // row 2 (drawing coordinates of lines-view.ts)
+      const at = { x: box.x + 60 * scale, y: box.y + (28 + 2 * 20 + 10) * scale }; // row 2 (drawing coordinates of lines-view.ts)
       await mp.touchscreen.tap(at.x, at.y);
       await mp.waitForFunction(() => document.querySelector('.tooltip')?.style.display === 'block');
       assert.match(await mp.textContent('.tooltip'), /attends to/);

@@ -18,7 +18,12 @@ export class Suite {
       console.log(`  ✓ ${name} (${Date.now() - t0} ms)`);
     } catch (e) {
       this.failures.push({ name, error: e });
-      console.log(`  ✗ ${name}\n      ${String(e && e.stack ? e.stack : e).split('\n').slice(0, 6).join('\n      ')}`);
+      console.log(
+        `  ✗ ${name}\n      ${String(e && e.stack ? e.stack : e)
+          .split('\n')
+          .slice(0, 6)
+          .join('\n      ')}`,
+      );
     }
   }
 
@@ -33,7 +38,9 @@ export class Suite {
  * "headscope explorer: http://HOST:PORT/". The server's stderr is kept for the report.
  */
 export async function startServer({ bin, model, webDir, timeoutMs = 180000, log, args = [] }) {
-  const child = spawn(bin, ['serve', '--model', model, '--port', '0', '--web-dir', webDir, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(bin, ['serve', '--model', model, '--port', '0', '--web-dir', webDir, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stderr.on('data', (d) => log?.write(d));
   let buffered = '';
   const url = await new Promise((resolve, reject) => {

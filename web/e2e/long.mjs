@@ -29,15 +29,19 @@ export function longText(conllu, maxBytes = 46000) {
 function post(base, pathName, body) {
   return new Promise((resolve, reject) => {
     const data = Buffer.from(JSON.stringify(body));
-    const req = http.request(base + pathName, { method: 'POST', headers: { 'Content-Type': 'application/json', 'Content-Length': data.length, Origin: base } }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => {
-        const buf = Buffer.concat(chunks);
-        const json = (res.headers['content-type'] ?? '').includes('json');
-        resolve({ status: res.statusCode, body: json ? JSON.parse(buf.toString('utf8')) : buf });
-      });
-    });
+    const req = http.request(
+      base + pathName,
+      { method: 'POST', headers: { 'Content-Type': 'application/json', 'Content-Length': data.length, Origin: base } },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => {
+          const buf = Buffer.concat(chunks);
+          const json = (res.headers['content-type'] ?? '').includes('json');
+          resolve({ status: res.statusCode, body: json ? JSON.parse(buf.toString('utf8')) : buf });
+        });
+      },
+    );
     req.on('error', reject);
     req.end(data);
   });
@@ -54,7 +58,9 @@ export async function longTests(base, suite, outDir, text, timings) {
     assert.ok(n > LONG_TOKENS, `${n} tokens`);
     assert.ok(bytes <= 64 * 1024);
     timings.bytes_per_token = bytes / n;
-    console.log(`    ${bytes} bytes = ${n} tokens (${(bytes / n).toFixed(2)} bytes a token: ${LONG_TOKENS} tokens ≈ ${((LONG_TOKENS * bytes) / n / 1024).toFixed(1)} KiB)`);
+    console.log(
+      `    ${bytes} bytes = ${n} tokens (${(bytes / n).toFixed(2)} bytes a token: ${LONG_TOKENS} tokens ≈ ${((LONG_TOKENS * bytes) / n / 1024).toFixed(1)} KiB)`,
+    );
   });
 
   await suite.test(`the ${LONG_TOKENS}-token analysis (once, reused by every step)`, async () => {
@@ -88,13 +94,22 @@ export async function longTests(base, suite, outDir, text, timings) {
       assert.equal(r.status, status, `${q0}..${q1} × ${k0}..${k1}: ${JSON.stringify(r.body)}`);
     }
     const t0 = Date.now();
-    const tile = await post(base, '/api/tile', { text, truncate: true, layer: 5, head: 3, q0: T - 1024, q1: T, k0: T - 1024, k1: T });
+    const tile = await post(base, '/api/tile', {
+      text,
+      truncate: true,
+      layer: 5,
+      head: 3,
+      q0: T - 1024,
+      q1: T,
+      k0: T - 1024,
+      k1: T,
+    });
     timings.api_tile_1024_ms = Date.now() - t0;
     assert.equal(tile.status, 200);
     const t = decodeTensor(tile.body);
     assert.deepEqual(t.shape, [1024, 1024]);
     let row = 0;
-    for (let k = 0; k < 1024; k++) row += t.data[1023 * 1024 + k];  // the last query sees every key of the tile and more
+    for (let k = 0; k < 1024; k++) row += t.data[1023 * 1024 + k]; // the last query sees every key of the tile and more
     assert.ok(row > 0 && row <= 1 + 1e-5);
     const ov = await post(base, '/api/overview', { text, truncate: true, layer: 5 });
     assert.equal(ov.status, 200);
@@ -102,17 +117,30 @@ export async function longTests(base, suite, outDir, text, timings) {
     console.log(`    /api/tile 1024 × 1024 at the end of the text: ${timings.api_tile_1024_ms} ms`);
   });
 
-  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: CHROMIUM_ARGS,
+  });
   const page = await browser.newPage({ viewport: { width: 1400, height: 1300 } });
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   const shot = (name) => page.screenshot({ path: path.join(outDir, name), fullPage: false });
-  const mapState = () => page.$eval('#zoom-map', (c) => ({ state: c.dataset.state, region: c.dataset.region, ms: c.dataset.tileMs, inputMs: c.dataset.inputToTileMs }));
+  const mapState = () =>
+    page.$eval('#zoom-map', (c) => ({
+      state: c.dataset.state,
+      region: c.dataset.region,
+      ms: c.dataset.tileMs,
+      inputMs: c.dataset.inputToTileMs,
+    }));
   const waitState = (state, region) =>
-    page.waitForFunction(([s, r]) => {
-      const c = document.querySelector('#zoom-map');
-      return c && c.dataset.state === s && (r === null || c.dataset.region === r);
-    }, [state, region ?? null], { timeout: 60000 });
+    page.waitForFunction(
+      ([s, r]) => {
+        const c = document.querySelector('#zoom-map');
+        return c && c.dataset.state === s && (r === null || c.dataset.region === r);
+      },
+      [state, region ?? null],
+      { timeout: 60000 },
+    );
   /** The map's box with all of it on screen (mouse events outside the viewport reach nothing). */
   const mapBox = async () => {
     await page.$eval('#zoom-map', (c) => c.scrollIntoView({ block: 'center' }));
@@ -126,12 +154,19 @@ export async function longTests(base, suite, outDir, text, timings) {
     const t0 = Date.now();
     await action();
     try {
-      await page.waitForFunction((b) => {
-        const c = document.querySelector('#zoom-map');
-        return c.dataset.state === 'tile' && c.dataset.region !== b;
-      }, before, { timeout: 30000 });
+      await page.waitForFunction(
+        (b) => {
+          const c = document.querySelector('#zoom-map');
+          return c.dataset.state === 'tile' && c.dataset.region !== b;
+        },
+        before,
+        { timeout: 30000 },
+      );
     } catch (e) {
-      throw new Error(`no tile for a new region (before ${before}, now ${JSON.stringify(await mapState())}): ${e.message}`, { cause: e });
+      throw new Error(
+        `no tile for a new region (before ${before}, now ${JSON.stringify(await mapState())}): ${e.message}`,
+        { cause: e },
+      );
     }
     const ms = Date.now() - t0;
     const inputMs = Number((await mapState()).inputMs);
@@ -150,9 +185,13 @@ export async function longTests(base, suite, outDir, text, timings) {
       const before = await page.getAttribute('body', 'data-ready');
       await page.press('#text-input', 'Enter');
       await page.waitForFunction((b) => document.body.getAttribute('data-ready') !== b, before, { timeout: 120000 });
-      assert.equal(await page.getAttribute('body', 'data-ready').then((v) => v.startsWith('error')), false, await page.textContent('.text-meta'));
+      assert.equal(
+        await page.getAttribute('body', 'data-ready').then((v) => v.startsWith('error')),
+        false,
+        await page.textContent('.text-meta'),
+      );
       assert.equal(new URL(page.url()).searchParams.get('text'), null);
-      assert.match(await page.textContent(".text-meta"), /8192 tokens .* only the beginning analysed/);
+      assert.match(await page.textContent('.text-meta'), /8192 tokens .* only the beginning analysed/);
       assert.equal(await page.$$eval('#head-grid canvas', (els) => els.length), 9);
       assert.equal(await page.isVisible('#layer-long-note'), true);
       assert.equal(await page.isVisible('#zoom-map'), true);
@@ -200,7 +239,11 @@ export async function longTests(base, suite, outDir, text, timings) {
       const box = await mapBox();
       const r = (await mapState()).region.split(',').map(Number);
       const head = Number(new URL(page.url()).searchParams.get('head'));
-      for (const [fy, fx] of [[0.52, 0.49], [0.8, 0.3], [0.35, 0.34]]) {
+      for (const [fy, fx] of [
+        [0.52, 0.49],
+        [0.8, 0.3],
+        [0.35, 0.34],
+      ]) {
         await page.mouse.move(box.x + fx * box.width, box.y + fy * box.height);
         await page.waitForFunction(() => document.querySelector('.tooltip')?.style.display === 'block');
         const [q, k] = (await page.getAttribute('#zoom-map', 'data-hover')).split(',').map(Number);
@@ -208,8 +251,26 @@ export async function longTests(base, suite, outDir, text, timings) {
         const tip = await page.textContent('.tooltip');
         const m = /weight (\d\.\d{4}) \(exact\)/.exec(tip);
         assert.ok(m, `tooltip: ${tip}`);
-        const one = await post(base, '/api/tile', { text, truncate: true, layer: 5, head, q0: q, q1: q + 1, k0: k, k1: k + 1 });
-        const whole = await post(base, '/api/tile', { text, truncate: true, layer: 5, head, q0: r[0], q1: r[1], k0: r[2], k1: r[3] });
+        const one = await post(base, '/api/tile', {
+          text,
+          truncate: true,
+          layer: 5,
+          head,
+          q0: q,
+          q1: q + 1,
+          k0: k,
+          k1: k + 1,
+        });
+        const whole = await post(base, '/api/tile', {
+          text,
+          truncate: true,
+          layer: 5,
+          head,
+          q0: r[0],
+          q1: r[1],
+          k0: r[2],
+          k1: r[3],
+        });
         const v1 = decodeTensor(one.body).data[0];
         const v2 = decodeTensor(whole.body).data[(q - r[0]) * (r[3] - r[2]) + (k - r[2])];
         assert.ok(Math.abs(v1 - v2) <= 1e-6, `1×1 tile ${v1}, region tile ${v2}`);
@@ -224,7 +285,8 @@ export async function longTests(base, suite, outDir, text, timings) {
       assert.equal((await mapState()).region, '3584,4608,4096,5120');
       assert.equal(await page.getAttribute('#strip-keys', 'data-first'), '4096');
       const box = await mapBox();
-      const cx = box.x + box.width / 2, cy = box.y + box.height / 2;
+      const cx = box.x + box.width / 2,
+        cy = box.y + box.height / 2;
       const ms2 = await timeTile(async () => {
         await page.keyboard.down('Shift');
         await page.mouse.move(cx, cy);
@@ -256,13 +318,15 @@ export async function longTests(base, suite, outDir, text, timings) {
       assert.ok(Math.abs(k0 - (before[2] + 256)) <= 2 && Math.abs(k1 - k0 - 256) <= 4, `rectangle → keys ${k0}..${k1}`);
       const ms2 = await timeTile(async () => {
         await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-        await page.mouse.wheel(0, 300);  // out
+        await page.mouse.wheel(0, 300); // out
       });
       const after = (await mapState()).region.split(',').map(Number);
       assert.ok(after[1] - after[0] > q1 - q0, 'the wheel zoomed out');
       timings.zoomed_tile_ms.push(ms, ms2);
-      console.log(`    zoomed tiles, input to painted frame: ${timings.input_to_tile_ms.join(', ')} ms (target ≤ 200 ms; ` +
-        `as the test saw them: ${timings.zoomed_tile_ms.join(', ')} ms)`);
+      console.log(
+        `    zoomed tiles, input to painted frame: ${timings.input_to_tile_ms.join(', ')} ms (target ≤ 200 ms; ` +
+          `as the test saw them: ${timings.zoomed_tile_ms.join(', ')} ms)`,
+      );
       await page.locator('#head-panel').screenshot({ path: path.join(outDir, 'long-zoomed.png') });
       await page.click('#zoom-reset');
       await waitState('overview', `0,${T},0,${T}`);

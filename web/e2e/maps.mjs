@@ -8,22 +8,34 @@ import { CHROMIUM_ARGS } from './browser.mjs';
 import { decodeTensor } from './harness.mjs';
 
 const TROPHY = "The trophy didn't fit in the suitcase because it was too big.";
-const TILE = 168;  // layer-view.ts: the side of a head's square, CSS pixels
+const TILE = 168; // layer-view.ts: the side of a head's square, CSS pixels
 
-const readyNumber = (page) => page.waitForFunction(() => /^\d+$/.test(document.body.getAttribute('data-ready') ?? ''), null, { timeout: 120000 });
+const readyNumber = (page) =>
+  page.waitForFunction(() => /^\d+$/.test(document.body.getAttribute('data-ready') ?? ''), null, { timeout: 120000 });
 
 async function settle(page, action) {
   const before = await page.evaluate(() => document.body.getAttribute('data-ready'));
   await action();
-  await page.waitForFunction((b) => {
-    const v = document.body.getAttribute('data-ready');
-    return v !== null && v !== b;
-  }, before, { timeout: 120000 });
-  assert.ok(!(await page.evaluate(() => document.body.getAttribute('data-ready'))).startsWith('error'), 'the app reported an error');
+  await page.waitForFunction(
+    (b) => {
+      const v = document.body.getAttribute('data-ready');
+      return v !== null && v !== b;
+    },
+    before,
+    { timeout: 120000 },
+  );
+  assert.ok(
+    !(await page.evaluate(() => document.body.getAttribute('data-ready'))).startsWith('error'),
+    'the app reported an error',
+  );
 }
 
 async function attention(base, body) {
-  const res = await fetch(base + '/api/attention', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(base + '/api/attention', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   assert.equal(res.status, 200, `/api/attention ${JSON.stringify(body.view)}: ${res.status}`);
   return decodeTensor(await res.arrayBuffer());
 }
@@ -65,17 +77,32 @@ async function hoverValue(page, canvas, n, q, k, label) {
 /** tag: screenshot prefix; quick: the decoder's short check (norm hover and one rollout map). */
 export async function mapsTests(base, suite, outDir, { tag, quick = false }) {
   const model = await (await fetch(base + '/api/model')).json();
-  const layer = Math.min(2, model.n_layer - 1), head = Math.min(3, model.n_head - 1);
-  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  const layer = Math.min(2, model.n_layer - 1),
+    head = Math.min(3, model.n_head - 1);
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: CHROMIUM_ARGS,
+  });
   try {
-    const page = await (await browser.newContext({ viewport: { width: 1400, height: 1000 }, deviceScaleFactor: 1 })).newPage();
+    const page = await (
+      await browser.newContext({ viewport: { width: 1400, height: 1000 }, deviceScaleFactor: 1 })
+    ).newPage();
     const errors = [];
     page.on('pageerror', (e) => errors.push(String(e)));
     await page.goto(`${base}/?text=${encodeURIComponent(TROPHY)}&layer=${layer}&head=${head}`);
     await readyNumber(page);
-    const n = (await (await fetch(base + '/api/run', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ text: TROPHY, truncate: true }) })).json()).n_tokens;
+    const n = (
+      await (
+        await fetch(base + '/api/run', {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({ text: TROPHY, truncate: true }),
+        })
+      ).json()
+    ).n_tokens;
     // A cell below the diagonal (visible to a causal query) and away from the special tokens.
-    const q = n - 3, k = 2;
+    const q = n - 3,
+      k = 2;
 
     await suite.test(`${tag}: norm-weighted maps: the hovered value is the API's for that cell`, async () => {
       await settle(page, () => page.click('#maps-toggle [data-maps="norm"]'));
@@ -84,10 +111,20 @@ export async function mapsTests(base, suite, outDir, { tag, quick = false }) {
       assert.match(await page.textContent('.layer-view .legend figcaption'), /norm-weighted share/);
       const api = await attention(base, { text: TROPHY, truncate: true, layer, head, view: 'norm' });
       const expected = api.data[q * n + k];
-      const shown = await hoverValue(page, page.locator(`#head-grid .head-tile[data-head="${head}"] canvas`), n, q, k, 'norm-weighted share');
+      const shown = await hoverValue(
+        page,
+        page.locator(`#head-grid .head-tile[data-head="${head}"] canvas`),
+        n,
+        q,
+        k,
+        'norm-weighted share',
+      );
       assert.ok(Math.abs(shown - expected) <= 6e-5, `tooltip ${shown}, API ${expected}`);
       const weights = await attention(base, { text: TROPHY, truncate: true, layer, head });
-      assert.ok(api.data.some((v, i) => Math.abs(v - weights.data[i]) > 0.01), 'the norm-weighted map differs from the weights');
+      assert.ok(
+        api.data.some((v, i) => Math.abs(v - weights.data[i]) > 0.01),
+        'the norm-weighted map differs from the weights',
+      );
       // The statistics panel: special-token share by weight and by norm side by side.
       const sink = await page.getAttribute('#sink-compare [data-stat="sink_mass_norm"]', 'data-value');
       assert.ok(sink !== null && sink !== '', 'sink_mass_norm is shown');
@@ -116,7 +153,9 @@ export async function mapsTests(base, suite, outDir, { tag, quick = false }) {
         assert.equal(new URL(page.url()).searchParams.get('maps'), 'norm');
         assert.equal(await page.locator('#head-grid canvas').count(), model.n_head);
         // Keyboard: n moves to the next maps (norm → rollout).
-        await page.evaluate(() => (document.activeElement instanceof HTMLElement ? document.activeElement.blur() : undefined));
+        await page.evaluate(() =>
+          document.activeElement instanceof HTMLElement ? document.activeElement.blur() : undefined,
+        );
         await settle(page, () => page.keyboard.press('n'));
         assert.equal(new URL(page.url()).searchParams.get('maps'), 'rollout');
         // The model overview follows: its legend names the rollout.
@@ -125,27 +164,33 @@ export async function mapsTests(base, suite, outDir, { tag, quick = false }) {
         await part(page, '.model-view', path.join(outDir, `33-${tag}-maps-rollout-model.png`));
       });
     if (!quick)
-      await suite.test(`${tag}: a view the run cannot show is disabled, with the reason in its title and a visible note`, async () => {
-        // The server's reason as /api/run would give it for a long text (the long-text pass has the real one).
-        const reason = 'the rollout view multiplies every layer map: this text is over the limit of 1024';
-        const other = await page.context().newPage();
-        await other.route('**/api/run', async (route) => {
-          const res = await route.fetch();
-          const run = await res.json();
-          run.views = { ...run.views, rollout: reason };
-          await route.fulfill({ response: res, json: run });
-        });
-        await other.goto(`${base}/?text=${encodeURIComponent(TROPHY)}&layer=${layer}&head=${head}&maps=rollout`);
-        await readyNumber(other);
-        const button = other.locator('#maps-toggle [data-maps="rollout"]');
-        assert.equal(await button.isDisabled(), true);
-        assert.match(await button.getAttribute('title'), /not available: the rollout view multiplies/);
-        assert.equal(await other.isVisible('#maps-note'), true);
-        assert.match(await other.textContent('#maps-note'), /Rollout unavailable \(weights shown\): the rollout view/);
-        assert.equal(await other.locator('#head-grid canvas').count(), model.n_head, 'the weights are drawn instead');
-        assert.match(await other.textContent('.layer-view .legend figcaption'), /attention weight/);
-        await other.close();
-      });
+      await suite.test(
+        `${tag}: a view the run cannot show is disabled, with the reason in its title and a visible note`,
+        async () => {
+          // The server's reason as /api/run would give it for a long text (the long-text pass has the real one).
+          const reason = 'the rollout view multiplies every layer map: this text is over the limit of 1024';
+          const other = await page.context().newPage();
+          await other.route('**/api/run', async (route) => {
+            const res = await route.fetch();
+            const run = await res.json();
+            run.views = { ...run.views, rollout: reason };
+            await route.fulfill({ response: res, json: run });
+          });
+          await other.goto(`${base}/?text=${encodeURIComponent(TROPHY)}&layer=${layer}&head=${head}&maps=rollout`);
+          await readyNumber(other);
+          const button = other.locator('#maps-toggle [data-maps="rollout"]');
+          assert.equal(await button.isDisabled(), true);
+          assert.match(await button.getAttribute('title'), /not available: the rollout view multiplies/);
+          assert.equal(await other.isVisible('#maps-note'), true);
+          assert.match(
+            await other.textContent('#maps-note'),
+            /Rollout unavailable \(weights shown\): the rollout view/,
+          );
+          assert.equal(await other.locator('#head-grid canvas').count(), model.n_head, 'the weights are drawn instead');
+          assert.match(await other.textContent('.layer-view .legend figcaption'), /attention weight/);
+          await other.close();
+        },
+      );
     assert.deepEqual(errors, []);
   } finally {
     await browser.close();

@@ -58,9 +58,12 @@ function fail(message) {
 }
 
 if (!fs.existsSync(bin)) fail(`no headscope binary at ${bin} (build it, or set HEADSCOPE_BIN)`);
-if (!fs.existsSync(path.join(model, 'config.json'))) fail(`no model at ${model} (run scripts/setup.sh, or set HEADSCOPE_MODEL)`);
-if (decoderModel && !fs.existsSync(decoderModel)) fail(`no decoder model at ${decoderModel} (run scripts/setup.sh, or set HEADSCOPE_DECODER_MODEL=skip)`);
-if (windowModel && !fs.existsSync(windowModel)) fail(`no sliding-window model at ${windowModel} (run scripts/setup.sh, or set HEADSCOPE_WINDOW_MODEL=skip)`);
+if (!fs.existsSync(path.join(model, 'config.json')))
+  fail(`no model at ${model} (run scripts/setup.sh, or set HEADSCOPE_MODEL)`);
+if (decoderModel && !fs.existsSync(decoderModel))
+  fail(`no decoder model at ${decoderModel} (run scripts/setup.sh, or set HEADSCOPE_DECODER_MODEL=skip)`);
+if (windowModel && !fs.existsSync(windowModel))
+  fail(`no sliding-window model at ${windowModel} (run scripts/setup.sh, or set HEADSCOPE_WINDOW_MODEL=skip)`);
 if (!fs.existsSync(path.join(dist, 'index.html'))) fail(`no built UI at ${dist} (run \`npm run build\` in web/)`);
 fs.rmSync(outDir, { recursive: true, force: true });
 fs.mkdirSync(outDir, { recursive: true });
@@ -79,7 +82,8 @@ try {
     console.log('Browser (Chromium)');
     await browserTests(server.url, uiSuite, outDir);
   }
-  const a = apiSuite.summary(), b = uiSuite.summary();
+  const a = apiSuite.summary(),
+    b = uiSuite.summary();
   ok = a && b;
   if (server.child.exitCode !== null) {
     console.error(`e2e: the server exited (code ${server.child.exitCode}) during the tests`);
@@ -95,7 +99,9 @@ if (decoderModel && !onlyExplorer && !onlyLong && !onlyMaps && !onlyAblation && 
   dlog.path = path.join(outDir, 'server-decoder.log');
   const t0 = Date.now();
   const dserver = await startServer({ bin, model: decoderModel, webDir: dist, log: dlog });
-  console.log(`Decoder (${path.basename(decoderModel)} at ${dserver.url}, started in ${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+  console.log(
+    `Decoder (${path.basename(decoderModel)} at ${dserver.url}, started in ${((Date.now() - t0) / 1000).toFixed(1)} s)`,
+  );
   try {
     const suite = new Suite('decoder');
     if (!onlyExplorer) await decoderTests(dserver.url, suite, outDir);
@@ -113,8 +119,16 @@ if (windowModel && (onlyWindow || (!onlyExplorer && !onlyLong && !onlyMaps && !o
   const wlog = fs.createWriteStream(path.join(outDir, 'server-window.log'));
   wlog.path = path.join(outDir, 'server-window.log');
   const t0 = Date.now();
-  const wserver = await startServer({ bin, model: windowModel, webDir: dist, log: wlog, args: ['--max-tokens', '1024'] });
-  console.log(`Window and MQA (${path.basename(windowModel)} at ${wserver.url}, started in ${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+  const wserver = await startServer({
+    bin,
+    model: windowModel,
+    webDir: dist,
+    log: wlog,
+    args: ['--max-tokens', '1024'],
+  });
+  console.log(
+    `Window and MQA (${path.basename(windowModel)} at ${wserver.url}, started in ${((Date.now() - t0) / 1000).toFixed(1)} s)`,
+  );
   try {
     const suite = new Suite('window');
     // Generating in the page is covered on SmolLM2; on Gemma's 262K vocabulary it takes minutes here.
@@ -148,7 +162,8 @@ async function explorerPass(modelDir, tag, options = {}) {
 }
 if (!onlyLong && !onlyMaps && !onlyAblation && !onlyWindow) await explorerPass(model, 'minilm');
 // The truncation test once (on the encoder): on SmolLM2 it costs half a minute on two cores.
-if (decoderModel && !onlyLong && !onlyMaps && !onlyAblation && !onlyWindow) await explorerPass(decoderModel, 'smollm2', { truncate: false });
+if (decoderModel && !onlyLong && !onlyMaps && !onlyAblation && !onlyWindow)
+  await explorerPass(decoderModel, 'smollm2', { truncate: false });
 /** The maps toggle on its own server: the full check on the encoder, a quick one on the decoder. */
 async function mapsPass(modelDir, tag, quick) {
   const mlog = fs.createWriteStream(path.join(outDir, `server-maps-${tag}.log`));
@@ -192,7 +207,13 @@ if (onlyExplorer || onlyMaps || onlyAblation || onlyWindow) {
 } else if (longModel) {
   const llog = fs.createWriteStream(path.join(outDir, 'server-long.log'));
   llog.path = path.join(outDir, 'server-long.log');
-  const lserver = await startServer({ bin, model: longModel, webDir: dist, log: llog, args: ['--max-tokens', String(LONG_TOKENS)] });
+  const lserver = await startServer({
+    bin,
+    model: longModel,
+    webDir: dist,
+    log: llog,
+    args: ['--max-tokens', String(LONG_TOKENS)],
+  });
   console.log(`Long text (${path.basename(longModel)}, ${LONG_TOKENS} tokens, at ${lserver.url})`);
   const timings = {};
   try {

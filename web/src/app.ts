@@ -3,7 +3,14 @@
 // which also writes the state into the URL. The tab views come from the registry in
 // views/index.ts; nothing here names one.
 
-import { ApiClient, ApiError, type Decomposition, type ImportanceResult, type ModelInfo, type RunResult } from './lib/api';
+import {
+  ApiClient,
+  ApiError,
+  type Decomposition,
+  type ImportanceResult,
+  type ModelInfo,
+  type RunResult,
+} from './lib/api';
 import { AUTO_IMPORTANCE_MAX_HEADS, AUTO_IMPORTANCE_MAX_TOKENS } from './views/ablation/importance';
 import { SCALES } from './lib/colour';
 import { h } from './lib/dom';
@@ -48,7 +55,14 @@ export class App {
   /** Every head's ablation effect per text: the reply, 'measuring', or the server's refusal. */
   private importances = new Map<string, ImportanceResult | string>();
   /** What the last complete refresh drew from, so that importance can be drawn in without one. */
-  private drawn: { layer: Tensor; mapsLayer: Tensor; follows: boolean; dec: Decomposition | null; plain: RunResult; tile?: TileFetcher } | null = null;
+  private drawn: {
+    layer: Tensor;
+    mapsLayer: Tensor;
+    follows: boolean;
+    dec: Decomposition | null;
+    plain: RunResult;
+    tile?: TileFetcher;
+  } | null = null;
   /** Set by Generate (and by a reload of its steps): the next refresh locks the selected step. */
   private lockStep = false;
 
@@ -72,7 +86,12 @@ export class App {
       model.limits.max_tokens,
     );
     this.toolbar = new Toolbar(
-      { change, openView: (view) => this.openView(view), exportView: (f) => void this.exportView(f), exportStats: (f) => this.exportStats(f) },
+      {
+        change,
+        openView: (view) => this.openView(view),
+        exportView: (f) => void this.exportView(f),
+        exportStats: (f) => this.exportStats(f),
+      },
       VIEWS,
       model.n_layer,
       model.n_head,
@@ -108,9 +127,17 @@ export class App {
         h('span', { class: 'brand' }, 'headscope'),
         h(
           'span',
-          { class: 'model-chip', id: 'model-chip', title: `${m.name} · ${m.architecture} · ${m.n_layer} layers × ${m.n_head} heads · d_model ${m.d_model} · d_head ${m.d_head}` },
+          {
+            class: 'model-chip',
+            id: 'model-chip',
+            title: `${m.name} · ${m.architecture} · ${m.n_layer} layers × ${m.n_head} heads · d_model ${m.d_model} · d_head ${m.d_head}`,
+          },
           h('strong', { id: 'model-name' }, m.name),
-          h('span', { class: 'model-dims' }, ` · ${m.architecture} · ${m.n_layer} layers × ${m.n_head} heads · d_model ${m.d_model} · d_head ${m.d_head}`),
+          h(
+            'span',
+            { class: 'model-dims' },
+            ` · ${m.architecture} · ${m.n_layer} layers × ${m.n_head} heads · d_model ${m.d_model} · d_head ${m.d_head}`,
+          ),
         ),
         this.progress,
         this.busy,
@@ -121,8 +148,16 @@ export class App {
         {},
         learningContext(
           m,
-          h('p', { class: 'lead' }, `${m.n_head} heads in each of the ${m.n_layer} layers of ${m.name} read the same sentence, each with its own weights, and many of them end up watching different things: the next word, the sentence boundary, a related word further away.`),
-          h('p', {}, 'A layer does not pick one of these views. It runs all heads in parallel, puts their answers side by side and mixes them with one matrix. Everything below is computed live by the model on the text you give it.'),
+          h(
+            'p',
+            { class: 'lead' },
+            `${m.n_head} heads in each of the ${m.n_layer} layers of ${m.name} read the same sentence, each with its own weights, and many of them end up watching different things: the next word, the sentence boundary, a related word further away.`,
+          ),
+          h(
+            'p',
+            {},
+            'A layer does not pick one of these views. It runs all heads in parallel, puts their answers side by side and mixes them with one matrix. Everything below is computed live by the model on the text you give it.',
+          ),
           h('p', { class: 'muted', id: 'numbering-note' }, NUMBERING_NOTE),
         ),
         this.sentence.el,
@@ -135,7 +170,11 @@ export class App {
         h(
           'footer',
           {},
-          h('p', {}, 'headscope explorer · numbers from the model running on this machine; the HTTP API behind this page is described in docs/api.md.'),
+          h(
+            'p',
+            {},
+            'headscope explorer · numbers from the model running on this machine; the HTTP API behind this page is described in docs/api.md.',
+          ),
         ),
       ),
       this.help,
@@ -200,7 +239,10 @@ export class App {
     this.toolbar.update(s);
     this.setBusy('computing…');
     try {
-      const [run, plain] = await Promise.all([this.api.run(s.text, s.level, s.hideSpecial ? 'hide' : 'keep'), this.api.run(s.text, s.level, 'hide')]);
+      const [run, plain] = await Promise.all([
+        this.api.run(s.text, s.level, s.hideSpecial ? 'hide' : 'keep'),
+        this.api.run(s.text, s.level, 'hide'),
+      ]);
       if (stale()) return;
       this.fitState(run);
       let units = unitsOf(run, this.state.level);
@@ -220,10 +262,23 @@ export class App {
       const maps = shownMapView(state.maps, run.views).view;
       // Importance of every head: measured at once for short texts on small models, else on request.
       const heads = this.model.n_layer * this.model.n_head;
-      if (heads <= AUTO_IMPORTANCE_MAX_HEADS && run.n_tokens <= AUTO_IMPORTANCE_MAX_TOKENS && !run.streamed && !this.importances.has(state.text))
+      if (
+        heads <= AUTO_IMPORTANCE_MAX_HEADS &&
+        run.n_tokens <= AUTO_IMPORTANCE_MAX_TOKENS &&
+        !run.streamed &&
+        !this.importances.has(state.text)
+      )
         this.measureImportance(state.text, false);
       const imp = this.importances.get(state.text);
-      const ctx: ViewContext = { model: this.model, state, run, units, maps, importance: typeof imp === 'object' ? imp : null, importanceStatus: typeof imp === 'string' ? imp : undefined };
+      const ctx: ViewContext = {
+        model: this.model,
+        state,
+        run,
+        units,
+        maps,
+        importance: typeof imp === 'object' ? imp : null,
+        importanceStatus: typeof imp === 'string' ? imp : undefined,
+      };
       this.ctx = ctx;
       this.drawn = null;
       this.sentence.update(
@@ -242,9 +297,12 @@ export class App {
       // A long text's maps were streamed: the layer's pooled overview stands in for its maps, and
       // the head panel zooms into exact tiles. Views that need every full map say so instead.
       const streamed = !!run.streamed;
-      const layer = streamed ? await this.api.overview(state.text, state.layer) : await this.api.attention(state.text, state.level, state.layer);
+      const layer = streamed
+        ? await this.api.overview(state.text, state.layer)
+        : await this.api.attention(state.text, state.level, state.layer);
       // The layer grid and the head panel draw the chosen maps; the other views keep the weights.
-      const mapsLayer = maps === 'weights' ? layer : await this.api.attention(state.text, state.level, state.layer, 'float32', maps);
+      const mapsLayer =
+        maps === 'weights' ? layer : await this.api.attention(state.text, state.level, state.layer, 'float32', maps);
       const definition = VIEWS.find((v) => v.id === state.view) ?? VIEWS[0];
       const follows = !!definition.followsMaps;
       if (stale()) return;
@@ -254,10 +312,11 @@ export class App {
       if (shownView === null) {
         const onStreamed = VIEWS.filter((v) => v.streamed).map((v) => `The ${v.label} view`);
         this.longNotice.textContent = `This view needs every full attention map, which a long text (${run.n_tokens} tokens) does not keep: its maps were streamed through the statistics. ${onStreamed.join(' and ')} shows every head's pooled map, and the head panel below zooms into exact weights.`;
-      }
-      else await this.activeView().render(follows ? ctx : { ...ctx, maps: 'weights' }, follows ? mapsLayer : layer);
+      } else await this.activeView().render(follows ? ctx : { ...ctx, maps: 'weights' }, follows ? mapsLayer : layer);
       if (stale()) return;
-      const tile: TileFetcher | undefined = streamed ? (l, hd, r) => this.api.tile(state.text, l, hd, r.q0, r.q1, r.k0, r.k1) : undefined;
+      const tile: TileFetcher | undefined = streamed
+        ? (l, hd, r) => this.api.tile(state.text, l, hd, r.q0, r.q1, r.k0, r.k1)
+        : undefined;
       this.headPanel.update(ctx, mapsLayer, tile);
       let dec: Decomposition | null = null;
       try {
@@ -300,14 +359,22 @@ export class App {
   /** Draws the importance state of `text` into the views that show it (layer tiles, head panel,
    *  "Why several heads?") when that text is on screen; no new analysis, no new data-ready. */
   private async drawImportance(text: string): Promise<void> {
-    const ctx = this.ctx, drawn = this.drawn;
+    const ctx = this.ctx,
+      drawn = this.drawn;
     if (!ctx || !drawn || ctx.run.text !== text || this.state.text !== text) return;
     const imp = this.importances.get(text);
-    const next: ViewContext = { ...ctx, importance: typeof imp === 'object' ? imp : null, importanceStatus: typeof imp === 'string' ? imp : undefined };
+    const next: ViewContext = {
+      ...ctx,
+      importance: typeof imp === 'object' ? imp : null,
+      importanceStatus: typeof imp === 'string' ? imp : undefined,
+    };
     this.ctx = next;
     const gen = this.generation;
     if (!this.activeView().el.hidden)
-      await this.activeView().render(drawn.follows ? next : { ...next, maps: 'weights' }, drawn.follows ? drawn.mapsLayer : drawn.layer);
+      await this.activeView().render(
+        drawn.follows ? next : { ...next, maps: 'weights' },
+        drawn.follows ? drawn.mapsLayer : drawn.layer,
+      );
     if (gen !== this.generation) return;
     this.headPanel.update(next, drawn.mapsLayer, drawn.tile);
     this.why.update(next, drawn.dec, drawn.plain);
@@ -323,7 +390,11 @@ export class App {
       // Cut to the byte limit (on a character boundary); the analysis then keeps the first tokens.
       const bytes = new TextEncoder().encode(text);
       const keep = textBeforeByte(text, Math.min(bytes.length, limits.max_text_bytes)).replace(/\uFFFD$/, '');
-      this.sentence.showTruncation(limits.max_tokens, keep, `The model reads at most ${limits.max_tokens} tokens at once (and this server takes texts of up to ${limits.max_text_bytes.toLocaleString('en')} bytes). `);
+      this.sentence.showTruncation(
+        limits.max_tokens,
+        keep,
+        `The model reads at most ${limits.max_tokens} tokens at once (and this server takes texts of up to ${limits.max_text_bytes.toLocaleString('en')} bytes). `,
+      );
       return;
     }
     this.sentence.showTruncation(0, null, '');
@@ -384,11 +455,15 @@ export class App {
     if (!inner || !ctx) return;
     const { state, run } = ctx;
     const role = run.heads[state.layer * this.model.n_head + state.head]?.roles.primary;
-    const scene = withCaption(inner, {
-      title: `headscope · ${this.viewTitle(view)}`,
-      facts: `${this.model.name} · ${layerWithIndex(state.layer)} · ${headWithIndex(state.head)}${role ? ` – ${role.label}` : ''} · ${state.level}s${state.hideSpecial ? ', special tokens hidden' : ''} · ${state.scale} scale${view.exportParts().includes(ctx.maps) ? ` · ${MAP_LABELS[ctx.maps].toLowerCase()} maps` : ''}`,
-      text: run.text,
-    }, THEME);
+    const scene = withCaption(
+      inner,
+      {
+        title: `headscope · ${this.viewTitle(view)}`,
+        facts: `${this.model.name} · ${layerWithIndex(state.layer)} · ${headWithIndex(state.head)}${role ? ` – ${role.label}` : ''} · ${state.level}s${state.hideSpecial ? ', special tokens hidden' : ''} · ${state.scale} scale${view.exportParts().includes(ctx.maps) ? ` · ${MAP_LABELS[ctx.maps].toLowerCase()} maps` : ''}`,
+        text: run.text,
+      },
+      THEME,
+    );
     const name = exportName([this.model.name, ...view.exportParts()], format);
     if (format === 'svg') download(sceneSvg(scene), name, 'image/svg+xml');
     else download(await scenePng(scene), name);
@@ -403,7 +478,10 @@ export class App {
   private exportStats(format: 'csv' | 'json'): void {
     const run = this.ctx?.run;
     if (!run) return;
-    const name = exportName([this.model.name, 'stats', run.level, ...(run.special === 'hide' ? ['no-specials'] : [])], format);
+    const name = exportName(
+      [this.model.name, 'stats', run.level, ...(run.special === 'hide' ? ['no-specials'] : [])],
+      format,
+    );
     if (format === 'csv') download(statsToCsv(run, this.model.statistics_catalogue), name, 'text/csv');
     else download(statsToJson(this.model, run), name, 'application/json');
   }
@@ -437,7 +515,8 @@ export class App {
   private onKey(e: KeyboardEvent): void {
     const target = e.target as HTMLElement;
     if (e.ctrlKey || e.metaKey || e.altKey || ['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName)) return;
-    const s = this.state, m = this.model;
+    const s = this.state,
+      m = this.model;
     const patch: Partial<ViewState> | null = (() => {
       switch (e.key) {
         case 'ArrowLeft':

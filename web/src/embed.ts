@@ -22,7 +22,11 @@ import { ProjectionView } from './views/projection/projection-view';
 
 /** The views an embedded result can open: the registered tab views, the selected head's panel
  *  and the W_O projection (whose numbers need the model: it shows the diagram and says so). */
-export const EMBED_VIEWS: readonly { id: string; label: string }[] = [...VIEWS.map((v) => ({ id: v.id, label: v.label })), { id: 'head', label: 'Selected head' }, { id: 'projection', label: 'W_O projection' }];
+export const EMBED_VIEWS: readonly { id: string; label: string }[] = [
+  ...VIEWS.map((v) => ({ id: v.id, label: v.label })),
+  { id: 'head', label: 'Selected head' },
+  { id: 'projection', label: 'W_O projection' },
+];
 
 class EmbeddedExplorer {
   private state: ViewState;
@@ -39,11 +43,22 @@ class EmbeddedExplorer {
     private readonly root: HTMLElement,
     private readonly api: EmbeddedClient,
   ) {
-    const p = api.payload, m = api.modelInfo;
+    const p = api.payload,
+      m = api.modelInfo;
     const clamp = (v: number | undefined, n: number) => Math.max(0, Math.min(n - 1, Math.trunc(v ?? 0)));
     const view = EMBED_VIEWS.some((v) => v.id === p.view) ? p.view! : 'layer';
-    const layer = clamp(p.layer, m.n_layer), head = clamp(p.head, m.n_head);
-    this.state = { ...DEFAULT_STATE, text: p.run.text, view, layer, head, token: Math.min(1, p.run.n_tokens - 1), compareA: { layer, head }, compareB: { layer, head: (head + 1) % m.n_head } };
+    const layer = clamp(p.layer, m.n_layer),
+      head = clamp(p.head, m.n_head);
+    this.state = {
+      ...DEFAULT_STATE,
+      text: p.run.text,
+      view,
+      layer,
+      head,
+      token: Math.min(1, p.run.n_tokens - 1),
+      compareA: { layer, head },
+      compareB: { layer, head: (head + 1) % m.n_head },
+    };
     const change = (patch: Partial<ViewState>) => this.setState(patch);
     const host: ViewHost = { change, attention: (...args) => this.api.attention(...args) };
     this.views = new Map(VIEWS.map((v) => [v.id, v.create(host)]));
@@ -55,28 +70,61 @@ class EmbeddedExplorer {
     );
     this.projection = new ProjectionView({ selectToken: (token) => this.setState({ token }) });
     this.tabs = h('nav', { class: 'tabs', role: 'tablist', 'aria-label': 'views' });
-    const options = (n: number, name: (i: number) => string) => Array.from({ length: n }, (_, i) => h('option', { value: i }, name(i)));
-    this.layerSelect = h('select', { id: 'embed-layer', 'aria-label': 'layer', onchange: () => this.setState({ layer: Number(this.layerSelect.value) }) }, ...options(m.n_layer, layerWithIndex));
-    this.headSelect = h('select', { id: 'embed-head', 'aria-label': 'head', onchange: () => this.setState({ head: Number(this.headSelect.value) }) }, ...options(m.n_head, headWithIndex));
+    const options = (n: number, name: (i: number) => string) =>
+      Array.from({ length: n }, (_, i) => h('option', { value: i }, name(i)));
+    this.layerSelect = h(
+      'select',
+      {
+        id: 'embed-layer',
+        'aria-label': 'layer',
+        onchange: () => this.setState({ layer: Number(this.layerSelect.value) }),
+      },
+      ...options(m.n_layer, layerWithIndex),
+    );
+    this.headSelect = h(
+      'select',
+      {
+        id: 'embed-head',
+        'aria-label': 'head',
+        onchange: () => this.setState({ head: Number(this.headSelect.value) }),
+      },
+      ...options(m.n_head, headWithIndex),
+    );
     this.slot = h('div', { class: 'panel views', id: 'views' });
   }
 
   mount(): void {
-    const m = this.api.modelInfo, run = this.api.payload.run;
+    const m = this.api.modelInfo,
+      run = this.api.payload.run;
     this.root.replaceChildren(
       h(
         'header',
         { class: 'top' },
         h('span', { class: 'brand' }, 'headscope'),
-        h('span', { class: 'model-chip', id: 'model-chip' }, h('strong', { id: 'model-name' }, m.name), h('span', { class: 'model-dims' }, ` · ${m.n_layer} layers × ${m.n_head} heads · ${run.n_tokens} tokens`)),
+        h(
+          'span',
+          { class: 'model-chip', id: 'model-chip' },
+          h('strong', { id: 'model-name' }, m.name),
+          h('span', { class: 'model-dims' }, ` · ${m.n_layer} layers × ${m.n_head} heads · ${run.n_tokens} tokens`),
+        ),
       ),
       h(
         'main',
         {},
         h('p', { class: 'embed-text', id: 'embed-text' }, run.text),
-        h('div', { class: 'panel toolbar embed-toolbar' }, this.tabs, h('label', {}, 'Layer ', this.layerSelect), h('label', {}, ' Head ', this.headSelect)),
+        h(
+          'div',
+          { class: 'panel toolbar embed-toolbar' },
+          this.tabs,
+          h('label', {}, 'Layer ', this.layerSelect),
+          h('label', {}, ' Head ', this.headSelect),
+        ),
         this.slot,
-        h('p', { class: 'muted small', id: 'embed-note' }, 'Embedded result: the attention of this text and its statistics only. Ablation, head importance, generation, the W_O decomposition, word level and other texts need the model: open the text in `headscope serve` for them.'),
+        h(
+          'p',
+          { class: 'muted small', id: 'embed-note' },
+          'Embedded result: the attention of this text and its statistics only. Ablation, head importance, generation, the W_O decomposition, word level and other texts need the model: open the text in `headscope serve` for them.',
+        ),
       ),
     );
     void this.render();
@@ -89,17 +137,38 @@ class EmbeddedExplorer {
 
   private async render(): Promise<void> {
     const gen = ++this.generation;
-    const s = this.state, m = this.api.modelInfo, run = this.api.payload.run;
+    const s = this.state,
+      m = this.api.modelInfo,
+      run = this.api.payload.run;
     // Attention from elsewhere (show_attention) has no model dimensions: no W_O diagram to draw.
     this.tabs.replaceChildren(
       ...EMBED_VIEWS.filter((v) => v.id !== 'projection' || m.d_model > 0).map((v) =>
-        h('button', { type: 'button', role: 'tab', class: v.id === s.view ? 'tab active' : 'tab', 'data-view': v.id, 'aria-selected': String(v.id === s.view), onclick: () => this.setState({ view: v.id }) }, v.label),
+        h(
+          'button',
+          {
+            type: 'button',
+            role: 'tab',
+            class: v.id === s.view ? 'tab active' : 'tab',
+            'data-view': v.id,
+            'aria-selected': String(v.id === s.view),
+            onclick: () => this.setState({ view: v.id }),
+          },
+          v.label,
+        ),
       ),
     );
     this.layerSelect.value = String(s.layer);
     this.headSelect.value = String(s.head);
     try {
-      const ctx: ViewContext = { model: m, state: s, run, units: unitsOf(run, 'token'), maps: 'weights', importance: null, importanceStatus: `head importance ${NEEDS_MODEL}` };
+      const ctx: ViewContext = {
+        model: m,
+        state: s,
+        run,
+        units: unitsOf(run, 'token'),
+        maps: 'weights',
+        importance: null,
+        importanceStatus: `head importance ${NEEDS_MODEL}`,
+      };
       const layer = await this.api.attention(s.text, 'token', s.layer);
       if (gen !== this.generation) return;
       const tab = this.views.get(s.view);

@@ -7,8 +7,8 @@
 namespace headscope::ops::reference {
 
 void attention(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v, int64_t ldv,
-               const int* kv_head_of, const AttentionDims& d, const KeyMask& mask, int64_t mask_first_row,
-               float* probs, float* out, int64_t ldo) {
+               const int* kv_head_of, const AttentionDims& d, const KeyMask& mask, int64_t mask_first_row, float* probs,
+               float* out, int64_t ldo) {
   std::vector<double> s(static_cast<size_t>(d.T_k));
   for (int64_t h = 0; h < d.n_head; ++h) {
     const int64_t g = kv_head_of[h];
@@ -19,7 +19,8 @@ void attention(const float* q, int64_t ldq, const float* k, int64_t ldk, const f
       double mx = -1e300;
       for (int64_t j = lo; j < hi; ++j) {
         double dot = 0;
-        for (int64_t c = 0; c < d.d_head; ++c) dot += double(q[i * ldq + h * d.d_head + c]) * k[j * ldk + g * d.d_head + c];
+        for (int64_t c = 0; c < d.d_head; ++c)
+          dot += double(q[i * ldq + h * d.d_head + c]) * k[j * ldk + g * d.d_head + c];
         s[j] = dot * d.scale;
         if (mask.softcap > 0.0f) s[j] = mask.softcap * std::tanh(s[j] / mask.softcap);
         s[j] += mask.key_bias ? mask.key_bias[j] : 0.0;
@@ -28,7 +29,8 @@ void attention(const float* q, int64_t ldq, const float* k, int64_t ldk, const f
       double z = 0;
       for (int64_t j = lo; j < hi; ++j) z += std::exp(s[j] - mx);
       float* P = probs + (h * d.T_q + i) * d.T_k;
-      for (int64_t j = 0; j < d.T_k; ++j) P[j] = (j >= lo && j < hi) ? static_cast<float>(std::exp(s[j] - mx) / z) : 0.0f;
+      for (int64_t j = 0; j < d.T_k; ++j)
+        P[j] = (j >= lo && j < hi) ? static_cast<float>(std::exp(s[j] - mx) / z) : 0.0f;
       for (int64_t c = 0; c < d.d_head; ++c) {
         double acc = 0;
         for (int64_t j = lo; j < hi; ++j) acc += double(P[j]) * v[j * ldv + g * d.d_head + c];

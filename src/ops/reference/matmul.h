@@ -6,7 +6,7 @@
 
 namespace headscope::ops::reference {
 
-void matmul(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc,
-            int64_t M, int64_t N, int64_t K, bool trans_b, float alpha = 1.0f, float beta = 0.0f);
+void matmul(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t M, int64_t N,
+            int64_t K, bool trans_b, float alpha = 1.0f, float beta = 0.0f);
 
 }  // namespace headscope::ops::reference

@@ -4,8 +4,8 @@
 
 namespace headscope::ops::reference {
 
-void rope_apply(float* x, int64_t ld, int64_t T, int64_t n_heads, int64_t d_head, const float* inv_freq,
-                int64_t first, int64_t d_rot, RopeLayout layout) {
+void rope_apply(float* x, int64_t ld, int64_t T, int64_t n_heads, int64_t d_head, const float* inv_freq, int64_t first,
+                int64_t d_rot, RopeLayout layout) {
   const int64_t half = d_rot / 2;
   for (int64_t t = 0; t < T; ++t)
     for (int64_t h = 0; h < n_heads; ++h) {

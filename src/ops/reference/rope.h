@@ -9,7 +9,7 @@
 namespace headscope::ops::reference {
 
 // Rotates x: [T, n_heads · d_head] for positions first .. first + T − 1 with frequencies inv_freq.
-void rope_apply(float* x, int64_t ld, int64_t T, int64_t n_heads, int64_t d_head, const float* inv_freq,
-                int64_t first, int64_t d_rot, RopeLayout layout);
+void rope_apply(float* x, int64_t ld, int64_t T, int64_t n_heads, int64_t d_head, const float* inv_freq, int64_t first,
+                int64_t d_rot, RopeLayout layout);
 
 }  // namespace headscope::ops::reference

@@ -34,7 +34,13 @@ export interface ModelInfo {
   window?: number[];
   w_o_shape: [number, number];
   limits: { max_text_bytes: number; max_tokens: number };
-  statistics: { sparsity_fraction: number; cover_mass: number; local_window: number; max_offset: number; min_role_score: number };
+  statistics: {
+    sparsity_fraction: number;
+    cover_mass: number;
+    local_window: number;
+    max_offset: number;
+    min_role_score: number;
+  };
   /** Every HeadStats field described once by the core (statistics_catalogue in docs/schema.md). */
   statistics_catalogue: StatInfo[];
   roles: RoleInfo[];
@@ -102,12 +108,12 @@ export interface HeadStats {
   local_mass: number | null;
   /** Mean mass at each signed offset k − q, keyed "-8" … "8" (max_offset of the model info). */
   offset_mass: Record<string, number | null>;
-  n_sink_queries: number;  // queries whose sliding window holds the first position (all without a window)
+  n_sink_queries: number; // queries whose sliding window holds the first position (all without a window)
   first_mass: number | null;
   special_mass: number | null;
   end_special_mass: number | null;
   sink_mass: number | null;
-  sink_mass_norm: number | null;  // the sink share under norm weighting (token level)
+  sink_mass_norm: number | null; // the sink share under norm weighting (token level)
   punct_mass: number | null;
   content_mass: number | null;
   duplicate_mass: number | null;
@@ -219,7 +225,18 @@ export interface Decomposition {
   check: { sum_max_abs_error: number; projection_max_abs_error: number };
 }
 
-interface DecompositionJson extends Omit<Decomposition, 'head_outputs' | 'head_output_norms' | 'concat' | 'projection' | 'bias' | 'contributions' | 'contribution_norms' | 'attn_output' | 'attention_rows'> {
+interface DecompositionJson extends Omit<
+  Decomposition,
+  | 'head_outputs'
+  | 'head_output_norms'
+  | 'concat'
+  | 'projection'
+  | 'bias'
+  | 'contributions'
+  | 'contribution_norms'
+  | 'attn_output'
+  | 'attention_rows'
+> {
   head_outputs: TypedArrayJson;
   head_output_norms: TypedArrayJson;
   concat: TypedArrayJson;
@@ -382,32 +399,51 @@ export class ApiClient {
   }
 
   run(text: string, level: Level, special: SpecialMode = 'keep'): Promise<RunResult> {
-    return this.runs.get(JSON.stringify([text, level, special]), async () => (await this.post('/api/run', { text, truncate: true, level, special })).json());
+    return this.runs.get(JSON.stringify([text, level, special]), async () =>
+      (await this.post('/api/run', { text, truncate: true, level, special })).json(),
+    );
   }
 
   /** Attention of one layer (or every layer when layer is null): [layers, n_head, U, U]; with
    *  view 'rollout' [layers, 1, U, U] (one map per layer). */
-  attention(text: string, level: Level, layer: number | null, dtype: 'float32' | 'uint8' = 'float32', view: MapView = 'weights'): Promise<Tensor> {
-    const body = view === 'weights' ? { text, truncate: true, level, layer, dtype } : { text, truncate: true, level, layer, dtype, view };
-    return this.attentions.get(JSON.stringify(body), async () => decodeTensor(await (await this.post('/api/attention', body)).arrayBuffer()));
+  attention(
+    text: string,
+    level: Level,
+    layer: number | null,
+    dtype: 'float32' | 'uint8' = 'float32',
+    view: MapView = 'weights',
+  ): Promise<Tensor> {
+    const body =
+      view === 'weights'
+        ? { text, truncate: true, level, layer, dtype }
+        : { text, truncate: true, level, layer, dtype, view };
+    return this.attentions.get(JSON.stringify(body), async () =>
+      decodeTensor(await (await this.post('/api/attention', body)).arrayBuffer()),
+    );
   }
 
   /** Pooled maps of every head of a layer (streamed runs): [n_head, 2, cells, cells], [:, 0] the
    *  summed and [:, 1] the largest weight of each block of tokens. */
   overview(text: string, layer: number): Promise<Tensor> {
     const body = { text, truncate: true, layer };
-    return this.overviews.get(JSON.stringify(body), async () => decodeTensor(await (await this.post('/api/overview', body)).arrayBuffer()));
+    return this.overviews.get(JSON.stringify(body), async () =>
+      decodeTensor(await (await this.post('/api/overview', body)).arrayBuffer()),
+    );
   }
 
   /** Exact weights of head (layer, head) over rows q0 .. q1 − 1 and keys k0 .. k1 − 1: [q1 − q0, k1 − k0]. */
   tile(text: string, layer: number, head: number, q0: number, q1: number, k0: number, k1: number): Promise<Tensor> {
     const body = { text, truncate: true, layer, head, q0, q1, k0, k1 };
-    return this.tiles.get(JSON.stringify(body), async () => decodeTensor(await (await this.post('/api/tile', body)).arrayBuffer()));
+    return this.tiles.get(JSON.stringify(body), async () =>
+      decodeTensor(await (await this.post('/api/tile', body)).arrayBuffer()),
+    );
   }
 
   decompose(text: string, layer: number, token: number): Promise<Decomposition> {
     const body = { text, truncate: true, layer, token };
-    return this.decompositions.get(JSON.stringify(body), async () => decodeDecomposition(await (await this.post('/api/decompose', body)).json()));
+    return this.decompositions.get(JSON.stringify(body), async () =>
+      decodeDecomposition(await (await this.post('/api/decompose', body)).json()),
+    );
   }
 
   /** heads: 0-based [layer, head] pairs, removed together. */

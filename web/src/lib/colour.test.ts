@@ -1,5 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { buildLut, contrastRatio, hexToRgb, lutColour, readableOn, scaleTicks, scaleValue, SEQUENTIAL, signedColour, DIVERGING } from './colour';
+import {
+  buildLut,
+  contrastRatio,
+  hexToRgb,
+  lutColour,
+  readableOn,
+  scaleTicks,
+  scaleValue,
+  SEQUENTIAL,
+  signedColour,
+  DIVERGING,
+} from './colour';
 import { TEXT_PAIRS } from './theme';
 
 describe('colour scales', () => {

@@ -101,7 +101,8 @@ export function relativeLuminance(hex: string): number {
 
 /** WCAG contrast ratio (1–21); 4.5 is the minimum for body text (AA), 3 for large text. */
 export function contrastRatio(a: string, b: string): number {
-  const la = relativeLuminance(a), lb = relativeLuminance(b);
+  const la = relativeLuminance(a),
+    lb = relativeLuminance(b);
   return (Math.max(la, lb) + 0.05) / (Math.min(la, lb) + 0.05);
 }
 

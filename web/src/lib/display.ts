@@ -13,7 +13,8 @@ export interface ShownMatrix {
 }
 
 export function shownMatrix(m: Matrix, units: Units, hideSpecial: boolean): ShownMatrix {
-  if (m.n !== units.labels.length) throw new Error(`matrix is ${m.n}×${m.n} but there are ${units.labels.length} ${units.level}s`);
+  if (m.n !== units.labels.length)
+    throw new Error(`matrix is ${m.n}×${m.n} but there are ${units.labels.length} ${units.level}s`);
   if (!hideSpecial || !units.special.some(Boolean)) {
     return { matrix: m, index: units.labels.map((_, i) => i), labels: units.labels };
   }

@@ -4,7 +4,11 @@ type Child = Node | string | null | undefined | false;
 type Attrs = Record<string, string | number | boolean | null | undefined | EventListener>;
 
 /** h('div', {class: 'x', onclick: fn}, 'text', child) */
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Attrs = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
     if (v === null || v === undefined || v === false) continue;
@@ -17,7 +21,9 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = 
 }
 
 export function append(el: Node, ...children: Child[]): void {
-  for (const c of children) if (c !== null && c !== undefined && c !== false) el.appendChild(typeof c === 'string' ? document.createTextNode(c) : c);
+  for (const c of children)
+    if (c !== null && c !== undefined && c !== false)
+      el.appendChild(typeof c === 'string' ? document.createTextNode(c) : c);
 }
 
 export function clear(el: Element): void {
@@ -36,7 +42,8 @@ export function showTooltip(clientX: number, clientY: number, lines: string[]): 
   lines.forEach((line, i) => tooltipEl!.appendChild(h(i === 0 ? 'strong' : 'div', {}, line)));
   tooltipEl.style.display = 'block';
   const pad = 14;
-  const w = tooltipEl.offsetWidth, ht = tooltipEl.offsetHeight;
+  const w = tooltipEl.offsetWidth,
+    ht = tooltipEl.offsetHeight;
   const x = clientX + pad + w > window.innerWidth ? clientX - pad - w : clientX + pad;
   const y = clientY + pad + ht > window.innerHeight ? clientY - pad - ht : clientY + pad;
   tooltipEl.style.left = `${Math.max(0, x)}px`;
@@ -77,5 +84,8 @@ export function canvasPoint(canvas: HTMLCanvasElement, e: MouseEvent): { x: numb
   const r = canvas.getBoundingClientRect();
   const w = parseFloat(canvas.style.width) || r.width;
   const ht = parseFloat(canvas.style.height) || r.height;
-  return { x: ((e.clientX - r.left) * w) / Math.max(1, r.width), y: ((e.clientY - r.top) * ht) / Math.max(1, r.height) };
+  return {
+    x: ((e.clientX - r.left) * w) / Math.max(1, r.width),
+    y: ((e.clientY - r.top) * ht) / Math.max(1, r.height),
+  };
 }

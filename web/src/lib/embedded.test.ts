@@ -9,11 +9,41 @@ import { bytesToBase64 } from './wire';
 function payload(over: Partial<EmbedPayload> = {}): EmbedPayload {
   const [L, H, T] = [2, 2, 3];
   const values = new Float32Array(L * H * T * T);
-  for (let l = 0; l < L; l++) for (let h = 0; h < H; h++) for (let q = 0; q < T; q++) for (let k = 0; k < T; k++) values[((l * H + h) * T + q) * T + k] = 1000 * l + 100 * h + 10 * q + k;
-  const role = { id: 'previous_token', name: 'Previous token', score: 0.9, detail: '', label: 'Previous token', evidence: '' };
-  const heads = Array.from({ length: L * H }, (_, i) => ({ layer: Math.floor(i / H), head: i % H, roles: { primary: role, secondary: role, confidence: 1, margin: 1, scores: [role] } }) as unknown as HeadReport);
-  const run = { schema: 'headscope.run/2', text: 'a b c', level: 'token', n_tokens: T, heads, model: { name: 'tiny', causal: true } } as unknown as RunResult;
-  return { schema: EMBED_SCHEMA, run, attention: { shape: [L, H, T, T], dtype: 'float32', data: bytesToBase64(new Uint8Array(values.buffer)) }, ...over };
+  for (let l = 0; l < L; l++)
+    for (let h = 0; h < H; h++)
+      for (let q = 0; q < T; q++)
+        for (let k = 0; k < T; k++) values[((l * H + h) * T + q) * T + k] = 1000 * l + 100 * h + 10 * q + k;
+  const role = {
+    id: 'previous_token',
+    name: 'Previous token',
+    score: 0.9,
+    detail: '',
+    label: 'Previous token',
+    evidence: '',
+  };
+  const heads = Array.from(
+    { length: L * H },
+    (_, i) =>
+      ({
+        layer: Math.floor(i / H),
+        head: i % H,
+        roles: { primary: role, secondary: role, confidence: 1, margin: 1, scores: [role] },
+      }) as unknown as HeadReport,
+  );
+  const run = {
+    schema: 'headscope.run/2',
+    text: 'a b c',
+    level: 'token',
+    n_tokens: T,
+    heads,
+    model: { name: 'tiny', causal: true },
+  } as unknown as RunResult;
+  return {
+    schema: EMBED_SCHEMA,
+    run,
+    attention: { shape: [L, H, T, T], dtype: 'float32', data: bytesToBase64(new Uint8Array(values.buffer)) },
+    ...over,
+  };
 }
 
 describe('EmbeddedClient', () => {
@@ -55,8 +85,12 @@ describe('EmbeddedClient', () => {
   it('checks that the pieces fit together', () => {
     expect(() => checkPayload(payload({ schema: 'other' }))).toThrow(/schema "other"/);
     const p = payload();
-    expect(() => checkPayload({ ...p, attention: { ...p.attention, shape: [2, 2, 3, 4] } })).toThrow(/expected \[n_layer, n_head, T, T\]/);
+    expect(() => checkPayload({ ...p, attention: { ...p.attention, shape: [2, 2, 3, 4] } })).toThrow(
+      /expected \[n_layer, n_head, T, T\]/,
+    );
     expect(() => checkPayload({ ...p, run: { ...p.run, n_tokens: 4 } })).toThrow(/3 positions, the run 4 tokens/);
-    expect(() => checkPayload({ ...p, run: { ...p.run, heads: p.run.heads.slice(1) } })).toThrow(/3 heads, the attention 2 × 2/);
+    expect(() => checkPayload({ ...p, run: { ...p.run, heads: p.run.heads.slice(1) } })).toThrow(
+      /3 heads, the attention 2 × 2/,
+    );
   });
 });

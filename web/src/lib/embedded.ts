@@ -13,7 +13,19 @@
 //              texts, constants); without it a statistic is labelled by its key
 //   view, layer, head   what to open on (a view id of views/index.ts, "head" or "projection")
 
-import { ApiClient, ApiError, type AblateResult, type Decomposition, type GenerateResult, type ImportanceResult, type LinkResult, type ModelInfo, type RoleInfo, type RunResult, type StatInfo } from './api';
+import {
+  ApiClient,
+  ApiError,
+  type AblateResult,
+  type Decomposition,
+  type GenerateResult,
+  type ImportanceResult,
+  type LinkResult,
+  type ModelInfo,
+  type RoleInfo,
+  type RunResult,
+  type StatInfo,
+} from './api';
 import { statConstants } from './statistics';
 import type { Level } from './state';
 import type { MapView } from './maps';
@@ -33,7 +45,8 @@ export interface EmbedPayload {
 }
 
 /** Said wherever an embedded result cannot do what the served explorer does. */
-export const NEEDS_MODEL = 'needs the model: this is an embedded result (its dense attention only); open the text in `headscope serve` for it';
+export const NEEDS_MODEL =
+  'needs the model: this is an embedded result (its dense attention only); open the text in `headscope serve` for it';
 
 /** A neutral colour for roles when the payload carries no catalogue. */
 const NO_CATALOGUE_COLOUR = '#777777';
@@ -47,7 +60,14 @@ export function embeddedModel(p: EmbedPayload): ModelInfo {
   if (!roles) {
     const names = new Map<string, string>();
     for (const head of p.run.heads) for (const s of head.roles.scores) names.set(s.id, s.name);
-    roles = [...names].map(([id, name]) => ({ id, name, description: '', typical_function: '', literature: '', color: NO_CATALOGUE_COLOUR }));
+    roles = [...names].map(([id, name]) => ({
+      id,
+      name,
+      description: '',
+      typical_function: '',
+      literature: '',
+      color: NO_CATALOGUE_COLOUR,
+    }));
   }
   const catalogue = p.statistics_catalogue ?? m.statistics_catalogue ?? [];
   return {
@@ -66,7 +86,14 @@ export function embeddedModel(p: EmbedPayload): ModelInfo {
     window: m.window ?? [],
     w_o_shape: m.w_o_shape ?? [0, 0],
     limits: { max_text_bytes: 0, max_tokens: T },
-    statistics: m.statistics ?? { sparsity_fraction: 0, cover_mass: 0, local_window: 0, max_offset: 0, min_role_score: 0, ...statConstants(catalogue) },
+    statistics: m.statistics ?? {
+      sparsity_fraction: 0,
+      cover_mass: 0,
+      local_window: 0,
+      max_offset: 0,
+      min_role_score: 0,
+      ...statConstants(catalogue),
+    },
     statistics_catalogue: catalogue,
     roles,
   };
@@ -74,11 +101,15 @@ export function embeddedModel(p: EmbedPayload): ModelInfo {
 
 /** Checks the payload's pieces against each other; throws an Error naming what does not fit. */
 export function checkPayload(p: EmbedPayload): void {
-  if (p.schema !== EMBED_SCHEMA) throw new Error(`embedded payload has schema "${p.schema}", expected "${EMBED_SCHEMA}"`);
+  if (p.schema !== EMBED_SCHEMA)
+    throw new Error(`embedded payload has schema "${p.schema}", expected "${EMBED_SCHEMA}"`);
   const s = p.attention.shape;
-  if (s.length !== 4 || s[2] !== s[3]) throw new Error(`embedded attention has shape [${s.join(', ')}], expected [n_layer, n_head, T, T]`);
-  if (s[2] !== p.run.n_tokens) throw new Error(`embedded attention has ${s[2]} positions, the run ${p.run.n_tokens} tokens`);
-  if (p.run.heads.length !== s[0] * s[1]) throw new Error(`embedded run has ${p.run.heads.length} heads, the attention ${s[0]} × ${s[1]}`);
+  if (s.length !== 4 || s[2] !== s[3])
+    throw new Error(`embedded attention has shape [${s.join(', ')}], expected [n_layer, n_head, T, T]`);
+  if (s[2] !== p.run.n_tokens)
+    throw new Error(`embedded attention has ${s[2]} positions, the run ${p.run.n_tokens} tokens`);
+  if (p.run.heads.length !== s[0] * s[1])
+    throw new Error(`embedded run has ${p.run.heads.length} heads, the attention ${s[0]} × ${s[1]}`);
   if (p.run.level !== 'token') throw new Error(`embedded run is at level "${p.run.level}", expected "token"`);
 }
 
@@ -119,7 +150,13 @@ export class EmbeddedClient extends ApiClient {
 
   /** The embedded weights: one layer [1, n_head, T, T] (a view, no copy) or all. uint8 is asked
    *  for thumbnails only; the float32 values serve as they are. */
-  override attention(text: string, level: Level, layer: number | null, _dtype: 'float32' | 'uint8' = 'float32', view: MapView = 'weights'): Promise<Tensor> {
+  override attention(
+    text: string,
+    level: Level,
+    layer: number | null,
+    _dtype: 'float32' | 'uint8' = 'float32',
+    view: MapView = 'weights',
+  ): Promise<Tensor> {
     try {
       this.check(text, level);
     } catch (e) {
@@ -128,7 +165,8 @@ export class EmbeddedClient extends ApiClient {
     if (view !== 'weights') return this.refuse(`the ${view} maps`);
     const [L, H, T] = this.attentionAll.shape;
     if (layer === null) return Promise.resolve(this.attentionAll);
-    if (!Number.isInteger(layer) || layer < 0 || layer >= L) return Promise.reject(new ApiError(400, 'bad_layer', `layer ${layer} is outside 0 .. ${L - 1}`));
+    if (!Number.isInteger(layer) || layer < 0 || layer >= L)
+      return Promise.reject(new ApiError(400, 'bad_layer', `layer ${layer} is outside 0 .. ${L - 1}`));
     const n = numel([H, T, T]);
     return Promise.resolve({ shape: [1, H, T, T], data: this.attentionAll.data.subarray(layer * n, (layer + 1) * n) });
   }

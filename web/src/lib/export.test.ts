@@ -6,7 +6,10 @@ import { csvStatKeys } from './statistics';
 import { sceneToSvg, MAX_VECTOR_CELLS, type Scene } from './scene';
 
 function stats(v: number): HeadStats {
-  const s = { n_queries: 3, n_duplicate_queries: 0, offset_mass: { '-1': v, '0': v, '1': v } } as unknown as Record<string, unknown>;
+  const s = { n_queries: 3, n_duplicate_queries: 0, offset_mass: { '-1': v, '0': v, '1': v } } as unknown as Record<
+    string,
+    unknown
+  >;
   for (const k of csvStatKeys(STATISTICS_CATALOGUE)) s[k] = v;
   s.duplicate_mass = null;
   return s as unknown as HeadStats;
@@ -28,7 +31,14 @@ const run: RunResult = {
     kv_head: head,
     stats: stats(head === 0 ? 0.125 : 0.5),
     roles: {
-      primary: { id: 'previous_token', name: 'Previous token', score: 0.8, detail: '', label: 'Previous token', evidence: '80 % goes to the previous token, "a"' },
+      primary: {
+        id: 'previous_token',
+        name: 'Previous token',
+        score: 0.8,
+        detail: '',
+        label: 'Previous token',
+        evidence: '80 % goes to the previous token, "a"',
+      },
       secondary: { id: 'self', name: 'Self', score: 0.1, detail: '', label: 'Self', evidence: '' },
       confidence: 0.8,
       margin: 0.7,
@@ -62,7 +72,9 @@ describe('CSV export', () => {
   });
 
   it('makes safe file names', () => {
-    expect(exportName(['all-MiniLM-L6-v2', 'layer 2', 'head/5'], 'svg')).toBe('headscope-all-MiniLM-L6-v2-layer_2-head_5.svg');
+    expect(exportName(['all-MiniLM-L6-v2', 'layer 2', 'head/5'], 'svg')).toBe(
+      'headscope-all-MiniLM-L6-v2-layer_2-head_5.svg',
+    );
   });
 });
 
@@ -92,7 +104,10 @@ describe('SVG export', () => {
   it('embeds large rasters as PNG', () => {
     const side = Math.ceil(Math.sqrt(MAX_VECTOR_CELLS)) + 1;
     const big = { width: side, height: side, data: new Uint8ClampedArray(side * side * 4) };
-    const svg = sceneToSvg({ ...scene, items: [{ kind: 'image', x: 0, y: 0, w: 10, h: 10, pixels: big }] }, (p) => `data:image/png;base64,${p.width}`);
+    const svg = sceneToSvg(
+      { ...scene, items: [{ kind: 'image', x: 0, y: 0, w: 10, h: 10, pixels: big }] },
+      (p) => `data:image/png;base64,${p.width}`,
+    );
     expect(svg).toContain(`href="data:image/png;base64,${side}"`);
   });
 });

@@ -17,7 +17,18 @@ export function csvField(v: string | number | null | undefined): string {
  *  those of the statistics catalogue (csvStatKeys). */
 export function statsToCsv(run: RunResult, catalogue: readonly StatInfo[]): string {
   const columns = csvStatKeys(catalogue);
-  const header = ['layer', 'head', 'level', 'special', 'primary_role', 'primary_score', 'secondary_role', 'secondary_score', ...columns, 'evidence'];
+  const header = [
+    'layer',
+    'head',
+    'level',
+    'special',
+    'primary_role',
+    'primary_score',
+    'secondary_role',
+    'secondary_score',
+    ...columns,
+    'evidence',
+  ];
   const lines = [header.join(',')];
   for (const h of run.heads) {
     const cells = [
@@ -83,7 +94,9 @@ export function scenePng(scene: Scene, pixelRatio = 2): Promise<Blob> {
   const ctx = canvas.getContext('2d')!;
   ctx.scale(pixelRatio, pixelRatio);
   drawScene(ctx, scene, pixelsCanvas);
-  return new Promise((resolve, reject) => canvas.toBlob((b) => (b ? resolve(b) : reject(new Error('PNG encoding failed'))), 'image/png'));
+  return new Promise((resolve, reject) =>
+    canvas.toBlob((b) => (b ? resolve(b) : reject(new Error('PNG encoding failed'))), 'image/png'),
+  );
 }
 
 export function download(data: Blob | string, filename: string, type = 'text/plain'): void {

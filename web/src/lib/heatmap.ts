@@ -33,7 +33,12 @@ function packedTable(scale: ScaleName): Uint32Array {
 export const MASKED_COLOURS: readonly [string, string] = ['#8d949c', '#c3c8ce'];
 
 function packedGrey(hex: string): number {
-  const bytes = new Uint8Array([parseInt(hex.slice(1, 3), 16), parseInt(hex.slice(3, 5), 16), parseInt(hex.slice(5, 7), 16), 255]);
+  const bytes = new Uint8Array([
+    parseInt(hex.slice(1, 3), 16),
+    parseInt(hex.slice(3, 5), 16),
+    parseInt(hex.slice(5, 7), 16),
+    255,
+  ]);
   return new Uint32Array(bytes.buffer)[0];
 }
 
@@ -64,13 +69,21 @@ export const FUTURE_LABEL = 'masked (future token)';
 /** The mask of a causal model's layer with sliding window `window` (0: none) over units that
  *  cover token spans span(u) = [first, last] (default: each unit is one token); undefined for a
  *  model that sees every key. */
-export function unitMask(causal: boolean, window = 0, span: (u: number) => readonly [number, number] = (u) => [u, u]): UnitMask | undefined {
+export function unitMask(
+  causal: boolean,
+  window = 0,
+  span: (u: number) => readonly [number, number] = (u) => [u, u],
+): UnitMask | undefined {
   if (!causal) return undefined;
-  const block = (q0: number, q1: number, k0: number, k1: number) => spanMasked(span(q0)[0], span(q1 - 1)[1], span(k0)[0], span(k1 - 1)[1], window);
+  const block = (q0: number, q1: number, k0: number, k1: number) =>
+    spanMasked(span(q0)[0], span(q1 - 1)[1], span(k0)[0], span(k1 - 1)[1], window);
   return {
     block,
     cell: (q, k) => block(q, q + 1, k, k + 1),
-    reason: (q, k) => (span(k)[0] > span(q)[1] ? FUTURE_LABEL : `masked (more than ${window} tokens back: outside this layer's sliding window)`),
+    reason: (q, k) =>
+      span(k)[0] > span(q)[1]
+        ? FUTURE_LABEL
+        : `masked (more than ${window} tokens back: outside this layer's sliding window)`,
   };
 }
 
@@ -101,7 +114,8 @@ export function matrixPixels(m: Matrix, scale: ScaleName, causal: boolean | Unit
   }
   if (causal) {
     // Diagonal stripes: the two greys alternate along anti-diagonals, in bands of two cells.
-    const dark = packedGrey(MASKED_COLOURS[0]), light = packedGrey(MASKED_COLOURS[1]);
+    const dark = packedGrey(MASKED_COLOURS[0]),
+      light = packedGrey(MASKED_COLOURS[1]);
     const mask = causal === true ? undefined : causal;
     for (let q = 0; q < m.n; q++) {
       for (let k = 0; k < m.n; k++) {
@@ -116,7 +130,13 @@ export function matrixPixels(m: Matrix, scale: ScaleName, causal: boolean | Unit
  * A rows × cols block of weights → RGBA pixels (a region of a long text's map). `masked(r, c)`
  * marks the cells a causal model hides, hatched as in matrixPixels.
  */
-export function rectPixels(values: Float32Array, rows: number, cols: number, scale: ScaleName, masked?: (r: number, c: number) => boolean): Pixels {
+export function rectPixels(
+  values: Float32Array,
+  rows: number,
+  cols: number,
+  scale: ScaleName,
+  masked?: (r: number, c: number) => boolean,
+): Pixels {
   const data = new Uint8ClampedArray(rows * cols * 4);
   const out = new Uint32Array(data.buffer);
   const table = packedTable(scale);
@@ -125,8 +145,10 @@ export function rectPixels(values: Float32Array, rows: number, cols: number, sca
     out[i] = table[v > 0 ? (v < 1 ? (v * WEIGHT_STEPS + 0.5) | 0 : WEIGHT_STEPS) : 0];
   }
   if (masked) {
-    const dark = packedGrey(MASKED_COLOURS[0]), light = packedGrey(MASKED_COLOURS[1]);
-    for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) if (masked(r, c)) out[r * cols + c] = ((r + c) >> 1) & 1 ? dark : light;
+    const dark = packedGrey(MASKED_COLOURS[0]),
+      light = packedGrey(MASKED_COLOURS[1]);
+    for (let r = 0; r < rows; r++)
+      for (let c = 0; c < cols; c++) if (masked(r, c)) out[r * cols + c] = ((r + c) >> 1) & 1 ? dark : light;
   }
   return { width: cols, height: rows, data };
 }
@@ -136,10 +158,19 @@ export function rectPixels(values: Float32Array, rows: number, cols: number, sca
  * max-pooled first, so that one-cell lines (a previous-token diagonal at 500 tokens) stay visible
  * instead of being skipped by the scaling.
  */
-export function displayPixels(m: Matrix, scale: ScaleName, cssSize: number, causal: boolean | UnitMask = false): Pixels {
+export function displayPixels(
+  m: Matrix,
+  scale: ScaleName,
+  cssSize: number,
+  causal: boolean | UnitMask = false,
+): Pixels {
   const screen = Math.ceil(cssSize * (typeof window === 'undefined' ? 1 : Math.min(3, window.devicePixelRatio || 1)));
   if (m.n <= screen) return matrixPixels(m, scale, causal);
-  return matrixPixels(maxPool(m, screen), scale, typeof causal === 'boolean' ? causal : pooledUnitMask(causal, m.n, screen));
+  return matrixPixels(
+    maxPool(m, screen),
+    scale,
+    typeof causal === 'boolean' ? causal : pooledUnitMask(causal, m.n, screen),
+  );
 }
 
 /** Signed values → diverging colours, ±limit at the ends (for differences of two heads). */

@@ -17,7 +17,11 @@ describe('kvGroups', () => {
       [3, 4, 5],
       [6, 7, 8],
     ]);
-    expect(groups!.map((g) => g.label)).toEqual(['KV head 1: heads 1–3', 'KV head 2: heads 4–6', 'KV head 3: heads 7–9']);
+    expect(groups!.map((g) => g.label)).toEqual([
+      'KV head 1: heads 1–3',
+      'KV head 2: heads 4–6',
+      'KV head 3: heads 7–9',
+    ]);
   });
 
   it('puts every head in one group under multi-query attention', () => {
@@ -32,7 +36,7 @@ describe('kvGroups', () => {
   it('lists heads that are not consecutive', () => {
     const groups = kvGroups({ n_head: 4, n_kv_head: 2, kv_head_of: [0, 1, 0, 1] });
     expect(groups!.map((g) => g.label)).toEqual(['KV head 1: heads 1, 3', 'KV head 2: heads 2, 4']);
-    expect(headRange([5])).toBe('head 6');  // index 5 is the sixth head
+    expect(headRange([5])).toBe('head 6'); // index 5 is the sixth head
   });
 
   it('rejects maps that do not fit the head counts', () => {
@@ -55,7 +59,8 @@ describe('causal mask in heatmaps', () => {
     const data = new Float32Array([1, 0, 0, 0, 1, 0, 0.5, 0.5, 0]);
     const plain = matrixPixels({ n, data }, 'linear');
     const causal = matrixPixels({ n, data }, 'linear', true);
-    const rgb = (p: { data: Uint8ClampedArray }, q: number, k: number) => Array.from(p.data.subarray((q * n + k) * 4, (q * n + k) * 4 + 3));
+    const rgb = (p: { data: Uint8ClampedArray }, q: number, k: number) =>
+      Array.from(p.data.subarray((q * n + k) * 4, (q * n + k) * 4 + 3));
     const greys = MASKED_COLOURS.map((hex) => [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)));
     for (let q = 0; q < n; q++)
       for (let k = 0; k < n; k++) {

@@ -15,11 +15,13 @@ export interface KvGroup {
  *  multi-head attention: nothing to group). Throws on a map that does not fit the head counts. */
 export function kvGroups(model: { n_head: number; n_kv_head: number; kv_head_of: number[] }): KvGroup[] | null {
   const { n_head, n_kv_head, kv_head_of } = model;
-  if (kv_head_of.length !== n_head) throw new Error(`kv_head_of has ${kv_head_of.length} entries for ${n_head} query heads`);
+  if (kv_head_of.length !== n_head)
+    throw new Error(`kv_head_of has ${kv_head_of.length} entries for ${n_head} query heads`);
   if (n_kv_head >= n_head) return null;
   const groups: KvGroup[] = Array.from({ length: n_kv_head }, (_, kv) => ({ kv, heads: [], label: '' }));
   kv_head_of.forEach((kv, head) => {
-    if (!Number.isInteger(kv) || kv < 0 || kv >= n_kv_head) throw new Error(`query head ${head} maps to KV head ${kv}, outside 0–${n_kv_head - 1}`);
+    if (!Number.isInteger(kv) || kv < 0 || kv >= n_kv_head)
+      throw new Error(`query head ${head} maps to KV head ${kv}, outside 0–${n_kv_head - 1}`);
     groups[kv].heads.push(head);
   });
   for (const g of groups) g.label = `KV head ${g.kv + 1}: ${headRange(g.heads)}`;
@@ -32,7 +34,9 @@ export function headRange(heads: number[]): string {
   if (heads.length === 0) return 'no heads';
   if (heads.length === 1) return `head ${heads[0] + 1}`;
   const consecutive = heads.every((hd, i) => i === 0 || hd === heads[i - 1] + 1);
-  return consecutive ? `heads ${heads[0] + 1}–${heads[heads.length - 1] + 1}` : `heads ${heads.map((hd) => hd + 1).join(', ')}`;
+  return consecutive
+    ? `heads ${heads[0] + 1}–${heads[heads.length - 1] + 1}`
+    : `heads ${heads.map((hd) => hd + 1).join(', ')}`;
 }
 
 /** Distinct colours for KV groups (cycled beyond their number). */

@@ -40,7 +40,7 @@ export class LabeledHeatmap {
       if (pointer() !== 'touch') this.onMove(e);
     });
     this.el.addEventListener('mouseleave', () => {
-      if (pointer() === 'touch') return;  // a tapped value stays until the next tap
+      if (pointer() === 'touch') return; // a tapped value stays until the next tap
       this.hover = null;
       hideTooltip();
       this.draw();
@@ -142,13 +142,37 @@ export class LabeledHeatmap {
     const { label, grid, cell } = this.layout;
     const items: SceneItem[] = [
       { kind: 'image', x: x + label, y: y + label, w: grid, h: grid, pixels: this.data.pixels },
-      { kind: 'rect', x: x + label - 0.5, y: y + label - 0.5, w: grid + 1, h: grid + 1, fill: 'none', stroke: THEME.border },
+      {
+        kind: 'rect',
+        x: x + label - 0.5,
+        y: y + label - 0.5,
+        w: grid + 1,
+        h: grid + 1,
+        fill: 'none',
+        stroke: THEME.border,
+      },
     ];
     if (label > 0)
       this.data.labels.forEach((raw, i) => {
         const text = tokenLabel(raw);
-        items.push({ kind: 'text', x: x + label - 5, y: y + label + (i + 0.5) * cell + 4, text, size: LABEL_FONT, fill: THEME.text, anchor: 'end' });
-        items.push({ kind: 'text', x: x + label + (i + 0.5) * cell + 4, y: y + label - 5, text, size: LABEL_FONT, fill: THEME.text, rotate: -90 });
+        items.push({
+          kind: 'text',
+          x: x + label - 5,
+          y: y + label + (i + 0.5) * cell + 4,
+          text,
+          size: LABEL_FONT,
+          fill: THEME.text,
+          anchor: 'end',
+        });
+        items.push({
+          kind: 'text',
+          x: x + label + (i + 0.5) * cell + 4,
+          y: y + label - 5,
+          text,
+          size: LABEL_FONT,
+          fill: THEME.text,
+          rotate: -90,
+        });
       });
     return items;
   }

@@ -4,7 +4,16 @@
 // The bar is laid out by colour position: position p shows the colour-table entry p, and the
 // tick of weight w sits at scaleValue(w), which is where that weight's colour lies.
 
-import { DIVERGING, SEQUENTIAL, SEQUENTIAL_LUT, lutColour, rgbToHex, scaleTicks, signedColour, type ScaleName } from './colour';
+import {
+  DIVERGING,
+  SEQUENTIAL,
+  SEQUENTIAL_LUT,
+  lutColour,
+  rgbToHex,
+  scaleTicks,
+  signedColour,
+  type ScaleName,
+} from './colour';
 import { h } from './dom';
 import { MASKED_COLOURS } from './heatmap';
 import type { SceneItem } from './scene';
@@ -32,25 +41,52 @@ const HATCH = `repeating-linear-gradient(45deg, ${MASKED_COLOURS[0]} 0 4px, ${MA
 /** A legend element for attention weights; for a causal model it also explains the hatched
  *  cells above the diagonal (keys after the query, which the model cannot attend to). */
 export function attentionLegend(scale: ScaleName, causal = false, view: MapView = 'weights', window = 0): HTMLElement {
-  const bar = h('div', { class: 'legend-bar', style: `background: linear-gradient(to right, ${SEQUENTIAL.join(', ')})` });
+  const bar = h('div', {
+    class: 'legend-bar',
+    style: `background: linear-gradient(to right, ${SEQUENTIAL.join(', ')})`,
+  });
   const ticks = h('div', { class: 'legend-ticks' });
-  for (const t of scaleTicks(scale)) ticks.appendChild(h('span', { style: `left: ${(t.position * 100).toFixed(2)}%` }, t.label));
+  for (const t of scaleTicks(scale))
+    ticks.appendChild(h('span', { style: `left: ${(t.position * 100).toFixed(2)}%` }, t.label));
   return h(
     'figure',
-    { class: 'legend', 'data-scale': scale, 'data-maps': view, 'aria-label': `colour legend: ${legendTitle(scale, view)}` },
+    {
+      class: 'legend',
+      'data-scale': scale,
+      'data-maps': view,
+      'aria-label': `colour legend: ${legendTitle(scale, view)}`,
+    },
     h('figcaption', {}, legendTitle(scale, view)),
     bar,
     ticks,
-    ...(causal ? [h('div', { class: 'legend-masked' }, h('span', { class: 'masked-swatch', style: `background: ${HATCH}` }), maskedLabel(window))] : []),
+    ...(causal
+      ? [
+          h(
+            'div',
+            { class: 'legend-masked' },
+            h('span', { class: 'masked-swatch', style: `background: ${HATCH}` }),
+            maskedLabel(window),
+          ),
+        ]
+      : []),
   );
 }
 
 /** A legend for signed values from −limit to +limit. */
 export function signedLegend(limit: number, caption: string): HTMLElement {
-  const bar = h('div', { class: 'legend-bar', style: `background: linear-gradient(to right, ${DIVERGING.join(', ')})` });
+  const bar = h('div', {
+    class: 'legend-bar',
+    style: `background: linear-gradient(to right, ${DIVERGING.join(', ')})`,
+  });
   const ticks = h('div', { class: 'legend-ticks' });
   for (const [label, p] of signedTicks(limit)) ticks.appendChild(h('span', { style: `left: ${p * 100}%` }, label));
-  return h('figure', { class: 'legend', 'aria-label': `colour legend: ${caption}` }, h('figcaption', {}, caption), bar, ticks);
+  return h(
+    'figure',
+    { class: 'legend', 'aria-label': `colour legend: ${caption}` },
+    h('figcaption', {}, caption),
+    bar,
+    ticks,
+  );
 }
 
 function signedTicks(limit: number): [string, number][] {
@@ -65,8 +101,19 @@ function signedTicks(limit: number): [string, number][] {
 const BAR_STEPS = 64;
 
 /** Scene items of an attention legend at (x, y), `width` wide, 44 px tall. */
-export function attentionLegendItems(x: number, y: number, width: number, scale: ScaleName, textColour: string, causal = false, view: MapView = 'weights', window = 0): SceneItem[] {
-  const items: SceneItem[] = [{ kind: 'text', x, y: y + 10, text: legendTitle(scale, view), size: 11, fill: textColour }];
+export function attentionLegendItems(
+  x: number,
+  y: number,
+  width: number,
+  scale: ScaleName,
+  textColour: string,
+  causal = false,
+  view: MapView = 'weights',
+  window = 0,
+): SceneItem[] {
+  const items: SceneItem[] = [
+    { kind: 'text', x, y: y + 10, text: legendTitle(scale, view), size: 11, fill: textColour },
+  ];
   for (let i = 0; i < BAR_STEPS; i++) {
     const fill = rgbToHex(lutColour(SEQUENTIAL_LUT, (i + 0.5) / BAR_STEPS));
     items.push({ kind: 'rect', x: x + (i * width) / BAR_STEPS, y: y + 16, w: width / BAR_STEPS + 0.5, h: 10, fill });
@@ -79,20 +126,43 @@ export function attentionLegendItems(x: number, y: number, width: number, scale:
   if (causal) {
     // Beside the bar title: a small hatched square and its meaning.
     const sx = x + width - (window > 0 ? 230 : 130);
-    for (let i = 0; i < 4; i++) items.push({ kind: 'rect', x: sx + i * 3, y: y + 1, w: 3, h: 11, fill: MASKED_COLOURS[i % 2] });
+    for (let i = 0; i < 4; i++)
+      items.push({ kind: 'rect', x: sx + i * 3, y: y + 1, w: 3, h: 11, fill: MASKED_COLOURS[i % 2] });
     items.push({ kind: 'text', x: sx + 16, y: y + 10, text: maskedLabel(window), size: 10, fill: textColour });
   }
   return items;
 }
 
 /** Scene items of a signed legend, same size as the attention legend. */
-export function signedLegendItems(x: number, y: number, width: number, limit: number, caption: string, textColour: string): SceneItem[] {
+export function signedLegendItems(
+  x: number,
+  y: number,
+  width: number,
+  limit: number,
+  caption: string,
+  textColour: string,
+): SceneItem[] {
   const items: SceneItem[] = [{ kind: 'text', x, y: y + 10, text: caption, size: 11, fill: textColour }];
   for (let i = 0; i < BAR_STEPS; i++) {
     const v = (((i + 0.5) / BAR_STEPS) * 2 - 1) * limit;
-    items.push({ kind: 'rect', x: x + (i * width) / BAR_STEPS, y: y + 16, w: width / BAR_STEPS + 0.5, h: 10, fill: signedColour(v, limit) });
+    items.push({
+      kind: 'rect',
+      x: x + (i * width) / BAR_STEPS,
+      y: y + 16,
+      w: width / BAR_STEPS + 0.5,
+      h: 10,
+      fill: signedColour(v, limit),
+    });
   }
   for (const [label, p] of signedTicks(limit))
-    items.push({ kind: 'text', x: x + p * width, y: y + 41, text: label, size: 10, fill: textColour, anchor: 'middle' });
+    items.push({
+      kind: 'text',
+      x: x + p * width,
+      y: y + 41,
+      text: label,
+      size: 10,
+      fill: textColour,
+      anchor: 'middle',
+    });
   return items;
 }

@@ -1,6 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { unitMask } from './heatmap';
-import { cellRange, clampRegion, fullRegion, maxPoolRect, panRegion, poolBounds, regionBetween, regionCells, zoomRegion, type OverviewInfo } from './long';
+import {
+  cellRange,
+  clampRegion,
+  fullRegion,
+  maxPoolRect,
+  panRegion,
+  poolBounds,
+  regionBetween,
+  regionCells,
+  zoomRegion,
+  type OverviewInfo,
+} from './long';
 
 describe('regions of a long text', () => {
   const T = 8192;
@@ -22,7 +33,12 @@ describe('regions of a long text', () => {
     expect(clampRegion({ q0: -5, q1: 9000, k0: 3, k1: 3 }, T)).toEqual({ q0: 0, q1: 8192, k0: 3, k1: 4 });
   });
   it('a dragged rectangle becomes the token region it covers', () => {
-    expect(regionBetween({ q0: 0, q1: 1000, k0: 1000, k1: 2000 }, [0.5, 0.1], [0.2, 0.35], T)).toEqual({ q0: 200, q1: 500, k0: 1100, k1: 1350 });
+    expect(regionBetween({ q0: 0, q1: 1000, k0: 1000, k1: 2000 }, [0.5, 0.1], [0.2, 0.35], T)).toEqual({
+      q0: 200,
+      q1: 500,
+      k0: 1100,
+      k1: 1350,
+    });
   });
 });
 
@@ -42,7 +58,8 @@ describe('overview cells and pooling', () => {
     // The zoom map's rule: pooled cell (i, j) of a block placed at (q0, k0) in the text covers
     // tokens q0 + poolBounds(i) × k0 + poolBounds(j).
     const masked = (i: number, j: number, rows: number, cols: number, R: number, C: number, q0: number, k0: number) => {
-      const [r0, r1] = poolBounds(i, rows, R), [c0, c1] = poolBounds(j, cols, C);
+      const [r0, r1] = poolBounds(i, rows, R),
+        [c0, c1] = poolBounds(j, cols, C);
       return unitMask(true)!.block(q0 + r0, q0 + r1, k0 + c0, k0 + c1);
     };
     expect(masked(0, 1, n, n, 3, 3, 0, 0)).toBe(true); // rows 0–1, keys 2–3

@@ -61,8 +61,10 @@ export function panRegion(r: Region, dq: number, dk: number, T: number): Region 
 export function regionBetween(r: Region, a: [number, number], b: [number, number], T: number): Region {
   const q = (f: number) => r.q0 + f * (r.q1 - r.q0);
   const k = (f: number) => r.k0 + f * (r.k1 - r.k0);
-  const q0 = Math.floor(q(Math.min(a[0], b[0]))), q1 = Math.ceil(q(Math.max(a[0], b[0])));
-  const k0 = Math.floor(k(Math.min(a[1], b[1]))), k1 = Math.ceil(k(Math.max(a[1], b[1])));
+  const q0 = Math.floor(q(Math.min(a[0], b[0]))),
+    q1 = Math.ceil(q(Math.max(a[0], b[0])));
+  const k0 = Math.floor(k(Math.min(a[1], b[1]))),
+    k1 = Math.ceil(k(Math.max(a[1], b[1])));
   return clampRegion({ q0, q1: Math.max(q1, q0 + 1), k0, k1: Math.max(k1, k0 + 1) }, T);
 }
 
@@ -93,9 +95,15 @@ export function poolBounds(i: number, n: number, pooled: number): [number, numbe
   return [lo, Math.max(lo + 1, Math.floor(((i + 1) * n) / pooled))];
 }
 
-
-export function maxPoolRect(values: Float32Array, rows: number, cols: number, maxRows: number, maxCols: number): { rows: number; cols: number; data: Float32Array } {
-  const R = Math.min(rows, maxRows), C = Math.min(cols, maxCols);
+export function maxPoolRect(
+  values: Float32Array,
+  rows: number,
+  cols: number,
+  maxRows: number,
+  maxCols: number,
+): { rows: number; cols: number; data: Float32Array } {
+  const R = Math.min(rows, maxRows),
+    C = Math.min(cols, maxCols);
   if (R === rows && C === cols) return { rows, cols, data: values };
   const out = new Float32Array(R * C);
   for (let i = 0; i < R; i++) {

@@ -3,8 +3,14 @@ import { mapHead, parseMapView, shownMapView } from './maps';
 
 describe('map views', () => {
   it('falls back to the weights with the reason when the run cannot show a view', () => {
-    expect(shownMapView('norm', { weights: null, norm: null, rollout: 'too long' })).toEqual({ view: 'norm', reason: null });
-    expect(shownMapView('rollout', { weights: null, norm: null, rollout: 'too long' })).toEqual({ view: 'weights', reason: 'too long' });
+    expect(shownMapView('norm', { weights: null, norm: null, rollout: 'too long' })).toEqual({
+      view: 'norm',
+      reason: null,
+    });
+    expect(shownMapView('rollout', { weights: null, norm: null, rollout: 'too long' })).toEqual({
+      view: 'weights',
+      reason: 'too long',
+    });
     expect(shownMapView('rollout', undefined)).toEqual({ view: 'rollout', reason: null });
   });
   it('reads rollout as one map per layer', () => {

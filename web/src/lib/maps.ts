@@ -20,7 +20,8 @@ export const MAP_QUANTITY: Record<MapView, string> = {
 export const MAP_EXPLANATION: Record<MapView, string> = {
   weights: 'Attention weights α: how much each query looks at each key.',
   norm: 'Norm-weighted: α · ‖v W_O‖ per key, each row rescaled to sum 1 — the share of what the head moves into the query that comes from each key.',
-  rollout: 'Rollout: how much of this layer’s output at each query traces back to each input token, through every head and the residual of all layers so far (one map per layer).',
+  rollout:
+    'Rollout: how much of this layer’s output at each query traces back to each input token, through every head and the residual of all layers so far (one map per layer).',
 };
 
 /** Why each view is unavailable for a run (/api/run "views"), null where it is available. */
@@ -28,7 +29,10 @@ export type MapAvailability = Partial<Record<MapView, string | null>>;
 
 /** The view actually drawn: the one asked for, or the weights (with the reason) when the run
  *  cannot show it (streamed maps; rollout past its token limit). */
-export function shownMapView(asked: MapView, available: MapAvailability | undefined): { view: MapView; reason: string | null } {
+export function shownMapView(
+  asked: MapView,
+  available: MapAvailability | undefined,
+): { view: MapView; reason: string | null } {
   const reason = available?.[asked] ?? null;
   return reason ? { view: 'weights', reason } : { view: asked, reason: null };
 }

@@ -11,9 +11,11 @@ export interface Matrix {
 
 /** Head `head` of layer slot `layer` from an attention tensor [n_layer, n_head, U, U] (a view). */
 export function headMatrix(t: Tensor, layer: number, head: number): Matrix {
-  if (t.shape.length !== 4 || t.shape[2] !== t.shape[3]) throw new Error(`expected [layers, heads, U, U], got [${t.shape.join(', ')}]`);
+  if (t.shape.length !== 4 || t.shape[2] !== t.shape[3])
+    throw new Error(`expected [layers, heads, U, U], got [${t.shape.join(', ')}]`);
   const [nl, nh, n] = t.shape;
-  if (layer < 0 || layer >= nl || head < 0 || head >= nh) throw new Error(`no head ${layer}.${head} in [${t.shape.join(', ')}]`);
+  if (layer < 0 || layer >= nl || head < 0 || head >= nh)
+    throw new Error(`no head ${layer}.${head} in [${t.shape.join(', ')}]`);
   const block = n * n;
   const start = (layer * nh + head) * block;
   return { n, data: t.data.subarray(start, start + block) };
@@ -58,9 +60,11 @@ export function maxPool(m: Matrix, size: number): Matrix {
   if (m.n <= size) return m;
   const out = new Float32Array(size * size);
   for (let i = 0; i < size; i++) {
-    const q0 = Math.floor((i * m.n) / size), q1 = Math.max(q0 + 1, Math.floor(((i + 1) * m.n) / size));
+    const q0 = Math.floor((i * m.n) / size),
+      q1 = Math.max(q0 + 1, Math.floor(((i + 1) * m.n) / size));
     for (let j = 0; j < size; j++) {
-      const k0 = Math.floor((j * m.n) / size), k1 = Math.max(k0 + 1, Math.floor(((j + 1) * m.n) / size));
+      const k0 = Math.floor((j * m.n) / size),
+        k1 = Math.max(k0 + 1, Math.floor(((j + 1) * m.n) / size));
       let best = -Infinity;
       for (let q = q0; q < q1; q++) for (let k = k0; k < k1; k++) best = Math.max(best, m.data[q * m.n + k]);
       out[i * size + j] = best;

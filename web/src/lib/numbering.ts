@@ -33,4 +33,5 @@ export function headShort(index: number): string {
 }
 
 /** The note shown once near the controls. */
-export const NUMBERING_NOTE = 'Layers and heads are counted from 1 (Head 1 is the first head); the index in brackets is the 0-based number used by the API, the URL and the command line.';
+export const NUMBERING_NOTE =
+  'Layers and heads are counted from 1 (Head 1 is the first head); the index in brackets is the 0-based number used by the API, the URL and the command line.';

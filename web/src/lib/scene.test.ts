@@ -21,9 +21,21 @@ describe('withCaption', () => {
   const colours = { text: '#000', muted: '#555' };
 
   it('puts title, facts and the text above the view and moves the view down', () => {
-    const out = withCaption(scene, { title: 'headscope · Layer heads view', facts: 'm · Layer 1 (index 0) · Head 2 (index 1) – Sink', text: 'The trophy did not fit.' }, colours);
+    const out = withCaption(
+      scene,
+      {
+        title: 'headscope · Layer heads view',
+        facts: 'm · Layer 1 (index 0) · Head 2 (index 1) – Sink',
+        text: 'The trophy did not fit.',
+      },
+      colours,
+    );
     const texts = out.items.filter((i) => i.kind === 'text').map((i) => (i.kind === 'text' ? i.text : ''));
-    expect(texts).toEqual(['headscope · Layer heads view', 'm · Layer 1 (index 0) · Head 2 (index 1) – Sink', 'Text: “The trophy did not fit.”']);
+    expect(texts).toEqual([
+      'headscope · Layer heads view',
+      'm · Layer 1 (index 0) · Head 2 (index 1) – Sink',
+      'Text: “The trophy did not fit.”',
+    ]);
     const dy = out.height - scene.height;
     expect(dy).toBeGreaterThan(50);
     expect(out.items[3]).toMatchObject({ kind: 'rect', y: 2 + dy });

@@ -10,7 +10,17 @@ export interface Pixels {
 
 export type SceneItem =
   /** fill 'none' draws the outline only. */
-  | { kind: 'rect'; x: number; y: number; w: number; h: number; fill: string; stroke?: string; strokeWidth?: number; rx?: number }
+  | {
+      kind: 'rect';
+      x: number;
+      y: number;
+      w: number;
+      h: number;
+      fill: string;
+      stroke?: string;
+      strokeWidth?: number;
+      rx?: number;
+    }
   | { kind: 'line'; x1: number; y1: number; x2: number; y2: number; stroke: string; width: number; opacity?: number }
   | {
       kind: 'text';
@@ -39,7 +49,10 @@ const FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Ar
 const MONO = "ui-monospace, 'SFMono-Regular', Menlo, Consolas, monospace";
 
 export function escapeXml(s: string): string {
-  return s.replace(/[<>&'"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;' })[c] as string);
+  return s.replace(
+    /[<>&'"]/g,
+    (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;' })[c] as string,
+  );
 }
 
 function n(v: number): string {
@@ -54,7 +67,10 @@ export const MAX_VECTOR_CELLS = 40000;
  * ones are embedded as PNG through `encodePng` (a data: URL), which keeps the file small.
  */
 export function sceneToSvg(scene: Scene, encodePng: (p: Pixels) => string): string {
-  const totalCells = scene.items.reduce((acc, it) => acc + (it.kind === 'image' ? it.pixels.width * it.pixels.height : 0), 0);
+  const totalCells = scene.items.reduce(
+    (acc, it) => acc + (it.kind === 'image' ? it.pixels.width * it.pixels.height : 0),
+    0,
+  );
   const vectorCells = totalCells <= MAX_VECTOR_CELLS;
   const out: string[] = [];
   out.push(
@@ -90,13 +106,17 @@ export function sceneToSvg(scene: Scene, encodePng: (p: Pixels) => string): stri
       case 'image': {
         const { width, height, data } = it.pixels;
         if (vectorCells) {
-          const cw = it.w / width, ch = it.h / height;
+          const cw = it.w / width,
+            ch = it.h / height;
           out.push('<g shape-rendering="crispEdges">');
           for (let y = 0; y < height; y++)
             for (let x = 0; x < width; x++) {
               const i = (y * width + x) * 4;
-              const fill = '#' + [data[i], data[i + 1], data[i + 2]].map((c) => c.toString(16).padStart(2, '0')).join('');
-              out.push(`<rect x="${n(it.x + x * cw)}" y="${n(it.y + y * ch)}" width="${n(cw)}" height="${n(ch)}" fill="${fill}"/>`);
+              const fill =
+                '#' + [data[i], data[i + 1], data[i + 2]].map((c) => c.toString(16).padStart(2, '0')).join('');
+              out.push(
+                `<rect x="${n(it.x + x * cw)}" y="${n(it.y + y * ch)}" width="${n(cw)}" height="${n(ch)}" fill="${fill}"/>`,
+              );
             }
           out.push('</g>');
         } else {
@@ -202,7 +222,7 @@ export function wrapText(text: string, chars: number): string[] {
   const lines: string[] = [];
   let line = '';
   for (const word of text.replace(/\s+/g, ' ').trim().split(' ')) {
-    for (let w = word; w.length > 0; ) {
+    for (let w = word; w.length > 0;) {
       const room = line ? chars - line.length - 1 : chars;
       if (w.length <= room) {
         line = line ? `${line} ${w}` : w;
@@ -224,15 +244,25 @@ export function wrapText(text: string, chars: number): string[] {
  *  picture stands alone. */
 export function withCaption(scene: Scene, c: Caption, colours: { text: string; muted: string }): Scene {
   const width = Math.max(scene.width, 520);
-  const chars = Math.max(24, Math.floor((width - 24) / 6.4));  // 11 px text: about 6 px a character
+  const chars = Math.max(24, Math.floor((width - 24) / 6.4)); // 11 px text: about 6 px a character
   let lines = wrapText(`Text: “${c.text}”`, chars);
-  if (lines.length > CAPTION_TEXT_LINES) lines = [...lines.slice(0, CAPTION_TEXT_LINES - 1), `${lines[CAPTION_TEXT_LINES - 1].slice(0, chars - 1)}…`];
+  if (lines.length > CAPTION_TEXT_LINES)
+    lines = [...lines.slice(0, CAPTION_TEXT_LINES - 1), `${lines[CAPTION_TEXT_LINES - 1].slice(0, chars - 1)}…`];
   const head: SceneItem[] = [
     { kind: 'text', x: 12, y: 22, text: c.title, size: 15, fill: colours.text, weight: 'bold' },
     { kind: 'text', x: 12, y: 40, text: c.facts, size: 11, fill: colours.text },
-    ...lines.map((text, i): SceneItem => ({ kind: 'text', x: 12, y: 57 + i * 15, text, size: 11, fill: colours.muted })),
+    ...lines.map((text, i): SceneItem => ({
+      kind: 'text',
+      x: 12,
+      y: 57 + i * 15,
+      text,
+      size: 11,
+      fill: colours.muted,
+    })),
   ];
   const dy = 57 + lines.length * 15;
-  const moved = scene.items.map((it): SceneItem => (it.kind === 'line' ? { ...it, y1: it.y1 + dy, y2: it.y2 + dy } : { ...it, y: it.y + dy }));
+  const moved = scene.items.map((it): SceneItem =>
+    it.kind === 'line' ? { ...it, y1: it.y1 + dy, y2: it.y2 + dy } : { ...it, y: it.y + dy },
+  );
   return { width, height: scene.height + dy, background: scene.background, items: [...head, ...moved] };
 }

@@ -28,7 +28,11 @@ describe('view state in the URL', () => {
   });
 
   it('falls back to defaults on malformed or out-of-range values', () => {
-    const s = stateFromQuery('layer=9&head=-1&view=nope&scale=cubic&level=letters&token=x&a=7.1&b=1.99&lock=abc&maps=gradients', shape, views);
+    const s = stateFromQuery(
+      'layer=9&head=-1&view=nope&scale=cubic&level=letters&token=x&a=7.1&b=1.99&lock=abc&maps=gradients',
+      shape,
+      views,
+    );
     expect(s.layer).toBe(DEFAULT_STATE.layer);
     expect(s.head).toBe(DEFAULT_STATE.head);
     expect(s.view).toBe('layer');

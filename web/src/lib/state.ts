@@ -68,7 +68,8 @@ function clampInt(raw: string | null, lo: number, hi: number, fallback: number):
 function parseHeadRef(raw: string | null, shape: ModelShape, fallback: HeadRef): HeadRef {
   const m = raw ? /^(\d+)\.(\d+)$/.exec(raw) : null;
   if (!m) return fallback;
-  const layer = Number(m[1]), head = Number(m[2]);
+  const layer = Number(m[1]),
+    head = Number(m[2]);
   return layer < shape.n_layer && head < shape.n_head ? { layer, head } : fallback;
 }
 

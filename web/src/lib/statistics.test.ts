@@ -8,9 +8,27 @@ const model = { statistics_catalogue: STATISTICS_CATALOGUE } as Pick<ModelInfo, 
 describe('the catalogue of statistics', () => {
   it('gives the CSV the columns it always had: every mean, in the schema order', () => {
     expect(csvStatKeys(STATISTICS_CATALOGUE)).toEqual([
-      'entropy_bits', 'entropy_norm', 'sparsity', 'keys_90', 'keys_90_share', 'max_attention', 'avg_attention',
-      'uniform_overlap', 'mean_distance', 'mean_offset', 'self_mass', 'prev_mass', 'next_mass', 'local_mass',
-      'first_mass', 'special_mass', 'end_special_mass', 'sink_mass', 'sink_mass_norm', 'punct_mass', 'content_mass',
+      'entropy_bits',
+      'entropy_norm',
+      'sparsity',
+      'keys_90',
+      'keys_90_share',
+      'max_attention',
+      'avg_attention',
+      'uniform_overlap',
+      'mean_distance',
+      'mean_offset',
+      'self_mass',
+      'prev_mass',
+      'next_mass',
+      'local_mass',
+      'first_mass',
+      'special_mass',
+      'end_special_mass',
+      'sink_mass',
+      'sink_mass_norm',
+      'punct_mass',
+      'content_mass',
       'duplicate_mass',
     ]);
   });
@@ -21,7 +39,12 @@ describe('the catalogue of statistics', () => {
     expect(statInfo(model, 'local_mass').label).toBe('Within ±3 positions (not itself)');
     expect(statConstant(model, 'cover_mass')).toBe(0.9);
     expect(statConstant(model, 'nothing')).toBeUndefined();
-    expect(statConstants(STATISTICS_CATALOGUE)).toEqual({ sparsity_fraction: 0.1, cover_mass: 0.9, local_window: 3, max_offset: 8 });
+    expect(statConstants(STATISTICS_CATALOGUE)).toEqual({
+      sparsity_fraction: 0.1,
+      cover_mass: 0.9,
+      local_window: 3,
+      max_offset: 8,
+    });
   });
 
   it('falls back to the key when the catalogue lacks a statistic', () => {

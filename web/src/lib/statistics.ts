@@ -9,7 +9,14 @@ import { fixed, percent } from './format';
 /** The entry of `key`; a bare one (its key as label, no help) when the catalogue lacks it. */
 export function statInfo(model: Pick<ModelInfo, 'statistics_catalogue'>, key: keyof HeadStats): StatInfo {
   return (
-    model.statistics_catalogue.find((s) => s.key === key) ?? { key, kind: 'mean', label: key, unit: '', help: '', constants: {} }
+    model.statistics_catalogue.find((s) => s.key === key) ?? {
+      key,
+      kind: 'mean',
+      label: key,
+      unit: '',
+      help: '',
+      constants: {},
+    }
   );
 }
 

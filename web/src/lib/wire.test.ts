@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { base64ToBytes, bytesToBase64, decodeTensor, decodeTypedArray, DTYPE_FLOAT32, DTYPE_UINT8, row, WireError } from './wire';
+import {
+  base64ToBytes,
+  bytesToBase64,
+  decodeTensor,
+  decodeTypedArray,
+  DTYPE_FLOAT32,
+  DTYPE_UINT8,
+  row,
+  WireError,
+} from './wire';
 
 /** Builds a reply byte by byte, independently of the decoder: header fields then values. */
 function reply(dtype: number, shape: number[], values: number[]): ArrayBuffer {

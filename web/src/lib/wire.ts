@@ -30,7 +30,8 @@ export function numel(shape: readonly number[]): number {
 
 /** Decodes one binary tensor reply; uint8 payloads are expanded to float32 in [0, 1]. */
 export function decodeTensor(buffer: ArrayBuffer): Tensor {
-  if (buffer.byteLength < 12) throw new WireError(`tensor reply is ${buffer.byteLength} bytes, shorter than its header`);
+  if (buffer.byteLength < 12)
+    throw new WireError(`tensor reply is ${buffer.byteLength} bytes, shorter than its header`);
   const view = new DataView(buffer);
   const magic = String.fromCharCode(view.getUint8(0), view.getUint8(1), view.getUint8(2), view.getUint8(3));
   if (magic !== MAGIC) throw new WireError(`tensor reply starts with "${magic}", expected "${MAGIC}"`);
@@ -45,7 +46,9 @@ export function decodeTensor(buffer: ArrayBuffer): Tensor {
   const itemSize = dtype === DTYPE_FLOAT32 ? 4 : dtype === DTYPE_UINT8 ? 1 : 0;
   if (itemSize === 0) throw new WireError(`unknown tensor dtype ${dtype}`);
   if (buffer.byteLength !== offset + n * itemSize)
-    throw new WireError(`tensor of shape [${shape.join(', ')}] needs ${offset + n * itemSize} bytes, got ${buffer.byteLength}`);
+    throw new WireError(
+      `tensor of shape [${shape.join(', ')}] needs ${offset + n * itemSize} bytes, got ${buffer.byteLength}`,
+    );
   if (dtype === DTYPE_FLOAT32) return { shape, data: new Float32Array(buffer, offset, n) };
   const bytes = new Uint8Array(buffer, offset, n);
   const data = new Float32Array(n);
@@ -73,7 +76,8 @@ export function decodeTypedArray(j: TypedArrayJson): Tensor {
   if (j.dtype !== 'float32') throw new WireError(`unsupported dtype ${j.dtype}`);
   const bytes = base64ToBytes(j.data);
   const n = numel(j.shape);
-  if (bytes.length !== 4 * n) throw new WireError(`array of shape [${j.shape.join(', ')}] needs ${4 * n} bytes, got ${bytes.length}`);
+  if (bytes.length !== 4 * n)
+    throw new WireError(`array of shape [${j.shape.join(', ')}] needs ${4 * n} bytes, got ${bytes.length}`);
   // A fresh buffer is 4-byte aligned, so the floats can be viewed in place.
   return { shape: j.shape.slice(), data: new Float32Array(bytes.buffer, bytes.byteOffset, n) };
 }

@@ -63,7 +63,10 @@ export interface ViewDefinition {
 }
 
 /** A MountedView from a component that already has `el`, `scene` and `exportParts`. */
-export function mounted(view: ExportableView & { readonly el: HTMLElement }, render: MountedView['render']): MountedView {
+export function mounted(
+  view: ExportableView & { readonly el: HTMLElement },
+  render: MountedView['render'],
+): MountedView {
   return { el: view.el, scene: () => view.scene(), exportParts: () => view.exportParts(), render };
 }
 
@@ -72,7 +75,16 @@ export function headReport(ctx: Pick<ViewContext, 'model' | 'run'>, layer: numbe
 }
 
 export function roleInfo(model: ModelInfo, id: string): RoleInfo {
-  return model.roles.find((r) => r.id === id) ?? { id, name: id, description: '', typical_function: '', literature: '', color: '#777777' };
+  return (
+    model.roles.find((r) => r.id === id) ?? {
+      id,
+      name: id,
+      description: '',
+      typical_function: '',
+      literature: '',
+      color: '#777777',
+    }
+  );
 }
 
 /** Short badge text for a role: its name's initials ("Previous token" → "PT"). */

@@ -13,7 +13,11 @@ import { effectText } from './importance';
 const MODES: { id: AblationMode; label: string; help: string }[] = [
   { id: 'zero', label: 'zero', help: 'the head’s output set to 0 before W_O' },
   { id: 'mean', label: 'mean', help: 'the head’s output replaced by its mean over the server’s reference sentences' },
-  { id: 'resample', label: 'resample', help: 'the head’s output taken from another sentence (one of the server’s reference sentences)' },
+  {
+    id: 'resample',
+    label: 'resample',
+    help: 'the head’s output taken from another sentence (one of the server’s reference sentences)',
+  },
 ];
 
 /** Runs the ablation of the selected head in a mode (the app supplies the text and the head). */
@@ -31,13 +35,21 @@ export class AblateBox {
   constructor() {
     this.mode = h('select', { id: 'ablate-mode', 'aria-label': 'ablation mode' }) as HTMLSelectElement;
     for (const m of MODES) this.mode.appendChild(h('option', { value: m.id, title: m.help }, m.label));
-    this.button = h('button', { type: 'button', id: 'ablate-go', onclick: () => void this.go() }, 'Ablate this head') as HTMLButtonElement;
+    this.button = h(
+      'button',
+      { type: 'button', id: 'ablate-go', onclick: () => void this.go() },
+      'Ablate this head',
+    ) as HTMLButtonElement;
     this.out = h('div', { id: 'ablate-result', 'aria-live': 'polite' });
     this.el = h(
       'section',
       { class: 'ablate-box', id: 'ablate-box' },
       h('h3', {}, 'Remove this head'),
-      h('p', { class: 'muted small' }, 'Where a head looks is not what it does. Remove its output from the forward pass on this text and see how the model’s output changes (the other heads, and every layer before this one, are left as they were).'),
+      h(
+        'p',
+        { class: 'muted small' },
+        'Where a head looks is not what it does. Remove its output from the forward pass on this text and see how the model’s output changes (the other heads, and every layer before this one, are left as they were).',
+      ),
       h('p', { class: 'small' }, 'Mode ', this.mode, ' ', this.button),
       this.out,
     );
@@ -83,7 +95,12 @@ export function describe(r: AblateResult, label: string): HTMLElement[] {
     parts.push(
       h(
         'p',
-        { id: 'ablate-next', 'data-before': r.next_before.text, 'data-after': r.next_after.text, 'data-effect': String(r.effect) },
+        {
+          id: 'ablate-next',
+          'data-before': r.next_before.text,
+          'data-after': r.next_after.text,
+          'data-effect': String(r.effect),
+        },
         'Next token after the text: ',
         h('strong', {}, `“${tokenLabel(r.next_before.text, 20)}”`),
         ` (p ${r.next_before.p.toFixed(3)}) → `,
@@ -108,18 +125,41 @@ export function describe(r: AblateResult, label: string): HTMLElement[] {
     );
   }
   const max = Math.max(...r.layer_change, 1e-12);
-  const bars = h('div', { class: 'layer-change', id: 'ablate-layers', role: 'img', 'aria-label': 'relative change of each layer’s output' });
+  const bars = h('div', {
+    class: 'layer-change',
+    id: 'ablate-layers',
+    role: 'img',
+    'aria-label': 'relative change of each layer’s output',
+  });
   r.layer_change.forEach((v, l) =>
     bars.appendChild(
       h(
         'span',
-        { class: 'layer-change-bar', title: `${layerName(l)}: ‖h′ − h‖ / ‖h‖ = ${effectText(v)}`, 'data-value': String(v) },
+        {
+          class: 'layer-change-bar',
+          title: `${layerName(l)}: ‖h′ − h‖ / ‖h‖ = ${effectText(v)}`,
+          'data-value': String(v),
+        },
         h('span', { style: `height: ${((v / max) * 100).toFixed(1)}%` }),
         h('span', { class: 'layer-change-label' }, String(l + 1)),
       ),
     ),
   );
-  parts.push(h('p', { class: 'muted small' }, `Change of each layer’s output, ‖h′ − h‖ / ‖h‖ (largest ${effectText(max)}; layers before the head’s own are unchanged):`), bars);
-  if (r.next_before) parts.push(h('p', { class: 'muted small' }, `${r.mode} ablation${ref} of ${r.heads.map(([l, hd]) => headTag(l, hd)).join(', ')}.`));
+  parts.push(
+    h(
+      'p',
+      { class: 'muted small' },
+      `Change of each layer’s output, ‖h′ − h‖ / ‖h‖ (largest ${effectText(max)}; layers before the head’s own are unchanged):`,
+    ),
+    bars,
+  );
+  if (r.next_before)
+    parts.push(
+      h(
+        'p',
+        { class: 'muted small' },
+        `${r.mode} ablation${ref} of ${r.heads.map(([l, hd]) => headTag(l, hd)).join(', ')}.`,
+      ),
+    );
   return parts;
 }

@@ -1,6 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import type { HeadImportance, ImportanceResult } from '../../lib/api';
-import { barFraction, byImportance, effectOf, effectText, leastImportant, rankOf, rankText, topShare, unitLabel } from './importance';
+import {
+  barFraction,
+  byImportance,
+  effectOf,
+  effectText,
+  leastImportant,
+  rankOf,
+  rankText,
+  topShare,
+  unitLabel,
+} from './importance';
 
 /** Layer-major head objects of a 2 × 3 model from their effects and ranks (proxy: 1, 2, ...). */
 function heads(ablation: number[], rank: number[]): HeadImportance[] {

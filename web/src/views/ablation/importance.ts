@@ -43,7 +43,10 @@ export function rankOf(imp: ImportanceResult, index: number): number {
 
 /** Layer-major head indices, most important first (ties: layer-major order). */
 export function byImportance(imp: ImportanceResult): number[] {
-  return imp.importance.map((x, i) => [x.rank, i] as const).sort((a, b) => a[0] - b[0]).map(([, i]) => i);
+  return imp.importance
+    .map((x, i) => [x.rank, i] as const)
+    .sort((a, b) => a[0] - b[0])
+    .map(([, i]) => i);
 }
 
 /** The share of the summed positive effects that the `k` most important heads carry (0 when no
@@ -52,7 +55,9 @@ export function topShare(imp: ImportanceResult, k: number): number {
   const values = imp.importance.map((x) => Math.max(0, x.ablation ?? 0));
   const total = values.reduce((a, b) => a + b, 0);
   if (total <= 0) return 0;
-  const top = byImportance(imp).slice(0, k).reduce((a, i) => a + values[i], 0);
+  const top = byImportance(imp)
+    .slice(0, k)
+    .reduce((a, i) => a + values[i], 0);
   return top / total;
 }
 

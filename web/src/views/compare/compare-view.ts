@@ -37,7 +37,11 @@ export function meanRowDistance(a: Matrix, b: Matrix): number {
 export class CompareView implements ExportableView {
   readonly el: HTMLElement;
   private pickers: HTMLElement;
-  private maps: LabeledHeatmap[] = [new LabeledHeatmap(COMPARE_SIZE), new LabeledHeatmap(COMPARE_SIZE), new LabeledHeatmap(COMPARE_SIZE)];
+  private maps: LabeledHeatmap[] = [
+    new LabeledHeatmap(COMPARE_SIZE),
+    new LabeledHeatmap(COMPARE_SIZE),
+    new LabeledHeatmap(COMPARE_SIZE),
+  ];
   private captions: HTMLElement[] = [h('figcaption'), h('figcaption'), h('figcaption')];
   private legends: HTMLElement[] = [h('div'), h('div'), h('div')];
   private summary: HTMLElement;
@@ -57,16 +61,32 @@ export class CompareView implements ExportableView {
       h(
         'div',
         { class: 'compare-row' },
-        ...this.maps.map((m, i) => h('figure', { class: 'compare-fig', 'data-panel': ['a', 'b', 'diff'][i] }, this.captions[i], m.el, this.legends[i])),
+        ...this.maps.map((m, i) =>
+          h(
+            'figure',
+            { class: 'compare-fig', 'data-panel': ['a', 'b', 'diff'][i] },
+            this.captions[i],
+            m.el,
+            this.legends[i],
+          ),
+        ),
       ),
     );
   }
 
-  private picker(name: 'A' | 'B', ref: HeadRef, nLayer: number, nHead: number, key: 'compareA' | 'compareB'): HTMLElement {
+  private picker(
+    name: 'A' | 'B',
+    ref: HeadRef,
+    nLayer: number,
+    nHead: number,
+    key: 'compareA' | 'compareB',
+  ): HTMLElement {
     const layer = h('select', { 'aria-label': `head ${name}: layer`, id: `compare-${name.toLowerCase()}-layer` });
-    for (let l = 0; l < nLayer; l++) layer.appendChild(h('option', { value: l, selected: l === ref.layer }, layerName(l)));
+    for (let l = 0; l < nLayer; l++)
+      layer.appendChild(h('option', { value: l, selected: l === ref.layer }, layerName(l)));
     const head = h('select', { 'aria-label': `head ${name}: head`, id: `compare-${name.toLowerCase()}-head` });
-    for (let hh = 0; hh < nHead; hh++) head.appendChild(h('option', { value: hh, selected: hh === ref.head }, headName(hh)));
+    for (let hh = 0; hh < nHead; hh++)
+      head.appendChild(h('option', { value: hh, selected: hh === ref.head }, headName(hh)));
     const onChange = () => this.callbacks.change({ [key]: { layer: Number(layer.value), head: Number(head.value) } });
     layer.addEventListener('change', onChange);
     head.addEventListener('change', onChange);
@@ -82,25 +102,64 @@ export class CompareView implements ExportableView {
     this.pickers.append(
       this.picker('A', a, model.n_layer, model.n_head, 'compareA'),
       this.picker('B', b, model.n_layer, model.n_head, 'compareB'),
-      h('button', { type: 'button', class: 'ghost', id: 'compare-swap', onclick: () => this.callbacks.change({ compareA: b, compareB: a }) }, 'Swap'),
-      h('button', { type: 'button', class: 'ghost', id: 'compare-use-selected', onclick: () => this.callbacks.change({ compareA: { layer: state.layer, head: state.head } }) }, 'A = selected head'),
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'ghost',
+          id: 'compare-swap',
+          onclick: () => this.callbacks.change({ compareA: b, compareB: a }),
+        },
+        'Swap',
+      ),
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'ghost',
+          id: 'compare-use-selected',
+          onclick: () => this.callbacks.change({ compareA: { layer: state.layer, head: state.head } }),
+        },
+        'A = selected head',
+      ),
     );
     const sa = shownMatrix(headMatrix(layerA, 0, a.head), units, state.hideSpecial);
     const sb = shownMatrix(headMatrix(layerB, 0, b.head), units, state.hideSpecial);
     const diff = difference(sa.matrix, sb.matrix);
     this.limit = Math.max(0.05, maxAbs(diff.data));
     this.distance = meanRowDistance(sa.matrix, sb.matrix);
-    const describe = (m: Matrix, what: string) => (q: number, k: number, v: number) => [
-      `${tokenLabel(sa.labels[q], 24)} → ${tokenLabel(sa.labels[k], 24)}`,
-      `${what}: ${v >= 0 && what.includes('−') ? '+' : ''}${v.toFixed(4)}`,
-      what.includes('−') ? `A ${sa.matrix.data[q * m.n + k].toFixed(4)}, B ${sb.matrix.data[q * m.n + k].toFixed(4)}` : '',
-    ].filter(Boolean);
-    const wa = layerWindow(model, a.layer, ctx.run.n_tokens), wb = layerWindow(model, b.layer, ctx.run.n_tokens);
-    const ma = shownMask(sa, units, model.causal, wa), mb = shownMask(sb, units, model.causal, wb);
-    this.maps[0].update({ matrix: sa.matrix, pixels: displayPixels(sa.matrix, state.scale, COMPARE_SIZE, ma ?? false), labels: sa.labels, describe: describe(sa.matrix, 'A') });
-    this.maps[1].update({ matrix: sb.matrix, pixels: displayPixels(sb.matrix, state.scale, COMPARE_SIZE, mb ?? false), labels: sb.labels, describe: describe(sb.matrix, 'B') });
-    this.maps[2].update({ matrix: diff, pixels: signedPixels(diff.data, diff.n, diff.n, this.limit), labels: sa.labels, describe: describe(diff, 'A − B') });
-    const ra = headReport(ctx, a.layer, a.head).roles.primary, rb = headReport(ctx, b.layer, b.head).roles.primary;
+    const describe = (m: Matrix, what: string) => (q: number, k: number, v: number) =>
+      [
+        `${tokenLabel(sa.labels[q], 24)} → ${tokenLabel(sa.labels[k], 24)}`,
+        `${what}: ${v >= 0 && what.includes('−') ? '+' : ''}${v.toFixed(4)}`,
+        what.includes('−')
+          ? `A ${sa.matrix.data[q * m.n + k].toFixed(4)}, B ${sb.matrix.data[q * m.n + k].toFixed(4)}`
+          : '',
+      ].filter(Boolean);
+    const wa = layerWindow(model, a.layer, ctx.run.n_tokens),
+      wb = layerWindow(model, b.layer, ctx.run.n_tokens);
+    const ma = shownMask(sa, units, model.causal, wa),
+      mb = shownMask(sb, units, model.causal, wb);
+    this.maps[0].update({
+      matrix: sa.matrix,
+      pixels: displayPixels(sa.matrix, state.scale, COMPARE_SIZE, ma ?? false),
+      labels: sa.labels,
+      describe: describe(sa.matrix, 'A'),
+    });
+    this.maps[1].update({
+      matrix: sb.matrix,
+      pixels: displayPixels(sb.matrix, state.scale, COMPARE_SIZE, mb ?? false),
+      labels: sb.labels,
+      describe: describe(sb.matrix, 'B'),
+    });
+    this.maps[2].update({
+      matrix: diff,
+      pixels: signedPixels(diff.data, diff.n, diff.n, this.limit),
+      labels: sa.labels,
+      describe: describe(diff, 'A − B'),
+    });
+    const ra = headReport(ctx, a.layer, a.head).roles.primary,
+      rb = headReport(ctx, b.layer, b.head).roles.primary;
     this.captions[0].textContent = `A: ${layerName(a.layer)}, ${headName(a.head)} – ${ra.name}`;
     this.captions[1].textContent = `B: ${layerName(b.layer)}, ${headName(b.head)} – ${rb.name}`;
     this.captions[2].textContent = 'A − B';
@@ -121,20 +180,42 @@ export class CompareView implements ExportableView {
 
   scene(): Scene | null {
     if (!this.ctx) return null;
-    const pad = 16, gap = 24, top = 54;
+    const pad = 16,
+      gap = 24,
+      top = 54;
     const sizes = this.maps.map((m) => m.size);
     const items: SceneItem[] = [
-      { kind: 'text', x: pad, y: 24, text: `${this.ctx.model.name}: two heads and their difference`, size: 15, fill: THEME.text, weight: 'bold' },
+      {
+        kind: 'text',
+        x: pad,
+        y: 24,
+        text: `${this.ctx.model.name}: two heads and their difference`,
+        size: 15,
+        fill: THEME.text,
+        weight: 'bold',
+      },
       { kind: 'text', x: pad, y: 42, text: this.summary.textContent ?? '', size: 11, fill: THEME.muted },
     ];
     let x = pad;
     const maxH = Math.max(...sizes.map((s) => s.height));
     this.maps.forEach((m, i) => {
-      items.push({ kind: 'text', x, y: top + 12, text: this.captions[i].textContent ?? '', size: 12, fill: THEME.text, weight: 'bold' });
+      items.push({
+        kind: 'text',
+        x,
+        y: top + 12,
+        text: this.captions[i].textContent ?? '',
+        size: 12,
+        fill: THEME.text,
+        weight: 'bold',
+      });
       items.push(...m.sceneItems(x, top + 18));
       const ly = top + 24 + maxH;
       const lw = Math.min(220, sizes[i].width);
-      items.push(...(i < 2 ? attentionLegendItems(x, ly, lw, this.ctx!.state.scale, THEME.text, this.ctx!.model.causal) : signedLegendItems(x, ly, lw, this.limit, 'A − B', THEME.text)));
+      items.push(
+        ...(i < 2
+          ? attentionLegendItems(x, ly, lw, this.ctx!.state.scale, THEME.text, this.ctx!.model.causal)
+          : signedLegendItems(x, ly, lw, this.limit, 'A − B', THEME.text)),
+      );
       x += sizes[i].width + gap;
     });
     return { width: x, height: top + maxH + 80, background: THEME.panel, items };

@@ -11,7 +11,10 @@ export const compareView: ViewDefinition = {
     const view = new CompareView({ change: (patch) => host.change(patch) });
     return mounted(view, async (ctx) => {
       const { text, level, compareA, compareB } = ctx.state;
-      const [a, b] = await Promise.all([host.attention(text, level, compareA.layer), host.attention(text, level, compareB.layer)]);
+      const [a, b] = await Promise.all([
+        host.attention(text, level, compareA.layer),
+        host.attention(text, level, compareB.layer),
+      ]);
       view.update(ctx, a, b);
     });
   },

@@ -31,15 +31,28 @@ export type TileFetcher = (layer: number, head: number, r: Region) => Promise<Te
 
 /** The lesson's four statistics: which field, how its value and note are shown; the label and
  *  help text are the catalogue's (lib/statistics.ts). */
-export const LESSON_STATS: readonly { key: keyof HeadStats; show: (v: number | null) => string; note: (s: HeadStats, model: ModelInfo) => string }[] = [
-  { key: 'entropy_bits', show: (v) => fixed(v, 2), note: (s) => `bits per row · ${fixed(s.entropy_norm, 2)} of the maximum` },
+export const LESSON_STATS: readonly {
+  key: keyof HeadStats;
+  show: (v: number | null) => string;
+  note: (s: HeadStats, model: ModelInfo) => string;
+}[] = [
+  {
+    key: 'entropy_bits',
+    show: (v) => fixed(v, 2),
+    note: (s) => `bits per row · ${fixed(s.entropy_norm, 2)} of the maximum`,
+  },
   {
     key: 'sparsity',
     show: (v) => percent(v),
-    note: (s, model) => `of weights are negligible · ${percent(statConstant(model, 'cover_mass'))} of the mass on ${fixed(s.keys_90, 1)} keys`,
+    note: (s, model) =>
+      `of weights are negligible · ${percent(statConstant(model, 'cover_mass'))} of the mass on ${fixed(s.keys_90, 1)} keys`,
   },
   { key: 'max_attention', show: (v) => fixed(v, 2), note: () => 'largest weight of a row, averaged over rows' },
-  { key: 'avg_attention', show: (v) => fixed(v, 2), note: () => 'weight where the attention lands (Σ a², 1/n if uniform)' },
+  {
+    key: 'avg_attention',
+    show: (v) => fixed(v, 2),
+    note: () => 'weight where the attention lands (Σ a², 1/n if uniform)',
+  },
 ];
 
 /** The further measurements, shown in a table under the lesson's four (labels and values as the
@@ -120,11 +133,36 @@ export class HeadPanel implements ExportableView {
           'div',
           { class: 'exports', role: 'group', 'aria-label': 'export the selected head' },
           h('span', { class: 'muted small' }, 'Export head '),
-          h('button', { type: 'button', class: 'ghost', id: 'head-export-png', title: 'this head (map, statistics, role, text) as a PNG image', onclick: () => onExport('png') }, 'PNG'),
-          h('button', { type: 'button', class: 'ghost', id: 'head-export-svg', title: 'this head (map, statistics, role, text) as an SVG drawing', onclick: () => onExport('svg') }, 'SVG'),
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'ghost',
+              id: 'head-export-png',
+              title: 'this head (map, statistics, role, text) as a PNG image',
+              onclick: () => onExport('png'),
+            },
+            'PNG',
+          ),
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'ghost',
+              id: 'head-export-svg',
+              title: 'this head (map, statistics, role, text) as an SVG drawing',
+              onclick: () => onExport('svg'),
+            },
+            'SVG',
+          ),
         ),
       ),
-      h('div', { class: 'head-body' }, h('div', { class: 'head-figure' }, this.heatmap.el, this.zoom.el, this.figureNote, this.legendSlot), this.info),
+      h(
+        'div',
+        { class: 'head-body' },
+        h('div', { class: 'head-figure' }, this.heatmap.el, this.zoom.el, this.figureNote, this.legendSlot),
+        this.info,
+      ),
     );
   }
 
@@ -139,22 +177,45 @@ export class HeadPanel implements ExportableView {
     const group = kvGroups(model)?.[model.kv_head_of[state.head]];
     this.kicker.textContent = `${layerName(state.layer)} of ${model.n_layer} · ${headName(state.head).toLowerCase()} of ${model.n_head}${group ? ` · ${group.label} (shared K and V)` : ''} · ${model.name}`;
     clear(this.title);
-    this.title.append(`${headWithIndex(state.head)} – `, h('span', { class: 'role-name', style: `--role: ${role.color}` }, primary.label));
+    this.title.append(
+      `${headWithIndex(state.head)} – `,
+      h('span', { class: 'role-name', style: `--role: ${role.color}` }, primary.label),
+    );
     this.title.setAttribute('data-role', primary.id);
     clear(this.importanceLine);
     const imp = ctx.importance;
     if (imp) {
       const i = state.layer * model.n_head + state.head;
-      this.importanceLine.append(importanceBadge(ctx, state.layer, state.head), ` ${rankText(imp, i)} on this text, zero ablation`);
+      this.importanceLine.append(
+        importanceBadge(ctx, state.layer, state.head),
+        ` ${rankText(imp, i)} on this text, zero ablation`,
+      );
       this.importanceLine.dataset.rank = String(rankOf(imp, i));
     } else {
       delete this.importanceLine.dataset.rank;
       const measuring = ctx.importanceStatus === 'measuring';
       const n = model.n_layer * model.n_head;
       this.importanceLine.append(
-        h('button', { type: 'button', class: 'ghost', id: 'measure-importance', disabled: measuring, onclick: () => this.onMeasure(), title: `Removes each of the ${n} heads in turn from this text's forward pass and measures the change of the output` }, measuring ? 'Measuring importance…' : 'Measure importance'),
-        measuring ? h('progress', { id: 'importance-progress', 'aria-label': `measuring the importance of ${n} heads` }) : '',
-        measuring ? ` ${n} heads, one rerun each` : ctx.importanceStatus ? h('span', { class: 'error', id: 'importance-error' }, ` ${ctx.importanceStatus}`) : ` of all ${n} heads on this text: how much the output changes when each is removed`,
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'ghost',
+            id: 'measure-importance',
+            disabled: measuring,
+            onclick: () => this.onMeasure(),
+            title: `Removes each of the ${n} heads in turn from this text's forward pass and measures the change of the output`,
+          },
+          measuring ? 'Measuring importance…' : 'Measure importance',
+        ),
+        measuring
+          ? h('progress', { id: 'importance-progress', 'aria-label': `measuring the importance of ${n} heads` })
+          : '',
+        measuring
+          ? ` ${n} heads, one rerun each`
+          : ctx.importanceStatus
+            ? h('span', { class: 'error', id: 'importance-error' }, ` ${ctx.importanceStatus}`)
+            : ` of all ${n} heads on this text: how much the output changes when each is removed`,
       );
     }
     this.ablateBox.update(`${run.text}\u0000${state.layer}.${state.head}`, headTag(state.layer, state.head), (mode) =>
@@ -168,7 +229,14 @@ export class HeadPanel implements ExportableView {
     if (long) this.updateLong(ctx, attention, tile!);
     else this.updateHeatmap(ctx, attention);
     clear(this.legendSlot);
-    this.legendSlot.appendChild(attentionLegend(state.scale, model.causal, long ? 'weights' : ctx.maps, long || ctx.maps !== 'rollout' ? layerWindow(model, state.layer, ctx.run.n_tokens) : 0));
+    this.legendSlot.appendChild(
+      attentionLegend(
+        state.scale,
+        model.causal,
+        long ? 'weights' : ctx.maps,
+        long || ctx.maps !== 'rollout' ? layerWindow(model, state.layer, ctx.run.n_tokens) : 0,
+      ),
+    );
     this.updateInfo(ctx);
   }
 
@@ -177,7 +245,7 @@ export class HeadPanel implements ExportableView {
     const { model, state, run } = ctx;
     const info = run.overview!;
     const C = info.cells;
-    const start = (state.head * 2 + 1) * C * C;  // [head, 1] is the largest weight of each block
+    const start = (state.head * 2 + 1) * C * C; // [head, 1] is the largest weight of each block
     this.zoom.update({
       key: `${run.text}\u0000${state.layer}.${state.head}`,
       info,
@@ -199,16 +267,24 @@ export class HeadPanel implements ExportableView {
     this.heatmap.el.dataset.maps = ctx.maps;
     // Rollout has one map per layer: the panel shows the layer's, and says so.
     this.figureNote.hidden = ctx.maps !== 'rollout';
-    if (ctx.maps === 'rollout') this.figureNote.textContent = `This map is the attention rollout up to ${layerName(state.layer).toLowerCase()}, every head and the residual together (one map per layer, not this head's); the statistics are this head's weights.`;
+    if (ctx.maps === 'rollout')
+      this.figureNote.textContent = `This map is the attention rollout up to ${layerName(state.layer).toLowerCase()}, every head and the residual together (one map per layer, not this head's); the statistics are this head's weights.`;
     // Rollout composes every layer: only the causal mask applies to it, not one layer's window.
-    const mask = shownMask(shown, units, model.causal, ctx.maps === 'rollout' ? 0 : layerWindow(model, state.layer, ctx.run.n_tokens));
+    const mask = shownMask(
+      shown,
+      units,
+      model.causal,
+      ctx.maps === 'rollout' ? 0 : layerWindow(model, state.layer, ctx.run.n_tokens),
+    );
     this.heatmap.update({
       matrix: shown.matrix,
       pixels: displayPixels(shown.matrix, state.scale, HEATMAP_SIZE, mask ?? false),
       labels: shown.labels,
       describe: (q, k, v) => [
         `${tokenLabel(shown.labels[q], 24)} → ${tokenLabel(shown.labels[k], 24)}`,
-        mask?.cell(q, k) ? mask.reason(q, k) : `${quantity} ${v.toFixed(4)}${state.hideSpecial ? ' (renormalised without special tokens)' : ''}`,
+        mask?.cell(q, k)
+          ? mask.reason(q, k)
+          : `${quantity} ${v.toFixed(4)}${state.hideSpecial ? ' (renormalised without special tokens)' : ''}`,
         `query ${shown.index[q]}, key ${shown.index[k]} (${units.level}s)`,
       ],
     });
@@ -229,7 +305,13 @@ export class HeadPanel implements ExportableView {
         h(
           'div',
           // Focusable, so that the explanation opens on keyboard focus as it does on hover.
-          { class: 'stat', 'data-stat': st.key, 'data-value': v === null ? '' : String(v), tabindex: 0, 'aria-describedby': `stat-help-${st.key}` },
+          {
+            class: 'stat',
+            'data-stat': st.key,
+            'data-value': v === null ? '' : String(v),
+            tabindex: 0,
+            'aria-describedby': `stat-help-${st.key}`,
+          },
           h('span', { class: 'stat-value' }, st.show(v)),
           h('span', { class: 'stat-label' }, info.label),
           h('span', { class: 'stat-note' }, st.note(s, model)),
@@ -241,7 +323,14 @@ export class HeadPanel implements ExportableView {
     for (const key of MORE_STATS) {
       const v = s[key] as number | null;
       const info = statInfo(model, key);
-      more.appendChild(h('tr', { 'data-stat': key, 'data-value': v === null ? '' : String(v), title: info.help }, h('th', {}, info.label), h('td', {}, showStat(info, v))));
+      more.appendChild(
+        h(
+          'tr',
+          { 'data-stat': key, 'data-value': v === null ? '' : String(v), title: info.help },
+          h('th', {}, info.label),
+          h('td', {}, showStat(info, v)),
+        ),
+      );
     }
     const scores = h('ul', { class: 'score-list' });
     for (const sc of report.roles.scores.slice(0, 6)) {
@@ -251,7 +340,11 @@ export class HeadPanel implements ExportableView {
           'li',
           { title: sc.evidence },
           h('span', { class: 'score-name' }, sc.label),
-          h('span', { class: 'score-bar' }, h('span', { style: `width: ${((sc.score ?? 0) * 100).toFixed(1)}%; background: ${r.color}` })),
+          h(
+            'span',
+            { class: 'score-bar' },
+            h('span', { style: `width: ${((sc.score ?? 0) * 100).toFixed(1)}%; background: ${r.color}` }),
+          ),
           h('span', { class: 'score-value' }, fixed(sc.score, 2)),
         ),
       );
@@ -263,7 +356,11 @@ export class HeadPanel implements ExportableView {
     const textLine = !onText
       ? ''
       : onText.recognised_text
-        ? h('p', { id: 'head-on-text', 'data-recognised': onText.recognised ?? '' }, `${sentence(onText.recognised_text)} (${discount})`)
+        ? h(
+            'p',
+            { id: 'head-on-text', 'data-recognised': onText.recognised ?? '' },
+            `${sentence(onText.recognised_text)} (${discount})`,
+          )
         : onText.links_text
           ? h('p', { id: 'head-on-text' }, `Strongest links on this text (${discount}): ${onText.links_text}.`)
           : '';
@@ -274,13 +371,25 @@ export class HeadPanel implements ExportableView {
         'p',
         { id: 'head-description' },
         sentence(primary.evidence),
-        secondary.evidence && primary.id !== MIXED_ROLE ? ` Next strongest pattern, ${secondary.name.toLowerCase()}: ${sentence(secondary.evidence)}` : '',
+        secondary.evidence && primary.id !== MIXED_ROLE
+          ? ` Next strongest pattern, ${secondary.name.toLowerCase()}: ${sentence(secondary.evidence)}`
+          : '',
       ),
       textLine,
-      h('p', { class: 'muted' }, h('span', { class: 'badge', style: roleStyle(role.color) }, primary.name), ' ', sentence(role.description)),
+      h(
+        'p',
+        { class: 'muted' },
+        h('span', { class: 'badge', style: roleStyle(role.color) }, primary.name),
+        ' ',
+        sentence(role.description),
+      ),
       this.ablateBox.el,
       this.linkSearch(ctx),
-      h('p', { class: 'muted small' }, `Measured on this text, over all ${s.n_queries} query ${run.level}s (${run.special === 'hide' ? 'special tokens left out, rows renormalised' : 'special tokens included'}). Confidence ${fixed(report.roles.confidence, 2)}, ${fixed(report.roles.margin, 2)} ahead of ${secondaryRole.name.toLowerCase()}.`),
+      h(
+        'p',
+        { class: 'muted small' },
+        `Measured on this text, over all ${s.n_queries} query ${run.level}s (${run.special === 'hide' ? 'special tokens left out, rows renormalised' : 'special tokens included'}). Confidence ${fixed(report.roles.confidence, 2)}, ${fixed(report.roles.margin, 2)} ahead of ${secondaryRole.name.toLowerCase()}.`,
+      ),
       h('h3', {}, 'Statistics'),
       stats,
       this.sinkComparison(s),
@@ -294,12 +403,26 @@ export class HeadPanel implements ExportableView {
   /** The head's special-token share by weight and by what is moved (sink_mass vs sink_mass_norm). */
   private sinkComparison(s: HeadStats): HTMLElement {
     const cell = (key: 'sink_mass' | 'sink_mass_norm', label: string) =>
-      h('div', { class: 'stat', 'data-stat': key, 'data-value': s[key] === null ? '' : String(s[key]) }, h('span', { class: 'stat-value' }, percent(s[key] as number | null, 1)), h('span', { class: 'stat-label' }, label));
+      h(
+        'div',
+        { class: 'stat', 'data-stat': key, 'data-value': s[key] === null ? '' : String(s[key]) },
+        h('span', { class: 'stat-value' }, percent(s[key] as number | null, 1)),
+        h('span', { class: 'stat-label' }, label),
+      );
     return h(
       'div',
       { class: 'sink-compare', id: 'sink-compare' },
-      h('div', { class: 'stat-grid' }, cell('sink_mass', 'on first or special tokens, by weight'), cell('sink_mass_norm', 'the same, by norm (‖α·vW_O‖)')),
-      h('p', { class: 'muted small' }, 'Weight on [CLS]/[SEP] or the first token often moves small vectors (Kobayashi et al. 2020): when the share by norm is much lower, that attention is mostly a place to park, not information moved.'),
+      h(
+        'div',
+        { class: 'stat-grid' },
+        cell('sink_mass', 'on first or special tokens, by weight'),
+        cell('sink_mass_norm', 'the same, by norm (‖α·vW_O‖)'),
+      ),
+      h(
+        'p',
+        { class: 'muted small' },
+        'Weight on [CLS]/[SEP] or the first token often moves small vectors (Kobayashi et al. 2020): when the share by norm is much lower, that attention is mostly a place to park, not information moved.',
+      ),
     );
   }
 
@@ -307,7 +430,11 @@ export class HeadPanel implements ExportableView {
    *  hold one option per token, so they are built when the section is first opened: a head switch on
    *  an 8,192-token text must not build 16,384 options. */
   private linkSearch(ctx: ViewContext): HTMLElement {
-    const details = h('details', { class: 'more', id: 'link-search' }, h('summary', {}, 'Which heads link A → B?')) as HTMLDetailsElement;
+    const details = h(
+      'details',
+      { class: 'more', id: 'link-search' },
+      h('summary', {}, 'Which heads link A → B?'),
+    ) as HTMLDetailsElement;
     details.addEventListener('toggle', () => {
       if (!details.open || details.querySelector('#link-go')) return;
       const labels = ctx.run.tokens.map((t) => tokenLabel(t.text));
@@ -317,7 +444,8 @@ export class HeadPanel implements ExportableView {
         sel.value = String(Math.max(0, Math.min(initial, labels.length - 1)));
         return sel;
       };
-      const q = pick('link-query', labels.length - 2), k = pick('link-key', 1);
+      const q = pick('link-query', labels.length - 2),
+        k = pick('link-key', 1);
       const out = h('ol', { id: 'link-results', class: 'small' });
       const go = async () => {
         clear(out);
@@ -325,16 +453,40 @@ export class HeadPanel implements ExportableView {
           const res = await fetch('/api/link', {
             method: 'POST',
             headers: { 'Content-Type': 'application/json' },
-            body: JSON.stringify({ text: ctx.run.text, truncate: true, q: Number(q.value), k: Number(k.value), limit: 8 }),
+            body: JSON.stringify({
+              text: ctx.run.text,
+              truncate: true,
+              q: Number(q.value),
+              k: Number(k.value),
+              limit: 8,
+            }),
           });
           const r = (await res.json()) as LinkResult;
           for (const x of r.heads)
-            out.appendChild(h('li', { 'data-layer': String(x.layer), 'data-head': String(x.head) }, `${layerName(x.layer)} ${headName(x.head).toLowerCase()}: ${fixed(x.weight, 2)} (${fixed(x.weight_no_sink, 2)} without ${r.sink_columns}) – ${x.roles.primary.name}`));
+            out.appendChild(
+              h(
+                'li',
+                { 'data-layer': String(x.layer), 'data-head': String(x.head) },
+                `${layerName(x.layer)} ${headName(x.head).toLowerCase()}: ${fixed(x.weight, 2)} (${fixed(x.weight_no_sink, 2)} without ${r.sink_columns}) – ${x.roles.primary.name}`,
+              ),
+            );
         } catch (e) {
           out.appendChild(h('li', {}, String(e)));
         }
       };
-      details.append(h('p', { class: 'small' }, 'From ', q, ' to ', k, ' ', h('button', { type: 'button', id: 'link-go', onclick: () => void go() }, 'Rank heads')), out);
+      details.append(
+        h(
+          'p',
+          { class: 'small' },
+          'From ',
+          q,
+          ' to ',
+          k,
+          ' ',
+          h('button', { type: 'button', id: 'link-go', onclick: () => void go() }, 'Rank heads'),
+        ),
+        out,
+      );
     });
     return details;
   }
@@ -353,18 +505,61 @@ export class HeadPanel implements ExportableView {
     const { width: hw, height: hh } = zoomPixels ? { width: HEATMAP_SIZE, height: HEATMAP_SIZE } : this.heatmap.size;
     const pad = 18;
     const infoX = pad + hw + 24;
-    const width = Math.max(infoX + 480, 560);  // room for the longest statistic note at 11 px
+    const width = Math.max(infoX + 480, 560); // room for the longest statistic note at 11 px
     const height = Math.max(hh + 110, 330);
     const items: SceneItem[] = [
-      { kind: 'text', x: pad, y: 26, text: `${headWithIndex(state.head)} – ${report.roles.primary.label}`, size: 17, fill: THEME.text, weight: 'bold' },
-      { kind: 'text', x: pad, y: 44, text: `${model.name} · ${layerWithIndex(state.layer)} · ${state.level}s`, size: 11, fill: THEME.muted },
-      ...(zoomPixels ? [{ kind: 'image' as const, x: pad, y: 56, w: hw, h: hh, pixels: zoomPixels }] : this.heatmap.sceneItems(pad, 56)),
-      ...attentionLegendItems(pad, 56 + hh + 6, Math.min(300, hw), state.scale, THEME.text, this.ctx.model.causal, this.ctx.run.streamed ? 'weights' : this.ctx.maps, this.ctx.run.streamed || this.ctx.maps !== 'rollout' ? layerWindow(this.ctx.model, state.layer, this.ctx.run.n_tokens) : 0),
+      {
+        kind: 'text',
+        x: pad,
+        y: 26,
+        text: `${headWithIndex(state.head)} – ${report.roles.primary.label}`,
+        size: 17,
+        fill: THEME.text,
+        weight: 'bold',
+      },
+      {
+        kind: 'text',
+        x: pad,
+        y: 44,
+        text: `${model.name} · ${layerWithIndex(state.layer)} · ${state.level}s`,
+        size: 11,
+        fill: THEME.muted,
+      },
+      ...(zoomPixels
+        ? [{ kind: 'image' as const, x: pad, y: 56, w: hw, h: hh, pixels: zoomPixels }]
+        : this.heatmap.sceneItems(pad, 56)),
+      ...attentionLegendItems(
+        pad,
+        56 + hh + 6,
+        Math.min(300, hw),
+        state.scale,
+        THEME.text,
+        this.ctx.model.causal,
+        this.ctx.run.streamed ? 'weights' : this.ctx.maps,
+        this.ctx.run.streamed || this.ctx.maps !== 'rollout'
+          ? layerWindow(this.ctx.model, state.layer, this.ctx.run.n_tokens)
+          : 0,
+      ),
     ];
     LESSON_STATS.forEach((st, i) => {
       const y = 80 + i * 56;
-      items.push({ kind: 'text', x: infoX, y, text: st.show(report.stats[st.key] as number | null), size: 22, fill: THEME.accent, weight: 'bold' });
-      items.push({ kind: 'text', x: infoX, y: y + 18, text: `${statInfo(model, st.key).label} — ${st.note(report.stats, model)}`, size: 11, fill: THEME.muted });
+      items.push({
+        kind: 'text',
+        x: infoX,
+        y,
+        text: st.show(report.stats[st.key] as number | null),
+        size: 22,
+        fill: THEME.accent,
+        weight: 'bold',
+      });
+      items.push({
+        kind: 'text',
+        x: infoX,
+        y: y + 18,
+        text: `${statInfo(model, st.key).label} — ${st.note(report.stats, model)}`,
+        size: 11,
+        fill: THEME.muted,
+      });
     });
     return { width, height, background: THEME.panel, items };
   }

@@ -64,10 +64,24 @@ export class ZoomMap {
   private rubber: { a: [number, number]; b: [number, number] } | null = null;
 
   constructor(private readonly size: number) {
-    this.canvas = h('canvas', { class: 'zoom-map', id: 'zoom-map', tabindex: 0, 'aria-label': 'attention of the selected head, zoomable' }) as HTMLCanvasElement;
+    this.canvas = h('canvas', {
+      class: 'zoom-map',
+      id: 'zoom-map',
+      tabindex: 0,
+      'aria-label': 'attention of the selected head, zoomable',
+    }) as HTMLCanvasElement;
     this.status = h('span', { class: 'muted small', id: 'zoom-status' });
-    const button = (label: string, title: string, act: () => void, id: string) => h('button', { type: 'button', class: 'ghost', title, 'aria-label': title, id, onclick: act }, label);
-    const pan = (dq: number, dk: number) => () => this.setRegion(panRegion(this.region, Math.round(dq * (this.region.q1 - this.region.q0)), Math.round(dk * (this.region.k1 - this.region.k0)), this.T));
+    const button = (label: string, title: string, act: () => void, id: string) =>
+      h('button', { type: 'button', class: 'ghost', title, 'aria-label': title, id, onclick: act }, label);
+    const pan = (dq: number, dk: number) => () =>
+      this.setRegion(
+        panRegion(
+          this.region,
+          Math.round(dq * (this.region.q1 - this.region.q0)),
+          Math.round(dk * (this.region.k1 - this.region.k0)),
+          this.T,
+        ),
+      );
     this.rowsStrip = h('p', { class: 'token-strip small', id: 'strip-rows' });
     this.keysStrip = h('p', { class: 'token-strip small', id: 'strip-keys' });
     this.el = h(
@@ -113,7 +127,9 @@ export class ZoomMap {
     const C = data.info.cells;
     const starts = data.info.starts;
     const cells = unitMask(data.causal, data.window, (c) => [starts[c], starts[c + 1] - 1]);
-    this.overviewCanvas = pixelsCanvas(rectPixels(data.overviewMax, C, C, data.scale, cells ? (i, j) => cells.cell(i, j) : undefined));
+    this.overviewCanvas = pixelsCanvas(
+      rectPixels(data.overviewMax, C, C, data.scale, cells ? (i, j) => cells.cell(i, j) : undefined),
+    );
     if (textChanged) this.region = fullRegion(data.info.T);
     if (keyChanged) this.tile = null;
     this.region = clampRegion(this.region, data.info.T);
@@ -131,7 +147,7 @@ export class ZoomMap {
     this.draw();
     this.strips();
     if (this.timer) clearTimeout(this.timer);
-    const ticket = ++this.pending;  // a tile still on its way for an earlier region is dropped
+    const ticket = ++this.pending; // a tile still on its way for an earlier region is dropped
     // The user's last input that changed what is shown (a click, the end of a drag, the last wheel
     // step): the latency the user feels runs from it to the frame that shows the exact tile.
     const inputAt = performance.now();
@@ -140,7 +156,10 @@ export class ZoomMap {
     const r = this.region;
     if (this.hasTile()) return;
     if (regionCells(r) > d.info.max_tile_cells) {
-      this.setStatus('overview', `${this.describeRegion()} · pooled overview (largest weight of each block); zoom in to ${Math.floor(Math.sqrt(d.info.max_tile_cells))} × ${Math.floor(Math.sqrt(d.info.max_tile_cells))} tokens or less for exact weights`);
+      this.setStatus(
+        'overview',
+        `${this.describeRegion()} · pooled overview (largest weight of each block); zoom in to ${Math.floor(Math.sqrt(d.info.max_tile_cells))} × ${Math.floor(Math.sqrt(d.info.max_tile_cells))} tokens or less for exact weights`,
+      );
       return;
     }
     this.setStatus('loading', `${this.describeRegion()} · loading exact weights…`);
@@ -149,17 +168,24 @@ export class ZoomMap {
       d.fetchTile(r).then(
         (t) => {
           if (ticket !== this.pending || this.data !== d) return;
-          const rows = r.q1 - r.q0, cols = r.k1 - r.k0;
+          const rows = r.q1 - r.q0,
+            cols = r.k1 - r.k0;
           const screen = this.screenPixels();
           const pooled = maxPoolRect(t.data, rows, cols, screen, screen);
           const tokens = unitMask(d.causal, d.window);
           const masked = tokens
             ? (i: number, j: number) => {
-                const [r0, r1] = poolBounds(i, rows, pooled.rows), [c0, c1] = poolBounds(j, cols, pooled.cols);
+                const [r0, r1] = poolBounds(i, rows, pooled.rows),
+                  [c0, c1] = poolBounds(j, cols, pooled.cols);
                 return tokens.block(r.q0 + r0, r.q0 + r1, r.k0 + c0, r.k0 + c1);
               }
             : undefined;
-          this.tile = { key: d.key, region: r, values: t.data, pixels: pixelsCanvas(rectPixels(pooled.data, pooled.rows, pooled.cols, d.scale, masked)) };
+          this.tile = {
+            key: d.key,
+            region: r,
+            values: t.data,
+            pixels: pixelsCanvas(rectPixels(pooled.data, pooled.rows, pooled.cols, d.scale, masked)),
+          };
           this.draw();
           const ms = performance.now() - t0;
           this.canvas.dataset.tileMs = ms.toFixed(1);
@@ -178,8 +204,17 @@ export class ZoomMap {
   }
 
   private hasTile(): boolean {
-    const t = this.tile, r = this.region;
-    return !!t && !!this.data && t.key === this.data.key && t.region.q0 === r.q0 && t.region.q1 === r.q1 && t.region.k0 === r.k0 && t.region.k1 === r.k1;
+    const t = this.tile,
+      r = this.region;
+    return (
+      !!t &&
+      !!this.data &&
+      t.key === this.data.key &&
+      t.region.q0 === r.q0 &&
+      t.region.q1 === r.q1 &&
+      t.region.k0 === r.k0 &&
+      t.region.k1 === r.k1
+    );
   }
 
   private setStatus(state: string, text: string): void {
@@ -221,7 +256,12 @@ export class ZoomMap {
       const [a, b] = [this.rubber.a, this.rubber.b];
       ctx.strokeStyle = THEME.focus;
       ctx.lineWidth = 2;
-      ctx.strokeRect(Math.min(a[1], b[1]) * this.size, Math.min(a[0], b[0]) * this.size, Math.abs(b[1] - a[1]) * this.size, Math.abs(b[0] - a[0]) * this.size);
+      ctx.strokeRect(
+        Math.min(a[1], b[1]) * this.size,
+        Math.min(a[0], b[0]) * this.size,
+        Math.abs(b[1] - a[1]) * this.size,
+        Math.abs(b[0] - a[0]) * this.size,
+      );
     }
   }
 
@@ -309,7 +349,8 @@ export class ZoomMap {
       line = `weight ${this.tile!.values[(q - r.q0) * (r.k1 - r.k0) + (k - r.k0)].toFixed(4)} (exact)`;
     } else {
       const C = d.info.cells;
-      const ci = Math.floor((q * C) / d.info.T), cj = Math.floor((k * C) / d.info.T);
+      const ci = Math.floor((q * C) / d.info.T),
+        cj = Math.floor((k * C) / d.info.T);
       line = `largest weight in this block ${d.overviewMax[ci * C + cj].toFixed(4)} (tokens ${d.info.starts[ci]}–${d.info.starts[ci + 1] - 1} → ${d.info.starts[cj]}–${d.info.starts[cj + 1] - 1}; zoom in for exact weights)`;
     }
     this.canvas.dataset.hover = `${q},${k}`;

@@ -24,7 +24,7 @@ const MIN_LABEL_CELL = 7;
 const TILE_LABEL_GUTTER = 56;
 
 interface Tile {
-  shown: ShownMatrix | null;  // null: a streamed run's pooled overview
+  shown: ShownMatrix | null; // null: a streamed run's pooled overview
   pixels: Pixels;
 }
 
@@ -41,7 +41,13 @@ export class LayerView implements ExportableView {
   private tiles: Tile[] = [];
   private ctx: ViewContext | null = null;
   /** What the tiles were last drawn from. */
-  private drawnFrom: { attention: Tensor; scale: string; hideSpecial: boolean; run: unknown; importance: unknown } | null = null;
+  private drawnFrom: {
+    attention: Tensor;
+    scale: string;
+    hideSpecial: boolean;
+    run: unknown;
+    importance: unknown;
+  } | null = null;
   private maps: MapView = 'weights';
 
   constructor(private readonly callbacks: LayerCallbacks) {
@@ -66,7 +72,14 @@ export class LayerView implements ExportableView {
     // Selecting another head changes only the outline: keep the drawn heatmaps.
     const drawn = this.drawnFrom;
     this.ctx = ctx;
-    if (drawn && drawn.attention === attention && drawn.scale === state.scale && drawn.hideSpecial === state.hideSpecial && drawn.run === ctx.run && drawn.importance === ctx.importance) {
+    if (
+      drawn &&
+      drawn.attention === attention &&
+      drawn.scale === state.scale &&
+      drawn.hideSpecial === state.hideSpecial &&
+      drawn.run === ctx.run &&
+      drawn.importance === ctx.importance
+    ) {
       for (const tile of this.grid.querySelectorAll<HTMLElement>('.head-tile')) {
         const selected = Number(tile.dataset.head) === state.head;
         tile.classList.toggle('selected', selected);
@@ -74,7 +87,13 @@ export class LayerView implements ExportableView {
       }
       return;
     }
-    this.drawnFrom = { attention, scale: state.scale, hideSpecial: state.hideSpecial, run: ctx.run, importance: ctx.importance };
+    this.drawnFrom = {
+      attention,
+      scale: state.scale,
+      hideSpecial: state.hideSpecial,
+      run: ctx.run,
+      importance: ctx.importance,
+    };
     const maps = (this.maps = ctx.maps);
     const rollout = maps === 'rollout';
     const quantity = MAP_QUANTITY[maps];
@@ -93,7 +112,7 @@ export class LayerView implements ExportableView {
     this.tiles = [];
     // With grouped-query attention, one framed sub-grid per KV head holds the query heads that
     // share its keys and values; otherwise all heads sit in one grid.
-    const groups = rollout ? null : kvGroups(model);  // rollout mixes every head: no groups to frame
+    const groups = rollout ? null : kvGroups(model); // rollout mixes every head: no groups to frame
     this.grid.classList.toggle('grouped', groups !== null);
     const slotOf: HTMLElement[] = [];
     if (groups)
@@ -102,8 +121,20 @@ export class LayerView implements ExportableView {
         this.grid.appendChild(
           h(
             'div',
-            { class: 'kv-group', 'data-kv': g.kv, style: `--kv-colour: ${groupColour(g.kv)}`, role: 'group', 'aria-label': g.label },
-            h('p', { class: 'kv-group-label' }, h('span', { class: 'kv-swatch' }), g.label, h('span', { class: 'muted' }, ' · these query heads share one key and one value projection')),
+            {
+              class: 'kv-group',
+              'data-kv': g.kv,
+              style: `--kv-colour: ${groupColour(g.kv)}`,
+              role: 'group',
+              'aria-label': g.label,
+            },
+            h(
+              'p',
+              { class: 'kv-group-label' },
+              h('span', { class: 'kv-swatch' }),
+              g.label,
+              h('span', { class: 'muted' }, ' · these query heads share one key and one value projection'),
+            ),
             inner,
           ),
         );
@@ -111,7 +142,8 @@ export class LayerView implements ExportableView {
       }
     const long = ctx.run.streamed && ctx.run.overview ? ctx.run.overview : null;
     this.note.hidden = !long;
-    if (long) this.note.textContent = `A long text (${ctx.run.n_tokens} tokens, maps streamed): each square shows the largest weight of every block of about ${Math.ceil(long.T / long.cells)} tokens. Pick a head and zoom into its map below for exact weights.`;
+    if (long)
+      this.note.textContent = `A long text (${ctx.run.n_tokens} tokens, maps streamed): each square shows the largest weight of every block of about ${Math.ceil(long.T / long.cells)} tokens. Pick a head and zoom into its map below for exact weights.`;
     for (let head = 0; head < (rollout && !long ? 1 : model.n_head); head++) {
       const canvas = document.createElement('canvas');
       const c2d = sizeCanvas(canvas, TILE, TILE);
@@ -119,14 +151,19 @@ export class LayerView implements ExportableView {
       const report = headReport(ctx, state.layer, head);
       const role = roleInfo(model, report.roles.primary.id);
       if (long) {
-        const C = long.cells, start = (head * 2 + 1) * C * C;
+        const C = long.cells,
+          start = (head * 2 + 1) * C * C;
         const max = attention.data.subarray(start, start + C * C);
         const screen = Math.ceil(TILE * Math.min(3, window.devicePixelRatio || 1));
         const pooled = maxPoolRect(max, C, C, screen, screen);
-        const cells = unitMask(model.causal, layerWindow(model, state.layer, ctx.run.n_tokens), (c) => [long.starts[c], long.starts[c + 1] - 1]);
+        const cells = unitMask(model.causal, layerWindow(model, state.layer, ctx.run.n_tokens), (c) => [
+          long.starts[c],
+          long.starts[c + 1] - 1,
+        ]);
         const masked = cells
           ? (i: number, j: number) => {
-              const [r0, r1] = poolBounds(i, C, pooled.rows), [c0, c1] = poolBounds(j, C, pooled.cols);
+              const [r0, r1] = poolBounds(i, C, pooled.rows),
+                [c0, c1] = poolBounds(j, C, pooled.cols);
               return cells.block(r0, r1, c0, c1);
             }
           : undefined;
@@ -140,32 +177,43 @@ export class LayerView implements ExportableView {
           showTooltip(e.clientX, e.clientY, [
             `${layerName(state.layer)} · ${headWithIndex(head)}${groups ? ` · KV head ${model.kv_head_of[head] + 1}` : ''}`,
             `tokens ${s[cell.q]}–${s[cell.q + 1] - 1} → ${s[cell.k]}–${s[cell.k + 1] - 1}`,
-            cells?.cell(cell.q, cell.k) ? cells.reason(cell.q, cell.k) : `largest weight in this block ${max[cell.q * C + cell.k].toFixed(4)}`,
+            cells?.cell(cell.q, cell.k)
+              ? cells.reason(cell.q, cell.k)
+              : `largest weight in this block ${max[cell.q * C + cell.k].toFixed(4)}`,
           ]);
         });
       }
       const shown = long ? null : shownMatrix(headMatrix(attention, 0, head), units, state.hideSpecial);
       if (shown) {
-      const mask = shownMask(shown, units, model.causal, win);
-      const pixels = displayPixels(shown.matrix, state.scale, TILE, mask ?? false);
-      this.tiles.push({ shown, pixels });
-      c2d.drawImage(pixelsCanvas(pixels), 0, 0, TILE, TILE);
-      canvas.addEventListener('mousemove', (e) => {
-        const cell = cellAt(e.offsetX, e.offsetY, TILE, shown.matrix.n);
-        if (!cell) return hideTooltip();
-        const v = shown.matrix.data[cell.q * shown.matrix.n + cell.k];
-        showTooltip(e.clientX, e.clientY, [
-          `${layerName(state.layer)} · ${rollout ? 'rollout (all heads)' : headWithIndex(head)}${groups && !rollout ? ` · KV head ${model.kv_head_of[head] + 1}` : ''}`,
-          `${tokenLabel(shown.labels[cell.q], 24)} → ${tokenLabel(shown.labels[cell.k], 24)}`,
-          mask?.cell(cell.q, cell.k) ? mask.reason(cell.q, cell.k) : `${quantity} ${v.toFixed(4)}`,
-        ]);
-      });
+        const mask = shownMask(shown, units, model.causal, win);
+        const pixels = displayPixels(shown.matrix, state.scale, TILE, mask ?? false);
+        this.tiles.push({ shown, pixels });
+        c2d.drawImage(pixelsCanvas(pixels), 0, 0, TILE, TILE);
+        canvas.addEventListener('mousemove', (e) => {
+          const cell = cellAt(e.offsetX, e.offsetY, TILE, shown.matrix.n);
+          if (!cell) return hideTooltip();
+          const v = shown.matrix.data[cell.q * shown.matrix.n + cell.k];
+          showTooltip(e.clientX, e.clientY, [
+            `${layerName(state.layer)} · ${rollout ? 'rollout (all heads)' : headWithIndex(head)}${groups && !rollout ? ` · KV head ${model.kv_head_of[head] + 1}` : ''}`,
+            `${tokenLabel(shown.labels[cell.q], 24)} → ${tokenLabel(shown.labels[cell.k], 24)}`,
+            mask?.cell(cell.q, cell.k) ? mask.reason(cell.q, cell.k) : `${quantity} ${v.toFixed(4)}`,
+          ]);
+        });
       }
       canvas.addEventListener('mouseleave', hideTooltip);
       if (rollout && !long) {
         canvas.dataset.quantity = quantity;
         this.grid.appendChild(
-          h('div', { class: 'head-tile rollout-tile', 'data-maps': 'rollout', 'aria-label': `${layerName(state.layer)}: attention rollout` }, h('span', { class: 'tile-head' }, h('span', { class: 'tile-name' }, `${MAP_LABELS.rollout} · all heads`)), canvas),
+          h(
+            'div',
+            {
+              class: 'head-tile rollout-tile',
+              'data-maps': 'rollout',
+              'aria-label': `${layerName(state.layer)}: attention rollout`,
+            },
+            h('span', { class: 'tile-head' }, h('span', { class: 'tile-name' }, `${MAP_LABELS.rollout} · all heads`)),
+            canvas,
+          ),
         );
         continue;
       }
@@ -186,7 +234,11 @@ export class LayerView implements ExportableView {
             'span',
             { class: 'tile-head' },
             h('span', { class: 'tile-name', title: headWithIndex(head) }, headShort(head)),
-            h('span', { class: 'badge', style: roleStyle(role.color), title: report.roles.primary.evidence }, report.roles.primary.name),
+            h(
+              'span',
+              { class: 'badge', style: roleStyle(role.color), title: report.roles.primary.evidence },
+              report.roles.primary.name,
+            ),
             importanceBadge(ctx, state.layer, head),
           ),
           canvas,
@@ -196,7 +248,9 @@ export class LayerView implements ExportableView {
   }
 
   exportParts(): (string | number)[] {
-    const parts = this.ctx ? [`layer${this.ctx.state.layer}`, this.maps === 'rollout' ? 'rollout' : 'heads'] : ['layer'];
+    const parts = this.ctx
+      ? [`layer${this.ctx.state.layer}`, this.maps === 'rollout' ? 'rollout' : 'heads']
+      : ['layer'];
     return this.maps === 'norm' ? [...parts, 'norm'] : parts;
   }
 
@@ -206,42 +260,129 @@ export class LayerView implements ExportableView {
     const cols = Math.max(1, Math.min(this.tiles.length, 6));
     const rows = Math.ceil(this.tiles.length / cols);
     const groups = this.maps === 'rollout' ? null : kvGroups(model);
-    const gap = 18, top = groups ? 68 : 52, tileHead = 18;
+    const gap = 18,
+      top = groups ? 68 : 52,
+      tileHead = 18;
     // Token labels beside and above every tile when its cells are tall enough to read them.
     const labels = this.tiles[0]?.shown?.labels ?? [];
     const gutter = labels.length > 0 && TILE / labels.length >= MIN_LABEL_CELL ? TILE_LABEL_GUTTER : 0;
     const width = cols * (TILE + gutter) + (cols + 1) * gap;
     const height = top + rows * (TILE + tileHead + gap + gutter) + 60;
     const items: SceneItem[] = [
-      { kind: 'text', x: gap, y: 24, text: `${model.name} · ${layerWithIndex(state.layer)} · ${this.maps === 'rollout' ? 'attention rollout' : `${model.n_head} heads`} · ${state.level}s · ${MAP_LABELS[this.maps].toLowerCase()}`, size: 15, fill: THEME.text, weight: 'bold' },
+      {
+        kind: 'text',
+        x: gap,
+        y: 24,
+        text: `${model.name} · ${layerWithIndex(state.layer)} · ${this.maps === 'rollout' ? 'attention rollout' : `${model.n_head} heads`} · ${state.level}s · ${MAP_LABELS[this.maps].toLowerCase()}`,
+        size: 15,
+        fill: THEME.text,
+        weight: 'bold',
+      },
       { kind: 'text', x: gap, y: 42, text: this.ctx.run.text, size: 11, fill: THEME.muted },
     ];
-    if (groups) items.push({ kind: 'text', x: gap, y: 58, text: `${groups.map((g) => g.label).join(' · ')} (head names and frames coloured by KV head)`, size: 11, fill: THEME.muted });
+    if (groups)
+      items.push({
+        kind: 'text',
+        x: gap,
+        y: 58,
+        text: `${groups.map((g) => g.label).join(' · ')} (head names and frames coloured by KV head)`,
+        size: 11,
+        fill: THEME.muted,
+      });
     this.tiles.forEach((tile, head) => {
       const x = gap + (head % cols) * (TILE + gap + gutter) + gutter;
       const y = top + Math.floor(head / cols) * (TILE + tileHead + gap + gutter);
       const report = headReport(this.ctx!, state.layer, head);
       const role = roleInfo(model, report.roles.primary.id);
-      if (this.maps === 'rollout' && this.tiles.length === 1) items.push({ kind: 'text', x, y: y + 12, text: 'rollout · all heads', size: 12, fill: THEME.text, weight: 'bold' });
+      if (this.maps === 'rollout' && this.tiles.length === 1)
+        items.push({
+          kind: 'text',
+          x,
+          y: y + 12,
+          text: 'rollout · all heads',
+          size: 12,
+          fill: THEME.text,
+          weight: 'bold',
+        });
       else {
-      items.push({ kind: 'text', x, y: y + 12, text: headShort(head), size: 12, fill: groups ? groupColour(model.kv_head_of[head]) : THEME.text, weight: 'bold' });
-      items.push({ kind: 'rect', x: x + 30, y: y + 2, w: 22, h: 13, fill: role.color, rx: 3 });
-      items.push({ kind: 'text', x: x + 41, y: y + 12, text: roleBadge(role.name), size: 9, fill: readableOn(role.color), anchor: 'middle', weight: 'bold' });
-      items.push({ kind: 'text', x: x + 58, y: y + 12, text: report.roles.primary.name, size: 11, fill: THEME.muted });
+        items.push({
+          kind: 'text',
+          x,
+          y: y + 12,
+          text: headShort(head),
+          size: 12,
+          fill: groups ? groupColour(model.kv_head_of[head]) : THEME.text,
+          weight: 'bold',
+        });
+        items.push({ kind: 'rect', x: x + 30, y: y + 2, w: 22, h: 13, fill: role.color, rx: 3 });
+        items.push({
+          kind: 'text',
+          x: x + 41,
+          y: y + 12,
+          text: roleBadge(role.name),
+          size: 9,
+          fill: readableOn(role.color),
+          anchor: 'middle',
+          weight: 'bold',
+        });
+        items.push({
+          kind: 'text',
+          x: x + 58,
+          y: y + 12,
+          text: report.roles.primary.name,
+          size: 11,
+          fill: THEME.muted,
+        });
       }
       const ty = y + tileHead + gutter;
       if (gutter > 0) {
         const cell = TILE / labels.length;
         labels.forEach((label, i) => {
           const text = tokenLabel(label, 9);
-          items.push({ kind: 'text', x: x - 3, y: ty + (i + 0.5) * cell + 3, text, size: 8, fill: THEME.text, anchor: 'end' });
-          items.push({ kind: 'text', x: x + (i + 0.5) * cell + 3, y: ty - 3, text, size: 8, fill: THEME.text, rotate: -90 });
+          items.push({
+            kind: 'text',
+            x: x - 3,
+            y: ty + (i + 0.5) * cell + 3,
+            text,
+            size: 8,
+            fill: THEME.text,
+            anchor: 'end',
+          });
+          items.push({
+            kind: 'text',
+            x: x + (i + 0.5) * cell + 3,
+            y: ty - 3,
+            text,
+            size: 8,
+            fill: THEME.text,
+            rotate: -90,
+          });
         });
       }
       items.push({ kind: 'image', x, y: ty, w: TILE, h: TILE, pixels: tile.pixels });
-      items.push({ kind: 'rect', x, y: ty, w: TILE, h: TILE, fill: 'none', stroke: head === state.head ? THEME.focus : groups ? groupColour(model.kv_head_of[head]) : THEME.border, strokeWidth: head === state.head || groups ? 2 : 1 });
+      items.push({
+        kind: 'rect',
+        x,
+        y: ty,
+        w: TILE,
+        h: TILE,
+        fill: 'none',
+        stroke: head === state.head ? THEME.focus : groups ? groupColour(model.kv_head_of[head]) : THEME.border,
+        strokeWidth: head === state.head || groups ? 2 : 1,
+      });
     });
-    items.push(...attentionLegendItems(gap, height - 50, Math.min(320, width - 2 * gap), state.scale, THEME.text, model.causal, this.maps, this.maps === 'rollout' ? 0 : layerWindow(model, state.layer, this.ctx.run.n_tokens)));
+    items.push(
+      ...attentionLegendItems(
+        gap,
+        height - 50,
+        Math.min(320, width - 2 * gap),
+        state.scale,
+        THEME.text,
+        model.causal,
+        this.maps,
+        this.maps === 'rollout' ? 0 : layerWindow(model, state.layer, this.ctx.run.n_tokens),
+      ),
+    );
     return { width, height, background: THEME.panel, items };
   }
 }

@@ -29,7 +29,12 @@ export const STEPS: readonly string[] = [
 export const THIS_STEP = 5;
 
 function card(title: string, marker: string, ...body: (Node | string)[]): HTMLElement {
-  return h('article', { class: 'context-card' }, h('h3', {}, h('span', { class: 'marker', 'aria-hidden': 'true' }, marker), title), ...body);
+  return h(
+    'article',
+    { class: 'context-card' },
+    h('h3', {}, h('span', { class: 'marker', 'aria-hidden': 'true' }, marker), title),
+    ...body,
+  );
 }
 
 /** The learning context as one collapsed strip (so that the text box and the heatmaps fit the
@@ -37,16 +42,39 @@ function card(title: string, marker: string, ...body: (Node | string)[]): HTMLEl
 export function learningContext(model: ModelInfo, ...intro: Node[]): HTMLElement {
   const steps = h('ol', { class: 'steps', 'aria-label': 'transformer steps' });
   STEPS.forEach((s, i) =>
-    steps.appendChild(h('li', { class: i + 1 === THIS_STEP ? 'current' : i + 1 < THIS_STEP ? 'done' : '', 'aria-current': i + 1 === THIS_STEP ? 'step' : null }, h('span', { class: 'step-no' }, String(i + 1)), s)),
+    steps.appendChild(
+      h(
+        'li',
+        {
+          class: i + 1 === THIS_STEP ? 'current' : i + 1 < THIS_STEP ? 'done' : '',
+          'aria-current': i + 1 === THIS_STEP ? 'step' : null,
+        },
+        h('span', { class: 'step-no' }, String(i + 1)),
+        s,
+      ),
+    ),
   );
   const table = h(
     'table',
     { class: 'models-table' },
-    h('thead', {}, h('tr', {}, h('th', {}, 'Model'), h('th', {}, 'Layers'), h('th', {}, 'Query heads'), h('th', {}, 'K/V heads'))),
+    h(
+      'thead',
+      {},
+      h('tr', {}, h('th', {}, 'Model'), h('th', {}, 'Layers'), h('th', {}, 'Query heads'), h('th', {}, 'K/V heads')),
+    ),
   );
   const body = h('tbody');
   for (const m of MODERN_MODELS)
-    body.appendChild(h('tr', { title: m.source }, h('td', {}, m.name), h('td', {}, String(m.layers)), h('td', {}, String(m.heads)), h('td', {}, m.kv === m.heads ? `${m.kv} (one per head)` : `${m.kv} (GQA)`)));
+    body.appendChild(
+      h(
+        'tr',
+        { title: m.source },
+        h('td', {}, m.name),
+        h('td', {}, String(m.layers)),
+        h('td', {}, String(m.heads)),
+        h('td', {}, m.kv === m.heads ? `${m.kv} (one per head)` : `${m.kv} (GQA)`),
+      ),
+    );
   body.appendChild(
     h(
       'tr',
@@ -68,7 +96,11 @@ export function learningContext(model: ModelInfo, ...intro: Node[]): HTMLElement
       {},
       h('span', { class: 'kicker' }, `Step ${THIS_STEP} of ${STEPS.length}`),
       h('h1', {}, 'Multi-head attention, one head at a time'),
-      h('span', { class: 'muted small context-more' }, 'Learning context: objectives · where we are · why it matters · takeaways'),
+      h(
+        'span',
+        { class: 'muted small context-more' },
+        'Learning context: objectives · where we are · why it matters · takeaways',
+      ),
     ),
     h('div', { class: 'context-intro' }, ...intro),
     h(
@@ -80,9 +112,21 @@ export function learningContext(model: ModelInfo, ...intro: Node[]): HTMLElement
         h(
           'ul',
           {},
-          h('li', {}, 'Explain what one attention head computes, and why a layer runs several of them side by side instead of one big one.'),
-          h('li', {}, "Read a head's attention map and tell a head that tracks positions from one that parks on special tokens or follows content."),
-          h('li', {}, "Follow the numbers from each head's output, through the concatenation and W_O, to the layer's output."),
+          h(
+            'li',
+            {},
+            'Explain what one attention head computes, and why a layer runs several of them side by side instead of one big one.',
+          ),
+          h(
+            'li',
+            {},
+            "Read a head's attention map and tell a head that tracks positions from one that parks on special tokens or follows content.",
+          ),
+          h(
+            'li',
+            {},
+            "Follow the numbers from each head's output, through the concatenation and W_O, to the layer's output.",
+          ),
         ),
       ),
       card(
@@ -121,9 +165,21 @@ export function learningContext(model: ModelInfo, ...intro: Node[]): HTMLElement
         h(
           'ul',
           {},
-          h('li', {}, 'Nobody assigns the heads their jobs: specialisation appears during training, which is why it has to be measured, as the statistics below do.'),
-          h('li', {}, `All heads of a layer are one batched matrix product, so adding heads costs little on parallel hardware: each works in only d_model / h = ${model.d_model} / ${model.n_head} = ${model.d_head} dimensions.`),
-          h('li', {}, "The heads' outputs are concatenated and projected by W_O; equivalently, each head adds its own contribution to the layer's output."),
+          h(
+            'li',
+            {},
+            'Nobody assigns the heads their jobs: specialisation appears during training, which is why it has to be measured, as the statistics below do.',
+          ),
+          h(
+            'li',
+            {},
+            `All heads of a layer are one batched matrix product, so adding heads costs little on parallel hardware: each works in only d_model / h = ${model.d_model} / ${model.n_head} = ${model.d_head} dimensions.`,
+          ),
+          h(
+            'li',
+            {},
+            "The heads' outputs are concatenated and projected by W_O; equivalently, each head adds its own contribution to the layer's output.",
+          ),
         ),
       ),
     ),

@@ -5,7 +5,15 @@
 // contribute most to the selected token's output, and how the roles spread over the whole model.
 
 import type { AblateResult, Decomposition, HeadReport, RunResult } from '../../lib/api';
-import { byImportance, effectOf, effectText, leastImportant, rankOf, topShare, unitLabel } from '../ablation/importance';
+import {
+  byImportance,
+  effectOf,
+  effectText,
+  leastImportant,
+  rankOf,
+  topShare,
+  unitLabel,
+} from '../ablation/importance';
 import { h, clear } from '../../lib/dom';
 import { fixed, tokenLabel } from '../../lib/format';
 import { roleInfo, roleStyle, type ViewContext } from '../context';
@@ -18,15 +26,22 @@ const LEAST_SET = 10;
 const SINK_ROLE = 'sink';
 
 function list(items: number[]): string {
-  const s = items.map((i) => String(i + 1));  // head numbers, counted from 1 (lib/numbering.ts)
+  const s = items.map((i) => String(i + 1)); // head numbers, counted from 1 (lib/numbering.ts)
   return s.length <= 1 ? s.join('') : `${s.slice(0, -1).join(', ')} and ${s[s.length - 1]}`;
 }
 
 /** Heads of one layer grouped by primary role, largest group first. */
-export function groupByRole(reports: HeadReport[]): { id: string; name: string; heads: number[]; example: HeadReport }[] {
+export function groupByRole(
+  reports: HeadReport[],
+): { id: string; name: string; heads: number[]; example: HeadReport }[] {
   const groups = new Map<string, { id: string; name: string; heads: number[]; example: HeadReport }>();
   for (const r of reports) {
-    const g = groups.get(r.roles.primary.id) ?? { id: r.roles.primary.id, name: r.roles.primary.name, heads: [], example: r };
+    const g = groups.get(r.roles.primary.id) ?? {
+      id: r.roles.primary.id,
+      name: r.roles.primary.name,
+      heads: [],
+      example: r,
+    };
     g.heads.push(r.head);
     if ((r.roles.primary.score ?? 0) > (g.example.roles.primary.score ?? 0)) g.example = r;
     groups.set(g.id, g);
@@ -100,7 +115,12 @@ export class WhyHeadsView {
       for (const g of split) {
         const info = roleInfo(model, g.id);
         items.appendChild(
-          h('li', {}, h('span', { class: 'badge', style: roleStyle(info.color) }, g.name), ` ${g.heads.length === 1 ? 'head' : 'heads'} ${list(g.heads)}. ${headName(g.example.head)}: ${g.example.roles.primary.evidence}`),
+          h(
+            'li',
+            {},
+            h('span', { class: 'badge', style: roleStyle(info.color) }, g.name),
+            ` ${g.heads.length === 1 ? 'head' : 'heads'} ${list(g.heads)}. ${headName(g.example.head)}: ${g.example.roles.primary.evidence}`,
+          ),
         );
       }
       this.body.append(
@@ -126,7 +146,12 @@ export class WhyHeadsView {
           'p',
           { id: 'why-contributions' },
           `For “${tokenLabel(token, 20)}”, the heads adding most to the layer's output are `,
-          top.map(([n, i]) => `${headName(i).toLowerCase()} (‖c‖ ${fixed(n, 2)}, ${roleInfo(model, layerReports[i].roles.primary.id).name.toLowerCase()})`).join(', '),
+          top
+            .map(
+              ([n, i]) =>
+                `${headName(i).toLowerCase()} (‖c‖ ${fixed(n, 2)}, ${roleInfo(model, layerReports[i].roles.primary.id).name.toLowerCase()})`,
+            )
+            .join(', '),
           `; together they carry ${fixed((top.reduce((a, [n]) => a + n, 0) / total) * 100, 0)} % of the summed norms, while ${headName(low[1]).toLowerCase()} adds least (${fixed(low[0], 2)}). `,
           'Pick another token above and the ranking changes: W_O weighs the heads by what they found for that token, it does not average them.',
         ),
@@ -135,7 +160,9 @@ export class WhyHeadsView {
 
     const counts = new Map<string, number>();
     for (const r of run.heads) counts.set(r.roles.primary.id, (counts.get(r.roles.primary.id) ?? 0) + 1);
-    const parts = [...counts.entries()].sort((a, b) => b[1] - a[1]).map(([id, n]) => `${n} ${roleInfo(model, id).name.toLowerCase()}`);
+    const parts = [...counts.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .map(([id, n]) => `${n} ${roleInfo(model, id).name.toLowerCase()}`);
     this.body.append(
       h(
         'p',
@@ -160,7 +187,11 @@ export class WhyHeadsView {
           `Take each of the ${n} heads out of the forward pass in turn (its output set to zero before W_O) and measure how much ${model.causal ? 'the next-token loss' : 'the sentence embedding'} of this text changes. `,
           importanceStatus && !measuring ? h('span', { class: 'error' }, importanceStatus) : '',
           ' ',
-          h('button', { type: 'button', id: 'why-measure', disabled: measuring, onclick: () => this.measure() }, measuring ? 'Measuring…' : 'Measure importance'),
+          h(
+            'button',
+            { type: 'button', id: 'why-measure', disabled: measuring, onclick: () => this.measure() },
+            measuring ? 'Measuring…' : 'Measure importance',
+          ),
         ),
       );
       return box;
@@ -185,7 +216,11 @@ export class WhyHeadsView {
     );
     // The most important head against the LEAST_SET least important ones removed together.
     const least = leastImportant(importance, Math.min(LEAST_SET, n - 1));
-    const vs = h('p', { id: 'why-most-vs-least' }, `Removing ${name(top)} (${role(top)}) alone: ${effectText(effectOf(importance, top))} (${unit}). Removing the ${least.length} least important heads together: measuring…`);
+    const vs = h(
+      'p',
+      { id: 'why-most-vs-least' },
+      `Removing ${name(top)} (${role(top)}) alone: ${effectText(effectOf(importance, top))} (${unit}). Removing the ${least.length} least important heads together: measuring…`,
+    );
     box.append(vs);
     const text = run.text;
     this.ablate(text, least)
@@ -200,8 +235,11 @@ export class WhyHeadsView {
       });
     // Heads of the selected layer: the most and the least important, with their roles.
     const H = model.n_head;
-    const inLayer = layerReports.map((r) => state.layer * H + r.head).sort((a, b) => rankOf(importance, a) - rankOf(importance, b));
-    const hi = inLayer[0], lo = inLayer[inLayer.length - 1];
+    const inLayer = layerReports
+      .map((r) => state.layer * H + r.head)
+      .sort((a, b) => rankOf(importance, a) - rankOf(importance, b));
+    const hi = inLayer[0],
+      lo = inLayer[inLayer.length - 1];
     if (hi !== undefined && lo !== undefined && hi !== lo) {
       const sameRole = run.heads[hi].roles.primary.id === run.heads[lo].roles.primary.id;
       box.append(

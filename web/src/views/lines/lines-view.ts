@@ -43,13 +43,18 @@ export class LinesView implements ExportableView {
   constructor(private readonly callbacks: LinesCallbacks) {
     this.heading = h('h2', { id: 'lines-title' });
     this.note = h('p', { class: 'muted', id: 'lines-note', 'aria-live': 'polite' });
-    this.canvas = h('canvas', { class: 'lines-canvas', id: 'lines-canvas', tabindex: 0, 'aria-label': 'attention lines of the selected head' });
+    this.canvas = h('canvas', {
+      class: 'lines-canvas',
+      id: 'lines-canvas',
+      tabindex: 0,
+      'aria-label': 'attention lines of the selected head',
+    });
     const pointer = pointerKind(this.canvas);
     this.canvas.addEventListener('mousemove', (e) => {
       if (pointer() !== 'touch') this.onMove(e);
     });
     this.canvas.addEventListener('mouseleave', () => {
-      if (pointer() === 'touch') return;  // a tapped value stays until the next tap
+      if (pointer() === 'touch') return; // a tapped value stays until the next tap
       this.hover = null;
       hideTooltip();
       this.draw();
@@ -110,10 +115,17 @@ export class LinesView implements ExportableView {
     if (f && this.shown) {
       const { matrix, labels } = this.shown;
       const n = matrix.n;
-      const weights = Array.from({ length: n }, (_, j) => (f.side === 'query' ? matrix.data[f.index * n + j] : matrix.data[j * n + f.index]));
-      const order = weights.map((w, j) => [w, j] as const).sort((a, b) => b[0] - a[0]).slice(0, 4);
+      const weights = Array.from({ length: n }, (_, j) =>
+        f.side === 'query' ? matrix.data[f.index * n + j] : matrix.data[j * n + f.index],
+      );
+      const order = weights
+        .map((w, j) => [w, j] as const)
+        .sort((a, b) => b[0] - a[0])
+        .slice(0, 4);
       showTooltip(e.clientX, e.clientY, [
-        f.side === 'query' ? `“${tokenLabel(labels[f.index], 20)}” attends to` : `attending to “${tokenLabel(labels[f.index], 20)}”`,
+        f.side === 'query'
+          ? `“${tokenLabel(labels[f.index], 20)}” attends to`
+          : `attending to “${tokenLabel(labels[f.index], 20)}”`,
         ...order.map(([w, j]) => `${tokenLabel(labels[j], 20)}: ${w.toFixed(4)}`),
       ]);
     } else hideTooltip();
@@ -153,17 +165,52 @@ export class LinesView implements ExportableView {
         if (!inFocus) continue;
         const strength = scaleValue(matrix.data[q * n + k], scale);
         if (strength < (focus ? 0.01 : MIN_VISIBLE)) continue;
-        items.push({ kind: 'line', x1: QX + 6, y1: y(q), x2: KX - 6, y2: y(k), stroke: THEME.accent, width: focus ? 3 : 2, opacity: Math.min(1, strength) });
+        items.push({
+          kind: 'line',
+          x1: QX + 6,
+          y1: y(q),
+          x2: KX - 6,
+          y2: y(k),
+          stroke: THEME.accent,
+          width: focus ? 3 : 2,
+          opacity: Math.min(1, strength),
+        });
       }
     for (let i = 0; i < n; i++) {
       const qActive = focus?.side === 'query' && focus.index === i;
       const kActive = focus?.side === 'key' && focus.index === i;
-      items.push({ kind: 'text', x: QX, y: y(i) + 4, text: tokenLabel(labels[i], 18), size: 12, fill: qActive ? THEME.focus : THEME.text, anchor: 'end', weight: qActive ? 'bold' : 'normal' });
-      items.push({ kind: 'text', x: KX, y: y(i) + 4, text: tokenLabel(labels[i], 18), size: 12, fill: kActive ? THEME.focus : THEME.text, weight: kActive ? 'bold' : 'normal' });
+      items.push({
+        kind: 'text',
+        x: QX,
+        y: y(i) + 4,
+        text: tokenLabel(labels[i], 18),
+        size: 12,
+        fill: qActive ? THEME.focus : THEME.text,
+        anchor: 'end',
+        weight: qActive ? 'bold' : 'normal',
+      });
+      items.push({
+        kind: 'text',
+        x: KX,
+        y: y(i) + 4,
+        text: tokenLabel(labels[i], 18),
+        size: 12,
+        fill: kActive ? THEME.focus : THEME.text,
+        weight: kActive ? 'bold' : 'normal',
+      });
       if (focus) {
         const w = focus.side === 'query' ? matrix.data[focus.index * n + i] : matrix.data[i * n + focus.index];
         const x = focus.side === 'query' ? KX + COL_W + VALUE_W - 4 : 4;
-        items.push({ kind: 'text', x, y: y(i) + 4, text: w.toFixed(3), size: 11, fill: THEME.muted, mono: true, anchor: focus.side === 'query' ? 'end' : 'start' });
+        items.push({
+          kind: 'text',
+          x,
+          y: y(i) + 4,
+          text: w.toFixed(3),
+          size: 11,
+          fill: THEME.muted,
+          mono: true,
+          anchor: focus.side === 'query' ? 'end' : 'start',
+        });
       }
     }
     return { width: KX + COL_W + VALUE_W, height: TOP + n * ROW + 8, background: THEME.panel, items };

@@ -45,7 +45,12 @@ export class ModelView implements ExportableView {
     private readonly callbacks: ModelCallbacks,
     private readonly maxWidth: number,
   ) {
-    this.canvas = h('canvas', { class: 'model-grid', id: 'model-grid', tabindex: 0, 'aria-label': 'every head of the model; arrow keys move the selection' });
+    this.canvas = h('canvas', {
+      class: 'model-grid',
+      id: 'model-grid',
+      tabindex: 0,
+      'aria-label': 'every head of the model; arrow keys move the selection',
+    });
     this.canvas.addEventListener('mousemove', (e) => this.onMove(e));
     this.canvas.addEventListener('mouseleave', hideTooltip);
     this.canvas.addEventListener('click', (e) => {
@@ -73,16 +78,30 @@ export class ModelView implements ExportableView {
     const { model, state, units } = ctx;
     this.el.querySelector('#model-intro')!.textContent =
       'Rows are layers (input at the top), columns are heads. The coloured strip under each map names the role detected on this text. Under grouped-query attention the top line names the key/value head each column shares.' +
-      (ctx.maps === 'rollout' ? ' Rollout is one map per layer (every head and the residual so far), so each row repeats its layer’s map in every column; the roles are still each head’s.' : ctx.maps === 'norm' ? ' The maps are norm-weighted: α · ‖v W_O‖ per key, each row rescaled to sum 1.' : '');
+      (ctx.maps === 'rollout'
+        ? ' Rollout is one map per layer (every head and the residual so far), so each row repeats its layer’s map in every column; the roles are still each head’s.'
+        : ctx.maps === 'norm'
+          ? ' The maps are norm-weighted: α · ‖v W_O‖ per key, each row rescaled to sum 1.'
+          : '');
     this.thumb = Math.max(24, Math.min(72, Math.floor((this.maxWidth - LABEL_W) / model.n_head) - GAP));
     // Pooling every head is the costly part: redo it only for new data; a new scale only
     // recolours, and a new selection only redraws.
     const from = this.pooledFrom;
-    if (!from || from.attention !== attention || from.hideSpecial !== state.hideSpecial || from.units !== units.labels.length) {
+    if (
+      !from ||
+      from.attention !== attention ||
+      from.hideSpecial !== state.hideSpecial ||
+      from.units !== units.labels.length
+    ) {
       this.pooled = [];
       for (let l = 0; l < model.n_layer; l++)
         for (let hd = 0; hd < model.n_head; hd++)
-          this.pooled.push(maxPool(shownMatrix(headMatrix(attention, l, mapHead(ctx.maps, hd)), units, state.hideSpecial).matrix, Math.ceil(this.thumb * Math.min(3, window.devicePixelRatio || 1))));
+          this.pooled.push(
+            maxPool(
+              shownMatrix(headMatrix(attention, l, mapHead(ctx.maps, hd)), units, state.hideSpecial).matrix,
+              Math.ceil(this.thumb * Math.min(3, window.devicePixelRatio || 1)),
+            ),
+          );
       this.pooledFrom = { attention, hideSpecial: state.hideSpecial, units: units.labels.length };
       this.thumbScale = null;
     }
@@ -104,7 +123,14 @@ export class ModelView implements ExportableView {
     for (const role of model.roles) {
       const n = counts.get(role.id);
       if (!n) continue;
-      this.roles.appendChild(h('li', { title: role.description }, h('span', { class: 'badge', style: roleStyle(role.color) }, roleBadge(role.name)), ` ${role.name}: ${n} head${n === 1 ? '' : 's'}`));
+      this.roles.appendChild(
+        h(
+          'li',
+          { title: role.description },
+          h('span', { class: 'badge', style: roleStyle(role.color) }, roleBadge(role.name)),
+          ` ${role.name}: ${n} head${n === 1 ? '' : 's'}`,
+        ),
+      );
     }
   }
 
@@ -122,8 +148,10 @@ export class ModelView implements ExportableView {
 
   private cellAt(x: number, y: number): { layer: number; head: number } | null {
     if (!this.ctx) return null;
-    const head = Math.floor((x - LABEL_W) / this.cellW), layer = Math.floor((y - this.headerH) / this.cellH);
-    if (x < LABEL_W || y < this.headerH || head >= this.ctx.model.n_head || layer >= this.ctx.model.n_layer) return null;
+    const head = Math.floor((x - LABEL_W) / this.cellW),
+      layer = Math.floor((y - this.headerH) / this.cellH);
+    if (x < LABEL_W || y < this.headerH || head >= this.ctx.model.n_head || layer >= this.ctx.model.n_layer)
+      return null;
     return { layer, head };
   }
 
@@ -131,14 +159,23 @@ export class ModelView implements ExportableView {
     const c = this.cellAt(e.offsetX, e.offsetY);
     if (!c || !this.ctx) return hideTooltip();
     const r = headReport(this.ctx, c.layer, c.head).roles;
-    showTooltip(e.clientX, e.clientY, [`${layerName(c.layer)} · ${headWithIndex(c.head)}${kvGroups(this.ctx.model) ? ` (KV head ${this.ctx.model.kv_head_of[c.head] + 1})` : ''}: ${r.primary.label}`, r.primary.evidence, `score ${fixed(r.primary.score, 2)}; then ${r.secondary.name.toLowerCase()} ${fixed(r.secondary.score, 2)}`]);
+    showTooltip(e.clientX, e.clientY, [
+      `${layerName(c.layer)} · ${headWithIndex(c.head)}${kvGroups(this.ctx.model) ? ` (KV head ${this.ctx.model.kv_head_of[c.head] + 1})` : ''}: ${r.primary.label}`,
+      r.primary.evidence,
+      `score ${fixed(r.primary.score, 2)}; then ${r.secondary.name.toLowerCase()} ${fixed(r.secondary.score, 2)}`,
+    ]);
   }
 
   private draw(): void {
     if (!this.ctx) return;
     const { model } = this.ctx;
-    const width = LABEL_W + model.n_head * this.cellW, height = this.headerH + model.n_layer * this.cellH;
-    drawScene(sizeCanvas(this.canvas, width, height), { width, height, background: THEME.panel, items: this.items() }, pixelsCanvas);
+    const width = LABEL_W + model.n_head * this.cellW,
+      height = this.headerH + model.n_layer * this.cellH;
+    drawScene(
+      sizeCanvas(this.canvas, width, height),
+      { width, height, background: THEME.panel, items: this.items() },
+      pixelsCanvas,
+    );
   }
 
   /** The grid as scene items with its top-left corner at (0, 0). */
@@ -151,25 +188,79 @@ export class ModelView implements ExportableView {
     // with a bar in the group's colour; the H labels below take the same colour.
     if (groups)
       for (const g of groups) {
-        const first = g.heads[0], last = g.heads[g.heads.length - 1];
+        const first = g.heads[0],
+          last = g.heads[g.heads.length - 1];
         const consecutive = last - first + 1 === g.heads.length;
-        for (const hd of g.heads) items.push({ kind: 'rect', x: dx + LABEL_W + hd * this.cellW, y: dy + 14, w: this.thumb, h: 3, fill: groupColour(g.kv) });
-        const cx = consecutive ? dx + LABEL_W + ((first + last + 1) * this.cellW - GAP) / 2 : dx + LABEL_W + first * this.cellW;
-        items.push({ kind: 'text', x: cx, y: dy + 11, text: g.heads.length * this.cellW > 120 ? g.label : `KV ${g.kv}`, size: 10, fill: THEME.text, anchor: consecutive ? 'middle' : 'start', weight: 'bold' });
+        for (const hd of g.heads)
+          items.push({
+            kind: 'rect',
+            x: dx + LABEL_W + hd * this.cellW,
+            y: dy + 14,
+            w: this.thumb,
+            h: 3,
+            fill: groupColour(g.kv),
+          });
+        const cx = consecutive
+          ? dx + LABEL_W + ((first + last + 1) * this.cellW - GAP) / 2
+          : dx + LABEL_W + first * this.cellW;
+        items.push({
+          kind: 'text',
+          x: cx,
+          y: dy + 11,
+          text: g.heads.length * this.cellW > 120 ? g.label : `KV ${g.kv}`,
+          size: 10,
+          fill: THEME.text,
+          anchor: consecutive ? 'middle' : 'start',
+          weight: 'bold',
+        });
       }
     for (let hd = 0; hd < model.n_head; hd++)
-      items.push({ kind: 'text', x: dx + LABEL_W + hd * this.cellW + this.thumb / 2, y: dy + top + 12, text: headShort(hd), size: 10, fill: THEME.muted, anchor: 'middle' });
+      items.push({
+        kind: 'text',
+        x: dx + LABEL_W + hd * this.cellW + this.thumb / 2,
+        y: dy + top + 12,
+        text: headShort(hd),
+        size: 10,
+        fill: THEME.muted,
+        anchor: 'middle',
+      });
     for (let l = 0; l < model.n_layer; l++) {
       const y = dy + this.headerH + l * this.cellH;
-      items.push({ kind: 'text', x: dx + 4, y: y + this.thumb / 2 + 4, text: `L${l + 1}`, size: 11, fill: THEME.text, weight: 'bold' });
+      items.push({
+        kind: 'text',
+        x: dx + 4,
+        y: y + this.thumb / 2 + 4,
+        text: `L${l + 1}`,
+        size: 11,
+        fill: THEME.text,
+        weight: 'bold',
+      });
       for (let hd = 0; hd < model.n_head; hd++) {
         const x = dx + LABEL_W + hd * this.cellW;
         const role = roleInfo(model, headReport(this.ctx!, l, hd).roles.primary.id);
         items.push({ kind: 'image', x, y, w: this.thumb, h: this.thumb, pixels: this.thumbs[l * model.n_head + hd] });
         items.push({ kind: 'rect', x, y: y + this.thumb, w: this.thumb, h: BADGE_H, fill: role.color });
-        items.push({ kind: 'text', x: x + this.thumb / 2, y: y + this.thumb + 11, text: roleBadge(role.name), size: 9, fill: readableOn(role.color), anchor: 'middle', weight: 'bold' });
+        items.push({
+          kind: 'text',
+          x: x + this.thumb / 2,
+          y: y + this.thumb + 11,
+          text: roleBadge(role.name),
+          size: 9,
+          fill: readableOn(role.color),
+          anchor: 'middle',
+          weight: 'bold',
+        });
         const selected = l === state.layer && hd === state.head;
-        items.push({ kind: 'rect', x: x - 1, y: y - 1, w: this.thumb + 2, h: this.thumb + BADGE_H + 2, fill: 'none', stroke: selected ? THEME.focus : THEME.border, strokeWidth: selected ? 2.5 : 1 });
+        items.push({
+          kind: 'rect',
+          x: x - 1,
+          y: y - 1,
+          w: this.thumb + 2,
+          h: this.thumb + BADGE_H + 2,
+          fill: 'none',
+          stroke: selected ? THEME.focus : THEME.border,
+          strokeWidth: selected ? 2.5 : 1,
+        });
       }
     }
     return items;
@@ -182,9 +273,18 @@ export class ModelView implements ExportableView {
   scene(): Scene | null {
     if (!this.ctx) return null;
     const { model, state } = this.ctx;
-    const gridW = LABEL_W + model.n_head * this.cellW, gridH = this.headerH + model.n_layer * this.cellH;
+    const gridW = LABEL_W + model.n_head * this.cellW,
+      gridH = this.headerH + model.n_layer * this.cellH;
     const items: SceneItem[] = [
-      { kind: 'text', x: 12, y: 22, text: `${model.name}: ${model.n_layer} layers × ${model.n_head} heads, coloured by role (${state.level}s, ${MAP_LABELS[this.maps].toLowerCase()})`, size: 14, fill: THEME.text, weight: 'bold' },
+      {
+        kind: 'text',
+        x: 12,
+        y: 22,
+        text: `${model.name}: ${model.n_layer} layers × ${model.n_head} heads, coloured by role (${state.level}s, ${MAP_LABELS[this.maps].toLowerCase()})`,
+        size: 14,
+        fill: THEME.text,
+        weight: 'bold',
+      },
       ...this.items(12, 34),
       ...attentionLegendItems(12, 34 + gridH + 10, 300, state.scale, THEME.text, model.causal, this.maps),
     ];
@@ -194,7 +294,16 @@ export class ModelView implements ExportableView {
     for (const role of model.roles) {
       if (!counted.has(role.id)) continue;
       items.push({ kind: 'rect', x: lx, y: ly, w: 22, h: 13, fill: role.color, rx: 3 });
-      items.push({ kind: 'text', x: lx + 11, y: ly + 10, text: roleBadge(role.name), size: 9, fill: readableOn(role.color), anchor: 'middle', weight: 'bold' });
+      items.push({
+        kind: 'text',
+        x: lx + 11,
+        y: ly + 10,
+        text: roleBadge(role.name),
+        size: 9,
+        fill: readableOn(role.color),
+        anchor: 'middle',
+        weight: 'bold',
+      });
       items.push({ kind: 'text', x: lx + 28, y: ly + 10, text: role.name, size: 11, fill: THEME.text });
       lx += 150;
       if (lx > gridW - 100) {

@@ -36,13 +36,23 @@ export function diagramScene(model: ModelInfo, roleColours: string[], width: num
   const items: SceneItem[] = [];
   const concatDim = model.n_head * model.d_head;
   const [woOut, woIn] = model.w_o_shape;
-  const y = 20, boxH = 46;
+  const y = 20,
+    boxH = 46;
   const headW = Math.max(16, Math.min(30, (width * 0.36) / model.n_head - 4));
   let x = 10;
   for (let i = 0; i < model.n_head; i++) {
     const colour = roleColours[i] ?? THEME.accent;
     items.push({ kind: 'rect', x, y, w: headW, h: boxH, fill: colour, rx: 3 });
-    items.push({ kind: 'text', x: x + headW / 2, y: y + boxH / 2 + 4, text: headShort(i), size: headW > 24 ? 11 : 9, fill: readableOn(colour), anchor: 'middle', weight: 'bold' });
+    items.push({
+      kind: 'text',
+      x: x + headW / 2,
+      y: y + boxH / 2 + 4,
+      text: headShort(i),
+      size: headW > 24 ? 11 : 9,
+      fill: readableOn(colour),
+      anchor: 'middle',
+      weight: 'bold',
+    });
     x += headW + 4;
   }
   // Under grouped-query attention, a bar under each head in its KV group's colour, the group's
@@ -51,15 +61,51 @@ export function diagramScene(model: ModelInfo, roleColours: string[], width: num
   const band = groups ? 30 : 0;
   if (groups)
     for (const g of groups) {
-      for (const hd of g.heads) items.push({ kind: 'rect', x: 10 + hd * (headW + 4), y: y + boxH + 3, w: headW, h: 6, fill: groupColour(g.kv), rx: 2 });
-      const x0 = 10 + g.heads[0] * (headW + 4), x1 = 10 + g.heads[g.heads.length - 1] * (headW + 4) + headW;
-      items.push({ kind: 'text', x: (x0 + x1) / 2, y: y + boxH + 22, text: `KV ${g.kv}`, size: 11, fill: groupColour(g.kv), anchor: 'middle', weight: 'bold' });
+      for (const hd of g.heads)
+        items.push({
+          kind: 'rect',
+          x: 10 + hd * (headW + 4),
+          y: y + boxH + 3,
+          w: headW,
+          h: 6,
+          fill: groupColour(g.kv),
+          rx: 2,
+        });
+      const x0 = 10 + g.heads[0] * (headW + 4),
+        x1 = 10 + g.heads[g.heads.length - 1] * (headW + 4) + headW;
+      items.push({
+        kind: 'text',
+        x: (x0 + x1) / 2,
+        y: y + boxH + 22,
+        text: `KV ${g.kv}`,
+        size: 11,
+        fill: groupColour(g.kv),
+        anchor: 'middle',
+        weight: 'bold',
+      });
     }
-  items.push({ kind: 'text', x: 10, y: y + boxH + band + 18, text: `${model.n_head} heads × d_head ${model.d_head}`, size: 12, fill: THEME.muted });
-  const arrow = (ax: number) => items.push({ kind: 'text', x: ax, y: y + boxH / 2 + 7, text: '→', size: 22, fill: THEME.muted, anchor: 'middle' });
+  items.push({
+    kind: 'text',
+    x: 10,
+    y: y + boxH + band + 18,
+    text: `${model.n_head} heads × d_head ${model.d_head}`,
+    size: 12,
+    fill: THEME.muted,
+  });
+  const arrow = (ax: number) =>
+    items.push({ kind: 'text', x: ax, y: y + boxH / 2 + 7, text: '→', size: 22, fill: THEME.muted, anchor: 'middle' });
   const box = (bx: number, bw: number, title: string, sub: string, fill: string) => {
     items.push({ kind: 'rect', x: bx, y, w: bw, h: boxH, fill, stroke: THEME.border, rx: 6 });
-    items.push({ kind: 'text', x: bx + bw / 2, y: y + 20, text: title, size: 13, fill: THEME.text, anchor: 'middle', weight: 'bold' });
+    items.push({
+      kind: 'text',
+      x: bx + bw / 2,
+      y: y + 20,
+      text: title,
+      size: 13,
+      fill: THEME.text,
+      anchor: 'middle',
+      weight: 'bold',
+    });
     items.push({ kind: 'text', x: bx + bw / 2, y: y + 37, text: sub, size: 12, fill: THEME.text, anchor: 'middle' });
   };
   x += 18;
@@ -76,21 +122,43 @@ export function diagramScene(model: ModelInfo, roleColours: string[], width: num
   box(x, 120, 'Output', `${model.d_model} dim`, THEME.panelAlt);
   let extra = 0;
   if (concatDim === model.d_model) {
-    items.push({ kind: 'text', x: 10, y: y + boxH + band + 36, text: `Here h × d_head = ${model.n_head} × ${model.d_head} = d_model = ${model.d_model}: the heads split the model width between them.`, size: 12, fill: THEME.muted });
+    items.push({
+      kind: 'text',
+      x: 10,
+      y: y + boxH + band + 36,
+      text: `Here h × d_head = ${model.n_head} × ${model.d_head} = d_model = ${model.d_model}: the heads split the model width between them.`,
+      size: 12,
+      fill: THEME.muted,
+    });
     extra = 18;
   }
   if (groups)
     groups.forEach((g, i) => {
       items.push({
-        kind: 'text', x: 10, y: y + boxH + band + 36 + extra + i * 17, size: 12, fill: THEME.text,
+        kind: 'text',
+        x: 10,
+        y: y + boxH + band + 36 + extra + i * 17,
+        size: 12,
+        fill: THEME.text,
         text: `${g.label} share one K and one V (each head still has its own Q, so its own attention pattern)`,
       });
     });
   const groupLines = groups ? groups.length * 17 : 0;
-  return { width: Math.max(width, x + 130), height: y + boxH + band + 28 + extra + groupLines, background: THEME.panel, items };
+  return {
+    width: Math.max(width, x + 130),
+    height: y + boxH + band + 28 + extra + groupLines,
+    background: THEME.panel,
+    items,
+  };
 }
 
-function strip(values: Float32Array, limit: number, cell: number, describe: (i: number, v: number) => string[], segment = 0): HTMLCanvasElement {
+function strip(
+  values: Float32Array,
+  limit: number,
+  cell: number,
+  describe: (i: number, v: number) => string[],
+  segment = 0,
+): HTMLCanvasElement {
   const canvas = document.createElement('canvas');
   canvas.className = 'strip';
   const width = values.length * cell;
@@ -106,7 +174,7 @@ function strip(values: Float32Array, limit: number, cell: number, describe: (i: 
     showTooltip(e.clientX, e.clientY, describe(i, values[i]));
   };
   canvas.addEventListener('mousemove', show);
-  canvas.addEventListener('click', show);  // touch: a tap shows the value
+  canvas.addEventListener('click', show); // touch: a tap shows the value
   canvas.addEventListener('mouseleave', hideTooltip);
   return canvas;
 }
@@ -146,7 +214,11 @@ export class ProjectionView implements ExportableView {
       ),
       this.diagram,
       h('h3', {}, 'Follow one token through W_O'),
-      h('p', { class: 'muted' }, 'Pick a token ([ and ] step through them). Colours: red below zero, blue above, white at zero; hover a cell for its value.'),
+      h(
+        'p',
+        { class: 'muted' },
+        'Pick a token ([ and ] step through them). Colours: red below zero, blue above, white at zero; hover a cell for its value.',
+      ),
       this.tokens,
       this.body,
     );
@@ -158,24 +230,46 @@ export class ProjectionView implements ExportableView {
     this.dec = dec;
     const { model, state, run } = ctx;
     this.title.textContent = concatFormula(model.n_head);
-    const colours = Array.from({ length: model.n_head }, (_, i) => roleInfo(model, headReport(ctx, state.layer, i).roles.primary.id).color);
+    const colours = Array.from(
+      { length: model.n_head },
+      (_, i) => roleInfo(model, headReport(ctx, state.layer, i).roles.primary.id).color,
+    );
     this.diagram.innerHTML = sceneToSvg(diagramScene(model, colours, 900), () => '');
     this.diagram.querySelector('svg')?.setAttribute('role', 'img');
-    this.diagram.querySelector('svg')?.setAttribute('aria-label', escapeXml(`${concatFormula(model.n_head)}: ${model.n_head} heads of ${model.d_head} dimensions, W_O ${model.w_o_shape.join(' × ')}, output ${model.d_model}`));
+    this.diagram
+      .querySelector('svg')
+      ?.setAttribute(
+        'aria-label',
+        escapeXml(
+          `${concatFormula(model.n_head)}: ${model.n_head} heads of ${model.d_head} dimensions, W_O ${model.w_o_shape.join(' × ')}, output ${model.d_model}`,
+        ),
+      );
 
     if (this.chipsFor !== run) {
       this.chipsFor = run;
       clear(this.tokens);
       run.tokens.forEach((t, i) =>
         this.tokens.appendChild(
-          h('button', { type: 'button', class: 'chip token' + (t.special ? ' special' : ''), 'data-token': i, onclick: () => this.callbacks.selectToken(i) }, tokenLabel(tokenShown(t), 18)),
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'chip token' + (t.special ? ' special' : ''),
+              'data-token': i,
+              onclick: () => this.callbacks.selectToken(i),
+            },
+            tokenLabel(tokenShown(t), 18),
+          ),
         ),
       );
     }
-    for (const chip of this.tokens.children) chip.setAttribute('aria-pressed', String(Number(chip.getAttribute('data-token')) === state.token));
+    for (const chip of this.tokens.children)
+      chip.setAttribute('aria-pressed', String(Number(chip.getAttribute('data-token')) === state.token));
     clear(this.body);
     if (!dec) {
-      this.body.appendChild(h('p', { class: 'muted', id: 'decomposition-note' }, unavailable ?? 'Loading the decomposition…'));
+      this.body.appendChild(
+        h('p', { class: 'muted', id: 'decomposition-note' }, unavailable ?? 'Loading the decomposition…'),
+      );
       return;
     }
     this.renderVectors(ctx, dec);
@@ -185,7 +279,9 @@ export class ProjectionView implements ExportableView {
     const { model, run, state } = ctx;
     const t = run.tokens[dec.token];
     const token = t ? tokenShown(t) : '?';
-    const H = dec.n_head, dh = dec.d_head, D = dec.d_model;
+    const H = dec.n_head,
+      dh = dec.d_head,
+      D = dec.d_model;
     const headLimit = maxAbs(dec.head_outputs.data) || 1;
     const outLimit = Math.max(maxAbs(dec.attn_output.data), maxAbs(dec.projection.data)) || 1;
     const contribLimit = maxAbs(dec.contributions.data) || 1;
@@ -194,11 +290,28 @@ export class ProjectionView implements ExportableView {
     const dim = (what: string) => (i: number, v: number) => [`${what}, dimension ${i}`, signed(v)];
 
     const grid = h('div', { class: 'vector-grid' });
-    const rowEl = (label: Node | string, canvas: HTMLCanvasElement, value: Node | string, attrs: Record<string, string> = {}) =>
-      grid.appendChild(h('div', { class: 'vector-row', ...attrs }, h('div', { class: 'vector-label' }, label), h('div', { class: 'vector-strip' }, canvas), h('div', { class: 'vector-value' }, value)));
-    const step = (n: number, text: string) => grid.appendChild(h('h4', { class: 'vector-step' }, h('span', { class: 'step-no' }, String(n)), text));
+    const rowEl = (
+      label: Node | string,
+      canvas: HTMLCanvasElement,
+      value: Node | string,
+      attrs: Record<string, string> = {},
+    ) =>
+      grid.appendChild(
+        h(
+          'div',
+          { class: 'vector-row', ...attrs },
+          h('div', { class: 'vector-label' }, label),
+          h('div', { class: 'vector-strip' }, canvas),
+          h('div', { class: 'vector-value' }, value),
+        ),
+      );
+    const step = (n: number, text: string) =>
+      grid.appendChild(h('h4', { class: 'vector-step' }, h('span', { class: 'step-no' }, String(n)), text));
 
-    step(1, `Each head's output for “${tokenLabel(token, 20)}” in ${layerName(dec.layer)}: ${H} vectors of d_head = ${dh} numbers`);
+    step(
+      1,
+      `Each head's output for “${tokenLabel(token, 20)}” in ${layerName(dec.layer)}: ${H} vectors of d_head = ${dh} numbers`,
+    );
     for (let i = 0; i < H; i++) {
       const report = headReport(ctx, state.layer, i);
       const role = roleInfo(model, report.roles.primary.id);
@@ -211,18 +324,43 @@ export class ProjectionView implements ExportableView {
       );
     }
     step(2, `Concatenation: ${H} × ${dh} = ${H * dh} numbers, head by head`);
-    rowEl('concat', strip(dec.concat.data, headLimit, WIDE_CELL, (i, v) => [`concat ${i} = ${headName(Math.floor(i / dh))}, dim ${i % dh}`, signed(v)], dh), `${H * dh} dim`);
+    rowEl(
+      'concat',
+      strip(
+        dec.concat.data,
+        headLimit,
+        WIDE_CELL,
+        (i, v) => [`concat ${i} = ${headName(Math.floor(i / dh))}, dim ${i % dh}`, signed(v)],
+        dh,
+      ),
+      `${H * dh} dim`,
+    );
     step(3, `Projection by W_O (${dec.w_o_shape[0]} × ${dec.w_o_shape[1]}), plus its bias`);
     rowEl('W_O · concat', strip(dec.projection.data, outLimit, WIDE_CELL, dim('projection')), `${D} dim`);
-    rowEl('+ b_O', strip(dec.bias.data, outLimit, WIDE_CELL, dim('bias')), `‖b_O‖ ${fixed(Math.hypot(...dec.bias.data), 2)}`);
+    rowEl(
+      '+ b_O',
+      strip(dec.bias.data, outLimit, WIDE_CELL, dim('bias')),
+      `‖b_O‖ ${fixed(Math.hypot(...dec.bias.data), 2)}`,
+    );
     rowEl(
       '= output',
       strip(dec.attn_output.data, outLimit, WIDE_CELL, dim('attention output')),
-      h('span', { class: 'output-check', id: 'projection-check' }, `model's output; differs by ≤ ${dec.check.projection_max_abs_error.toExponential(1)}`),
+      h(
+        'span',
+        { class: 'output-check', id: 'projection-check' },
+        `model's output; differs by ≤ ${dec.check.projection_max_abs_error.toExponential(1)}`,
+      ),
     );
-    step(4, `The same output as a sum: W_O applied to each head's slot alone gives that head's contribution (${D} numbers)`);
+    step(
+      4,
+      `The same output as a sum: W_O applied to each head's slot alone gives that head's contribution (${D} numbers)`,
+    );
     for (let i = 0; i < H; i++) {
-      const bar = h('span', { class: 'norm-bar' }, h('span', { style: `width: ${((norms[i] / maxNorm) * 100).toFixed(1)}%` }));
+      const bar = h(
+        'span',
+        { class: 'norm-bar' },
+        h('span', { style: `width: ${((norms[i] / maxNorm) * 100).toFixed(1)}%` }),
+      );
       rowEl(
         headShort(i),
         strip(row(dec.contributions, i), contribLimit, WIDE_CELL, dim(`${headName(i)} contribution`)),
@@ -239,7 +377,13 @@ export class ProjectionView implements ExportableView {
       ),
     );
     this.body.append(
-      h('div', { class: 'legend-row' }, signedLegend(headLimit, 'head outputs and concatenation'), signedLegend(outLimit, 'projection, bias and output'), signedLegend(contribLimit, 'contributions')),
+      h(
+        'div',
+        { class: 'legend-row' },
+        signedLegend(headLimit, 'head outputs and concatenation'),
+        signedLegend(outLimit, 'projection, bias and output'),
+        signedLegend(contribLimit, 'contributions'),
+      ),
       grid,
     );
   }
@@ -251,38 +395,90 @@ export class ProjectionView implements ExportableView {
   scene(): Scene | null {
     if (!this.ctx) return null;
     const { model, state, run } = this.ctx;
-    const colours = Array.from({ length: model.n_head }, (_, i) => roleInfo(model, headReport(this.ctx!, state.layer, i).roles.primary.id).color);
+    const colours = Array.from(
+      { length: model.n_head },
+      (_, i) => roleInfo(model, headReport(this.ctx!, state.layer, i).roles.primary.id).color,
+    );
     const diagram = diagramScene(model, colours, 900);
     const items: SceneItem[] = [
-      { kind: 'text', x: 10, y: 22, text: `${concatFormula(model.n_head)} · ${model.name} · ${layerWithIndex(state.layer)}`, size: 15, fill: THEME.text, weight: 'bold' },
+      {
+        kind: 'text',
+        x: 10,
+        y: 22,
+        text: `${concatFormula(model.n_head)} · ${model.name} · ${layerWithIndex(state.layer)}`,
+        size: 15,
+        fill: THEME.text,
+        weight: 'bold',
+      },
       ...diagram.items.map((it) => ('y' in it ? { ...it, y: it.y + 30 } : it)),
     ];
     let y = diagram.height + 40;
     const dec = this.dec;
     if (dec) {
       const t = run.tokens[dec.token];
-    const token = t ? tokenShown(t) : '?';
-      const H = dec.n_head, D = dec.d_model;
+      const token = t ? tokenShown(t) : '?';
+      const H = dec.n_head,
+        D = dec.d_model;
       const contribLimit = maxAbs(dec.contributions.data) || 1;
       const outLimit = Math.max(maxAbs(dec.attn_output.data), maxAbs(dec.projection.data)) || 1;
-      items.push({ kind: 'text', x: 10, y, text: `Per-head contributions for “${token}” (each ${D} numbers) and their norms`, size: 13, fill: THEME.text, weight: 'bold' });
+      items.push({
+        kind: 'text',
+        x: 10,
+        y,
+        text: `Per-head contributions for “${token}” (each ${D} numbers) and their norms`,
+        size: 13,
+        fill: THEME.text,
+        weight: 'bold',
+      });
       y += 12;
       for (let i = 0; i < H; i++) {
         items.push({ kind: 'text', x: 10, y: y + 12, text: headShort(i), size: 11, fill: THEME.text });
-        items.push({ kind: 'image', x: 44, y, w: D * WIDE_CELL, h: 14, pixels: signedPixels(row(dec.contributions, i), D, 1, contribLimit) });
-        items.push({ kind: 'text', x: 52 + D * WIDE_CELL, y: y + 12, text: `‖c‖ ${fixed(dec.contribution_norms.data[i], 3)}`, size: 11, fill: THEME.muted });
+        items.push({
+          kind: 'image',
+          x: 44,
+          y,
+          w: D * WIDE_CELL,
+          h: 14,
+          pixels: signedPixels(row(dec.contributions, i), D, 1, contribLimit),
+        });
+        items.push({
+          kind: 'text',
+          x: 52 + D * WIDE_CELL,
+          y: y + 12,
+          text: `‖c‖ ${fixed(dec.contribution_norms.data[i], 3)}`,
+          size: 11,
+          fill: THEME.muted,
+        });
         y += 18;
       }
       y += 6;
       items.push({ kind: 'text', x: 10, y: y + 12, text: 'out', size: 11, fill: THEME.text, weight: 'bold' });
-      items.push({ kind: 'image', x: 44, y, w: D * WIDE_CELL, h: 14, pixels: signedPixels(dec.attn_output.data, D, 1, outLimit) });
-      items.push({ kind: 'text', x: 52 + D * WIDE_CELL, y: y + 12, text: `Σ c + b_O, max diff ${dec.check.sum_max_abs_error.toExponential(1)}`, size: 11, fill: THEME.muted });
+      items.push({
+        kind: 'image',
+        x: 44,
+        y,
+        w: D * WIDE_CELL,
+        h: 14,
+        pixels: signedPixels(dec.attn_output.data, D, 1, outLimit),
+      });
+      items.push({
+        kind: 'text',
+        x: 52 + D * WIDE_CELL,
+        y: y + 12,
+        text: `Σ c + b_O, max diff ${dec.check.sum_max_abs_error.toExponential(1)}`,
+        size: 11,
+        fill: THEME.muted,
+      });
       y += 30;
       items.push(...signedLegendItems(44, y, 260, contribLimit, 'contributions', THEME.text));
       items.push(...signedLegendItems(340, y, 260, outLimit, 'output', THEME.text));
       y += 50;
     }
-    return { width: Math.max(diagram.width, 44 + (dec?.d_model ?? 0) * WIDE_CELL + 200), height: y + 10, background: THEME.panel, items };
+    return {
+      width: Math.max(diagram.width, 44 + (dec?.d_model ?? 0) * WIDE_CELL + 200),
+      height: y + 10,
+      background: THEME.panel,
+      items,
+    };
   }
 }
-

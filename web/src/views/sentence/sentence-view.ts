@@ -57,7 +57,17 @@ export class SentenceView {
     this.chips = h('div', { class: 'chips', role: 'group', 'aria-label': 'example sentences' });
     for (const ex of EXAMPLES) {
       this.chips.appendChild(
-        h('button', { class: 'chip', type: 'button', 'data-example': ex.label, title: ex.text, onclick: () => this.choose(ex.text) }, ex.label),
+        h(
+          'button',
+          {
+            class: 'chip',
+            type: 'button',
+            'data-example': ex.label,
+            title: ex.text,
+            onclick: () => this.choose(ex.text),
+          },
+          ex.label,
+        ),
       );
     }
     this.input = h('textarea', {
@@ -75,12 +85,25 @@ export class SentenceView {
     });
     this.status = h('span', { class: 'status', id: 'run-status', 'aria-live': 'polite' });
     this.hint = h('p', { class: 'hint' });
-    const button = h('button', { class: 'primary', type: 'button', id: 'analyse', onclick: () => this.submit() }, 'Analyse');
+    const button = h(
+      'button',
+      { class: 'primary', type: 'button', id: 'analyse', onclick: () => this.submit() },
+      'Analyse',
+    );
     const generate = callbacks.generate
-      ? h('button', { type: 'button', id: 'generate', title: `append ${GENERATE_TOKENS} tokens chosen greedily by the model (KV cache)`, onclick: () => {
-            const text = this.input.value.trim();
-            if (text) callbacks.generate!(text, GENERATE_TOKENS);
-          } }, `Generate ${GENERATE_TOKENS} tokens`)
+      ? h(
+          'button',
+          {
+            type: 'button',
+            id: 'generate',
+            title: `append ${GENERATE_TOKENS} tokens chosen greedily by the model (KV cache)`,
+            onclick: () => {
+              const text = this.input.value.trim();
+              if (text) callbacks.generate!(text, GENERATE_TOKENS);
+            },
+          },
+          `Generate ${GENERATE_TOKENS} tokens`,
+        )
       : null;
     this.steps = h('div', { class: 'generate-steps', id: 'generate-steps', hidden: true });
     this.buttons = [button, ...(generate ? [generate] : [])];
@@ -91,7 +114,12 @@ export class SentenceView {
       h('h2', { id: 'sentence-title' }, 'Example sentence'),
       this.chips,
       h('div', { class: 'text-row' }, this.input, button, ...(generate ? [generate] : [])),
-      h('div', { class: 'text-meta' }, this.status, h('span', { class: 'muted' }, `Enter analyses · Shift+Enter for a new line · up to ${maxTokens} tokens`)),
+      h(
+        'div',
+        { class: 'text-meta' },
+        this.status,
+        h('span', { class: 'muted' }, `Enter analyses · Shift+Enter for a new line · up to ${maxTokens} tokens`),
+      ),
       this.notice,
       this.hint,
       this.steps,
@@ -135,7 +163,18 @@ export class SentenceView {
     if (keep === null) return;
     this.notice.append(
       h('span', {}, why),
-      h('button', { type: 'button', id: 'truncate', onclick: () => { this.input.value = keep; this.callbacks.analyse(keep); } }, `Truncate to ${maxTokens} tokens`),
+      h(
+        'button',
+        {
+          type: 'button',
+          id: 'truncate',
+          onclick: () => {
+            this.input.value = keep;
+            this.callbacks.analyse(keep);
+          },
+        },
+        `Truncate to ${maxTokens} tokens`,
+      ),
     );
   }
 
@@ -150,26 +189,58 @@ export class SentenceView {
     if (this.stepsFor !== g) {
       this.stepsFor = g;
       clear(this.steps);
-      const slider = h('input', { type: 'range', id: 'step-slider', min: 0, max: g.generated.length - 1, step: 1, 'aria-label': 'generated step (arrow keys move through the steps)' }) as HTMLInputElement;
+      const slider = h('input', {
+        type: 'range',
+        id: 'step-slider',
+        min: 0,
+        max: g.generated.length - 1,
+        step: 1,
+        'aria-label': 'generated step (arrow keys move through the steps)',
+      }) as HTMLInputElement;
       slider.addEventListener('input', () => this.callbacks.selectStep?.(g.generated[Number(slider.value)].position));
       this.slider = slider;
       this.stepLabel = h('span', { id: 'step-label' });
-      const why = g.stopped_at_eos ? ' (stopped at end-of-text)' : g.stopped_at_limit ? ' (stopped at the token limit)' : '';
+      const why = g.stopped_at_eos
+        ? ' (stopped at end-of-text)'
+        : g.stopped_at_limit
+          ? ' (stopped at the token limit)'
+          : '';
       this.steps.append(
-        h('p', {}, h('strong', {}, 'Generated: '), `${g.generated.length} tokens after the ${g.prompt_tokens}-token prompt, greedily, through the key/value cache${why}.`),
+        h(
+          'p',
+          {},
+          h('strong', {}, 'Generated: '),
+          `${g.generated.length} tokens after the ${g.prompt_tokens}-token prompt, greedily, through the key/value cache${why}.`,
+        ),
         h('label', { class: 'step-row' }, 'Step ', slider, this.stepLabel),
-        h('p', { class: 'muted' }, 'The step’s token is locked as the query in “Head lines” and decomposed through W_O below: its row is the attention the model computed when it produced the next token (in a causal model, the full text’s row t equals step t’s row). With the slider focused, the arrow keys move through the steps.'),
-        ...(g.retokenizes_same ? [] : [h('p', { class: 'error' }, 'This text encodes to different tokens than the ones generated, so the views show the re-encoded text.')]),
+        h(
+          'p',
+          { class: 'muted' },
+          'The step’s token is locked as the query in “Head lines” and decomposed through W_O below: its row is the attention the model computed when it produced the next token (in a causal model, the full text’s row t equals step t’s row). With the slider focused, the arrow keys move through the steps.',
+        ),
+        ...(g.retokenizes_same
+          ? []
+          : [
+              h(
+                'p',
+                { class: 'error' },
+                'This text encodes to different tokens than the ones generated, so the views show the re-encoded text.',
+              ),
+            ]),
       );
     }
     const at = g.generated.findIndex((st) => st.position === selectedToken);
     const step = g.generated[Math.max(0, at)];
-    if (document.activeElement !== this.slider || Number(this.slider!.value) !== Math.max(0, at)) this.slider!.value = String(Math.max(0, at));
+    if (document.activeElement !== this.slider || Number(this.slider!.value) !== Math.max(0, at))
+      this.slider!.value = String(Math.max(0, at));
     if (this.wantFocus) {
       this.wantFocus = false;
       this.slider!.focus();
     }
-    this.stepLabel!.textContent = at >= 0 ? ` ${at + 1} of ${g.generated.length}: “${tokenLabel(labels[step.position] ?? step.text, 20)}” at position ${step.position}` : ` choose a step (1–${g.generated.length})`;
+    this.stepLabel!.textContent =
+      at >= 0
+        ? ` ${at + 1} of ${g.generated.length}: “${tokenLabel(labels[step.position] ?? step.text, 20)}” at position ${step.position}`
+        : ` choose a step (1–${g.generated.length})`;
   }
 
   private choose(text: string): void {
@@ -189,7 +260,8 @@ export class SentenceView {
     this.status.textContent = status;
     this.status.classList.toggle('error', isError);
     const ex = EXAMPLES.find((e) => e.text === text);
-    for (const chip of this.chips.children) chip.setAttribute('aria-pressed', String(chip.getAttribute('data-example') === ex?.label));
+    for (const chip of this.chips.children)
+      chip.setAttribute('aria-pressed', String(chip.getAttribute('data-example') === ex?.label));
     clear(this.hint);
     if (ex) this.hint.append(h('strong', {}, 'Look for: '), ex.hint);
   }

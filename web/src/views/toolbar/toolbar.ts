@@ -46,14 +46,32 @@ export class Toolbar {
       this.tabs.appendChild(
         h(
           'button',
-          { class: 'tab', role: 'tab', type: 'button', 'data-view': v.id, title: `${v.label} (key ${i + 1})`, onclick: () => callbacks.openView(v.id) },
+          {
+            class: 'tab',
+            role: 'tab',
+            type: 'button',
+            'data-view': v.id,
+            title: `${v.label} (key ${i + 1})`,
+            onclick: () => callbacks.openView(v.id),
+          },
           v.label,
         ),
       );
     });
     this.layers = h('div', { class: 'segmented', role: 'group', 'aria-label': 'layer' });
     for (let l = 0; l < nLayer; l++)
-      this.layers.appendChild(h('button', { type: 'button', 'data-layer': l, title: `${layerWithIndex(l)} (↑/↓)`, onclick: () => callbacks.change({ layer: l }) }, String(l + 1)));
+      this.layers.appendChild(
+        h(
+          'button',
+          {
+            type: 'button',
+            'data-layer': l,
+            title: `${layerWithIndex(l)} (↑/↓)`,
+            onclick: () => callbacks.change({ layer: l }),
+          },
+          String(l + 1),
+        ),
+      );
     this.layerSelect = h('select', { id: 'layer-select', 'aria-label': 'layer' });
     for (let l = 0; l < nLayer; l++) this.layerSelect.appendChild(h('option', { value: l }, layerWithIndex(l)));
     this.layerSelect.addEventListener('change', () => callbacks.change({ layer: Number(this.layerSelect.value) }));
@@ -62,7 +80,18 @@ export class Toolbar {
     this.head.addEventListener('change', () => callbacks.change({ head: Number(this.head.value) }));
     this.level = h('div', { class: 'segmented', role: 'group', 'aria-label': 'units' });
     (['token', 'word'] as Level[]).forEach((lv) =>
-      this.level.appendChild(h('button', { type: 'button', 'data-level': lv, title: 'tokens or whole words (key w)', onclick: () => callbacks.change({ level: lv }) }, lv === 'token' ? 'Tokens' : 'Words')),
+      this.level.appendChild(
+        h(
+          'button',
+          {
+            type: 'button',
+            'data-level': lv,
+            title: 'tokens or whole words (key w)',
+            onclick: () => callbacks.change({ level: lv }),
+          },
+          lv === 'token' ? 'Tokens' : 'Words',
+        ),
+      ),
     );
     this.special = h('input', { type: 'checkbox', id: 'hide-special' });
     this.special.addEventListener('change', () => callbacks.change({ hideSpecial: this.special.checked }));
@@ -73,23 +102,50 @@ export class Toolbar {
     // What the maps show (lib/maps.ts): the layer grid, the model overview and the head panel follow it.
     this.maps = h('div', { class: 'segmented', role: 'group', 'aria-label': 'maps', id: 'maps-toggle' });
     for (const m of MAP_VIEWS)
-      this.maps.appendChild(h('button', { type: 'button', 'data-maps': m, title: `${MAP_EXPLANATION[m]} (key n)`, onclick: () => callbacks.change({ maps: m }) }, MAP_LABELS[m]));
+      this.maps.appendChild(
+        h(
+          'button',
+          {
+            type: 'button',
+            'data-maps': m,
+            title: `${MAP_EXPLANATION[m]} (key n)`,
+            onclick: () => callbacks.change({ maps: m }),
+          },
+          MAP_LABELS[m],
+        ),
+      );
     this.mapsNote = h('p', { class: 'maps-note muted small', id: 'maps-note', 'aria-live': 'polite', hidden: true });
 
-    const exportButton = (label: string, id: string, fn: () => void, title: string) => h('button', { type: 'button', class: 'ghost', id, title, onclick: fn }, label);
+    const exportButton = (label: string, id: string, fn: () => void, title: string) =>
+      h('button', { type: 'button', class: 'ghost', id, title, onclick: fn }, label);
     this.el = h(
       'nav',
-      { class: 'toolbar' + (nLayer > MAX_LAYER_BUTTONS ? ' many-layers' : ''), id: 'toolbar', 'aria-label': 'view controls' },
+      {
+        class: 'toolbar' + (nLayer > MAX_LAYER_BUTTONS ? ' many-layers' : ''),
+        id: 'toolbar',
+        'aria-label': 'view controls',
+      },
       this.tabs,
       h(
         'div',
         { class: 'controls' },
-        h('div', { class: 'control layer-control', role: 'group', 'aria-label': 'layer' }, h('span', { title: NUMBERING_NOTE }, 'Layer'), this.layers, this.layerSelect),
+        h(
+          'div',
+          { class: 'control layer-control', role: 'group', 'aria-label': 'layer' },
+          h('span', { title: NUMBERING_NOTE }, 'Layer'),
+          this.layers,
+          this.layerSelect,
+        ),
         h('label', { class: 'control' }, h('span', { title: NUMBERING_NOTE }, 'Head'), this.head),
         h('label', { class: 'control' }, h('span', {}, 'Units'), this.level),
         h('label', { class: 'control check', for: 'hide-special' }, this.special, h('span', {}, 'Hide special tokens')),
         h('label', { class: 'control' }, h('span', {}, 'Colour'), this.scale),
-        h('div', { class: 'control maps-control', role: 'group', 'aria-label': 'maps' }, h('span', { title: 'what the layer grid, the model overview and the head panel draw' }, 'Maps'), this.maps),
+        h(
+          'div',
+          { class: 'control maps-control', role: 'group', 'aria-label': 'maps' },
+          h('span', { title: 'what the layer grid, the model overview and the head panel draw' }, 'Maps'),
+          this.maps,
+        ),
         h(
           'div',
           { class: 'control exports', role: 'group', 'aria-label': 'export' },
@@ -97,7 +153,12 @@ export class Toolbar {
           exportButton('PNG', 'export-png', () => callbacks.exportView('png'), 'the current view as a PNG image'),
           exportButton('SVG', 'export-svg', () => callbacks.exportView('svg'), 'the current view as an SVG drawing'),
           exportButton('CSV', 'export-csv', () => callbacks.exportStats('csv'), 'statistics of every head as CSV'),
-          exportButton('JSON', 'export-json', () => callbacks.exportStats('json'), 'statistics and roles of every head as JSON'),
+          exportButton(
+            'JSON',
+            'export-json',
+            () => callbacks.exportStats('json'),
+            'statistics and roles of every head as JSON',
+          ),
         ),
       ),
       this.mapsNote,
@@ -123,8 +184,10 @@ export class Toolbar {
       tab.setAttribute('aria-selected', String(on));
       tab.classList.toggle('active', on);
     }
-    for (const b of this.layers.children) b.setAttribute('aria-pressed', String(Number(b.getAttribute('data-layer')) === state.layer));
-    for (const b of this.level.children) b.setAttribute('aria-pressed', String(b.getAttribute('data-level') === state.level));
+    for (const b of this.layers.children)
+      b.setAttribute('aria-pressed', String(Number(b.getAttribute('data-layer')) === state.layer));
+    for (const b of this.level.children)
+      b.setAttribute('aria-pressed', String(b.getAttribute('data-level') === state.level));
     this.layerSelect.value = String(state.layer);
     this.head.value = String(state.head);
     this.special.checked = state.hideSpecial;

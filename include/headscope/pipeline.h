@@ -218,6 +218,7 @@ struct CorpusEvidence {
   std::string path;    // the cache file read or written ("" when it could not be written)
   std::string source;  // one line: what was measured ("300 UD PUD sentences ..., 200 GAP rows ...")
   bool from_cache = false;
+  bool missing = false;  // no cache and not measured (EvidenceOptions::measure off): source says so, without a remedy
   bool syntax = false, coreference = false;   // which gold data was found
   std::vector<analysis::HeadEvidence> heads;  // [n_layer * n_head]; stats left empty (the text's join in)
 };

@@ -231,7 +231,8 @@ CorpusEvidence corpus_evidence(const Model& model, const std::string& model_path
   out.path = path;
   if (!options.measure) {
     out.path.clear();
-    out.source = "not measured yet for this model (no " + path + "): run `make evidence` or pass --measure-corpus";
+    out.source = "not measured yet for this model (no " + path + ")";
+    out.missing = true;  // each frontend says how to measure it
     return out;
   }
   const analysis::AtlasOptions a = evidence_atlas_options(options);

@@ -82,6 +82,7 @@ CorpusEvidence load_corpus_evidence(const Model& model, const std::string& model
                      static_cast<long long>(total));
     };
   CorpusEvidence e = corpus_evidence(model, model_path, options);
+  if (e.missing) e.source += ": run `make evidence` or pass --measure-corpus";
   if (!last_stage.empty()) std::fprintf(stderr, "\n");
   if (!quiet && !e.from_cache)  // a cached read is instant and says nothing new; stderr stays for errors
     std::fprintf(stderr, "headscope: corpus evidence measured in %.1f s: %s\n",

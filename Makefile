@@ -14,7 +14,7 @@ BUILD := build
 GOLDENS := $(BUILD)/goldens
 DEMO_TEXT := The animal didn't cross the street because it was too tired.
 
-.PHONY: all setup build python evidence goldens test check test-cpp test-python test-web test-views web-embed sanitize-build test-sanitize test-fuzz lint format fuzz fuzz-build demo bench bench-llamacpp bench-big clean
+.PHONY: all setup build python evidence goldens test check test-cpp test-python test-web test-views web-embed sanitize-configure sanitize-build test-sanitize test-fuzz lint format fuzz fuzz-build demo bench bench-llamacpp bench-big clean
 
 all: build
 
@@ -94,9 +94,11 @@ test-views: python evidence
 # build-sanitize/; docs/reliability.md): the core and the server also carry libFuzzer's coverage
 # instrumentation, so the sanitized test suite and the fuzz targets share one compilation.
 SANITIZE := $(BUILD)-sanitize
-sanitize-build: setup
+sanitize-configure: setup
 	@grep -qs '^HEADSCOPE_FUZZ:BOOL=ON' $(SANITIZE)/CMakeCache.txt && [ -f $(SANITIZE)/build.ninja ] || \
 	  cmake --preset sanitize --fresh >/dev/null
+
+sanitize-build: sanitize-configure
 	@cmake --build --preset sanitize
 
 # The unit tests, the example and the reference tests on the sanitized build: any out-of-bounds access,
@@ -110,9 +112,7 @@ test-sanitize: sanitize-build goldens evidence
 # libFuzzer targets (fuzz/*_fuzzer.cc) of the same build, seeded from the real model and data files.
 # `make fuzz` runs each for FUZZ_SECONDS; `make test` runs each for 20 s, two targets at a time.
 FUZZ_SECONDS ?= 300
-fuzz-build: setup
-	@grep -qs '^HEADSCOPE_FUZZ:BOOL=ON' $(SANITIZE)/CMakeCache.txt && [ -f $(SANITIZE)/build.ninja ] || \
-	  cmake --preset sanitize --fresh >/dev/null
+fuzz-build: sanitize-configure
 	@cmake --build --preset sanitize --target fuzzers
 	@if [ ! -f $(SANITIZE)/seeds/.stamp ] || [ fuzz/make_seeds.py -nt $(SANITIZE)/seeds/.stamp ]; then \
 	  rm -rf $(SANITIZE)/seeds && HF_HUB_OFFLINE=1 $(PY) fuzz/make_seeds.py --out $(SANITIZE)/seeds 2>/dev/null && \
@@ -136,7 +136,11 @@ format: setup
 	@clang-format -i $(CXX_SOURCES)
 	@cd web && npx prettier --write --log-level warn . && npx eslint --fix .
 
-test: lint test-cpp test-python test-web test-sanitize test-fuzz
+# Every check: lint test-cpp test-python test-web test-sanitize test-fuzz, with the sanitized build
+# compiled in the background at the lowest CPU priority while the release tests run
+# (scripts/make_test.sh says why).
+test:
+	@scripts/make_test.sh
 
 # Prints one run, then starts the explorer (web UI + API) and prints its URL; Ctrl+C stops it.
 DEMO_PORT ?= 8080

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include <httplib.h>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -109,14 +110,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   ::close(fd);
   // Every status line the server wrote: 5xx other than 503 means a request reached an error the
-  // server did not expect.
-  for (size_t at = reply.find("HTTP/1.1 "); at != std::string::npos; at = reply.find("HTTP/1.1 ", at + 1)) {
-    if (at + 12 > reply.size()) break;
+  // server did not expect. The replies are read one after the other (status line, head, a body of
+  // Content-Length bytes), so that "HTTP/1.1 " inside a body (an error message quoting a header) is
+  // not taken for a status line.
+  size_t at = 0;
+  while (at + 12 <= reply.size() && reply.compare(at, 9, "HTTP/1.1 ") == 0) {
     const int status = std::atoi(reply.substr(at + 9, 3).c_str());
     if (status >= 500 && status != 503) {
       std::fprintf(stderr, "http_fuzzer: the server answered %d:\n%s\n", status, reply.substr(at, 400).c_str());
       std::abort();
     }
+    const size_t head_end = reply.find("\r\n\r\n", at);
+    if (head_end == std::string::npos) break;
+    std::string head = reply.substr(at, head_end - at);
+    for (char& ch : head) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    const size_t length_at = head.find("\r\ncontent-length:");
+    if (length_at == std::string::npos) break;
+    at = head_end + 4 + std::strtoull(head.c_str() + length_at + 17, nullptr, 10);
   }
   return 0;
 }

@@ -326,6 +326,8 @@ def http_seeds() -> None:
     write("http", "attention", post("/api/attention", {"text": text, "layer": 2, "head": 8, "dtype": "uint8"}))
     write("http", "decompose", post("/api/decompose", {"text": text, "layer": 3, "token": 8}))
     write("http", "generate", post("/api/generate", {"text": text, "max_new_tokens": 2}))
+    # A refused Host quoted in the 403's message: "HTTP/1.1 8080" in a body is not a status line.
+    write("http", "host_quoted", "GET /api/model HTTP/1.1\r\nHost: 127.0.0.1:HTTP/1.1 8080\r\n\r\n")
     chunked = '{"text": "Heads attend."}'
     write("http", "chunked", "POST /api/run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
           f"Transfer-Encoding: chunked\r\n\r\n{len(chunked):x}\r\n{chunked}\r\n0\r\n\r\n")

@@ -9,8 +9,8 @@
    `from_pretrained` + forward with output_attentions (bench/reference_first_result.py), each in a new
    process, median of 3. Target: headscope at least 10x sooner.
 
-Usage (after `make python`; build the C++ side with `cmake --build build-python --target analyse_bench`):
-  .venv/bin/python bench/python_overhead.py [--threads 2] [--bench-bin build-python/analyse_bench]
+Usage (after `make python`; the C++ side, build/analyse_bench, comes from the same build as the module):
+  .venv/bin/python bench/python_overhead.py [--threads 2] [--bench-bin build/analyse_bench]
 """
 import argparse
 import json
@@ -57,7 +57,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--model", default=str(ROOT / "models" / "all-MiniLM-L6-v2"))
-    ap.add_argument("--bench-bin", default=str(ROOT / "build-python" / "analyse_bench"))
+    ap.add_argument("--bench-bin", default=str(ROOT / "build" / "analyse_bench"))
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--lengths", type=int, nargs="+", default=[16, 128, 512])
     ap.add_argument("--no-first-result", action="store_true")

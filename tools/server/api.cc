@@ -2,11 +2,7 @@
 #include "server/api.h"
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <nlohmann/json.hpp>
-#include <numeric>
-#include <set>
 #include <span>
 #include <utility>
 #include <vector>

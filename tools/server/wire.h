@@ -32,11 +32,7 @@ enum class WireDtype : uint32_t {
 // Encodes `values` (row-major, product of `shape` elements) in the binary format above.
 std::string encode_tensor(std::span<const float> values, const std::vector<int64_t>& shape, WireDtype dtype);
 
-// Base64 of bytes and of float32 values, and the UTF-8 checks of requests and replies: the core's
-// (headscope/json.h, headscope/pipeline.h), named here for the server's code and tests.
-using headscope::base64_encode;
-using headscope::base64_floats;
-using headscope::incomplete_utf8_tail;
-using headscope::is_valid_utf8;
+// Base64 and the UTF-8 checks of requests and replies are the core's (headscope/json.h,
+// headscope/pipeline.h, included above); the server's code finds them from its own namespace.
 
 }  // namespace headscope::server

@@ -14,7 +14,7 @@ BUILD := build
 GOLDENS := $(BUILD)/goldens
 DEMO_TEXT := The animal didn't cross the street because it was too tired.
 
-.PHONY: all setup build python evidence goldens test check test-cpp test-python test-web test-views web-embed sanitize-configure sanitize-build test-sanitize test-fuzz lint format fuzz fuzz-build demo bench bench-llamacpp bench-big clean
+.PHONY: all setup build python evidence goldens test check test-cpp test-python test-web test-views web-embed sanitize-configure sanitize-build test-sanitize test-fuzz lint format fuzz fuzz-build fuzz-minimise demo bench bench-llamacpp bench-big clean
 
 all: build
 
@@ -123,6 +123,10 @@ fuzz: fuzz-build
 
 test-fuzz: fuzz-build
 	@fuzz/run.sh 20
+
+# Merges what the runs found into the minimised corpus kept in git (fuzz/corpus/<target>.tar.xz).
+fuzz-minimise: fuzz-build
+	@fuzz/minimise.sh
 
 # Formatting and lint, checked by `make test`: clang-format (.clang-format) over every C++ file of the
 # tree, ESLint and Prettier (web/eslint.config.js, web/.prettierrc.json) over the explorer's TypeScript

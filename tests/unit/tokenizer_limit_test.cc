@@ -170,6 +170,39 @@ void check_limits(const Named& t, const std::string& text, const std::string& wh
   }
 }
 
+// Sparse text: words of 1 to 400 letters (WordPiece makes one [UNK] of a word over 100 characters)
+// between runs of up to 300 spaces and line breaks, so that few tokens come per byte and the
+// prefixes leading_tokens encodes end inside a word at about the token wanted; every limit of a
+// range is tried.
+std::string long_words(size_t bytes, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string text;
+  while (text.size() < bytes) {
+    const size_t n = 1 + rng() % 400;
+    for (size_t i = 0; i < n; ++i) text += static_cast<char>('a' + rng() % 26);
+    const size_t gap = 1 + rng() % 300;
+    for (size_t i = 0; i < gap; ++i) text += rng() % 20 == 0 ? '\n' : ' ';
+  }
+  return text;
+}
+
+TEST(TokenizerLimit, EveryLimitOverLongWordsKeepsAPrefix) {
+  const std::string text = long_words(40000, 5);
+  for (const Named& t : tokenizers()) {
+    const Encoding whole = t.tokenizer->encode(text, {.add_special_tokens = false});
+    const size_t n_specials =
+        t.tokenizer->encode("a", {}).size() - t.tokenizer->encode("a", {.add_special_tokens = false}).size();
+    for (size_t kept = 1; kept <= std::min<size_t>(whole.size(), 200); ++kept) {
+      EncodeOptions o;
+      o.max_length = static_cast<int64_t>(kept + n_specials);
+      o.truncate = true;
+      expect_prefix(t.name + " on long words, limit " + std::to_string(o.max_length), whole,
+                    t.tokenizer->encode(text, o), n_specials, kept);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
 TEST(TokenizerLimit, TruncatedEncodingIsAPrefixOfTheWholeOne) {
   const std::vector<Named> all = tokenizers();
   ASSERT_GE(all.size(), 10u);

@@ -13,6 +13,16 @@
 
 namespace headscope::limits {
 
+// ---- user input (headscope/input.h) ----
+
+// Bytes of one text read from a file or standard input (the CLI's --file, ablate's --corpus) or
+// handed to Model.run from Python. A model's position limit is far below it: 16 MiB is hundreds of
+// thousands of tokens for any tokenizer.
+inline constexpr uint64_t kMaxTextFileBytes = uint64_t{16} << 20;
+// Bytes of a gold-data file (CoNLL-U treebank, GAP TSV, an atlas corpus) read whole; the largest
+// UD English treebank (EWT train) is 13 MB, GAP's files about 1 MB.
+inline constexpr uint64_t kMaxGoldFileBytes = uint64_t{256} << 20;
+
 // ---- model shape (config.json, GGUF metadata) ----
 
 // Each bound is checked when the hyper-parameters are read, before any per-layer or per-head
@@ -191,7 +201,7 @@ inline constexpr int kMaxAtlasImportanceHeadsByDefault = 144;
 inline constexpr double kMaxAttentionRowSumError = 1e-3;
 // Bytes of one text given to Model.run / Tokenizer.encode from Python: the CLI's --file limit,
 // so the same text is refused the same way (a model's position limit is far below it anyway).
-inline constexpr uint64_t kMaxPythonTextBytes = uint64_t{16} << 20;
+inline constexpr uint64_t kMaxPythonTextBytes = kMaxTextFileBytes;
 
 // ---- fuzz (fuzz/*_fuzzer.cc; docs/reliability.md, "Fuzzing") ----
 // Tokens of the attention maps analyse_fuzzer builds ([<=3, <=3, T, T]): 128 keeps a map at most

@@ -1,13 +1,14 @@
 // headscope analysis — reading the gold data files (CoNLL-U, GAP): whole-file reads and
 // tab-separated fields.
 #pragma once
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "headscope/error.h"
+#include "headscope/input.h"
+#include "headscope/limits.h"
 
 namespace headscope::analysis {
 
@@ -26,11 +27,15 @@ inline std::vector<std::string_view> split_tabs(std::string_view line) {
 
 // The whole file; if it cannot be opened, Error("<what> '<path>': cannot open it; <hint>").
 inline std::string read_gold_file(const std::string& path, const std::string& what, const std::string& hint) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(what + " '" + path + "': cannot open it; " + hint);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  try {
+    return read_input_file(path, what, limits::kMaxGoldFileBytes);
+  } catch (const NotAFileError&) {
+    throw;
+  } catch (const ResourceError&) {
+    throw;
+  } catch (const Error&) {
+    throw Error(what + " '" + path + "': cannot open it; " + hint);
+  }
 }
 
 }  // namespace headscope::analysis

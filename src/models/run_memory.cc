@@ -74,6 +74,10 @@ uint64_t Model::run_memory_budget() const {
     const unsigned long long v = std::strtoull(env, &end, 10);
     if (end == env || *end != '\0')
       throw Error(std::string("HEADSCOPE_MEMORY_BUDGET is '") + env + "', expected a number of bytes");
+    if (v == 0)  // a budget of nothing refuses every run; unset the variable for the machine's memory
+      throw Error(
+          "HEADSCOPE_MEMORY_BUDGET is 0, which leaves nothing to run with; give a number of bytes above 0 "
+          "or unset it to use what the machine has available");
     return v;
   }
   const uint64_t available = mem_available();

@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <sstream>
 
 #include "analysis/words.h"
 #include "headscope/error.h"
+#include "headscope/input.h"
+#include "headscope/limits.h"
 #include "pipeline/probe.h"
 #include "pipeline/stream.h"
 
@@ -47,8 +50,17 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::vector<std::string> read_corpus(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("corpus '" + path + "': cannot open it; pass a text file with one text per line");
+  std::string contents;
+  try {
+    contents = read_input_file(path, "corpus", limits::kMaxGoldFileBytes);
+  } catch (const NotAFileError&) {
+    throw;
+  } catch (const ResourceError&) {
+    throw;
+  } catch (const Error&) {
+    throw Error("corpus '" + path + "': cannot open it; pass a text file with one text per line");
+  }
+  std::istringstream in(contents);
   std::vector<std::string> lines;
   std::string line;
   while (std::getline(in, line)) {

@@ -143,7 +143,7 @@ Encoding PipelineTokenizer::encode(std::string_view text, const EncodeOptions& o
   }
 }
 
-Encoding PipelineTokenizer::encode_unchecked(std::string_view text, const EncodeOptions& options) const {
+std::vector<Token> PipelineTokenizer::text_tokens(std::string_view text, size_t stop_after) const {
   const unicode::DecodedText decoded = unicode::decode_utf8(text);
   NormalizedString whole(decoded, 0, decoded.chars.size());
   const NormalizedString limit = whole.slice(0, 0);  // empty, with the whole text's size limit
@@ -166,14 +166,14 @@ Encoding PipelineTokenizer::encode_unchecked(std::string_view text, const Encode
 
   // 3. Pre-tokenize into words; 4. tokenize each word. Each added token and each word is a unit
   // of the word index.
-  Encoding encoding;
-  std::vector<Token>& tokens = encoding.tokens;
-  tokens.reserve(text.size() / 3 + 4);
+  std::vector<Token> tokens;
+  tokens.reserve(std::min<size_t>(text.size() / 3, stop_after > 0 ? stop_after : SIZE_MAX) + 4);
   int32_t word = 0;
   std::vector<NormalizedString> words;
   size_t word_total = 0;
   std::vector<ModelToken> model_tokens;
   for (const Piece& p : pieces) {
+    if (stop_after > 0 && tokens.size() >= stop_after) break;
     if (p.text.empty()) continue;
     if (p.added >= 0) {
       const AddedToken& t = parts_.added_tokens[static_cast<size_t>(p.added)];
@@ -190,6 +190,7 @@ Encoding PipelineTokenizer::encode_unchecked(std::string_view text, const Encode
     for (const NormalizedString& w : words) word_total += w.size();
     limit.check_size(word_total, "the pre-tokenizer");
     for (const NormalizedString& w : words) {
+      if (stop_after > 0 && tokens.size() >= stop_after) break;
       if (w.empty()) continue;
       model_tokens.clear();
       parts_.model->tokenize(w, model_tokens);
@@ -201,18 +202,87 @@ Encoding PipelineTokenizer::encode_unchecked(std::string_view text, const Encode
     }
   }
 
+  if (stop_after > 0 && tokens.size() > stop_after) tokens.resize(stop_after);
   if (parts_.post_processor.trim_offsets)
     trim_byte_level_offsets(text, tokens, parts_.post_processor.trim_keeps_prefix_space);
+  return tokens;
+}
+
+namespace {
+
+// Bytes of the first prefix leading_tokens encodes, beyond 16 per wanted token (real texts take
+// 2-6 bytes per token), and how far before a prefix's end a token of its last word must end to
+// count as settled.
+constexpr size_t kPrefixSlackBytes = 4096;
+constexpr int64_t kSettledDistanceBytes = 4096;
+// Texts up to this size are encoded whole to say in an error how many tokens they have (a few MB
+// of work at most; the server's texts are never longer).
+constexpr size_t kCountWholeBytes = size_t{64} << 10;
+
+// How many leading tokens of `shorter` (the tokens of text[0, cut)) are settled: the same in
+// `longer` (the tokens of a prefix twice as long), and outside the last word of `shorter` or ending
+// kSettledDistanceBytes before the cut. Only the words next to a cut can change when the text goes
+// on: the normalizers, pre-tokenizers and added-token matching all decide from a few characters
+// around a position, and the models work within one word.
+size_t settled_tokens(const std::vector<Token>& shorter, const std::vector<Token>& longer, size_t cut) {
+  if (shorter.empty()) return 0;
+  const int32_t last_word = shorter.back().word;
+  size_t n = 0;
+  for (; n < shorter.size() && n < longer.size(); ++n) {
+    const Token& a = shorter[n];
+    const Token& b = longer[n];
+    if (a.id != b.id || a.begin != b.begin || a.end != b.end || a.word != b.word) break;
+    if (a.word == last_word && a.end + kSettledDistanceBytes > static_cast<int64_t>(cut)) break;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::vector<Token> PipelineTokenizer::leading_tokens(std::string_view text, size_t want) const {
+  // The whole text must be valid UTF-8, as for a whole encoding (and with the same message).
+  if (const int64_t bad = unicode::find_invalid_utf8(text); bad >= 0)
+    unicode::decode_utf8(text.substr(0, static_cast<size_t>(bad) + 4));
+  std::vector<Token> previous;
+  size_t previous_cut = 0;
+  for (size_t cut = kPrefixSlackBytes + 16 * want; cut < text.size(); cut *= 2) {
+    while (cut < text.size() && (static_cast<uint8_t>(text[cut]) & 0xC0) == 0x80) ++cut;  // a whole character
+    if (cut >= text.size()) break;
+    std::vector<Token> current = text_tokens(text.substr(0, cut), 0);
+    if (previous_cut > 0 && settled_tokens(previous, current, previous_cut) >= want) {
+      previous.resize(want);
+      return previous;
+    }
+    previous = std::move(current);
+    previous_cut = cut;
+  }
+  return text_tokens(text, want);
+}
+
+Encoding PipelineTokenizer::encode_unchecked(std::string_view text, const EncodeOptions& options) const {
+  // Steps 1-4. Under a length limit only the tokens up to one past it are made: enough to tell that
+  // the text is too long, or to keep the first ones.
+  const PostProcessor& post = parts_.post_processor;
+  const size_t n_added = options.add_special_tokens ? post.added_count() : 0;
+  Encoding encoding;
+  std::vector<Token>& tokens = encoding.tokens;
+  const size_t max_length = options.max_length > 0 ? static_cast<size_t>(options.max_length) : 0;
+  tokens =
+      max_length > 0 ? leading_tokens(text, max_length > n_added ? max_length - n_added + 1 : 1) : text_tokens(text, 0);
 
   // 5. Length check / truncation, then the template. Truncation keeps the template's special
   // tokens and cuts the text's tokens from the end, as the library does for a single sequence.
-  const PostProcessor& post = parts_.post_processor;
-  const size_t n_added = options.add_special_tokens ? post.added_count() : 0;
   const size_t total = tokens.size() + n_added;
-  if (options.max_length > 0 && total > static_cast<size_t>(options.max_length)) {
+  if (max_length > 0 && total > max_length) {
     if (!options.truncate) {
-      throw Error("text is " + std::to_string(total) + " tokens, the model allows at most " +
-                      std::to_string(options.max_length),
+      // A short text is counted whole, so that the message says how far over it is; a long one
+      // is only said to be over.
+      if (text.size() > kCountWholeBytes)
+        throw Error("text is longer than the " + std::to_string(options.max_length) +
+                        " tokens the model allows (the template's special tokens included)",
+                    Remedy::kTruncate);
+      throw Error("text is " + std::to_string(text_tokens(text, 0).size() + n_added) +
+                      " tokens, the model allows at most " + std::to_string(options.max_length),
                   Remedy::kTruncate);
     }
     if (static_cast<size_t>(options.max_length) < n_added) {

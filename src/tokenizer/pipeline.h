@@ -141,6 +141,14 @@ class PipelineTokenizer final : public Tokenizer {
   void split_added(NormalizedString piece, const PatternSet& patterns, std::vector<Piece>& out) const;
   // encode() without naming the file in ResourceErrors (encode adds it).
   Encoding encode_unchecked(std::string_view text, const EncodeOptions& options) const;
+  // Steps 1-4 (and the byte-level offset trim) over the whole of `text`; when stop_after > 0 the
+  // model step ends once that many tokens are out, and the first stop_after tokens are returned.
+  std::vector<Token> text_tokens(std::string_view text, size_t stop_after) const;
+  // The first `want` tokens of text_tokens(text, 0) (all of them when there are fewer), found by
+  // encoding growing prefixes of the text until two of them agree on that many tokens that the
+  // rest of the text cannot change (pipeline.cc, leading_tokens). A text far over a length limit
+  // is then encoded only as far as the limit needs.
+  std::vector<Token> leading_tokens(std::string_view text, size_t want) const;
 
   Parts parts_;
   PatternSet raw_patterns_;              // added tokens matched in the original text

@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "headscope/headscope.h"
+#include "headscope/input.h"
 #include "headscope/json.h"
 #include "headscope/pipeline.h"
 
@@ -38,7 +39,7 @@ struct AblateArgs {
 
 // The non-empty lines of a file, each one text.
 std::vector<std::string> read_lines(const std::string& path) {
-  std::istringstream in(read_text_file(path));
+  std::istringstream in(read_input_file(path, "text file"));
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);)
     if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(line);

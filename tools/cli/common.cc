@@ -1,11 +1,10 @@
 #include "cli/common.h"
 
+#include "headscope/input.h"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iostream>
-#include <iterator>
 
 #include <unistd.h>
 
@@ -22,19 +21,21 @@ std::string default_model_dir() {
   return env != nullptr && *env != '\0' ? env : kDefaultModelDir;
 }
 
-std::string read_text_file(const std::string& path) {
-  constexpr size_t kMaxBytes = 16u << 20;
-  std::string text;
-  if (path == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), {});
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path + ": cannot open the text file");
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  if (text.size() > kMaxBytes) throw Error(path + ": text file is larger than 16 MiB");
-  return text;
-}
+std::string read_text_file(const std::string& path) { return read_input_file(path, "text file"); }
+
+namespace {
+
+// A budget of 0 bytes would refuse everything (and 0 is what LoadOptions reads as "no budget
+// given"), so --max-memory 0 is refused instead of silently meaning "what the machine has".
+const CLI::Validator kNonZeroSize(
+    [](const std::string& value) -> std::string {
+      if (value.find_first_not_of('0') != std::string::npos) return {};
+      return "0 bytes leaves nothing to run with; give a size such as 2G, or leave the flag out to use what the "
+             "machine has available";
+    },
+    "SIZE > 0");
+
+}  // namespace
 
 void add_load_flags(CLI::App* command, LoadOptions& options) {
   command->add_flag("--strict", options.strict,
@@ -43,12 +44,14 @@ void add_load_flags(CLI::App* command, LoadOptions& options) {
       ->add_option("--max-memory", options.run_memory_budget,
                    "Memory one run may use, e.g. 2G or 1500M (default: what the machine has available, less a "
                    "margin); a request over it is refused with the estimate before anything is allocated")
-      ->transform(CLI::AsSizeValue(false));
+      ->transform(CLI::AsSizeValue(false))
+      ->check(kNonZeroSize);
   command
       ->add_option("--max-load-memory", options.load_memory_budget,
                    "Memory the model's weights may take once loaded, e.g. 6G (default: what the machine has available, "
                    "less a margin); a model over it is refused with the estimate before any weight is read")
-      ->transform(CLI::AsSizeValue(false));
+      ->transform(CLI::AsSizeValue(false))
+      ->check(kNonZeroSize);
 }
 
 void add_evidence_flags(CLI::App* command, EvidenceOptions& options, bool& no_corpus) {

@@ -19,7 +19,8 @@ void use_passive_wait_policy(char** argv);
 inline constexpr const char* kDefaultModelDir = "models/all-MiniLM-L6-v2";
 // $HEADSCOPE_MODEL if set, else kDefaultModelDir.
 std::string default_model_dir();
-// Whole file as bytes ('-' = stdin); Error naming the path if it cannot be read or exceeds 16 MiB.
+// Whole file as bytes ('-' = stdin), through headscope::read_input_file: at most 16 MiB, and only a
+// regular file (or a pipe on stdin); NotAFileError or Error naming the path otherwise.
 std::string read_text_file(const std::string& path);
 // The --strict flag of every subcommand that loads a model: refuse weights with NaN/Inf.
 void add_load_flags(CLI::App* command, LoadOptions& options);

@@ -1,5 +1,6 @@
 // headscope — command-line entry point. Subcommands register themselves (commands.h); any
-// headscope::Error they throw becomes a one-line message on stderr and exit code 2.
+// headscope::Error they throw becomes a one-line message on stderr and exit code 2 (1 for a path
+// that names a directory, FIFO or device: a wrong argument).
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -8,6 +9,7 @@
 #include "cli/common.h"
 #include "headscope/cpu.h"
 #include "headscope/error.h"
+#include "headscope/input.h"
 
 int main(int argc, char** argv) {
   headscope::cli::use_passive_wait_policy(argv);
@@ -32,6 +34,9 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? headscope::cli::kExitOk : headscope::cli::kExitUsage;
+  } catch (const headscope::NotAFileError& e) {  // a path argument that names no regular file
+    std::fprintf(stderr, "headscope: error: %s\n", e.what());
+    return headscope::cli::kExitUsage;
   } catch (const headscope::Error& e) {
     std::fprintf(stderr, "headscope: error: %s\n", headscope::cli::error_message(e).c_str());
     return headscope::cli::kExitInput;

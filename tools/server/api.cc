@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <span>
 #include <utility>
 #include <vector>
@@ -40,16 +41,23 @@ json parse_object(std::string_view body, std::initializer_list<std::string_view>
                            "); send the text encoded as UTF-8"};
   json j;
   // Requests are flat objects; refusing deep nesting while parsing keeps a body of a million '['
-  // from building a million nested values.
-  const json::parser_callback_t depth_limit = [](int depth, json::parse_event_t, json&) {
+  // from building a million nested values. A key given twice in one object is refused too: the
+  // parser would keep the last value and drop the first without a word.
+  std::vector<std::set<std::string>> keys;  // of each object being parsed, innermost last
+  const json::parser_callback_t check = [&keys](int depth, json::parse_event_t event, json& parsed) {
     if (depth > limits::kMaxRequestJsonDepth)
       throw RequestError{400, "bad_json",
                          "request body nests deeper than " + std::to_string(limits::kMaxRequestJsonDepth) +
                              " levels; send a flat object"};
+    if (event == json::parse_event_t::object_start) keys.emplace_back();
+    if (event == json::parse_event_t::object_end) keys.pop_back();
+    if (event == json::parse_event_t::key && !keys.back().insert(parsed.get<std::string>()).second)
+      throw RequestError{400, "duplicate_field",
+                         "field \"" + parsed.get<std::string>() + "\" appears twice in one object; send it once"};
     return true;
   };
   try {
-    j = json::parse(body, depth_limit);
+    j = json::parse(body, check);
   } catch (const json::exception& e) {
     // parse_error, and out_of_range for numbers such as 1e999 that no double holds.
     throw RequestError{400, "bad_json", std::string("request body is not valid JSON: ") + e.what()};

@@ -358,9 +358,15 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!endpoint->heavy) return send(call_endpoint(*endpoint, *core_.api, parser_->body));
     // Off the I/O threads: the handler may compute for seconds; its reply comes back to this strand.
     asio::post(*core_.pool, [self = shared_from_this(), endpoint, body = std::move(parser_->body)]() mutable {
-      HttpReply reply = call_endpoint(*endpoint, *self->core_.api, body);
-      asio::post(self->executor(),
-                 [self, reply = std::move(reply)]() mutable { self->guarded([&] { self->send(std::move(reply)); }); });
+      try {
+        HttpReply reply = call_endpoint(*endpoint, *self->core_.api, body);
+        asio::post(self->executor(), [self, reply = std::move(reply)]() mutable {
+          self->guarded([&] { self->send(std::move(reply)); });
+        });
+      } catch (...) {
+        // Out of memory for the reply's trip back: the session, held by nothing else while its
+        // handler runs, is destroyed with this task and its socket closed.
+      }
     });
   }
 

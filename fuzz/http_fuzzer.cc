@@ -1,15 +1,13 @@
-// libFuzzer target: raw bytes sent to the explorer's real HTTP server — cpp-httplib configured by
-// configure_http exactly as `headscope serve` does, the request gate, the API handlers and the
-// default model behind them — over a loopback socket. One input is one connection: the bytes are
-// sent, the write side is closed and the reply read. Besides crashes and sanitizer reports, a
-// reply with a 5xx status other than the queue's deliberate 503 is a finding: every bad request
-// must be answered with a 4xx.
+// libFuzzer target: raw bytes sent to the explorer's real HTTP server — the Beast transport bound
+// and configured by bind_http / configure_http exactly as `headscope serve` does, the request gate, the API handlers
+// and the default model behind them — over a loopback socket. One input is one connection: the bytes are sent, the
+// write side is closed and the reply read. Besides crashes and sanitizer reports, a reply with a 5xx status other than
+// the queue's deliberate 503 is a finding: every bad request must be answered with a 4xx.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 
-#include <httplib.h>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -30,7 +28,7 @@ struct Served {
   std::unique_ptr<headscope::Model> model;
   std::unique_ptr<headscope::server::RunCache> cache;
   std::unique_ptr<headscope::server::Api> api;
-  httplib::Server http;
+  headscope::server::HttpServer http;
   int port = -1;
 };
 
@@ -49,12 +47,14 @@ void start() {
   server::HttpOptions options;
   options.port = 8080;  // the port the seeds' Host and Origin headers name; the gate checks that
   options.log_requests = false;
-  options.read_timeout = std::chrono::milliseconds(300);
-  options.keep_alive_timeout_s = 1;
-  options.connection_threads = 8;
+  options.head_timeout = std::chrono::milliseconds(300);
+  options.body_timeout = std::chrono::milliseconds(1000);
+  options.keep_alive_timeout = std::chrono::milliseconds(1000);
+  options.linger_timeout = std::chrono::milliseconds(300);
+  options.handler_threads = 8;
   server::configure_http(served->http, *served->api, options);
-  std::thread([] { served->http.listen_after_bind(); }).detach();
-  while (!served->http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::thread([] { served->http.serve(); }).detach();
+  while (!served->http.running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
 }  // namespace
@@ -70,9 +70,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   addr.sin_port = htons(static_cast<uint16_t>(served->port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   // Closed with a reset (linger 0), so that tens of thousands of inputs do not leave as many
-  // connections in TIME_WAIT and run the loopback's ephemeral ports out. A connection the server
-  // refuses for a while (every thread busy with slow inputs) is retried; a server that never
-  // answers again is a finding.
+  // connections in TIME_WAIT and run the loopback's ephemeral ports out. A connection that cannot
+  // be made for a while (the kernel's queue full) is retried; a server that never answers again is
+  // a finding.
   int fd = -1;
   for (int attempt = 0; fd < 0; ++attempt) {
     fd = ::socket(AF_INET, SOCK_STREAM, 0);

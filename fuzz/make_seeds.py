@@ -331,6 +331,15 @@ def http_seeds() -> None:
     chunked = '{"text": "Heads attend."}'
     write("http", "chunked", "POST /api/run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
           f"Transfer-Encoding: chunked\r\n\r\n{len(chunked):x}\r\n{chunked}\r\n0\r\n\r\n")
+    # The transport's own paths: requests pipelined in one input, many ranges, a control byte in
+    # the path, a body invited with 100-continue.
+    health = "GET /api/health HTTP/1.1\r\nHost: localhost\r\n\r\n"
+    write("http", "pipelined", health + "GET /api/model HTTP/1.1\r\nHost: localhost\r\n\r\n" + health)
+    write("http", "ranges", "GET /api/model HTTP/1.1\r\nHost: localhost\r\nRange: bytes=0-0,1-1,2-2,3-\r\n\r\n")
+    write("http", "control_path", "GET /index.html%00.js HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    body = '{"text": "Heads attend."}'
+    write("http", "expect_continue", "POST /api/run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+          f"Expect: 100-continue\r\nContent-Length: {len(body)}\r\n\r\n{body}")
 
 
 for make in (safetensors_seeds, gguf_seeds, config_seeds, tokenizer_seeds, precompiled_seeds, analyse_seeds, template_seeds,

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
 APT_PACKAGES=(cmake ninja-build g++ pkg-config libdnnl-dev libopenblas-dev nlohmann-json3-dev
-  libcpp-httplib-dev libcli11-dev libpng-dev libicu-dev libgtest-dev libbenchmark-dev python3-venv chromium ccache
+  libboost1.81-dev libcli11-dev libpng-dev libicu-dev libgtest-dev libbenchmark-dev python3-venv chromium ccache
   clang libclang-rt-14-dev libomp-14-dev clang-format)  # clang: libFuzzer targets (make fuzz); libomp: OpenMP under clang; clang-format: make lint
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -93,12 +93,12 @@ inline constexpr int64_t kMaxUnigramPieceBytes = 1024;
 
 // ---- the HTTP server ----
 // `headscope serve` listens on loopback for one user's browser; these bound what one client, or a
-// web page that tries to reach the server, can make it hold (tools/server/http.cc).
+// web page that tries to reach the server, can make it hold (tools/server/http.cc; docs/api.md "Load").
 
 // Request body (JSON). The longest useful request is a 64 KiB text, escaped: 1 MiB is ample.
 inline constexpr size_t kMaxRequestBodyBytes = size_t{1} << 20;
-// After a body goes over the limit, this much more is read and discarded so that the client is
-// still listening when the 413 arrives; past it the server stops reading that body.
+// After a refusal (a body over the limit, a head too large), at most this much more is read and
+// dropped so that the client is still listening when the reply arrives; then the socket is closed.
 inline constexpr size_t kMaxDiscardedBodyBytes = size_t{16} << 20;
 // Nesting depth of a request's JSON. Requests are flat objects (depth 1); 32 leaves room for any
 // client and keeps a body of a million '[' from building a million nested values.
@@ -107,17 +107,34 @@ inline constexpr int kMaxRequestJsonDepth = 32;
 inline constexpr size_t kMaxTextBytes = size_t{64} << 10;
 // /api/generate: new tokens per request (each one is a forward step).
 inline constexpr int kMaxNewTokens = 32;
-// Connection threads. Every open connection holds one while it sends its request, so a few slow
-// clients must not take them all; threads that wait cost little memory.
-inline constexpr int kConnectionThreads = 64;
-// Seconds one read from a client may wait for bytes (headers or body) before the connection is
-// dropped. A browser on loopback never pauses this long within a request.
-inline constexpr int kReadTimeoutSeconds = 3;
-// Seconds one write to a client may block (a client that does not read its reply).
-inline constexpr int kWriteTimeoutSeconds = 5;
-// Seconds an idle keep-alive connection keeps its thread, and requests per connection.
-inline constexpr int kKeepAliveTimeoutSeconds = 2;
-inline constexpr int kKeepAliveMaxCount = 10;
+// Threads that run the sockets (accept, read, parse, write; asynchronous, so a few serve every
+// connection) and threads that run the API's handlers, which may compute for seconds: every compute
+// slot and waiter below holds one, and a few more answer the rest with 503 at once.
+inline constexpr int kIoThreads = 2;
+inline constexpr int kHandlerThreads = 40;
+// Open connections. When all are taken, a connection idle between requests (or silent since it was
+// accepted) is closed to make room for the new one; when none is idle the new one is closed.
+inline constexpr int kMaxConnections = 512;
+// Seconds from a request's first byte (or from the reply before it) to the end of its head, and
+// from the end of the head to the end of its body: whole deadlines, not per read, so a client that
+// sends one byte at a time is answered 408 and closed when they pass.
+inline constexpr int kHeadTimeoutSeconds = 5;
+inline constexpr int kBodyTimeoutSeconds = 30;
+// Seconds a connection may stay silent after it was accepted or between two requests, and requests
+// per connection (the last reply says Connection: close).
+inline constexpr int kKeepAliveTimeoutSeconds = 5;
+inline constexpr int kMaxRequestsPerConnection = 100;
+// Seconds a whole reply may take to be written (a client that does not read its reply).
+inline constexpr int kWriteTimeoutSeconds = 30;
+// A refused request's connection is closed after its reply; before closing, what the client still
+// sends is read and dropped for at most this long (and kMaxDiscardedBodyBytes), so that it hears
+// the reply instead of a reset.
+inline constexpr int kLingerSeconds = 5;
+// The request head, bounded while it is read: request line (longer: 414), the whole head (431),
+// and its header fields (431). A browser's requests are far below these.
+inline constexpr size_t kMaxRequestLineBytes = size_t{8} << 10;
+inline constexpr size_t kMaxHeaderBytes = size_t{16} << 10;
+inline constexpr int kMaxHeaderFields = 100;
 // Heavy requests (run, attention, decompose, generate) that may compute or format at once. The
 // forward passes themselves run one at a time (each uses every core); the second slot lets a
 // cached answer go out while a pass runs.

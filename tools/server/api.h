@@ -3,7 +3,7 @@
 // Each handler parses the request into a native struct first (TextRequest, AttentionRequest,
 // DecomposeRequest), calls the core through RunCache and the pipeline, and replies with the
 // result's one JSON writer (headscope/json.h) or the binary tensor format (wire.h). http.cc binds
-// these handlers to routes with cpp-httplib; keeping them free of httplib types makes the contract
+// these handlers to routes of the Beast transport; keeping them free of HTTP types makes the contract
 // (docs/api.md) readable in one file.
 #pragma once
 #include <chrono>

@@ -193,8 +193,8 @@ std::optional<Rejection> check_request(const RequestHead& request, const GateOpt
   if (auto r = check_host(request, options)) return r;
   if (auto r = check_origin(request, options)) return r;
   if (auto r = check_method(request)) return r;
-  // cpp-httplib answers "Range: bytes=0-,0-,0-,..." with every range in one multipart reply:
-  // a few KiB of header would ask for thousands of copies of an 18 MB attention block.
+  // "Range: bytes=0-,0-,0-,..." would ask a server that builds multipart replies for thousands of
+  // copies of an 18 MB attention block; a single range is ignored (the whole reply is sent).
   for (std::string_view range : request.values("Range"))
     if (range.find(',') != std::string_view::npos || request.values("Range").size() > 1)
       return reject(416, "range_not_satisfiable", "only a single byte range is served; ask for one range at a time");

@@ -13,7 +13,8 @@
 //            requests, which cannot send it without a CORS preflight the server never grants),
 //            no Content-Encoding (415: gzip or br would inflate past the limit), a Content-Length
 //            or chunked transfer (411), and at most the body limit (413).
-//   Range    at most one byte range (416): cpp-httplib builds a multi-range reply in memory.
+//   Range    at most one byte range (416), refused before anything is computed or read; the
+//            server never sends a multipart reply (docs/api.md).
 //
 // A pure function over the request head, so that it is tested without sockets.
 #pragma once

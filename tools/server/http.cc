@@ -1,255 +1,570 @@
-// headscope server — the cpp-httplib configuration (see http.h).
+// headscope server — the Boost.Beast transport (see http.h).
+//
+// One Session per connection, on its own strand. A request goes through these steps, each with
+// its own deadline (one timer per session; when it fires the socket's pending operation is
+// cancelled, so the deadline covers the whole step however many reads it takes):
+//
+//   wait      until the first byte of a request (keep-alive or idle timeout; the session counts as
+//             idle here and may be shed when the server is full)
+//   head      the request line and header fields, bounded in bytes and fields while they are
+//             parsed (head timeout → 408); then the path is decoded and the gate runs
+//   body      a POST's body, counted while it arrives (body timeout → 408, over the limit → 413)
+//   handle    light endpoints and files on the I/O thread, heavy ones on the handler pool
+//   write     the reply (write timeout), then the next request (pipelined bytes are already in the
+//             buffer) or, after a refusal, a bounded linger and close.
 #include "server/http.h"
 
-#include <httplib.h>
-#include <sys/socket.h>
+#include <array>
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <cstdio>
-#include <filesystem>
-#include <memory>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
-#include <string_view>
+#include <thread>
+#include <utility>
 
 #include "headscope/error.h"
 #include "server/gate.h"
+#include "server/static_files.h"
 
 namespace headscope::server {
 namespace {
 
-void send(httplib::Response& res, const HttpReply& reply) {
-  res.status = reply.status;
-  res.set_content(reply.body, reply.content_type.c_str());
-  res.set_header("Cache-Control", "no-store");
-  for (const auto& [name, value] : reply.headers) res.set_header(name.c_str(), value);
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+using Millis = std::chrono::milliseconds;
+
+// Bytes asked of the socket per read, and the most the read buffer may hold (a head is at most
+// max_header_bytes; the rest is what a client pipelined behind it).
+constexpr size_t kReadChunk = 16 << 10;
+constexpr size_t kMaxBufferedBytes = 128 << 10;
+
+// Parses one request: its head into a RequestHead while it is parsed (the request line and the
+// number of fields bounded, Beast's header_limit bounding the whole head), and a POST's body into
+// a string of at most max_body bytes, chunked or not.
+class RequestParser : public http::basic_parser<true> {
+ public:
+  explicit RequestParser(const HttpOptions& o)
+      : max_line_(o.max_request_line_bytes), max_fields_(o.max_header_fields), max_body_(o.max_body_bytes) {
+    header_limit(static_cast<std::uint32_t>(o.max_header_bytes));
+    body_limit(boost::none);  // counted in take(), so that the refusal is a 413 of ours
+  }
+
+  RequestHead head;
+  std::string target;
+  std::string body;
+  bool line_too_long = false, too_many_fields = false, body_too_large = false, unknown_method = false;
+
+ private:
+  void on_request_impl(http::verb verb, beast::string_view method, beast::string_view t, int, error_code& ec) override {
+    head.method = std::string(method);
+    target = std::string(t);
+    if (method.size() + t.size() + 10 > max_line_) {  // "METHOD target HTTP/1.1"
+      line_too_long = true;
+      ec = http::error::header_limit;
+    } else if (verb == http::verb::unknown) {
+      unknown_method = true;
+      ec = http::error::bad_method;
+    }
+  }
+  void on_response_impl(int, beast::string_view, int, error_code& ec) override { ec = http::error::bad_version; }
+  void on_field_impl(http::field, beast::string_view name, beast::string_view value, error_code& ec) override {
+    if (static_cast<int>(head.headers.size()) >= max_fields_) {
+      too_many_fields = true;
+      ec = http::error::header_limit;
+      return;
+    }
+    head.headers.emplace_back(std::string(name), std::string(value));
+  }
+  void on_header_impl(error_code&) override {}
+  void on_body_init_impl(const boost::optional<std::uint64_t>&, error_code&) override {}
+  size_t on_body_impl(beast::string_view data, error_code& ec) override { return take(data, ec); }
+  void on_chunk_header_impl(std::uint64_t, beast::string_view, error_code&) override {}
+  size_t on_chunk_body_impl(std::uint64_t, beast::string_view data, error_code& ec) override { return take(data, ec); }
+  void on_finish_impl(error_code&) override {}
+
+  size_t take(beast::string_view data, error_code& ec) {
+    if (body.size() + data.size() > max_body_) {
+      body_too_large = true;
+      ec = http::error::body_limit;
+      return 0;
+    }
+    body.append(data.data(), data.size());
+    return data.size();
+  }
+
+  const size_t max_line_;
+  const int max_fields_;
+  const size_t max_body_;
+};
+
+// The API's endpoints: light ones answer on the I/O thread, heavy ones on the handler pool.
+struct Endpoint {
+  std::string_view path;
+  std::string_view method;
+  HttpReply (*call)(Api&, std::string_view body);
+  bool heavy;
+};
+
+const std::vector<Endpoint>& endpoints() {
+  static const std::vector<Endpoint> table = {
+      {"/api/model", "GET", [](Api& a, std::string_view) { return a.model_info(); }, false},
+      {"/api/health", "GET", [](Api& a, std::string_view) { return a.health(); }, false},
+      {"/api/run", "POST", [](Api& a, std::string_view b) { return a.run(b); }, true},
+      {"/api/attention", "POST", [](Api& a, std::string_view b) { return a.attention(b); }, true},
+      {"/api/tile", "POST", [](Api& a, std::string_view b) { return a.tile(b); }, true},
+      {"/api/overview", "POST", [](Api& a, std::string_view b) { return a.overview(b); }, true},
+      {"/api/decompose", "POST", [](Api& a, std::string_view b) { return a.decompose(b); }, true},
+      {"/api/generate", "POST", [](Api& a, std::string_view b) { return a.generate(b); }, true},
+      {"/api/link", "POST", [](Api& a, std::string_view b) { return a.link(b); }, true},
+      {"/api/ablate", "POST", [](Api& a, std::string_view b) { return a.ablate(b); }, true},
+      {"/api/importance", "POST", [](Api& a, std::string_view b) { return a.importance(b); }, true},
+  };
+  return table;
 }
 
-// A fixed reply for when building the JSON one failed (out of memory): must not throw either.
-void send_fallback(httplib::Response& res) noexcept {
-  try {
-    res.status = 500;
-    res.set_content(R"({"error":{"status":500,"code":"internal_error","message":"internal error"}})",
-                    "application/json");
-  } catch (...) {
+// Every endpoint is also in the gate's table (gate.cc), which answers a wrong method with 405 and
+// Allow; one missing there would answer 404 to a GET instead, so the server refuses to start.
+void check_endpoints_in_gate_table() {
+  for (const Endpoint& e : endpoints()) {
+    bool found = false;
+    for (const Route& route : api_routes()) found = found || (route.path == e.path && route.method == e.method);
+    if (!found)
+      throw std::logic_error("route " + std::string(e.method) + " " + std::string(e.path) +
+                             " is missing from api_routes() in gate.cc");
   }
 }
 
-// A path or header value for a message or the log: control bytes become '?', and it is cut to a
-// length a terminal line can show. (JSON replies escape the rest; see Api::error.)
-std::string printable(std::string_view s, size_t max = 200) {
-  std::string out;
-  for (char c : s.substr(0, max)) out += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c;
-  if (s.size() > max) out += "...";
-  return out;
+const Endpoint* find_endpoint(const RequestHead& head) {
+  const std::string_view method = head.method == "HEAD" ? "GET" : std::string_view(head.method);
+  for (const Endpoint& e : endpoints())
+    if (e.path == head.path && e.method == method) return &e;
+  return nullptr;
 }
 
-RequestHead head_of(const httplib::Request& req) {
-  RequestHead head{req.method, req.path, {}};
-  for (const auto& [name, value] : req.headers) head.headers.emplace_back(name, value);
-  return head;
+bool is_api_path(std::string_view path) { return path == "/api" || path.rfind("/api/", 0) == 0; }
+
+// A handler's reply, or a JSON 500 if it threw (Api catches everything, so that is a bug).
+HttpReply call_endpoint(const Endpoint& e, Api& api, std::string_view body) noexcept {
+  try {
+    return e.call(api, body);
+  } catch (const std::exception& ex) {
+    return Api::error(500, "internal_error", std::string("internal error (the server keeps running): ") + ex.what());
+  } catch (...) {
+    return Api::error(500, "internal_error", "internal error (the server keeps running)");
+  }
 }
 
-// Reads the body of a POST through the content reader, keeping at most `max` bytes: a chunked
-// body is refused (413) while it arrives instead of being buffered whole. After the limit the rest
-// is read and dropped, up to kMaxDiscardedBodyBytes, so that the client is still reading when the
-// 413 comes back; a body longer still is left unread.
-std::optional<HttpReply> read_body(const httplib::ContentReader& reader, size_t max, std::string& body) {
-  size_t dropped = 0;
-  bool over = false;
-  const bool complete = reader([&](const char* data, size_t n) {
-    if (!over && body.size() + n <= max) {
-      body.append(data, n);
-      return true;
-    }
-    over = true;
-    dropped += n;
-    return dropped <= limits::kMaxDiscardedBodyBytes;
-  });
-  if (over)
-    return Api::error(413, "body_too_large",
-                      "request body is over the limit of " + std::to_string(max) + " bytes; send a shorter text");
-  if (!complete) return Api::error(400, "bad_body", "the request body could not be read (cut short or badly chunked)");
-  return std::nullopt;
-}
+class Session;
 
-using Endpoint = HttpReply (Api::*)(std::string_view);
+// What the sessions share: options, the gate, the API, the files, and the table of open sessions
+// (for the connection cap).
+struct ServerCore {
+  HttpOptions options;
+  GateOptions gate;
+  Api* api = nullptr;
+  std::unique_ptr<StaticFiles> files;
+  std::mutex mutex;
+  std::map<uint64_t, std::weak_ptr<Session>> sessions;
+  uint64_t next_id = 0;
+  // Declared after the table: sessions still queued in the context unregister when it is destroyed.
+  asio::io_context ioc;
+  std::unique_ptr<asio::thread_pool> pool;  // joined before the context goes
+  tcp::acceptor acceptor{ioc};
+  asio::steady_timer accept_retry{ioc};
+  std::atomic<bool> running{false};
+
+  void accept();
+  void admit(tcp::socket socket);
+  void forget(uint64_t id) {
+    std::lock_guard lock(mutex);
+    sessions.erase(id);
+  }
+};
 
 }  // namespace
+}  // namespace headscope::server
 
-int bind_http(httplib::Server& http, const std::string& host, int port) {
-  // The options callback sees each socket cpp-httplib tries; the last one is the one it bound.
-  auto bound = std::make_shared<int>(-1);
-  http.set_socket_options([bound](socket_t sock) {
-    httplib::default_socket_options(sock);
-    *bound = sock;
-  });
-  const int result = port == 0 ? http.bind_to_any_port(host) : (http.bind_to_port(host, port) ? port : -1);
-  if (result > 0 && *bound >= 0) ::listen(*bound, SOMAXCONN);
-  return result;
-}
-
+namespace headscope::server {
 namespace {
 
-// Connection threads: each open connection holds one while its request arrives, so the pool is
-// much larger than cpp-httplib's default (8 here), and reads time out quickly.
-void set_connection_limits(httplib::Server& http, const HttpOptions& options) {
-  const size_t threads = static_cast<size_t>(std::max(1, options.connection_threads));
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http.set_read_timeout(options.read_timeout);
-  http.set_write_timeout(options.write_timeout);
-  http.set_keep_alive_timeout(options.keep_alive_timeout_s);
-  http.set_keep_alive_max_count(static_cast<size_t>(std::max(1, options.keep_alive_max_count)));
-  http.set_payload_max_length(options.max_body_bytes);
-}
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, ServerCore& core, uint64_t id)
+      : socket_(std::move(socket)), timer_(socket_.get_executor()), buffer_(kMaxBufferedBytes), core_(core), id_(id) {}
+  ~Session() { core_.forget(id_); }
 
-// The gate's refusal as a reply; the body, if any, was not read: the client must not reuse the
-// connection.
-void send_rejection(httplib::Response& res, const Rejection& rejection) {
-  send(res, Api::error(rejection.status, rejection.code, rejection.message));
-  if (!rejection.allow.empty()) res.set_header("Allow", rejection.allow);
-  res.set_header("Connection", "close");
-}
-
-// The gate sees every request after its headers, before any body is read or any file served.
-void install_gate(httplib::Server& http, const HttpOptions& options) {
-  GateOptions gate;
-  gate.bound_host = options.host;
-  gate.port = options.port;
-  gate.extra_hosts = options.allow_hosts;
-  gate.max_body_bytes = options.max_body_bytes;
-  http.set_pre_routing_handler([gate](const httplib::Request& req, httplib::Response& res) {
-    try {
-      const auto rejection = check_request(head_of(req), gate);
-      if (!rejection) return httplib::Server::HandlerResponse::Unhandled;
-      send_rejection(res, *rejection);
-    } catch (...) {
-      send_fallback(res);
-    }
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  // "Expect: 100-continue" is answered before routing: run the gate there too, so that a refused
-  // body is never invited.
-  http.set_expect_100_continue_handler([gate](const httplib::Request& req, httplib::Response& res) {
-    try {
-      const auto rejection = check_request(head_of(req), gate);
-      if (!rejection) return 100;
-      send_rejection(res, *rejection);
-      return rejection->status;
-    } catch (...) {
-      send_fallback(res);
-      return 500;
-    }
-  });
-}
-
-// Every route is also in the gate's table (gate.cc), which answers a wrong method with 405 and
-// Allow; a route missing there would answer 404 to a GET instead, so the server refuses to start.
-void check_in_gate_table(std::string_view path, std::string_view method) {
-  for (const Route& route : api_routes())
-    if (route.path == path && route.method == method) return;
-  throw std::logic_error("route " + std::string(method) + " " + std::string(path) +
-                         " is missing from api_routes() in gate.cc");
-}
-
-// The API's routes: two GETs, and POSTs whose body is read within max_body_bytes.
-void add_routes(httplib::Server& http, Api& api, size_t max_body) {
-  check_in_gate_table("/api/model", "GET");
-  check_in_gate_table("/api/health", "GET");
-  http.Get("/api/model", [&api](const httplib::Request&, httplib::Response& res) { send(res, api.model_info()); });
-  http.Get("/api/health", [&api](const httplib::Request&, httplib::Response& res) { send(res, api.health()); });
-  const auto post = [&](const char* path, Endpoint endpoint) {
-    check_in_gate_table(path, "POST");
-    http.Post(path, [&api, endpoint, max_body](const httplib::Request&, httplib::Response& res,
-                                               const httplib::ContentReader& reader) {
-      std::string body;
-      if (auto refused = read_body(reader, max_body, body)) {
-        send(res, *refused);
-        return;
-      }
-      send(res, (api.*endpoint)(body));
-    });
-  };
-  post("/api/run", &Api::run);
-  post("/api/attention", &Api::attention);
-  post("/api/tile", &Api::tile);
-  post("/api/overview", &Api::overview);
-  post("/api/decompose", &Api::decompose);
-  post("/api/generate", &Api::generate);
-  post("/api/link", &Api::link);
-  post("/api/ablate", &Api::ablate);
-  post("/api/importance", &Api::importance);
-}
-
-// The API's JSON error for a status that never reached a handler.
-HttpReply status_error(const httplib::Request& req, int status) {
-  if (status == 404)
-    return Api::error(404, "not_found",
-                      "no such path: " + printable(req.method, 16) + " " + printable(req.path) + " (see docs/api.md)");
-  if (status == 413) return Api::error(413, "body_too_large", "request body is over the server's limit");
-  if (status == 414) return Api::error(414, "uri_too_long", "the request line is over 8 KiB");
-  return Api::error(status, "http_error", "request failed with HTTP status " + std::to_string(status));
-}
-
-void install_error_handlers(httplib::Server& http) {
-  // Errors that never reached a handler (unknown path, bad request line, a URI over 8 KiB) get the
-  // API's JSON shape. cpp-httplib calls this for every status >= 400 OUTSIDE its try/catch, so it
-  // must not throw: the decoded path may be any bytes (/%ff), hence printable() and Api::error's
-  // replacement of invalid UTF-8.
-  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    try {
-      if (res.body.empty()) send(res, status_error(req, res.status));
-    } catch (...) {
-      send_fallback(res);
-    }
-  });
-  // A handler that threw (Api catches everything, so this is a bug): a JSON 500, never a crash.
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    try {
-      std::string what = "unknown error";
-      try {
-        if (ep) std::rethrow_exception(ep);
-      } catch (const std::exception& e) {
-        what = e.what();
-      } catch (...) {
-      }
-      send(res, Api::error(500, "internal_error", "internal error (the server keeps running): " + what));
-    } catch (...) {
-      send_fallback(res);
-    }
-  });
-}
-
-void install_logger(httplib::Server& http) {
-  http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
-    try {
-      if (req.path.rfind("/api/", 0) == 0)
-        std::fprintf(stderr, "headscope: %s %s -> %d (%zu bytes)\n", printable(req.method, 16).c_str(),
-                     printable(req.path).c_str(), res.status, res.body.size());
-    } catch (...) {
-    }
-  });
-}
-
-// The built web UI at /, or a line saying that it was not built.
-void mount_web(httplib::Server& http, const std::string& web_dir) {
-  std::error_code ec;
-  const bool has_ui = !web_dir.empty() && std::filesystem::exists(std::filesystem::path(web_dir) / "index.html", ec);
-  if (has_ui) {
-    if (!http.set_mount_point("/", web_dir)) throw Error("--web-dir " + web_dir + ": cannot serve this folder");
-  } else {
-    http.Get("/", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content("headscope API is running; the web UI was not built (see web/README.md).\n", "text/plain");
+  void start() {
+    guarded([&] { wait_for_request(core_.options.head_timeout); });
+  }
+  // The server is full and this session is idle: make room (on the session's strand).
+  void shed() {
+    guarded([&] {
+      if (idle_) close();
     });
   }
+  bool idle() const { return idle_; }
+  tcp::socket::executor_type executor() { return socket_.get_executor(); }
+
+ private:
+  // Runs one step; anything it throws (out of memory) closes this connection only.
+  template <typename F>
+  void guarded(F&& f) noexcept {
+    try {
+      f();
+    } catch (...) {
+      close();
+    }
+  }
+
+  // ---- deadlines: one timer; when it fires, the pending operation on the socket is cancelled ----
+  void arm(Millis timeout) {
+    const uint64_t generation = ++timer_generation_;
+    timed_out_ = false;
+    timer_.expires_after(timeout);
+    timer_.async_wait([self = shared_from_this(), generation](error_code ec) {
+      if (ec || generation != self->timer_generation_) return;
+      self->timed_out_ = true;
+      error_code ignored;
+      self->socket_.cancel(ignored);
+    });
+  }
+  void disarm() {
+    ++timer_generation_;
+    timer_.cancel();
+  }
+
+  // ---- reading ----
+  void wait_for_request(Millis timeout) {
+    idle_ = true;
+    if (buffer_.size() > 0) return read_head();  // pipelined behind the previous request
+    arm(timeout);
+    socket_.async_read_some(buffer_.prepare(kReadChunk), [self = shared_from_this()](error_code ec, size_t n) {
+      self->guarded([&] {
+        self->disarm();
+        if (ec) return self->close();  // closed by the client, idle too long, or shed
+        self->buffer_.commit(n);
+        self->read_head();
+      });
+    });
+  }
+
+  void read_head() {
+    idle_ = false;
+    parser_.emplace(core_.options);
+    arm(core_.options.head_timeout);
+    http::async_read_header(socket_, buffer_, *parser_, [self = shared_from_this()](error_code ec, size_t) {
+      self->guarded([&] {
+        self->disarm();
+        if (ec) return self->read_failed(ec, "head");
+        self->on_head();
+      });
+    });
+  }
+
+  void on_head() {
+    RequestHead& head = parser_->head;
+    const std::optional<std::string> path = decode_target_path(parser_->target);
+    if (!path)
+      return refuse(Api::error(400, "bad_path",
+                               "the request path \"" + printable(parser_->target) +
+                                   "\" is not a path starting with '/' or holds a control byte (raw or %-encoded)"));
+    head.path = *path;
+    if (const std::optional<Rejection> rejection = check_request(head, core_.gate)) {
+      HttpReply reply = Api::error(rejection->status, rejection->code, rejection->message);
+      if (!rejection->allow.empty()) reply.headers.emplace_back("Allow", rejection->allow);
+      return refuse(std::move(reply));
+    }
+    if (parser_->is_done()) return handle();
+    // A POST (the gate lets no other method carry a body): invite it if asked, after the gate.
+    bool expects_continue = false;
+    for (std::string_view v : head.values("Expect")) expects_continue = expects_continue || v == "100-continue";
+    if (!expects_continue) return read_body();
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    arm(core_.options.write_timeout);
+    asio::async_write(socket_, asio::buffer(kContinue.data(), kContinue.size()),
+                      [self = shared_from_this()](error_code ec, size_t) {
+                        self->guarded([&] {
+                          self->disarm();
+                          if (ec) return self->close();
+                          self->read_body();
+                        });
+                      });
+  }
+
+  void read_body() {
+    arm(core_.options.body_timeout);
+    http::async_read(socket_, buffer_, *parser_, [self = shared_from_this()](error_code ec, size_t) {
+      self->guarded([&] {
+        self->disarm();
+        if (self->parser_->body_too_large)
+          return self->refuse(Api::error(413, "body_too_large",
+                                         "request body is over the limit of " +
+                                             std::to_string(self->core_.options.max_body_bytes) +
+                                             " bytes; send a shorter text"));
+        if (ec) return self->read_failed(ec, "body");
+        self->handle();
+      });
+    });
+  }
+
+  // Why the head or the body could not be read, as a reply (or a silent close when the client left).
+  void read_failed(error_code ec, const char* part) {
+    const HttpOptions& o = core_.options;
+    if (ec == asio::error::operation_aborted && timed_out_) {
+      const Millis limit = std::string_view(part) == "head" ? o.head_timeout : o.body_timeout;
+      return refuse(Api::error(
+          408, "request_timeout",
+          std::string("the request ") + part + " did not arrive within " + std::to_string(limit.count()) + " ms"));
+    }
+    if (ec == http::error::end_of_stream || ec.category() != http::make_error_code(http::error::bad_target).category())
+      return close();  // the client left (or the socket failed): nobody to answer
+    if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
+      if (parser_->line_too_long || (parser_->head.method.empty() && !line_ends_within(o.max_request_line_bytes)))
+        return refuse(Api::error(414, "uri_too_long",
+                                 "the request line is over " + std::to_string(o.max_request_line_bytes) + " bytes"));
+      const std::string what = parser_->too_many_fields
+                                   ? "more than " + std::to_string(o.max_header_fields) + " header fields"
+                                   : "over " + std::to_string(o.max_header_bytes) + " bytes";
+      return refuse(Api::error(431, "headers_too_large", "the request head has " + what));
+    }
+    if (parser_->unknown_method)
+      return refuse(Api::error(400, "http_error", "unknown method \"" + printable(parser_->head.method, 16) + "\""));
+    refuse(Api::error(400, "http_error", "the request could not be parsed: " + ec.message()));
+  }
+
+  // Whether the buffered request line ends within `max` bytes (else it is the line that is too long).
+  // Beast parses the request line as soon as it is whole, so this is asked only before that.
+  bool line_ends_within(size_t max) const {
+    const auto data = buffer_.data();
+    const std::string_view bytes(static_cast<const char*>(data.data()), std::min(data.size(), max + 2));
+    return bytes.find('\n') != std::string_view::npos;
+  }
+
+  // ---- answering ----
+  void handle() {
+    ++requests_;
+    const RequestHead& head = parser_->head;
+    if (!is_api_path(head.path)) return send(core_.files->get(head.method, head.path));
+    const Endpoint* endpoint = find_endpoint(head);
+    if (!endpoint) return send(not_found(head.method, head.path));
+    if (!endpoint->heavy) return send(call_endpoint(*endpoint, *core_.api, parser_->body));
+    // Off the I/O threads: the handler may compute for seconds; its reply comes back to this strand.
+    asio::post(*core_.pool, [self = shared_from_this(), endpoint, body = std::move(parser_->body)]() mutable {
+      try {
+        HttpReply reply = call_endpoint(*endpoint, *self->core_.api, body);
+        asio::post(self->executor(), [self, reply = std::move(reply)]() mutable {
+          self->guarded([&] { self->send(std::move(reply)); });
+        });
+      } catch (...) {
+        // Out of memory for the reply's trip back: the session, held by nothing else while its
+        // handler runs, is destroyed with this task and its socket closed.
+      }
+    });
+  }
+
+  void refuse(HttpReply reply) { send(std::move(reply), /*close_after=*/true); }
+
+  void send(HttpReply reply, bool close_after = false) {
+    const bool is_head = parser_ && parser_->head.method == "HEAD";
+    keep_alive_ = !close_after && parser_->keep_alive() && requests_ < core_.options.max_requests_per_connection;
+    log(reply);
+    response_.emplace(static_cast<http::status>(reply.status), 11);
+    response_->set(http::field::content_type, reply.content_type);
+    response_->set(http::field::cache_control, "no-store");
+    for (const auto& [name, value] : reply.headers) response_->insert(name, value);
+    response_->keep_alive(keep_alive_);
+    response_->body() = std::move(reply.body);
+    response_->prepare_payload();
+    if (is_head) response_->body().clear();  // Content-Length stays that of the GET
+    arm(core_.options.write_timeout);
+    http::async_write(socket_, *response_, [self = shared_from_this()](error_code ec, size_t) {
+      self->guarded([&] {
+        self->disarm();
+        self->response_.reset();
+        if (ec) return self->close();
+        if (!self->keep_alive_) return self->linger();
+        self->parser_.reset();
+        self->wait_for_request(self->core_.options.keep_alive_timeout);
+      });
+    });
+  }
+
+  void log(const HttpReply& reply) const {
+    if (!core_.options.log_requests || !parser_ || !is_api_path(parser_->head.path)) return;
+    std::fprintf(stderr, "headscope: %s %s -> %d (%zu bytes)\n", printable(parser_->head.method, 16).c_str(),
+                 printable(parser_->head.path).c_str(), reply.status, reply.body.size());
+  }
+
+  // ---- closing ----
+  // The reply is out: stop sending, read and drop what the client still sends for a while (so that
+  // its unread bytes do not turn our close into a reset that destroys the reply), then close.
+  void linger() {
+    idle_ = true;
+    error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    parser_.reset();
+    buffer_.consume(buffer_.size());
+    arm(core_.options.linger_timeout);
+    drain(0);
+  }
+  void drain(size_t dropped) {
+    socket_.async_read_some(buffer_.prepare(kReadChunk), [self = shared_from_this(), dropped](error_code ec, size_t n) {
+      self->guarded([&] {
+        self->buffer_.consume(self->buffer_.size());
+        if (ec || dropped + n > limits::kMaxDiscardedBodyBytes) return self->close();
+        self->drain(dropped + n);
+      });
+    });
+  }
+  void close() noexcept {
+    idle_ = false;
+    ++timer_generation_;
+    error_code ignored;
+    timer_.cancel();
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
+
+  tcp::socket socket_;
+  asio::steady_timer timer_;
+  beast::flat_buffer buffer_;
+  ServerCore& core_;
+  const uint64_t id_;
+  std::optional<RequestParser> parser_;
+  std::optional<http::response<http::string_body>> response_;
+  uint64_t timer_generation_ = 0;
+  bool timed_out_ = false;
+  bool keep_alive_ = false;
+  int requests_ = 0;
+  std::atomic<bool> idle_{true};  // read by the acceptor, when it looks for a session to shed
+};
+
+void ServerCore::accept() {
+  acceptor.async_accept(asio::make_strand(ioc), [this](error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;  // stopped
+    if (ec) {
+      // Out of file descriptors, most likely: try again shortly instead of spinning.
+      accept_retry.expires_after(Millis(50));
+      accept_retry.async_wait([this](error_code) { accept(); });
+      return;
+    }
+    try {
+      admit(std::move(socket));
+    } catch (...) {
+      // Out of memory for one more session: that connection is closed with its socket.
+    }
+    accept();
+  });
+}
+
+// A new connection gets a session; when the server is full, an idle session makes room for it,
+// and when none is idle the new connection is closed.
+void ServerCore::admit(tcp::socket socket) {
+  std::shared_ptr<Session> victim, session;
+  {
+    std::lock_guard lock(mutex);
+    const size_t cap = static_cast<size_t>(std::max(1, options.max_connections));
+    for (auto it = sessions.begin(); sessions.size() >= cap && it != sessions.end(); ++it) {
+      std::shared_ptr<Session> s = it->second.lock();
+      if (s && s->idle()) {
+        victim = std::move(s);
+        sessions.erase(it);
+        break;
+      }
+    }
+    if (sessions.size() >= cap) return;  // `socket` closes as it goes out of scope
+    session = std::make_shared<Session>(std::move(socket), *this, next_id);
+    sessions.emplace(next_id++, session);
+  }
+  if (victim) asio::post(victim->executor(), [victim] { victim->shed(); });
+  asio::post(session->executor(), [session] { session->start(); });
 }
 
 }  // namespace
+}  // namespace headscope::server
 
-void configure_http(httplib::Server& http, Api& api, const HttpOptions& options) {
-  set_connection_limits(http, options);
-  install_gate(http, options);
-  add_routes(http, api, options.max_body_bytes);
-  install_error_handlers(http);
-  if (options.log_requests) install_logger(http);
-  mount_web(http, options.web_dir);
+namespace headscope::server {
+
+struct HttpServer::Impl : ServerCore {
+  ~Impl() {
+    ioc.stop();
+    if (pool) pool->join();
+  }
+};
+
+HttpServer::HttpServer() : impl_(std::make_unique<Impl>()) {}
+HttpServer::~HttpServer() = default;
+
+int HttpServer::bind(const std::string& host, int port) {
+  try {
+    tcp::resolver resolver(impl_->ioc);
+    const auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::passive);
+    for (const auto& entry : results) {
+      error_code ec;
+      tcp::acceptor& a = impl_->acceptor;
+      if (a.is_open()) a.close(ec);
+      a.open(entry.endpoint().protocol(), ec);
+      if (!ec) a.set_option(asio::socket_base::reuse_address(true), ec);
+      if (!ec) a.bind(entry.endpoint(), ec);
+      if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+      if (!ec) return a.local_endpoint().port();
+    }
+  } catch (const std::exception&) {
+  }
+  return -1;
 }
+
+void HttpServer::configure(Api& api, const HttpOptions& options) {
+  check_endpoints_in_gate_table();
+  Impl& s = *impl_;
+  s.options = options;
+  s.gate.bound_host = options.host;
+  s.gate.port = options.port;
+  s.gate.extra_hosts = options.allow_hosts;
+  s.gate.max_body_bytes = options.max_body_bytes;
+  s.api = &api;
+  s.files = std::make_unique<StaticFiles>(options.web_dir);
+  s.pool = std::make_unique<asio::thread_pool>(static_cast<size_t>(std::max(1, options.handler_threads)));
+}
+
+void HttpServer::serve() {
+  Impl& s = *impl_;
+  if (!s.api) throw std::logic_error("HttpServer::serve before configure");
+  s.accept();
+  const auto run = [&s] {
+    for (;;) {
+      try {
+        s.ioc.run();
+        return;
+      } catch (...) {
+        // A callback let something escape (each catches everything): keep serving.
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 1; i < std::max(1, s.options.io_threads); ++i) threads.emplace_back(run);
+  s.running = true;
+  run();
+  for (std::thread& t : threads) t.join();
+  s.running = false;
+}
+
+void HttpServer::stop() {
+  asio::post(impl_->ioc, [&s = *impl_] {
+    error_code ignored;
+    s.acceptor.close(ignored);
+  });
+  impl_->ioc.stop();
+}
+
+bool HttpServer::running() const { return impl_->running; }
 
 }  // namespace headscope::server

@@ -1,7 +1,6 @@
 // headscope serve — the explorer: a local HTTP server with the web UI (web/dist, built by Vite
 // during set-up) and the JSON/binary API of docs/api.md. Binds 127.0.0.1 unless told otherwise:
 // it is a desktop tool, not a public service.
-#include <httplib.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -90,7 +89,7 @@ void serve(const ServeOptions& opt) {
   server::Api api(*model, cache, limits);
   if (!opt.no_corpus) api.set_corpus_info(corpus.source, corpus.syntax, corpus.coreference);
 
-  httplib::Server http;
+  server::HttpServer http;
   const int port = server::bind_http(http, opt.host, opt.port);
   if (port < 0 && opt.port == 0) throw Error("--host " + opt.host + ": cannot bind a port on this address");
   if (port < 0)
@@ -119,7 +118,7 @@ void serve(const ServeOptions& opt) {
   const bool v6 = opt.host.find(':') != std::string::npos;
   std::printf("headscope explorer: http://%s%s%s:%d/\n", v6 ? "[" : "", opt.host.c_str(), v6 ? "]" : "", port);
   std::fflush(stdout);
-  if (!http.listen_after_bind()) throw Error("the server stopped unexpectedly on port " + std::to_string(port));
+  http.serve();
 }
 
 }  // namespace

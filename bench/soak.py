@@ -13,10 +13,29 @@ resident memory before and after. Exit status 1 if an unexpected 5xx came back o
     python3 bench/soak.py --bin build/headscope --model models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf
 
 Standard library only; stops by itself after --requests requests or --deadline seconds.
+
+Soak mode (--soak-minutes): memory that must plateau. The script builds --distinct texts in code
+(seeded random word sequences of 4-160 words from a vocabulary of made-up words, all different),
+and 16 client threads send each one exactly once, spread evenly over the period, cycling through
+/api/run, /api/attention, /api/tile, /api/ablate, /api/overview, /api/decompose and, on a decoder,
+/api/generate. The server's resident memory (VmRSS) is sampled every --sample-seconds and written
+with --curve (CSV, or JSON when the name ends in .json). It reports RSS at the start (the model
+loaded, nothing run), the maximum, the maximum in the last third and the least-squares slope over
+the last third, against the ceiling
+
+    --cache-mib (the run cache's budget, passed to the server) + RSS at the start + --margin-mib
+
+and exits 1 when the slope is above --max-slope MiB/min, RSS passed the ceiling, a request got an
+answer other than 200 (503 is retried), or the server died.
+
+    python3 bench/soak.py --bin build/headscope --model models/all-MiniLM-L6-v2 \
+        --soak-minutes 30 --distinct 20000 --curve soak-minilm.csv
 """
 import argparse
+import csv
 import http.client
 import json
+import math
 import random
 import socket
 import statistics
@@ -142,68 +161,281 @@ class Soak:
                               b"Transfer-Encoding: chunked\r\n\r\n" + body)
 
 
+# Soak mode. The margin covers what a server holds beside its model and cached runs: the tensor
+# storage's kept buffers (src/tensor/buffers.cc), one run in progress and the replies being sent,
+# thread stacks and the allocator's slack. A plateau is a slope below SOAK_MAX_SLOPE.
+SOAK_MARGIN_MIB = 1024
+SOAK_MAX_SLOPE = 1.0  # MiB per minute, over the last third
+SYLLABLES = "ka lo mi ren tus vor pel an dri qua sen bo lit zu mar fen gol ish ter nov".split()
+
+
+def soak_texts(n, seed):
+    """n distinct texts: seeded random sequences of 4–160 words (lengths spread log-uniformly),
+    two thirds common words, one third made-up ones (new word pieces for the tokenizer)."""
+    rng = random.Random(seed)
+    made_up = sorted({"".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4))) for _ in range(4000)})
+    texts, seen = [], set()
+    while len(texts) < n:
+        k = int(round(math.exp(rng.uniform(math.log(4), math.log(160)))))
+        words = [rng.choice(made_up) if rng.random() < 1 / 3 else rng.choice(WORDS) for _ in range(k)]
+        text = " ".join(words) + rng.choice(".?!")
+        if text not in seen:
+            seen.add(text)
+            texts.append(text)
+    return texts
+
+
+def soak_request(i, text, model):
+    """The i-th text's request: (path, body), cycling through the endpoints that analyse a text."""
+    kinds = ["run", "attention", "tile", "ablate", "overview", "decompose", "link"] + (["generate"] if model["causal"] else [])
+    kind = kinds[i % len(kinds)]
+    n_layer, n_head = model["n_layer"], model["n_head"]
+    layer, head, turn = (i // len(kinds)) % n_layer, (i // 7) % n_head, i // len(kinds)
+    bodies = {
+        "run": {"level": ["token", "word"][turn % 2], "special": ["keep", "hide"][turn // 2 % 2]},
+        "attention": {"layer": layer, "dtype": ["uint8", "float32"][turn % 2], "view": ["weights", "norm"][turn // 2 % 2]},
+        "tile": {"layer": layer, "head": head, "q0": 0, "q1": 2, "k0": 0, "k1": 2},
+        "ablate": {"heads": [[layer, head]], "mode": ["zero", "mean", "resample"][turn % 3]},
+        "overview": {"layer": layer, "part": ["maps", "received", "offsets"][turn % 3]},
+        "decompose": {"layer": layer, "token": 1},
+        "link": {"q": 1, "k": 0, "limit": 8},
+        "generate": {"max_new_tokens": 4},
+    }
+    body = {"text": text, **bodies[kind]}
+    if kind != "generate":
+        body["truncate"] = True
+    return kind, "/api/overview" if kind == "overview" else f"/api/{kind}", body
+
+
+class RssSampler(threading.Thread):
+    """Samples the server's VmRSS every `period` seconds: [(seconds, MiB, requests done)]."""
+
+    def __init__(self, pid, period, done):
+        super().__init__(daemon=True)
+        self.pid, self.period, self.done = pid, period, done
+        self.samples, self.stop = [], threading.Event()
+        self.t0 = time.monotonic()
+
+    def sample(self):
+        try:
+            self.samples.append((time.monotonic() - self.t0, rss_mib(self.pid)[0], self.done()))
+        except (OSError, KeyError):
+            pass  # the server is gone; the soak reports it
+
+    def run(self):
+        while not self.stop.wait(self.period):
+            self.sample()
+
+
+def slope_per_minute(points):
+    """Least-squares slope of (seconds, MiB) points, in MiB per minute."""
+    n = len(points)
+    if n < 2:
+        return float("nan")
+    mt = sum(t for t, _ in points) / n
+    mr = sum(r for _, r in points) / n
+    var = sum((t - mt) ** 2 for t, _ in points)
+    return 60 * sum((t - mt) * (r - mr) for t, r in points) / var if var else float("nan")
+
+
+def write_curve(path, samples, summary):
+    if path.endswith(".json"):
+        with open(path, "w") as f:
+            json.dump({"summary": summary, "samples": [{"seconds": round(t, 1), "rss_mib": round(r, 1), "requests": d}
+                                                       for t, r, d in samples]}, f, indent=1)
+    else:
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["seconds", "rss_mib", "requests"])
+            w.writerows((round(t, 1), round(r, 1), d) for t, r, d in samples)
+
+
+def soak_send(port, path, body):
+    """Sends one request; retries a 503 (queue full) after its Retry-After. Returns the status."""
+    for _ in range(30):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+        try:
+            conn.request("POST", path, body=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+            r = conn.getresponse()
+            r.read()
+            retry = float(r.getheader("Retry-After") or 2)
+        finally:
+            conn.close()
+        if r.status != 503:
+            return r.status
+        time.sleep(retry)
+    return 503
+
+
+def soak_clients(args, server, port, model, texts):
+    """Sends every text once from args.clients threads, text i not before start + i · period / n."""
+    lock, status, unexpected, next_i = threading.Lock(), Counter(), [], [0]
+    period = args.soak_minutes * 60
+    t0 = time.monotonic()
+
+    def worker():
+        while server.poll() is None:
+            with lock:
+                i = next_i[0]
+                if i >= len(texts) or time.monotonic() - t0 > period:
+                    return
+                next_i[0] += 1
+            time.sleep(max(0.0, t0 + i * period / len(texts) - time.monotonic()))
+            kind, path, body = soak_request(i, texts[i], model)
+            try:
+                code = soak_send(port, path, body)
+            except (OSError, http.client.HTTPException) as e:
+                code, kind = 0, f"{kind} ({type(e).__name__})"
+            with lock:
+                status[(kind, code)] += 1
+                if code != 200:
+                    unexpected.append((i, kind, code))
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(args.clients)]
+    for t in threads:
+        t.start()
+    return threads, status, unexpected, lambda: sum(status.values())
+
+
+def soak_test(args, server, port, model):
+    texts = soak_texts(args.distinct, args.seed)
+    time.sleep(1.0)
+    start_rss = rss_mib(server.pid)[0]  # the model loaded, nothing run: the model's share
+    threads, status, unexpected, done = soak_clients(args, server, port, model, texts)
+    sampler = RssSampler(server.pid, args.sample_seconds, done)
+    sampler.sample()
+    sampler.start()
+    for t in threads:
+        t.join()
+    sampler.stop.set()
+    sampler.join()
+    sampler.sample()
+    alive = server.poll() is None
+    samples = sampler.samples
+    elapsed = samples[-1][0] if samples else 0.0
+    last = [(t, r) for t, r, _ in samples if t >= elapsed * 2 / 3] or [(0.0, start_rss)]
+    samples = samples or [(0.0, start_rss, 0)]
+    ceiling = args.cache_mib + start_rss + args.margin_mib
+    summary = {
+        "model": model["name"], "bin": args.bin, "clients": args.clients, "distinct": len(texts),
+        "sent": done(), "seconds": round(elapsed, 1), "alive": alive,
+        "statuses": {f"{k} {c}": n for (k, c), n in sorted(status.items())},
+        "rss_start_mib": round(start_rss, 1), "rss_max_mib": round(max(r for _, r, _ in samples), 1),
+        "rss_last_third_max_mib": round(max(r for _, r in last), 1),
+        "rss_end_mib": round(samples[-1][1], 1),
+        "slope_last_third_mib_per_min": round(slope_per_minute(last), 2),
+        "cache_mib": args.cache_mib, "margin_mib": args.margin_mib, "ceiling_mib": round(ceiling, 1),
+    }
+    if args.curve:
+        write_curve(args.curve, samples, summary)
+    for k, v in summary.items():
+        print(f"{k}: {v}")
+    failures = []
+    if not alive:
+        failures.append("the server died")
+    if unexpected:
+        failures.append(f"{len(unexpected)} requests answered other than 200, first {unexpected[:3]}")
+    if summary["slope_last_third_mib_per_min"] > args.max_slope:
+        failures.append(f"RSS still grows in the last third: {summary['slope_last_third_mib_per_min']} MiB/min "
+                        f"(limit {args.max_slope})")
+    if summary["rss_max_mib"] > ceiling:
+        failures.append(f"RSS reached {summary['rss_max_mib']} MiB, over the ceiling of {ceiling:.0f} MiB "
+                        f"(--cache-mib {args.cache_mib} + {start_rss:.0f} at start + margin {args.margin_mib:.0f})")
+    print("soak: " + ("; ".join(failures) if failures else "plateau, within the ceiling"))
+    return 1 if failures else 0
+
+
+def start_server(args):
+    """Starts `headscope serve` on a free loopback port; returns (process, port, /api/model)."""
+    cmd = [args.bin, "serve", "--model", args.model, "--port", "0", "--host", "127.0.0.1", "--web-dir", "/nonexistent"]
+    if args.cache_mib is not None:
+        cmd += ["--cache-mib", str(args.cache_mib)]
+    server = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = server.stdout.readline()
+    if "http://" not in line:
+        server.kill()
+        sys.exit(f"soak: the server did not start: {line!r}")
+    port = int(line.rsplit(":", 1)[1].strip().rstrip("/"))
+    return server, port, json.loads(urlopen_json(port, "/api/model"))
+
+
+def load_test(args, server, port, model):
+    rng = random.Random(args.seed)
+    # 40 texts of 8–120 words: cache misses and hits, some long passes.
+    texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 120))) + "." for _ in range(40)]
+    soak = Soak(port, model["causal"], texts)
+    rss_before = rss_mib(server.pid)
+
+    next_index = [0]
+    index_lock = threading.Lock()
+    t_end = time.monotonic() + args.deadline
+
+    def worker(seed):
+        local = random.Random(seed)
+        while time.monotonic() < t_end and server.poll() is None:
+            with index_lock:
+                if next_index[0] >= args.requests:
+                    return
+                next_index[0] += 1
+            soak.one(local)
+
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=worker, args=(args.seed * 1000 + i,), daemon=True) for i in range(args.clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(max(0.0, t_end - time.monotonic()) + 130)
+    elapsed = time.monotonic() - t0
+    alive = server.poll() is None
+    rss_after = rss_mib(server.pid) if alive else (float("nan"), float("nan"))
+
+    done = sum(soak.status.values())
+    by_status = Counter()
+    for (kind, status), n in soak.status.items():
+        by_status[status] += n
+    light = sorted(soak.light_ms)
+    p50 = statistics.median(light) if light else float("nan")
+    p99 = light[min(len(light) - 1, int(0.99 * len(light)))] if light else float("nan")
+    print(f"model {model['name']}: {done} requests from {args.clients} clients in {elapsed:.0f} s; server alive: {alive}")
+    print("status counts:", dict(sorted(by_status.items())))
+    for (kind, status), n in sorted(soak.status.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        print(f"  {kind:12s} {status:3d}  {n}")
+    print(f"deliberate 503 (queue full): {by_status[503]}; unexpected 5xx or no reply: {len(soak.unexpected)}")
+    print(f"light endpoints (health, model): p50 {p50:.1f} ms, p99 {p99:.1f} ms over {len(light)} requests")
+    print(f"server RSS: {rss_before[0]:.0f} MiB before, {rss_after[0]:.0f} MiB after (peak {rss_after[1]:.0f} MiB)")
+    return 0 if alive and not soak.unexpected else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default="build/headscope")
     ap.add_argument("--model", default="models/all-MiniLM-L6-v2")
-    ap.add_argument("--clients", type=int, default=64)
+    ap.add_argument("--clients", type=int, default=None, help="client threads (64 in the load test, 16 in a soak)")
     ap.add_argument("--requests", type=int, default=5000)
-    ap.add_argument("--deadline", type=float, default=900, help="seconds; the soak stops by then in any case")
+    ap.add_argument("--deadline", type=float, default=900, help="seconds; the load test stops by then in any case")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--cache-mib", type=int, default=None,
+                    help="the server's --cache-mib (default: the server's own, 2048; a soak passes 2048 explicitly)")
+    soak_args = ap.add_argument_group("soak mode")
+    soak_args.add_argument("--soak-minutes", type=float, default=None, help="run a soak of this length instead")
+    soak_args.add_argument("--distinct", type=int, default=20000, help="distinct texts, each sent once")
+    soak_args.add_argument("--sample-seconds", type=float, default=5.0, help="RSS sampling period")
+    soak_args.add_argument("--curve", default=None, help="write the RSS curve here (.csv, or .json)")
+    soak_args.add_argument("--margin-mib", type=float, default=SOAK_MARGIN_MIB,
+                           help="ceiling = --cache-mib + RSS at start + this margin (MiB)")
+    soak_args.add_argument("--max-slope", type=float, default=SOAK_MAX_SLOPE,
+                           help="largest slope of RSS over the last third that passes (MiB/min)")
     args = ap.parse_args()
+    if args.clients is None:
+        args.clients = 16 if args.soak_minutes else 64
+    if args.soak_minutes and args.cache_mib is None:
+        args.cache_mib = 2048
 
-    server = subprocess.Popen([args.bin, "serve", "--model", args.model, "--port", "0", "--host", "127.0.0.1",
-                               "--web-dir", "/nonexistent"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    server, port, model = start_server(args)
     try:
-        line = server.stdout.readline()
-        if "http://" not in line:
-            sys.exit(f"soak: the server did not start: {line!r}")
-        port = int(line.rsplit(":", 1)[1].strip().rstrip("/"))
-        model = json.loads(urlopen_json(port, "/api/model"))
-        rng = random.Random(args.seed)
-        # 40 texts of 8–120 words: cache misses and hits, some long passes.
-        texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 120))) + "." for _ in range(40)]
-        soak = Soak(port, model["causal"], texts)
-        rss_before = rss_mib(server.pid)
-
-        next_index = [0]
-        index_lock = threading.Lock()
-        t_end = time.monotonic() + args.deadline
-
-        def worker(seed):
-            local = random.Random(seed)
-            while time.monotonic() < t_end and server.poll() is None:
-                with index_lock:
-                    if next_index[0] >= args.requests:
-                        return
-                    next_index[0] += 1
-                soak.one(local)
-
-        t0 = time.monotonic()
-        threads = [threading.Thread(target=worker, args=(args.seed * 1000 + i,), daemon=True) for i in range(args.clients)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(max(0.0, t_end - time.monotonic()) + 130)
-        elapsed = time.monotonic() - t0
-        alive = server.poll() is None
-        rss_after = rss_mib(server.pid) if alive else (float("nan"), float("nan"))
-
-        done = sum(soak.status.values())
-        by_status = Counter()
-        for (kind, status), n in soak.status.items():
-            by_status[status] += n
-        light = sorted(soak.light_ms)
-        p50 = statistics.median(light) if light else float("nan")
-        p99 = light[min(len(light) - 1, int(0.99 * len(light)))] if light else float("nan")
-        print(f"model {model['name']}: {done} requests from {args.clients} clients in {elapsed:.0f} s; server alive: {alive}")
-        print("status counts:", dict(sorted(by_status.items())))
-        for (kind, status), n in sorted(soak.status.items(), key=lambda kv: (kv[0][0], kv[0][1])):
-            print(f"  {kind:12s} {status:3d}  {n}")
-        print(f"deliberate 503 (queue full): {by_status[503]}; unexpected 5xx or no reply: {len(soak.unexpected)}")
-        print(f"light endpoints (health, model): p50 {p50:.1f} ms, p99 {p99:.1f} ms over {len(light)} requests")
-        print(f"server RSS: {rss_before[0]:.0f} MiB before, {rss_after[0]:.0f} MiB after (peak {rss_after[1]:.0f} MiB)")
-        return 0 if alive and not soak.unexpected else 1
+        if args.soak_minutes:
+            return soak_test(args, server, port, model)
+        return load_test(args, server, port, model)
     finally:
         server.terminate()
         try:

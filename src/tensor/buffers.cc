@@ -2,6 +2,7 @@
 // of released large buffers so that repeated runs of the same length reuse mapped memory.
 #include <sys/mman.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <deque>
 #include <mutex>
@@ -31,6 +32,28 @@ Cache& cache() {
 
 size_t round_up(size_t bytes) { return (bytes + kHugePage - 1) / kHugePage * kHugePage; }
 
+// Large buffers are mapped from the kernel and unmapped on release, never taken from malloc's
+// arenas: a server that runs texts of ever new lengths from many threads would otherwise leave
+// arenas fragmented by freed blocks of every size (glibc also raises its mmap threshold after the
+// first large free, so later blocks up to 32 MiB land in the arenas), and its RSS would keep
+// growing although every buffer is released. `size` is a multiple of kHugePage; the mapping is
+// made one huge page longer and trimmed so that it starts on a huge-page boundary.
+void* map_aligned(size_t size) {
+  const size_t span = size + kHugePage;
+  void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) throw std::bad_alloc();
+  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+  const size_t head = aligned - start, tail = span - head - size;
+  if (head != 0) munmap(raw, head);
+  if (tail != 0) munmap(reinterpret_cast<void*>(aligned + size), tail);
+  void* p = reinterpret_cast<void*>(aligned);
+  madvise(p, size, MADV_HUGEPAGE);
+  return p;
+}
+
+void unmap(void* p, size_t size) noexcept { munmap(p, size); }
+
 }  // namespace
 
 void* acquire_buffer(size_t bytes) {
@@ -47,10 +70,7 @@ void* acquire_buffer(size_t bytes) {
         return p;
       }
   }
-  void* p = std::aligned_alloc(kHugePage, size);
-  if (p == nullptr) throw std::bad_alloc();
-  madvise(p, size, MADV_HUGEPAGE);
-  return p;
+  return map_aligned(size);
 }
 
 void release_buffer(void* p, size_t bytes) noexcept {
@@ -61,7 +81,7 @@ void release_buffer(void* p, size_t bytes) noexcept {
   }
   const size_t size = round_up(bytes);
   if (size > kCacheLimit) {
-    std::free(p);
+    unmap(p, size);
     return;
   }
   Cache& c = cache();
@@ -69,7 +89,7 @@ void release_buffer(void* p, size_t bytes) noexcept {
   c.free.emplace_back(p, size);
   c.bytes += size;
   while (c.bytes > kCacheLimit || c.free.size() > kCacheEntries) {
-    std::free(c.free.front().first);
+    unmap(c.free.front().first, c.free.front().second);
     c.bytes -= c.free.front().second;
     c.free.pop_front();
   }

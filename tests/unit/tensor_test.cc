@@ -1,6 +1,9 @@
 // Tensor storage: zero-fill where promised, reuse of released large buffers, bounded cache; and
 // the row helpers of src/tensor/tensor_ops.h against hand-written expectations.
 #include <gtest/gtest.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 
@@ -40,6 +43,24 @@ TEST(Tensor, CacheStaysBounded) {
   for (int i = 0; i < 40; ++i) Tensor t({int64_t(5 + i), 1024, 1024}, Tensor::Uninitialized{});  // 20…176 MiB each
   EXPECT_LE(detail::cached_buffer_bytes(), size_t(768) << 20);
 }
+
+#if defined(__GLIBC__)
+TEST(Tensor, LargeBuffersStayOutOfMallocArenas) {
+  // Sizes that fall, more of them than the storage keeps: once glibc frees a large block it
+  // raises its mmap threshold to that block's size, and the smaller ones after it would be carved
+  // from the arenas, where a server running texts of ever new lengths fragments them. The arenas'
+  // own count of the bytes they hold must not grow by even one of these buffers.
+  const size_t arena_before = mallinfo2().arena;
+  for (int mib = 30; mib >= 5; --mib) {
+    Tensor t({int64_t(mib), 1024, 256}, Tensor::Uninitialized{});  // mib MiB
+    std::fill(t.data.begin(), t.data.end(), 1.0f);
+  }
+  const size_t arena_after = mallinfo2().arena;
+  EXPECT_LT(arena_after, arena_before + (size_t(4) << 20))
+      << "arenas grew from " << arena_before << " to " << arena_after << " bytes";
+  EXPECT_LE(detail::cached_buffer_bytes(), size_t(768) << 20);
+}
+#endif
 
 TEST(Tensor, SmallTensorsAndCopies) {
   Tensor t({2, 3});

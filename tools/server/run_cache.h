@@ -39,6 +39,10 @@ uint64_t run_bytes(const Model& model, int64_t T);
 // The largest T whose run_bytes fits in `budget_bytes` (0 when not even one token fits).
 int64_t max_tokens_within(const Model& model, uint64_t budget_bytes);
 
+// Gives the memory the allocator holds free back to the system (glibc's malloc_trim; nothing
+// elsewhere). RunCache::get calls it after each new run, once the runs it evicted are released.
+void return_free_memory() noexcept;
+
 class RunCache {
  public:
   // `capacity`: texts kept; `budget_bytes`: the cache evicts older runs beyond this total

@@ -14,7 +14,7 @@ BUILD := build
 GOLDENS := $(BUILD)/goldens
 DEMO_TEXT := The animal didn't cross the street because it was too tired.
 
-.PHONY: all setup build python evidence goldens test check test-cpp test-python test-web test-views web-embed sanitize-configure sanitize-build test-sanitize test-fuzz lint format fuzz fuzz-build fuzz-minimise demo bench bench-llamacpp bench-big clean
+.PHONY: all setup build python wheel check-fresh-wheel evidence goldens test check test-cpp test-python test-wheel test-web test-views web-embed sanitize-configure sanitize-build test-sanitize test-fuzz lint format fuzz fuzz-build fuzz-minimise demo bench bench-llamacpp bench-big clean
 
 all: build
 
@@ -73,6 +73,38 @@ test-python: python evidence
 	@HEADSCOPE_BIN=$(abspath $(BUILD)/headscope) HEADSCOPE_WHEELS=$(abspath $(PY_WHEELS)) HF_HUB_OFFLINE=1 OMP_NUM_THREADS=2 \
 	  HEADSCOPE_DATA=$(abspath ../shared/data) HEADSCOPE_CACHE_DIR=$(EVIDENCE_CACHE) \
 	  $(PY) -m pytest -q -p no:cacheprovider tests/python
+
+# The wheel a user receives (docs/python.md, "Portable wheels"): make python's wheel, compiled for
+# any x86-64-v2 CPU with the kernels dispatched at run time, checked and repaired by auditwheel,
+# which copies the shared libraries it needs (oneDNN, libgomp, libpng, ICU, ...) into it and gives it
+# the most compatible manylinux tag its symbol versions allow, in build/wheelhouse.
+WHEELHOUSE := $(BUILD)/wheelhouse
+wheel: python
+	@rm -rf $(WHEELHOUSE)
+	@PATH=$(abspath .venv/bin):$$PATH .venv/bin/auditwheel repair -w $(WHEELHOUSE) $(PY_WHEELS)/headscope-*.whl \
+	  >$(BUILD)/wheel-repair.log 2>&1 || { tail -20 $(BUILD)/wheel-repair.log; exit 1; }
+	@ls $(WHEELHOUSE)/headscope-*manylinux*.whl >/dev/null
+
+# The package's tests once per forced kernel path (HEADSCOPE_ISA=avx2, then portable; the CLI they
+# compare with inherits the setting), so a wheel built on an AVX-512 machine is checked on the paths
+# other machines take; test_wheel.py installs the repaired wheel into a clean virtualenv. The browser
+# views and the notebook (test_views.py, test_notebook.py) and the emulated CPUs of test_portable.py,
+# which do not depend on the setting, run once, in test-python.
+WHEEL_ISAS := avx2 portable
+WHEEL_SKIP := --ignore tests/python/test_views.py --ignore tests/python/test_notebook.py -k 'not emulated'
+test-wheel: wheel evidence
+	@for isa in $(WHEEL_ISAS); do \
+	  echo "test-wheel: HEADSCOPE_ISA=$$isa"; \
+	  HEADSCOPE_ISA=$$isa HEADSCOPE_BIN=$(abspath $(BUILD)/headscope) HEADSCOPE_WHEELS=$(abspath $(WHEELHOUSE)) \
+	    HF_HUB_OFFLINE=1 OMP_NUM_THREADS=2 HEADSCOPE_DATA=$(abspath ../shared/data) HEADSCOPE_CACHE_DIR=$(EVIDENCE_CACHE) \
+	    $(PY) -m pytest -q -p no:cacheprovider $(WHEEL_SKIP) tests/python || exit 1; \
+	done
+
+# `pip install .` and `python -m build` in a fresh clone of HEAD, each wheel installed into a clean
+# virtualenv and checked for the notebook views (scripts/check_fresh_wheel.sh; the core is compiled
+# twice, so it is a manual check, not part of make test).
+check-fresh-wheel:
+	@scripts/check_fresh_wheel.sh
 
 test-web: build evidence
 	@if [ -f web/package.json ]; then cd web && HEADSCOPE_DATA=$(abspath ../shared/data) npm test --silent; fi
@@ -140,7 +172,7 @@ format: setup
 	@clang-format -i $(CXX_SOURCES)
 	@cd web && npx prettier --write --log-level warn . && npx eslint --fix .
 
-# Every check: lint test-cpp test-python test-web test-sanitize test-fuzz, with the sanitized build
+# Every check: lint test-cpp test-python test-wheel test-web test-sanitize test-fuzz, with the sanitized build
 # compiled in the background at the lowest CPU priority while the release tests run
 # (scripts/make_test.sh says why).
 test:

@@ -17,7 +17,7 @@ nice -n 19 bash -c 'cmake --build --preset sanitize && cmake --build --preset sa
 background=$!
 trap 'kill "$background" 2>/dev/null; wait "$background" 2>/dev/null' EXIT
 
-"${MAKE_CMD[@]}" lint test-cpp test-python test-web || exit 1
+"${MAKE_CMD[@]}" lint test-cpp test-python test-wheel test-web || exit 1
 
 if ! wait "$background"; then
   echo "make test: the sanitized build failed (the end of $log):" >&2

@@ -48,6 +48,7 @@ __all__ = [
     "Result",
     "Tokenizer",
     "analyse_attention",
+    "kernel_isa",
     "load",
     "statistics_catalogue",
 ]
@@ -453,6 +454,14 @@ class HeadRole:
 
 def _num(x: Any) -> float:
     return math.nan if x is None else float(x)
+
+
+def kernel_isa() -> str:
+    """The instruction-set path the core's hand-written kernels take in this process: "avx512",
+    "avx2" or "portable", the best this CPU runs unless the environment variable HEADSCOPE_ISA
+    lowers it (read once, on first use; `headscope --version` prints the same). The rest of the
+    package is compiled for any x86-64-v2 CPU, so the same wheel runs on every one of them."""
+    return _core.kernel_isa()
 
 
 def statistics_catalogue() -> list[dict]:

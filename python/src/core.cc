@@ -609,6 +609,10 @@ void register_run(nb::module_& m) {
 void register_functions(nb::module_& m) {
   m.def("load", &load, "path"_a, "threads"_a.none(), "strict"_a, "Loads a model directory or .gguf file.");
   m.def(
+      "kernel_isa", []() -> std::string { return headscope::kernel_isa(); },
+      "The instruction-set path of the hand-written kernels in this process (\"portable\", \"avx2\" or\n"
+      "\"avx512\"): the best the CPU runs, lowered by HEADSCOPE_ISA.");
+  m.def(
       "role_catalogue", []() -> std::string { return headscope::role_catalogue_json().dump(); },
       "The role catalogue as JSON: one object per role (id, name, colour, description), in the order\n"
       "GET /api/model lists them; the embedded views colour role badges from it.");

@@ -11,7 +11,7 @@ ROOT=$(pwd)
 
 APT_PACKAGES=(cmake ninja-build g++ pkg-config libdnnl-dev libopenblas-dev nlohmann-json3-dev
   libboost1.81-dev libcli11-dev libpng-dev libicu-dev libgtest-dev libbenchmark-dev python3-venv chromium ccache
-  clang libclang-rt-14-dev libomp-14-dev clang-format)  # clang: libFuzzer targets (make fuzz); libomp: OpenMP under clang; clang-format: make lint
+  clang libclang-rt-14-dev libomp-14-dev clang-format qemu-user)  # clang: libFuzzer targets (make fuzz); libomp: OpenMP under clang; clang-format: make lint; qemu-user: the portable wheel run on emulated older CPUs
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

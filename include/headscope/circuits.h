@@ -27,20 +27,20 @@ namespace headscope {
 class Model;
 
 struct PromptPair {
-  std::string clean;           // the prompt on which the behaviour shows
-  std::string corrupt;         // the same number of tokens, the behaviour's information replaced
-  std::string answer;          // the token the clean prompt should continue with (its text, e.g. " Mary")
-  std::string wrong;           // the competing token (" John": the subject, for IOI)
-  std::string variant;         // a task's sub-kind ("ABBA" / "BABA" for IOI), or empty
-  int32_t answer_id = -1;      // filled by check_pairs
+  std::string clean;       // the prompt on which the behaviour shows
+  std::string corrupt;     // the same number of tokens, the behaviour's information replaced
+  std::string answer;      // the token the clean prompt should continue with (its text, e.g. " Mary")
+  std::string wrong;       // the competing token (" John": the subject, for IOI)
+  std::string variant;     // a task's sub-kind ("ABBA" / "BABA" for IOI), or empty
+  int32_t answer_id = -1;  // filled by check_pairs
   int32_t wrong_id = -1;
-  int64_t n_tokens = 0;        // of each prompt, specials included (filled by check_pairs)
+  int64_t n_tokens = 0;  // of each prompt, specials included (filled by check_pairs)
 };
 
 struct PromptPairs {
-  std::string task;            // "ioi", "induction", "greater_than" or "custom"
+  std::string task;  // "ioi", "induction", "greater_than" or "custom"
   uint64_t seed = 0;
-  std::string model;           // the model the pairs were checked against
+  std::string model;  // the model the pairs were checked against
   std::vector<PromptPair> pairs;
 };
 

@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "headscope/circuits.h"
@@ -19,22 +19,21 @@ namespace {
 
 // Word lists, filtered per model to the words that are one token after a space.
 const std::vector<std::string> kNames = {
-    "Mary",  "John",   "Alice",  "Bob",    "Tom",    "James",  "David",   "Sarah",  "Emma",  "Michael",
-    "Anna",  "Paul",   "Laura",  "Mark",   "Kate",   "Peter",  "Lisa",    "Daniel", "Jane",  "Chris",
-    "Linda", "Steven", "Rachel", "Kevin",  "Helen",  "Brian",  "Susan",   "Eric",   "Julia", "Robert",
-    "Karen", "Jason",  "Amy",    "Ryan",   "Emily",  "Adam",   "Grace",   "Jack",   "Lucy",  "Henry",
-    "Ruth",  "George", "Diana",  "Frank",  "Nancy",  "Victor", "Sophie",  "Simon",  "Claire", "Oscar"};
-const std::vector<std::string> kPlaces = {"store", "park",    "school",  "office", "garden",  "station",
-                                          "hospital", "library", "restaurant", "market", "beach", "house"};
+    "Mary",  "John",   "Alice",  "Bob",   "Tom",   "James",  "David",  "Sarah",  "Emma",   "Michael",
+    "Anna",  "Paul",   "Laura",  "Mark",  "Kate",  "Peter",  "Lisa",   "Daniel", "Jane",   "Chris",
+    "Linda", "Steven", "Rachel", "Kevin", "Helen", "Brian",  "Susan",  "Eric",   "Julia",  "Robert",
+    "Karen", "Jason",  "Amy",    "Ryan",  "Emily", "Adam",   "Grace",  "Jack",   "Lucy",   "Henry",
+    "Ruth",  "George", "Diana",  "Frank", "Nancy", "Victor", "Sophie", "Simon",  "Claire", "Oscar"};
+const std::vector<std::string> kPlaces = {"store",    "park",    "school",     "office", "garden", "station",
+                                          "hospital", "library", "restaurant", "market", "beach",  "house"};
 const std::vector<std::string> kObjects = {"drink", "book", "ball", "key", "letter", "bag",
                                            "ring",  "box",  "gift", "pen", "card",   "phone"};
 // Own wording of the IOI sentence shapes: {A} {B} introduce the two names, {S} is the subject.
-const std::vector<std::string> kIoiTemplates = {
-    "When {A} and {B} went to the {P}, {S} gave a {O} to",
-    "After {A} and {B} arrived at the {P}, {S} handed a {O} to",
-    "While {A} and {B} were working at the {P}, {S} passed a {O} to",
-    "Then, {A} and {B} spent the day at the {P}. {S} gave a {O} to",
-    "Once {A} and {B} had left the {P}, {S} sent a {O} to"};
+const std::vector<std::string> kIoiTemplates = {"When {A} and {B} went to the {P}, {S} gave a {O} to",
+                                                "After {A} and {B} arrived at the {P}, {S} handed a {O} to",
+                                                "While {A} and {B} were working at the {P}, {S} passed a {O} to",
+                                                "Then, {A} and {B} spent the day at the {P}. {S} gave a {O} to",
+                                                "Once {A} and {B} had left the {P}, {S} sent a {O} to"};
 const std::vector<std::string> kSpans = {"war", "drought", "reign", "expedition", "festival", "project", "strike"};
 
 constexpr int kMaxPairs = 100000;
@@ -110,10 +109,12 @@ void check_pairs(const Model& model, PromptPairs& set) {
     const int64_t corrupt = static_cast<int64_t>(model.encode(p.corrupt).size());
     if (clean != corrupt)
       throw Error(where + ": the clean prompt is " + std::to_string(clean) + " tokens and the corrupted one " +
-                  std::to_string(corrupt) + "; patching needs the same number of tokens: change the corrupted "
+                  std::to_string(corrupt) +
+                  "; patching needs the same number of tokens: change the corrupted "
                   "prompt's words for ones of the same length in tokens");
     p.n_tokens = clean;
-    for (auto [text, id, role] : {std::tuple{&p.answer, &p.answer_id, "answer"}, std::tuple{&p.wrong, &p.wrong_id, "wrong answer"}}) {
+    for (auto [text, id, role] :
+         {std::tuple{&p.answer, &p.answer_id, "answer"}, std::tuple{&p.wrong, &p.wrong_id, "wrong answer"}}) {
       const Encoding e = tok.encode(*text, plain());
       if (e.size() != 1)
         throw Error(where + ": the " + std::string(role) + " \"" + *text + "\" is " + std::to_string(e.size()) +
@@ -144,7 +145,7 @@ PromptPairs make_ioi_pairs(const Model& model, int n, uint64_t seed) {
     const std::string& shape = kIoiTemplates[pick(rng, kIoiTemplates.size())];
     const std::string place = places[pick(rng, places.size())], object = objects[pick(rng, objects.size())];
     const std::vector<std::string> clean_names = distinct_names(rng, names, 2);  // io, s
-    std::vector<std::string> others;                                            // three names, none of the two
+    std::vector<std::string> others;                                             // three names, none of the two
     while (others.size() < 3) {
       const std::string& c = names[pick(rng, names.size())];
       if (c != clean_names[0] && c != clean_names[1] && std::find(others.begin(), others.end(), c) == others.end())
@@ -163,8 +164,8 @@ PromptPairs make_ioi_pairs(const Model& model, int n, uint64_t seed) {
 
 PromptPairs make_induction_pairs(const Model& model, int n, int length, uint64_t seed) {
   check_count(n);
-  if (length < 2 || length > 256) throw Error("the induction sequence length must be between 2 and 256, got " +
-                                              std::to_string(length));
+  if (length < 2 || length > 256)
+    throw Error("the induction sequence length must be between 2 and 256, got " + std::to_string(length));
   const std::vector<std::string> words = vocabulary_words(model);
   if (words.size() < static_cast<size_t>(3 * length))
     throw Error("this model's vocabulary has " + std::to_string(words.size()) +
@@ -197,8 +198,10 @@ PromptPairs make_greater_than_pairs(const Model& model, int n, uint64_t seed) {
   const Encoding year = model.tokenizer().encode(" 1732", plain());
   const bool digits = year.size() == 5 || (year.size() == 4 && year.tokens[0].text != " ");
   if (!digits || single_token(model, "3") < 0)
-    throw Error("greater-than is generated for tokenizers that write a number one digit per token (Llama, Gemma); "
-                "this model writes \" 1732\" as " + std::to_string(year.size()) + " tokens: write the pairs yourself");
+    throw Error(
+        "greater-than is generated for tokenizers that write a number one digit per token (Llama, Gemma); "
+        "this model writes \" 1732\" as " +
+        std::to_string(year.size()) + " tokens: write the pairs yourself");
   const std::vector<std::string> spans = one_token_words(model, kSpans);
   if (spans.empty()) throw Error("greater-than: none of its nouns is one token for this model");
   std::mt19937_64 rng(seed);
@@ -209,8 +212,8 @@ PromptPairs make_greater_than_pairs(const Model& model, int n, uint64_t seed) {
     const std::string head = "The " + noun + " lasted from the year 17";
     const std::string tail = " to the year 17";
     set.pairs.push_back({head + std::to_string(tens) + std::to_string(units) + tail,
-                         head + "0" + std::to_string(units) + tail, std::to_string(tens + 1),
-                         std::to_string(tens - 1), "tens " + std::to_string(tens)});
+                         head + "0" + std::to_string(units) + tail, std::to_string(tens + 1), std::to_string(tens - 1),
+                         "tens " + std::to_string(tens)});
   }
   check_pairs(model, set);
   return set;
@@ -219,8 +222,8 @@ PromptPairs make_greater_than_pairs(const Model& model, int n, uint64_t seed) {
 std::string prompt_pairs_to_json(const PromptPairs& set) {
   nlohmann::json pairs = nlohmann::json::array();
   for (const PromptPair& p : set.pairs)
-    pairs.push_back({{"clean", p.clean}, {"corrupt", p.corrupt}, {"answer", p.answer}, {"wrong", p.wrong},
-                     {"variant", p.variant}});
+    pairs.push_back(
+        {{"clean", p.clean}, {"corrupt", p.corrupt}, {"answer", p.answer}, {"wrong", p.wrong}, {"variant", p.variant}});
   return nlohmann::json{{"task", set.task}, {"seed", set.seed}, {"model", set.model}, {"pairs", pairs}}.dump(1);
 }
 
@@ -249,8 +252,12 @@ PromptPairs prompt_pairs_from_json(const std::string& text, const std::string& s
     PromptPair pair;
     for (const auto& [key, value] : p.items()) {
       if (!value.is_string()) throw fail(at + ": \"" + key + "\" must be a string");
-      std::string* field = key == "clean" ? &pair.clean : key == "corrupt" ? &pair.corrupt : key == "answer" ? &pair.answer
-                         : key == "wrong" ? &pair.wrong : key == "variant" ? &pair.variant : nullptr;
+      std::string* field = key == "clean"     ? &pair.clean
+                           : key == "corrupt" ? &pair.corrupt
+                           : key == "answer"  ? &pair.answer
+                           : key == "wrong"   ? &pair.wrong
+                           : key == "variant" ? &pair.variant
+                                              : nullptr;
       if (field == nullptr) throw fail(at + ": unknown field \"" + key + "\"");
       *field = value.get<std::string>();
     }

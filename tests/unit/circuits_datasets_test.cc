@@ -85,9 +85,9 @@ TEST_P(PromptPairsOn, InductionRepeatsTheFirstHalfAndAnswersItsNextToken) {
     while (start < encoding.size() && encoding.tokens[start].special) ++start;
     ASSERT_EQ(clean.size(), start + 2 * kLength - 1) << "each word one token";
     for (int j = 0; j + 1 < kLength; ++j) {
-      EXPECT_EQ(clean[start + kLength + j], clean[start + j]);      // the second half repeats the first
-      EXPECT_NE(corrupt[start + kLength + j], clean[start + j]);    // the corrupted one does not
-      EXPECT_EQ(corrupt[start + j], clean[start + j]);              // the first half is shared
+      EXPECT_EQ(clean[start + kLength + j], clean[start + j]);    // the second half repeats the first
+      EXPECT_NE(corrupt[start + kLength + j], clean[start + j]);  // the corrupted one does not
+      EXPECT_EQ(corrupt[start + j], clean[start + j]);            // the first half is shared
     }
     EXPECT_EQ(p.answer_id, clean[start + kLength - 1]);  // the token that followed in the first half
     EXPECT_NE(p.wrong_id, p.answer_id);
@@ -120,9 +120,12 @@ TEST(PromptPairs, GreaterThanIsRefusedWhereNumbersAreNotDigitTokens) {
 
 TEST(PromptPairs, UnequalLengthsAndMultiTokenAnswersAreRefused) {
   const Model& model = decoder("smollm2");
-  PromptPairs set{"custom", 0, "", {{"When Mary and John went out, John gave a book to",
-                                     "When Mary and Bartholomew-Smith went out, Bartholomew-Smith gave a book to",
-                                     " Mary", " John", ""}}};
+  PromptPairs set{
+      "custom",
+      0,
+      "",
+      {{"When Mary and John went out, John gave a book to",
+        "When Mary and Bartholomew-Smith went out, Bartholomew-Smith gave a book to", " Mary", " John", ""}}};
   try {
     check_pairs(model, set);
     FAIL() << "no error";
@@ -147,9 +150,10 @@ TEST(PromptPairs, JsonRoundTripsAndRefusesWhatItDoesNotKnow) {
   PromptPairs back = prompt_pairs_from_json(prompt_pairs_to_json(set), "pairs.json");
   check_pairs(model, back);
   EXPECT_EQ(prompt_pairs_to_json(back), prompt_pairs_to_json(set));
-  for (const char* bad : {"[", "{}", "{\"pairs\": []}", "{\"pairs\": [{\"clean\": \"a\"}]}",
-                          "{\"pairs\": [{\"clean\": \"a\", \"corrupt\": \"b\", \"answer\": \"c\", \"wrong\": \"d\", \"x\": \"\"}]}",
-                          "{\"pairs\": [{\"clean\": 1}]}", "{\"pairs\": [], \"extra\": 1}"}) {
+  for (const char* bad :
+       {"[", "{}", "{\"pairs\": []}", "{\"pairs\": [{\"clean\": \"a\"}]}",
+        "{\"pairs\": [{\"clean\": \"a\", \"corrupt\": \"b\", \"answer\": \"c\", \"wrong\": \"d\", \"x\": \"\"}]}",
+        "{\"pairs\": [{\"clean\": 1}]}", "{\"pairs\": [], \"extra\": 1}"}) {
     EXPECT_THROW(prompt_pairs_from_json(bad, "pairs.json"), Error) << bad;
   }
 }

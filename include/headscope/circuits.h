@@ -22,9 +22,10 @@
 #include <string>
 #include <vector>
 
-namespace headscope {
+#include "headscope/model.h"
+#include "headscope/tensor.h"
 
-class Model;
+namespace headscope {
 
 struct PromptPair {
   std::string clean;       // the prompt on which the behaviour shows
@@ -61,5 +62,24 @@ void check_pairs(const Model& model, PromptPairs& pairs);
 // read_prompt_pairs refuses unknown fields and missing ones with the field's name.
 std::string prompt_pairs_to_json(const PromptPairs& pairs);
 PromptPairs prompt_pairs_from_json(const std::string& json, const std::string& source);
+
+// The logit lens (nostalgebraist 2020): the residual stream after every layer read through the
+// model's final norm and unembedding, at one position. `capture` is a whole decoder run with
+// hidden_states (hidden_states[l] the residual after layer l, hidden_states[n_layer] already
+// normalised, as the decoders record them); `readout` is Model::final_readout(). Returns
+// [n_layer + 1, vocab]: row 0 reads the embeddings, row n_layer is the model's own logits.
+// Throws Error for a missing tensor or a position out of range.
+Tensor logit_lens(const Capture& capture, const LogitReadout& readout, int position);
+
+struct LensToken {
+  int32_t id = -1;
+  float logit = 0;
+  float probability = 0;  // softmax over the whole row
+  int64_t rank = 0;       // 0 for the largest logit; ties share the smaller rank
+};
+// The k tokens with the largest logits of one row of `vocab` logits, largest first.
+std::vector<LensToken> lens_top(const float* logits, int64_t vocab, int k);
+// One token's logit, probability and rank in a row. Throws Error for an id outside the vocabulary.
+LensToken lens_token(const float* logits, int64_t vocab, int32_t id);
 
 }  // namespace headscope

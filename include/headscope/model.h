@@ -142,6 +142,7 @@ struct LogitReadout {
   bool rms = true;                      // RMSNorm γ · x / rms(x); else LayerNorm γ · (x − mean) / std + β
   float eps = 0;                        // added to the mean square (or variance) under the root
   const Tensor* unembedding = nullptr;  // [vocab, d_model] (the token embedding when tied)
+  float final_softcap = 0;              // > 0: logits = c · tanh(logits / c) (Gemma 2); 0: none
 };
 
 // How Model::load treats what it reads.
@@ -235,6 +236,9 @@ class Model {
   // The final norm and unembedding of a causal model (what direct logit attribution reads);
   // encoders throw Error.
   virtual LogitReadout logit_readout() const;
+  // The same readout for every decoder, additive or not (the logit lens reads the residual stream
+  // through it; it applies final_softcap). Encoders throw Error.
+  virtual LogitReadout final_readout() const;
 
   // The run memory budget in bytes (see LoadOptions::run_memory_budget), resolved per call so
   // that a long-lived server follows what the system has free.

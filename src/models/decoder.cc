@@ -31,6 +31,10 @@ LogitReadout Model::logit_readout() const {
   throw Error(config().name + " is not a causal model: direct logit attribution needs a decoder (Llama, GPT-2, ...)");
 }
 
+LogitReadout Model::final_readout() const {
+  throw Error(config().name + " is not a causal model: reading the residual stream as logits needs a decoder");
+}
+
 // Families that cannot recompute attention from queries and keys say so.
 void Model::attention_from_qk(const Capture&, int, int, int64_t, int64_t, int64_t, int64_t, float*) const {
   throw Error(config().name + ": this model cannot recompute attention from queries and keys");
@@ -113,7 +117,12 @@ LogitReadout DecoderModel::logit_readout() const {
   if (arch_.sandwich_norm || arch_.final_softcap > 0.0f)
     throw Error(cfg_.name + ": direct logit attribution is not supported for " + cfg_.architecture +
                 " (its post-attention / post-feed-forward norms or logit soft-capping make the parts non-additive)");
+  return final_readout();
+}
+
+LogitReadout DecoderModel::final_readout() const {
   LogitReadout r;
+  r.final_softcap = arch_.final_softcap;
   r.norm_weight = &w_.final_norm;
   r.norm_bias = &w_.final_norm_bias;
   r.rms = arch_.norm == DecoderArch::Norm::kRms;

@@ -103,6 +103,7 @@ class DecoderModel final : public Model {
   Tensor output_projection(int layer) const override { return w_.layers.at(size_t(layer)).w_o.to_f32(); }
   const Tensor& output_bias(int layer) const override { return w_.layers.at(size_t(layer)).b_o; }
   LogitReadout logit_readout() const override;
+  LogitReadout final_readout() const override;
   std::unique_ptr<DecoderState> start() const override;
   Capture extend(DecoderState& state, const std::vector<int32_t>& ids, const CaptureOptions& options,
                  std::vector<float>* next_logits) const override;

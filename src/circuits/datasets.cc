@@ -4,7 +4,6 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -73,12 +72,12 @@ void check_count(int n) {
                 std::to_string(n));
 }
 
-// Three different names drawn from `names`.
-std::vector<std::string> distinct_names(std::mt19937_64& rng, const std::vector<std::string>& names, size_t k) {
+// `k` different words drawn from `words` (which holds at least k different ones).
+std::vector<std::string> distinct_words(std::mt19937_64& rng, const std::vector<std::string>& words, size_t k) {
   std::vector<std::string> out;
   while (out.size() < k) {
-    const std::string& n = names[pick(rng, names.size())];
-    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+    const std::string& w = words[pick(rng, words.size())];
+    if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(w);
   }
   return out;
 }
@@ -144,18 +143,13 @@ PromptPairs make_ioi_pairs(const Model& model, int n, uint64_t seed) {
   for (int i = 0; i < n; ++i) {
     const std::string& shape = kIoiTemplates[pick(rng, kIoiTemplates.size())];
     const std::string place = places[pick(rng, places.size())], object = objects[pick(rng, objects.size())];
-    const std::vector<std::string> clean_names = distinct_names(rng, names, 2);  // io, s
-    std::vector<std::string> others;                                             // three names, none of the two
-    while (others.size() < 3) {
-      const std::string& c = names[pick(rng, names.size())];
-      if (c != clean_names[0] && c != clean_names[1] && std::find(others.begin(), others.end(), c) == others.end())
-        others.push_back(c);
-    }
+    // Five different names: the indirect object and the subject, then the three of the corruption.
+    const std::vector<std::string> drawn = distinct_words(rng, names, 5);
     const bool abba = i % 2 == 0;  // balanced: ABBA on even pairs, BABA on odd ones
-    const std::string &io = clean_names[0], &s = clean_names[1];
+    const std::string &io = drawn[0], &s = drawn[1];
     std::string base = fill(fill(shape, "{P}", place), "{O}", object);
     std::string clean = fill(fill(fill(base, "{A}", abba ? io : s), "{B}", abba ? s : io), "{S}", s);
-    std::string corrupt = fill(fill(fill(base, "{A}", others[0]), "{B}", others[1]), "{S}", others[2]);
+    std::string corrupt = fill(fill(fill(base, "{A}", drawn[2]), "{B}", drawn[3]), "{S}", drawn[4]);
     set.pairs.push_back({clean, corrupt, " " + io, " " + s, abba ? "ABBA" : "BABA"});
   }
   check_pairs(model, set);
@@ -175,12 +169,7 @@ PromptPairs make_induction_pairs(const Model& model, int n, int length, uint64_t
   PromptPairs set{"induction", seed, "", {}};
   for (int i = 0; i < n; ++i) {
     // 2·length + 1 different words: the first half, the corrupted second half, and the wrong answer.
-    std::vector<std::string> drawn;
-    std::set<size_t> used;
-    while (drawn.size() < static_cast<size_t>(2 * length + 1)) {
-      const size_t k = pick(rng, words.size());
-      if (used.insert(k).second) drawn.push_back(words[k]);
-    }
+    const std::vector<std::string> drawn = distinct_words(rng, words, size_t(2 * length + 1));
     std::string first, repeat, corrupt;
     for (int j = 0; j < length; ++j) first += drawn[j];
     for (int j = 0; j + 1 < length; ++j) {

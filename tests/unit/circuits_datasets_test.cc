@@ -39,6 +39,18 @@ int count(const std::string& text, const std::string& word) {
   return n;
 }
 
+// The message of the Error `f` throws (a test failure when it throws none).
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
 class PromptPairsOn : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PromptPairsOn, IoiPairsAreBalancedAndAlignedTokenForToken) {
@@ -110,12 +122,9 @@ TEST_P(PromptPairsOn, GreaterThanAnswersTheNextTensDigit) {
 INSTANTIATE_TEST_SUITE_P(Decoders, PromptPairsOn, ::testing::Values("smollm2", "gemma3_270m"));
 
 TEST(PromptPairs, GreaterThanIsRefusedWhereNumbersAreNotDigitTokens) {
-  try {
-    make_greater_than_pairs(headscope::testing::default_model(), 4, 1);  // MiniLM: WordPiece keeps "1732" whole
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("one digit per token"), std::string::npos) << e.what();
-  }
+  // MiniLM: WordPiece keeps "1732" whole.
+  const std::string error = error_of([&] { make_greater_than_pairs(headscope::testing::default_model(), 4, 1); });
+  EXPECT_NE(error.find("one digit per token"), std::string::npos) << error;
 }
 
 TEST(PromptPairs, UnequalLengthsAndMultiTokenAnswersAreRefused) {
@@ -126,20 +135,12 @@ TEST(PromptPairs, UnequalLengthsAndMultiTokenAnswersAreRefused) {
       "",
       {{"When Mary and John went out, John gave a book to",
         "When Mary and Bartholomew-Smith went out, Bartholomew-Smith gave a book to", " Mary", " John", ""}}};
-  try {
-    check_pairs(model, set);
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("same number of tokens"), std::string::npos) << e.what();
-  }
+  const std::string unequal = error_of([&] { check_pairs(model, set); });
+  EXPECT_NE(unequal.find("same number of tokens"), std::string::npos) << unequal;
   set.pairs[0].corrupt = "When Anna and Paul went out, Paul gave a book to";
   set.pairs[0].answer = " Mary Poppins";
-  try {
-    check_pairs(model, set);
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("must be one token"), std::string::npos) << e.what();
-  }
+  const std::string several = error_of([&] { check_pairs(model, set); });
+  EXPECT_NE(several.find("must be one token"), std::string::npos) << several;
   set.pairs[0].answer = " Mary";
   EXPECT_NO_THROW(check_pairs(model, set));
 }

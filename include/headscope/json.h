@@ -59,6 +59,14 @@ void to_json(nlohmann::json& j, const PruningResult& pruning);
 // "headscope.ablate/1": {schema, model, mode, seed, texts, measure} and either result or
 // importance [HeadImportance], importance_seconds {wall, cpu}, spearman_proxy and (with pruning) pruning.
 void to_json(nlohmann::json& j, const AblationExperiment& experiment);
+// ---- circuits (docs/circuits.md) ----
+// {site, layer, head (null when none), position (null when none), group (k, v only), value, normalised}.
+void to_json(nlohmann::json& j, const PatchEffect& effect);
+// "headscope.patch/1": {schema, model, task, seed, n_pairs, n_tokens, metric, direction, clean,
+// corrupt, seconds} and either results [PatchEffect] and passes (a sweep), or path {senders,
+// receivers, input, results [{receivers, value, normalised}], value and normalised (of the first
+// result)}.
+void to_json(nlohmann::json& j, const PatchExperiment& experiment);
 // ---- end of the causal results ----
 
 namespace analysis {

@@ -67,6 +67,35 @@ struct Ablation {
   int64_t donor_position(int64_t t) const;
 };
 
+struct Capture;
+
+// Activation patching inside the pass (docs/circuits.md): one activation of the run is replaced
+// by the same activation of another run of a prompt with the same number of tokens (the
+// `source`), at the point of the layer where the model computes it, so everything after it is
+// what the model computes from the replaced value. Vocabulary of Wang et al. 2022 and Heimersheim
+// & Nanda 2024: a corrupt run with clean values patched in is "denoising", the reverse "noising".
+struct Patch {
+  enum class Site {
+    kHeadOutput,  // o_h [T, d_head], head h's output before W_O              source: head_outputs
+    kQuery,       // q_h after its q-norm and RoPE, query head h                   source: queries
+    kKey,         // k_g after its k-norm and RoPE, key/value head g (all of its GQA group reads it)   keys
+    kValue,       // v_g, key/value head g                                         source: values
+    kPattern,     // head h's attention probabilities; o_h = pattern · V of this run   source: attention
+    kResidual,    // the residual stream entering the layer                        source: hidden_states[layer]
+    kAttention,   // what the attention block adds to the stream (W_O's output + b_O, normalised
+                  // afterwards by a post-attention norm where the family has one)   source: attn_output
+    kMlp,         // what the feed-forward block adds (after a post-feed-forward norm)   source: mlp_outputs
+  };
+  Site site = Site::kHeadOutput;
+  int layer = 0;
+  int head = -1;          // query head (head output, query, pattern), key/value head (key, value); -1 otherwise
+  int64_t position = -1;  // one position (pattern: one query row), or -1 = every position
+  const Capture* source = nullptr;  // not owned; must outlive the run
+};
+// The name of a site as the CLI, the API and the docs write it ("head", "q", "k", "v", "pattern",
+// "resid", "attn", "mlp").
+const char* patch_site_name(Patch::Site site);
+
 struct CaptureOptions {
   bool attention = true;      // [n_layer, n_head, T, T]
   bool head_outputs = true;   // [n_layer, n_head, T, d_head]
@@ -81,6 +110,14 @@ struct CaptureOptions {
   // (Kobayashi et al. 2020); v_k is the value as attention reads it, its bias b_V included, b_O not.
   bool value_norms = false;
   bool mlp_outputs = false;  // [n_layer, T, d_model] what each feed-forward block adds (decoders: to the residual)
+  bool values = false;       // [n_layer, n_kv_head, T, d_head] the values attention reads (after their bias)
+  bool last_logits = false;  // with logits: the last row's only, [1, vocab_size]
+
+  // Activations replaced in this pass (null or empty: none), in the order listed. Not owned; must
+  // outlive the run. A patched run is a whole run (run() or resume()), not streamed and not an
+  // extend() after earlier tokens; Model::run refuses it otherwise. Recorded tensors hold what
+  // the patched model computed at each point: a patched site itself reads as the value patched in.
+  const std::vector<Patch>* patches = nullptr;
 
   // Streaming, for long texts: when set and `attention` is false, every layer's probabilities are
   // handed over in blocks of query rows and then dropped, so no [n_layer, n_head, T, T] buffer
@@ -124,6 +161,7 @@ struct Capture {
   Tensor logits;                // [T, vocab_size]                  (on request, decoders)
   Tensor value_norms;           // [n_layer, n_head, Tk]  ‖v_k W_O[:, h]ᵀ‖ (on request; Tk = T for a whole run)
   Tensor mlp_outputs;           // [n_layer, T, d_model]  the feed-forward block's output (on request)
+  Tensor values;                // [n_layer, n_kv_head, T, d_head]  (on request)
   std::vector<int> kv_head_of;  // query head -> the key/value head it reads (identity without GQA)
 };
 
@@ -221,9 +259,12 @@ class Model {
   // `prefix` is the hidden_states [n_layer + 1, T, d_model] of a run of the same encoding, whose
   // slot first_layer is the residual stream entering that layer. Layers first_layer .. n_layer − 1
   // run as run() runs them (with options.ablation), so when nothing before first_layer differs the
-  // result equals run()'s. Heads of layer l change only layers ≥ l: ablation over a corpus restarts
-  // there. Records hidden states (slots ≤ first_layer copied from `prefix`) and logits only;
-  // options asking for anything else throw Error, as do encoders and decoders without this pass.
+  // result equals run()'s. Heads of layer l change only layers ≥ l: ablation over a corpus and
+  // activation patching (options.patches) restart there. Records hidden states (slots ≤
+  // first_layer copied from `prefix`), logits, and the queries, keys, values, head outputs (with
+  // the attention output) and feed-forward outputs of layers ≥ first_layer (earlier layers' slots
+  // are 0); options asking for attention maps, contributions or value norms throw Error, as do
+  // families without this pass.
   virtual Capture resume(const Encoding& encoding, int first_layer, const Tensor& prefix,
                          const CaptureOptions& options) const;
 

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "headscope/analysis.h"
+#include "headscope/circuits.h"
 #include "headscope/limits.h"
 #include "headscope/model.h"
 
@@ -607,5 +608,36 @@ struct AblationExperiment {
 };
 // What the experiment measures: "delta mean next-token loss" or "1 - cos of the mean-pooled embedding".
 const char* ablation_measure(const ModelConfig& config);
+
+// ---- circuits: activation and path patching (src/pipeline/patch.cc; docs/circuits.md) ----
+
+// Where a patching experiment's prompt pairs come from: one pair written out, a pairs file's JSON
+// (prompt_pairs_from_json), or a task generated for the model ("ioi", "induction", "greater_than").
+struct PairSource {
+  std::string clean, corrupt, answer, wrong;  // one pair (answers: decoders only)
+  std::string pairs_json, pairs_name;         // a pairs file's contents and its name (for messages)
+  std::string task;
+  int n = 20;       // pairs a task generates
+  int length = 10;  // induction: random tokens per half
+  uint64_t seed = 0;
+};
+// Exactly one of the three must be given; throws Error otherwise and for anything check_pairs refuses.
+PromptPairs load_prompt_pairs(const Model& model, const PairSource& source);
+
+// `headscope patch`'s document ("headscope.patch/1"), also POST /api/patch's reply: a sweep or a
+// path patch over a set of pairs.
+struct PatchExperiment {
+  ModelConfig model;
+  std::string task;
+  uint64_t seed = 0;
+  std::optional<PatchReport> sweep;
+  std::optional<PathPatchReport> path;
+  Seconds seconds;
+};
+PatchExperiment run_patch_sweep(const Model& model, PromptPairs& pairs, const PatchRequest& request);
+PatchExperiment run_path_patch(const Model& model, PromptPairs& pairs, const PathPatchRequest& request);
+// One CSV row per result: site,layer,head,position,value,normalised (path patching:
+// receivers,input,value,normalised).
+std::string patch_csv(const PatchExperiment& experiment);
 
 }  // namespace headscope

@@ -30,7 +30,8 @@ uint64_t capture_bytes(const ModelConfig& c, int64_t T, int64_t Tk, const Captur
   if (o.contributions || o.head_outputs) add({L, t, D});
   if (o.hidden_states) add({L + 1, t, D});
   if (o.queries_keys) add({L, H + Hkv, t, Dh});
-  if (o.logits && c.causal) add({t, uint64_t(c.vocab_size)});
+  if (o.values) add({L, Hkv, t, Dh});
+  if (o.logits && c.causal) add({o.last_logits ? 1 : t, uint64_t(c.vocab_size)});
   if (o.value_norms) add({L, H, tk});
   if (o.mlp_outputs) add({L, t, D});
   return floats * sizeof(float);
@@ -56,7 +57,8 @@ Capture allocate(const ModelConfig& c, int64_t T, int64_t Tk, const CaptureOptio
     cap.queries = Tensor({L, H, T, Dh}, fully_written);
     cap.keys = Tensor({L, Hkv, T, Dh}, fully_written);
   }
-  if (o.logits && c.causal) cap.logits = Tensor({T, int64_t(c.vocab_size)}, fully_written);
+  if (o.values) cap.values = Tensor({L, Hkv, T, Dh}, fully_written);
+  if (o.logits && c.causal) cap.logits = Tensor({o.last_logits ? 1 : T, int64_t(c.vocab_size)}, fully_written);
   if (o.value_norms) cap.value_norms = Tensor({L, H, Tk}, fully_written);
   if (o.mlp_outputs) cap.mlp_outputs = Tensor({L, T, D}, fully_written);
   return cap;
@@ -68,8 +70,8 @@ void check_resume(const ModelConfig& c, int64_t T, int first_layer, const Tensor
     throw Error("resume: no layer " + std::to_string(first_layer) + " (the model has " + std::to_string(c.n_layer) +
                 ")");
   prefix.expect_shape({c.n_layer + 1, T, c.d_model}, "resume: the prefix's hidden states");
-  if (o.attention || o.head_outputs || o.contributions || o.queries_keys || o.attention_sink)
-    throw Error("resume: a resumed pass records hidden states and logits only (turn the other CaptureOptions off)");
+  if (o.attention || o.contributions || o.value_norms || o.attention_sink)
+    throw Error("resume: a resumed pass records no attention maps, contributions or value norms (turn them off)");
 }
 
 namespace {
@@ -130,7 +132,14 @@ Recorder::Recorder(const ModelConfig& config, int64_t T, int64_t Tk, const Captu
       follow_{options.attention_head_parts, nullptr},
       ablation_(options.ablation != nullptr && !options.ablation->empty() ? options.ablation : nullptr),
       value_norm_sink_(options.value_norms ? options.value_norm_sink : nullptr),
-      block_rows_(std::max<int64_t>(1, options.attention_block_rows)) {}
+      block_rows_(std::max<int64_t>(1, options.attention_block_rows)),
+      last_only_(options.last_logits) {
+  if (options.patches != nullptr && !options.patches->empty()) {
+    check_patches(*options.patches, T, Tk);
+    patches_.resize(size_t(config.n_layer));
+    for (const Patch& p : *options.patches) patches_[size_t(p.layer)].push_back(&p);
+  }
+}
 
 Recorder::Block Recorder::block(int layer, int64_t q0, bool causal) {
   const int64_t T = cap_.T, H = cap_.n_head, q1 = std::min(T, q0 + block_rows_), width = causal ? Tk_ - T + q1 : Tk_;
@@ -161,9 +170,13 @@ void Recorder::hand_over(int layer, const Block& b) const {
   if (sink_) sink_(layer, Tk_ - cap_.T + b.q0, Tk_ - cap_.T + b.q1, b.width, b.probs.data);
 }
 
-void Recorder::record_qk(int layer, const float* q, int64_t q_stride, const float* k, int64_t k_stride) {
-  if (cap_.queries.empty()) return;
+void Recorder::record_qkv(int layer, const float* q, int64_t q_stride, const float* k, int64_t k_stride, const float* v,
+                          int64_t v_stride) {
   const int64_t T = cap_.T, H = cap_.n_head, Hkv = cap_.n_kv_head, Dh = cap_.d_head;
+  if (!cap_.values.empty())  // [T, Hkv·Dh] -> [Hkv, T, Dh]
+    for (int64_t g = 0; g < Hkv; ++g)
+      copy_rows(cap_.values.ptr() + (layer * Hkv + g) * T * Dh, Dh, v + g * Dh, v_stride, T, Dh);
+  if (cap_.queries.empty()) return;
   // The capture is allocated without a zero-fill, so these copies are the first touch of its
   // pages, which the kernel clears as they fault in (at 8K tokens ~25 MB a layer, a few percent
   // of the run on one thread): on every thread, heads [0, H) the queries, [H, H + Hkv) the keys.
@@ -196,9 +209,11 @@ void Recorder::project_heads(int layer, float* concat, const QuantMatrix& W_O, c
   check_output_weights(layer, W_O.rows(), W_O.cols());
   const int64_t T = cap_.T;
   if (ablation_ != nullptr) ablation_->apply(layer, Tk_ - T, T, cap_.n_head, cap_.d_head, concat);
+  patch_heads(layer, concat);
   // The model's own path: ops::linear for fp32; for a stored W_O, dequantised panel by panel (the
   // GEMV at T ≤ kGemvMaxRows), the product dequantize-then-multiply gives.
   ops::quant_linear(concat, T, W_O, b_O, attn_out);
+  patch_block(layer, Patch::Site::kAttention, attn_out);
   record_heads(layer, concat, attn_out, output_weights(W_O));
 }
 
@@ -206,7 +221,9 @@ void Recorder::project_heads(int layer, float* concat, const ops::PackedLinear& 
   check_output_weights(layer, W_O.out(), W_O.in());
   const int64_t T = cap_.T;
   if (ablation_ != nullptr) ablation_->apply(layer, Tk_ - T, T, cap_.n_head, cap_.d_head, concat);
+  patch_heads(layer, concat);
   W_O.forward(concat, T, attn_out);  // the model's own path: one GEMM, with b_O
+  patch_block(layer, Patch::Site::kAttention, attn_out);
   record_heads(layer, concat, attn_out, {W_O.weights().ptr(), nullptr});
 }
 
@@ -279,7 +296,8 @@ void Recorder::value_norms(int layer, const float* v, int64_t v_stride, OutputWe
   if (value_norm_sink_) value_norm_sink_(layer, norms);
 }
 
-void Recorder::record_mlp(int layer, const float* out) {
+void Recorder::record_mlp(int layer, float* out) {
+  patch_block(layer, Patch::Site::kMlp, out);
   if (cap_.mlp_outputs.empty()) return;
   const size_t n = size_t(cap_.T) * cap_.d_model;
   std::memcpy(cap_.mlp_outputs.ptr() + layer * n, out, sizeof(float) * n);

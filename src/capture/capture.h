@@ -36,7 +36,7 @@ void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, 
                        float scale, const ops::KeyMask& mask, float* probs);
 
 // Throws Error unless Model::resume may run: T > 0, 0 <= first_layer < n_layer, prefix
-// [n_layer + 1, T, d_model], and options asking for hidden states and logits only.
+// [n_layer + 1, T, d_model], and options asking for no attention maps, contributions or value norms.
 void check_resume(const ModelConfig& config, int64_t T, int first_layer, const Tensor& prefix,
                   const CaptureOptions& options);
 
@@ -57,6 +57,23 @@ class Recorder {
            std::vector<int> kv_head_of);
 
   const std::vector<int>& kv_head_of() const { return cap_.kv_head_of; }
+
+  // A resumed pass (Model::resume) starts at `first`: the per-layer slots of the layers before it
+  // (queries, keys, values, head outputs, attention output, feed-forward outputs) are set to 0.
+  void resumed_at(int first);
+
+  // Activation patching (CaptureOptions::patches), at the point of the layer where each site is
+  // computed. The constructor checks every patch (layer, head, position, and that its source holds
+  // the tensor it reads with this run's shape) and throws Error naming the patch otherwise.
+  //   x [T, d_model], the residual stream entering `layer`: rows of kResidual patches replaced.
+  void patch_residual(int layer, float* x) const;
+  //   q [T, n_head·d_head], k, v [T, n_kv_head·d_head] (row strides given), after q/k-norm and
+  //   RoPE, before attention reads them: kQuery, kKey, kValue patches.
+  void patch_qkv(int layer, float* q, int64_t q_stride, float* k, int64_t k_stride, float* v, int64_t v_stride);
+  //   After the layer's attention: kPattern patches put the source's probabilities in the rows
+  //   they name and recompute those rows of o_h = pattern · v_g(h) in concat [T, n_head·d_head]
+  //   from v [T, n_kv_head·d_head] (row stride v_stride), the values this run's attention read.
+  void patch_pattern(int layer, const float* v, int64_t v_stride, float* concat);
 
   // Layer `layer`'s attention, computed by `attend(q0, q1, width, probs)` block by block: rows
   // q0 .. q1 − 1 of this pass (CaptureOptions::attention_block_rows at a time) over its first
@@ -82,14 +99,20 @@ class Recorder {
   //   q [T, n_head · d_head]    row stride q_stride, head h in columns [h·d_head, (h+1)·d_head)
   //   k [T, n_kv_head · d_head] row stride k_stride (n_kv_head < n_head under GQA)
   // into queries [layer, h, T, d_head] and keys [layer, g, T, d_head].
-  void record_qk(int layer, const float* q, int64_t q_stride, const float* k, int64_t k_stride);
+  // and, when asked (CaptureOptions::values), v [T, n_kv_head · d_head] at row stride v_stride into
+  // values [layer, g, T, d_head].
+  void record_qkv(int layer, const float* q, int64_t q_stride, const float* k, int64_t k_stride, const float* v,
+                  int64_t v_stride);
 
   // The output projection of one layer and what it records:
   //   concat   [T, n_head · d_head]   the head outputs side by side (input of W_O); the heads of
-  //                                   CaptureOptions::ablation are replaced in it first, so what
-  //                                   is recorded and projected is the ablated model's
+  //                                   CaptureOptions::ablation, then kHeadOutput patches, are
+  //                                   replaced in it first, so what is recorded and projected is
+  //                                   the ablated (patched) model's
   //   W_O      [d_model, n_head · d_head] (nn.Linear layout), b_O [d_model] (may be null)
-  //   attn_out [T, d_model]           written: concat · W_Oᵀ + b_O
+  //   attn_out [T, d_model]           written: concat · W_Oᵀ + b_O, then the rows of kAttention
+  //                                   patches replaced (the per-head contributions stay those of
+  //                                   concat)
   // Records head_outputs [h, T, d_head], contributions [h, T, d_model] = concat_h · W_O[:, h]ᵀ
   // and attn_output, as requested.
   // A decoder's W_O is a QuantMatrix, fp32 or kept as the model file stores it: the product is
@@ -108,14 +131,17 @@ class Recorder {
   void record_value_norms(int layer, const float* v, int64_t v_stride, const QuantMatrix& W_O);
   void record_value_norms(int layer, const float* v, int64_t v_stride, const ops::PackedLinear& W_O);
 
-  // Records the output of layer `layer`'s feed-forward block when asked: out [T, d_model].
-  void record_mlp(int layer, const float* out);
+  // The output of layer `layer`'s feed-forward block, out [T, d_model]: the rows of kMlp patches
+  // replaced, then recorded when asked.
+  void record_mlp(int layer, float* out);
 
   // Records the residual stream at slot `index` of hidden_states (0 = embeddings): x [T, d_model].
   void record_hidden(int index, const float* x);
 
   // Where the logits [T, vocab] go when they were asked for (CaptureOptions::logits), else null.
   float* logits() { return cap_.logits.empty() ? nullptr : cap_.logits.ptr(); }
+  // Whether they are the last row's only ([1, vocab], CaptureOptions::last_logits).
+  bool last_logits() const { return last_only_; }
 
   // Hands the capture over at the end of the pass.
   Capture finish() { return std::move(cap_); }
@@ -148,13 +174,21 @@ class Recorder {
 
   Capture cap_;
   int64_t Tk_;
-  CaptureOptions::AttentionSink sink_;             // set when attention is streamed
-  CaptureOptions::AttentionHeadSink head_sink_;    // set when streamed attention is also consumed head by head
-  ops::HeadFollowUp follow_;                       // the current block's head_sink_ calls (parts fixed at construction)
-  const Ablation* ablation_;                       // heads replaced before W_O (null: none)
+  CaptureOptions::AttentionSink sink_;           // set when attention is streamed
+  CaptureOptions::AttentionHeadSink head_sink_;  // set when streamed attention is also consumed head by head
+  ops::HeadFollowUp follow_;                     // the current block's head_sink_ calls (parts fixed at construction)
+  const Ablation* ablation_;                     // heads replaced before W_O (null: none)
+  std::vector<std::vector<const Patch*>> patches_;  // [n_layer]: the patches of each layer, in order
+  void check_patches(const std::vector<Patch>& patches, int64_t T, int64_t Tk) const;
+  // Rows of `dst` (row stride ld, `width` values from column `col`) from the source rows
+  // src [T, width] (contiguous), every row or only `position`.
+  void patch_rows(const Patch& p, const float* src, float* dst, int64_t ld, int64_t width) const;
+  void patch_heads(int layer, float* concat) const;                 // kHeadOutput, in W_O's input
+  void patch_block(int layer, Patch::Site site, float* out) const;  // kAttention / kMlp [T, d_model]
   CaptureOptions::ValueNormSink value_norm_sink_;  // set when value norms are recorded and wanted early
   int64_t block_rows_;
-  Tensor scratch_;  // [n_head, T or block rows, Tk] probabilities when attention is not recorded
+  bool last_only_ = false;  // CaptureOptions::last_logits
+  Tensor scratch_;          // [n_head, T or block rows, Tk] probabilities when attention is not recorded
 };
 
 }  // namespace headscope::capture

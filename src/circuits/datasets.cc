@@ -112,6 +112,7 @@ void check_pairs(const Model& model, PromptPairs& set) {
                   "; patching needs the same number of tokens: change the corrupted "
                   "prompt's words for ones of the same length in tokens");
     p.n_tokens = clean;
+    if (!model.config().causal) continue;  // an encoder's metric compares embeddings: no answer tokens
     for (auto [text, id, role] :
          {std::tuple{&p.answer, &p.answer_id, "answer"}, std::tuple{&p.wrong, &p.wrong_id, "wrong answer"}}) {
       const Encoding e = tok.encode(*text, plain());

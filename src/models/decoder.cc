@@ -251,8 +251,9 @@ class DecoderModel::Pass {
       ops::rope_apply(q, QKV_, T_, H, Dh, table, r.d_rot, r.layout);
       ops::rope_apply(k, QKV_, T_, Hkv, Dh, table, r.d_rot, r.layout);
     }
+    rec_.patch_qkv(l, q, QKV_, k, QKV_, v, QKV_);
     cache_.store(l, past_, k, v, T_, QKV_);  // keys after RoPE
-    rec_.record_qk(l, q, QKV_, k, QKV_);
+    rec_.record_qkv(l, q, QKV_, k, QKV_, v, QKV_);
     const float *K = cache_.keys(l), *V = cache_.values(l);  // [past + T, KV]
     rec_.record_value_norms(l, V, KV_, b.w_o);               // every key so far
     rec_.attention(
@@ -261,6 +262,7 @@ class DecoderModel::Pass {
           ops::attention(q + q0 * QKV_, QKV_, K, KV_, V, KV_, m_.kv_head_of_.data(), dims, m_.attention_mask(l),
                          past_ + q0, probs, concat_.data() + q0 * Q_, Q_);  // concat [T, H·Dh]
         });
+    rec_.patch_pattern(l, V, KV_, concat_.data());
     rec_.project_heads(l, concat_.data(), b.w_o, b.b_o.ptr(), out_.data());
     if (m_.arch_.sandwich_norm) ops::rms_norm(out_.data(), T_, D_, b.post_attn_norm.ptr(), c_.norm_eps, out_.data());
     return out_.data();
@@ -297,6 +299,7 @@ class DecoderModel::Pass {
     const int L = c_.n_layer;
     const int64_t n = T_ * D_;
     for (int l = first; l < L; ++l) {
+      rec_.patch_residual(l, x());
       ops::add_inplace(x(), attention_block(l), n);     // x += Attention(Norm(x))
       ops::add_inplace(x(), feed_forward_block(l), n);  // x += FFN(Norm(x))
       // As transformers reports them: the output of every layer but the last, and then the final
@@ -305,9 +308,10 @@ class DecoderModel::Pass {
     }
     final_norm();
     rec_.record_hidden(L, h());
-    if (float* logits = rec_.logits()) {  // Norm_final(x) · E_outᵀ   [T, vocab]
-      ops::quant_linear(h_.data(), T_, m_.unembedding(), nullptr, logits);
-      if (m_.arch_.final_softcap > 0.0f) ops::soft_cap(logits, T_ * c_.vocab_size, m_.arch_.final_softcap);
+    if (float* logits = rec_.logits()) {  // Norm_final(x) · E_outᵀ   [T, vocab] (or the last row's [1, vocab])
+      const int64_t rows = rec_.last_logits() ? 1 : T_;
+      ops::quant_linear(h_.data() + (T_ - rows) * D_, rows, m_.unembedding(), nullptr, logits);
+      if (m_.arch_.final_softcap > 0.0f) ops::soft_cap(logits, rows * c_.vocab_size, m_.arch_.final_softcap);
     }
   }
 
@@ -427,6 +431,7 @@ Capture DecoderModel::resume(const Encoding& encoding, int first_layer, const Te
   cache.reserve(T);
   capture::Recorder rec(cfg_, T, T, options, kv_head_of_);
   for (int i = 0; i <= first_layer; ++i) rec.record_hidden(i, prefix.ptr() + i * T * D);
+  rec.resumed_at(first_layer);
   Pass pass(*this, cache, rec, T);
   std::copy_n(prefix.ptr() + first_layer * T * D, T * D, pass.x());
   pass.layers(first_layer);

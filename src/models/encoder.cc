@@ -142,6 +142,7 @@ Capture EncoderModel::resume(const Encoding& enc, int first_layer, const Tensor&
   check_run_memory(T, run_bytes(T, options), options);
   capture::Recorder rec(cfg_, T, T, options, kv_head_of_);
   for (int i = 0; i <= first_layer; ++i) rec.record_hidden(i, prefix.ptr() + i * T * D);
+  rec.resumed_at(first_layer);
   std::vector<float> x(prefix.ptr() + first_layer * T * D, prefix.ptr() + (first_layer + 1) * T * D);
   run_layers(first_layer, x, rec);
   return rec.finish();
@@ -157,9 +158,11 @@ void EncoderModel::run_layers(int first, std::vector<float>& x, capture::Recorde
   for (int l = first; l < cfg_.n_layer; ++l) {
     const EncoderLayer& b = layers_[size_t(l)];
     // Attention block, post-norm: x = LN(x + MHA(x)).
+    rec.patch_residual(l, x.data());
     b.qkv.forward(x.data(), T, qkv.data());  // [T, 3D]: Q | K | V
-    const float *q = qkv.data(), *k = q + D, *v = k + D;
-    rec.record_qk(l, q, 3 * D, k, 3 * D);
+    float *q = qkv.data(), *k = q + D, *v = k + D;
+    rec.patch_qkv(l, q, 3 * D, k, 3 * D, v, 3 * D);
+    rec.record_qkv(l, q, 3 * D, k, 3 * D, v, 3 * D);
     rec.record_value_norms(l, v, 3 * D, b.o);
     rec.attention(l, /*causal=*/false,
                   [&](int64_t q0, int64_t q1, int64_t width, ops::ProbsOut probs) {  // probs: [H, rows, T]
@@ -167,6 +170,7 @@ void EncoderModel::run_layers(int first, std::vector<float>& x, capture::Recorde
                     ops::attention(q + q0 * 3 * D, 3 * D, k, 3 * D, v, 3 * D, kv_head_of_.data(), dims, ops::KeyMask{},
                                    q0, probs, concat.data() + q0 * D, D);  // concat: [T, H·Dh]
                   });
+    rec.patch_pattern(l, v, 3 * D, concat.data());
     rec.project_heads(l, concat.data(), b.o, attn.data());  // attn: [T, D]
     ops::add_inplace(attn.data(), x.data(), T * D);         // residual
     ops::layer_norm(attn.data(), T, D, b.ln_attn_g.ptr(), b.ln_attn_b.ptr(), cfg_.norm_eps, x.data());

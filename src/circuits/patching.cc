@@ -1,0 +1,403 @@
+// headscope — activation patching and path patching (include/headscope/circuits.h, docs/circuits.md).
+// Each pair's clean and corrupted prompts run once with every activation kept; each patch is then
+// a resumed pass (Model::resume) from the patched site's layer, with the site replaced inside the
+// pass (Patch, src/capture/patching.cc). Independent patches run side by side on the threads.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "headscope/circuits.h"
+#include "headscope/error.h"
+
+namespace headscope {
+namespace {
+
+template <class E, size_t N>
+E from_name(const std::string& name, const std::array<std::pair<E, const char*>, N>& table, const char* what) {
+  std::string names;
+  for (const auto& [e, n] : table) {
+    if (name == n) return e;
+    names += std::string(names.empty() ? "" : ", ") + n;
+  }
+  throw Error("unknown " + std::string(what) + " \"" + name + "\" (one of: " + names + ")");
+}
+template <class E, size_t N>
+const char* to_name(E e, const std::array<std::pair<E, const char*>, N>& table) {
+  for (const auto& [x, n] : table)
+    if (x == e) return n;
+  return "?";
+}
+
+constexpr std::array<std::pair<PatchMetric, const char*>, 4> kMetrics = {{{PatchMetric::kLogitDiff, "logit_diff"},
+                                                                          {PatchMetric::kProbability, "prob"},
+                                                                          {PatchMetric::kLoss, "loss"},
+                                                                          {PatchMetric::kCosine, "cosine"}}};
+constexpr std::array<std::pair<PatchDirection, const char*>, 2> kDirections = {
+    {{PatchDirection::kDenoise, "denoise"}, {PatchDirection::kNoise, "noise"}}};
+constexpr std::array<std::pair<PatchSweep, const char*>, 9> kSweeps = {{{PatchSweep::kHead, "head"},
+                                                                        {PatchSweep::kHeadPosition, "head_position"},
+                                                                        {PatchSweep::kQuery, "q"},
+                                                                        {PatchSweep::kKey, "k"},
+                                                                        {PatchSweep::kValue, "v"},
+                                                                        {PatchSweep::kPattern, "pattern"},
+                                                                        {PatchSweep::kResidual, "resid"},
+                                                                        {PatchSweep::kAttention, "attn"},
+                                                                        {PatchSweep::kMlp, "mlp"}}};
+constexpr std::array<std::pair<PathPatchRequest::Input, const char*>, 4> kInputs = {
+    {{PathPatchRequest::Input::kQuery, "q"},
+     {PathPatchRequest::Input::kKey, "k"},
+     {PathPatchRequest::Input::kValue, "v"},
+     {PathPatchRequest::Input::kLogits, "logits"}}};
+
+// Refuses a metric the model cannot give.
+void check_metric(const Model& model, PatchMetric metric) {
+  const bool causal = model.config().causal;
+  if (causal && metric == PatchMetric::kCosine)
+    throw Error(model.config().name +
+                " is a decoder: its metrics are logit_diff, prob and loss (cosine is for encoders)");
+  if (!causal && metric != PatchMetric::kCosine)
+    throw Error(model.config().name +
+                " is an encoder: it has no next-token logits, so its patching metric is cosine "
+                "(1 − cos of the sentence embedding); use --metric cosine");
+}
+
+// Mean over positions of the last hidden state [T, d_model] (the sentence embedding of
+// mean-pooling sentence encoders).
+std::vector<double> mean_pooled(const Capture& cap) {
+  const int64_t T = cap.T, D = cap.d_model;
+  const float* h = cap.hidden_states.ptr() + int64_t(cap.n_layer) * T * D;
+  std::vector<double> e(size_t(D), 0.0);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < D; ++i) e[size_t(i)] += h[t * D + i];
+  for (double& x : e) x /= double(T);
+  return e;
+}
+
+// The metric of one run (model.h: logits of the last row for decoders, hidden states for encoders).
+double read_metric(PatchMetric metric, const Capture& cap, const PromptPair& pair,
+                   const std::vector<double>& clean_embedding) {
+  if (metric == PatchMetric::kCosine) {
+    const std::vector<double> e = mean_pooled(cap);
+    double dot = 0, a = 0, b = 0;
+    for (size_t i = 0; i < e.size(); ++i) {
+      dot += e[i] * clean_embedding[i];
+      a += e[i] * e[i];
+      b += clean_embedding[i] * clean_embedding[i];
+    }
+    return 1.0 - dot / std::sqrt(a * b);
+  }
+  const int64_t V = cap.logits.dim(1);
+  const float* row = cap.logits.ptr() + (cap.logits.dim(0) - 1) * V;  // the last position
+  if (metric == PatchMetric::kLogitDiff) return double(row[pair.answer_id]) - double(row[pair.wrong_id]);
+  double top = row[0];
+  for (int64_t i = 1; i < V; ++i) top = std::max(top, double(row[i]));
+  double sum = 0;
+  for (int64_t i = 0; i < V; ++i) sum += std::exp(double(row[i]) - top);
+  const double log_p = double(row[pair.answer_id]) - top - std::log(sum);
+  return metric == PatchMetric::kLoss ? -log_p : std::exp(log_p);
+}
+
+// A pair's two runs with everything a patch may read, and their metrics.
+struct PairRuns {
+  Encoding base_encoding;
+  Capture base, source;  // base: the run patched into; source: where the values come from
+  double clean = 0, corrupt = 0;
+  std::vector<double> clean_embedding;  // encoders
+};
+
+CaptureOptions full_options(const Model& model) {
+  CaptureOptions o;
+  o.attention = o.head_outputs = o.hidden_states = o.queries_keys = o.values = o.mlp_outputs = true;
+  o.contributions = false;
+  o.logits = o.last_logits = model.config().causal;
+  return o;
+}
+
+// What a patched pass records: the last row's logits (decoders) or the hidden states (encoders).
+CaptureOptions metric_options(const Model& model, const std::vector<Patch>* patches) {
+  CaptureOptions o;
+  o.attention = o.head_outputs = o.contributions = false;
+  o.hidden_states = !model.config().causal;
+  o.logits = o.last_logits = model.config().causal;
+  o.patches = patches;
+  return o;
+}
+
+PairRuns run_pair(const Model& model, const PromptPair& pair, PatchDirection direction, PatchMetric metric) {
+  PairRuns r;
+  const Encoding clean = model.encode(pair.clean), corrupt = model.encode(pair.corrupt);
+  if (clean.size() != corrupt.size())
+    throw Error("the clean prompt is " + std::to_string(clean.size()) + " tokens and the corrupted one " +
+                std::to_string(corrupt.size()) + ": patching needs the same number of tokens");
+  const CaptureOptions o = full_options(model);
+  Capture c = model.run(clean, o), x = model.run(corrupt, o);
+  if (metric == PatchMetric::kCosine) r.clean_embedding = mean_pooled(c);
+  r.clean = read_metric(metric, c, pair, r.clean_embedding);
+  r.corrupt = read_metric(metric, x, pair, r.clean_embedding);
+  const bool denoise = direction == PatchDirection::kDenoise;
+  r.base_encoding = denoise ? corrupt : clean;
+  r.base = denoise ? std::move(x) : std::move(c);
+  r.source = denoise ? std::move(c) : std::move(x);
+  return r;
+}
+
+// The metric after `patches` (all read from layers ≥ first), resumed from `first`.
+double patched_metric(const Model& model, const PairRuns& runs, const PromptPair& pair, PatchMetric metric,
+                      const std::vector<Patch>& patches, int first) {
+  const Capture out = model.resume(runs.base_encoding, first, runs.base.hidden_states, metric_options(model, &patches));
+  return read_metric(metric, out, pair, runs.clean_embedding);
+}
+
+// Runs f(i) for i in 0 .. n − 1 on the threads, one resumed pass each (the passes' own products
+// then run on one thread each); the first exception is rethrown after the loop.
+template <class F>
+void for_each_parallel(int64_t n, F&& f) {
+  std::exception_ptr failure;
+  std::mutex m;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t i = 0; i < n; ++i) {
+    try {
+      f(i);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(m);
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+// The sites of one sweep, each a patch with no source yet.
+std::vector<PatchEffect> sites_of(PatchSweep sweep, const Model& model, const std::vector<int>& layers, int64_t T,
+                                  const std::vector<int>& kv_head_of) {
+  const ModelConfig& c = model.config();
+  std::vector<PatchEffect> out;
+  for (int l : layers) {
+    const auto add = [&](int head, int64_t position) {
+      PatchEffect e;
+      e.sweep = sweep;
+      e.layer = l;
+      e.head = head;
+      e.position = position;
+      out.push_back(e);
+    };
+    switch (sweep) {
+      case PatchSweep::kHead:
+      case PatchSweep::kQuery:
+      case PatchSweep::kPattern:
+        for (int h = 0; h < c.n_head; ++h) add(h, -1);
+        break;
+      case PatchSweep::kHeadPosition:
+        for (int h = 0; h < c.n_head; ++h)
+          for (int64_t t = 0; t < T; ++t) add(h, t);
+        break;
+      case PatchSweep::kKey:
+      case PatchSweep::kValue:
+        for (int g = 0; g < c.n_kv_head; ++g) {
+          add(g, -1);
+          for (int h = 0; h < c.n_head; ++h)
+            if (kv_head_of[size_t(h)] == g) out.back().group.push_back(h);
+        }
+        break;
+      case PatchSweep::kResidual:
+        for (int64_t t = 0; t < T; ++t) add(-1, t);
+        break;
+      case PatchSweep::kAttention:
+      case PatchSweep::kMlp:
+        add(-1, -1);
+        break;
+    }
+  }
+  return out;
+}
+
+Patch::Site site_of(PatchSweep sweep) {
+  switch (sweep) {
+    case PatchSweep::kHead:
+    case PatchSweep::kHeadPosition:
+      return Patch::Site::kHeadOutput;
+    case PatchSweep::kQuery:
+      return Patch::Site::kQuery;
+    case PatchSweep::kKey:
+      return Patch::Site::kKey;
+    case PatchSweep::kValue:
+      return Patch::Site::kValue;
+    case PatchSweep::kPattern:
+      return Patch::Site::kPattern;
+    case PatchSweep::kResidual:
+      return Patch::Site::kResidual;
+    case PatchSweep::kAttention:
+      return Patch::Site::kAttention;
+    case PatchSweep::kMlp:
+      return Patch::Site::kMlp;
+  }
+  return Patch::Site::kHeadOutput;
+}
+
+double normalised(double value, double clean, double corrupt) {
+  return clean == corrupt ? std::nan("") : (value - corrupt) / (clean - corrupt);
+}
+
+void check_pair_set(const Model& model, PromptPairs& pairs, PatchMetric metric) {
+  check_metric(model, metric);
+  if (pairs.pairs.empty()) throw Error("patching needs at least one prompt pair");
+  check_pairs(model, pairs);
+}
+
+void check_head(const ModelConfig& c, const HeadRef& h, const char* role) {
+  if (h.layer < 0 || h.layer >= c.n_layer || h.head < 0 || h.head >= c.n_head)
+    throw Error(std::string(role) + " " + std::to_string(h.layer) + "." + std::to_string(h.head) + ": " + c.name +
+                " has layers 0.." + std::to_string(c.n_layer - 1) + " and heads 0.." + std::to_string(c.n_head - 1));
+}
+
+}  // namespace
+
+const char* patch_metric_name(PatchMetric m) { return to_name(m, kMetrics); }
+const char* patch_direction_name(PatchDirection d) { return to_name(d, kDirections); }
+const char* patch_sweep_name(PatchSweep s) { return to_name(s, kSweeps); }
+const char* path_input_name(PathPatchRequest::Input i) { return to_name(i, kInputs); }
+PatchMetric patch_metric_from_name(const std::string& n) { return from_name(n, kMetrics, "patching metric"); }
+PatchDirection patch_direction_from_name(const std::string& n) { return from_name(n, kDirections, "direction"); }
+PatchSweep patch_sweep_from_name(const std::string& n) { return from_name(n, kSweeps, "patching site"); }
+PathPatchRequest::Input path_input_from_name(const std::string& n) { return from_name(n, kInputs, "receiver input"); }
+
+PatchReport patch_sweep(const Model& model, PromptPairs& pairs, const PatchRequest& request) {
+  const ModelConfig& c = model.config();
+  check_pair_set(model, pairs, request.metric);
+  std::vector<int> layers = request.layers;
+  if (layers.empty())
+    for (int l = 0; l < c.n_layer; ++l) layers.push_back(l);
+  for (int l : layers)
+    if (l < 0 || l >= c.n_layer)
+      throw Error("patching: " + c.name + " has layers 0.." + std::to_string(c.n_layer - 1) + ", not " +
+                  std::to_string(l));
+  PatchReport report;
+  report.metric = request.metric;
+  report.direction = request.direction;
+  report.n_pairs = int(pairs.pairs.size());
+  report.n_tokens = pairs.pairs[0].n_tokens;
+  std::vector<double> sums;
+  for (const PromptPair& pair : pairs.pairs) {
+    const PairRuns runs = run_pair(model, pair, request.direction, request.metric);
+    std::vector<PatchEffect> effects;
+    for (PatchSweep s : request.sweeps) {
+      std::vector<PatchEffect> more = sites_of(s, model, layers, runs.base.T, runs.base.kv_head_of);
+      effects.insert(effects.end(), more.begin(), more.end());
+    }
+    if (report.effects.empty()) {  // the first pair sets the sites; later pairs must give the same
+      report.effects = effects;
+      sums.assign(effects.size(), 0.0);
+    } else if (effects.size() != report.effects.size()) {
+      throw Error("patching per position needs every pair to have the same number of tokens (pair \"" + pair.clean +
+                  "\" differs from the first)");
+    }
+    std::vector<double> values(effects.size());
+    for_each_parallel(int64_t(effects.size()), [&](int64_t i) {
+      const PatchEffect& e = effects[size_t(i)];
+      const std::vector<Patch> patch = {{site_of(e.sweep), e.layer, e.head, e.position, &runs.source}};
+      values[size_t(i)] = patched_metric(model, runs, pair, request.metric, patch, e.layer);
+    });
+    for (size_t i = 0; i < values.size(); ++i) sums[i] += values[i];
+    report.clean += runs.clean;
+    report.corrupt += runs.corrupt;
+    report.passes += int64_t(effects.size());
+  }
+  const double n = double(report.n_pairs);
+  report.clean /= n;
+  report.corrupt /= n;
+  for (size_t i = 0; i < sums.size(); ++i) {
+    report.effects[i].value = sums[i] / n;
+    report.effects[i].normalised = normalised(report.effects[i].value, report.clean, report.corrupt);
+  }
+  return report;
+}
+
+PathPatchReport path_patch(const Model& model, PromptPairs& pairs, const PathPatchRequest& request) {
+  const ModelConfig& c = model.config();
+  check_pair_set(model, pairs, request.metric);
+  if (request.senders.empty()) throw Error("path patching needs at least one sender head");
+  int last_sender = 0, first_sender = c.n_layer;
+  for (const HeadRef& s : request.senders) {
+    check_head(c, s, "sender");
+    last_sender = std::max(last_sender, s.layer);
+    first_sender = std::min(first_sender, s.layer);
+  }
+  using Input = PathPatchRequest::Input;
+  // The receiver groups: the named receivers together, or every later head alone.
+  std::vector<std::vector<HeadRef>> groups;
+  if (request.input == Input::kLogits) {
+    if (!request.receivers.empty()) throw Error("path patching to the logits takes no receivers");
+    groups.push_back({});
+  } else if (request.receivers.empty()) {
+    for (int l = last_sender + 1; l < c.n_layer; ++l)
+      for (int h = 0; h < c.n_head; ++h) groups.push_back({{l, h}});
+    if (groups.empty())
+      throw Error("path patching: no head comes after layer " + std::to_string(last_sender) +
+                  "; choose senders in an earlier layer or the logits as receiver");
+  } else {
+    for (const HeadRef& r : request.receivers) {
+      check_head(c, r, "receiver");
+      if (r.layer <= last_sender)
+        throw Error("receiver " + std::to_string(r.layer) + "." + std::to_string(r.head) +
+                    " is not after every sender (the last sender is in layer " + std::to_string(last_sender) + ")");
+    }
+    groups.push_back(request.receivers);
+  }
+  PathPatchReport report;
+  report.request = request;
+  report.n_pairs = int(pairs.pairs.size());
+  std::vector<double> sums(groups.size(), 0.0);
+  for (const PromptPair& pair : pairs.pairs) {
+    const PairRuns runs = run_pair(model, pair, request.direction, request.metric);
+    // Run 2: senders from the source; every other head and every feed-forward block frozen.
+    std::vector<Patch> run2;
+    for (int l = first_sender; l < c.n_layer; ++l) {
+      for (int h = 0; h < c.n_head; ++h) {
+        const bool sender =
+            std::find(request.senders.begin(), request.senders.end(), HeadRef{l, h}) != request.senders.end();
+        run2.push_back({Patch::Site::kHeadOutput, l, h, -1, sender ? &runs.source : &runs.base});
+      }
+      run2.push_back({Patch::Site::kMlp, l, -1, -1, &runs.base});
+    }
+    CaptureOptions o2 = metric_options(model, &run2);
+    o2.queries_keys = o2.values = request.input != Input::kLogits;
+    o2.hidden_states = true;  // an encoder's metric; the shapes a source must have
+    const Capture frozen = model.resume(runs.base_encoding, first_sender, runs.base.hidden_states, o2);
+    std::vector<double> values(groups.size());
+    if (request.input == Input::kLogits) {
+      values[0] = read_metric(request.metric, frozen, pair, runs.clean_embedding);
+    } else {
+      for_each_parallel(int64_t(groups.size()), [&](int64_t i) {
+        std::vector<Patch> run3;
+        int first = c.n_layer;
+        for (const HeadRef& r : groups[size_t(i)]) {
+          first = std::min(first, r.layer);
+          if (request.input == Input::kQuery) {
+            run3.push_back({Patch::Site::kQuery, r.layer, r.head, -1, &frozen});
+          } else {  // the key/value head the receiver reads (its whole group), once
+            const int g = runs.base.kv_head_of[size_t(r.head)];
+            const Patch::Site site = request.input == Input::kKey ? Patch::Site::kKey : Patch::Site::kValue;
+            const bool seen = std::any_of(run3.begin(), run3.end(),
+                                          [&](const Patch& p) { return p.layer == r.layer && p.head == g; });
+            if (!seen) run3.push_back({site, r.layer, g, -1, &frozen});
+          }
+        }
+        values[size_t(i)] = patched_metric(model, runs, pair, request.metric, run3, first);
+      });
+    }
+    for (size_t i = 0; i < values.size(); ++i) sums[i] += values[i];
+    report.clean += runs.clean;
+    report.corrupt += runs.corrupt;
+  }
+  const double n = double(report.n_pairs);
+  report.clean /= n;
+  report.corrupt /= n;
+  for (size_t i = 0; i < groups.size(); ++i)
+    report.effects.push_back({groups[i], sums[i] / n, normalised(sums[i] / n, report.clean, report.corrupt)});
+  return report;
+}
+
+}  // namespace headscope

@@ -1,0 +1,156 @@
+// headscope — patching experiments as the frontends run them (pipeline.h, docs/circuits.md): the
+// prompt pairs from wherever they come, the sweep or path patch, its timing, JSON and CSV.
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "headscope/error.h"
+#include "headscope/json.h"
+#include "headscope/pipeline.h"
+
+namespace headscope {
+namespace {
+
+// Runs f() and returns its wall and CPU seconds.
+template <class F>
+Seconds timed(F&& f) {
+  const auto wall = std::chrono::steady_clock::now();
+  const std::clock_t cpu = std::clock();
+  f();
+  return {std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count(),
+          double(std::clock() - cpu) / CLOCKS_PER_SEC};
+}
+
+nlohmann::json heads_json(const std::vector<HeadRef>& heads) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const HeadRef& h : heads) a.push_back({h.layer, h.head});
+  return a;
+}
+
+std::string heads_text(const std::vector<HeadRef>& heads) {
+  std::string s;
+  for (const HeadRef& h : heads) s += (s.empty() ? "" : " ") + std::to_string(h.layer) + "." + std::to_string(h.head);
+  return s;
+}
+
+}  // namespace
+
+PromptPairs load_prompt_pairs(const Model& model, const PairSource& s) {
+  const bool one = !s.clean.empty() || !s.corrupt.empty();
+  const int given = int(one) + int(!s.pairs_json.empty()) + int(!s.task.empty());
+  if (given != 1)
+    throw Error(
+        "give the prompt pairs one way: a clean and a corrupted prompt, a pairs file, or a task (ioi, "
+        "induction, greater_than)");
+  PromptPairs pairs;
+  if (one) {
+    if (s.clean.empty() || s.corrupt.empty()) throw Error("give both prompts: the clean one and the corrupted one");
+    if (model.config().causal && (s.answer.empty() || s.wrong.empty()))
+      throw Error("give the answer token and the wrong one (e.g. \" Mary\" and \" John\"): the metric compares them");
+    pairs.task = "custom";
+    pairs.pairs.push_back({s.clean, s.corrupt, s.answer, s.wrong, ""});
+    check_pairs(model, pairs);
+  } else if (!s.pairs_json.empty()) {
+    pairs = prompt_pairs_from_json(s.pairs_json, s.pairs_name);
+    check_pairs(model, pairs);
+  } else if (s.task == "ioi") {
+    pairs = make_ioi_pairs(model, s.n, s.seed);
+  } else if (s.task == "induction") {
+    pairs = make_induction_pairs(model, s.n, s.length, s.seed);
+  } else if (s.task == "greater_than") {
+    pairs = make_greater_than_pairs(model, s.n, s.seed);
+  } else {
+    throw Error("unknown task \"" + s.task + "\" (one of: ioi, induction, greater_than)");
+  }
+  return pairs;
+}
+
+PatchExperiment run_patch_sweep(const Model& model, PromptPairs& pairs, const PatchRequest& request) {
+  PatchExperiment x;
+  x.model = model.config();
+  x.task = pairs.task;
+  x.seed = pairs.seed;
+  x.seconds = timed([&] { x.sweep = patch_sweep(model, pairs, request); });
+  return x;
+}
+
+PatchExperiment run_path_patch(const Model& model, PromptPairs& pairs, const PathPatchRequest& request) {
+  PatchExperiment x;
+  x.model = model.config();
+  x.task = pairs.task;
+  x.seed = pairs.seed;
+  x.seconds = timed([&] { x.path = path_patch(model, pairs, request); });
+  return x;
+}
+
+std::string patch_csv(const PatchExperiment& x) {
+  std::string csv;
+  char line[256];
+  if (x.sweep) {
+    csv = "site,layer,head,position,value,normalised\n";
+    for (const PatchEffect& e : x.sweep->effects) {
+      std::snprintf(line, sizeof line, "%s,%d,%s,%s,%.9g,%.9g\n", patch_sweep_name(e.sweep), e.layer,
+                    e.head >= 0 ? std::to_string(e.head).c_str() : "",
+                    e.position >= 0 ? std::to_string(e.position).c_str() : "", e.value, e.normalised);
+      csv += line;
+    }
+  } else if (x.path) {
+    csv = "receivers,input,value,normalised\n";
+    for (const PathEffect& e : x.path->effects) {
+      std::snprintf(line, sizeof line, "%s,%s,%.9g,%.9g\n",
+                    e.receivers.empty() ? "logits" : heads_text(e.receivers).c_str(),
+                    path_input_name(x.path->request.input), e.value, e.normalised);
+      csv += line;
+    }
+  }
+  return csv;
+}
+
+void to_json(nlohmann::json& j, const PatchEffect& e) {
+  j = {{"site", patch_sweep_name(e.sweep)},
+       {"layer", e.layer},
+       {"head", e.head >= 0 ? nlohmann::json(e.head) : nlohmann::json(nullptr)},
+       {"position", e.position >= 0 ? nlohmann::json(e.position) : nlohmann::json(nullptr)},
+       {"value", json_number(e.value)},
+       {"normalised", json_number(e.normalised)}};
+  if (e.sweep == PatchSweep::kKey || e.sweep == PatchSweep::kValue) j["group"] = e.group;
+}
+
+void to_json(nlohmann::json& j, const PatchExperiment& x) {
+  j = {{"schema", "headscope.patch/1"}, {"model", x.model}, {"task", x.task}, {"seed", x.seed}, {"seconds", x.seconds}};
+  if (x.sweep) {
+    const PatchReport& r = *x.sweep;
+    j["n_pairs"] = r.n_pairs;
+    j["n_tokens"] = r.n_tokens;
+    j["metric"] = patch_metric_name(r.metric);
+    j["direction"] = patch_direction_name(r.direction);
+    j["clean"] = json_number(r.clean);
+    j["corrupt"] = json_number(r.corrupt);
+    j["results"] = r.effects;
+    j["passes"] = r.passes;
+  } else if (x.path) {
+    const PathPatchReport& r = *x.path;
+    j["n_pairs"] = r.n_pairs;
+    j["metric"] = patch_metric_name(r.request.metric);
+    j["direction"] = patch_direction_name(r.request.direction);
+    j["clean"] = json_number(r.clean);
+    j["corrupt"] = json_number(r.corrupt);
+    nlohmann::json results = nlohmann::json::array();
+    for (const PathEffect& e : r.effects)
+      results.push_back({{"receivers", heads_json(e.receivers)},
+                         {"value", json_number(e.value)},
+                         {"normalised", json_number(e.normalised)}});
+    j["path"] = {{"senders", heads_json(r.request.senders)},
+                 {"receivers", heads_json(r.request.receivers)},
+                 {"input", path_input_name(r.request.input)},
+                 {"results", results}};
+    if (!r.effects.empty()) {
+      j["path"]["value"] = json_number(r.effects[0].value);
+      j["path"]["normalised"] = json_number(r.effects[0].normalised);
+    }
+  }
+}
+
+}  // namespace headscope

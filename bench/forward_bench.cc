@@ -28,11 +28,7 @@ static double forward_gflop(const headscope::ModelConfig& c, int64_t T) {
 
 static void measure_peak(int threads) {
   omp_set_num_threads(threads);
-  const int64_t n = 2048;
-  std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n);
-  const std::vector<double> times = headscope::bench::sorted_times_ms(
-      5, [&] { headscope::ops::matmul(a.data(), n, b.data(), n, c.data(), n, n, n, n, false); });
-  std::printf("{\"peak_gflops\": %.1f, \"threads\": %d}\n", 2.0 * n * n * n / (times[0] * 1e6), threads);
+  std::printf("{\"peak_gflops\": %.1f, \"threads\": %d}\n", headscope::bench::sgemm_peak_gflops(), threads);
 }
 
 int main(int argc, char** argv) {

@@ -157,6 +157,16 @@ struct PatchReport {
 // a logit metric on an encoder), a layer out of range, or an empty set of pairs.
 PatchReport patch_sweep(const Model& model, PromptPairs& pairs, const PatchRequest& request);
 
+// The outputs of a set of heads patched together (every position), e.g. the top heads of a sweep:
+// how much of the behaviour they carry between them. Throws Error for a head the model lacks.
+struct HeadSetEffect {
+  std::vector<HeadRef> heads;
+  int n_pairs = 0;
+  double clean = 0, corrupt = 0, value = 0, normalised = 0;  // as PatchReport / PatchEffect
+};
+HeadSetEffect patch_heads_together(const Model& model, PromptPairs& pairs, const std::vector<HeadRef>& heads,
+                                   PatchDirection direction, PatchMetric metric);
+
 // Path patching (Wang et al. 2022, section 3.1): the effect of sender heads on receiver heads
 // through one input of the receivers only, everything else frozen.
 //   run 2: the base prompt with the senders' o_h from the source run and every other head's o_h

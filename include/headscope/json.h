@@ -65,7 +65,7 @@ void to_json(nlohmann::json& j, const PatchEffect& effect);
 // "headscope.patch/1": {schema, model, task, seed, n_pairs, n_tokens, metric, direction, clean,
 // corrupt, seconds} and either results [PatchEffect] and passes (a sweep), or path {senders,
 // receivers, input, results [{receivers, value, normalised}], value and normalised (of the first
-// result)}.
+// result)}, or set {heads [[l, h]], value, normalised} (heads patched together).
 void to_json(nlohmann::json& j, const PatchExperiment& experiment);
 // ---- end of the causal results ----
 

@@ -632,10 +632,15 @@ struct PatchExperiment {
   uint64_t seed = 0;
   std::optional<PatchReport> sweep;
   std::optional<PathPatchReport> path;
+  std::optional<HeadSetEffect> set;  // heads patched together, with:
+  PatchMetric set_metric = PatchMetric::kLogitDiff;
+  PatchDirection set_direction = PatchDirection::kDenoise;
   Seconds seconds;
 };
 PatchExperiment run_patch_sweep(const Model& model, PromptPairs& pairs, const PatchRequest& request);
 PatchExperiment run_path_patch(const Model& model, PromptPairs& pairs, const PathPatchRequest& request);
+PatchExperiment run_head_set_patch(const Model& model, PromptPairs& pairs, const std::vector<HeadRef>& heads,
+                                   PatchDirection direction, PatchMetric metric);
 // One CSV row per result: site,layer,head,position,value,normalised (path patching:
 // receivers,input,value,normalised).
 std::string patch_csv(const PatchExperiment& experiment);

@@ -28,11 +28,13 @@ const std::vector<std::string> kPlaces = {"store",    "park",    "school",     "
 const std::vector<std::string> kObjects = {"drink", "book", "ball", "key", "letter", "bag",
                                            "ring",  "box",  "gift", "pen", "card",   "phone"};
 // Own wording of the IOI sentence shapes: {A} {B} introduce the two names, {S} is the subject.
-const std::vector<std::string> kIoiTemplates = {"When {A} and {B} went to the {P}, {S} gave a {O} to",
-                                                "After {A} and {B} arrived at the {P}, {S} handed a {O} to",
-                                                "While {A} and {B} were working at the {P}, {S} passed a {O} to",
-                                                "Then, {A} and {B} spent the day at the {P}. {S} gave a {O} to",
-                                                "Once {A} and {B} had left the {P}, {S} sent a {O} to"};
+const std::vector<std::string> kIoiTemplates = {
+    "When {A} and {B} went to the {P}, {S} gave a {O} to",
+    "After {A} and {B} arrived at the {P}, {S} handed a {O} to",
+    "While {A} and {B} were working at the {P}, {S} passed a {O} to",
+    "Then, {A} and {B} spent the day at the {P}. {S} gave a {O} to",
+    "Once {A} and {B} had left the {P}, {S} sent a {O} to",
+    "While {A} and {B} were spending a quiet afternoon working together at the {P}, {S} passed a {O} to"};
 const std::vector<std::string> kSpans = {"war", "drought", "reign", "expedition", "festival", "project", "strike"};
 
 constexpr int kMaxPairs = 100000;

@@ -315,6 +315,33 @@ PatchReport patch_sweep(const Model& model, PromptPairs& pairs, const PatchReque
   return report;
 }
 
+HeadSetEffect patch_heads_together(const Model& model, PromptPairs& pairs, const std::vector<HeadRef>& heads,
+                                   PatchDirection direction, PatchMetric metric) {
+  const ModelConfig& c = model.config();
+  check_pair_set(model, pairs, metric);
+  if (heads.empty()) throw Error("name at least one head to patch");
+  int first = c.n_layer;
+  for (const HeadRef& h : heads) {
+    check_head(c, h, "head");
+    first = std::min(first, h.layer);
+  }
+  HeadSetEffect r;
+  r.heads = heads;
+  r.n_pairs = int(pairs.pairs.size());
+  for (const PromptPair& pair : pairs.pairs) {
+    const PairRuns runs = run_pair(model, pair, direction, metric);
+    std::vector<Patch> patches;
+    for (const HeadRef& h : heads) patches.push_back({Patch::Site::kHeadOutput, h.layer, h.head, -1, &runs.source});
+    r.value += patched_metric(model, runs, pair, metric, patches, first);
+    r.clean += runs.clean;
+    r.corrupt += runs.corrupt;
+  }
+  const double n = double(r.n_pairs);
+  r.value /= n, r.clean /= n, r.corrupt /= n;
+  r.normalised = normalised(r.value, r.clean, r.corrupt);
+  return r;
+}
+
 PathPatchReport path_patch(const Model& model, PromptPairs& pairs, const PathPatchRequest& request) {
   const ModelConfig& c = model.config();
   check_pair_set(model, pairs, request.metric);

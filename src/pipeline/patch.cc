@@ -85,6 +85,18 @@ PatchExperiment run_path_patch(const Model& model, PromptPairs& pairs, const Pat
   return x;
 }
 
+PatchExperiment run_head_set_patch(const Model& model, PromptPairs& pairs, const std::vector<HeadRef>& heads,
+                                   PatchDirection direction, PatchMetric metric) {
+  PatchExperiment x;
+  x.model = model.config();
+  x.task = pairs.task;
+  x.seed = pairs.seed;
+  x.set_metric = metric;
+  x.set_direction = direction;
+  x.seconds = timed([&] { x.set = patch_heads_together(model, pairs, heads, direction, metric); });
+  return x;
+}
+
 std::string patch_csv(const PatchExperiment& x) {
   std::string csv;
   char line[256];
@@ -96,6 +108,10 @@ std::string patch_csv(const PatchExperiment& x) {
                     e.position >= 0 ? std::to_string(e.position).c_str() : "", e.value, e.normalised);
       csv += line;
     }
+  } else if (x.set) {
+    std::snprintf(line, sizeof line, "%s,%.9g,%.9g\n", heads_text(x.set->heads).c_str(), x.set->value,
+                  x.set->normalised);
+    csv = std::string("heads,value,normalised\n") + line;
   } else if (x.path) {
     csv = "receivers,input,value,normalised\n";
     for (const PathEffect& e : x.path->effects) {
@@ -130,6 +146,15 @@ void to_json(nlohmann::json& j, const PatchExperiment& x) {
     j["corrupt"] = json_number(r.corrupt);
     j["results"] = r.effects;
     j["passes"] = r.passes;
+  } else if (x.set) {
+    const HeadSetEffect& r = *x.set;
+    j["n_pairs"] = r.n_pairs;
+    j["metric"] = patch_metric_name(x.set_metric);
+    j["direction"] = patch_direction_name(x.set_direction);
+    j["clean"] = json_number(r.clean);
+    j["corrupt"] = json_number(r.corrupt);
+    j["set"] = {
+        {"heads", heads_json(r.heads)}, {"value", json_number(r.value)}, {"normalised", json_number(r.normalised)}};
   } else if (x.path) {
     const PathPatchReport& r = *x.path;
     j["n_pairs"] = r.n_pairs;

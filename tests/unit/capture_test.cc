@@ -109,15 +109,17 @@ TEST(Capture, StreamedAttentionArrivesInBlocksOfRows) {
   EXPECT_EQ(attention_scratch_bytes(c, 3, 5, o), uint64_t(4 * 2 * 5 * 4));  // [H, 2 rows, Tk]
 }
 
-TEST(Capture, RecordQkSplitsHeadsOfAFusedProjection) {
+TEST(Capture, RecordQkvSplitsHeadsOfAFusedProjection) {
   const ModelConfig c = tiny_gqa();
-  Recorder rec(c, 2, 2, everything(), {0, 0, 1, 1});
+  CaptureOptions o = everything();
+  o.values = true;
+  Recorder rec(c, 2, 2, o, {0, 0, 1, 1});
   // Fused rows as the decoder holds them: Q (4 heads × 2) | K (2 heads × 2) | V, stride 16.
   // Element value = 100·t + column, so each copied number says where it came from.
   std::vector<float> qkv(2 * 16);
   for (int t = 0; t < 2; ++t)
     for (int j = 0; j < 16; ++j) qkv[size_t(t * 16 + j)] = float(100 * t + j);
-  rec.record_qk(1, qkv.data(), 16, qkv.data() + 8, 16);
+  rec.record_qkv(1, qkv.data(), 16, qkv.data() + 8, 16, qkv.data() + 12, 16);
   const Capture cap = rec.finish();
   // queries[1, h=2, t=1, :] = columns 4, 5 of row 1; keys[1, g=1, t=0, :] = columns 10, 11 of row 0.
   const float* q = cap.queries.ptr() + ((1 * 4 + 2) * 2 + 1) * 2;
@@ -126,6 +128,10 @@ TEST(Capture, RecordQkSplitsHeadsOfAFusedProjection) {
   const float* k = cap.keys.ptr() + ((1 * 2 + 1) * 2 + 0) * 2;
   EXPECT_EQ(k[0], 10.0f);
   EXPECT_EQ(k[1], 11.0f);
+  // values[1, g=0, t=1, :] = columns 12, 13 of row 1.
+  const float* v = cap.values.ptr() + ((1 * 2 + 0) * 2 + 1) * 2;
+  EXPECT_EQ(v[0], 112.0f);
+  EXPECT_EQ(v[1], 113.0f);
 }
 
 // W_O kept as stored (a decoder's from a quantized GGUF): the model's product, each head's

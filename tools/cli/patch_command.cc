@@ -28,7 +28,7 @@ struct PatchArgs {
   PairSource pairs;
   std::string pairs_file, write_pairs;
   std::string sites = "head", direction, metric, layers;
-  std::string senders, receivers, input = "q";
+  std::string senders, receivers, input = "q", heads;
   std::string json_path, csv_path;
   int top = 10;
   int threads = 0;
@@ -120,7 +120,16 @@ void patch(PatchArgs& a) {
                                  ? (model->config().causal ? PatchMetric::kLogitDiff : PatchMetric::kCosine)
                                  : patch_metric_from_name(a.metric);
   PatchExperiment x;
-  if (!a.senders.empty()) {
+  if (!a.heads.empty()) {
+    if (!a.senders.empty()) throw Error("--heads (patched together) and --senders (path patching) are two experiments");
+    const PatchDirection d = a.direction.empty() ? PatchDirection::kDenoise : patch_direction_from_name(a.direction);
+    x = run_head_set_patch(*model, pairs, parse_heads(a.heads, model->config()), d, metric);
+    std::printf(
+        "%s: %zu head(s) patched together over %d pair(s), %s, %s: clean %.6g, corrupt %.6g, patched %.6g, "
+        "normalised %+.4f\n",
+        x.model.name.c_str(), x.set->heads.size(), x.set->n_pairs, patch_direction_name(d), patch_metric_name(metric),
+        x.set->clean, x.set->corrupt, x.set->value, x.set->normalised);
+  } else if (!a.senders.empty()) {
     PathPatchRequest r;
     r.senders = parse_heads(a.senders, model->config());
     if (!a.receivers.empty()) r.receivers = parse_heads(a.receivers, model->config());
@@ -174,6 +183,7 @@ void add_patch_command(CLI::App& app) {
                   "denoise (corrupt run, clean values; default for sweeps) | noise (clean run, corrupt values; "
                   "default for path patching)");
   cmd->add_option("--metric", args->metric, "logit_diff (default) | prob | loss; encoders: cosine");
+  cmd->add_option("--heads", args->heads, "patch these heads' outputs together instead of a sweep, e.g. 9.6,9.9");
   cmd->add_option("--senders", args->senders, "path patching: sender heads, layer.head, e.g. 9.6,9.9");
   cmd->add_option("--receivers", args->receivers,
                   "path patching: receiver heads together (default: every later head, one at a time)");

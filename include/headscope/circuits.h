@@ -140,6 +140,7 @@ struct CompositionScores {
   CompositionOptions options;
   double seconds = 0;           // wall time of the scores
   double baseline_seconds = 0;  // and of the baseline
+  double cpu_seconds = 0;       // the process's CPU time over both (all threads)
   const Tensor& scores(CompositionKind kind) const;
   const CompositionBaseline& baseline(CompositionKind kind) const;
 };

@@ -155,7 +155,7 @@ void to_json(nlohmann::json& j, const CompositionPair& pair);
 // "headscope.composition/1": {schema, model, definition, folded, rope, axes, shape [n_layer, n_head,
 // n_layer, n_head], masked, scores {Q, K, V} (nested lists in that shape, 0 where the receiver's layer
 // is not after the sender's), baseline {draws, seed, Q, K, V}, top {Q, K, V} (the `top` highest
-// pairs of each kind), seconds {scores, baseline}}.
+// pairs of each kind), seconds {scores, baseline (wall), cpu (both)}}.
 nlohmann::json composition_json(const CompositionScores& scores, int top);
 
 }  // namespace headscope

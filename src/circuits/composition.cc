@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <initializer_list>
 #include <limits>
 #include <numeric>
@@ -377,6 +378,7 @@ CompositionScores composition_scores(const Model& model, const CompositionOption
     throw Error("composition: baseline draws must be in 2.." + std::to_string(kMaxDraws) + ", got " +
                 std::to_string(options.baseline_draws));
   const auto start = std::chrono::steady_clock::now();
+  const std::clock_t cpu_start = std::clock();
   const int64_t L = c.n_layer, H = c.n_head;
   std::vector<FoldedLayer> folded;
   for (int l = 0; l < L; ++l)
@@ -419,6 +421,7 @@ CompositionScores composition_scores(const Model& model, const CompositionOption
       composition_baselines(c.d_model, c.d_head, options.baseline_draws, options.seed);
   out.q_random = random[0], out.k_random = random[1], out.v_random = random[2];
   out.baseline_seconds = seconds_since(baseline_start);
+  out.cpu_seconds = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   return out;
 }
 

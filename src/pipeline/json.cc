@@ -531,7 +531,7 @@ json composition_json(const CompositionScores& s, int top) {
           {"scores", std::move(scores)},
           {"baseline", std::move(baseline)},
           {"top", std::move(best)},
-          {"seconds", {{"scores", s.seconds}, {"baseline", s.baseline_seconds}}}};
+          {"seconds", {{"scores", s.seconds}, {"baseline", s.baseline_seconds}, {"cpu", s.cpu_seconds}}}};
 }
 
 }  // namespace headscope

@@ -55,8 +55,9 @@ void print_scores(const CompositionScores& s, int top) {
   const ModelConfig& c = s.model;
   std::printf(
       "composition of %s: %d layers x %d heads (%d key/value heads), d_model %d, d_head %d; %.2f s, "
-      "baseline %.2f s\n",
-      c.name.c_str(), c.n_layer, c.n_head, c.n_kv_head, c.d_model, c.d_head, s.seconds, s.baseline_seconds);
+      "baseline %.2f s (%.2f s CPU)\n",
+      c.name.c_str(), c.n_layer, c.n_head, c.n_kv_head, c.d_model, c.d_head, s.seconds, s.baseline_seconds,
+      s.cpu_seconds);
   std::printf("W_QK without RoPE; norm gains %s; sender -> receiver as layer.head\n",
               s.options.fold_gains ? "folded" : "left out");
   for (const CompositionKind kind : kCompositionKinds) {

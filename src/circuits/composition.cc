@@ -183,22 +183,23 @@ struct LayerFactors {
   int64_t H = 0, Hkv = 0, dh = 0, d = 0;
   // [(H + 2·Hkv)·dh, d]: F_K^{g(h)}ᵀ W_Q^h for every h, then W_K^g, then W_V^g (receivers only)
   Tensor read;
-  Tensor write;                          // [H·dh, d]: F_V^{g(h)}ᵀ W_O^hᵀ = (W_O^h F_V^{g(h)})ᵀ
+  Tensor write;                          // [H·dh, d]: F_V^{g(h)}ᵀ W_O^hᵀ = (W_O^h F_V^{g(h)})ᵀ (senders only)
   std::vector<double> gram_q, gram_o;    // [H, dh, dh] G_Q^h, G_O^h (receivers)
   std::vector<double> norm_qk, norm_ov;  // [H] ‖W_QK^h‖ (receivers), ‖W_OV^h‖
   int64_t group(int64_t h) const { return h / (H / Hkv); }
 };
 
-LayerFactors factor_layer(const FoldedLayer& f, int64_t H, int64_t Hkv, int64_t dh, bool receives) {
+// A layer sends when a later layer reads it, receives when it reads an earlier one.
+LayerFactors factor_layer(const FoldedLayer& f, int64_t H, int64_t Hkv, int64_t dh, bool sends, bool receives) {
   LayerFactors L;
   L.H = H, L.Hkv = Hkv, L.dh = dh, L.d = f.w_v.dim(1);
   const int64_t d = L.d, n = dh * dh;
   std::vector<std::vector<double>> gram_v(static_cast<size_t>(Hkv)), factor_v(static_cast<size_t>(Hkv));
   for (int64_t g = 0; g < Hkv; ++g) {
     gram_v[size_t(g)] = gram(f.w_v.ptr() + g * dh * d, dh, d);
-    factor_v[size_t(g)] = psd_factor(gram_v[size_t(g)], dh);
+    if (sends) factor_v[size_t(g)] = psd_factor(gram_v[size_t(g)], dh);
   }
-  L.write = Tensor({H * dh, d}, Tensor::Uninitialized{});
+  if (sends) L.write = Tensor({H * dh, d}, Tensor::Uninitialized{});
   L.gram_o.resize(size_t(H * n));
   L.norm_ov.resize(size_t(H));
   for (int64_t h = 0; h < H; ++h) {
@@ -206,6 +207,7 @@ LayerFactors factor_layer(const FoldedLayer& f, int64_t H, int64_t Hkv, int64_t 
     const std::vector<double> g_o = gram(w_o, dh, d);
     std::copy(g_o.begin(), g_o.end(), L.gram_o.begin() + h * n);
     L.norm_ov[size_t(h)] = std::sqrt(frobenius_dot(g_o.data(), gram_v[size_t(L.group(h))].data(), n));
+    if (!sends) continue;
     const std::vector<float> ft = transposed(factor_v[size_t(L.group(h))], dh);
     ops::matmul(ft.data(), dh, w_o, d, L.write.ptr() + h * dh * d, d, dh, d, dh, /*trans_b=*/false);
   }
@@ -319,7 +321,8 @@ CompositionBaseline summarise(const std::vector<double>& x) {
 
 // One sender head and one receiver head, their matrices already checked.
 CompositionTriple score_heads(const FoldedLayer& sender, const FoldedLayer& receiver, int64_t dh) {
-  const LayerFactors s = factor_layer(sender, 1, 1, dh, false), r = factor_layer(receiver, 1, 1, dh, true);
+  const LayerFactors s = factor_layer(sender, 1, 1, dh, /*sends=*/true, /*receives=*/false);
+  const LayerFactors r = factor_layer(receiver, 1, 1, dh, /*sends=*/false, /*receives=*/true);
   std::vector<float> C, ppt;
   CompositionTriple t;
   score_layers(s, r, C, ppt, &t.q, &t.k, &t.v);
@@ -386,7 +389,7 @@ CompositionScores composition_scores(const Model& model, const CompositionOption
   std::vector<LayerFactors> layers(static_cast<size_t>(L));
 #pragma omp parallel for schedule(dynamic)
   for (int64_t l = 0; l < L; ++l)
-    layers[size_t(l)] = factor_layer(folded[size_t(l)], H, c.n_kv_head, c.d_head, /*receives=*/l > 0);
+    layers[size_t(l)] = factor_layer(folded[size_t(l)], H, c.n_kv_head, c.d_head, l + 1 < L, l > 0);
   folded.clear();
 
   CompositionScores out;

@@ -8,10 +8,13 @@
 // forms the dense matrices in double.
 #include "circuits/composition.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <exception>
 #include <initializer_list>
 #include <limits>
 #include <numeric>
@@ -333,6 +336,23 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// body(i, thread) for i = 0 .. n − 1 on the OpenMP threads (oneDNN's GEMMs inside then run on the
+// calling thread); `thread` indexes per-thread scratch. The first exception is rethrown here.
+template <class Body>
+void parallel_for(int64_t n, Body body) {
+  std::exception_ptr failure;
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t i = 0; i < n; ++i) {
+    try {
+      body(i, omp_get_thread_num());
+    } catch (...) {
+#pragma omp critical(headscope_composition_failure)
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
 }  // namespace
 
 CompositionTriple composition_of(const HeadMatrices& sender, const HeadMatrices& receiver) {
@@ -361,15 +381,14 @@ std::vector<CompositionBaseline> composition_baselines(int d_model, int d_head, 
   std::vector<double> q(static_cast<size_t>(draws)), k(q.size()), v(q.size());
   // Draw i: the receiver's W_Q, W_K, W_V, W_Oᵀ, then the sender's W_V, W_Oᵀ, all [d_head, d_model]
   // (a Gaussian matrix's transpose is one too), from stream i of the seed.
-#pragma omp parallel for schedule(dynamic)
-  for (int i = 0; i < draws; ++i) {
+  parallel_for(draws, [&](int64_t i, int) {
     Gaussian normal(seed, uint64_t(i));
     FoldedLayer r{Tensor({Dh, D}), Tensor({Dh, D}), Tensor({Dh, D}), Tensor({Dh, D})};
     FoldedLayer s{Tensor(), Tensor(), Tensor({Dh, D}), Tensor({Dh, D})};
     for (Tensor* m : {&r.w_q, &r.w_k, &r.w_v, &r.w_o_t, &s.w_v, &s.w_o_t}) normal.fill(*m);
     const CompositionTriple t = score_heads(s, r, Dh);
     q[size_t(i)] = t.q, k[size_t(i)] = t.k, v[size_t(i)] = t.v;
-  }
+  });
   return {summarise(q), summarise(k), summarise(v)};
 }
 
@@ -383,14 +402,13 @@ CompositionScores composition_scores(const Model& model, const CompositionOption
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
   const int64_t L = c.n_layer, H = c.n_head;
-  std::vector<FoldedLayer> folded;
-  for (int l = 0; l < L; ++l)
-    folded.push_back(circuits::fold_layer(model, l, options.fold_gains));  // throws: outside the threads
+  // Each layer folded and reduced to its factors on a thread of its own: only the factors of every
+  // layer are held at once (a few MiB a layer).
   std::vector<LayerFactors> layers(static_cast<size_t>(L));
-#pragma omp parallel for schedule(dynamic)
-  for (int64_t l = 0; l < L; ++l)
-    layers[size_t(l)] = factor_layer(folded[size_t(l)], H, c.n_kv_head, c.d_head, l + 1 < L, l > 0);
-  folded.clear();
+  parallel_for(L, [&](int64_t l, int) {
+    const FoldedLayer f = circuits::fold_layer(model, int(l), options.fold_gains);
+    layers[size_t(l)] = factor_layer(f, H, c.n_kv_head, c.d_head, /*sends=*/l + 1 < L, /*receives=*/l > 0);
+  });
 
   CompositionScores out;
   out.model = c;
@@ -401,23 +419,24 @@ CompositionScores composition_scores(const Model& model, const CompositionOption
   std::vector<std::pair<int64_t, int64_t>> pairs;  // (l1, l2), l1 < l2
   for (int64_t l2 = 1; l2 < L; ++l2)
     for (int64_t l1 = 0; l1 < l2; ++l1) pairs.emplace_back(l1, l2);
-#pragma omp parallel
-  {
+  struct Scratch {
     std::vector<float> C, ppt;
-    std::vector<double> q(static_cast<size_t>(H * H)), k(q.size()), v(q.size());
-#pragma omp for schedule(dynamic)
-    for (size_t i = 0; i < pairs.size(); ++i) {
-      const auto [l1, l2] = pairs[i];
-      score_layers(layers[size_t(l1)], layers[size_t(l2)], C, ppt, q.data(), k.data(), v.data());
-      for (int64_t h1 = 0; h1 < H; ++h1)
-        for (int64_t h2 = 0; h2 < H; ++h2) {
-          const int64_t at = ((l1 * H + h1) * L + l2) * H + h2;  // [l1, h1, l2, h2]
-          out.q.ptr()[at] = float(q[size_t(h1 * H + h2)]);
-          out.k.ptr()[at] = float(k[size_t(h1 * H + h2)]);
-          out.v.ptr()[at] = float(v[size_t(h1 * H + h2)]);
-        }
-    }
-  }
+    std::vector<double> q, k, v;  // [H, H]
+  };
+  std::vector<Scratch> scratch(static_cast<size_t>(omp_get_max_threads()));
+  parallel_for(int64_t(pairs.size()), [&](int64_t i, int thread) {
+    const auto [l1, l2] = pairs[size_t(i)];
+    Scratch& t = scratch[size_t(thread)];
+    t.q.resize(size_t(H * H)), t.k.resize(t.q.size()), t.v.resize(t.q.size());
+    score_layers(layers[size_t(l1)], layers[size_t(l2)], t.C, t.ppt, t.q.data(), t.k.data(), t.v.data());
+    for (int64_t h1 = 0; h1 < H; ++h1)
+      for (int64_t h2 = 0; h2 < H; ++h2) {
+        const int64_t at = ((l1 * H + h1) * L + l2) * H + h2;  // [l1, h1, l2, h2]
+        out.q.ptr()[at] = float(t.q[size_t(h1 * H + h2)]);
+        out.k.ptr()[at] = float(t.k[size_t(h1 * H + h2)]);
+        out.v.ptr()[at] = float(t.v[size_t(h1 * H + h2)]);
+      }
+  });
   out.seconds = seconds_since(start);
   const auto baseline_start = std::chrono::steady_clock::now();
   const std::vector<CompositionBaseline> random =

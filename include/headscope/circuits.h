@@ -1,4 +1,4 @@
-// headscope — circuits: prompt pairs for activation patching.
+// headscope — circuits: prompt pairs for activation patching, the logit lens, composition scores.
 //
 // A patching experiment compares two prompts of the same length: a clean one, on which the model
 // shows a behaviour, and a corrupted one that differs only where the behaviour's information is
@@ -199,5 +199,94 @@ struct PathPatchReport {
   std::vector<PathEffect> effects;
 };
 PathPatchReport path_patch(const Model& model, PromptPairs& pairs, const PathPatchRequest& request);
+
+// ---- Composition scores (Elhage et al. 2021, "A Mathematical Framework for Transformer Circuits") ----
+//
+// How much a later head reads what an earlier head writes, from the weights alone. The residual
+// stream is a column vector x ∈ R^d_model. Head h of a layer reads with W_Q^h, W_K^h, W_V^h
+// [d_head, d_model] (rows h·d_head .. of W_Q; under GQA the key and value rows of its group
+// g(h) = h / (n_head / n_kv_head), the grouping the decoders use) and writes with
+// W_O^h = W_O[:, h·d_head : (h + 1)·d_head] [d_model, d_head] (Model::output_projection):
+//   W_QK^h = W_Q^hᵀ W_K^h  [d_model, d_model]   the score of query x_q for key x_k is x_qᵀ W_QK^h x_k:
+//                                                its rows read the query's stream, its columns the key's
+//   W_OV^h = W_O^h W_V^h   [d_model, d_model]   the head writes W_OV^h x_k: its columns read the key's
+//                                                stream, its rows are what it writes into the stream
+// For a sender s in layer l1 and a receiver r in layer l2 > l1 (Frobenius norms):
+//   Q = ‖W_QK^rᵀ W_OV^s‖ / (‖W_QK^r‖ ‖W_OV^s‖)   what s writes, read as r's query
+//   K = ‖W_QK^r  W_OV^s‖ / (‖W_QK^r‖ ‖W_OV^s‖)   ... as r's key
+//   V = ‖W_OV^r  W_OV^s‖ / (‖W_OV^r‖ ‖W_OV^s‖)   ... as r's value
+// These are TransformerLens's all_composition_scores (which multiplies OV · QK, OV · QKᵀ and OV · OV
+// in its row-vector convention: the same numbers). Each score is in [0, 1]; a head whose norm is 0
+// scores 0.
+// What the matrices hold: the norm gains of AttentionWeights folded in and the norms' scalar
+// division dropped (as Elhage et al. do): W_Q^h ← diag(γ_q) W_Q^h diag(γ_in), the same for W_K with
+// γ_k and for W_V (γ_in only), and W_O ← diag(γ_out) W_O (CompositionOptions::fold_gains; off, the
+// stored weights). RoPE is not included: W_QK is the
+// bilinear form at relative position 0 (each relative offset rotates it). Biases, the score scale
+// and soft-capping are left out too (the scores do not depend on a scale).
+//
+// The scores are computed from d_head-sized factors, never from a d_model × d_model matrix:
+// with a factor F of a Gram matrix (F Fᵀ = W_V^s W_V^sᵀ, d_head × d_head),
+//   ‖Aᵀ M B‖² = tr(Mᵀ (A Aᵀ) M (B Bᵀ)),  e.g. K² = ‖W_Q^rᵀ (W_K^r W_O^s) W_V^s‖² = ⟨G_Q^r, P Pᵀ⟩,
+//   P = W_K^r W_O^s F_V^s [d_head, d_head],
+// so a model costs one [(n_head + 2·n_kv_head)·d_head, d_model] × [d_model, n_head·d_head] GEMM per
+// pair of layers (docs/circuits-composition.md).
+
+// The three kinds, in the order of CompositionScores' tensors.
+enum class CompositionKind { kQ, kK, kV };
+inline constexpr CompositionKind kCompositionKinds[] = {CompositionKind::kQ, CompositionKind::kK, CompositionKind::kV};
+const char* composition_kind_name(CompositionKind kind);  // "Q", "K", "V"
+
+// A score's random baseline: the same score of Gaussian matrices (i.i.d. N(0, 1)) of one head's
+// shapes, over `draws` draws: mean and standard deviation (n − 1).
+struct CompositionBaseline {
+  double mean = 0, std = 0;
+};
+
+struct CompositionOptions {
+  int baseline_draws = 100;  // 2 .. 100000
+  uint64_t seed = 0;         // of the baseline's draws (draw i has its own stream: any thread count, same numbers)
+  bool fold_gains = true;    // false: the weights as stored, every norm gain left out
+};
+
+struct CompositionScores {
+  ModelConfig model;
+  // [n_layer, n_head, n_layer, n_head]: element [l1, h1, l2, h2] is the score of sender (l1, h1)
+  // into receiver (l2, h2); 0 wherever l2 ≤ l1 (no path from a head to one in its own or an earlier layer).
+  Tensor q, k, v;
+  CompositionBaseline q_random, k_random, v_random;
+  CompositionOptions options;
+  double seconds = 0;           // wall time of the scores
+  double baseline_seconds = 0;  // and of the baseline
+  double cpu_seconds = 0;       // the process's CPU time over both (all threads)
+  const Tensor& scores(CompositionKind kind) const;
+  const CompositionBaseline& baseline(CompositionKind kind) const;
+};
+
+// Every score of `model` and the baselines for its d_model and d_head. Throws Error for a model
+// with fewer than two layers or without attention_weights(), and for options out of range.
+CompositionScores composition_scores(const Model& model, const CompositionOptions& options = {});
+
+// One head's matrices as the scores read them (gains folded): w_q, w_k, w_v [d_head, d_model],
+// w_o [d_model, d_head]. A sender needs only w_v and w_o.
+struct HeadMatrices {
+  Tensor w_q, w_k, w_v, w_o;
+};
+struct CompositionTriple {
+  double q = 0, k = 0, v = 0;
+};
+// The three scores of one sender and one receiver, computed as composition_scores computes them.
+// Throws Error naming the matrix whose shape does not fit.
+CompositionTriple composition_of(const HeadMatrices& sender, const HeadMatrices& receiver);
+// The baselines of Q, K and V for heads of these shapes (composition_scores calls it).
+std::vector<CompositionBaseline> composition_baselines(int d_model, int d_head, int draws, uint64_t seed);
+
+struct CompositionPair {
+  HeadRef sender, receiver;
+  double score = 0;
+};
+// The n pairs (l1 < l2) with the highest score of `kind`, highest first; ties in (sender, receiver)
+// order. Throws Error for n < 1.
+std::vector<CompositionPair> top_composition_pairs(const CompositionScores& scores, CompositionKind kind, int n);
 
 }  // namespace headscope

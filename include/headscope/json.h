@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "headscope/analysis.h"
+#include "headscope/circuits.h"
 #include "headscope/model.h"
 #include "headscope/pipeline.h"
 
@@ -153,5 +154,16 @@ void to_json(nlohmann::json& j, const GenerationResult& result);
 // kv_head_of, stopped_at_eos, text (every id decoded, prompt included)}: the generation with its
 // tokens and the model, for reading beside the attention .npy.
 nlohmann::json generation_file_json(const ModelConfig& config, const GenerationResult& result);
+
+// ---- composition scores (circuits.h; docs/circuits-composition.md) ----
+// {mean, std}.
+void to_json(nlohmann::json& j, const CompositionBaseline& baseline);
+// {sender {layer, head}, receiver {layer, head}, score}.
+void to_json(nlohmann::json& j, const CompositionPair& pair);
+// "headscope.composition/1": {schema, model, definition, folded, rope, axes, shape [n_layer, n_head,
+// n_layer, n_head], masked, scores {Q, K, V} (nested lists in that shape, 0 where the receiver's layer
+// is not after the sender's), baseline {draws, seed, Q, K, V}, top {Q, K, V} (the `top` highest
+// pairs of each kind), seconds {scores, baseline (wall), cpu (both)}}.
+nlohmann::json composition_json(const CompositionScores& scores, int top);
 
 }  // namespace headscope

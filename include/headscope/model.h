@@ -183,6 +183,30 @@ struct LogitReadout {
   float final_softcap = 0;              // > 0: logits = c · tanh(logits / c) (Gemma 2); 0: none
 };
 
+// One layer's query, key and value weights as fp32 copies in nn.Linear layout (out, in), and the
+// gains γ of the norms around the heads, for analyses of the weights alone (composition scores,
+// circuits.h). Nothing is folded here: a norm's γ multiplies what it normalises, so a reader that
+// drops the norms' scalar division (Elhage et al. 2021) folds each gain into the matrix beside it.
+// Rows are in the order the forward pass multiplies by: Hugging Face's, except a Llama GGUF's Q
+// and K, whose rows llama.cpp's converter permuted within each head for interleaved RoPE (the
+// pass runs that layout, ops/rope.h). Q and K share the order, so q·k, and every product or norm
+// of W_Qᵀ W_K, is the same in both.
+struct AttentionWeights {
+  Tensor w_q;  // [n_head·d_head, d_model]
+  Tensor w_k;  // [n_kv_head·d_head, d_model]
+  Tensor w_v;  // [n_kv_head·d_head, d_model]
+  // [d_model] γ of the norm the heads read through (x ↦ γ ⊙ x / rms(x), or LayerNorm's, whose β
+  // and centring are not linear in x and not given); empty when the heads read the residual
+  // stream itself (post-norm encoders, OLMo 2).
+  Tensor input_gain;
+  // QK-norm's γ, on each head's query and key before RoPE: [d_head], the same for every head
+  // (Qwen3, Gemma 3), or [n_head·d_head] and [n_kv_head·d_head] (OLMo 2); empty without QK-norm.
+  Tensor q_gain, k_gain;
+  // [d_model] γ of a norm on the attention output before it joins the residual stream (Gemma 2/3's
+  // and OLMo 2's post-attention norm); empty when W_O writes into the stream directly.
+  Tensor output_gain;
+};
+
 // How Model::load treats what it reads.
 struct LoadOptions {
   // Weights holding NaN or ±Inf: by default the model loads and warnings() names each such
@@ -273,6 +297,10 @@ class Model {
   // once per use, not per element.
   virtual Tensor output_projection(int layer) const = 0;
   virtual const Tensor& output_bias(int layer) const = 0;
+  // W_Q, W_K, W_V of `layer` and the norm gains around them (AttentionWeights), as fp32 copies
+  // (a GGUF's blocks dequantised here). Throws Error for a layer out of range, and for a model
+  // that does not give them.
+  virtual AttentionWeights attention_weights(int layer) const;
 
   // The final norm and unembedding of a causal model (what direct logit attribution reads);
   // encoders throw Error.

@@ -45,6 +45,10 @@ Capture Model::resume(const Encoding&, int, const Tensor&, const CaptureOptions&
   throw Error(config().name + ": this model cannot resume a pass from a layer");
 }
 
+AttentionWeights Model::attention_weights(int) const {
+  throw Error(config().name + ": this model does not give its attention weights");
+}
+
 namespace models {
 
 namespace {
@@ -135,6 +139,25 @@ LogitReadout DecoderModel::final_readout() const {
     r.unembedding = &U.fp32();
   }
   return r;
+}
+
+AttentionWeights DecoderModel::attention_weights(int layer) const {
+  if (layer < 0 || layer >= cfg_.n_layer)
+    throw Error(cfg_.name + ": no layer " + std::to_string(layer) + " (0.." + std::to_string(cfg_.n_layer - 1) + ")");
+  const DecoderLayerWeights& b = w_.layers[size_t(layer)];
+  const int64_t D = cfg_.d_model, q_rows = int64_t(cfg_.n_head) * cfg_.d_head,
+                kv_rows = int64_t(cfg_.n_kv_head) * cfg_.d_head;
+  const auto rows = [&](int64_t r0, int64_t n) {  // rows r0 .. r0 + n − 1 of the fused Q | K | V
+    Tensor t({n, D}, Tensor::Uninitialized{});
+    b.w_qkv.dequantize_rows(r0, n, t.ptr());
+    return t;
+  };
+  AttentionWeights a;
+  a.w_q = rows(0, q_rows), a.w_k = rows(q_rows, kv_rows), a.w_v = rows(q_rows + kv_rows, kv_rows);
+  if (arch_.pre_norm) a.input_gain = b.attn_norm;
+  if (arch_.qk_norm) a.q_gain = b.q_norm, a.k_gain = b.k_norm;
+  if (arch_.sandwich_norm) a.output_gain = b.post_attn_norm;
+  return a;
 }
 
 std::unique_ptr<DecoderState> DecoderModel::start() const {

@@ -102,6 +102,7 @@ class DecoderModel final : public Model {
                          float* probs) const override;
   Tensor output_projection(int layer) const override { return w_.layers.at(size_t(layer)).w_o.to_f32(); }
   const Tensor& output_bias(int layer) const override { return w_.layers.at(size_t(layer)).b_o; }
+  AttentionWeights attention_weights(int layer) const override;
   LogitReadout logit_readout() const override;
   LogitReadout final_readout() const override;
   std::unique_ptr<DecoderState> start() const override;

@@ -44,6 +44,22 @@ class EncoderModel final : public Model {
   }
   Tensor output_projection(int layer) const override { return layers_.at(size_t(layer)).o.weights(); }
   const Tensor& output_bias(int layer) const override { return layers_.at(size_t(layer)).o.bias(); }
+  // Q, K, V: the three row blocks of the fused weight. No gain: the heads read the stream itself,
+  // and the LayerNorms after each block rescale all of it, not the heads' input or output alone.
+  AttentionWeights attention_weights(int layer) const override {
+    if (layer < 0 || layer >= cfg_.n_layer)
+      throw Error(cfg_.name + ": no layer " + std::to_string(layer) + " (0.." + std::to_string(cfg_.n_layer - 1) + ")");
+    const Tensor& w = layers_[size_t(layer)].qkv.weights();  // [3·d_model, d_model]: Q | K | V
+    const int64_t D = cfg_.d_model;
+    const auto block = [&](int64_t i) {  // rows i·D .. (i + 1)·D − 1
+      Tensor t({D, D}, Tensor::Uninitialized{});
+      copy_rows(t.ptr(), D, w.ptr() + i * D * D, D, D, D);
+      return t;
+    };
+    AttentionWeights a;
+    a.w_q = block(0), a.w_k = block(1), a.w_v = block(2);
+    return a;
+  }
 
  private:
   float attention_scale() const { return 1.0f / std::sqrt(static_cast<float>(cfg_.d_head)); }

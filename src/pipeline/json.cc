@@ -476,4 +476,62 @@ json generation_file_json(const ModelConfig& config, const GenerationResult& r) 
           {"text", r.decoded}};
 }
 
+// ---- composition scores ----
+
+void to_json(json& j, const CompositionBaseline& b) {
+  j = {{"mean", json_number(b.mean)}, {"std", json_number(b.std)}};
+}
+
+void to_json(json& j, const CompositionPair& p) {
+  j = {{"sender", p.sender}, {"receiver", p.receiver}, {"score", json_number(p.score)}};
+}
+
+json composition_json(const CompositionScores& s, int top) {
+  const int64_t L = s.model.n_layer, H = s.model.n_head;
+  json scores = json::object(), best = json::object(),
+       baseline = {{"draws", s.options.baseline_draws}, {"seed", s.options.seed}};
+  for (const CompositionKind kind : kCompositionKinds) {
+    const Tensor& t = s.scores(kind);
+    t.expect_shape({L, H, L, H}, "composition scores");
+    json senders = json::array();  // [l1][h1][l2][h2]
+    for (int64_t l1 = 0; l1 < L; ++l1) {
+      json heads = json::array();
+      for (int64_t h1 = 0; h1 < H; ++h1) {
+        json receivers = json::array();
+        for (int64_t l2 = 0; l2 < L; ++l2) {
+          const float* row = t.ptr() + ((l1 * H + h1) * L + l2) * H;
+          receivers.push_back(std::vector<float>(row, row + H));
+        }
+        heads.push_back(std::move(receivers));
+      }
+      senders.push_back(std::move(heads));
+    }
+    const std::string name = composition_kind_name(kind);
+    scores[name] = std::move(senders);
+    best[name] = top_composition_pairs(s, kind, top);
+    baseline[name] = s.baseline(kind);
+  }
+  return {{"schema", "headscope.composition/1"},
+          {"model", s.model},
+          {"definition",
+           "sender s in an earlier layer than receiver r, Frobenius norms: Q = |W_QK(r)^T W_OV(s)| / (|W_QK(r)| "
+           "|W_OV(s)|), K = |W_QK(r) W_OV(s)| / (|W_QK(r)| |W_OV(s)|), V = |W_OV(r) W_OV(s)| / (|W_OV(r)| |W_OV(s)|); "
+           "W_QK = W_Q^T W_K (rows read the query's residual stream, columns the key's), W_OV = W_O W_V (columns "
+           "read the key's stream, rows write into the stream); under GQA head h reads key/value head "
+           "h / (n_head / n_kv_head)"},
+          {"folded", s.options.fold_gains
+                         ? "norm gains folded in, the norms' scalar division left out: the input norm's gamma into "
+                           "W_Q, W_K and W_V, QK-norm's into W_Q and W_K, a post-attention norm's into W_O; biases "
+                           "left out"
+                         : "none: the weights as stored, every norm left out; biases left out"},
+          {"rope", "not included: W_QK is the bilinear form at relative position 0"},
+          {"axes", {"sender_layer", "sender_head", "receiver_layer", "receiver_head"}},
+          {"shape", {L, H, L, H}},
+          {"masked", "0 where receiver_layer <= sender_layer"},
+          {"scores", std::move(scores)},
+          {"baseline", std::move(baseline)},
+          {"top", std::move(best)},
+          {"seconds", {{"scores", s.seconds}, {"baseline", s.baseline_seconds}, {"cpu", s.cpu_seconds}}}};
+}
+
 }  // namespace headscope

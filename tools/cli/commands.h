@@ -16,5 +16,6 @@ void add_serve_command(CLI::App& app);     // tools/server/serve_command.cc
 void add_generate_command(CLI::App& app);  // generate_command.cc
 void add_ablate_command(CLI::App& app);    // ablate_command.cc
 void add_patch_command(CLI::App& app);     // patch_command.cc
+void add_composition_command(CLI::App& app);
 
 }  // namespace headscope::cli

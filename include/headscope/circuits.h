@@ -230,7 +230,7 @@ PathPatchReport path_patch(const Model& model, PromptPairs& pairs, const PathPat
 //   ‖Aᵀ M B‖² = tr(Mᵀ (A Aᵀ) M (B Bᵀ)),  e.g. K² = ‖W_Q^rᵀ (W_K^r W_O^s) W_V^s‖² = ⟨G_Q^r, P Pᵀ⟩,
 //   P = W_K^r W_O^s F_V^s [d_head, d_head],
 // so a model costs one [(n_head + 2·n_kv_head)·d_head, d_model] × [d_model, n_head·d_head] GEMM per
-// pair of layers (docs/circuits-composition.md).
+// pair of layers (docs/circuits.md, "Composition scores").
 
 // The three kinds, in the order of CompositionScores' tensors.
 enum class CompositionKind { kQ, kK, kV };

@@ -155,7 +155,7 @@ void to_json(nlohmann::json& j, const GenerationResult& result);
 // tokens and the model, for reading beside the attention .npy.
 nlohmann::json generation_file_json(const ModelConfig& config, const GenerationResult& result);
 
-// ---- composition scores (circuits.h; docs/circuits-composition.md) ----
+// ---- composition scores (circuits.h; docs/circuits.md, "Composition scores") ----
 // {mean, std}.
 void to_json(nlohmann::json& j, const CompositionBaseline& baseline);
 // {sender {layer, head}, receiver {layer, head}, score}.

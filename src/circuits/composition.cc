@@ -1,5 +1,5 @@
 // headscope — Q-, K- and V-composition scores between the heads of different layers, from the
-// weights (include/headscope/circuits.h, "Composition scores"; docs/circuits-composition.md).
+// weights (include/headscope/circuits.h, "Composition scores"; docs/circuits.md, "Composition scores").
 //
 // Every score is a ratio of Frobenius norms of d_model × d_model products of rank ≤ d_head. None
 // of them is formed: each head is reduced to d_head × d_head Gram matrices and factors, and the

@@ -2,7 +2,7 @@
 Face weights: every score of every pair of heads, to 1e-5.
 
 The weights come from transformers (a GGUF de-quantised by its loader, which also undoes llama.cpp's
-permutation of Q and K rows), with the norm gains folded as docs/circuits-composition.md says: the
+permutation of Q and K rows), with the norm gains folded as docs/circuits.md, "Composition scores" says: the
 input RMSNorm's γ into the columns of W_Q, W_K, W_V, Gemma 3's QK-norm γ into the rows of W_Q and
 W_K and its post-attention norm's γ into the rows of W_O (Gemma's norms multiply by 1 + w); BERT's
 heads read the stream as it is; --no-gains leaves every γ out. The scores are computed here in

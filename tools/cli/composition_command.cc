@@ -1,5 +1,5 @@
 // `headscope composition` — Q-, K- and V-composition between the heads of different layers, from
-// the weights alone (Elhage et al. 2021; docs/circuits-composition.md). Parses, calls
+// the weights alone (Elhage et al. 2021; docs/circuits.md, "Composition scores"). Parses, calls
 // composition_scores (src/circuits/composition.cc), prints the highest pairs of each kind beside
 // the random baseline, and writes the JSON (src/pipeline/json.cc) or one CSV row per pair.
 #include <omp.h>

@@ -192,6 +192,10 @@ export async function patchingTests(base, suite, outDir, { tag }) {
           );
           if (!model.causal) {
             assert.match(await lens.page.textContent('#lens-status'), /is an encoder .*the logit lens needs a decoder/);
+            const refused = await post(base, '/api/logit_lens', { text: 'The animal was tired.' });
+            assert.equal(refused.status, 400);
+            assert.equal(refused.body.error.code, 'not_causal');
+            assert.match(refused.body.error.message, /the logit lens needs a decoder/);
             assert.equal(await lens.page.isVisible('#lens-table'), false);
           } else {
             assert.equal(await lens.page.$$eval('#lens-table tbody tr', (els) => els.length), L + 1);

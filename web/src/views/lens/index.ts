@@ -1,5 +1,5 @@
 // Registration of "Logit lens": every layer of a decoder read as the model's output at one position
-// of the explorer's text (POST /api/logit_lens). Encoders get the server's refusal in words.
+// of the explorer's text (POST /api/logit_lens). Encoders are told in words that it needs a decoder.
 import { mounted, type ViewDefinition } from '../context';
 import { LensView } from './lens-view';
 import './lens.css';

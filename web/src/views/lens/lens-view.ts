@@ -2,8 +2,8 @@
 // norm and unembedding at one position of the explorer's text (POST /api/logit_lens): a row per
 // layer (the embeddings first, the model's own output last) with its most likely next tokens, and
 // the rank and probability of one followed token — the answer, or by default the model's own
-// prediction — per layer. The row after the toolbar's layer is highlighted. Encoders get the
-// server's refusal in words (they have no next-token logits).
+// prediction — per layer. The row after the toolbar's layer is highlighted. Encoders are told in
+// words that they have no next-token logits to read (the server refuses them with 400 not_causal).
 
 import { attentionColour, readableOn } from '../../lib/colour';
 import { ApiError, type LensResult } from '../../lib/api';
@@ -122,6 +122,15 @@ export class LensView implements ExportableView {
     const ctx = this.ctx;
     if (!ctx) return;
     const gen = ++this.generation;
+    if (!ctx.model.causal) {
+      // The server would refuse (400 not_causal): say so without asking.
+      this.result = null;
+      this.table.hidden = true;
+      this.status.className = 'status error';
+      this.status.textContent = `${ctx.model.name} is an encoder (${ctx.model.architecture}): it predicts no next token, so there are no logits to read its layers through; the logit lens needs a decoder (Llama, GPT-2, …).`;
+      this.el.setAttribute('data-state', 'error');
+      return;
+    }
     const follow = this.follow.value;
     this.status.className = 'status';
     this.status.textContent = 'Reading every layer…';

@@ -167,6 +167,18 @@ struct HeadSetEffect {
 HeadSetEffect patch_heads_together(const Model& model, PromptPairs& pairs, const std::vector<HeadRef>& heads,
                                    PatchDirection direction, PatchMetric metric);
 
+// What a sweep or a path patch will run, known before it runs (a server refuses work over a
+// budget with it): the resumed passes over every pair, and those passes times each pair's prompt
+// tokens (a pass costs about T tokens' worth of layers, so per-position sweeps cost T² per site
+// family). Checked pairs (check_pairs) give the token counts. Throws Error for what the run itself
+// would refuse: a metric the model cannot give, a layer or head out of range, receivers not after
+// every sender.
+struct PatchCost {
+  int64_t passes = 0;
+  int64_t token_passes = 0;
+};
+PatchCost patch_sweep_cost(const Model& model, const PromptPairs& pairs, const PatchRequest& request);
+
 // Path patching (Wang et al. 2022, section 3.1): the effect of sender heads on receiver heads
 // through one input of the receivers only, everything else frozen.
 //   run 2: the base prompt with the senders' o_h from the source run and every other head's o_h
@@ -199,6 +211,8 @@ struct PathPatchReport {
   std::vector<PathEffect> effects;
 };
 PathPatchReport path_patch(const Model& model, PromptPairs& pairs, const PathPatchRequest& request);
+// Per pair: the frozen run 2, plus one run 3 per receiver group (none for the logits).
+PatchCost path_patch_cost(const Model& model, const PromptPairs& pairs, const PathPatchRequest& request);
 
 // ---- Composition scores (Elhage et al. 2021, "A Mathematical Framework for Transformer Circuits") ----
 //

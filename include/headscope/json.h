@@ -26,6 +26,8 @@ nlohmann::json json_number(double x);
 void to_json(nlohmann::json& j, const ModelConfig& config);
 // Tokens: [{index, id, text, begin, end, special, word}, ...].
 void to_json(nlohmann::json& j, const Encoding& encoding);
+// The same tokens, each with "display": how it reads in `text` (token_display, tokenizer.h).
+nlohmann::json tokens_json(std::string_view text, const Encoding& encoding);
 // {text, tokens, special}.
 void to_json(nlohmann::json& j, const WordUnit& unit);
 // {position, id, text, logit}.
@@ -68,6 +70,12 @@ void to_json(nlohmann::json& j, const PatchEffect& effect);
 // receivers, input, results [{receivers, value, normalised}], value and normalised (of the first
 // result)}, or set {heads [[l, h]], value, normalised} (heads patched together).
 void to_json(nlohmann::json& j, const PatchExperiment& experiment);
+// {id, text, logit, probability, rank}.
+void to_json(nlohmann::json& j, const LensEntry& entry);
+// "headscope.lens/1": {schema, model, tokens, position, token (the token read there), top_k,
+// followed_prediction, layers [{layer, top [LensEntry], followed [LensEntry]}]} (n_layer + 1
+// layers, 0 the embeddings).
+void to_json(nlohmann::json& j, const LogitLensResult& lens);
 // ---- end of the causal results ----
 
 namespace analysis {

@@ -182,6 +182,21 @@ inline constexpr int64_t kMaxImportanceTokenPasses = 16384;
 // Texts whose importance the server keeps (a few KiB each), so that going back to a text is free.
 inline constexpr size_t kImportanceCacheTexts = 16;
 
+// ---- explorer patching (POST /api/patch, /api/logit_lens) ----
+
+// Prompt pairs of one /api/patch request, given or generated from a task: every pair costs two
+// whole runs with every activation kept plus one resumed pass per patched site.
+inline constexpr int kMaxPatchPairs = 20;
+// Resumed passes × prompt tokens of one /api/patch request (PatchCost::token_passes), checked
+// before anything runs. SmolLM2-135M patches its 270 heads over a 14-token IOI pair (3,780) in
+// 4–12 s on two cores, so 32,768 admits eight such pairs (a minute or two at most), all 72 heads
+// of all-MiniLM-L6-v2 per position over a 16-token pair (18,432: seconds), and per-position sweeps
+// of a decoder once they are narrowed to a few layers.
+inline constexpr int64_t kMaxPatchTokenPasses = 32768;
+// Top tokens per layer of one /api/logit_lens reply, and the tokens it may follow through the layers.
+inline constexpr int kMaxLensTopK = 50;
+inline constexpr int kMaxLensTokens = 16;
+
 // ---- attribution (src/analysis/attribution.cc) ----
 
 // Norm-weighted maps built at once ([n_layer, n_head, T, T] fp32, a second copy beside the dense

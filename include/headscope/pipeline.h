@@ -645,4 +645,39 @@ PatchExperiment run_head_set_patch(const Model& model, PromptPairs& pairs, const
 // receivers,input,value,normalised).
 std::string patch_csv(const PatchExperiment& experiment);
 
+// ---- circuits: the logit lens of one text (src/pipeline/lens.cc; docs/circuits.md) ----
+
+struct LensRequest {
+  int position = -1;  // the position read; -1: the last token
+  int top_k = 10;     // tokens listed per layer
+  // Tokens followed through the layers (their rank and probability at every layer), each written
+  // as it would follow the text (" Paris"), one token each. Empty: the model's own prediction, the
+  // top-1 token of the last layer.
+  std::vector<std::string> tokens;
+};
+struct LensEntry {
+  LensToken token;
+  std::string text;  // the token as the tokenizer decodes it alone
+};
+struct LensLayer {
+  int layer = 0;               // 0: the embeddings; l: the residual stream after layer l (n_layer: the model's logits)
+  std::vector<LensEntry> top;  // top_k, largest logit first
+  std::vector<LensEntry> followed;  // one per followed token, in the request's order
+};
+struct LogitLensResult {
+  ModelConfig model;
+  std::string text;
+  Encoding encoding;  // of `text`
+  int position = 0;
+  int top_k = 0;
+  bool followed_prediction = false;  // the request named no tokens: the prediction is followed
+  std::vector<LensLayer> layers;     // n_layer + 1
+};
+// Runs `encoding` once (hidden states only) and reads every layer's residual stream at one position
+// through the final norm and the unembedding (logit_lens in circuits.h). Throws Error for an
+// encoder (the lens needs a decoder's unembedding), a position outside the text, top_k outside
+// 1..limits::kMaxLensTopK, more than limits::kMaxLensTokens tokens, or a followed token that is
+// not exactly one token.
+LogitLensResult logit_lens_text(const Model& model, std::string text, Encoding encoding, const LensRequest& request);
+
 }  // namespace headscope

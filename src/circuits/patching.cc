@@ -62,7 +62,7 @@ void check_metric(const Model& model, PatchMetric metric) {
   if (!causal && metric != PatchMetric::kCosine)
     throw Error(model.config().name +
                 " is an encoder: it has no next-token logits, so its patching metric is cosine "
-                "(1 − cos of the sentence embedding); use --metric cosine");
+                "(1 − cos of the sentence embedding); ask for the cosine metric");
 }
 
 // Mean over positions of the last hidden state [T, d_model] (the sentence embedding of
@@ -253,6 +253,59 @@ void check_head(const ModelConfig& c, const HeadRef& h, const char* role) {
                 " has layers 0.." + std::to_string(c.n_layer - 1) + " and heads 0.." + std::to_string(c.n_head - 1));
 }
 
+// The layers a sweep patches: those asked for, or every layer.
+std::vector<int> sweep_layers(const ModelConfig& c, const PatchRequest& request) {
+  std::vector<int> layers = request.layers;
+  if (layers.empty())
+    for (int l = 0; l < c.n_layer; ++l) layers.push_back(l);
+  for (int l : layers)
+    if (l < 0 || l >= c.n_layer)
+      throw Error("patching: " + c.name + " has layers 0.." + std::to_string(c.n_layer - 1) + ", not " +
+                  std::to_string(l));
+  return layers;
+}
+
+// The senders checked; the receiver groups of a path patch: the named receivers together, every
+// head after the last sender alone, or one empty group for the logits.
+std::vector<std::vector<HeadRef>> receiver_groups(const ModelConfig& c, const PathPatchRequest& request) {
+  if (request.senders.empty()) throw Error("path patching needs at least one sender head");
+  int last_sender = 0;
+  for (const HeadRef& s : request.senders) {
+    check_head(c, s, "sender");
+    last_sender = std::max(last_sender, s.layer);
+  }
+  std::vector<std::vector<HeadRef>> groups;
+  if (request.input == PathPatchRequest::Input::kLogits) {
+    if (!request.receivers.empty()) throw Error("path patching to the logits takes no receivers");
+    groups.push_back({});
+  } else if (request.receivers.empty()) {
+    for (int l = last_sender + 1; l < c.n_layer; ++l)
+      for (int h = 0; h < c.n_head; ++h) groups.push_back({{l, h}});
+    if (groups.empty())
+      throw Error("path patching: no head comes after layer " + std::to_string(last_sender) +
+                  "; choose senders in an earlier layer or the logits as receiver");
+  } else {
+    for (const HeadRef& r : request.receivers) {
+      check_head(c, r, "receiver");
+      if (r.layer <= last_sender)
+        throw Error("receiver " + std::to_string(r.layer) + "." + std::to_string(r.head) +
+                    " is not after every sender (the last sender is in layer " + std::to_string(last_sender) + ")");
+    }
+    groups.push_back(request.receivers);
+  }
+  return groups;
+}
+
+// Σ over pairs of `passes` resumed passes of the pair's tokens.
+PatchCost cost_over(const PromptPairs& pairs, int64_t passes) {
+  PatchCost cost;
+  for (const PromptPair& p : pairs.pairs) {
+    cost.passes += passes;
+    cost.token_passes += passes * std::max<int64_t>(p.n_tokens, 1);
+  }
+  return cost;
+}
+
 }  // namespace
 
 const char* patch_metric_name(PatchMetric m) { return to_name(m, kMetrics); }
@@ -265,15 +318,8 @@ PatchSweep patch_sweep_from_name(const std::string& n) { return from_name(n, kSw
 PathPatchRequest::Input path_input_from_name(const std::string& n) { return from_name(n, kInputs, "receiver input"); }
 
 PatchReport patch_sweep(const Model& model, PromptPairs& pairs, const PatchRequest& request) {
-  const ModelConfig& c = model.config();
   check_pair_set(model, pairs, request.metric);
-  std::vector<int> layers = request.layers;
-  if (layers.empty())
-    for (int l = 0; l < c.n_layer; ++l) layers.push_back(l);
-  for (int l : layers)
-    if (l < 0 || l >= c.n_layer)
-      throw Error("patching: " + c.name + " has layers 0.." + std::to_string(c.n_layer - 1) + ", not " +
-                  std::to_string(l));
+  const std::vector<int> layers = sweep_layers(model.config(), request);
   PatchReport report;
   report.metric = request.metric;
   report.direction = request.direction;
@@ -342,37 +388,40 @@ HeadSetEffect patch_heads_together(const Model& model, PromptPairs& pairs, const
   return r;
 }
 
+PatchCost patch_sweep_cost(const Model& model, const PromptPairs& pairs, const PatchRequest& request) {
+  const ModelConfig& c = model.config();
+  check_metric(model, request.metric);
+  const std::vector<int> layers = sweep_layers(c, request);
+  if (pairs.pairs.empty()) return {};
+  // The sites of the first pair's length (sites_of: one pass each); a key/value head's group does
+  // not change the count, so any map of query heads to key/value heads will do.
+  std::vector<int> kv_head_of(size_t(c.n_head));
+  for (int h = 0; h < c.n_head; ++h) kv_head_of[size_t(h)] = h * c.n_kv_head / c.n_head;
+  PatchCost cost;
+  for (const PromptPair& p : pairs.pairs) {
+    const int64_t T = std::max<int64_t>(p.n_tokens, 1);
+    int64_t sites = 0;
+    for (PatchSweep s : request.sweeps) sites += int64_t(sites_of(s, model, layers, T, kv_head_of).size());
+    cost.passes += sites;
+    cost.token_passes += sites * T;
+  }
+  return cost;
+}
+
+PatchCost path_patch_cost(const Model& model, const PromptPairs& pairs, const PathPatchRequest& request) {
+  check_metric(model, request.metric);
+  const std::vector<std::vector<HeadRef>> groups = receiver_groups(model.config(), request);
+  const bool logits = request.input == PathPatchRequest::Input::kLogits;
+  return cost_over(pairs, 1 + (logits ? 0 : int64_t(groups.size())));
+}
+
 PathPatchReport path_patch(const Model& model, PromptPairs& pairs, const PathPatchRequest& request) {
   const ModelConfig& c = model.config();
   check_pair_set(model, pairs, request.metric);
-  if (request.senders.empty()) throw Error("path patching needs at least one sender head");
-  int last_sender = 0, first_sender = c.n_layer;
-  for (const HeadRef& s : request.senders) {
-    check_head(c, s, "sender");
-    last_sender = std::max(last_sender, s.layer);
-    first_sender = std::min(first_sender, s.layer);
-  }
   using Input = PathPatchRequest::Input;
-  // The receiver groups: the named receivers together, or every later head alone.
-  std::vector<std::vector<HeadRef>> groups;
-  if (request.input == Input::kLogits) {
-    if (!request.receivers.empty()) throw Error("path patching to the logits takes no receivers");
-    groups.push_back({});
-  } else if (request.receivers.empty()) {
-    for (int l = last_sender + 1; l < c.n_layer; ++l)
-      for (int h = 0; h < c.n_head; ++h) groups.push_back({{l, h}});
-    if (groups.empty())
-      throw Error("path patching: no head comes after layer " + std::to_string(last_sender) +
-                  "; choose senders in an earlier layer or the logits as receiver");
-  } else {
-    for (const HeadRef& r : request.receivers) {
-      check_head(c, r, "receiver");
-      if (r.layer <= last_sender)
-        throw Error("receiver " + std::to_string(r.layer) + "." + std::to_string(r.head) +
-                    " is not after every sender (the last sender is in layer " + std::to_string(last_sender) + ")");
-    }
-    groups.push_back(request.receivers);
-  }
+  const std::vector<std::vector<HeadRef>> groups = receiver_groups(c, request);
+  int first_sender = c.n_layer;
+  for (const HeadRef& s : request.senders) first_sender = std::min(first_sender, s.layer);
   PathPatchReport report;
   report.request = request;
   report.n_pairs = int(pairs.pairs.size());

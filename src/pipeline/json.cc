@@ -57,6 +57,12 @@ void to_json(json& j, const Encoding& encoding) {
   }
 }
 
+json tokens_json(std::string_view text, const Encoding& encoding) {
+  json tokens = encoding;
+  for (size_t i = 0; i < encoding.tokens.size(); ++i) tokens[i]["display"] = token_display(text, encoding.tokens[i]);
+  return tokens;
+}
+
 void to_json(json& j, const WordUnit& u) { j = {{"text", u.text}, {"tokens", u.tokens}, {"special", u.special}}; }
 
 void to_json(json& j, const GeneratedToken& t) {
@@ -331,9 +337,7 @@ json run_json(const ModelConfig& c, const RunAnalysis& run, Level level, bool hi
       heads.push_back(head_json(c, l, h, a.stats.at(i), a.roles.at(i)));
       if (i < run.on_text.size()) heads.back()["on_text"] = run.on_text[i];
     }
-  json tokens = run.encoding;
-  for (size_t i = 0; i < run.encoding.tokens.size(); ++i)
-    tokens[i]["display"] = token_display(run.text, run.encoding.tokens[i]);
+  json tokens = tokens_json(run.text, run.encoding);
   return {{"schema", "headscope.run/2"},
           {"model", c},
           {"text", run.text},

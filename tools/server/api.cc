@@ -443,26 +443,27 @@ void check_ablation_tokens(const Encoding& encoding, int64_t max, const char* en
                            std::to_string(max) + " are allowed (" + why + "): send a shorter text"};
 }
 
-// "heads": [[layer, head], ...], 0-based, at least one, none twice.
-std::vector<HeadRef> parse_head_list(const json& j, const ModelConfig& c) {
-  if (!j.contains("heads")) throw RequestError{400, "missing_field", "field \"heads\" is required, e.g. [[3, 1]]"};
-  const json& list = j["heads"];
+// `key`: [[layer, head], ...], 0-based, at least one, none twice ("heads" of /api/ablate, "senders"
+// and "receivers" of /api/patch).
+std::vector<HeadRef> parse_head_list(const json& j, const ModelConfig& c, const std::string& key = "heads") {
+  if (!j.contains(key)) throw RequestError{400, "missing_field", "field \"" + key + "\" is required, e.g. [[3, 1]]"};
+  const json& list = j[key];
   if (!list.is_array() || list.empty())
     throw RequestError{400, "bad_field",
-                       "field \"heads\" must be a non-empty list of [layer, head] pairs, e.g. [[3, 1]]"};
+                       "field \"" + key + "\" must be a non-empty list of [layer, head] pairs, e.g. [[3, 1]]"};
   std::vector<HeadRef> heads;
   for (const json& item : list) {
     if (!item.is_array() || item.size() != 2 || !item[0].is_number_integer() || !item[1].is_number_integer())
-      throw RequestError{400, "bad_field", "heads: " + dump(item) + " is not a [layer, head] pair of integers"};
+      throw RequestError{400, "bad_field", key + ": " + dump(item) + " is not a [layer, head] pair of integers"};
     const int64_t l = item[0].get<int64_t>(), h = item[1].get<int64_t>();
     if (l < 0 || l >= c.n_layer || h < 0 || h >= c.n_head)
       throw RequestError{400, "unknown_head",
-                         "heads: " + dump(item) + " is not a head of " + c.name + " (layers 0.." +
+                         key + ": " + dump(item) + " is not a head of " + c.name + " (layers 0.." +
                              std::to_string(c.n_layer - 1) + ", heads 0.." + std::to_string(c.n_head - 1) +
                              ", counted from 0)"};
     const HeadRef ref{static_cast<int>(l), static_cast<int>(h)};
     if (std::find(heads.begin(), heads.end(), ref) != heads.end())
-      throw RequestError{400, "bad_field", "heads: " + dump(item) + " is named twice"};
+      throw RequestError{400, "bad_field", key + ": " + dump(item) + " is named twice"};
     heads.push_back(ref);
   }
   return heads;
@@ -542,6 +543,258 @@ HttpReply Api::importance(std::string_view body) {
     remember_importance(key, dump(out));
     out["cached"] = false;
     return json_reply(out);
+  });
+}
+
+// ---- circuits: /api/patch, /api/logit_lens, /api/tokenize ----
+
+namespace {
+
+// A text field of /api/patch: a string, within the byte limit; prompts (not answers) not empty.
+std::string patch_text(const json& j, const std::string& key, const ApiLimits& limits, bool prompt,
+                       const std::string& where = "") {
+  if (!j.contains(key)) throw RequestError{400, "missing_field", where + "field \"" + key + "\" is required"};
+  if (!j[key].is_string()) throw RequestError{400, "bad_field", where + "field \"" + key + "\" must be a string"};
+  std::string text = j[key].get<std::string>();
+  if (text.size() > limits.max_text_bytes)
+    throw RequestError{413, "text_too_long",
+                       where + "\"" + key + "\" is " + std::to_string(text.size()) + " bytes; the limit is " +
+                           std::to_string(limits.max_text_bytes) + " bytes"};
+  if (prompt && text.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw RequestError{400, "empty_text", where + "\"" + key + "\" is empty; write a prompt"};
+  return text;
+}
+
+// The core's refusal of a prompt pair (different token counts, an answer of several tokens) is the
+// request's fault here: 400, with the core's message, which says what to change.
+template <class F>
+auto refused_as_400(const char* code, F&& f) {
+  try {
+    return f();
+  } catch (const ResourceError&) {
+    throw;
+  } catch (const Error& e) {
+    throw RequestError{400, code, error_message(e)};
+  }
+}
+
+// "pairs": [{clean, corrupt, answer, wrong}, ...] (answers: decoders only), checked by the core.
+PromptPairs parse_pair_list(const json& j, const Model& model, const ApiLimits& limits) {
+  const json& list = j["pairs"];
+  if (!list.is_array() || list.empty() || list.size() > size_t{limits::kMaxPatchPairs})
+    throw RequestError{400, "bad_field",
+                       "field \"pairs\" must be a list of 1 to " + std::to_string(limits::kMaxPatchPairs) +
+                           " objects {\"clean\", \"corrupt\", \"answer\", \"wrong\"}"};
+  const bool causal = model.config().causal;
+  PromptPairs pairs;
+  pairs.task = "custom";
+  for (size_t i = 0; i < list.size(); ++i) {
+    const json& p = list[i];
+    const std::string where = "pairs[" + std::to_string(i) + "]: ";
+    if (!p.is_object()) throw RequestError{400, "bad_field", where + "must be an object"};
+    for (const auto& [key, value] : p.items())
+      if (key != "clean" && key != "corrupt" && key != "answer" && key != "wrong")
+        throw RequestError{400, "unknown_field", where + "unknown field \"" + key + "\" (see docs/api.md)"};
+    PromptPair pair;
+    pair.clean = patch_text(p, "clean", limits, true, where);
+    pair.corrupt = patch_text(p, "corrupt", limits, true, where);
+    if (causal || p.contains("answer")) pair.answer = patch_text(p, "answer", limits, false, where);
+    if (causal || p.contains("wrong")) pair.wrong = patch_text(p, "wrong", limits, false, where);
+    pairs.pairs.push_back(std::move(pair));
+  }
+  refused_as_400("bad_pair", [&] { check_pairs(model, pairs); });
+  return pairs;
+}
+
+// The prompt pairs of /api/patch, given exactly one way: one pair, a list, or a task.
+PromptPairs parse_patch_pairs(const json& j, const Model& model, const ApiLimits& limits) {
+  const bool one = j.contains("clean") || j.contains("corrupt");
+  if (int(one) + int(j.contains("pairs")) + int(j.contains("task")) != 1)
+    throw RequestError{400, "bad_field",
+                       "give the prompt pairs one way: \"clean\" and \"corrupt\" (with \"answer\" and \"wrong\" on a "
+                       "decoder), a \"pairs\" list, or a \"task\" (ioi, induction, greater_than)"};
+  if (j.contains("pairs")) return parse_pair_list(j, model, limits);
+  PairSource source;
+  if (one) {
+    source.clean = patch_text(j, "clean", limits, true);
+    source.corrupt = patch_text(j, "corrupt", limits, true);
+    if (model.config().causal) {
+      source.answer = patch_text(j, "answer", limits, false);
+      source.wrong = patch_text(j, "wrong", limits, false);
+    }
+  } else {
+    source.task = optional_enum(j, "task", {"ioi", "induction", "greater_than"});
+    source.n = optional_int(j, "n").value_or(8);
+    if (source.n < 1 || source.n > limits::kMaxPatchPairs)
+      throw RequestError{
+          400, "bad_field",
+          "field \"n\" (pairs the task draws) must be between 1 and " + std::to_string(limits::kMaxPatchPairs)};
+    source.length = optional_int(j, "length").value_or(source.length);
+    const int seed = optional_int(j, "seed").value_or(0);
+    if (seed < 0) throw RequestError{400, "bad_field", "field \"seed\" must be 0 or more"};
+    source.seed = uint64_t(seed);
+  }
+  return refused_as_400("bad_pair", [&] { return load_prompt_pairs(model, source); });
+}
+
+// A name the core knows ("sites", "direction", "metric", "input"), else 400 with the core's list.
+template <class E>
+E parse_name(const json& j, const char* key, E fallback, E (*from_name)(const std::string&)) {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  if (!j[key].is_string()) throw RequestError{400, "bad_field", std::string("field \"") + key + "\" must be a string"};
+  return refused_as_400("bad_field", [&] { return from_name(j[key].get<std::string>()); });
+}
+
+PatchMetric parse_metric(const json& j, const ModelConfig& c) {
+  return parse_name(j, "metric", c.causal ? PatchMetric::kLogitDiff : PatchMetric::kCosine, patch_metric_from_name);
+}
+
+// A sweep: "sites" (default ["head"]), "direction" (default denoise), "metric", "layers".
+headscope::PatchRequest parse_sweep(const json& j, const ModelConfig& c) {
+  for (const char* key : {"receivers", "input"})
+    if (j.contains(key))
+      throw RequestError{400, "bad_field",
+                         std::string("field \"") + key + "\" belongs to path patching, which needs \"senders\""};
+  headscope::PatchRequest r;
+  if (j.contains("sites")) {
+    const json& sites = j["sites"];
+    if (!sites.is_array() || sites.empty())
+      throw RequestError{400, "bad_field", "field \"sites\" must be a non-empty list, e.g. [\"head\"]"};
+    r.sweeps.clear();
+    for (const json& s : sites) {
+      const PatchSweep sweep = parse_name(json{{"sites", s}}, "sites", PatchSweep::kHead, patch_sweep_from_name);
+      if (std::find(r.sweeps.begin(), r.sweeps.end(), sweep) != r.sweeps.end())
+        throw RequestError{400, "bad_field", "sites: \"" + std::string(patch_sweep_name(sweep)) + "\" is named twice"};
+      r.sweeps.push_back(sweep);
+    }
+  }
+  r.direction = parse_name(j, "direction", PatchDirection::kDenoise, patch_direction_from_name);
+  r.metric = parse_metric(j, c);
+  if (j.contains("layers")) {
+    const json& layers = j["layers"];
+    if (!layers.is_array() || layers.empty())
+      throw RequestError{400, "bad_field", "field \"layers\" must be a non-empty list of layer numbers, e.g. [0, 5]"};
+    for (const json& l : layers) {
+      if (!l.is_number_integer()) throw RequestError{400, "bad_field", "layers: " + dump(l) + " is not an integer"};
+      const int64_t v = l.get<int64_t>();
+      if (v < 0 || v >= c.n_layer)
+        throw RequestError{400, "unknown_layer",
+                           "layers: " + dump(l) + " does not exist: there are " + std::to_string(c.n_layer) +
+                               " layers (0 to " + std::to_string(c.n_layer - 1) + ")"};
+      const int layer = static_cast<int>(v);
+      if (std::find(r.layers.begin(), r.layers.end(), layer) != r.layers.end())
+        throw RequestError{400, "bad_field", "layers: " + std::to_string(layer) + " is named twice"};
+      r.layers.push_back(layer);
+    }
+  }
+  return r;
+}
+
+// Path patching: "senders", "receivers" (default: every later head alone), "input" (default q),
+// "direction" (default noise), "metric".
+PathPatchRequest parse_path(const json& j, const ModelConfig& c) {
+  for (const char* key : {"sites", "layers"})
+    if (j.contains(key))
+      throw RequestError{400, "bad_field",
+                         std::string("field \"") + key +
+                             "\" belongs to a sweep; path patching takes \"senders\", "
+                             "\"receivers\" and \"input\""};
+  PathPatchRequest r;
+  r.senders = parse_head_list(j, c, "senders");
+  if (j.contains("receivers")) r.receivers = parse_head_list(j, c, "receivers");
+  r.input = parse_name(j, "input", PathPatchRequest::Input::kQuery, path_input_from_name);
+  r.direction = parse_name(j, "direction", PatchDirection::kNoise, patch_direction_from_name);
+  r.metric = parse_metric(j, c);
+  return r;
+}
+
+// The work budget: what the experiment would run, refused before it runs.
+void check_patch_cost(const PatchCost& cost, const PromptPairs& pairs) {
+  if (cost.token_passes <= limits::kMaxPatchTokenPasses) return;
+  const int64_t T = pairs.pairs.empty() ? 0 : pairs.pairs.front().n_tokens;
+  throw RequestError{413, "too_much_work",
+                     "this experiment would run " + std::to_string(cost.passes) + " resumed passes over " +
+                         std::to_string(pairs.pairs.size()) + " pair(s) of " + std::to_string(T) + " tokens (" +
+                         std::to_string(cost.token_passes) + " passes x tokens); this server runs at most " +
+                         std::to_string(limits::kMaxPatchTokenPasses) +
+                         " per request (limits::kMaxPatchTokenPasses): patch fewer \"layers\", use fewer pairs or "
+                         "shorter prompts, or patch whole heads (\"head\") instead of every position"};
+}
+
+}  // namespace
+
+HttpReply Api::patch(std::string_view body) {
+  return guarded(body, [&](std::string_view b) {
+    const json j = parse_object(b, {"clean", "corrupt", "answer", "wrong", "pairs", "task", "n", "seed", "length",
+                                    "sites", "direction", "metric", "layers", "senders", "receivers", "input"});
+    const ModelConfig& c = model_.config();
+    std::optional<headscope::PatchRequest> sweep;
+    std::optional<PathPatchRequest> path;
+    if (j.contains("senders"))
+      path = parse_path(j, c);
+    else
+      sweep = parse_sweep(j, c);
+    const auto ticket = admit();
+    PromptPairs pairs = parse_patch_pairs(j, model_, limits_);
+    for (const PromptPair& p : pairs.pairs)
+      if (p.n_tokens > limits_.max_tokens)
+        throw RequestError{413, "text_too_long",
+                           "the prompt \"" + p.clean + "\" is " + std::to_string(p.n_tokens) + " tokens; at most " +
+                               std::to_string(limits_.max_tokens) + " are allowed: shorten it"};
+    check_patch_cost(
+        refused_as_400(
+            "bad_field",
+            [&] { return sweep ? patch_sweep_cost(model_, pairs, *sweep) : path_patch_cost(model_, pairs, *path); }),
+        pairs);
+    const auto lock = cache_.exclusive_model();
+    return json_reply(sweep ? run_patch_sweep(model_, pairs, *sweep) : run_path_patch(model_, pairs, *path));
+  });
+}
+
+HttpReply Api::logit_lens(std::string_view body) {
+  return guarded(body, [&](std::string_view b) {
+    const json j = parse_object(b, {"text", "truncate", "position", "top_k", "tokens"});
+    const ModelConfig& c = model_.config();
+    if (!c.causal)
+      throw RequestError{400, "not_causal",
+                         c.name + " is an encoder (" + c.architecture +
+                             "): it predicts no next token, so there are no logits to read its layers through; the "
+                             "logit lens needs a decoder (Llama, GPT-2, ...)"};
+    TextRequest text = parse_text_request(j, limits_, model_, cache_, /*reuse_cached=*/false);
+    LensRequest lens;
+    const auto position = optional_int(j, "position");
+    if (position) lens.position = check_index(*position, int(text.encoding.size()), "token", "tokens in this text");
+    lens.top_k = optional_int(j, "top_k").value_or(lens.top_k);
+    if (lens.top_k < 1 || lens.top_k > limits::kMaxLensTopK)
+      throw RequestError{400, "bad_field",
+                         "field \"top_k\" must be between 1 and " + std::to_string(limits::kMaxLensTopK)};
+    if (j.contains("tokens")) {
+      const json& tokens = j["tokens"];
+      if (!tokens.is_array() || tokens.size() > size_t{limits::kMaxLensTokens})
+        throw RequestError{400, "bad_field",
+                           "field \"tokens\" must be a list of at most " + std::to_string(limits::kMaxLensTokens) +
+                               " strings, each one token as it follows the text (\" Paris\")"};
+      for (const json& t : tokens) {
+        if (!t.is_string()) throw RequestError{400, "bad_field", "tokens: " + dump(t) + " is not a string"};
+        lens.tokens.push_back(t.get<std::string>());
+      }
+    }
+    const auto ticket = admit();
+    const auto lock = cache_.exclusive_model();
+    return json_reply(refused_as_400(
+        "bad_token", [&] { return logit_lens_text(model_, std::move(text.text), std::move(text.encoding), lens); }));
+  });
+}
+
+HttpReply Api::tokenize(std::string_view body) {
+  return guarded(body, [&](std::string_view b) {
+    const json j = parse_object(b, {"text", "special"});
+    const std::string text = patch_text(j, "text", limits_, false);
+    const bool special = optional_bool(j, "special", true);
+    EncodeOptions options;
+    options.add_special_tokens = special;
+    const Encoding e = model_.tokenizer().encode(text, options);
+    return json_reply({{"text", text}, {"special", special}, {"n_tokens", e.size()}, {"tokens", tokens_json(text, e)}});
   });
 }
 

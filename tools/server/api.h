@@ -108,6 +108,10 @@ class Api {
   HttpReply link(std::string_view body);        // POST /api/link: which heads link token q → token k
   HttpReply ablate(std::string_view body);      // POST /api/ablate: the effect of removing a set of heads
   HttpReply importance(std::string_view body);  // POST /api/importance: every head's zero-ablation effect
+  HttpReply patch(std::string_view body);       // POST /api/patch: activation or path patching over prompt pairs
+  HttpReply logit_lens(
+      std::string_view body);                 // POST /api/logit_lens: every layer read as the model's logits (decoders)
+  HttpReply tokenize(std::string_view body);  // POST /api/tokenize: a text's tokens (no model run)
 
   // What the corpus evidence joined into the roles is (CorpusEvidence::source ...), for /api/model.
   void set_corpus_info(std::string source, bool syntax, bool coreference) {

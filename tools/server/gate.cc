@@ -179,7 +179,8 @@ const std::vector<Route>& api_routes() {
       {"/api/model", "GET", false},      {"/api/health", "GET", false},    {"/api/run", "POST", true},
       {"/api/attention", "POST", true},  {"/api/decompose", "POST", true}, {"/api/generate", "POST", true},
       {"/api/tile", "POST", true},       {"/api/overview", "POST", true},  {"/api/ablate", "POST", true},
-      {"/api/importance", "POST", true}, {"/api/link", "POST", true},
+      {"/api/importance", "POST", true}, {"/api/link", "POST", true},      {"/api/patch", "POST", true},
+      {"/api/logit_lens", "POST", true}, {"/api/tokenize", "POST", true},
   };
   return routes;
 }

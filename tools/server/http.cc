@@ -126,6 +126,9 @@ const std::vector<Endpoint>& endpoints() {
       {"/api/link", "POST", [](Api& a, std::string_view b) { return a.link(b); }, true},
       {"/api/ablate", "POST", [](Api& a, std::string_view b) { return a.ablate(b); }, true},
       {"/api/importance", "POST", [](Api& a, std::string_view b) { return a.importance(b); }, true},
+      {"/api/patch", "POST", [](Api& a, std::string_view b) { return a.patch(b); }, true},
+      {"/api/logit_lens", "POST", [](Api& a, std::string_view b) { return a.logit_lens(b); }, true},
+      {"/api/tokenize", "POST", [](Api& a, std::string_view b) { return a.tokenize(b); }, true},
   };
   return table;
 }

@@ -13,6 +13,7 @@
 //   HEADSCOPE_E2E_ONLY=maps      only the weights / norm-weighted / rollout pass (maps.mjs) on both models
 //   HEADSCOPE_E2E_ONLY=ablation  only the causal-evidence pass (ablation.mjs) on both models
 //   HEADSCOPE_E2E_ONLY=window    only the sliding-window / multi-query pass on Gemma 3 (HEADSCOPE_WINDOW_MODEL)
+//   HEADSCOPE_E2E_ONLY=patching  only the Patching and Logit lens pass (patching.mjs) on both models
 //   CHROMIUM         the browser (default: /usr/bin/chromium)
 // Screenshots, exported files and the server log go to web/test-results/.
 import fs from 'node:fs';
@@ -26,6 +27,7 @@ import { explorerTests } from './explorer.mjs';
 import { startServer, Suite } from './harness.mjs';
 import { LONG_TOKENS, longTests, longText } from './long.mjs';
 import { mapsTests } from './maps.mjs';
+import { patchingTests } from './patching.mjs';
 
 const webDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const root = path.resolve(webDir, '..');
@@ -50,6 +52,10 @@ const onlyMaps = process.env.HEADSCOPE_E2E_ONLY === 'maps';
 const onlyAblation = process.env.HEADSCOPE_E2E_ONLY === 'ablation';
 // HEADSCOPE_E2E_ONLY=window: only the sliding-window / multi-query pass (Gemma 3).
 const onlyWindow = process.env.HEADSCOPE_E2E_ONLY === 'window';
+// HEADSCOPE_E2E_ONLY=patching: only the Patching and Logit lens pass (patching.mjs), on both models.
+const onlyPatching = process.env.HEADSCOPE_E2E_ONLY === 'patching';
+// Any HEADSCOPE_E2E_ONLY: the passes not named are left out.
+const only = onlyExplorer || onlyLong || onlyMaps || onlyAblation || onlyWindow || onlyPatching;
 const outDir = path.join(webDir, 'test-results');
 
 function fail(message) {
@@ -76,7 +82,7 @@ let ok = false;
 try {
   const apiSuite = new Suite('api');
   const uiSuite = new Suite('browser');
-  if (!onlyExplorer && !onlyLong && !onlyMaps && !onlyAblation && !onlyWindow) {
+  if (!only) {
     console.log('API');
     await apiTests(server.url, apiSuite);
     console.log('Browser (Chromium)');
@@ -93,7 +99,7 @@ try {
   await server.stop();
   log.end();
 }
-if (decoderModel && !onlyExplorer && !onlyLong && !onlyMaps && !onlyAblation && !onlyWindow) {
+if (decoderModel && !only) {
   // A second, short pass on a causal GQA model: its own server, its own log.
   const dlog = fs.createWriteStream(path.join(outDir, 'server-decoder.log'));
   dlog.path = path.join(outDir, 'server-decoder.log');
@@ -115,7 +121,7 @@ if (decoderModel && !onlyExplorer && !onlyLong && !onlyMaps && !onlyAblation && 
     dlog.end();
   }
 }
-if (windowModel && (onlyWindow || (!onlyExplorer && !onlyLong && !onlyMaps && !onlyAblation))) {
+if (windowModel && (onlyWindow || !only)) {
   const wlog = fs.createWriteStream(path.join(outDir, 'server-window.log'));
   wlog.path = path.join(outDir, 'server-window.log');
   const t0 = Date.now();
@@ -160,10 +166,9 @@ async function explorerPass(modelDir, tag, options = {}) {
     xlog.end();
   }
 }
-if (!onlyLong && !onlyMaps && !onlyAblation && !onlyWindow) await explorerPass(model, 'minilm');
+if (!only || onlyExplorer) await explorerPass(model, 'minilm');
 // The truncation test once (on the encoder): on SmolLM2 it costs half a minute on two cores.
-if (decoderModel && !onlyLong && !onlyMaps && !onlyAblation && !onlyWindow)
-  await explorerPass(decoderModel, 'smollm2', { truncate: false });
+if (decoderModel && (!only || onlyExplorer)) await explorerPass(decoderModel, 'smollm2', { truncate: false });
 /** The maps toggle on its own server: the full check on the encoder, a quick one on the decoder. */
 async function mapsPass(modelDir, tag, quick) {
   const mlog = fs.createWriteStream(path.join(outDir, `server-maps-${tag}.log`));
@@ -179,7 +184,7 @@ async function mapsPass(modelDir, tag, quick) {
     mlog.end();
   }
 }
-if (!onlyLong && !onlyExplorer && !onlyAblation && !onlyWindow) {
+if (!only || onlyMaps) {
   await mapsPass(model, 'minilm', false);
   if (decoderModel) await mapsPass(decoderModel, 'smollm2', true);
 }
@@ -198,9 +203,26 @@ async function ablationPass(modelDir, tag) {
     alog.end();
   }
 }
-if (!onlyLong && !onlyExplorer && !onlyMaps && !onlyWindow) await ablationPass(model, 'minilm');
-if (decoderModel && !onlyLong && !onlyExplorer && !onlyMaps && !onlyWindow) await ablationPass(decoderModel, 'smollm2');
-if (onlyExplorer || onlyMaps || onlyAblation || onlyWindow) {
+if (!only || onlyAblation) await ablationPass(model, 'minilm');
+if (decoderModel && (!only || onlyAblation)) await ablationPass(decoderModel, 'smollm2');
+/** The Patching and Logit lens pass (patching.mjs) on its own server. */
+async function patchingPass(modelDir, tag) {
+  const plog = fs.createWriteStream(path.join(outDir, `server-patching-${tag}.log`));
+  plog.path = path.join(outDir, `server-patching-${tag}.log`);
+  const pserver = await startServer({ bin, model: modelDir, webDir: dist, log: plog, args: ['--max-tokens', '64'] });
+  console.log(`Patching and logit lens (${path.basename(modelDir)}, 1400×900 and 390×844, at ${pserver.url})`);
+  try {
+    const suite = new Suite(`patching ${tag}`);
+    await patchingTests(pserver.url, suite, outDir, { tag });
+    ok = suite.summary() && ok;
+  } finally {
+    await pserver.stop();
+    plog.end();
+  }
+}
+if (!only || onlyPatching) await patchingPass(model, 'minilm');
+if (decoderModel && (!only || onlyPatching)) await patchingPass(decoderModel, 'smollm2');
+if (only && !onlyLong) {
   // the long-text pass is left out
 } else if (longModel && !fs.existsSync(longConllu)) {
   console.log(`Long text: skipped, no treebank at ${longConllu} (set HEADSCOPE_LONG_TEXT)`);

@@ -96,7 +96,13 @@ export class App {
       model.n_layer,
       model.n_head,
     );
-    const host: ViewHost = { change, attention: (...args) => this.api.attention(...args) };
+    const host: ViewHost = {
+      change,
+      attention: (...args) => this.api.attention(...args),
+      patch: (request) => this.api.patch(request),
+      logitLens: (...args) => this.api.logitLens(...args),
+      tokenize: (...args) => this.api.tokenize(...args),
+    };
     this.views = new Map(VIEWS.map((v) => [v.id, v.create(host)]));
     this.headPanel = new HeadPanel(
       (unit) => {

@@ -22,8 +22,11 @@ import { ProjectionView } from './views/projection/projection-view';
 
 /** The views an embedded result can open: the registered tab views, the selected head's panel
  *  and the W_O projection (whose numbers need the model: it shows the diagram and says so). */
+/** Tab views that run the model themselves (patching, the logit lens) are left out. */
+const EMBEDDED_TAB_VIEWS = VIEWS.filter((v) => !v.needsModel);
+
 export const EMBED_VIEWS: readonly { id: string; label: string }[] = [
-  ...VIEWS.map((v) => ({ id: v.id, label: v.label })),
+  ...EMBEDDED_TAB_VIEWS.map((v) => ({ id: v.id, label: v.label })),
   { id: 'head', label: 'Selected head' },
   { id: 'projection', label: 'W_O projection' },
 ];
@@ -60,8 +63,14 @@ class EmbeddedExplorer {
       compareB: { layer, head: (head + 1) % m.n_head },
     };
     const change = (patch: Partial<ViewState>) => this.setState(patch);
-    const host: ViewHost = { change, attention: (...args) => this.api.attention(...args) };
-    this.views = new Map(VIEWS.map((v) => [v.id, v.create(host)]));
+    const host: ViewHost = {
+      change,
+      attention: (...args) => this.api.attention(...args),
+      patch: (request) => this.api.patch(request),
+      logitLens: (...args) => this.api.logitLens(...args),
+      tokenize: (...args) => this.api.tokenize(...args),
+    };
+    this.views = new Map(EMBEDDED_TAB_VIEWS.map((v) => [v.id, v.create(host)]));
     this.headPanel = new HeadPanel(
       () => {},
       () => {},

@@ -317,6 +317,105 @@ export interface ImportanceResult {
   cached: boolean;
 }
 
+/** What activation patching swaps (docs/api.md, POST /api/patch): a head's output at every
+ *  position or at one, its query, the key or value of a key/value head (the whole query group
+ *  reading it), its attention pattern, the residual stream at one position, or a block's output. */
+export type PatchSite = 'head' | 'head_position' | 'q' | 'k' | 'v' | 'pattern' | 'resid' | 'attn' | 'mlp';
+export type PatchDirection = 'denoise' | 'noise';
+export type PatchMetric = 'logit_diff' | 'prob' | 'loss' | 'cosine';
+export type PathInput = 'q' | 'k' | 'v' | 'logits';
+
+/** POST /api/patch: one prompt pair and either a sweep (sites) or path patching (senders). */
+export interface PatchRequest {
+  clean: string;
+  corrupt: string;
+  /** Decoders: the answer token and the competing one, each written as it follows the prompt. */
+  answer?: string;
+  wrong?: string;
+  sites?: PatchSite[];
+  direction?: PatchDirection;
+  metric?: PatchMetric;
+  /** Only these layers (0-based); absent: every layer. */
+  layers?: number[];
+  /** Path patching: the sender heads, [layer, head] 0-based. */
+  senders?: [number, number][];
+  receivers?: [number, number][];
+  input?: PathInput;
+}
+
+/** One result of a sweep (the pipeline's PatchEffect). */
+export interface PatchEffect {
+  site: PatchSite;
+  layer: number;
+  /** Query head, or key/value head for k and v; null for resid, attn and mlp. */
+  head: number | null;
+  position: number | null;
+  /** k and v: the query heads that read this key/value head (all patched together). */
+  group?: number[];
+  /** The metric of the patched run (mean over pairs). */
+  value: number | null;
+  /** (value − corrupt) / (clean − corrupt): 1 = the clean behaviour, 0 = the corrupted one. */
+  normalised: number | null;
+}
+
+/** The reply of POST /api/patch ("headscope.patch/1", the document `headscope patch --json` writes). */
+export interface PatchResult {
+  schema: string;
+  task: string;
+  seed: number;
+  seconds: { wall: number; cpu: number };
+  n_pairs: number;
+  n_tokens?: number;
+  metric: PatchMetric;
+  direction: PatchDirection;
+  clean: number | null;
+  corrupt: number | null;
+  /** A sweep: one entry per site, layer-major. */
+  results?: PatchEffect[];
+  passes?: number;
+  /** Path patching. */
+  path?: {
+    senders: [number, number][];
+    receivers: [number, number][];
+    input: PathInput;
+    results: { receivers: [number, number][]; value: number | null; normalised: number | null }[];
+    value?: number | null;
+    normalised?: number | null;
+  };
+}
+
+/** A token of the logit lens (POST /api/logit_lens). */
+export interface LensEntry {
+  id: number;
+  /** The token as the tokenizer decodes it alone (" Paris"). */
+  text: string;
+  logit: number | null;
+  probability: number | null;
+  /** 0 for the largest logit of the row. */
+  rank: number;
+}
+
+/** POST /api/logit_lens ("headscope.lens/1"): every layer's residual stream at one position read
+ *  through the final norm and the unembedding; layer 0 is the embeddings, n_layer the output. */
+export interface LensResult {
+  schema: string;
+  tokens: TokenInfo[];
+  position: number;
+  token: { id: number; text: string; display: string };
+  top_k: number;
+  /** True when no token was named and the model's own prediction is followed. */
+  followed_prediction: boolean;
+  layers: { layer: number; top: LensEntry[]; followed: LensEntry[] }[];
+}
+
+/** POST /api/tokenize: a text's tokens as the model reads it (no model run). */
+export interface TokenizeResult {
+  text: string;
+  special: boolean;
+  n_tokens: number;
+  tokens: TokenInfo[];
+}
+
 /** An error reply of the API: {"error": {status, code, message}}. */
 export class ApiError extends Error {
   constructor(
@@ -375,6 +474,9 @@ export class ApiClient {
   private tiles = new PromiseCache<Tensor>(48);
   private ablations = new PromiseCache<AblateResult>(32);
   private importances = new PromiseCache<ImportanceResult>(8);
+  private patches = new PromiseCache<PatchResult>(16);
+  private lenses = new PromiseCache<LensResult>(16);
+  private tokenizations = new PromiseCache<TokenizeResult>(64);
 
   constructor(private readonly base = '') {}
 
@@ -450,6 +552,23 @@ export class ApiClient {
   ablate(text: string, heads: [number, number][], mode: AblationMode = 'zero'): Promise<AblateResult> {
     const body = { text, truncate: true, heads, mode };
     return this.ablations.get(JSON.stringify(body), async () => (await this.post('/api/ablate', body)).json());
+  }
+
+  /** Activation or path patching (docs/api.md); the same request is answered once. */
+  patch(request: PatchRequest): Promise<PatchResult> {
+    return this.patches.get(JSON.stringify(request), async () => (await this.post('/api/patch', request)).json());
+  }
+
+  /** The logit lens of `text` at `position` (null: the last token), following `tokens` (none: the prediction). */
+  logitLens(text: string, position: number | null, tokens: string[] = [], topK = 10): Promise<LensResult> {
+    const body = { text, truncate: true, top_k: topK, ...(position === null ? {} : { position }), tokens };
+    return this.lenses.get(JSON.stringify(body), async () => (await this.post('/api/logit_lens', body)).json());
+  }
+
+  /** The tokens of `text`; special: with the model's special tokens (as a prompt is run), or bare (an answer). */
+  tokenize(text: string, special = true): Promise<TokenizeResult> {
+    const body = { text, special };
+    return this.tokenizations.get(JSON.stringify(body), async () => (await this.post('/api/tokenize', body)).json());
   }
 
   importance(text: string): Promise<ImportanceResult> {

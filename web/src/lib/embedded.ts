@@ -1,7 +1,8 @@
 // The explorer's data without a server: a run and its dense attention embedded in the page (a
 // notebook cell, a standalone HTML file written by python/headscope/views.py). EmbeddedClient
 // answers the ApiClient calls the views make from that payload; what needs the model itself
-// (ablation, importance, generation, the W_O decomposition, streamed tiles, other texts) is
+// (ablation, importance, generation, the W_O decomposition, streamed tiles, other texts,
+// patching, the logit lens) is
 // refused with an ApiError that says so.
 //
 // The payload ("headscope.embed/1"), a JSON object:
@@ -20,11 +21,14 @@ import {
   type Decomposition,
   type GenerateResult,
   type ImportanceResult,
+  type LensResult,
   type LinkResult,
   type ModelInfo,
+  type PatchResult,
   type RoleInfo,
   type RunResult,
   type StatInfo,
+  type TokenizeResult,
 } from './api';
 import { statConstants } from './statistics';
 import type { Level } from './state';
@@ -191,5 +195,14 @@ export class EmbeddedClient extends ApiClient {
   }
   override link(..._args: unknown[]): Promise<LinkResult> {
     return this.refuse('the links across heads');
+  }
+  override patch(..._args: unknown[]): Promise<PatchResult> {
+    return this.refuse('activation patching');
+  }
+  override logitLens(..._args: unknown[]): Promise<LensResult> {
+    return this.refuse('the logit lens');
+  }
+  override tokenize(..._args: unknown[]): Promise<TokenizeResult> {
+    return this.refuse('tokenising another prompt');
   }
 }

@@ -39,6 +39,12 @@ export interface ViewHost {
   change(patch: Partial<ViewState>): void;
   /** The server's attention (GET /api/attention): [n_layer or 1, n_head, U, U]. */
   attention: ApiClient['attention'];
+  /** Activation and path patching (POST /api/patch). */
+  patch: ApiClient['patch'];
+  /** The logit lens of a text (POST /api/logit_lens). */
+  logitLens: ApiClient['logitLens'];
+  /** A text's tokens (POST /api/tokenize). */
+  tokenize: ApiClient['tokenize'];
 }
 
 /** A created tab view as the app drives it: shown in #views, exported by PNG/SVG. */
@@ -59,6 +65,9 @@ export interface ViewDefinition {
   readonly followsMaps?: boolean;
   /** Works on a long text whose maps were streamed (it draws the layer's pooled overview); otherwise the page says why it cannot. */
   readonly streamed?: boolean;
+  /** Runs the model on prompts of its own (patching, the logit lens): embedded results, which
+   *  carry one run and no model, leave it out. */
+  readonly needsModel?: boolean;
   create(host: ViewHost): MountedView;
 }
 

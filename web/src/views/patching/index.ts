@@ -1,0 +1,21 @@
+// Registration of "Patching": activation patching between a clean and a corrupted prompt and path
+// patching from a head (POST /api/patch). It runs the model on prompts of its own, so it draws
+// nothing from the explorer's run and works on any text, streamed or not.
+import { mounted, type ViewDefinition } from '../context';
+import { PatchingView } from './patching-view';
+import './patching.css';
+
+export const patchingView: ViewDefinition = {
+  id: 'patching',
+  label: 'Patching',
+  streamed: true,
+  needsModel: true,
+  create(host) {
+    const view = new PatchingView({
+      patch: (request) => host.patch(request),
+      tokenize: (text, special) => host.tokenize(text, special),
+      change: (patch) => host.change(patch),
+    });
+    return mounted(view, async (ctx) => view.update(ctx));
+  },
+};

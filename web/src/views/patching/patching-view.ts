@@ -1,0 +1,600 @@
+// "Patching": which heads carry a behaviour, measured by activation patching between a clean and
+// a corrupted prompt (POST /api/patch). The user writes the two prompts (their tokens shown as they
+// type, and whether the counts match), on a decoder the answer and the wrong token, picks a site and
+// a direction, and runs. The result is a layer × head grid of normalised effects (layer × position
+// for the residual stream, bars for whole blocks); clicking a head runs path patching from it to
+// every later head through the chosen input, and gives its direct effect on the output.
+//
+// State: the prompts follow the explorer's text (an example pair for the default text); a new text
+// clears every result, and a reply for prompts or settings that have changed since is dropped.
+
+import {
+  ApiError,
+  type ModelInfo,
+  type PatchDirection,
+  type PatchMetric,
+  type PatchRequest,
+  type PatchResult,
+  type PatchSite,
+  type PathInput,
+  type TokenizeResult,
+} from '../../lib/api';
+import { h } from '../../lib/dom';
+import { download, exportName } from '../../lib/export';
+import { headRange } from '../../lib/kv-groups';
+import { signedLegend, signedLegendItems } from '../../lib/legend';
+import { headTag } from '../../lib/numbering';
+import type { Scene, SceneItem } from '../../lib/scene';
+import { DEFAULT_TEXT, type ViewState } from '../../lib/state';
+import { THEME } from '../../lib/theme';
+import type { ExportableView, ViewContext } from '../context';
+import { EffectGrid } from './effect-grid';
+import {
+  effectLimit,
+  METRIC_LABELS,
+  parseLayers,
+  patchCsv,
+  pathGrid,
+  SITE_LABELS,
+  SITES,
+  sweepGrid,
+  type GridCell,
+  type GridColumn,
+  type GridRow,
+  type PatchGrid,
+} from './patch-grid';
+import { PromptBox } from './prompt-box';
+
+export interface PatchingCallbacks {
+  patch(request: PatchRequest): Promise<PatchResult>;
+  tokenize(text: string, special: boolean): Promise<TokenizeResult>;
+  change(patch: Partial<ViewState>): void;
+}
+
+interface Pair {
+  clean: string;
+  corrupt: string;
+  answer: string;
+  wrong: string;
+}
+
+/** The pair a decoder opens on: indirect object identification (Wang et al. 2022), the corrupted
+ *  prompt with two other names, so that the metric asks which name the model copies. */
+export const DECODER_EXAMPLE: Pair = {
+  clean: 'When Mary and John went to the store, John gave a drink to',
+  corrupt: 'When Alice and Bob went to the store, Bob gave a drink to',
+  answer: ' Mary',
+  wrong: ' John',
+};
+/** The pair an encoder opens on: the explorer's default sentence with the word that decides what
+ *  "it" is replaced (the embedding's change is the metric). */
+export const ENCODER_EXAMPLE: Pair = {
+  clean: DEFAULT_TEXT,
+  corrupt: "The animal didn't cross the street because it was too wide.",
+  answer: '',
+  wrong: '',
+};
+
+/** Sites whose grid has a query head per cell: a click there runs path patching from that head. */
+const HEAD_SITES: readonly PatchSite[] = ['head', 'q', 'pattern'];
+
+export class PatchingView implements ExportableView {
+  readonly el: HTMLElement;
+  private clean: PromptBox;
+  private corrupt: PromptBox;
+  private answer: PromptBox;
+  private wrong: PromptBox;
+  private answers: HTMLElement;
+  private metricNote: HTMLElement;
+  private count: HTMLElement;
+  private site: HTMLSelectElement;
+  private direction: HTMLSelectElement;
+  private metric: HTMLSelectElement;
+  private layers: HTMLInputElement;
+  private runButton: HTMLButtonElement;
+  private status: HTMLElement;
+  private result: HTMLElement;
+  private summary: HTMLElement;
+  private kvNote: HTMLElement;
+  private legend: HTMLElement;
+  private grid: EffectGrid;
+  private path: HTMLElement;
+  private pathTitle: HTMLElement;
+  private pathInput: HTMLSelectElement;
+  private pathStatus: HTMLElement;
+  private pathNote: HTMLElement;
+  private pathDirect: HTMLElement;
+  private pathGrid: EffectGrid;
+  private pathLinks: HTMLElement;
+  private model: ModelInfo | null = null;
+  /** The explorer text the prompts were last set from. */
+  private text: string | null = null;
+  /** Bumped by every edit and every run: a reply for an older value is dropped. */
+  private generation = 0;
+  private shown: { request: PatchRequest; result: PatchResult; grid: PatchGrid; limit: number } | null = null;
+  private sender: { layer: number; head: number } | null = null;
+  private pathShown: { result: PatchResult; grid: PatchGrid; limit: number } | null = null;
+
+  constructor(private readonly callbacks: PatchingCallbacks) {
+    const box = (id: string, label: string, kind: 'prompt' | 'answer', placeholder?: string) =>
+      new PromptBox({
+        id,
+        label,
+        kind,
+        placeholder,
+        tokenize: (t, special) => this.callbacks.tokenize(t, special),
+        edited: () => this.edited(),
+        tokenized: () => this.drawCount(),
+      });
+    this.clean = box('patch-clean', 'Clean prompt (the model shows the behaviour)', 'prompt');
+    this.corrupt = box('patch-corrupt', 'Corrupted prompt (same number of tokens, the clue replaced)', 'prompt');
+    this.answer = box('patch-answer', 'Answer token', 'answer', 'e.g. " Mary"');
+    this.wrong = box('patch-wrong', 'Wrong token', 'answer', 'e.g. " John"');
+    this.answers = h('div', { class: 'patch-answers' }, this.answer.el, this.wrong.el);
+    this.metricNote = h('p', { class: 'muted small', id: 'patch-metric-note' });
+    this.count = h('p', { class: 'patch-count', id: 'patch-count', 'aria-live': 'polite' });
+    this.site = this.select(
+      'patch-site',
+      'what to patch',
+      SITES.map((s) => [s, SITE_LABELS[s]]),
+    );
+    this.direction = this.select('patch-direction', 'direction', [
+      ['denoise', 'denoise: clean values into the corrupted run'],
+      ['noise', 'noise: corrupted values into the clean run'],
+    ]);
+    this.metric = this.select('patch-metric', 'metric', []);
+    this.layers = h('input', {
+      id: 'patch-layers',
+      type: 'text',
+      placeholder: 'all',
+      'aria-label': 'layers to patch',
+      title: 'layers to patch, counted from 1: "all", "20-30", "1, 5, 9"',
+    });
+    this.layers.addEventListener('input', () => this.edited());
+    this.runButton = h(
+      'button',
+      { type: 'button', class: 'primary', id: 'patch-run', onclick: () => void this.run() },
+      'Run',
+    );
+    this.status = h('p', { class: 'status', id: 'patch-status', 'aria-live': 'polite' });
+    this.summary = h('p', { id: 'patch-summary' });
+    this.kvNote = h('p', { class: 'muted small', id: 'patch-kv-note', hidden: true });
+    this.legend = h('div', { class: 'legend-row' });
+    this.grid = new EffectGrid({
+      id: 'patch-grid',
+      label: 'normalised effect of patching each site',
+      describe: (row, column, cell) => this.describe(row, column, cell),
+      clickable: (row, column) => HEAD_SITES.includes(this.shownSite()) && (row.head ?? column.head) !== undefined,
+      onCell: (row, column) => void this.pathFrom(row.layer, (row.head ?? column.head)!),
+    });
+    this.result = h(
+      'div',
+      { class: 'patch-result', id: 'patch-result', hidden: true },
+      this.summary,
+      this.kvNote,
+      this.legend,
+      h('div', { class: 'scroll-x' }, this.grid.el),
+      h(
+        'div',
+        { class: 'patch-downloads' },
+        h(
+          'button',
+          { type: 'button', class: 'ghost', id: 'patch-json', onclick: () => this.download('json') },
+          'Download JSON',
+        ),
+        h(
+          'button',
+          { type: 'button', class: 'ghost', id: 'patch-csv', onclick: () => this.download('csv') },
+          'Download CSV',
+        ),
+      ),
+    );
+    this.pathTitle = h('h3', { id: 'path-title' });
+    this.pathInput = this.select('path-input', 'receiver input', [
+      ['q', 'queries (q)'],
+      ['k', 'keys (k)'],
+      ['v', 'values (v)'],
+    ]);
+    this.pathInput.addEventListener(
+      'change',
+      () => this.sender && void this.pathFrom(this.sender.layer, this.sender.head),
+    );
+    this.pathStatus = h('p', { class: 'status', id: 'path-status', 'aria-live': 'polite' });
+    this.pathNote = h('p', { class: 'muted small', id: 'path-note' });
+    this.pathDirect = h('p', { id: 'path-direct' });
+    this.pathGrid = new EffectGrid({
+      id: 'path-grid',
+      label: 'normalised effect of the path from the selected head to each later head',
+      describe: (row, column, cell) => this.describePath(row, column, cell),
+    });
+    this.pathLinks = h('p', { class: 'path-links' });
+    this.path = h(
+      'div',
+      { class: 'patch-path', id: 'patch-path', hidden: true },
+      this.pathTitle,
+      h(
+        'p',
+        { class: 'muted small' },
+        'Path patching: the head’s output is patched as the sweep patched it, every other head and feed-forward block is frozen at the run’s own values, and only the chosen input of each later head sees the change. A cell is the share of the behaviour that passes along that one path.',
+      ),
+      h(
+        'div',
+        { class: 'patch-controls' },
+        h('label', { class: 'control' }, h('span', {}, 'Receiver input'), this.pathInput),
+      ),
+      this.pathNote,
+      this.pathStatus,
+      this.pathDirect,
+      h('div', { class: 'scroll-x' }, this.pathGrid.el),
+      this.pathLinks,
+    );
+    this.el = h(
+      'section',
+      { class: 'view patching-view', 'aria-labelledby': 'patching-title' },
+      h(
+        'div',
+        { class: 'view-head' },
+        h('h2', { id: 'patching-title' }, 'Activation patching: which heads carry the behaviour?'),
+      ),
+      h(
+        'p',
+        { class: 'muted' },
+        'Run the model on a clean prompt and on a corrupted one that differs only in the clue. Then copy one activation — a head’s output, say — from one run into the other and see how much of the clean behaviour comes back. A head whose output alone restores much of it carries the information.',
+      ),
+      this.clean.el,
+      this.corrupt.el,
+      this.count,
+      this.answers,
+      this.metricNote,
+      h(
+        'div',
+        { class: 'patch-controls' },
+        h('label', { class: 'control' }, h('span', {}, 'Patch'), this.site),
+        h('label', { class: 'control' }, h('span', {}, 'Direction'), this.direction),
+        h('label', { class: 'control', id: 'patch-metric-control' }, h('span', {}, 'Metric'), this.metric),
+        h('label', { class: 'control' }, h('span', {}, 'Layers'), this.layers),
+        this.runButton,
+        h(
+          'button',
+          { type: 'button', class: 'ghost', id: 'patch-example', onclick: () => this.loadExample() },
+          'Example pair',
+        ),
+      ),
+      this.status,
+      this.result,
+      this.path,
+    );
+  }
+
+  private select(id: string, label: string, options: [string, string][]): HTMLSelectElement {
+    const s = h('select', { id, 'aria-label': label }, ...options.map(([v, t]) => h('option', { value: v }, t)));
+    s.addEventListener('change', () => this.edited());
+    return s;
+  }
+
+  /** Follows the explorer: the model's controls once, and the prompts whenever the text changes. */
+  update(ctx: ViewContext): void {
+    if (this.model !== ctx.model) this.setModel(ctx.model);
+    const text = ctx.state.text;
+    if (text === this.text) return;
+    this.text = text;
+    // A link from this view sets the text to the clean prompt: nothing to reset then.
+    if (text === this.clean.value && this.shown) return;
+    const example = ctx.model.causal ? DECODER_EXAMPLE : ENCODER_EXAMPLE;
+    this.setPair(text === DEFAULT_TEXT ? example : { clean: text, corrupt: text, answer: '', wrong: '' });
+  }
+
+  private setModel(model: ModelInfo): void {
+    this.model = model;
+    this.answers.hidden = !model.causal;
+    const metrics: PatchMetric[] = model.causal ? ['logit_diff', 'prob', 'loss'] : ['cosine'];
+    this.metric.replaceChildren(...metrics.map((m) => h('option', { value: m }, METRIC_LABELS[m])));
+    this.metric.disabled = !model.causal;
+    this.metricNote.textContent = model.causal
+      ? 'The metric is read at the last position: how much the model prefers the answer token to the wrong one.'
+      : `${model.name} is an encoder: it predicts no next token, so the metric is 1 − cos between the sentence embedding (the mean of the last layer) and the clean prompt's. No answer tokens are needed.`;
+    this.shown = null;
+    this.clearPath();
+    this.result.hidden = true;
+  }
+
+  private loadExample(): void {
+    if (this.model) this.setPair(this.model.causal ? DECODER_EXAMPLE : ENCODER_EXAMPLE);
+  }
+
+  private setPair(p: Pair): void {
+    this.clean.set(p.clean);
+    this.corrupt.set(p.corrupt);
+    this.answer.set(p.answer);
+    this.wrong.set(p.wrong);
+    this.shown = null;
+    this.result.hidden = true;
+    this.clearPath();
+    this.edited();
+  }
+
+  /** Any edit: replies on their way are for the old values; shown results say they are out of date. */
+  private edited(): void {
+    this.generation++;
+    this.drawCount();
+    if (this.shown) {
+      this.result.classList.add('stale');
+      this.status.className = 'status';
+      this.status.textContent = 'The prompts or settings changed since this result: Run again to update it.';
+    }
+  }
+
+  private drawCount(): void {
+    const a = this.clean.tokens?.n_tokens,
+      b = this.corrupt.tokens?.n_tokens;
+    if (a === undefined || b === undefined) {
+      this.count.removeAttribute('data-match');
+      this.count.textContent = '';
+      return;
+    }
+    this.count.setAttribute('data-match', String(a === b));
+    this.count.className = `patch-count ${a === b ? 'ok' : 'bad'}`;
+    this.count.textContent =
+      a === b
+        ? `Both prompts are ${a} tokens ✓`
+        : `The clean prompt is ${a} tokens and the corrupted one ${b}. Patching copies activations position by position, so both need the same number of tokens: change a word of the corrupted prompt for one of the same length in tokens.`;
+  }
+
+  private shownSite(): PatchSite {
+    return (this.shown?.request.sites?.[0] ?? 'head') as PatchSite;
+  }
+
+  private request(): PatchRequest | string {
+    const m = this.model!;
+    const layers = parseLayers(this.layers.value, m.n_layer);
+    if (typeof layers === 'string') return `Layers: ${layers}.`;
+    const r: PatchRequest = {
+      clean: this.clean.value,
+      corrupt: this.corrupt.value,
+      sites: [this.site.value as PatchSite],
+      direction: this.direction.value as PatchDirection,
+      metric: this.metric.value as PatchMetric,
+    };
+    if (m.causal) Object.assign(r, { answer: this.answer.value, wrong: this.wrong.value });
+    if (layers.length) r.layers = layers;
+    return r;
+  }
+
+  private async run(): Promise<void> {
+    if (!this.model) return;
+    const request = this.request();
+    if (typeof request === 'string') return this.fail(this.status, request);
+    const gen = ++this.generation;
+    this.runButton.disabled = true;
+    this.status.className = 'status';
+    this.status.textContent = `Patching ${SITE_LABELS[request.sites![0]]}…`;
+    this.el.setAttribute('data-state', 'running');
+    try {
+      const result = await this.callbacks.patch(request);
+      if (gen !== this.generation) return;
+      this.show(request, result);
+      this.el.setAttribute('data-state', 'ready');
+    } catch (e) {
+      if (gen !== this.generation) return;
+      this.fail(this.status, refusal(e));
+      this.el.setAttribute('data-state', 'error');
+    } finally {
+      this.runButton.disabled = false;
+    }
+  }
+
+  private fail(where: HTMLElement, message: string): void {
+    where.className = 'status error';
+    where.textContent = message;
+  }
+
+  private show(request: PatchRequest, result: PatchResult): void {
+    const m = this.model!;
+    const site = request.sites![0];
+    const tokens = this.clean.tokens?.tokens.map((t) => t.display ?? t.text) ?? [];
+    const grid = sweepGrid(result, site, m, tokens);
+    const limit = effectLimit(grid.cells);
+    this.shown = { request, result, grid, limit };
+    this.clearPath();
+    this.result.hidden = false;
+    this.result.classList.remove('stale');
+    this.result.setAttribute('data-site', site);
+    this.status.className = 'status';
+    this.status.textContent = HEAD_SITES.includes(site)
+      ? 'Click a head to trace where its effect goes (path patching).'
+      : '';
+    const metric = METRIC_LABELS[result.metric];
+    this.summary.textContent = `${metric}: clean ${num(result.clean)}, corrupted ${num(result.corrupt)} · ${result.direction} · ${result.passes} patched runs in ${result.seconds.wall.toFixed(1)} s. Colour: (patched − corrupted) / (clean − corrupted), 1 = the clean behaviour, 0 = the corrupted one.`;
+    const groups = m.n_kv_head < m.n_head;
+    this.kvNote.hidden = !((site === 'k' || site === 'v') && groups);
+    this.kvNote.textContent = `${m.name} shares each key/value head among ${m.n_head / m.n_kv_head} query heads (grouped-query attention): patching a key or value head changes it for its whole group of query heads, so each column is one key/value head and names the heads that read it.`;
+    this.legend.replaceChildren(
+      signedLegend(limit, 'normalised effect (red: towards the corrupted behaviour, blue: towards the clean one)'),
+    );
+    this.grid.update(grid, limit);
+  }
+
+  private describe(row: GridRow, column: GridColumn, cell: GridCell | null): string[] {
+    const r = this.shown?.result;
+    const where = [
+      row.label,
+      column.group
+        ? `KV head ${column.head! + 1}, read by ${headRange(column.group)} (patched for the whole group)`
+        : column.label,
+      column.position !== undefined ? `position ${column.position}` : '',
+    ].filter(Boolean);
+    if (!cell) return [where.join(' · '), 'not patched (outside the layers asked for)'];
+    return [
+      where.join(' · '),
+      `normalised effect ${num(cell.normalised)}`,
+      `${r ? METRIC_LABELS[r.metric] : 'metric'} ${num(cell.value)} (clean ${num(r?.clean)}, corrupted ${num(r?.corrupt)})`,
+    ];
+  }
+
+  private describePath(row: GridRow, column: GridColumn, cell: GridCell | null): string[] {
+    const s = this.sender;
+    const name = `${row.label} ${column.label}`;
+    if (!cell) return [name, s && row.layer <= s.layer ? 'not a receiver: not after the sender' : 'not measured'];
+    return [
+      name,
+      `normalised effect through its ${this.pathInput.value} ${num(cell.normalised)}`,
+      `metric ${num(cell.value)}`,
+    ];
+  }
+
+  private clearPath(): void {
+    this.sender = null;
+    this.pathShown = null;
+    this.path.hidden = true;
+    this.pathGrid.clear();
+  }
+
+  /** Path patching from (layer, head) to every later head through the chosen input, and to the logits. */
+  private async pathFrom(layer: number, head: number): Promise<void> {
+    const shown = this.shown,
+      m = this.model;
+    if (!shown || !m) return;
+    this.sender = { layer, head };
+    this.grid.update(shown.grid, shown.limit, this.sender);
+    const input = this.pathInput.value as PathInput;
+    const base: PatchRequest = { ...shown.request, senders: [[layer, head]] };
+    delete base.sites;
+    delete base.layers;
+    const gen = this.generation;
+    this.path.hidden = false;
+    this.path.setAttribute('data-state', 'running');
+    this.pathTitle.textContent = `Path patching from ${headTag(layer, head)} (index ${layer}.${head})`;
+    this.pathNote.textContent =
+      input !== 'q' && m.n_kv_head < m.n_head
+        ? `Keys and values are shared by each group of ${m.n_head / m.n_kv_head} query heads: patching a receiver's ${input === 'k' ? 'keys' : 'values'} patches them for its whole group.`
+        : '';
+    this.pathStatus.className = 'status';
+    this.pathStatus.textContent =
+      layer === m.n_layer - 1
+        ? 'No head comes after the last layer: only the direct effect on the output is measured.'
+        : 'Tracing…';
+    this.pathDirect.textContent = '';
+    this.pathGrid.clear();
+    this.drawPathLinks(layer, head);
+    try {
+      const [direct, paths] = await Promise.all([
+        this.callbacks.patch({ ...base, input: 'logits' }),
+        layer < m.n_layer - 1 ? this.callbacks.patch({ ...base, input }) : Promise.resolve(null),
+      ]);
+      if (
+        gen !== this.generation ||
+        this.sender?.layer !== layer ||
+        this.sender.head !== head ||
+        this.pathInput.value !== input
+      )
+        return;
+      this.pathDirect.textContent = `Direct effect on the output (the head alone, everything after it frozen): normalised ${num(direct.path?.normalised)} (${METRIC_LABELS[direct.metric]} ${num(direct.path?.value)}).`;
+      if (paths) {
+        const grid = pathGrid(paths, m);
+        const limit = effectLimit(grid.cells);
+        this.pathShown = { result: paths, grid, limit };
+        this.pathGrid.update(grid, limit);
+        this.pathStatus.textContent = `${paths.path?.results.length} receivers, one patched run each.`;
+      }
+      this.path.setAttribute('data-state', 'ready');
+    } catch (e) {
+      if (gen !== this.generation) return;
+      this.fail(this.pathStatus, refusal(e));
+      this.path.setAttribute('data-state', 'error');
+    }
+  }
+
+  private drawPathLinks(layer: number, head: number): void {
+    const m = this.model!;
+    const clean = this.clean.value;
+    this.pathLinks.replaceChildren(
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'ghost',
+          id: 'path-select-head',
+          onclick: () => this.callbacks.change({ text: clean, layer, head }),
+        },
+        `Open ${headTag(layer, head)} on the clean prompt`,
+      ),
+      ...(m.causal
+        ? [
+            h(
+              'button',
+              {
+                type: 'button',
+                class: 'ghost',
+                id: 'path-logit-lens',
+                onclick: () => this.callbacks.change({ text: clean, layer, head, view: 'lens' }),
+              },
+              `Logit lens of the clean prompt (after ${headTag(layer, head).split(' ')[0]})`,
+            ),
+          ]
+        : []),
+    );
+  }
+
+  private download(format: 'json' | 'csv'): void {
+    const r = this.shown?.result;
+    if (!r || !this.model) return;
+    const name = exportName([this.model.name, 'patch', this.shownSite(), r.direction], format);
+    if (format === 'json')
+      download(JSON.stringify({ request: this.shown!.request, ...r }, null, 2), name, 'application/json');
+    else download(patchCsv(r), name, 'text/csv');
+  }
+
+  exportParts(): (string | number)[] {
+    return ['patch', this.shownSite(), ...(this.sender ? [`path-L${this.sender.layer}H${this.sender.head}`] : [])];
+  }
+
+  scene(): Scene | null {
+    const s = this.shown;
+    if (!s) return null;
+    const items: SceneItem[] = [
+      { kind: 'text', x: 16, y: 22, text: this.summary.textContent ?? '', size: 11, fill: THEME.text },
+    ];
+    const main = this.grid.sceneItems(16, 36);
+    items.push(...main.items);
+    let y = 36 + main.height + 16;
+    items.push(...signedLegendItems(16, y, 260, s.limit, 'normalised effect', THEME.text));
+    y += 56;
+    let width = main.width + 32;
+    if (this.pathShown) {
+      items.push({
+        kind: 'text',
+        x: 16,
+        y: y + 12,
+        text: this.pathTitle.textContent ?? '',
+        size: 12,
+        fill: THEME.text,
+        weight: 'bold',
+      });
+      const path = this.pathGrid.sceneItems(16, y + 20);
+      items.push(...path.items);
+      y += 20 + path.height + 16;
+      width = Math.max(width, path.width + 32);
+    }
+    return { width: Math.max(width, 420), height: y, background: THEME.panel, items };
+  }
+}
+
+function num(v: number | null | undefined): string {
+  if (v === null || v === undefined || !Number.isFinite(v)) return '–';
+  return Math.abs(v) >= 100 || (Math.abs(v) < 1e-3 && v !== 0) ? v.toExponential(2) : v.toFixed(3);
+}
+
+/** A refusal of the server in the reader's terms: what was wrong and what to change. */
+export function refusal(e: unknown): string {
+  if (!(e instanceof ApiError)) return `Cannot reach the headscope server: ${(e as Error).message}`;
+  switch (e.code) {
+    case 'bad_pair':
+      return `This pair cannot be patched: ${e.message.replace(/^prompt pair 1 \("[^]*?"\): /, '')}`;
+    case 'too_much_work':
+      return `This would take too long here: ${e.message}`;
+    case 'missing_field':
+      return `Something is missing: ${e.message}`;
+    default:
+      return e.message;
+  }
+}

@@ -29,8 +29,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from . import _core
-from ._core import Error, FileError, ResourceError
+# OpenMP threads waiting for work sleep rather than spin (OMP_WAIT_POLICY=passive), as the CLI
+# sets for itself (tools/cli/common.h), unless the user chose a policy: libgomp reads the variable
+# when it is loaded, which for most programs is the import of _core just below. On a shared
+# machine spinning workers made a run of SmolLM2 20-30x slower at two threads.
+if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+    os.environ["OMP_WAIT_POLICY"] = "passive"
+
+from . import _core  # noqa: E402
+from ._core import Error, FileError, ResourceError  # noqa: E402
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas

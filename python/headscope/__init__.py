@@ -443,25 +443,11 @@ class Model:
         different token counts, an answer that is not one token, a head or layer the model lacks,
         a metric the model does not have, or an unknown site, direction, task or input.
         """
-        one = any(x is not None for x in (clean, corrupt, answer, wrong))
-        pairs_json, pairs_name = "", ""
-        if pairs is not None:
-            if isinstance(pairs, (str, os.PathLike)):
-                pairs_name = os.fspath(pairs)
-                with open(pairs_name, encoding="utf-8") as f:
-                    pairs_json = f.read()
-            else:
-                pairs_json, pairs_name = _pairs_document(pairs, causal=self.config.causal), "pairs"
-        if task is not None and not isinstance(task, str):
-            raise TypeError(f"task must be a str, not {type(task).__name__}")
-        if one + (pairs is not None) + (task is not None) != 1:
-            raise Error("give the prompt pairs one way: clean= and corrupt= (decoders: with answer= and wrong=), "
-                        "pairs=, or task= (ioi, induction, greater_than)")
-        texts = [_utf8(x or "", what) for x, what in zip((clean, corrupt, answer, wrong), _PAIR_FIELDS)]
+        source = _pair_source(self, (clean, corrupt, answer, wrong), pairs, task)
         raw, used = self._core.patch(
-            *texts, pairs_json, pairs_name, task or "", _count(n, "n"), _count(length, "length"), _seed(seed),
-            _sites(sites), direction or "", metric or "", _layers(layers), _head_spec(heads, "heads"),
-            _head_spec(senders, "senders"), _head_spec(receivers, "receivers"), input)
+            *source, _count(n, "n"), _count(length, "length"), _seed(seed), _sites(sites), direction or "",
+            metric or "", _layers(layers), _head_spec(heads, "heads"), _head_spec(senders, "senders"),
+            _head_spec(receivers, "receivers"), input)
         return PatchResult(self, _json.loads(raw), PromptPairs._of(used))
 
     def logit_lens(
@@ -581,6 +567,27 @@ def _head_spec(heads: Any, what: str) -> str:
 
 
 _PAIR_FIELDS = ("clean", "corrupt", "answer", "wrong", "variant")
+
+
+def _pair_source(model: Model, one: tuple, pairs: Any, task: Any) -> tuple:
+    """Model.patch's prompt pairs as the core takes them: the one pair's four texts (UTF-8), a pairs
+    document and its name for messages, and the task; exactly one of the three ways given."""
+    pairs_json, pairs_name = "", ""
+    if pairs is not None:
+        if isinstance(pairs, (str, os.PathLike)):
+            pairs_name = os.fspath(pairs)
+            with open(pairs_name, encoding="utf-8") as f:
+                pairs_json = f.read()
+        else:
+            pairs_json, pairs_name = _pairs_document(pairs, causal=model.config.causal), "pairs"
+    if task is not None and not isinstance(task, str):
+        raise TypeError(f"task must be a str, not {type(task).__name__}")
+    given = any(x is not None for x in one) + (pairs is not None) + (task is not None)
+    if given != 1:
+        raise Error("give the prompt pairs one way: clean= and corrupt= (decoders: with answer= and wrong=), "
+                    "pairs=, or task= (ioi, induction, greater_than)")
+    texts = [_utf8(x or "", what) for x, what in zip(one, _PAIR_FIELDS)]
+    return (*texts, pairs_json, pairs_name, task or "")
 
 
 def _pair_dict(pair: Any, i: int, causal: bool) -> dict:

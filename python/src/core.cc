@@ -670,9 +670,31 @@ void register_errors(nb::module_& m) {
   });
 }
 
+// The circuits methods of the loaded model: patching, prompt pairs, the logit lens.
+void register_circuits(nb::class_<PyModel>& model) {
+  model
+      .def("patch", &patch, "clean"_a, "corrupt"_a, "answer"_a, "wrong"_a, "pairs_json"_a, "pairs_name"_a, "task"_a,
+           "n"_a, "length"_a, "seed"_a, "sites"_a, "direction"_a, "metric"_a, "layers"_a, "heads"_a, "senders"_a,
+           "receivers"_a, "input"_a,
+           "`headscope patch`: (the experiment as JSON \"headscope.patch/1\", the pairs it ran as JSON).")
+      .def("make_pairs", &make_pairs, "task"_a, "n"_a, "length"_a, "seed"_a,
+           "A task's prompt pairs for this model (ioi, induction, greater_than), as the pairs file's JSON.")
+      .def(
+          "lens_token_id",
+          [](const PyModel& self, nb::bytes text) {
+            const std::string s = string_of(text);
+            nb::gil_scoped_release release;
+            return headscope::lens_token_id(*self.model, s);
+          },
+          "text"_a, "The id of a token written as text; Error unless it is exactly one token.")
+      .def("logit_lens", &logit_lens, "text"_a, "position"_a, "top_k"_a, "ids"_a, "logits"_a, "truncate"_a,
+           "The logit lens of one text at one position (decoders).");
+}
+
 // The loaded model: its description, tokenizer, and what runs on it.
 void register_model(nb::module_& m) {
-  nb::class_<PyModel>(m, "Model", "A loaded model (internal; see headscope.Model).")
+  nb::class_<PyModel> model(m, "Model", "A loaded model (internal; see headscope.Model).");
+  model
       .def("description", &description_json,
            "The model's description as JSON: GET /api/model without the server's limits and corpus evidence.")
       .def_prop_ro("norm_eps", [](const PyModel& self) { return self.model->config().norm_eps; })
@@ -727,23 +749,8 @@ void register_model(nb::module_& m) {
       .def("ablate", &ablate, "texts"_a, "heads"_a, "mode"_a, "reference"_a, "seed"_a,
            "The heads ablated together over the texts, as JSON (AblationResult, docs/causal.md).")
       .def("importance", &importance, "texts"_a,
-           "Every head zero-ablated alone over the texts, ranked, as JSON (/api/importance's reply).")
-      .def("patch", &patch, "clean"_a, "corrupt"_a, "answer"_a, "wrong"_a, "pairs_json"_a, "pairs_name"_a, "task"_a,
-           "n"_a, "length"_a, "seed"_a, "sites"_a, "direction"_a, "metric"_a, "layers"_a, "heads"_a, "senders"_a,
-           "receivers"_a, "input"_a,
-           "`headscope patch`: (the experiment as JSON \"headscope.patch/1\", the pairs it ran as JSON).")
-      .def("make_pairs", &make_pairs, "task"_a, "n"_a, "length"_a, "seed"_a,
-           "A task's prompt pairs for this model (ioi, induction, greater_than), as the pairs file's JSON.")
-      .def(
-          "lens_token_id",
-          [](const PyModel& self, nb::bytes text) {
-            const std::string s = string_of(text);
-            nb::gil_scoped_release release;
-            return headscope::lens_token_id(*self.model, s);
-          },
-          "text"_a, "The id of a token written as text; Error unless it is exactly one token.")
-      .def("logit_lens", &logit_lens, "text"_a, "position"_a, "top_k"_a, "ids"_a, "logits"_a, "truncate"_a,
-           "The logit lens of one text at one position (decoders).");
+           "Every head zero-ablated alone over the texts, ranked, as JSON (/api/importance's reply).");
+  register_circuits(model);
 }
 
 // One analysed text: its arrays (views of the capture), tokens and JSON.

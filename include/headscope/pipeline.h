@@ -645,7 +645,34 @@ PatchExperiment run_head_set_patch(const Model& model, PromptPairs& pairs, const
 // receivers,input,value,normalised).
 std::string patch_csv(const PatchExperiment& experiment);
 
-// ---- circuits: the logit lens of one text (src/pipeline/lens.cc; docs/circuits.md) ----
+// ---- circuits: the logit lens of one text (src/pipeline/lens.cc; the lens itself: circuits.h) ----
+
+// What to read at one position of one text. The full [n_layer + 1, vocab] logits are always
+// computed (the top tokens need them); keep_logits hands them back as well (Gemma 3's vocabulary of
+// 262,144 makes them 19 × 1 MiB in float32), else only the top tokens and the tracked ones are kept.
+struct TextLensOptions {
+  int64_t position = -1;        // the token read: 0 .. T − 1, or from the end (−1 the last)
+  int top_k = 10;               // tokens kept per layer, largest logit first (1 .. vocab)
+  std::vector<int32_t> tokens;  // ids whose logit, probability and rank are read at every layer
+  bool keep_logits = false;
+};
+struct TextLens {
+  Encoding encoding;     // the text's T tokens
+  int64_t position = 0;  // the position read, 0 .. T − 1
+  int64_t vocab = 0;
+  int n_rows = 0;                              // n_layer + 1: row 0 the embeddings, row n_layer the model's logits
+  std::vector<std::vector<LensToken>> top;     // [n_rows][top_k]
+  std::vector<std::vector<LensToken>> tokens;  // [n_rows][tokens.size()], in the order asked
+  Tensor logits;                               // [n_rows, vocab] with keep_logits, else empty
+};
+// Runs `encoding` once (hidden states only) and reads every layer's residual stream at the position
+// through the final norm and the unembedding. Throws Error for an encoder (the lens needs a
+// decoder's next-token readout), a position outside the text, top_k < 1 or an id outside the
+// vocabulary.
+TextLens text_logit_lens(const Model& model, const Encoding& encoding, const TextLensOptions& options);
+// The id of one token written as text (" Paris", with its leading space): Error unless the model's
+// tokenizer makes exactly one token of it.
+int32_t lens_token_id(const Model& model, const std::string& text);
 
 struct LensRequest {
   int position = -1;  // the position read; -1: the last token
@@ -673,10 +700,9 @@ struct LogitLensResult {
   bool followed_prediction = false;  // the request named no tokens: the prediction is followed
   std::vector<LensLayer> layers;     // n_layer + 1
 };
-// Runs `encoding` once (hidden states only) and reads every layer's residual stream at one position
-// through the final norm and the unembedding (logit_lens in circuits.h). Throws Error for an
-// encoder (the lens needs a decoder's unembedding), a position outside the text, top_k outside
-// 1..limits::kMaxLensTopK, more than limits::kMaxLensTokens tokens, or a followed token that is
+// text_logit_lens (above) with tokens written as text and their decoded text beside each entry,
+// as the server replies ("headscope.lens/1"). Throws Error as text_logit_lens does, and for top_k
+// over limits::kMaxLensTopK, more than limits::kMaxLensTokens tokens, or a followed token that is
 // not exactly one token.
 LogitLensResult logit_lens_text(const Model& model, std::string text, Encoding encoding, const LensRequest& request);
 

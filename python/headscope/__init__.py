@@ -29,8 +29,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from . import _core
-from ._core import Error, FileError, ResourceError
+# OpenMP threads waiting for work sleep rather than spin (OMP_WAIT_POLICY=passive), as the CLI
+# sets for itself (tools/cli/common.h), unless the user chose a policy: libgomp reads the variable
+# when it is loaded, which for most programs is the import of _core just below. On a shared
+# machine spinning workers made a run of SmolLM2 20-30x slower at two threads.
+if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+    os.environ["OMP_WAIT_POLICY"] = "passive"
+
+from . import _core  # noqa: E402
+from ._core import Error, FileError, ResourceError  # noqa: E402
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
@@ -43,18 +50,28 @@ __all__ = [
     "Generation",
     "HeadRole",
     "HeadStats",
+    "LogitLens",
     "Model",
+    "PatchResult",
+    "PromptPairs",
     "ResourceError",
     "Result",
     "Tokenizer",
     "analyse_attention",
+    "greater_than_pairs",
+    "induction_pairs",
+    "ioi_pairs",
     "kernel_isa",
     "load",
+    "read_pairs",
     "statistics_catalogue",
+    "write_pairs",
 ]
 __version__ = "0.1.0"
 
 Capture = Literal["attention", "head_outputs", "contributions", "hidden_states", "queries", "keys"]
+PatchSite = Literal["head", "head_position", "q", "k", "v", "pattern", "resid", "attn", "mlp"]
+HeadSpec = str | tuple[int, int] | Iterable[tuple[int, int]]
 _CAPTURES = ("attention", "head_outputs", "contributions", "hidden_states", "queries", "keys")
 
 
@@ -374,6 +391,110 @@ class Model:
         items = [texts] if isinstance(texts, (str, bytes)) else list(texts)
         return _json.loads(self._core.importance([_utf8(t) for t in items]))
 
+    def patch(
+        self,
+        *,
+        clean: str | bytes | None = None,
+        corrupt: str | bytes | None = None,
+        answer: str | bytes | None = None,
+        wrong: str | bytes | None = None,
+        pairs: Iterable[dict | Sequence[str]] | str | os.PathLike | None = None,
+        task: Literal["ioi", "induction", "greater_than"] | None = None,
+        n: int = 20,
+        seed: int = 0,
+        length: int = 10,
+        sites: PatchSite | str | Iterable[PatchSite] = "head",
+        direction: Literal["denoise", "noise"] | None = None,
+        metric: Literal["logit_diff", "prob", "loss", "cosine"] | None = None,
+        layers: int | Iterable[int] | None = None,
+        heads: HeadSpec | None = None,
+        senders: HeadSpec | None = None,
+        receivers: HeadSpec | None = None,
+        input: Literal["q", "k", "v", "logits"] = "q",
+    ) -> PatchResult:
+        """Activation patching between a clean and a corrupted prompt (`headscope patch`, the same
+        pipeline and JSON; docs/python.md, "Patching").
+
+        The prompt pairs, one of three ways:
+            clean, corrupt, answer, wrong: one pair (answer and wrong: decoders only, one token
+                each as it follows the prompt, e.g. " Mary" and " John");
+            pairs: a list of dicts {"clean", "corrupt", "answer", "wrong"[, "variant"]} or tuples
+                (clean, corrupt, answer, wrong) ((clean, corrupt) for an encoder), e.g. a PromptPairs
+                from ioi_pairs(); or the path of a pairs file (write_pairs, `headscope patch
+                --write-pairs`);
+            task: "ioi", "induction" or "greater_than", `n` pairs drawn with `seed` (induction:
+                `length` random tokens per half).
+        Every pair's prompts must be the same number of tokens.
+
+        The experiment, one of three:
+            a sweep (default): every site of `sites` ("head", "head_position", "q", "k", "v",
+                "pattern", "resid", "attn", "mlp"; a list or a comma-separated str) in `layers`
+                (default all), one result each;
+            heads: these heads' outputs patched together, one result ("9.6,9.9", (9, 6) or
+                [(9, 6), (9, 9)]);
+            senders: path patching from the sender heads into `receivers` (together; default every
+                later head, one at a time) through their `input` ("q", "k", "v", or "logits" for
+                the senders' direct effect).
+        direction: "denoise" (the corrupted run given clean values; the default of sweeps and
+            heads) or "noise" (the clean run given corrupted values; the default of path patching).
+        metric: "logit_diff" (decoders' default), "prob", "loss"; encoders: "cosine" (their only one).
+
+        Returns a PatchResult (.map() gives the results as an array). Raises Error for prompts of
+        different token counts, an answer that is not one token, a head or layer the model lacks,
+        a metric the model does not have, or an unknown site, direction, task or input.
+        """
+        source = _pair_source(self, (clean, corrupt, answer, wrong), pairs, task)
+        raw, used = self._core.patch(
+            *source, _count(n, "n"), _count(length, "length"), _seed(seed), _sites(sites), direction or "",
+            metric or "", _layers(layers), _head_spec(heads, "heads"), _head_spec(senders, "senders"),
+            _head_spec(receivers, "receivers"), input)
+        return PatchResult(self, _json.loads(raw), PromptPairs._of(used))
+
+    def logit_lens(
+        self,
+        text: str | bytes,
+        position: int = -1,
+        top_k: int = 10,
+        tokens: Iterable[str | int] = (),
+        *,
+        logits: bool = False,
+        truncate: bool = False,
+    ) -> LogitLens:
+        """The logit lens (decoders): the residual stream after every layer read through the model's
+        final norm and unembedding at one position of `text` (-1: the last token, whose last row is
+        then the model's own next-token prediction).
+
+        Rows are n_layer + 1: row 0 reads the embeddings, row l the output of layer l - 1, row
+        n_layer the model's logits. Kept per row: the `top_k` tokens with the largest logits
+        (ids, decoded text, logit, probability), and for each of `tokens` (a token written as text,
+        " Paris", exactly one token of the model's vocabulary; or an id) its logit, probability and
+        rank (0 = the top token) at every row.
+        logits=True also returns every logit, float32 [n_layer + 1, vocab_size]: 31 x 49,152 x 4 B =
+        6 MB for SmolLM2, 19 x 262,144 x 4 B = 20 MB for Gemma 3; by default only the top tokens
+        and the named ones are kept.
+
+        Raises Error for an encoder (the lens needs a decoder), a position outside the text, a
+        token that is not one token, or an id outside the vocabulary.
+        """
+        if not self.config.causal:
+            tokens = ()  # the core refuses the model first, in its own words
+        ids = []
+        for i, t in enumerate(tokens if not isinstance(tokens, (str, bytes, int)) else [tokens]):
+            if isinstance(t, (str, bytes)):
+                ids.append(self._core.lens_token_id(_utf8(t, "token")))
+            elif isinstance(t, (int, np.integer)) and not isinstance(t, bool):
+                if not -(2**62) < int(t) < 2**62:
+                    raise Error(f"tokens[{i}] = {t} is outside the vocabulary of {self.config.name}")
+                ids.append(int(t))
+            else:
+                raise Error(f"tokens[{i}] = {t!r} is neither a token (str) nor a token id (int)")
+        if isinstance(position, bool) or not isinstance(position, (int, np.integer)):
+            raise Error(f"position = {position!r} is not an integer")
+        if not -(2**62) < int(position) < 2**62:
+            raise Error(f"position = {position} is outside the text")
+        d = self._core.logit_lens(_utf8(text), int(position), _count(top_k, "top_k"), ids, bool(logits), truncate)
+        return LogitLens._of(self, d, ids)
+
 
 def load(path: str | os.PathLike, *, threads: int | None = None, strict: bool = False) -> Model:
     """Load a model: a Hugging Face directory (config.json, *.safetensors, tokenizer.json) or a .gguf file.
@@ -384,6 +505,355 @@ def load(path: str | os.PathLike, *, threads: int | None = None, strict: bool = 
     Raises FileError when the path does not exist, Error for anything else wrong with the files.
     """
     return Model(_core.load(os.fspath(path), threads, strict))
+
+
+# ---- circuits: prompt pairs, activation and path patching, the logit lens ----
+
+
+def _count(x: Any, what: str) -> int:
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+        raise Error(f"{what} = {x!r} is not an integer")
+    if not -(2**31) <= int(x) < 2**31:
+        raise Error(f"{what} = {x} is out of range")
+    return int(x)
+
+
+def _seed(x: Any) -> int:
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or not 0 <= int(x) < 2**64:
+        raise Error(f"seed = {x!r}: give an integer from 0 to 2**64 - 1")
+    return int(x)
+
+
+def _sites(sites: Any) -> list[str]:
+    items = sites.split(",") if isinstance(sites, str) else list(sites)
+    for s in items:
+        if not isinstance(s, str):
+            raise Error(f"sites: {s!r} is not a site name (head, head_position, q, k, v, pattern, resid, attn, mlp)")
+    return [s.strip() for s in items]
+
+
+def _layers(layers: Any) -> list[int]:
+    if layers is None:
+        return []
+    items = [layers] if isinstance(layers, (int, np.integer)) else list(layers)
+    if not items:
+        raise Error("layers: the list is empty; give at least one layer, or None for every layer")
+    return [_count(x, "layers item") for x in items]
+
+
+def _head_spec(heads: Any, what: str) -> str:
+    """Heads as the CLI writes them, "layer.head,layer.head", for the core to check (parse_heads)."""
+    if heads is None:
+        return ""
+    if isinstance(heads, str):
+        if not heads:
+            raise Error(f"{what}: the head list is empty")
+        return heads
+    items = list(heads)
+    if len(items) == 2 and all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in items):
+        items = [tuple(items)]  # one head, (layer, head)
+    out = []
+    for h in items:
+        if isinstance(h, str):
+            out.append(h)
+            continue
+        if not isinstance(h, (tuple, list)) or len(h) != 2:
+            raise Error(f"{what}: {h!r} is not a (layer, head) pair")
+        layer, head = (_count(x, what) for x in h)
+        out.append(f"{layer}.{head}")
+    if not out:
+        raise Error(f"{what}: the head list is empty")
+    return ",".join(out)
+
+
+_PAIR_FIELDS = ("clean", "corrupt", "answer", "wrong", "variant")
+
+
+def _pair_source(model: Model, one: tuple, pairs: Any, task: Any) -> tuple:
+    """Model.patch's prompt pairs as the core takes them: the one pair's four texts (UTF-8), a pairs
+    document and its name for messages, and the task; exactly one of the three ways given."""
+    pairs_json, pairs_name = "", ""
+    if pairs is not None:
+        if isinstance(pairs, (str, os.PathLike)):
+            pairs_name = os.fspath(pairs)
+            with open(pairs_name, encoding="utf-8") as f:
+                pairs_json = f.read()
+        else:
+            pairs_json, pairs_name = _pairs_document(pairs, causal=model.config.causal), "pairs"
+    if task is not None and not isinstance(task, str):
+        raise TypeError(f"task must be a str, not {type(task).__name__}")
+    given = any(x is not None for x in one) + (pairs is not None) + (task is not None)
+    if given != 1:
+        raise Error("give the prompt pairs one way: clean= and corrupt= (decoders: with answer= and wrong=), "
+                    "pairs=, or task= (ioi, induction, greater_than)")
+    texts = [_utf8(x or "", what) for x, what in zip(one, _PAIR_FIELDS)]
+    return (*texts, pairs_json, pairs_name, task or "")
+
+
+def _pair_dict(pair: Any, i: int, causal: bool) -> dict:
+    if isinstance(pair, dict):
+        d = dict(pair)
+    elif isinstance(pair, (tuple, list)) and len(pair) in ((2, 4, 5) if not causal else (4, 5)):
+        d = dict(zip(_PAIR_FIELDS, pair))
+    else:
+        want = "(clean, corrupt, answer, wrong)" + ("" if causal else " or (clean, corrupt)")
+        raise Error(f"pairs[{i}]: {pair!r} is not a dict or a tuple {want}")
+    if not causal:  # an encoder's metric compares embeddings: no answer tokens
+        d.setdefault("answer", "")
+        d.setdefault("wrong", "")
+    return {k: v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else v for k, v in d.items()}
+
+
+def _pairs_document(pairs: Iterable[Any], *, causal: bool = True) -> str:
+    task = getattr(pairs, "task", "custom")
+    seed = getattr(pairs, "seed", 0)
+    model = getattr(pairs, "model", "")
+    items = [_pair_dict(p, i, causal) for i, p in enumerate(pairs)]
+    return _json.dumps({"task": task, "seed": seed, "model": model, "pairs": items})
+
+
+class PromptPairs(list):
+    """Prompt pairs for patching: a list of dicts {"clean", "corrupt", "answer", "wrong",
+    "variant"}, with the task that made them ("ioi", "induction", "greater_than" or "custom"),
+    its seed and the model whose tokenizer they were checked with. ioi_pairs(),
+    induction_pairs(), greater_than_pairs() and read_pairs() return one; Model.patch(pairs=...)
+    and write_pairs() take one (or any list of dicts or tuples)."""
+
+    task: str
+    seed: int
+    model: str
+
+    def __init__(self, pairs: Iterable[dict] = (), *, task: str = "custom", seed: int = 0, model: str = "") -> None:
+        super().__init__(pairs)
+        self.task, self.seed, self.model = task, seed, model
+
+    @classmethod
+    def _of(cls, document: str) -> PromptPairs:
+        d = _json.loads(document)
+        return cls(d["pairs"], task=d["task"], seed=d["seed"], model=d["model"])
+
+    def json(self) -> str:
+        """The pairs file's JSON, as `headscope patch --write-pairs` writes it and --pairs reads it."""
+        return _core.read_pairs(_pairs_document(self), "pairs")
+
+    def __repr__(self) -> str:
+        model = f", {self.model}" if self.model else ""
+        return f"<headscope.PromptPairs {self.task}, {len(self)} pair(s), seed {self.seed}{model}>"
+
+
+def ioi_pairs(model: Model, n: int = 20, seed: int = 0) -> PromptPairs:
+    """`n` indirect-object-identification pairs for `model`'s tokenizer ("When Mary and John went to
+    the store, John gave a drink to" -> " Mary"; corrupted with three other names), balanced between
+    the ABBA and BABA orders; the same model and seed give the same pairs (`headscope patch --task ioi`)."""
+    return PromptPairs._of(model._core.make_pairs("ioi", _count(n, "n"), 10, _seed(seed)))
+
+
+def induction_pairs(model: Model, n: int = 20, seed: int = 0, length: int = 10) -> PromptPairs:
+    """`n` induction pairs: `length` random one-token words repeated (the answer: the word that
+    followed the last one in the first half), corrupted by a second half that does not repeat."""
+    document = model._core.make_pairs("induction", _count(n, "n"), _count(length, "length"), _seed(seed))
+    return PromptPairs._of(document)
+
+
+def greater_than_pairs(model: Model, n: int = 20, seed: int = 0) -> PromptPairs:
+    """`n` greater-than pairs ("The war lasted from the year 1732 to the year 17"), corrupted with a
+    year ending in 0x; the answer is the next token of a later year."""
+    return PromptPairs._of(model._core.make_pairs("greater_than", _count(n, "n"), 10, _seed(seed)))
+
+
+def read_pairs(path: str | os.PathLike) -> PromptPairs:
+    """A prompt-pairs file (write_pairs, `headscope patch --write-pairs`); Error names what is wrong."""
+    name = os.fspath(path)
+    with open(name, encoding="utf-8") as f:
+        return PromptPairs._of(_core.read_pairs(f.read(), name))
+
+
+def write_pairs(path: str | os.PathLike, pairs: Iterable[dict | Sequence[str]]) -> None:
+    """Write prompt pairs as the file `headscope patch --pairs` and read_pairs() read (checked first)."""
+    text = _core.read_pairs(_pairs_document(pairs), "pairs")
+    with open(os.fspath(path), "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _heads_text(heads: list) -> str:
+    return ",".join(f"{layer}.{head}" for layer, head in heads) or "logits"
+
+
+class PatchResult:
+    """What Model.patch returns: the experiment's JSON (`headscope patch --json`, schema
+    "headscope.patch/1") as `raw`, and its parts.
+
+    clean, corrupt  the unpatched runs' metric (means over the pairs)
+    metric          "logit_diff", "prob", "loss" or "cosine"
+    direction       "denoise" or "noise"
+    results         a sweep's results, one dict per site patched: {"site", "layer", "head",
+                    "position", "value", "normalised"} (k, v: also "group", the query heads reading
+                    that key/value head); path patching: {"receivers", "value", "normalised"}
+    path            path patching: {"senders", "receivers", "input", "results", ...}, else None
+    set             heads patched together: {"heads", "value", "normalised"}, else None
+    pairs           the PromptPairs that ran
+
+    normalised = (value - corrupt) / (clean - corrupt): 1 the clean behaviour, 0 the corrupted one;
+    NaN where clean == corrupt.
+    """
+
+    def __init__(self, model: Model, raw: dict, pairs: PromptPairs) -> None:
+        self.model = model
+        self.raw: dict = raw
+        self.pairs = pairs
+        self.metric: str = raw["metric"]
+        self.direction: str = raw["direction"]
+        self.clean: float = _num(raw["clean"])
+        self.corrupt: float = _num(raw["corrupt"])
+        self.n_pairs: int = raw["n_pairs"]
+        self.n_tokens: int | None = raw.get("n_tokens")
+        self.path: dict | None = raw.get("path")
+        self.set: dict | None = raw.get("set")
+        if self.path is not None:
+            self.results: list[dict] = self.path["results"]
+        else:
+            self.results = raw.get("results", [])
+        for r in self.results:
+            r["value"], r["normalised"] = _num(r["value"]), _num(r["normalised"])
+
+    def __repr__(self) -> str:
+        kind = "path patching" if self.path is not None else "heads together" if self.set is not None else "sweep"
+        return (f"<headscope.PatchResult {kind}, {self.n_pairs} pair(s), {self.direction}, {self.metric}: "
+                f"clean {self.clean:.4g}, corrupt {self.corrupt:.4g}, {len(self.results)} result(s)>")
+
+    @property
+    def sites(self) -> list[str]:
+        """The sites a sweep patched, in the order asked ([] for path patching and heads together)."""
+        return list(dict.fromkeys(r["site"] for r in self.results)) if self.path is None else []
+
+    def map(self, site: PatchSite | None = None, normalised: bool = True) -> np.ndarray:
+        """The results of one site as a float64 array, NaN where nothing was patched (layers left out):
+
+        head, q, pattern  [n_layer, n_head]
+        k, v              [n_layer, n_kv_head]
+        resid             [n_layer, n_tokens]   (the residual stream entering each layer)
+        attn, mlp         [n_layer]
+        head_position     [n_layer, n_head, n_tokens]
+        path patching     [n_layer, n_head]: each receiver patched alone (site: None)
+
+        site: default the sweep's first site. normalised=False gives the raw metric of each
+        patched run instead of (value - corrupt) / (clean - corrupt).
+        """
+        c = self.model.config
+        key = "normalised" if normalised else "value"
+        if self.set is not None:
+            raise Error('heads patched together give one result: read .set["normalised"] (no map)')
+        if self.path is not None:
+            if site not in (None, "head"):
+                raise Error(f"path patching results are per receiver head: map() takes no site ({site!r})")
+            out = np.full((c.n_layer, c.n_head), np.nan)
+            for r in self.results:
+                if not r["receivers"]:
+                    raise Error(f'path patching to the logits is one result: read .path["{key}"] (no map)')
+                if len(r["receivers"]) != 1:
+                    raise Error(f"path patching into {_heads_text(r['receivers'])} together is one result: read "
+                                f'.path["{key}"] (map() needs each receiver patched alone: receivers=None)')
+                layer, head = r["receivers"][0]
+                out[layer, head] = r[key]
+            return out
+        sites = self.sites
+        if site is None:
+            if not sites:
+                raise Error("the sweep has no results")
+            site = sites[0]
+        if site not in sites:
+            raise Error(f"site {site!r} was not patched in this sweep (patched: {', '.join(sites)})")
+        T = self.n_tokens
+        shape = {"head": (c.n_layer, c.n_head), "q": (c.n_layer, c.n_head), "pattern": (c.n_layer, c.n_head),
+                 "k": (c.n_layer, c.n_kv_head), "v": (c.n_layer, c.n_kv_head), "resid": (c.n_layer, T),
+                 "attn": (c.n_layer,), "mlp": (c.n_layer,), "head_position": (c.n_layer, c.n_head, T)}[site]
+        out = np.full(shape, np.nan)
+        for r in self.results:
+            if r["site"] != site:
+                continue
+            if site in ("attn", "mlp"):
+                out[r["layer"]] = r[key]
+            elif site == "resid":
+                out[r["layer"], r["position"]] = r[key]
+            elif site == "head_position":
+                out[r["layer"], r["head"], r["position"]] = r[key]
+            else:
+                out[r["layer"], r["head"]] = r[key]
+        return out
+
+    def to_frame(self) -> pandas.DataFrame:
+        """The results as a pandas DataFrame, one row per result: a sweep's site, layer, head,
+        position (None where the site has none), value and normalised; path patching's receivers
+        ("layer.head,..." or "logits"), input, value and normalised; heads together one row."""
+        pd = _pandas("PatchResult.to_frame() needs")
+        if self.set is not None:
+            return pd.DataFrame([{"heads": _heads_text(self.set["heads"]), "value": _num(self.set["value"]),
+                                  "normalised": _num(self.set["normalised"])}])
+        if self.path is not None:
+            return pd.DataFrame([{"receivers": _heads_text(r["receivers"]), "input": self.path["input"],
+                                  "value": r["value"], "normalised": r["normalised"]} for r in self.results],
+                                columns=["receivers", "input", "value", "normalised"])
+        columns = ["site", "layer", "head", "position", "value", "normalised"]
+        if any("group" in r for r in self.results):
+            columns.append("group")
+        frame = pd.DataFrame([{k: r.get(k) for k in columns} for r in self.results], columns=columns)
+        return frame.astype({"layer": "int64", "head": "Int64", "position": "Int64"})  # None: <NA>
+
+
+@dataclass(frozen=True)
+class LogitLens:
+    """What Model.logit_lens returns, read at one position. R = n_layer + 1 rows: row 0 the
+    embeddings, row l the residual stream after layer l - 1, row n_layer the model's own logits.
+
+    top_ids, top_logits, top_probs    [R, top_k] (int32, float32, float32): each row's tokens with
+                                      the largest logits, largest first; top_text the decoded tokens
+    token_ids                         the tokens asked for (Model.logit_lens's `tokens`), as ids
+    token_logits, token_probs         [R, len(token_ids)] float32; token_ranks [R, len(token_ids)]
+                                      int64, 0 for the top token (ties share the smaller rank)
+    logits                            [R, vocab_size] float32 with logits=True, else None
+    Probabilities are the softmax over the whole vocabulary of each row.
+    """
+
+    tokens: list[str]  # the text's tokens (vocabulary entries)
+    ids: list[int]
+    position: int  # the position read, 0 .. T - 1
+    truncated: bool
+    top_ids: np.ndarray
+    top_text: list[list[str]]
+    top_logits: np.ndarray
+    top_probs: np.ndarray
+    token_ids: list[int]
+    token_logits: np.ndarray
+    token_probs: np.ndarray
+    token_ranks: np.ndarray
+    logits: np.ndarray | None
+
+    @classmethod
+    def _of(cls, model: Model, d: dict, token_ids: list[int]) -> LogitLens:
+        enc = _encoding(d["encoding"])
+        rows = d["n_rows"]
+        top_ids = np.asarray(d["top_ids"], dtype=np.int32).reshape(rows, -1)
+        n = len(token_ids)
+        decode = functools.lru_cache(maxsize=None)(lambda i: model.tokenizer.decode([i]))
+        return cls(
+            tokens=enc.tokens,
+            ids=enc.ids,
+            position=d["position"],
+            truncated=d["truncated"],
+            top_ids=top_ids,
+            top_text=[[decode(int(i)) for i in row] for row in top_ids],
+            top_logits=np.asarray(d["top_logits"], dtype=np.float32).reshape(rows, -1),
+            top_probs=np.asarray(d["top_probs"], dtype=np.float32).reshape(rows, -1),
+            token_ids=list(token_ids),
+            token_logits=np.asarray(d["token_logits"], dtype=np.float32).reshape(rows, n),
+            token_probs=np.asarray(d["token_probs"], dtype=np.float32).reshape(rows, n),
+            token_ranks=np.asarray(d["token_ranks"], dtype=np.int64).reshape(rows, n),
+            logits=d["logits"],
+        )
+
+    def __repr__(self) -> str:
+        return (f"<headscope.LogitLens {self.top_ids.shape[0]} rows at position {self.position}: "
+                f"last row's top token {self.top_text[-1][0]!r}>")
 
 
 # ---- results ----
@@ -652,11 +1122,11 @@ def _roles_of(heads: list[dict]) -> list[HeadRole]:
     return out
 
 
-def _pandas():
+def _pandas(needs: str = "stats_frame() and roles_frame() need"):
     try:
         import pandas
     except ImportError as e:
-        raise ImportError("stats_frame() and roles_frame() need pandas: pip install pandas") from e
+        raise ImportError(f"{needs} pandas: pip install pandas") from e
     return pandas
 
 

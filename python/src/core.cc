@@ -382,6 +382,163 @@ std::string importance(std::shared_ptr<PyModel> m, const std::vector<nb::bytes>&
   return nlohmann::json(measure_importance(Ablator(*m->model, encode_all(*m->model, items), {}))).dump();
 }
 
+// ---- circuits: activation and path patching, prompt pairs, the logit lens (docs/python.md) ----
+
+// A circuits error as Python says it: the core's few CLI flags named as the keyword arguments.
+[[noreturn]] void rethrow_in_python_terms(const Error& e) {
+  std::string message = e.what();
+  for (const auto& [flag, keyword] : {std::pair<std::string, std::string>{"--metric cosine", "metric=\"cosine\""},
+                                      {"(--pairs FILE)", "(pairs=[...])"}}) {
+    const size_t at = message.find(flag);
+    if (at != std::string::npos) message.replace(at, flag.size(), keyword);
+  }
+  if (dynamic_cast<const ResourceError*>(&e) != nullptr) throw ResourceError(message, e.remedy());
+  throw Error(message, e.remedy());
+}
+
+std::string string_of(const nb::bytes& b) { return std::string(b.c_str(), b.size()); }
+
+// `headscope patch` (tools/cli/patch_command.cc) with its options as arguments: the pairs one of three
+// ways, then a sweep over sites, the heads patched together, or path patching from senders. Returns
+// the experiment's JSON ("headscope.patch/1") and the pairs it ran, as the pairs file's JSON.
+std::pair<std::string, std::string> patch(std::shared_ptr<PyModel> m, nb::bytes clean, nb::bytes corrupt,
+                                          nb::bytes answer, nb::bytes wrong, const std::string& pairs_json,
+                                          const std::string& pairs_name, const std::string& task, int n, int length,
+                                          uint64_t seed, const std::vector<std::string>& sites,
+                                          const std::string& direction, const std::string& metric,
+                                          const std::vector<int>& layers, const std::string& heads,
+                                          const std::string& senders, const std::string& receivers,
+                                          const std::string& input) {
+  PairSource source;
+  source.clean = string_of(clean);
+  source.corrupt = string_of(corrupt);
+  source.answer = string_of(answer);
+  source.wrong = string_of(wrong);
+  for (const std::string* text : {&source.clean, &source.corrupt}) check_text_size(*text);
+  source.pairs_json = pairs_json;
+  source.pairs_name = pairs_name;
+  source.task = task;
+  source.n = n;
+  source.length = length;
+  source.seed = seed;
+  if (!heads.empty() && !senders.empty())
+    throw Error("heads= (patched together) and senders= (path patching) are two experiments; give one");
+  if (!receivers.empty() && senders.empty()) throw Error("receivers= needs senders= (path patching)");
+  nb::gil_scoped_release release;
+  std::lock_guard lock(m->run_mutex);
+  m->set_threads();
+  try {
+    const Model& model = *m->model;
+    PromptPairs pairs = load_prompt_pairs(model, source);
+    const PatchMetric chosen = metric.empty() ? (model.config().causal ? PatchMetric::kLogitDiff : PatchMetric::kCosine)
+                                              : patch_metric_from_name(metric);
+    PatchExperiment x;
+    if (!heads.empty()) {
+      const PatchDirection d = direction.empty() ? PatchDirection::kDenoise : patch_direction_from_name(direction);
+      x = run_head_set_patch(model, pairs, parse_heads(heads, model.config()), d, chosen);
+    } else if (!senders.empty()) {
+      PathPatchRequest r;
+      r.senders = parse_heads(senders, model.config());
+      if (!receivers.empty()) r.receivers = parse_heads(receivers, model.config());
+      r.input = path_input_from_name(input);
+      r.direction = direction.empty() ? PatchDirection::kNoise : patch_direction_from_name(direction);
+      r.metric = chosen;
+      x = run_path_patch(model, pairs, r);
+    } else {
+      PatchRequest r;
+      r.sweeps.clear();
+      for (const std::string& s : sites) r.sweeps.push_back(patch_sweep_from_name(s));
+      if (r.sweeps.empty())
+        throw Error("sites: name at least one site (head, q, k, v, pattern, resid, attn, mlp, ...)");
+      r.direction = direction.empty() ? PatchDirection::kDenoise : patch_direction_from_name(direction);
+      r.metric = chosen;
+      r.layers = layers;
+      x = run_patch_sweep(model, pairs, r);
+    }
+    return {nlohmann::json(x).dump(), prompt_pairs_to_json(pairs)};
+  } catch (const Error& e) {
+    rethrow_in_python_terms(e);
+  }
+}
+
+// A task's prompt pairs for the model (circuits.h's generators), as the pairs file's JSON.
+std::string make_pairs(std::shared_ptr<PyModel> m, const std::string& task, int n, int length, uint64_t seed) {
+  nb::gil_scoped_release release;
+  std::lock_guard lock(m->run_mutex);
+  try {
+    PairSource source;
+    source.task = task;
+    source.n = n;
+    source.length = length;
+    source.seed = seed;
+    return prompt_pairs_to_json(load_prompt_pairs(*m->model, source));
+  } catch (const Error& e) {
+    rethrow_in_python_terms(e);
+  }
+}
+
+// A pairs file's JSON read and written again (every field present): refuses what --pairs refuses.
+std::string read_pairs_json(const std::string& json, const std::string& source) {
+  return prompt_pairs_to_json(prompt_pairs_from_json(json, source));
+}
+
+// The logit lens of one text (pipeline.h, text_logit_lens): the top tokens of every layer and the
+// tracked tokens' logit, probability and rank, as flat lists the Python layer shapes into arrays;
+// the whole [n_layer + 1, vocab] logits when asked for, moved into their array.
+nb::dict logit_lens(std::shared_ptr<PyModel> m, nb::bytes text_bytes, int64_t position, int top_k,
+                    const std::vector<int64_t>& ids, bool keep_logits, bool truncate) {
+  const std::string text = string_of(text_bytes);
+  check_text_size(text);
+  TextLensOptions options;
+  options.position = position;
+  options.top_k = top_k;
+  options.keep_logits = keep_logits;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= m->model->config().vocab_size)
+      throw Error("tokens[" + std::to_string(i) + "] = " + std::to_string(ids[i]) + " is outside the vocabulary of " +
+                  m->model->config().name + " (0.." + std::to_string(m->model->config().vocab_size - 1) + ")");
+    options.tokens.push_back(int32_t(ids[i]));
+  }
+  TextLens lens;
+  {
+    nb::gil_scoped_release release;
+    std::lock_guard lock(m->run_mutex);
+    m->set_threads();
+    lens = text_logit_lens(*m->model, m->model->encode(text, truncate), options);
+  }
+  std::vector<int32_t> top_ids;
+  std::vector<float> top_logits, top_probs, token_logits, token_probs;
+  std::vector<int64_t> top_ranks, token_ranks;
+  for (int row = 0; row < lens.n_rows; ++row) {
+    for (const LensToken& t : lens.top[size_t(row)]) {
+      top_ids.push_back(t.id);
+      top_logits.push_back(t.logit);
+      top_probs.push_back(t.probability);
+      top_ranks.push_back(t.rank);
+    }
+    for (const LensToken& t : lens.tokens[size_t(row)]) {
+      token_logits.push_back(t.logit);
+      token_probs.push_back(t.probability);
+      token_ranks.push_back(t.rank);
+    }
+  }
+  nb::dict d;
+  d["encoding"] = encoding_tuple(lens.encoding);
+  d["truncated"] = lens.encoding.truncated;
+  d["position"] = lens.position;
+  d["n_rows"] = lens.n_rows;
+  d["vocab"] = lens.vocab;
+  d["top_ids"] = top_ids;
+  d["top_logits"] = top_logits;
+  d["top_probs"] = top_probs;
+  d["top_ranks"] = top_ranks;
+  d["token_logits"] = token_logits;
+  d["token_probs"] = token_probs;
+  d["token_ranks"] = token_ranks;
+  d["logits"] = lens.logits.empty() ? nb::none() : nb::cast(array_from(std::move(lens.logits)));
+  return d;
+}
+
 // Checked here rather than converted: a float64 or strided array is a mistake worth naming.
 void check_attention_array(const nb::ndarray<nb::ro, nb::device::cpu>& attention,
                            const std::vector<std::string>& tokens, const std::optional<std::vector<bool>>& special) {
@@ -513,9 +670,31 @@ void register_errors(nb::module_& m) {
   });
 }
 
+// The circuits methods of the loaded model: patching, prompt pairs, the logit lens.
+void register_circuits(nb::class_<PyModel>& model) {
+  model
+      .def("patch", &patch, "clean"_a, "corrupt"_a, "answer"_a, "wrong"_a, "pairs_json"_a, "pairs_name"_a, "task"_a,
+           "n"_a, "length"_a, "seed"_a, "sites"_a, "direction"_a, "metric"_a, "layers"_a, "heads"_a, "senders"_a,
+           "receivers"_a, "input"_a,
+           "`headscope patch`: (the experiment as JSON \"headscope.patch/1\", the pairs it ran as JSON).")
+      .def("make_pairs", &make_pairs, "task"_a, "n"_a, "length"_a, "seed"_a,
+           "A task's prompt pairs for this model (ioi, induction, greater_than), as the pairs file's JSON.")
+      .def(
+          "lens_token_id",
+          [](const PyModel& self, nb::bytes text) {
+            const std::string s = string_of(text);
+            nb::gil_scoped_release release;
+            return headscope::lens_token_id(*self.model, s);
+          },
+          "text"_a, "The id of a token written as text; Error unless it is exactly one token.")
+      .def("logit_lens", &logit_lens, "text"_a, "position"_a, "top_k"_a, "ids"_a, "logits"_a, "truncate"_a,
+           "The logit lens of one text at one position (decoders).");
+}
+
 // The loaded model: its description, tokenizer, and what runs on it.
 void register_model(nb::module_& m) {
-  nb::class_<PyModel>(m, "Model", "A loaded model (internal; see headscope.Model).")
+  nb::class_<PyModel> model(m, "Model", "A loaded model (internal; see headscope.Model).");
+  model
       .def("description", &description_json,
            "The model's description as JSON: GET /api/model without the server's limits and corpus evidence.")
       .def_prop_ro("norm_eps", [](const PyModel& self) { return self.model->config().norm_eps; })
@@ -571,6 +750,7 @@ void register_model(nb::module_& m) {
            "The heads ablated together over the texts, as JSON (AblationResult, docs/causal.md).")
       .def("importance", &importance, "texts"_a,
            "Every head zero-ablated alone over the texts, ranked, as JSON (/api/importance's reply).");
+  register_circuits(model);
 }
 
 // One analysed text: its arrays (views of the capture), tokens and JSON.
@@ -620,6 +800,8 @@ void register_functions(nb::module_& m) {
       "statistics_catalogue", []() -> std::string { return headscope::statistics_catalogue_json().dump(); },
       "The catalogue of per-head statistics as JSON: one object per HeadStats field (key, kind, label,\n"
       "unit, help, constants), as GET /api/model serves it under statistics_catalogue.");
+  m.def("read_pairs", &read_pairs_json, "json"_a, "source"_a,
+        "A prompt-pairs file's JSON checked and written again with every field (what --pairs reads).");
   m.def("analyse_attention", &analyse_attention_json, "attention"_a, "tokens"_a, "special"_a.none() = nb::none(),
         "causal"_a.none() = nb::none(), "words"_a = false,
         "Statistics and roles of attention maps computed elsewhere.\n\n"

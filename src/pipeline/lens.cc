@@ -1,6 +1,7 @@
 // headscope — the logit lens of one text as the frontends ask for it (pipeline.h, docs/circuits.md):
 // one run keeping the residual stream, every layer read at one position through the final norm
 // and the unembedding (circuits/logit_lens.cc), its top tokens and the followed tokens' ranks.
+// text_logit_lens gives numbers (Python); logit_lens_text adds the tokens' text (the server).
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -11,62 +12,85 @@
 #include "headscope/pipeline.h"
 
 namespace headscope {
-namespace {
 
-// The id of `text` when it is exactly one token on its own (no special tokens added).
-int32_t one_token(const Model& model, const std::string& text) {
+TextLens text_logit_lens(const Model& model, const Encoding& encoding, const TextLensOptions& options) {
+  const ModelConfig& c = model.config();
+  if (!c.causal)
+    throw Error(c.name +
+                " is an encoder: the logit lens reads the residual stream as next-token logits, and an encoder "
+                "predicts no next token: the logit lens needs a decoder (Llama, GPT-2, Gemma, ...)");
+  const int64_t T = static_cast<int64_t>(encoding.size());
+  if (options.position < -T || options.position >= T)
+    throw Error("logit lens: position " + std::to_string(options.position) + " is outside the text's " +
+                std::to_string(T) + " tokens (0 to " + std::to_string(T - 1) + ", or -1 for the last)");
+  if (options.top_k < 1) throw Error("logit lens: top_k must be at least 1, got " + std::to_string(options.top_k));
+  for (const int32_t id : options.tokens)
+    if (id < 0 || id >= c.vocab_size)
+      throw Error("logit lens: token id " + std::to_string(id) + " is outside the vocabulary of " + c.name + " (0.." +
+                  std::to_string(c.vocab_size - 1) + ")");
+  TextLens out;
+  out.encoding = encoding;
+  out.position = options.position < 0 ? T + options.position : options.position;
+  CaptureOptions capture;
+  capture.attention = capture.head_outputs = capture.contributions = false;
+  capture.hidden_states = true;
+  const Capture cap = model.run(encoding, capture);
+  Tensor logits = logit_lens(cap, model.final_readout(), static_cast<int>(out.position));
+  out.n_rows = static_cast<int>(logits.dim(0));
+  out.vocab = logits.dim(1);
+  for (int row = 0; row < out.n_rows; ++row) {
+    const float* r = logits.ptr() + row * out.vocab;
+    out.top.push_back(lens_top(r, out.vocab, options.top_k));
+    std::vector<LensToken> tracked;
+    for (const int32_t id : options.tokens) tracked.push_back(lens_token(r, out.vocab, id));
+    out.tokens.push_back(std::move(tracked));
+  }
+  if (options.keep_logits) out.logits = std::move(logits);
+  return out;
+}
+
+int32_t lens_token_id(const Model& model, const std::string& text) {
   EncodeOptions plain;
   plain.add_special_tokens = false;
   const Encoding e = model.tokenizer().encode(text, plain);
   if (e.size() != 1)
-    throw Error("logit lens: \"" + text + "\" is " + std::to_string(e.size()) +
-                " tokens for this model; name one token as it would follow the text, usually with its leading "
-                "space (\" Paris\")");
+    throw Error("logit lens: \"" + text + "\" is " + std::to_string(e.size()) + " tokens for " + model.config().name +
+                "; name one token (write it as it follows the text, usually with its leading space), or give its id");
   return e.tokens[0].id;
 }
 
+namespace {
 LensEntry entry(const Model& model, const LensToken& token) { return {token, model.tokenizer().decode({token.id})}; }
-
 }  // namespace
 
 LogitLensResult logit_lens_text(const Model& model, std::string text, Encoding encoding, const LensRequest& request) {
-  const ModelConfig& c = model.config();
-  if (!c.causal)
-    throw Error(c.name + " is an encoder (" + c.architecture +
-                "): it predicts no next token, so it has no logits to read the layers through; the logit lens "
-                "needs a decoder");
-  const int T = static_cast<int>(encoding.size());
-  if (T == 0) throw Error("logit lens: the text has no tokens");
-  const int position = request.position < 0 ? T - 1 : request.position;
-  if (position >= T)
-    throw Error("logit lens: position " + std::to_string(position) + " is not one of the text's " + std::to_string(T) +
-                " tokens (0 to " + std::to_string(T - 1) + ")");
   if (request.top_k < 1 || request.top_k > limits::kMaxLensTopK)
     throw Error("logit lens: top_k must be between 1 and " + std::to_string(limits::kMaxLensTopK));
   if (request.tokens.size() > static_cast<size_t>(limits::kMaxLensTokens))
     throw Error("logit lens: at most " + std::to_string(limits::kMaxLensTokens) + " tokens can be followed");
-  std::vector<int32_t> ids;
-  for (const std::string& t : request.tokens) ids.push_back(one_token(model, t));
-
-  CaptureOptions o;
-  o.attention = o.head_outputs = o.contributions = false;
-  o.hidden_states = true;
-  const Capture cap = model.run(encoding, o);
-  const Tensor lens = logit_lens(cap, model.final_readout(), position);  // [n_layer + 1, vocab]
-  const int64_t vocab = lens.dim(1);
-
+  TextLensOptions o;
+  o.position = request.position;
+  o.top_k = request.top_k;
+  if (model.config().causal)
+    for (const std::string& t : request.tokens) o.tokens.push_back(lens_token_id(model, t));
+  o.keep_logits = o.tokens.empty();  // the prediction is followed: found in the last row first
+  const TextLens lens = text_logit_lens(model, encoding, o);
   LogitLensResult r;
-  r.model = c;
-  r.position = position;
+  r.model = model.config();
+  r.position = static_cast<int>(lens.position);
   r.top_k = request.top_k;
-  r.followed_prediction = ids.empty();
-  if (ids.empty()) ids.push_back(lens_top(lens.ptr() + int64_t{c.n_layer} * vocab, vocab, 1).front().id);
-  for (int l = 0; l <= c.n_layer; ++l) {
-    const float* row = lens.ptr() + int64_t{l} * vocab;
+  r.followed_prediction = o.tokens.empty();
+  for (int l = 0; l < lens.n_rows; ++l) {
     LensLayer layer;
     layer.layer = l;
-    for (const LensToken& t : lens_top(row, vocab, request.top_k)) layer.top.push_back(entry(model, t));
-    for (int32_t id : ids) layer.followed.push_back(entry(model, lens_token(row, vocab, id)));
+    for (const LensToken& t : lens.top[size_t(l)]) layer.top.push_back(entry(model, t));
+    if (r.followed_prediction) {
+      const int32_t predicted = lens.top.back().front().id;
+      layer.followed.push_back(
+          entry(model, lens_token(lens.logits.ptr() + int64_t{l} * lens.vocab, lens.vocab, predicted)));
+    } else {
+      for (const LensToken& t : lens.tokens[size_t(l)]) layer.followed.push_back(entry(model, t));
+    }
     r.layers.push_back(std::move(layer));
   }
   r.text = std::move(text);

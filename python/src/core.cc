@@ -384,14 +384,11 @@ std::string importance(std::shared_ptr<PyModel> m, const std::vector<nb::bytes>&
 
 // ---- circuits: activation and path patching, prompt pairs, the logit lens (docs/python.md) ----
 
-// A circuits error as Python says it: the core's few CLI flags named as the keyword arguments.
+// A circuits error as Python says it: the CLI flag the core names for own pairs, as the keyword argument.
 [[noreturn]] void rethrow_in_python_terms(const Error& e) {
   std::string message = e.what();
-  for (const auto& [flag, keyword] : {std::pair<std::string, std::string>{"--metric cosine", "metric=\"cosine\""},
-                                      {"(--pairs FILE)", "(pairs=[...])"}}) {
-    const size_t at = message.find(flag);
-    if (at != std::string::npos) message.replace(at, flag.size(), keyword);
-  }
+  const std::string flag = "(--pairs FILE)";
+  if (const size_t at = message.find(flag); at != std::string::npos) message.replace(at, flag.size(), "(pairs=[...])");
   if (dynamic_cast<const ResourceError*>(&e) != nullptr) throw ResourceError(message, e.remedy());
   throw Error(message, e.remedy());
 }

@@ -159,7 +159,7 @@ def test_patch_errors(smollm2, minilm, headscope):
     assert "is a decoder: its metrics are logit_diff, prob and loss" in message
     message = error(minilm, clean="The cat sat.", corrupt="The dog sat.", metric="logit_diff")
     assert message.endswith('is an encoder: it has no next-token logits, so its patching metric is cosine '
-                            '(1 − cos of the sentence embedding); use metric="cosine"')
+                            '(1 − cos of the sentence embedding); ask for the cosine metric')
     assert 'unknown patching site "heads" (one of: head, head_position, q' in error(smollm2, **IOI, sites="heads")
     assert "give the answer token and the wrong one" in error(smollm2, clean=IOI["clean"], corrupt=IOI["corrupt"])
     assert "give the prompt pairs one way" in error(smollm2, **IOI, task="ioi")

@@ -62,6 +62,13 @@ std::vector<int> parse_layers(const std::string& s) {
   return out;
 }
 
+// The normalised value of a patch that changes nothing: the corrupt run's 0 when denoising, the
+// clean run's 1 when noising. Effects are listed by their distance from it.
+double effect_origin(PatchDirection d) { return d == PatchDirection::kDenoise ? 0.0 : 1.0; }
+double effect_size(double normalised, double origin) {
+  return std::isnan(normalised) ? 0.0 : std::fabs(normalised - origin);
+}
+
 std::string effect_name(const PatchEffect& e) {
   std::string s = std::string(patch_sweep_name(e.sweep)) + " L" + std::to_string(e.layer);
   if (e.head >= 0)
@@ -77,11 +84,11 @@ void print_sweep(const PatchExperiment& x, int top) {
               patch_metric_name(r.metric), r.clean, r.corrupt, static_cast<long long>(r.passes), x.seconds.wall);
   std::vector<const PatchEffect*> order;
   for (const PatchEffect& e : r.effects) order.push_back(&e);
-  std::stable_sort(order.begin(), order.end(), [](const PatchEffect* a, const PatchEffect* b) {
-    return std::fabs(std::isnan(a->normalised) ? 0 : a->normalised) >
-           std::fabs(std::isnan(b->normalised) ? 0 : b->normalised);
+  const double none = effect_origin(r.direction);
+  std::stable_sort(order.begin(), order.end(), [none](const PatchEffect* a, const PatchEffect* b) {
+    return effect_size(a->normalised, none) > effect_size(b->normalised, none);
   });
-  std::printf("largest normalised effects ((patched - corrupt) / (clean - corrupt)):\n");
+  std::printf("largest effects (normalised (patched - corrupt) / (clean - corrupt); no effect reads %g):\n", none);
   for (size_t i = 0; i < std::min(order.size(), size_t(std::max(top, 0))); ++i)
     std::printf("  %-22s %+8.4f  (%s %.6g)\n", effect_name(*order[i]).c_str(), order[i]->normalised,
                 patch_metric_name(r.metric), order[i]->value);
@@ -91,9 +98,9 @@ void print_path(const PatchExperiment& x, int top) {
   const PathPatchReport& r = *x.path;
   std::vector<const PathEffect*> order;
   for (const PathEffect& e : r.effects) order.push_back(&e);
-  std::stable_sort(order.begin(), order.end(), [](const PathEffect* a, const PathEffect* b) {
-    return std::fabs(std::isnan(a->normalised) ? 0 : a->normalised) >
-           std::fabs(std::isnan(b->normalised) ? 0 : b->normalised);
+  const double none = effect_origin(r.request.direction);
+  std::stable_sort(order.begin(), order.end(), [none](const PathEffect* a, const PathEffect* b) {
+    return effect_size(a->normalised, none) > effect_size(b->normalised, none);
   });
   std::printf("%s: path patching over %d pair(s), %s, %s: clean %.6g, corrupt %.6g, in %.2f s\n", x.model.name.c_str(),
               r.n_pairs, patch_direction_name(r.request.direction), patch_metric_name(r.request.metric), r.clean,

@@ -1,6 +1,10 @@
 #include "ops/packed_linear.h"
 
 #include <dnnl.hpp>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
 
 #include "ops/panel_linear.h"
 
@@ -24,9 +28,13 @@ struct PackedLinear::Impl {
     memory packed_weights;
   };
   mutable std::mutex mutex;
-  mutable std::map<int64_t, Plan> plans;  // by T
-  mutable std::vector<memory> packed;     // one per distinct weights layout
-  mutable Tensor panels;                  // ops::pack_panels(weights), made on first use
+  // By T and by the thread that runs it: oneDNN runs a primitive on the thread it was made on and
+  // never one primitive on two threads at once, and passes of one model run side by side on the
+  // OpenMP threads (ablation over a corpus, activation patching), so each thread has its own.
+  // The packed weights below are shared: they are only read.
+  mutable std::map<std::pair<int64_t, std::thread::id>, Plan> plans;
+  mutable std::vector<memory> packed;  // one per distinct weights layout
+  mutable Tensor panels;               // ops::pack_panels(weights), made on first use
 
   const Tensor& panel_weights() const {
     std::lock_guard<std::mutex> lock(mutex);
@@ -38,7 +46,8 @@ struct PackedLinear::Impl {
 
   const Plan& plan(int64_t T, int64_t in, int64_t out) const {
     std::lock_guard<std::mutex> lock(mutex);
-    auto it = plans.find(T);
+    const auto key = std::make_pair(T, std::this_thread::get_id());
+    auto it = plans.find(key);
     if (it != plans.end()) return it->second;
     const memory::desc wei_any({out, in, 1, 1}, dt::f32, tag::any);
     const memory::desc bias_md({out}, dt::f32, tag::a);
@@ -60,7 +69,7 @@ struct PackedLinear::Impl {
       stream.wait();
       packed.push_back(weights_mem);
     }
-    return plans.emplace(T, Plan{dnnl::convolution_forward(pd), weights_mem}).first->second;
+    return plans.emplace(key, Plan{dnnl::convolution_forward(pd), weights_mem}).first->second;
   }
 };
 

@@ -369,6 +369,34 @@ void expect_packed_linear_matches_reference(int64_t in, int64_t out, unsigned se
   omp_set_num_threads(saved);
 }
 
+// Passes of one model run side by side on the OpenMP threads (ablation over a corpus, activation
+// patching): the same packed weights and the same row count on two threads at once must give
+// what one thread gives. oneDNN's rule is that a primitive runs on the thread that made it (its
+// scratchpad is that thread's), so each thread has its own plan; a tiny BERT's patching sweeps
+// gave wrong values now and then while threads shared one (tests/reference/test_patch.py).
+TEST(PackedLinear, ConcurrentCallsOfOneShapeAgreeWithOneThread) {
+  // The shapes of a tiny BERT's and MiniLM's layers, T past the panel kernel's rows (blocked kernel).
+  for (const auto& [in, out] : {std::pair<int64_t, int64_t>{32, 96}, {32, 37}, {384, 1152}, {1536, 384}}) {
+    const int64_t T = 24;
+    Tensor W({out, in}), b({out});
+    const std::vector<float> w = random_vector(out * in, 11), bias = random_vector(out, 12);
+    W.data.assign(w.begin(), w.end());
+    b.data.assign(bias.begin(), bias.end());
+    const PackedLinear packed(W, b);
+    const std::vector<float> x = random_vector(T * in, 13);
+    std::vector<float> once(T * out);
+    packed.forward(x.data(), T, once.data(), PackedLinear::Kernel::blocked);
+    int differing = 0;
+#pragma omp parallel for num_threads(2) schedule(dynamic, 1) reduction(+ : differing)
+    for (int i = 0; i < 400; ++i) {
+      std::vector<float> y(T * out, std::nanf(""));
+      packed.forward(x.data(), T, y.data(), PackedLinear::Kernel::blocked);
+      differing += y != once ? 1 : 0;
+    }
+    EXPECT_EQ(differing, 0) << in << " -> " << out;
+  }
+}
+
 TEST(PackedLinear, WideMatrixMatchesReference) {
   // A width that is not a multiple of the 8-channel weight blocks' pairs (1000 = 125 · 8).
   expect_packed_linear_matches_reference(48, 1000, 51, {1, 2}, {1, 16, 256, 300});

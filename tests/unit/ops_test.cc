@@ -376,8 +376,8 @@ void expect_packed_linear_matches_reference(int64_t in, int64_t out, unsigned se
 // gave wrong values now and then while threads shared one (tests/reference/test_patch.py).
 TEST(PackedLinear, ConcurrentCallsOfOneShapeAgreeWithOneThread) {
   // The shapes of a tiny BERT's and MiniLM's layers, T past the panel kernel's rows (blocked kernel).
-  for (const auto& [in, out] : {std::pair<int64_t, int64_t>{32, 96}, {32, 37}, {384, 1152}, {1536, 384}}) {
-    const int64_t T = 24;
+  for (const auto& shape : {std::pair<int64_t, int64_t>{32, 96}, {32, 37}, {384, 1152}, {1536, 384}}) {
+    const int64_t in = shape.first, out = shape.second, T = 24;
     Tensor W({out, in}), b({out});
     const std::vector<float> w = random_vector(out * in, 11), bias = random_vector(out, 12);
     W.data.assign(w.begin(), w.end());

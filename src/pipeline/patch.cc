@@ -67,30 +67,30 @@ PromptPairs load_prompt_pairs(const Model& model, const PairSource& s) {
   return pairs;
 }
 
-PatchExperiment run_patch_sweep(const Model& model, PromptPairs& pairs, const PatchRequest& request) {
+// The document's model and pairs, before any result.
+static PatchExperiment experiment_of(const Model& model, const PromptPairs& pairs) {
   PatchExperiment x;
   x.model = model.config();
   x.task = pairs.task;
   x.seed = pairs.seed;
+  return x;
+}
+
+PatchExperiment run_patch_sweep(const Model& model, PromptPairs& pairs, const PatchRequest& request) {
+  PatchExperiment x = experiment_of(model, pairs);
   x.seconds = timed([&] { x.sweep = patch_sweep(model, pairs, request); });
   return x;
 }
 
 PatchExperiment run_path_patch(const Model& model, PromptPairs& pairs, const PathPatchRequest& request) {
-  PatchExperiment x;
-  x.model = model.config();
-  x.task = pairs.task;
-  x.seed = pairs.seed;
+  PatchExperiment x = experiment_of(model, pairs);
   x.seconds = timed([&] { x.path = path_patch(model, pairs, request); });
   return x;
 }
 
 PatchExperiment run_head_set_patch(const Model& model, PromptPairs& pairs, const std::vector<HeadRef>& heads,
                                    PatchDirection direction, PatchMetric metric) {
-  PatchExperiment x;
-  x.model = model.config();
-  x.task = pairs.task;
-  x.seed = pairs.seed;
+  PatchExperiment x = experiment_of(model, pairs);
   x.set_metric = metric;
   x.set_direction = direction;
   x.seconds = timed([&] { x.set = patch_heads_together(model, pairs, heads, direction, metric); });

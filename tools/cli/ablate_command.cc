@@ -55,11 +55,6 @@ std::vector<Encoding> encode_all(const Model& model, const std::vector<std::stri
 
 std::string head_name(const HeadRef& h) { return std::to_string(h.layer) + "." + std::to_string(h.head); }
 
-void write_file(const std::string& path, const std::string& contents) {
-  std::ofstream out(path);
-  if (!out || !(out << contents)) throw Error(path + ": cannot write");
-}
-
 AblateOptions ablate_options(const Model& model, const AblateArgs& a) {
   AblateOptions options;
   options.mode = parse_ablation_mode(a.mode);

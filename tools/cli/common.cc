@@ -1,4 +1,5 @@
 #include "cli/common.h"
+#include <fstream>
 
 #include "headscope/input.h"
 
@@ -118,6 +119,11 @@ std::string error_message(const Error& e) {
       break;
   }
   return message;
+}
+
+void write_file(const std::string& path, const std::string& contents) {
+  std::ofstream out(path);
+  if (!out || !(out << contents)) throw Error(path + ": cannot write");
 }
 
 }  // namespace headscope::cli

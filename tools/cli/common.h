@@ -22,6 +22,8 @@ std::string default_model_dir();
 // Whole file as bytes ('-' = stdin), through headscope::read_input_file: at most 16 MiB, and only a
 // regular file (or a pipe on stdin); NotAFileError or Error naming the path otherwise.
 std::string read_text_file(const std::string& path);
+// Writes `contents` to `path` (a --json or --csv output); Error when it cannot.
+void write_file(const std::string& path, const std::string& contents);
 // The --strict flag of every subcommand that loads a model: refuse weights with NaN/Inf.
 void add_load_flags(CLI::App* command, LoadOptions& options);
 // Model::load, then each of the model's load warnings on stderr as "headscope: warning: ...".

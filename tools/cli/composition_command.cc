@@ -29,11 +29,6 @@ struct CompositionArgs {
   int threads = 0;
 };
 
-void write_file(const std::string& path, const std::string& contents) {
-  std::ofstream out(path);
-  if (!out || !(out << contents)) throw Error(path + ": cannot write");
-}
-
 // sender_layer,sender_head,receiver_layer,receiver_head,q,k,v: one row per pair, receiver after sender.
 std::string csv_rows(const CompositionScores& s) {
   const int L = s.model.n_layer, H = s.model.n_head;

@@ -34,11 +34,6 @@ struct PatchArgs {
   int threads = 0;
 };
 
-void write_file(const std::string& path, const std::string& contents) {
-  std::ofstream out(path);
-  if (!out || !(out << contents)) throw Error(path + ": cannot write");
-}
-
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
   std::istringstream in(s);

@@ -197,6 +197,19 @@ inline constexpr int64_t kMaxPatchTokenPasses = 32768;
 inline constexpr int kMaxLensTopK = 50;
 inline constexpr int kMaxLensTokens = 16;
 
+// ---- explorer composition scores (POST /api/composition) ----
+
+// Random draws of one /api/composition baseline: each scores one random sender and receiver of
+// the model's shapes (100 draws take 0.3 s for SmolLM2-135M on two cores), so 1,000 hold a compute
+// slot for a few seconds at most.
+inline constexpr int kMaxCompositionDraws = 1000;
+// Option sets (draws, seed, gains) whose scores the server keeps: the scores are a pure function
+// of the weights, 3 · (n_layer · n_head)² floats (0.9 MB for SmolLM2-135M, 62 KB for
+// all-MiniLM-L6-v2), so asking again costs only the reply's formatting.
+inline constexpr size_t kCompositionCacheSets = 4;
+// Highest pairs per kind one reply lists.
+inline constexpr int kMaxCompositionTop = 1000;
+
 // ---- attribution (src/analysis/attribution.cc) ----
 
 // Norm-weighted maps built at once ([n_layer, n_head, T, T] fp32, a second copy beside the dense

@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas
 
 __all__ = [
+    "Composition",
     "Config",
     "Encoding",
     "Error",
@@ -496,6 +497,28 @@ class Model:
         return LogitLens._of(self, d, ids)
 
 
+    def composition(self, *, draws: int = 100, seed: int = 0, gains: bool = True) -> Composition:
+        """Q-, K- and V-composition of every pair of heads in different layers, from the weights
+        alone (Elhage et al. 2021; `headscope composition`, the same core and numbers; docs/circuits.md,
+        "Composition scores").
+
+        For a sender s and a receiver r in a later layer, with W_QK = W_Q^T W_K and W_OV = W_O W_V
+        of each head and Frobenius norms: Q = |W_QK(r)^T W_OV(s)| / (|W_QK(r)| |W_OV(s)|), K the same
+        with W_QK(r), V with W_OV(r) in its place. Every score is in [0, 1].
+        draws: random heads of the model's shapes scored for the baseline (2 .. 100000), drawn
+            with `seed` (any thread count gives the same numbers).
+        gains: fold the norms' gains into the matrices next to them (default); False scores the
+            weights as stored.
+        RoPE is not included (W_QK at relative position 0); under grouped-query attention the heads
+        of a group share W_K and W_V.
+
+        Returns a Composition. Raises Error for a model with one layer or options out of range.
+        """
+        if not isinstance(gains, (bool, np.bool_)):
+            raise Error(f"gains = {gains!r} is not True or False")
+        return Composition(self, self._core.composition(_count(draws, "draws"), _seed(seed), bool(gains)))
+
+
 def load(path: str | os.PathLike, *, threads: int | None = None, strict: bool = False) -> Model:
     """Load a model: a Hugging Face directory (config.json, *.safetensors, tokenizer.json) or a .gguf file.
 
@@ -854,6 +877,91 @@ class LogitLens:
     def __repr__(self) -> str:
         return (f"<headscope.LogitLens {self.top_ids.shape[0]} rows at position {self.position}: "
                 f"last row's top token {self.top_text[-1][0]!r}>")
+
+
+_KINDS = ("Q", "K", "V")
+
+
+class Composition:
+    """What Model.composition returns: the composition scores of every pair of heads.
+
+    q, k, v     float32 [n_layer, n_head, n_layer, n_head], read-only: element [l1, h1, l2, h2] is
+                the score of sender (l1, h1) into receiver (l2, h2); 0 wherever l2 <= l1 (no path
+                from a head into its own or an earlier layer)
+    baseline    {"Q": (mean, std), "K": ..., "V": ...}: the same score of random Gaussian heads of
+                the model's shapes over `draws` draws (std with n - 1); a score well above the mean
+                is what the weights chose, not chance
+    draws, seed, gains   the options the scores were computed with
+    seconds     {"scores", "baseline" (wall), "cpu" (both, all threads)}
+
+    top(kind, n) the n highest pairs of a kind; grid(kind) the scores as a square matrix for
+    plotting; raw the JSON of `headscope composition --json`; to_frame() one row per pair.
+    """
+
+    def __init__(self, model: Model, core: _core.Composition) -> None:
+        self.model = model
+        self._core = core
+        self.q: np.ndarray = core.q
+        self.k: np.ndarray = core.k
+        self.v: np.ndarray = core.v
+        self.baseline: dict[str, tuple[float, float]] = {kind: core.baseline(kind) for kind in _KINDS}
+        wall, baseline, cpu = core.seconds
+        self.seconds = {"scores": wall, "baseline": baseline, "cpu": cpu}
+        self.draws: int
+        self.seed: int
+        self.gains: bool
+        self.draws, self.seed, self.gains = core.options
+
+    def __repr__(self) -> str:
+        c = self.model.config
+        best = {kind: self.top(kind, 1)[0]["score"] for kind in _KINDS}
+        return (f"<headscope.Composition {c.name}: {c.n_layer} layers x {c.n_head} heads; highest Q {best['Q']:.3f}, "
+                f"K {best['K']:.3f}, V {best['V']:.3f}; random mean {self.baseline['Q'][0]:.4f}>")
+
+    def scores(self, kind: Literal["Q", "K", "V"]) -> np.ndarray:
+        """The [n_layer, n_head, n_layer, n_head] scores of one kind ("Q", "K" or "V"; any case)."""
+        return {"Q": self.q, "K": self.k, "V": self.v}[_kind(kind)]
+
+    def top(self, kind: Literal["Q", "K", "V"], n: int = 10) -> list[dict]:
+        """The n highest pairs of a kind (the receiver always in a later layer), highest first,
+        ties in (sender, receiver) order: dicts {"sender": {"layer", "head"}, "receiver": {"layer",
+        "head"}, "score"}, as the JSON's "top" lists them (0-based indices)."""
+        return [{"sender": {"layer": sl, "head": sh}, "receiver": {"layer": rl, "head": rh}, "score": score}
+                for sl, sh, rl, rh, score in self._core.top(_kind(kind), _count(n, "n"))]
+
+    def grid(self, kind: Literal["Q", "K", "V"]) -> np.ndarray:
+        """The scores of one kind as a square [n_layer * n_head, n_layer * n_head] matrix (a view, no
+        copy): row l1 * n_head + h1 is the sender, column l2 * n_head + h2 the receiver, layer-major,
+        so that each layer is an n_head-wide block and only blocks right of the diagonal are non-zero.
+        Ready for matplotlib's imshow."""
+        c = self.model.config
+        n = c.n_layer * c.n_head
+        return self.scores(kind).reshape(n, n)
+
+    @functools.cached_property
+    def raw(self) -> dict:
+        """The document `headscope composition --json` writes (schema "headscope.composition/1", the
+        CLI's default of 10 top pairs per kind), as a dict: computed on first use (a few MB for
+        SmolLM2's 72,900 pairs of heads)."""
+        return _json.loads(self._core.json(10))
+
+    def to_frame(self) -> pandas.DataFrame:
+        """One row per pair of heads whose receiver is in a later layer: sender_layer, sender_head,
+        receiver_layer, receiver_head, q, k, v (the columns of `headscope composition --csv`), in
+        (sender, receiver) order."""
+        pd = _pandas("Composition.to_frame() needs")
+        c = self.model.config
+        L, H = c.n_layer, c.n_head
+        l1, h1, l2, h2 = np.meshgrid(np.arange(L), np.arange(H), np.arange(L), np.arange(H), indexing="ij")
+        later = l2 > l1
+        return pd.DataFrame({"sender_layer": l1[later], "sender_head": h1[later], "receiver_layer": l2[later],
+                             "receiver_head": h2[later], "q": self.q[later], "k": self.k[later], "v": self.v[later]})
+
+
+def _kind(kind: Any) -> str:
+    if not isinstance(kind, str) or kind.upper() not in _KINDS:
+        raise Error(f"kind {kind!r} is not a kind of composition: give \"Q\", \"K\" or \"V\"")
+    return kind.upper()
 
 
 # ---- results ----

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "headscope/circuits.h"
 #include "headscope/headscope.h"
 #include "headscope/json.h"
 #include "headscope/limits.h"
@@ -536,6 +537,70 @@ nb::dict logit_lens(std::shared_ptr<PyModel> m, nb::bytes text_bytes, int64_t po
   return d;
 }
 
+// ---- composition scores (docs/python.md, "Composition scores") ----
+
+// One option set's scores, kept whole: the arrays are views of its tensors, and the ranking and the
+// JSON are the core's (top_composition_pairs, composition_json), as for `headscope composition`.
+struct PyComposition {
+  std::shared_ptr<const CompositionScores> scores;
+};
+
+PyComposition composition(std::shared_ptr<PyModel> m, int draws, uint64_t seed, bool gains) {
+  CompositionOptions options;
+  options.baseline_draws = draws;
+  options.seed = seed;
+  options.fold_gains = gains;
+  nb::gil_scoped_release release;
+  std::lock_guard lock(m->run_mutex);  // every core, as a forward pass uses them
+  m->set_threads();
+  return {std::make_shared<const CompositionScores>(composition_scores(*m->model, options))};
+}
+
+CompositionKind composition_kind(const std::string& name) {
+  for (const CompositionKind kind : kCompositionKinds)
+    if (name == composition_kind_name(kind)) return kind;
+  throw Error("kind \"" + name + "\" is not a kind of composition: give \"Q\", \"K\" or \"V\"");
+}
+
+// The n highest pairs of one kind as (sender layer, sender head, receiver layer, receiver head, score).
+std::vector<std::tuple<int, int, int, int, double>> composition_top(const PyComposition& c, const std::string& kind,
+                                                                    int n) {
+  std::vector<std::tuple<int, int, int, int, double>> out;
+  for (const CompositionPair& p : top_composition_pairs(*c.scores, composition_kind(kind), n))
+    out.emplace_back(p.sender.layer, p.sender.head, p.receiver.layer, p.receiver.head, p.score);
+  return out;
+}
+
+void register_composition(nb::module_& m) {
+  nb::class_<PyComposition>(m, "Composition", "Composition scores (internal; see headscope.Composition).")
+      .def_prop_ro(
+          "q", [](const PyComposition& c) { return view_of(c.scores->q, c.scores); }, nb::rv_policy::reference)
+      .def_prop_ro(
+          "k", [](const PyComposition& c) { return view_of(c.scores->k, c.scores); }, nb::rv_policy::reference)
+      .def_prop_ro(
+          "v", [](const PyComposition& c) { return view_of(c.scores->v, c.scores); }, nb::rv_policy::reference)
+      .def(
+          "baseline",
+          [](const PyComposition& c, const std::string& kind) {
+            const CompositionBaseline& b = c.scores->baseline(composition_kind(kind));
+            return std::pair<double, double>(b.mean, b.std);
+          },
+          "kind"_a, "(mean, std) of the kind's random baseline.")
+      .def("top", &composition_top, "kind"_a, "n"_a,
+           "The n highest pairs of a kind: (sender layer, sender head, receiver layer, receiver head, score).")
+      .def(
+          "json", [](const PyComposition& c, int top) { return composition_json(*c.scores, top).dump(); }, "top"_a,
+          "`headscope composition --json`'s document (\"headscope.composition/1\") with `top` pairs per kind.")
+      .def_prop_ro("options",
+                   [](const PyComposition& c) {
+                     const CompositionOptions& o = c.scores->options;
+                     return std::tuple<int, uint64_t, bool>(o.baseline_draws, o.seed, o.fold_gains);
+                   })
+      .def_prop_ro("seconds", [](const PyComposition& c) {
+        return std::tuple<double, double, double>(c.scores->seconds, c.scores->baseline_seconds, c.scores->cpu_seconds);
+      });
+}
+
 // Checked here rather than converted: a float64 or strided array is a mistake worth naming.
 void check_attention_array(const nb::ndarray<nb::ro, nb::device::cpu>& attention,
                            const std::vector<std::string>& tokens, const std::optional<std::vector<bool>>& special) {
@@ -685,7 +750,9 @@ void register_circuits(nb::class_<PyModel>& model) {
           },
           "text"_a, "The id of a token written as text; Error unless it is exactly one token.")
       .def("logit_lens", &logit_lens, "text"_a, "position"_a, "top_k"_a, "ids"_a, "logits"_a, "truncate"_a,
-           "The logit lens of one text at one position (decoders).");
+           "The logit lens of one text at one position (decoders).")
+      .def("composition", &composition, "draws"_a, "seed"_a, "gains"_a,
+           "Q-, K- and V-composition of every pair of heads from the weights (`headscope composition`).");
 }
 
 // The loaded model: its description, tokenizer, and what runs on it.
@@ -816,6 +883,7 @@ NB_MODULE(_core, m) {
   using namespace headscope::python;
   m.doc() = "headscope's C++ core (internal: use the headscope package, docs/python.md)";
   register_errors(m);
+  register_composition(m);
   register_model(m);
   register_run(m);
   register_functions(m);

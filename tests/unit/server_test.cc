@@ -109,7 +109,7 @@ TEST(ServerGate, WrongMethodOnAKnownPathIs405WithAllow) {
   EXPECT_EQ(get->allow, "POST");
   // Every POST endpoint is in the table, /api/link included (it once answered a GET with 404).
   for (const char* path : {"/api/link", "/api/ablate", "/api/importance", "/api/tile", "/api/overview", "/api/patch",
-                           "/api/logit_lens", "/api/tokenize"}) {
+                           "/api/logit_lens", "/api/tokenize", "/api/composition"}) {
     const auto wrong = check_request(head("GET", path, {{"Host", "localhost"}}), gate_options());
     ASSERT_TRUE(wrong) << path;
     EXPECT_EQ(wrong->status, 405) << path;

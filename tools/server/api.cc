@@ -798,4 +798,85 @@ HttpReply Api::tokenize(std::string_view body) {
   });
 }
 
+// ---- composition scores: /api/composition ----
+
+namespace {
+
+// An optional integer field in [lo, hi]; the message says what the field is for.
+int bounded_int(const json& j, const char* key, int fallback, int lo, int hi, const std::string& what) {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  const json& v = j[key];
+  const bool in_range = v.is_number_integer() && v.get<int64_t>() >= lo && v.get<int64_t>() <= hi;
+  if (!in_range)
+    throw RequestError{400, "bad_field",
+                       std::string("field \"") + key + "\" must be an integer between " + std::to_string(lo) + " and " +
+                           std::to_string(hi) + " (" + what + ")"};
+  return static_cast<int>(v.get<int64_t>());
+}
+
+// {"draws", "seed", "gains", "top"}, each optional (docs/api.md, POST /api/composition).
+CompositionRequest parse_composition(const json& j) {
+  CompositionRequest r;
+  r.options.baseline_draws = bounded_int(j, "draws", r.options.baseline_draws, 2, limits::kMaxCompositionDraws,
+                                         "random heads scored for the baseline");
+  if (j.contains("seed") && !j["seed"].is_null()) {
+    if (!j["seed"].is_number_unsigned())
+      throw RequestError{400, "bad_field", "field \"seed\" must be a non-negative integer (the baseline's draws)"};
+    r.options.seed = j["seed"].get<uint64_t>();
+  }
+  r.options.fold_gains = optional_bool(j, "gains", r.options.fold_gains);
+  r.top = bounded_int(j, "top", r.top, 1, limits::kMaxCompositionTop, "highest pairs listed per kind");
+  return r;
+}
+
+bool same_options(const CompositionOptions& a, const CompositionOptions& b) {
+  return a.baseline_draws == b.baseline_draws && a.seed == b.seed && a.fold_gains == b.fold_gains;
+}
+
+}  // namespace
+
+std::shared_ptr<const CompositionScores> Api::cached_composition(const CompositionOptions& options) {
+  const std::lock_guard<std::mutex> guard(composition_mutex_);
+  for (auto it = composition_cache_.begin(); it != composition_cache_.end(); ++it)
+    if (same_options((*it)->options, options)) {
+      composition_cache_.splice(composition_cache_.begin(), composition_cache_, it);
+      return composition_cache_.front();
+    }
+  return nullptr;
+}
+
+std::shared_ptr<const CompositionScores> Api::composition_of(const CompositionOptions& options, bool& computed) {
+  const std::lock_guard<std::mutex> computing(composition_compute_mutex_);
+  computed = false;
+  if (auto hit = cached_composition(options)) return hit;
+  std::shared_ptr<const CompositionScores> scores;
+  {
+    // Every core, as a forward pass uses them: one at a time.
+    const auto lock = cache_.exclusive_model();
+    scores = std::make_shared<const CompositionScores>(composition_scores(model_, options));
+  }
+  computed = true;
+  const std::lock_guard<std::mutex> guard(composition_mutex_);
+  composition_cache_.push_front(scores);
+  while (composition_cache_.size() > limits::kCompositionCacheSets) composition_cache_.pop_back();
+  return scores;
+}
+
+// The scores of one option set, computed on the first request for it and kept; a kept set needs
+// no compute slot. The reply is `headscope composition --json`'s document plus "cached".
+HttpReply Api::composition(std::string_view body) {
+  return guarded(body, [&](std::string_view b) {
+    const CompositionRequest req = parse_composition(parse_object(b, {"draws", "seed", "gains", "top"}));
+    bool computed = false;
+    std::shared_ptr<const CompositionScores> scores = cached_composition(req.options);
+    if (!scores) {
+      const auto ticket = admit();
+      scores = composition_of(req.options, computed);
+    }
+    json out = composition_json(*scores, req.top);
+    out["cached"] = !computed;
+    return json_reply(out);
+  });
+}
+
 }  // namespace headscope::server

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "headscope/circuits.h"
 #include "headscope/limits.h"
 #include "headscope/model.h"
 #include "server/compute_queue.h"
@@ -88,6 +89,13 @@ struct AblateRequest {
   Ablation::Mode mode = Ablation::Mode::kZero;
 };
 
+// POST /api/composition: the options of the composition scores (circuits.h) and how many of the
+// highest pairs of each kind the reply lists.
+struct CompositionRequest {
+  CompositionOptions options;
+  int top = 10;
+};
+
 // The reference corpus of mean and resample ablation on one text: a few plain English sentences
 // shipped with the server (the head means and the donor text come from these, never from the
 // text itself). Resample draws its donor with seed 0, so a request always gives the same answer.
@@ -112,6 +120,7 @@ class Api {
   HttpReply logit_lens(
       std::string_view body);                 // POST /api/logit_lens: every layer read as the model's logits (decoders)
   HttpReply tokenize(std::string_view body);  // POST /api/tokenize: a text's tokens (no model run)
+  HttpReply composition(std::string_view body);  // POST /api/composition: Q-, K-, V-composition from the weights
 
   // What the corpus evidence joined into the roles is (CorpusEvidence::source ...), for /api/model.
   void set_corpus_info(std::string source, bool syntax, bool coreference) {
@@ -152,6 +161,14 @@ class Api {
   void remember_importance(const std::string& key, std::string reply);
   std::mutex importance_mutex_;
   std::list<std::pair<std::string, std::string>> importance_cache_;
+  // The scores of the last kCompositionCacheSets option sets, newest first: a pure function of the
+  // weights, so each set is computed once. One set is computed at a time (composition_compute_mutex_),
+  // so that a second request for the same set waits for the first instead of computing it again;
+  // `computed` says whether this call computed it.
+  std::shared_ptr<const CompositionScores> cached_composition(const CompositionOptions& options);
+  std::shared_ptr<const CompositionScores> composition_of(const CompositionOptions& options, bool& computed);
+  std::mutex composition_mutex_, composition_compute_mutex_;
+  std::list<std::shared_ptr<const CompositionScores>> composition_cache_;
 };
 
 }  // namespace headscope::server

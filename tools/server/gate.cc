@@ -180,7 +180,7 @@ const std::vector<Route>& api_routes() {
       {"/api/attention", "POST", true},  {"/api/decompose", "POST", true}, {"/api/generate", "POST", true},
       {"/api/tile", "POST", true},       {"/api/overview", "POST", true},  {"/api/ablate", "POST", true},
       {"/api/importance", "POST", true}, {"/api/link", "POST", true},      {"/api/patch", "POST", true},
-      {"/api/logit_lens", "POST", true}, {"/api/tokenize", "POST", true},
+      {"/api/logit_lens", "POST", true}, {"/api/tokenize", "POST", true},  {"/api/composition", "POST", true},
   };
   return routes;
 }

@@ -129,6 +129,7 @@ const std::vector<Endpoint>& endpoints() {
       {"/api/patch", "POST", [](Api& a, std::string_view b) { return a.patch(b); }, true},
       {"/api/logit_lens", "POST", [](Api& a, std::string_view b) { return a.logit_lens(b); }, true},
       {"/api/tokenize", "POST", [](Api& a, std::string_view b) { return a.tokenize(b); }, true},
+      {"/api/composition", "POST", [](Api& a, std::string_view b) { return a.composition(b); }, true},
   };
   return table;
 }

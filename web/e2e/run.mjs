@@ -14,6 +14,7 @@
 //   HEADSCOPE_E2E_ONLY=ablation  only the causal-evidence pass (ablation.mjs) on both models
 //   HEADSCOPE_E2E_ONLY=window    only the sliding-window / multi-query pass on Gemma 3 (HEADSCOPE_WINDOW_MODEL)
 //   HEADSCOPE_E2E_ONLY=patching  only the Patching and Logit lens pass (patching.mjs) on both models
+//   HEADSCOPE_E2E_ONLY=composition  only the Composition pass (composition.mjs) on both models
 //   CHROMIUM         the browser (default: /usr/bin/chromium)
 // Screenshots, exported files and the server log go to web/test-results/.
 import fs from 'node:fs';
@@ -22,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { ablationTests } from './ablation.mjs';
 import { apiTests } from './api.mjs';
 import { browserTests } from './browser.mjs';
+import { compositionTests } from './composition.mjs';
 import { decoderTests, windowTests } from './decoder.mjs';
 import { explorerTests } from './explorer.mjs';
 import { startServer, Suite } from './harness.mjs';
@@ -54,8 +56,10 @@ const onlyAblation = process.env.HEADSCOPE_E2E_ONLY === 'ablation';
 const onlyWindow = process.env.HEADSCOPE_E2E_ONLY === 'window';
 // HEADSCOPE_E2E_ONLY=patching: only the Patching and Logit lens pass (patching.mjs), on both models.
 const onlyPatching = process.env.HEADSCOPE_E2E_ONLY === 'patching';
+// HEADSCOPE_E2E_ONLY=composition: only the Composition pass (composition.mjs), on both models.
+const onlyComposition = process.env.HEADSCOPE_E2E_ONLY === 'composition';
 // Any HEADSCOPE_E2E_ONLY: the passes not named are left out.
-const only = onlyExplorer || onlyLong || onlyMaps || onlyAblation || onlyWindow || onlyPatching;
+const only = onlyExplorer || onlyLong || onlyMaps || onlyAblation || onlyWindow || onlyPatching || onlyComposition;
 const outDir = path.join(webDir, 'test-results');
 
 function fail(message) {
@@ -222,6 +226,23 @@ async function patchingPass(modelDir, tag) {
 }
 if (!only || onlyPatching) await patchingPass(model, 'minilm');
 if (decoderModel && (!only || onlyPatching)) await patchingPass(decoderModel, 'smollm2');
+/** The Composition pass (composition.mjs) on its own server. */
+async function compositionPass(modelDir, tag) {
+  const clog = fs.createWriteStream(path.join(outDir, `server-composition-${tag}.log`));
+  clog.path = path.join(outDir, `server-composition-${tag}.log`);
+  const cserver = await startServer({ bin, model: modelDir, webDir: dist, log: clog, args: ['--max-tokens', '64'] });
+  console.log(`Composition (${path.basename(modelDir)}, 1400×900 and 390×844, at ${cserver.url})`);
+  try {
+    const suite = new Suite(`composition ${tag}`);
+    await compositionTests(cserver.url, suite, outDir, { tag });
+    ok = suite.summary() && ok;
+  } finally {
+    await cserver.stop();
+    clog.end();
+  }
+}
+if (!only || onlyComposition) await compositionPass(model, 'minilm');
+if (decoderModel && (!only || onlyComposition)) await compositionPass(decoderModel, 'smollm2');
 if (only && !onlyLong) {
   // the long-text pass is left out
 } else if (longModel && !fs.existsSync(longConllu)) {

@@ -102,6 +102,7 @@ export class App {
       patch: (request) => this.api.patch(request),
       logitLens: (...args) => this.api.logitLens(...args),
       tokenize: (...args) => this.api.tokenize(...args),
+      composition: (request) => this.api.composition(request),
     };
     this.views = new Map(VIEWS.map((v) => [v.id, v.create(host)]));
     this.headPanel = new HeadPanel(

@@ -69,6 +69,7 @@ class EmbeddedExplorer {
       patch: (request) => this.api.patch(request),
       logitLens: (...args) => this.api.logitLens(...args),
       tokenize: (...args) => this.api.tokenize(...args),
+      composition: (request) => this.api.composition(request),
     };
     this.views = new Map(EMBEDDED_TAB_VIEWS.map((v) => [v.id, v.create(host)]));
     this.headPanel = new HeadPanel(

@@ -416,6 +416,46 @@ export interface TokenizeResult {
   tokens: TokenInfo[];
 }
 
+/** The three kinds of composition (docs/circuits.md, "Composition scores"): what a sender's output
+ *  feeds in a later receiver — its queries, its keys or its values. */
+export type CompositionKind = 'Q' | 'K' | 'V';
+
+/** POST /api/composition: every field optional. */
+export interface CompositionRequest {
+  /** Random heads scored for the baseline, 2–1000 (default 100). */
+  draws?: number;
+  seed?: number;
+  /** Fold the norms' gains into the matrices (default true). */
+  gains?: boolean;
+  /** Highest pairs listed per kind, 1–1000 (default 10). */
+  top?: number;
+}
+
+/** A pair of heads of the composition reply, 0-based. */
+export interface CompositionPair {
+  sender: { layer: number; head: number };
+  receiver: { layer: number; head: number };
+  score: number;
+}
+
+/** The reply of POST /api/composition ("headscope.composition/1", `headscope composition --json`). */
+export interface CompositionResult {
+  schema: string;
+  definition: string;
+  folded: string;
+  rope: string;
+  /** [n_layer, n_head, n_layer, n_head]: sender layer, sender head, receiver layer, receiver head. */
+  shape: [number, number, number, number];
+  masked: string;
+  /** Nested lists in `shape`, 0 where the receiver's layer is not after the sender's. */
+  scores: Record<CompositionKind, number[][][][]>;
+  baseline: { draws: number; seed: number } & Record<CompositionKind, { mean: number; std: number }>;
+  top: Record<CompositionKind, CompositionPair[]>;
+  seconds: { scores: number; baseline: number; cpu: number };
+  /** Whether the server had these scores already (they depend on the weights only). */
+  cached: boolean;
+}
+
 /** An error reply of the API: {"error": {status, code, message}}. */
 export class ApiError extends Error {
   constructor(
@@ -477,6 +517,7 @@ export class ApiClient {
   private patches = new PromiseCache<PatchResult>(16);
   private lenses = new PromiseCache<LensResult>(16);
   private tokenizations = new PromiseCache<TokenizeResult>(64);
+  private compositions = new PromiseCache<CompositionResult>(4);
 
   constructor(private readonly base = '') {}
 
@@ -569,6 +610,13 @@ export class ApiClient {
   tokenize(text: string, special = true): Promise<TokenizeResult> {
     const body = { text, special };
     return this.tokenizations.get(JSON.stringify(body), async () => (await this.post('/api/tokenize', body)).json());
+  }
+
+  /** Q-, K- and V-composition of every pair of heads, from the weights (no text). */
+  composition(request: CompositionRequest = {}): Promise<CompositionResult> {
+    return this.compositions.get(JSON.stringify(request), async () =>
+      (await this.post('/api/composition', request)).json(),
+    );
   }
 
   importance(text: string): Promise<ImportanceResult> {

@@ -2,7 +2,7 @@
 // notebook cell, a standalone HTML file written by python/headscope/views.py). EmbeddedClient
 // answers the ApiClient calls the views make from that payload; what needs the model itself
 // (ablation, importance, generation, the W_O decomposition, streamed tiles, other texts,
-// patching, the logit lens) is
+// patching, the logit lens, composition scores) is
 // refused with an ApiError that says so.
 //
 // The payload ("headscope.embed/1"), a JSON object:
@@ -18,6 +18,7 @@ import {
   ApiClient,
   ApiError,
   type AblateResult,
+  type CompositionResult,
   type Decomposition,
   type GenerateResult,
   type ImportanceResult,
@@ -204,5 +205,8 @@ export class EmbeddedClient extends ApiClient {
   }
   override tokenize(..._args: unknown[]): Promise<TokenizeResult> {
     return this.refuse('tokenising another prompt');
+  }
+  override composition(..._args: unknown[]): Promise<CompositionResult> {
+    return this.refuse('composition scores');
   }
 }

@@ -19,8 +19,20 @@ describe('view state in the URL', () => {
       compareB: { layer: 5, head: 0 },
       lock: 3,
       maps: 'rollout',
+      path: null,
     };
     expect(stateFromQuery('?' + stateToQuery(s), shape, views)).toEqual(s);
+  });
+
+  it('carries a path to trace into the Patching view only, sender before receiver', () => {
+    const path = { sender: { layer: 1, head: 8 }, receiver: { layer: 4, head: 11 }, input: 'k' as const };
+    const patching = { ...DEFAULT_STATE, view: 'patching', path };
+    const q = stateToQuery(patching);
+    expect(q).toContain('path=1.8%2C4.11%2Ck');
+    expect(stateFromQuery(q, shape, [...views, 'patching']).path).toEqual(path);
+    expect(stateToQuery({ ...patching, view: 'layer' })).not.toContain('path=');
+    for (const bad of ['4.11,1.8,k', '1.8,1.9,q', '1.8,4.12,v', '1.8,4.11,o', '1.8,4.11'])
+      expect(stateFromQuery(`view=patching&path=${bad}`, shape, ['patching']).path).toBeNull();
   });
 
   it('keeps URLs short by leaving defaults out', () => {

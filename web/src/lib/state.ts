@@ -14,6 +14,14 @@ export interface HeadRef {
   head: number;
 }
 
+/** One path between two heads, sender before receiver, through one input of the receiver: what
+ *  the Composition view asks the Patching view to trace (path patching). */
+export interface PathRef {
+  sender: HeadRef;
+  receiver: HeadRef;
+  input: 'q' | 'k' | 'v';
+}
+
 export interface ViewState {
   text: string;
   view: ViewName;
@@ -31,6 +39,8 @@ export interface ViewState {
   lock: number;
   /** What the maps show: weights, norm-weighted or rollout (lib/maps.ts). */
   maps: MapView;
+  /** The path the Patching view traces on opening (null: none), in the URL as path=17.8,18.7,k. */
+  path: PathRef | null;
 }
 
 export const DEFAULT_TEXT = "The animal didn't cross the street because it was too tired.";
@@ -48,6 +58,7 @@ export const DEFAULT_STATE: ViewState = {
   compareB: { layer: 0, head: 1 },
   lock: -1,
   maps: 'weights',
+  path: null,
 };
 
 export interface ModelShape {
@@ -57,6 +68,21 @@ export interface ModelShape {
 
 function headRefToString(r: HeadRef): string {
   return `${r.layer}.${r.head}`;
+}
+
+function pathToString(p: PathRef): string {
+  return `${headRefToString(p.sender)},${headRefToString(p.receiver)},${p.input}`;
+}
+
+/** "17.8,18.7,k": sender, receiver (0-based, the receiver in a later layer) and the receiver's input. */
+function parsePath(raw: string | null, shape: ModelShape): PathRef | null {
+  const m = raw ? /^(\d+\.\d+),(\d+\.\d+),([qkv])$/.exec(raw) : null;
+  if (!m) return null;
+  const none = { layer: -1, head: -1 };
+  const sender = parseHeadRef(m[1], shape, none),
+    receiver = parseHeadRef(m[2], shape, none);
+  if (sender.layer < 0 || receiver.layer <= sender.layer) return null;
+  return { sender, receiver, input: m[3] as PathRef['input'] };
 }
 
 function clampInt(raw: string | null, lo: number, hi: number, fallback: number): number {
@@ -96,6 +122,7 @@ export function stateToQuery(s: ViewState): string {
   }
   if (s.lock >= 0) p.set('lock', String(s.lock));
   if (s.maps !== d.maps) p.set('maps', s.maps);
+  if (s.view === 'patching' && s.path) p.set('path', pathToString(s.path));
   return p.toString();
 }
 
@@ -124,5 +151,6 @@ export function stateFromQuery(query: string, shape: ModelShape, views: readonly
     compareB: parseHeadRef(p.get('b'), shape, { layer: 0, head: Math.min(1, shape.n_head - 1) }),
     lock: clampInt(p.get('lock'), 0, 1 << 20, -1),
     maps: parseMapView(p.get('maps')),
+    path: parsePath(p.get('path'), shape),
   };
 }

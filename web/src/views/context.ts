@@ -45,6 +45,8 @@ export interface ViewHost {
   logitLens: ApiClient['logitLens'];
   /** A text's tokens (POST /api/tokenize). */
   tokenize: ApiClient['tokenize'];
+  /** Composition scores of every pair of heads (POST /api/composition). */
+  composition: ApiClient['composition'];
 }
 
 /** A created tab view as the app drives it: shown in #views, exported by PNG/SVG. */

@@ -5,13 +5,22 @@
 
 import type { ViewDefinition } from './context';
 import { compareView } from './compare';
+import { compositionView } from './composition';
 import { layerView } from './layer';
 import { lensView } from './lens';
 import { linesView } from './lines';
 import { modelView } from './model';
 import { patchingView } from './patching';
 
-export const VIEWS: readonly ViewDefinition[] = [layerView, modelView, linesView, compareView, patchingView, lensView];
+export const VIEWS: readonly ViewDefinition[] = [
+  layerView,
+  modelView,
+  linesView,
+  compareView,
+  patchingView,
+  lensView,
+  compositionView,
+];
 
 /** The registered ids, which the URL may name. */
 export const VIEW_IDS: readonly string[] = VIEWS.map((v) => v.id);

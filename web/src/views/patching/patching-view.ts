@@ -7,6 +7,8 @@
 //
 // State: the prompts follow the explorer's text (an example pair for the default text); a new text
 // clears every result, and a reply for prompts or settings that have changed since is dropped.
+// Another view may ask for one path (state.path: the Composition view's pair of heads): it is traced
+// on the prompts shown, from the sender into that one receiver through the input named.
 
 import {
   ApiError,
@@ -25,7 +27,7 @@ import { headRange } from '../../lib/kv-groups';
 import { signedLegend, signedLegendItems } from '../../lib/legend';
 import { headTag } from '../../lib/numbering';
 import type { Scene, SceneItem } from '../../lib/scene';
-import { DEFAULT_TEXT, type ViewState } from '../../lib/state';
+import { DEFAULT_TEXT, type PathRef, type ViewState } from '../../lib/state';
 import { THEME } from '../../lib/theme';
 import type { ExportableView, ViewContext } from '../context';
 import { EffectGrid } from './effect-grid';
@@ -114,6 +116,8 @@ export class PatchingView implements ExportableView {
   private shown: { request: PatchRequest; result: PatchResult; grid: PatchGrid; limit: number } | null = null;
   private sender: { layer: number; head: number } | null = null;
   private pathShown: { result: PatchResult; grid: PatchGrid; limit: number } | null = null;
+  /** The path of state.path last traced ("" for none), so that each is traced once. */
+  private pathAsked = '';
 
   constructor(private readonly callbacks: PatchingCallbacks) {
     const box = (id: string, label: string, kind: 'prompt' | 'answer', placeholder?: string) =>
@@ -276,12 +280,17 @@ export class PatchingView implements ExportableView {
   update(ctx: ViewContext): void {
     if (this.model !== ctx.model) this.setModel(ctx.model);
     const text = ctx.state.text;
-    if (text === this.text) return;
-    this.text = text;
     // A link from this view sets the text to the clean prompt: nothing to reset then.
-    if (text === this.clean.value && this.shown) return;
-    const example = ctx.model.causal ? DECODER_EXAMPLE : ENCODER_EXAMPLE;
-    this.setPair(text === DEFAULT_TEXT ? example : { clean: text, corrupt: text, answer: '', wrong: '' });
+    if (text !== this.text && !(text === this.clean.value && this.shown)) {
+      const example = ctx.model.causal ? DECODER_EXAMPLE : ENCODER_EXAMPLE;
+      this.setPair(text === DEFAULT_TEXT ? example : { clean: text, corrupt: text, answer: '', wrong: '' });
+    }
+    this.text = text;
+    const asked = ctx.state.path;
+    const key = asked ? JSON.stringify(asked) : '';
+    if (key === this.pathAsked) return;
+    this.pathAsked = key;
+    if (asked) void this.tracePath(asked);
   }
 
   private setModel(model: ModelInfo): void {
@@ -298,7 +307,14 @@ export class PatchingView implements ExportableView {
     this.result.hidden = true;
   }
 
+  /** The user moved on from a path another view asked for: it leaves the state (and the URL), so
+   *  that asking for the same path again traces it again. Called from click handlers only. */
+  private forgetAskedPath(): void {
+    if (this.pathAsked) this.callbacks.change({ path: null });
+  }
+
   private loadExample(): void {
+    this.forgetAskedPath();
     if (this.model) this.setPair(this.model.causal ? DECODER_EXAMPLE : ENCODER_EXAMPLE);
   }
 
@@ -389,6 +405,7 @@ export class PatchingView implements ExportableView {
   }
 
   private show(request: PatchRequest, result: PatchResult): void {
+    this.forgetAskedPath();
     const m = this.model!;
     const site = request.sites![0];
     const tokens = this.clean.tokens?.tokens.map((t) => t.display ?? t.text) ?? [];
@@ -454,6 +471,7 @@ export class PatchingView implements ExportableView {
     const shown = this.shown,
       m = this.model;
     if (!shown || !m) return;
+    this.forgetAskedPath();
     this.sender = { layer, head };
     this.grid.update(shown.grid, shown.limit, this.sender);
     const input = this.pathInput.value as PathInput;
@@ -496,6 +514,54 @@ export class PatchingView implements ExportableView {
         this.pathGrid.update(grid, limit);
         this.pathStatus.textContent = `${paths.path?.results.length} receivers, one patched run each.`;
       }
+      this.path.setAttribute('data-state', 'ready');
+    } catch (e) {
+      if (gen !== this.generation) return;
+      this.fail(this.pathStatus, refusal(e));
+      this.path.setAttribute('data-state', 'error');
+    }
+  }
+
+  /** Path patching from one sender into one receiver through its q, k or v, on the prompts shown
+   *  (asked for by another view: state.path). */
+  private async tracePath(p: PathRef): Promise<void> {
+    const m = this.model;
+    if (!m) return;
+    const request = this.request();
+    this.clearPath();
+    this.path.hidden = false;
+    this.sender = p.sender;
+    this.pathInput.value = p.input;
+    const from = headTag(p.sender.layer, p.sender.head),
+      to = headTag(p.receiver.layer, p.receiver.head);
+    const input = { q: 'queries', k: 'keys', v: 'values' }[p.input];
+    this.pathTitle.textContent = `Path patching from ${from} into ${to} through its ${input} (index ${p.sender.layer}.${p.sender.head} → ${p.receiver.layer}.${p.receiver.head})`;
+    this.pathNote.textContent =
+      p.input !== 'q' && m.n_kv_head < m.n_head
+        ? `Keys and values are shared by each group of ${m.n_head / m.n_kv_head} query heads: patching ${to}'s ${input} patches them for its whole group.`
+        : '';
+    this.drawPathLinks(p.sender.layer, p.sender.head);
+    if (typeof request === 'string') return this.fail(this.pathStatus, request);
+    const gen = this.generation;
+    this.path.setAttribute('data-state', 'running');
+    this.pathStatus.className = 'status';
+    this.pathStatus.textContent = 'Tracing this one path on the prompts above…';
+    const base: PatchRequest = { ...request, senders: [[p.sender.layer, p.sender.head]] };
+    delete base.sites;
+    delete base.layers;
+    try {
+      const r = await this.callbacks.patch({
+        ...base,
+        receivers: [[p.receiver.layer, p.receiver.head]],
+        input: p.input,
+      });
+      if (gen !== this.generation) return;
+      const grid = pathGrid(r, m);
+      const limit = effectLimit(grid.cells);
+      this.pathShown = { result: r, grid, limit };
+      this.pathGrid.update(grid, limit, p.receiver);
+      this.pathDirect.textContent = `The path ${from} → ${to} alone: normalised ${num(r.path?.normalised)} (${METRIC_LABELS[r.metric]} ${num(r.path?.value)}; clean ${num(r.clean)}, corrupted ${num(r.corrupt)}).`;
+      this.pathStatus.textContent = `Run the sweep and click ${from} to trace every path from it.`;
       this.path.setAttribute('data-state', 'ready');
     } catch (e) {
       if (gen !== this.generation) return;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -291,6 +292,25 @@ class Model {
   // families without this pass.
   virtual Capture resume(const Encoding& encoding, int first_layer, const Tensor& prefix,
                          const CaptureOptions& options) const;
+
+  // Several texts in one pass, packed: their tokens follow one another in the rows of the pass,
+  // each text's queries read only its own keys (a block-diagonal mask, applied by running each
+  // text's attention on its own block of rows) and its positions count from 0, so capture i is
+  // what run(encodings[i], options[i]) records. The linear layers (Q|K|V, W_O, the feed-forward
+  // block, the unembedding) run once over all the rows, which reads (and, for a GGUF's blocks,
+  // dequantises) every weight once per batch instead of once per text. The results equal run()'s
+  // to float rounding: a GEMM over more rows may sum in other blocks (tests/unit/batch_test.cc
+  // bounds the difference). `options` holds one entry per encoding, or one for all of them; each
+  // text may stream (attention_sink), be ablated or patched as its own run would. The memory of
+  // the whole batch is checked before anything is allocated. Families without a packed pass run
+  // the texts one by one.
+  virtual std::vector<Capture> run_batch(std::span<const Encoding> encodings,
+                                         std::span<const CaptureOptions> options) const;
+  // resume() of several texts in one packed pass: prefixes[i] is the hidden_states of a run of
+  // encodings[i] (as resume() takes it).
+  virtual std::vector<Capture> resume_batch(std::span<const Encoding> encodings, int first_layer,
+                                            std::span<const Tensor* const> prefixes,
+                                            std::span<const CaptureOptions> options) const;
 
   // W_O of `layer` as stored by nn.Linear: [d_model, n_head * d_head] (out, in), and its bias.
   // W_O comes as an fp32 copy (a GGUF's W_O stays in its stored blocks, dequantised here): read it

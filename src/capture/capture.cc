@@ -205,26 +205,34 @@ void Recorder::check_output_weights(int layer, int64_t rows, int64_t cols) const
                 "]; expected [" + std::to_string(D) + ", " + std::to_string(C) + "] (d_model, n_head · d_head)");
 }
 
-void Recorder::project_heads(int layer, float* concat, const QuantMatrix& W_O, const float* b_O, float* attn_out) {
-  check_output_weights(layer, W_O.rows(), W_O.cols());
-  const int64_t T = cap_.T;
-  if (ablation_ != nullptr) ablation_->apply(layer, Tk_ - T, T, cap_.n_head, cap_.d_head, concat);
+void Recorder::before_projection(int layer, float* concat, int64_t rows, int64_t cols) {
+  check_output_weights(layer, rows, cols);
+  if (ablation_ != nullptr) ablation_->apply(layer, Tk_ - cap_.T, cap_.T, cap_.n_head, cap_.d_head, concat);
   patch_heads(layer, concat);
-  // The model's own path: ops::linear for fp32; for a stored W_O, dequantised panel by panel (the
-  // GEMV at T ≤ kGemvMaxRows), the product dequantize-then-multiply gives.
-  ops::quant_linear(concat, T, W_O, b_O, attn_out);
+}
+
+void Recorder::after_projection(int layer, const float* concat, const QuantMatrix& W_O, float* attn_out) {
   patch_block(layer, Patch::Site::kAttention, attn_out);
   record_heads(layer, concat, attn_out, output_weights(W_O));
 }
 
-void Recorder::project_heads(int layer, float* concat, const ops::PackedLinear& W_O, float* attn_out) {
-  check_output_weights(layer, W_O.out(), W_O.in());
-  const int64_t T = cap_.T;
-  if (ablation_ != nullptr) ablation_->apply(layer, Tk_ - T, T, cap_.n_head, cap_.d_head, concat);
-  patch_heads(layer, concat);
-  W_O.forward(concat, T, attn_out);  // the model's own path: one GEMM, with b_O
+void Recorder::after_projection(int layer, const float* concat, const ops::PackedLinear& W_O, float* attn_out) {
   patch_block(layer, Patch::Site::kAttention, attn_out);
   record_heads(layer, concat, attn_out, {W_O.weights().ptr(), nullptr});
+}
+
+void Recorder::project_heads(int layer, float* concat, const QuantMatrix& W_O, const float* b_O, float* attn_out) {
+  before_projection(layer, concat, W_O.rows(), W_O.cols());
+  // The model's own path: ops::linear for fp32; for a stored W_O, dequantised panel by panel (the
+  // GEMV at T ≤ kGemvMaxRows), the product dequantize-then-multiply gives.
+  ops::quant_linear(concat, cap_.T, W_O, b_O, attn_out);
+  after_projection(layer, concat, W_O, attn_out);
+}
+
+void Recorder::project_heads(int layer, float* concat, const ops::PackedLinear& W_O, float* attn_out) {
+  before_projection(layer, concat, W_O.out(), W_O.in());
+  W_O.forward(concat, cap_.T, attn_out);  // the model's own path: one GEMM, with b_O
+  after_projection(layer, concat, W_O, attn_out);
 }
 
 void Recorder::record_heads(int layer, const float* concat, const float* attn_out, OutputWeights W_O) {

@@ -121,6 +121,13 @@ class Recorder {
   // for the model's own GEMM (ops::PackedLinear); the contributions read its fp32 weights.
   void project_heads(int layer, float* concat, const QuantMatrix& W_O, const float* b_O, float* attn_out);
   void project_heads(int layer, float* concat, const ops::PackedLinear& W_O, float* attn_out);
+  // project_heads in two halves, for a packed pass (Model::run_batch) whose W_O runs once over
+  // the rows of every text: before_projection replaces the ablated and patched heads in this
+  // text's concat [T, n_head · d_head] (W_O's shape [rows, cols] checked); the caller computes
+  // attn_out = concat · W_Oᵀ + b_O; after_projection patches kAttention rows and records.
+  void before_projection(int layer, float* concat, int64_t rows, int64_t cols);
+  void after_projection(int layer, const float* concat, const QuantMatrix& W_O, float* attn_out);
+  void after_projection(int layer, const float* concat, const ops::PackedLinear& W_O, float* attn_out);
 
   // Records, when asked, the norm of what each head moves from each key (Kobayashi et al. 2020):
   //   v   [Tk, n_kv_head · d_head] row stride v_stride, every key's values as attention reads them

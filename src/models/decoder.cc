@@ -8,6 +8,7 @@
 #include <omp.h>
 
 #include "capture/capture.h"
+#include "models/batch.h"
 #include "models/families.h"
 #include "ops/activations.h"
 #include "ops/attention.h"
@@ -177,6 +178,11 @@ std::unique_ptr<DecoderState> DecoderModel::start() const {
 //   logits           [vocab]
 uint64_t DecoderModel::extend_bytes(int64_t past, int64_t capacity, int64_t T, const CaptureOptions& options,
                                     int cache_layers) const {
+  return capture::capture_bytes(cfg_, T, past + T, options) +
+         capture::attention_scratch_bytes(cfg_, T, past + T, options) + working_bytes(past, capacity, T, cache_layers);
+}
+
+uint64_t DecoderModel::working_bytes(int64_t past, int64_t capacity, int64_t T, int cache_layers) const {
   const uint64_t t = uint64_t(T), tk = uint64_t(past + T), L = uint64_t(cache_layers), D = uint64_t(cfg_.d_model),
                  F = uint64_t(cfg_.d_ff), H = uint64_t(cfg_.n_head), Dh = uint64_t(cfg_.d_head),
                  KV = uint64_t(cfg_.n_kv_head) * Dh;
@@ -184,8 +190,7 @@ uint64_t DecoderModel::extend_bytes(int64_t past, int64_t capacity, int64_t T, c
   if (int64_t(tk) > capacity) floats += 2 * L * KV * (std::max(tk, 2 * uint64_t(capacity)) + uint64_t(capacity));
   if (arch_.rope) floats += t * Dh * (local_inv_freq_.empty() ? 1 : 2);
   floats += uint64_t(cfg_.vocab_size);
-  return capture::capture_bytes(cfg_, T, past + T, options) +
-         capture::attention_scratch_bytes(cfg_, T, past + T, options) + floats * sizeof(float);
+  return floats * sizeof(float);
 }
 
 Capture DecoderModel::run(const Encoding& encoding, const CaptureOptions& options) const {
@@ -203,16 +208,19 @@ uint64_t DecoderModel::state_bytes(int64_t T) const {
          uint64_t(3 * T);
 }
 
-// One call of extend(): T new rows after the `past` tokens in the cache. It holds one layer's
-// activations (reused by every layer) and runs the blocks of decoder.h; the KV cache and the
-// Recorder keep their bookkeeping out of the maths.
+// One call of extend(), or one packed pass of several texts (run_batch): T rows after the `past`
+// tokens in the cache. It holds one layer's activations (reused by every layer) and runs the
+// blocks of decoder.h; the KV cache and the Recorders keep their bookkeeping out of the maths.
+// `texts` lay out the rows: one text for extend() (any past), several packed for run_batch()
+// (past 0, each text's positions from 0). The linear layers run over every row at once; each
+// text's RoPE, attention (over its own keys only) and records are its own.
 class DecoderModel::Pass {
  public:
-  Pass(const DecoderModel& model, Cache& cache, capture::Recorder& recorder, int64_t T)
+  Pass(const DecoderModel& model, Cache& cache, std::span<const PackedText> texts, int64_t T)
       : m_(model),
         c_(model.cfg_),
         cache_(cache),
-        rec_(recorder),
+        texts_(texts),
         T_(T),
         past_(cache.n),
         D_(c_.d_model),
@@ -226,24 +234,27 @@ class DecoderModel::Pass {
         concat_(size_t(T * Q_)),
         up_(size_t(T * c_.d_ff)),
         gate_(size_t(T * c_.d_ff)) {
-    if (m_.arch_.rope) rope_ = ops::rope_table(m_.inv_freq_, past_, T);
-    if (!m_.local_inv_freq_.empty()) local_rope_ = ops::rope_table(m_.local_inv_freq_, past_, T);
+    int64_t longest = 0;  // positions past .. past + longest − 1 cover every text
+    for (const PackedText& t : texts_) longest = std::max(longest, t.T);
+    if (m_.arch_.rope) rope_ = ops::rope_table(m_.inv_freq_, past_, longest);
+    if (!m_.local_inv_freq_.empty()) local_rope_ = ops::rope_table(m_.local_inv_freq_, past_, longest);
   }
 
   float* x() { return x_.data(); }  // the residual stream [T, d_model]
   float* h() { return h_.data(); }  // the normalised stream [T, d_model]
 
-  // x = E[ids] (+ P[past + t])                                          [T, d_model]
-  void embed(const std::vector<int32_t>& ids) {
+  // Rows row0 .. row0 + n − 1: x = E[ids] (+ P[past + t], t from 0 in the text)   [n, d_model]
+  void embed(const int32_t* ids, int64_t row0, int64_t n) {
     const QuantMatrix& E = m_.w_.token_embedding;
     const Tensor& P = m_.w_.position_embedding;
-    for (int64_t t = 0; t < T_; ++t) {
-      E.dequantize_rows(ids[size_t(t)], 1, x_.data() + t * D_);
+    for (int64_t t = 0; t < n; ++t) {
+      float* row = x_.data() + (row0 + t) * D_;
+      E.dequantize_rows(ids[t], 1, row);
       if (m_.arch_.embedding_scale != 0.0f)
-        for (int64_t i = 0; i < D_; ++i) x_[size_t(t * D_ + i)] *= m_.arch_.embedding_scale;
+        for (int64_t i = 0; i < D_; ++i) row[i] *= m_.arch_.embedding_scale;
       if (!P.empty()) {
         const float* p = P.ptr() + (past_ + t) * D_;
-        for (int64_t i = 0; i < D_; ++i) x_[size_t(t * D_ + i)] += p[i];
+        for (int64_t i = 0; i < D_; ++i) row[i] += p[i];
       }
     }
   }
@@ -268,25 +279,38 @@ class DecoderModel::Pass {
         ops::rms_norm(k + t * QKV_, Hkv, Dh, b.k_norm.ptr(), c_.norm_eps, k + t * QKV_);
       }
     }
-    if (m_.arch_.rope) {
-      const ops::RopeConfig& r = b.local_rope ? m_.arch_.local_rope_config : m_.arch_.rope_config;
-      const ops::RopeTable& table = b.local_rope ? local_rope_ : rope_;
-      ops::rope_apply(q, QKV_, T_, H, Dh, table, r.d_rot, r.layout);
-      ops::rope_apply(k, QKV_, T_, Hkv, Dh, table, r.d_rot, r.layout);
+    for (const PackedText& t : texts_) {  // each text's positions from its first row
+      float* qt = q + t.row0 * QKV_;
+      float* kt = k + t.row0 * QKV_;
+      if (m_.arch_.rope) {
+        const ops::RopeConfig& r = b.local_rope ? m_.arch_.local_rope_config : m_.arch_.rope_config;
+        const ops::RopeTable& table = b.local_rope ? local_rope_ : rope_;
+        ops::rope_apply(qt, QKV_, t.T, H, Dh, table, r.d_rot, r.layout);
+        ops::rope_apply(kt, QKV_, t.T, Hkv, Dh, table, r.d_rot, r.layout);
+      }
+      t.rec->patch_qkv(l, qt, QKV_, kt, QKV_, v + t.row0 * QKV_, QKV_);
     }
-    rec_.patch_qkv(l, q, QKV_, k, QKV_, v, QKV_);
     cache_.store(l, past_, k, v, T_, QKV_);  // keys after RoPE
-    rec_.record_qkv(l, q, QKV_, k, QKV_, v, QKV_);
-    const float *K = cache_.keys(l), *V = cache_.values(l);  // [past + T, KV]
-    rec_.record_value_norms(l, V, KV_, b.w_o);               // every key so far
-    rec_.attention(
-        l, /*causal=*/true, [&](int64_t q0, int64_t q1, int64_t width, ops::ProbsOut probs) {  // [H, rows, width]
-          const ops::AttentionDims dims{q1 - q0, width, H, Hkv, Dh, m_.attention_scale(l)};
-          ops::attention(q + q0 * QKV_, QKV_, K, KV_, V, KV_, m_.kv_head_of_.data(), dims, m_.attention_mask(l),
-                         past_ + q0, probs, concat_.data() + q0 * Q_, Q_);  // concat [T, H·Dh]
-        });
-    rec_.patch_pattern(l, V, KV_, concat_.data());
-    rec_.project_heads(l, concat_.data(), b.w_o, b.b_o.ptr(), out_.data());
+    for (const PackedText& t : texts_) {
+      capture::Recorder& rec = *t.rec;
+      const float* qt = q + t.row0 * QKV_;
+      rec.record_qkv(l, qt, QKV_, k + t.row0 * QKV_, QKV_, v + t.row0 * QKV_, QKV_);
+      // This text's keys and values so far: [past + t.T, KV] (past > 0 for one text only)
+      const float *K = cache_.keys(l) + t.row0 * KV_, *V = cache_.values(l) + t.row0 * KV_;
+      float* o = concat_.data() + t.row0 * Q_;  // [t.T, H·Dh]
+      rec.record_value_norms(l, V, KV_, b.w_o);
+      rec.attention(
+          l, /*causal=*/true, [&](int64_t q0, int64_t q1, int64_t width, ops::ProbsOut probs) {  // [H, rows, width]
+            const ops::AttentionDims dims{q1 - q0, width, H, Hkv, Dh, m_.attention_scale(l)};
+            ops::attention(qt + q0 * QKV_, QKV_, K, KV_, V, KV_, m_.kv_head_of_.data(), dims, m_.attention_mask(l),
+                           past_ + q0, probs, o + q0 * Q_, Q_);
+          });
+      rec.patch_pattern(l, V, KV_, o);
+      rec.before_projection(l, o, b.w_o.rows(), b.w_o.cols());
+    }
+    ops::quant_linear(concat_.data(), T_, b.w_o, b.b_o.ptr(), out_.data());  // concat · W_Oᵀ + b_O
+    for (const PackedText& t : texts_)
+      t.rec->after_projection(l, concat_.data() + t.row0 * Q_, b.w_o, out_.data() + t.row0 * D_);
     if (m_.arch_.sandwich_norm) ops::rms_norm(out_.data(), T_, D_, b.post_attn_norm.ptr(), c_.norm_eps, out_.data());
     return out_.data();
   }
@@ -312,30 +336,27 @@ class DecoderModel::Pass {
       ops::quant_linear(up_.data(), T_, b.w_down, b.b_down.ptr(), out_.data());
     }
     if (m_.arch_.sandwich_norm) ops::rms_norm(out_.data(), T_, D_, b.post_ffn_norm.ptr(), c_.norm_eps, out_.data());
-    rec_.record_mlp(l, out_.data());
+    for (const PackedText& t : texts_) t.rec->record_mlp(l, out_.data() + t.row0 * D_);
     return out_.data();
   }
 
   // Layers first .. n_layer − 1 on the stream x entering layer `first`, then the final norm
-  // (h = Norm_final(x)) and, when the capture asks for them, the logits of every row.
+  // (h = Norm_final(x)) and, when a capture asks for them, the logits of its rows.
   void layers(int first) {
     const int L = c_.n_layer;
     const int64_t n = T_ * D_;
     for (int l = first; l < L; ++l) {
-      rec_.patch_residual(l, x());
+      for (const PackedText& t : texts_) t.rec->patch_residual(l, x() + t.row0 * D_);
       ops::add_inplace(x(), attention_block(l), n);     // x += Attention(Norm(x))
       ops::add_inplace(x(), feed_forward_block(l), n);  // x += FFN(Norm(x))
       // As transformers reports them: the output of every layer but the last, and then the final
       // normalised stream in the last slot (LlamaModel / GPT2Model append it after the final norm).
-      if (l + 1 < L) rec_.record_hidden(l + 1, x());
+      if (l + 1 < L)
+        for (const PackedText& t : texts_) t.rec->record_hidden(l + 1, x() + t.row0 * D_);
     }
     final_norm();
-    rec_.record_hidden(L, h());
-    if (float* logits = rec_.logits()) {  // Norm_final(x) · E_outᵀ   [T, vocab] (or the last row's [1, vocab])
-      const int64_t rows = rec_.last_logits() ? 1 : T_;
-      ops::quant_linear(h_.data() + (T_ - rows) * D_, rows, m_.unembedding(), nullptr, logits);
-      if (m_.arch_.final_softcap > 0.0f) ops::soft_cap(logits, rows * c_.vocab_size, m_.arch_.final_softcap);
-    }
+    for (const PackedText& t : texts_) t.rec->record_hidden(L, h() + t.row0 * D_);
+    logits();
   }
 
   // h = Norm_final(x)
@@ -349,6 +370,42 @@ class DecoderModel::Pass {
   }
 
  private:
+  // Norm_final(x) · E_outᵀ of the rows each capture asks for: every row [T, vocab], or its last
+  // row's [1, vocab]. Packed texts' rows are gathered first, so the unembedding runs once.
+  void logits() {
+    struct Rows {
+      float* out;
+      int64_t from, n;  // rows from .. from + n − 1 of the pass
+    };
+    std::vector<Rows> wanted;
+    int64_t total = 0;
+    for (const PackedText& t : texts_)
+      if (float* out = t.rec->logits()) {
+        const int64_t n = t.rec->last_logits() ? 1 : t.T;
+        wanted.push_back({out, t.row0 + t.T - n, n});
+        total += n;
+      }
+    if (wanted.empty()) return;
+    const int64_t V = c_.vocab_size;
+    if (wanted.size() == 1) {
+      ops::quant_linear(h_.data() + wanted[0].from * D_, wanted[0].n, m_.unembedding(), nullptr, wanted[0].out);
+    } else {
+      std::vector<float> in(size_t(total * D_)), out(size_t(total * V));
+      int64_t r = 0;  // row of the gathered block
+      for (const Rows& w : wanted) {
+        std::copy_n(h_.data() + w.from * D_, w.n * D_, in.data() + r * D_);
+        r += w.n;
+      }
+      ops::quant_linear(in.data(), total, m_.unembedding(), nullptr, out.data());
+      r = 0;
+      for (const Rows& w : wanted) {
+        std::copy_n(out.data() + r * V, w.n * V, w.out);
+        r += w.n;
+      }
+    }
+    if (m_.arch_.final_softcap > 0.0f)
+      for (const Rows& w : wanted) ops::soft_cap(w.out, w.n * V, m_.arch_.final_softcap);
+  }
   // What a block reads: h = Norm(x), or x itself when the family has no pre-norm (OLMo 2)   [T, d_model]
   const float* pre_norm(const Tensor& g, const Tensor& b) {
     if (!m_.arch_.pre_norm) return x_.data();
@@ -365,10 +422,10 @@ class DecoderModel::Pass {
   const DecoderModel& m_;
   const ModelConfig& c_;
   Cache& cache_;
-  capture::Recorder& rec_;
+  std::span<const PackedText> texts_;
   const int64_t T_, past_, D_, Q_, KV_, QKV_;  // Q = n_head·d_head, KV = n_kv_head·d_head
   std::vector<float> x_, h_, out_, qkv_, concat_, up_, gate_;
-  ops::RopeTable rope_;        // cos and sin of positions past .. past + T − 1
+  ops::RopeTable rope_;        // cos and sin of positions past .. past + (longest text) − 1
   ops::RopeTable local_rope_;  // the same with the local base (layers with local_rope), or empty
 };
 
@@ -395,13 +452,9 @@ void DecoderModel::attention_from_qk(const Capture& capture, int layer, int head
                              probs);
 }
 
-Capture DecoderModel::extend(DecoderState& state, const std::vector<int32_t>& ids, const CaptureOptions& options,
-                             std::vector<float>* next_logits) const {
-  Cache* cache = dynamic_cast<Cache*>(&state);
-  if (cache == nullptr) throw Error("extend: the state was not made by this model's start()");
-  const int64_t T = static_cast<int64_t>(ids.size());  // new rows
+void DecoderModel::check_ids(const std::vector<int32_t>& ids, int64_t past) const {
+  const int64_t T = static_cast<int64_t>(ids.size()), Tk = past + T;
   if (T == 0) throw Error("nothing to run: no tokens");
-  const int64_t past = cache->n, Tk = past + T;  // keys after this call
   if (Tk > cfg_.max_positions) {
     throw Error("the sequence would be " + std::to_string(Tk) + " tokens; " + cfg_.name + " allows at most " +
                 std::to_string(cfg_.max_positions));
@@ -411,32 +464,44 @@ Capture DecoderModel::extend(DecoderState& state, const std::vector<int32_t>& id
       throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." +
                   std::to_string(cfg_.vocab_size - 1) + ")");
   }
+}
+
+namespace {
+// A generation step (T ≤ kGemvMaxRows) is dozens of short parallel regions per layer: waking a
+// second thread for each cost more than it saved on a shared machine (docs/performance.md,
+// "Generation step"), so the layers run on the calling thread; the count is restored for the
+// output head, one large GEMV (49,152 × 576 weights for SmolLM2, 262,144 × 640 for Gemma 3)
+// whose rows split across the threads.
+struct OneThreadForShortWork {
+  int saved = omp_get_max_threads();
+  explicit OneThreadForShortWork(bool on) {
+    if (!on)
+      saved = 0;
+    else
+      omp_set_num_threads(1);
+  }
+  ~OneThreadForShortWork() { restore(); }
+  void restore() {
+    if (saved > 0) omp_set_num_threads(saved);
+    saved = 0;
+  }
+};
+}  // namespace
+
+Capture DecoderModel::extend(DecoderState& state, const std::vector<int32_t>& ids, const CaptureOptions& options,
+                             std::vector<float>* next_logits) const {
+  Cache* cache = dynamic_cast<Cache*>(&state);
+  if (cache == nullptr) throw Error("extend: the state was not made by this model's start()");
+  check_ids(ids, cache->n);
+  const int64_t T = static_cast<int64_t>(ids.size());  // new rows
+  const int64_t past = cache->n, Tk = past + T;         // keys after this call
   check_run_memory(Tk, extend_bytes(past, cache->capacity, T, options, cache->layers()), options);
   cache->reserve(Tk);
-
-  // A generation step (T ≤ kGemvMaxRows) is dozens of short parallel regions per layer: waking a
-  // second thread for each cost more than it saved on a shared machine (docs/performance.md,
-  // "Generation step"), so the layers run on the calling thread; the count is restored for the
-  // output head, one large GEMV (49,152 × 576 weights for SmolLM2, 262,144 × 640 for Gemma 3)
-  // whose rows split across the threads.
-  struct OneThreadForShortWork {
-    int saved = omp_get_max_threads();
-    explicit OneThreadForShortWork(bool on) {
-      if (!on)
-        saved = 0;
-      else
-        omp_set_num_threads(1);
-    }
-    ~OneThreadForShortWork() { restore(); }
-    void restore() {
-      if (saved > 0) omp_set_num_threads(saved);
-      saved = 0;
-    }
-  } one_thread(T <= ops::kGemvMaxRows);
-
+  OneThreadForShortWork one_thread(T <= ops::kGemvMaxRows);
   capture::Recorder rec(cfg_, T, Tk, options, kv_head_of_);  // T query rows over Tk keys (model.h)
-  Pass pass(*this, *cache, rec, T);
-  pass.embed(ids);
+  const PackedText whole{0, T, &rec};
+  Pass pass(*this, *cache, {&whole, 1}, T);
+  pass.embed(ids.data(), 0, T);
   rec.record_hidden(0, pass.x());
   pass.layers(0);
   cache->n = Tk;
@@ -455,10 +520,79 @@ Capture DecoderModel::resume(const Encoding& encoding, int first_layer, const Te
   capture::Recorder rec(cfg_, T, T, options, kv_head_of_);
   for (int i = 0; i <= first_layer; ++i) rec.record_hidden(i, prefix.ptr() + i * T * D);
   rec.resumed_at(first_layer);
-  Pass pass(*this, cache, rec, T);
+  const PackedText whole{0, T, &rec};
+  Pass pass(*this, cache, {&whole, 1}, T);
   std::copy_n(prefix.ptr() + first_layer * T * D, T * D, pass.x());
   pass.layers(first_layer);
   return rec.finish();
+}
+
+// A packed pass gathers the rows whose logits are asked for (Pass::logits): their logits twice.
+uint64_t DecoderModel::gathered_logit_bytes(const CaptureOptions& o, int64_t T) const {
+  return o.logits ? uint64_t(o.last_logits ? 1 : T) * uint64_t(cfg_.vocab_size) * sizeof(float) : 0;
+}
+
+// Packed (model.h): the texts' rows one after another, each text's positions from 0 and its
+// attention over its own keys (Pass). The cache holds one layer of every row, as run()'s does.
+std::vector<Capture> DecoderModel::run_batch(std::span<const Encoding> encodings,
+                                             std::span<const CaptureOptions> options) const {
+  check_batch_options(encodings.size(), options.size());
+  std::vector<std::vector<int32_t>> ids;
+  ids.reserve(encodings.size());
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < encodings.size(); ++i) {
+    ids.push_back(encodings[i].ids());
+    check_ids(ids.back(), 0);
+    const int64_t T = int64_t(ids.back().size());
+    bytes += capture::capture_bytes(cfg_, T, T, options_of(options, i)) +
+             capture::attention_scratch_bytes(cfg_, T, T, options_of(options, i)) +
+             gathered_logit_bytes(options_of(options, i), T);
+  }
+  PackedBatch batch = pack(cfg_, encodings, options, kv_head_of_);
+  if (batch.texts.empty()) return {};
+  Cache cache = one_layer_cache(cfg_);
+  check_batch_memory(*this, batch.texts.size(), batch.rows, bytes + working_bytes(0, 0, batch.rows, cache.layers()));
+  cache.reserve(batch.rows);
+  OneThreadForShortWork one_thread(batch.rows <= ops::kGemvMaxRows);
+  Pass pass(*this, cache, batch.texts, batch.rows);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const PackedText& t = batch.texts[i];
+    pass.embed(ids[i].data(), t.row0, t.T);
+    t.rec->record_hidden(0, pass.x() + t.row0 * cfg_.d_model);
+  }
+  pass.layers(0);
+  return batch.finish();
+}
+
+std::vector<Capture> DecoderModel::resume_batch(std::span<const Encoding> encodings, int first_layer,
+                                                std::span<const Tensor* const> prefixes,
+                                                std::span<const CaptureOptions> options) const {
+  check_batch_options(encodings.size(), options.size());
+  if (prefixes.size() != encodings.size())
+    throw Error("resume_batch: " + std::to_string(prefixes.size()) + " prefixes for " +
+                std::to_string(encodings.size()) + " texts");
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < encodings.size(); ++i) {
+    const int64_t T = int64_t(encodings[i].size());
+    capture::check_resume(cfg_, T, first_layer, *prefixes[i], options_of(options, i));
+    bytes += capture::capture_bytes(cfg_, T, T, options_of(options, i)) + gathered_logit_bytes(options_of(options, i), T);
+  }
+  PackedBatch batch = pack(cfg_, encodings, options, kv_head_of_);
+  if (batch.texts.empty()) return {};
+  Cache cache = one_layer_cache(cfg_);
+  check_batch_memory(*this, batch.texts.size(), batch.rows, bytes + working_bytes(0, 0, batch.rows, cache.layers()));
+  cache.reserve(batch.rows);
+  Pass pass(*this, cache, batch.texts, batch.rows);
+  const int64_t D = cfg_.d_model;
+  for (size_t i = 0; i < batch.texts.size(); ++i) {
+    const PackedText& t = batch.texts[i];
+    const float* prefix = prefixes[i]->ptr();
+    for (int s = 0; s <= first_layer; ++s) t.rec->record_hidden(s, prefix + s * t.T * D);
+    t.rec->resumed_at(first_layer);
+    std::copy_n(prefix + first_layer * t.T * D, t.T * D, pass.x() + t.row0 * D);
+  }
+  pass.layers(first_layer);
+  return batch.finish();
 }
 
 }  // namespace models

@@ -108,16 +108,25 @@ class DecoderModel final : public Model {
   std::unique_ptr<DecoderState> start() const override;
   Capture extend(DecoderState& state, const std::vector<int32_t>& ids, const CaptureOptions& options,
                  std::vector<float>* next_logits) const override;
+  std::vector<Capture> run_batch(std::span<const Encoding> encodings,
+                                 std::span<const CaptureOptions> options) const override;
+  std::vector<Capture> resume_batch(std::span<const Encoding> encodings, int first_layer,
+                                    std::span<const Tensor* const> prefixes,
+                                    std::span<const CaptureOptions> options) const override;
 
   // What extend() allocates to add T tokens after `past` ones to a cache of `capacity` rows that
   // keeps `cache_layers` layers (every layer for generation, one for a whole run).
   uint64_t extend_bytes(int64_t past, int64_t capacity, int64_t T, const CaptureOptions& options,
                         int cache_layers) const;
+  // extend_bytes less the capture: the pass's activations, cache, RoPE tables and logits row.
+  uint64_t working_bytes(int64_t past, int64_t capacity, int64_t T, int cache_layers) const;
 
  private:
   float attention_scale(int layer) const;        // 1/√d_head (÷ (layer + 1) with GPT-2's option)
   ops::KeyMask attention_mask(int layer) const;  // causal, with the layer's sliding window
   class Pass;                                    // decoder.cc: one call of extend(), block by block
+  void check_ids(const std::vector<int32_t>& ids, int64_t past) const;  // T > 0, fits, ids in the vocabulary
+  uint64_t gathered_logit_bytes(const CaptureOptions& options, int64_t T) const;
   const QuantMatrix& unembedding() const { return w_.lm_head.empty() ? w_.token_embedding : w_.lm_head; }
   ModelConfig cfg_;
   DecoderArch arch_;

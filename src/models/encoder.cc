@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "capture/capture.h"
+#include "models/batch.h"
 #include "models/encoder.h"
 #include "models/families.h"
 #include "models/tensor_table.h"
@@ -37,6 +38,11 @@ class EncoderModel final : public Model {
   Capture run(const Encoding& encoding, const CaptureOptions& options) const override;
   Capture resume(const Encoding& encoding, int first_layer, const Tensor& prefix,
                  const CaptureOptions& options) const override;
+  std::vector<Capture> run_batch(std::span<const Encoding> encodings,
+                                 std::span<const CaptureOptions> options) const override;
+  std::vector<Capture> resume_batch(std::span<const Encoding> encodings, int first_layer,
+                                    std::span<const Tensor* const> prefixes,
+                                    std::span<const CaptureOptions> options) const override;
   uint64_t run_bytes(int64_t T, const CaptureOptions& options) const override;
   void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1, int64_t k0, int64_t k1,
                          float* probs) const override {
@@ -63,7 +69,10 @@ class EncoderModel final : public Model {
 
  private:
   float attention_scale() const { return 1.0f / std::sqrt(static_cast<float>(cfg_.d_head)); }
-  void run_layers(int first, std::vector<float>& x, capture::Recorder& rec) const;
+  void check_encoding(const Encoding& encoding) const;
+  void embed(const Encoding& encoding, float* x) const;  // x [T, d_model], before the LayerNorm
+  uint64_t activation_bytes(int64_t rows) const;
+  void run_layers(int first, std::vector<float>& x, std::span<const PackedText> texts) const;
   ModelConfig cfg_;
   std::unique_ptr<Tokenizer> tokenizer_;
   EncoderEmbedding embedding_;
@@ -111,15 +120,17 @@ EncoderModel::EncoderModel(ModelConfig cfg, std::unique_ptr<Tokenizer> tokenizer
 // (a block of rows of it when streamed: capture::attention_scratch_bytes).
 // The packed GEMMs' per-call buffers are small next to these and are not counted.
 uint64_t EncoderModel::run_bytes(int64_t T, const CaptureOptions& options) const {
-  const uint64_t t = uint64_t(T), D = uint64_t(cfg_.d_model), F = uint64_t(cfg_.d_ff);
-  uint64_t floats = t * (7 * D + F);
   return capture::capture_bytes(cfg_, T, T, options) + capture::attention_scratch_bytes(cfg_, T, T, options) +
-         floats * sizeof(float);
+         activation_bytes(T);
 }
 
-Capture EncoderModel::run(const Encoding& enc, const CaptureOptions& options) const {
+uint64_t EncoderModel::activation_bytes(int64_t rows) const {
+  const uint64_t t = uint64_t(rows), D = uint64_t(cfg_.d_model), F = uint64_t(cfg_.d_ff);
+  return t * (7 * D + F) * sizeof(float);
+}
+
+void EncoderModel::check_encoding(const Encoding& enc) const {
   const int64_t T = static_cast<int64_t>(enc.size());
-  const int64_t D = cfg_.d_model;
   if (T == 0) throw Error("nothing to run: the encoding has no tokens");
   if (T > cfg_.max_positions)
     throw Error("the text is " + std::to_string(T) + " tokens; the model allows at most " +
@@ -127,11 +138,11 @@ Capture EncoderModel::run(const Encoding& enc, const CaptureOptions& options) co
   for (const Token& token : enc.tokens)
     if (token.id < 0 || token.id >= cfg_.vocab_size)
       throw Error("token id " + std::to_string(token.id) + " is outside the vocabulary");
-  check_run_memory(T, run_bytes(T, options), options);
-  capture::Recorder rec(cfg_, T, T, options, kv_head_of_);
+}
 
-  // Embeddings: word + position (+ token type 0), then LayerNorm.        x: [T, D]
-  std::vector<float> x(T * D);
+// Word + position (+ token type 0) embeddings of one text, positions from 0:   x [T, D]
+void EncoderModel::embed(const Encoding& enc, float* x) const {
+  const int64_t T = static_cast<int64_t>(enc.size()), D = cfg_.d_model;
   const int64_t pad = embedding_.padding_idx;
   int64_t seen = 0;  // RoBERTa: the tokens so far that are not padding
   for (int64_t t = 0; t < T; ++t) {
@@ -145,9 +156,20 @@ Capture EncoderModel::run(const Encoding& enc, const CaptureOptions& options) co
       x[t * D + i] =
           word_emb_.data[id * D + i] + pos_emb_.data[pos * D + i] + (type_emb_.empty() ? 0.0f : type_emb_.data[i]);
   }
-  ops::layer_norm(x.data(), T, D, ln_emb_g_.ptr(), ln_emb_b_.ptr(), cfg_.norm_eps, x.data());
+}
+
+Capture EncoderModel::run(const Encoding& enc, const CaptureOptions& options) const {
+  check_encoding(enc);
+  const int64_t T = static_cast<int64_t>(enc.size());
+  check_run_memory(T, run_bytes(T, options), options);
+  capture::Recorder rec(cfg_, T, T, options, kv_head_of_);
+  // Embeddings, then LayerNorm.                                           x: [T, D]
+  std::vector<float> x(T * cfg_.d_model);
+  embed(enc, x.data());
+  ops::layer_norm(x.data(), T, cfg_.d_model, ln_emb_g_.ptr(), ln_emb_b_.ptr(), cfg_.norm_eps, x.data());
   rec.record_hidden(0, x.data());
-  run_layers(0, x, rec);
+  const PackedText whole{0, T, &rec};
+  run_layers(0, x, {&whole, 1});
   return rec.finish();
 }
 
@@ -160,44 +182,106 @@ Capture EncoderModel::resume(const Encoding& enc, int first_layer, const Tensor&
   for (int i = 0; i <= first_layer; ++i) rec.record_hidden(i, prefix.ptr() + i * T * D);
   rec.resumed_at(first_layer);
   std::vector<float> x(prefix.ptr() + first_layer * T * D, prefix.ptr() + (first_layer + 1) * T * D);
-  run_layers(first_layer, x, rec);
+  const PackedText whole{0, T, &rec};
+  run_layers(first_layer, x, {&whole, 1});
   return rec.finish();
 }
 
-// Layers first .. n_layer − 1 on the residual stream x [T, d_model] (in: entering layer `first`;
-// out: the last layer's output), each recorded through `rec`.
-void EncoderModel::run_layers(int first, std::vector<float>& x, capture::Recorder& rec) const {
-  const int64_t T = int64_t(x.size()) / cfg_.d_model;
+// Packed (model.h): the texts' rows one after another in x [Σ T, D]; each text's embeddings count
+// positions from 0, and its attention reads its own rows only (run_layers).
+std::vector<Capture> EncoderModel::run_batch(std::span<const Encoding> encodings,
+                                             std::span<const CaptureOptions> options) const {
+  check_batch_options(encodings.size(), options.size());
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < encodings.size(); ++i) {
+    check_encoding(encodings[i]);
+    const int64_t T = int64_t(encodings[i].size());
+    bytes += capture::capture_bytes(cfg_, T, T, options_of(options, i)) +
+             capture::attention_scratch_bytes(cfg_, T, T, options_of(options, i));
+  }
+  PackedBatch batch = pack(cfg_, encodings, options, kv_head_of_);
+  if (batch.texts.empty()) return {};
+  check_batch_memory(*this, batch.texts.size(), batch.rows, bytes + activation_bytes(batch.rows));
+  const int64_t D = cfg_.d_model;
+  std::vector<float> x(batch.rows * D);
+  for (size_t i = 0; i < encodings.size(); ++i) embed(encodings[i], x.data() + batch.texts[i].row0 * D);
+  ops::layer_norm(x.data(), batch.rows, D, ln_emb_g_.ptr(), ln_emb_b_.ptr(), cfg_.norm_eps, x.data());
+  for (const PackedText& t : batch.texts) t.rec->record_hidden(0, x.data() + t.row0 * D);
+  run_layers(0, x, batch.texts);
+  return batch.finish();
+}
+
+std::vector<Capture> EncoderModel::resume_batch(std::span<const Encoding> encodings, int first_layer,
+                                                std::span<const Tensor* const> prefixes,
+                                                std::span<const CaptureOptions> options) const {
+  check_batch_options(encodings.size(), options.size());
+  if (prefixes.size() != encodings.size())
+    throw Error("resume_batch: " + std::to_string(prefixes.size()) + " prefixes for " +
+                std::to_string(encodings.size()) + " texts");
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < encodings.size(); ++i) {
+    const int64_t T = int64_t(encodings[i].size());
+    capture::check_resume(cfg_, T, first_layer, *prefixes[i], options_of(options, i));
+    bytes += capture::capture_bytes(cfg_, T, T, options_of(options, i));
+  }
+  PackedBatch batch = pack(cfg_, encodings, options, kv_head_of_);
+  if (batch.texts.empty()) return {};
+  check_batch_memory(*this, batch.texts.size(), batch.rows, bytes + activation_bytes(batch.rows));
+  const int64_t D = cfg_.d_model;
+  std::vector<float> x(batch.rows * D);
+  for (size_t i = 0; i < batch.texts.size(); ++i) {
+    const PackedText& t = batch.texts[i];
+    const float* prefix = prefixes[i]->ptr();
+    for (int s = 0; s <= first_layer; ++s) t.rec->record_hidden(s, prefix + s * t.T * D);
+    t.rec->resumed_at(first_layer);
+    std::copy_n(prefix + first_layer * t.T * D, t.T * D, x.data() + t.row0 * D);
+  }
+  run_layers(first_layer, x, batch.texts);
+  return batch.finish();
+}
+
+// Layers first .. n_layer − 1 on the residual stream x [rows, d_model] (in: entering layer `first`;
+// out: the last layer's output). `texts` lay out the rows (one text for run(), several packed for
+// run_batch()): the linear layers run over every row at once, and each text's attention, over its
+// own rows only, and its records go through its own Recorder.
+void EncoderModel::run_layers(int first, std::vector<float>& x, std::span<const PackedText> texts) const {
+  const int64_t T = int64_t(x.size()) / cfg_.d_model;  // every row of the pass
   const int64_t D = cfg_.d_model, F = cfg_.d_ff, H = cfg_.n_head, Dh = cfg_.d_head;
   // Activations of one layer, reused across layers.
   std::vector<float> qkv(T * 3 * D), concat(T * D), attn(T * D), up(T * F), down(T * D);
   for (int l = first; l < cfg_.n_layer; ++l) {
     const EncoderLayer& b = layers_[size_t(l)];
     // Attention block, post-norm: x = LN(x + MHA(x)).
-    rec.patch_residual(l, x.data());
+    for (const PackedText& t : texts) t.rec->patch_residual(l, x.data() + t.row0 * D);
     b.qkv.forward(x.data(), T, qkv.data());  // [T, 3D]: Q | K | V
-    float *q = qkv.data(), *k = q + D, *v = k + D;
-    rec.patch_qkv(l, q, 3 * D, k, 3 * D, v, 3 * D);
-    rec.record_qkv(l, q, 3 * D, k, 3 * D, v, 3 * D);
-    rec.record_value_norms(l, v, 3 * D, b.o);
-    rec.attention(l, /*causal=*/false,
-                  [&](int64_t q0, int64_t q1, int64_t width, ops::ProbsOut probs) {  // probs: [H, rows, T]
-                    const ops::AttentionDims dims{q1 - q0, width, H, H, Dh, attention_scale()};
-                    ops::attention(q + q0 * 3 * D, 3 * D, k, 3 * D, v, 3 * D, kv_head_of_.data(), dims, ops::KeyMask{},
-                                   q0, probs, concat.data() + q0 * D, D);  // concat: [T, H·Dh]
-                  });
-    rec.patch_pattern(l, v, 3 * D, concat.data());
-    rec.project_heads(l, concat.data(), b.o, attn.data());  // attn: [T, D]
-    ops::add_inplace(attn.data(), x.data(), T * D);         // residual
+    for (const PackedText& t : texts) {      // each text's rows: its own keys only
+      float *q = qkv.data() + t.row0 * 3 * D, *k = q + D, *v = k + D;
+      float* o = concat.data() + t.row0 * D;  // [t.T, H·Dh]
+      capture::Recorder& rec = *t.rec;
+      rec.patch_qkv(l, q, 3 * D, k, 3 * D, v, 3 * D);
+      rec.record_qkv(l, q, 3 * D, k, 3 * D, v, 3 * D);
+      rec.record_value_norms(l, v, 3 * D, b.o);
+      rec.attention(l, /*causal=*/false,
+                    [&](int64_t q0, int64_t q1, int64_t width, ops::ProbsOut probs) {  // probs: [H, rows, t.T]
+                      const ops::AttentionDims dims{q1 - q0, width, H, H, Dh, attention_scale()};
+                      ops::attention(q + q0 * 3 * D, 3 * D, k, 3 * D, v, 3 * D, kv_head_of_.data(), dims,
+                                     ops::KeyMask{}, q0, probs, o + q0 * D, D);
+                    });
+      rec.patch_pattern(l, v, 3 * D, o);
+      rec.before_projection(l, o, b.o.out(), b.o.in());
+    }
+    b.o.forward(concat.data(), T, attn.data());  // [T, D]: concat · W_Oᵀ + b_O
+    for (const PackedText& t : texts) t.rec->after_projection(l, concat.data() + t.row0 * D, b.o, attn.data() + t.row0 * D);
+    ops::add_inplace(attn.data(), x.data(), T * D);  // residual
     ops::layer_norm(attn.data(), T, D, b.ln_attn_g.ptr(), b.ln_attn_b.ptr(), cfg_.norm_eps, x.data());
     // Feed-forward block, post-norm: x = LN(x + W_2 · GELU(W_1 · x + b_1) + b_2).
     b.up.forward(x.data(), T, up.data());  // [T, F]
     ops::gelu_erf(up.data(), T * F);
     b.down.forward(up.data(), T, down.data());  // [T, D]
-    rec.record_mlp(l, down.data());
+    for (const PackedText& t : texts) t.rec->record_mlp(l, down.data() + t.row0 * D);
     ops::add_inplace(down.data(), x.data(), T * D);  // residual
     ops::layer_norm(down.data(), T, D, b.ln_ffn_g.ptr(), b.ln_ffn_b.ptr(), cfg_.norm_eps, x.data());
-    rec.record_hidden(l + 1, x.data());
+    for (const PackedText& t : texts) t.rec->record_hidden(l + 1, x.data() + t.row0 * D);
   }
 }
 

@@ -125,6 +125,13 @@ nlohmann::json head_json(const ModelConfig& config, int layer, int head, const a
 // n_units, tokens, words, heads (layer-major). `hide_special` needs AnalyseOptions::without_specials.
 nlohmann::json run_json(const ModelConfig& config, const RunAnalysis& run, Level level, bool hide_special = false);
 
+// One head of one text of a corpus run (`headscope run --corpus`, one JSON Lines record per text
+// × head, docs/corpus.md): {text (its index in the corpus), id, layer, head, kv_head, n_tokens,
+// stats (at `level`), role, role_id, role_score, evidence, secondary, secondary_score, on_text
+// (token level: the head's links on this text, as run_json)}.
+nlohmann::json corpus_head_json(const ModelConfig& config, size_t index, const std::string& id, const RunAnalysis& run,
+                                Level level, int layer, int head);
+
 // Direct logit attribution of one text ("headscope.dla/1"): schema, model, linearisation, tokens,
 // attributions (pipeline.h attribute_logits).
 nlohmann::json dla_json(const ModelConfig& config, const Encoding& encoding,

@@ -23,6 +23,11 @@ inline constexpr uint64_t kMaxTextFileBytes = uint64_t{16} << 20;
 // UD English treebank (EWT train) is 13 MB, GAP's files about 1 MB.
 inline constexpr uint64_t kMaxGoldFileBytes = uint64_t{256} << 20;
 
+// Bytes of a corpus file of `headscope run --corpus` (one text per line, JSON Lines or CoNLL-U),
+// read whole: a million sentences of about a hundred bytes. Larger corpora go in shards (a Ray
+// job, or several runs).
+inline constexpr uint64_t kMaxCorpusFileBytes = uint64_t{1} << 30;
+
 // ---- model shape (config.json, GGUF metadata) ----
 
 // Each bound is checked when the hyper-parameters are read, before any per-layer or per-head

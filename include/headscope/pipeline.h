@@ -145,6 +145,77 @@ AnalyseMemory analyse_memory(const Model& model, int64_t T, const AnalyseOptions
 RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
                     std::span<const analysis::ProbeEvidence> probe, const AnalyseOptions& options = {});
 
+// analyse() of several short texts with dense maps, their forward passes packed into one
+// (Model::run_batch): result i is what analyse(texts[i]) gives with Maps::kDense, to float
+// rounding (the packed GEMMs sum in other blocks; tests/unit/corpus_test.cc bounds it). The
+// batch's memory is checked before anything is allocated (ResourceError: split the batch);
+// options.progress is not called. Texts are analysed in parallel once the pass is done.
+struct TextToAnalyse {
+  std::string text;
+  Encoding encoding;
+};
+std::vector<RunAnalysis> analyse_batch(const Model& model, std::vector<TextToAnalyse> texts,
+                                       std::span<const analysis::ProbeEvidence> probe,
+                                       const AnalyseOptions& options = {});
+
+// ---- corpus: many texts, packed passes (src/pipeline/corpus.cc, docs/corpus.md) ----
+
+// One text of a corpus file.
+struct CorpusText {
+  std::string id;     // the line's "id" (JSON Lines), the sentence's sent_id (CoNLL-U), else "line N"
+  std::string text;
+  std::string error;  // why the line cannot be analysed (not JSON, no "text", invalid UTF-8); "" when fine
+};
+// A corpus file, read whole (at most limits::kMaxCorpusFileBytes): JSON Lines ({"text": ..., "id":
+// ...} per line) when its name ends in .jsonl, a treebank (each sentence's words joined by spaces)
+// when it ends in .conllu, else one text per line. Blank lines are skipped. A bad line becomes a
+// CorpusText with its error, so the rest still runs; an unreadable file (or a malformed treebank)
+// throws Error.
+std::vector<CorpusText> read_corpus(const std::string& path);
+
+// How far a corpus job is.
+struct CorpusProgress {
+  int64_t done = 0, total = 0, failed = 0;  // texts (failed ones count as done)
+  int64_t tokens = 0;                       // of the texts analysed
+  double seconds = 0;                       // wall time so far
+  double texts_per_second() const;
+  double eta_seconds() const;  // at the rate so far
+};
+struct CorpusFailure {
+  size_t index = 0;  // in the corpus
+  std::string id, error;
+};
+struct CorpusSummary {
+  CorpusProgress progress;
+  std::vector<CorpusFailure> failures;
+};
+struct CorpusOptions {
+  AnalyseOptions analyse;  // statistics' level, without_specials, corpus evidence (maps and capture are the job's)
+  bool truncate = false;   // cut texts longer than the model reads instead of reporting them
+  // Texts are grouped in corpus order into packed passes of at most this many tokens and texts; a
+  // text longer than batch_tokens runs alone (streamed when its dense maps would not fit).
+  int64_t batch_tokens = 2048;
+  int64_t batch_texts = 256;
+  std::function<void(const CorpusProgress&)> progress;       // after every pass
+  std::function<void(const CorpusFailure&)> on_failure;      // as each failure happens
+};
+// Called once per analysed text, in corpus order: its index, the text, its analysis (dropped after).
+using CorpusSink = std::function<void(size_t index, const CorpusText& text, const RunAnalysis& run)>;
+// Every text of `texts` analysed as analyse() would (dense maps, attention captured alone; to float
+// rounding, see analyse_batch), each handed to `each` and dropped, so memory stays that of one
+// pass. A text that cannot be analysed (its line's error, no tokens, too long without truncate,
+// over the memory budget even alone) is reported in the summary and through on_failure; the
+// others go on.
+CorpusSummary analyse_corpus(const Model& model, std::span<const CorpusText> texts,
+                             std::span<const analysis::ProbeEvidence> probe, const CorpusOptions& options,
+                             const CorpusSink& each);
+// CSV of corpus records, one row per text × head: text (index), id, layer, head, kv_head (all
+// 0-based), the statistics of the catalogue (not offset_mass), role, role_score, secondary,
+// secondary_score, links (the head's strongest links on the text, token level).
+std::string corpus_csv_header();
+std::string corpus_csv_rows(const ModelConfig& config, size_t index, const std::string& id, const RunAnalysis& run,
+                            Level level);
+
 // Statistics and roles of attention maps computed elsewhere ("bring your own attention", the
 // Python package's analyse_attention): `attention` [n_layer, n_head, T, T] for the T tokens of
 // `encoding` (of `text`), as analyse() would have captured them for a model shaped like `config`

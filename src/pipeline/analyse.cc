@@ -198,6 +198,38 @@ RunAnalysis analyse(const Model& model, std::string text, Encoding encoding,
   return run;
 }
 
+std::vector<RunAnalysis> analyse_batch(const Model& model, std::vector<TextToAnalyse> texts,
+                                       std::span<const analysis::ProbeEvidence> probe, const AnalyseOptions& options) {
+  const ModelConfig& c = model.config();
+  std::vector<Encoding> encodings;
+  encodings.reserve(texts.size());
+  for (TextToAnalyse& t : texts) {
+    if (t.encoding.size() == 0) throw Error("the text produced no tokens");
+    encodings.push_back(std::move(t.encoding));
+  }
+  const CaptureOptions capture = capture_for(options, false);
+  std::vector<Capture> captures = model.run_batch(encodings, {&capture, 1});  // checks lengths and memory
+  std::vector<RunAnalysis> runs(texts.size());
+  // Each text's analysis is its own (one thread each; the streams' own loop then runs inline).
+#pragma omp parallel for schedule(dynamic)
+  for (size_t i = 0; i < texts.size(); ++i) {
+    RunAnalysis& run = runs[i];
+    run.text = std::move(texts[i].text);
+    run.encoding = std::move(encodings[i]);
+    run.words = analysis::words_from_encoding(run.encoding);
+    run.capture = std::move(captures[i]);
+    const analysis::StreamPlan plan =
+        analysis::make_stream_plan(analysis::describe_sequence(run.encoding, run.text, c.causal), run.words,
+                                   options.without_specials, options.overview_cells, c.window);
+    std::vector<analysis::HeadStream> streams =
+        analysis::make_head_streams(plan, c.n_layer * c.n_head, c.window);
+    analysis::feed_stored(streams, run.capture.attention, run.capture.value_norms);
+    run.word_attention = analysis::merge_attention(run.capture.attention, run.words);
+    finish_analysis(run, streams, plan, probe, options);
+  }
+  return runs;
+}
+
 namespace {
 
 // What analyse() and analyse_attention() do once every head's rows went through its stream:

@@ -328,6 +328,29 @@ json head_json(const ModelConfig& c, int layer, int head, const analysis::HeadSt
           {"roles", roles}};
 }
 
+json corpus_head_json(const ModelConfig& c, size_t index, const std::string& id, const RunAnalysis& run, Level level,
+                      int layer, int head) {
+  const LevelAnalysis& a = run.analysis(level);
+  const size_t i = size_t(layer) * size_t(c.n_head) + size_t(head);
+  const analysis::HeadRoles& r = a.roles.at(i);
+  const std::vector<int> kv = kv_head_of(c);
+  json j = {{"text", index},
+            {"id", id},
+            {"layer", layer},
+            {"head", head},
+            {"kv_head", kv.at(size_t(head))},
+            {"n_tokens", run.T()},
+            {"stats", a.stats.at(i)},
+            {"role", analysis::role_label(r.primary)},
+            {"role_id", analysis::role_info(r.primary.role).id},
+            {"role_score", json_number(r.primary.score)},
+            {"evidence", r.primary.evidence},
+            {"secondary", analysis::role_label(r.secondary)},
+            {"secondary_score", json_number(r.secondary.score)}};
+  if (level == Level::kToken && i < run.on_text.size()) j["on_text"] = run.on_text[i];
+  return j;
+}
+
 json run_json(const ModelConfig& c, const RunAnalysis& run, Level level, bool hide_special) {
   const LevelAnalysis& a = run.analysis(level, hide_special);
   json heads = json::array();

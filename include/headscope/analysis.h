@@ -105,6 +105,15 @@ struct HeadStats {
   double offset(int d) const { return offset_mass[static_cast<size_t>(d + kMaxOffset)]; }
 };
 
+// What a head's statistics over one text (or many) are made of before the means are taken: the
+// sums over query rows and how many rows each has (a corpus adds them up; CorpusStats). The order
+// of the entries is HeadStatsAccumulator's (src/analysis/statistics.cc); nothing but that class
+// and CorpusStats reads them.
+struct StatSums {
+  std::vector<double> sums;
+  std::vector<int64_t> counts;
+};
+
 // ---- the catalogue of statistics (src/analysis/statistics_catalogue.cc) ----
 
 // What a HeadStats field holds: a mean over queries (NaN where there was no sample), a count of
@@ -331,6 +340,67 @@ struct AtlasOptions {
   static constexpr int64_t kDefaultImportanceTexts = 50;
   // Called with the stage name, items done and items in the stage, after every item.
   std::function<void(std::string_view stage, int64_t done, int64_t total)> progress;
+};
+
+// ---- a corpus's statistics in mergeable parts (src/analysis/corpus_stats.cc, docs/corpus.md) ----
+
+// Every head's statistics over a corpus, built shard by shard: each shard's texts are added to a
+// CorpusStats of its own (the partial result), partials are serialised (a few bytes per head and
+// statistic; no attention map) and merged. Sums are exact — each text's sum enters as a 128-bit
+// fixed-point number (steps of 2⁻⁶⁴), so adding them is associative — and every count is an
+// integer, so any split of a corpus, merged in any order, gives bit for bit the result of one
+// pass over the same per-text values (a packed pass computes a text's values independently of its
+// companions; Model::run_batch). Per head it keeps:
+//   - the pooled statistics: the sums over every query row of every text (HeadStatsAccumulator's),
+//     so means are over rows, as one long text's would be;
+//   - how many texts gave it each primary role;
+//   - histograms over texts of its normalised entropy and its max attention (the text's means),
+//     kHistogramBins equal bins over [0, 1].
+class CorpusStats {
+ public:
+  static constexpr int kHistogramBins = 20;
+  CorpusStats() = default;
+  CorpusStats(std::string model, int n_layer, int n_head);
+
+  // One text: its per-head sums, statistics (for the histograms) and roles at one level, and its
+  // tokens. Throws Error when the sizes are not n_layer · n_head.
+  void add(std::span<const StatSums> sums, std::span<const HeadStats> stats, std::span<const HeadRoles> roles,
+           int64_t tokens);
+  // Adds another partial of the same model (Error otherwise).
+  void merge(const CorpusStats& other);
+
+  // The partial as bytes (CBOR of the document "headscope.corpus_partial/1") and back; from_bytes
+  // throws Error naming what is wrong with bytes that are not such a partial.
+  std::string to_bytes() const;
+  static CorpusStats from_bytes(std::string_view bytes);
+
+  const std::string& model() const { return model_; }
+  int n_layer() const { return n_layer_; }
+  int n_head() const { return n_head_; }
+  int64_t texts() const { return texts_; }
+  int64_t tokens() const { return tokens_; }
+  // Head i (layer · n_head + head): its pooled statistics, texts per primary role [kRoleCount]
+  // (Role's order), and the two histograms [kHistogramBins].
+  HeadStats stats(size_t head) const;
+  std::span<const int64_t> role_counts(size_t head) const;
+  std::span<const int64_t> entropy_histogram(size_t head) const;
+  std::span<const int64_t> max_attention_histogram(size_t head) const;
+
+  // Bit-for-bit equality of everything kept (the test of "any split, one result").
+  bool operator==(const CorpusStats& other) const = default;
+
+ private:
+  struct Head {
+    std::vector<std::pair<int64_t, uint64_t>> sums;  // fixed point: high and low 64 bits of a two's-complement __int128
+    std::vector<int64_t> counts;
+    std::vector<int64_t> roles, entropy, max_attention;
+    bool operator==(const Head&) const = default;
+  };
+  void check_shape(size_t n, const char* what) const;
+  std::string model_;
+  int n_layer_ = 0, n_head_ = 0;
+  int64_t texts_ = 0, tokens_ = 0;
+  std::vector<Head> heads_;
 };
 
 }  // namespace headscope::analysis

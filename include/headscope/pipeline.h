@@ -43,6 +43,7 @@ struct LevelAnalysis {
   analysis::SequenceInfo units;            // [U] kinds of the units
   std::vector<analysis::HeadStats> stats;  // [n_layer * n_head], index layer * n_head + head
   std::vector<analysis::HeadRoles> roles;  // [n_layer * n_head]
+  std::vector<analysis::StatSums> sums;    // [n_layer * n_head] what stats are the means of (CorpusStats adds them)
 };
 
 // One analysed text.

@@ -423,6 +423,38 @@ void HeadStatsAccumulator::merge(const HeadStatsAccumulator& o) {
   }
 }
 
+// The order of StatSums' entries: sums, then counts (analysis.h).
+StatSums HeadStatsAccumulator::sums() const {
+  StatSums out;
+  out.sums = {entropy_, entropy_norm_, sparsity_, keys90_, keys90_share_, max_,  avg_,   uniform_, distance_,
+              offset_,  local_,        first_,    special_, end_special_, sink_, punct_, content_, dup_, sink_norm_};
+  out.counts = {n_, n_norm_, n_dup_, n_sink_, n_sink_norm_};
+  out.sums.insert(out.sums.end(), offset_sum_.begin(), offset_sum_.end());
+  out.counts.insert(out.counts.end(), offset_n_.begin(), offset_n_.end());
+  return out;
+}
+
+HeadStatsAccumulator HeadStatsAccumulator::from_sums(const StatSums& in) {
+  constexpr size_t kSums = 19, kCounts = 5;
+  if (in.sums.size() != kSums + kOffsetSlots || in.counts.size() != kCounts + kOffsetSlots)
+    throw Error("statistics sums: " + std::to_string(in.sums.size()) + " sums and " + std::to_string(in.counts.size()) +
+                " counts; expected " + std::to_string(kSums + kOffsetSlots) + " and " +
+                std::to_string(kCounts + kOffsetSlots));
+  HeadStatsAccumulator a;
+  double* const sums[kSums] = {&a.entropy_, &a.entropy_norm_, &a.sparsity_,    &a.keys90_, &a.keys90_share_,
+                               &a.max_,     &a.avg_,          &a.uniform_,     &a.distance_, &a.offset_,
+                               &a.local_,   &a.first_,        &a.special_,     &a.end_special_, &a.sink_,
+                               &a.punct_,   &a.content_,      &a.dup_,         &a.sink_norm_};
+  int64_t* const counts[kCounts] = {&a.n_, &a.n_norm_, &a.n_dup_, &a.n_sink_, &a.n_sink_norm_};
+  for (size_t i = 0; i < kSums; ++i) *sums[i] = in.sums[i];
+  for (size_t i = 0; i < kCounts; ++i) *counts[i] = in.counts[i];
+  for (size_t i = 0; i < size_t(kOffsetSlots); ++i) {
+    a.offset_sum_[i] = in.sums[kSums + i];
+    a.offset_n_[i] = in.counts[kCounts + i];
+  }
+  return a;
+}
+
 HeadStats HeadStatsAccumulator::result() const {
   HeadStats s;
   s.n_queries = n_;

@@ -38,6 +38,10 @@ class HeadStatsAccumulator {
   void add_rows(const float* rows, int q0, int q1, const SequenceInfo& seq);
   void merge(const HeadStatsAccumulator& other);
   HeadStats result() const;
+  // Its sums and counts as plain data (analysis.h StatSums), and back: from_sums(sums()).result()
+  // is result() exactly.
+  StatSums sums() const;
+  static HeadStatsAccumulator from_sums(const StatSums& sums);
   // This head's value norms for the sequence whose rows come next: [T] ‖v_k W_O,hᵀ‖ per key
   // (Capture::value_norms), kept by pointer until the rows are in; null stops. With them the rows
   // also add to sink_mass_norm.

@@ -27,7 +27,11 @@ LevelAnalysis analyse_level(const std::vector<analysis::HeadStream>& heads,
                             std::span<const analysis::HeadEvidence> corpus) {
   LevelAnalysis out;
   out.stats.reserve(heads.size());
-  for (const analysis::HeadStream& head : heads) out.stats.push_back((head.*level).result());
+  out.sums.reserve(heads.size());
+  for (const analysis::HeadStream& head : heads) {
+    out.stats.push_back((head.*level).result());
+    out.sums.push_back((head.*level).sums());
+  }
   std::vector<analysis::HeadEvidence> evidence(out.stats.size());
   for (size_t i = 0; i < out.stats.size(); ++i) {
     evidence[i].stats = out.stats[i];

@@ -121,9 +121,17 @@ class CorpusJob {
     if (T > options_.batch_tokens) {  // a long text runs alone (streamed when its maps would not fit)
       flush();
       try {
+        // A pass of its own: packed like the others while its dense maps fit (the same kernels,
+        // so its numbers do not depend on batch_tokens), else analyse()'s streamed run.
         AnalyseOptions alone = analyse_;
         alone.maps = AnalyseOptions::Maps::kAuto;
-        deliver(i, analyse(model_, t.text, std::move(encoding), probe_, alone));
+        if (!analyse_memory(model_, T, alone).streamed) {
+          std::vector<TextToAnalyse> one;
+          one.push_back({t.text, std::move(encoding)});
+          deliver(i, analyse_batch(model_, std::move(one), probe_, analyse_).at(0));
+        } else {
+          deliver(i, analyse(model_, t.text, std::move(encoding), probe_, alone));
+        }
       } catch (const Error& e) {
         fail(i, e.what());
       }

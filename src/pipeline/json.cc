@@ -351,6 +351,38 @@ json corpus_head_json(const ModelConfig& c, size_t index, const std::string& id,
   return j;
 }
 
+json corpus_stats_json(const ModelConfig& c, const analysis::CorpusStats& s) {
+  const std::vector<int> kv = kv_head_of(c);
+  json heads = json::array();
+  for (int l = 0; l < s.n_layer(); ++l)
+    for (int h = 0; h < s.n_head(); ++h) {
+      const size_t i = size_t(l) * size_t(s.n_head()) + size_t(h);
+      json roles = json::object();
+      const auto counts = s.role_counts(i);
+      size_t top = 0;
+      for (size_t r = 0; r < counts.size(); ++r) {
+        if (counts[r] > 0) roles[analysis::role_info(analysis::Role(r)).id] = counts[r];
+        if (counts[r] > counts[top]) top = r;
+      }
+      heads.push_back({{"layer", l},
+                       {"head", h},
+                       {"kv_head", size_t(h) < kv.size() ? kv[size_t(h)] : h},
+                       {"stats", s.stats(i)},
+                       {"top_role", s.texts() > 0 ? json(analysis::role_info(analysis::Role(top)).id) : json(nullptr)},
+                       {"role_counts", roles},
+                       {"entropy_histogram", s.entropy_histogram(i)},
+                       {"max_attention_histogram", s.max_attention_histogram(i)}});
+    }
+  return {{"schema", "headscope.corpus_stats/1"},
+          {"model", s.model()},
+          {"n_layer", s.n_layer()},
+          {"n_head", s.n_head()},
+          {"texts", s.texts()},
+          {"tokens", s.tokens()},
+          {"histogram_bins", analysis::CorpusStats::kHistogramBins},
+          {"heads", heads}};
+}
+
 json run_json(const ModelConfig& c, const RunAnalysis& run, Level level, bool hide_special) {
   const LevelAnalysis& a = run.analysis(level, hide_special);
   json heads = json::array();

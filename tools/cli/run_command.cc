@@ -13,6 +13,7 @@
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "cli/commands.h"
@@ -53,6 +54,7 @@ struct RunArgs {
   int32_t dla_contrast = -1;
   std::string corpus_path;  // --corpus: many texts, one record per text × head into out_path
   std::string out_path;
+  std::string stats_path, partial_path;  // --corpus: the corpus's statistics, and its mergeable partial
   int64_t batch_tokens = CorpusOptions{}.batch_tokens;
   int64_t batch_texts = CorpusOptions{}.batch_texts;
 };
@@ -321,6 +323,13 @@ class CorpusWriter {
   std::ofstream file_;
 };
 
+// --stats (JSON, docs/corpus.md) and --partial (CBOR, for `headscope merge`).
+void write_corpus_stats(const ModelConfig& c, const analysis::CorpusStats& stats, const std::string& stats_path,
+                        const std::string& partial_path) {
+  if (!stats_path.empty()) write_file(stats_path, corpus_stats_json(c, stats).dump() + "\n");
+  if (!partial_path.empty()) write_file(partial_path, stats.to_bytes());
+}
+
 void run_corpus(const RunArgs& a) {
   if (a.threads > 0) omp_set_num_threads(a.threads);
   const std::vector<CorpusText> texts = read_corpus(a.corpus_path);
@@ -337,16 +346,21 @@ void run_corpus(const RunArgs& a) {
   o.batch_texts = a.batch_texts;
   const bool bar = !a.quiet && isatty(STDERR_FILENO);
   if (bar) o.progress = corpus_progress_bar();
-  CorpusWriter writer(a.out_path);
+  std::optional<CorpusWriter> writer;
+  if (!a.out_path.empty()) writer.emplace(a.out_path);
   o.on_failure = [&](const CorpusFailure& f) {
     std::fprintf(stderr, "%sheadscope: %s: %s\n", bar ? "\r\33[K" : "", f.id.c_str(), f.error.c_str());
-    writer.failure(f);
+    if (writer) writer->failure(f);
   };
   const Level level = a.words ? Level::kWord : Level::kToken;
+  analysis::CorpusStats stats(c.name, c.n_layer, c.n_head);
   const CorpusSummary s = analyse_corpus(*model, texts, probe, o, [&](size_t i, const CorpusText& t, const RunAnalysis& run) {
-    writer.text(c, i, t.id, run, level);
+    if (writer) writer->text(c, i, t.id, run, level);
+    const LevelAnalysis& la = run.analysis(level);
+    stats.add(la.sums, la.stats, la.roles, run.T());
   });
-  writer.close();
+  if (writer) writer->close();
+  write_corpus_stats(c, stats, a.stats_path, a.partial_path);
   const CorpusProgress& p = s.progress;
   std::fprintf(stderr, "%sheadscope: %lld texts (%lld tokens) in %.2f s: %.1f texts/s, %.0f tokens/s; %lld failed\n",
                bar ? "\r\33[K" : "", static_cast<long long>(p.done), static_cast<long long>(p.tokens), p.seconds,
@@ -373,6 +387,10 @@ void add_run_command(CLI::App& app) {
       "--out (docs/corpus.md)");
   corpus_opt->excludes(text_opt)->excludes(file_opt);
   cmd->add_option("--out,-o", args->out_path, "With --corpus: the records, CSV when it ends in .csv, else JSON Lines ('-': stdout)");
+  cmd->add_option("--stats", args->stats_path,
+                  "With --corpus: every head's statistics over the whole corpus, its role counts and histograms (JSON)");
+  cmd->add_option("--partial", args->partial_path,
+                  "With --corpus: the same as a mergeable partial result (CBOR; combine shards with `headscope merge`)");
   cmd->add_option("--batch-tokens", args->batch_tokens, "With --corpus: tokens per forward pass (texts packed up to it)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--batch-texts", args->batch_texts, "With --corpus: texts per forward pass at most")
@@ -414,7 +432,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--quiet,-q", args->quiet, "Print nothing on stdout (with --json / --npy)");
   cmd->callback([args, text_opt, file_opt, corpus_opt] {
     if (corpus_opt->count() > 0) {
-      if (args->out_path.empty()) throw CLI::RequiredError("--out (with --corpus)");
+      if (args->out_path.empty() && args->stats_path.empty() && args->partial_path.empty())
+        throw CLI::RequiredError("--out, --stats or --partial (with --corpus)");
       return run_corpus(*args);
     }
     if (text_opt->count() == 0 && file_opt->count() == 0) throw CLI::RequiredError("--text, --file or --corpus");

@@ -38,6 +38,7 @@ if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
 
 from . import _core  # noqa: E402
 from ._core import Error, FileError, ResourceError  # noqa: E402
+from .corpus import CorpusResult, CorpusStats  # noqa: E402
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
@@ -45,6 +46,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "Composition",
     "Config",
+    "CorpusResult",
+    "CorpusStats",
     "Encoding",
     "Error",
     "FileError",
@@ -391,6 +394,33 @@ class Model:
         """
         items = [texts] if isinstance(texts, (str, bytes)) else list(texts)
         return _json.loads(self._core.importance([_utf8(t) for t in items]))
+
+    def corpus(
+        self,
+        texts: Iterable[str | bytes],
+        *,
+        ids: Iterable[Any] | None = None,
+        records: bool = True,
+        words: bool = False,
+        batch_tokens: int = 2048,
+        truncate: bool = False,
+        probe: bool = True,
+        corpus: bool = True,
+        progress: bool | Callable[[int, int, int], None] | None = None,
+    ) -> CorpusResult:
+        """Every text analysed, many per forward pass (packed; docs/corpus.md).
+
+        Returns a CorpusResult: ``records``, a DataFrame with one row per text × head (statistics,
+        role, links on the text; ``records=False`` skips it), ``stats``, the corpus's CorpusStats
+        (a partial that merges exactly), and ``failures`` ({"text", "id", "error"} for each text
+        that could not be analysed; the others complete). ``progress``: a callable (done, total,
+        failed) after every pass, or True for a tqdm bar.
+        """
+        from .corpus import run_corpus
+
+        items = [texts] if isinstance(texts, (str, bytes)) else list(texts)
+        return run_corpus(self._core, items, ids, records=records, words=words, batch_tokens=batch_tokens,
+                          truncate=truncate, probe=probe, corpus=corpus, progress=progress)
 
     def patch(
         self,

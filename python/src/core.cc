@@ -195,6 +195,29 @@ CaptureOptions parse_capture(const std::vector<std::string>& names) {
   return c;
 }
 
+// The evidence roles read beside a text's statistics: the cached corpus evidence (into
+// options.corpus) and the probe to pass, measured once per model unless the cache holds it.
+std::span<const analysis::ProbeEvidence> role_evidence(PyModel& m, bool use_probe, bool use_corpus,
+                                                       AnalyseOptions& options) {
+  if (use_corpus) {
+    std::call_once(m.corpus_once, [&] {
+      EvidenceOptions e;
+      e.measure = false;  // the cache only, as `headscope run` without --measure-corpus
+      m.corpus = corpus_evidence(*m.model, m.path, e);
+    });
+    options.corpus = m.corpus.heads;
+  }
+  // The cached corpus evidence holds the same probe (same lengths, count and seed), which
+  // analyse() reads when it is given none: measuring it again would only cost the first run
+  // of a model several seconds.
+  const auto has_probe = [](const analysis::HeadEvidence& h) { return h.probe.has_value(); };
+  const bool cached_probe =
+      !options.corpus.empty() && std::all_of(options.corpus.begin(), options.corpus.end(), has_probe);
+  if (!use_probe || cached_probe) return {};
+  std::call_once(m.probe_once, [&] { m.probe = headscope::probe(*m.model); });
+  return m.probe;
+}
+
 PyRun run(std::shared_ptr<PyModel> m, std::optional<nb::bytes> text_bytes, std::optional<std::vector<int64_t>> ids,
           const std::vector<std::string>& capture, bool words, const std::string& maps, bool truncate, bool use_probe,
           bool use_corpus) {
@@ -221,26 +244,8 @@ PyRun run(std::shared_ptr<PyModel> m, std::optional<nb::bytes> text_bytes, std::
     } else {
       encoding = m->model->encode(text, truncate);
     }
-    if (use_corpus) {
-      std::call_once(m->corpus_once, [&] {
-        EvidenceOptions e;
-        e.measure = false;  // the cache only, as `headscope run` without --measure-corpus
-        m->corpus = corpus_evidence(*m->model, m->path, e);
-      });
-      options.corpus = m->corpus.heads;
-    }
-    // The cached corpus evidence holds the same probe (same lengths, count and seed), which
-    // analyse() reads when it is given none: measuring it again would only cost the first run
-    // of a model several seconds.
-    const auto has_probe = [](const analysis::HeadEvidence& h) { return h.probe.has_value(); };
-    const bool cached_probe =
-        !options.corpus.empty() && std::all_of(options.corpus.begin(), options.corpus.end(), has_probe);
-    const bool measure_probe = use_probe && !cached_probe;
-    if (measure_probe) std::call_once(m->probe_once, [&] { m->probe = headscope::probe(*m->model); });
-    *analysed = analyse(
-        *m->model, std::move(text), std::move(encoding),
-        measure_probe ? std::span<const analysis::ProbeEvidence>(m->probe) : std::span<const analysis::ProbeEvidence>(),
-        options);
+    const std::span<const analysis::ProbeEvidence> probe = role_evidence(*m, use_probe, use_corpus, options);
+    *analysed = analyse(*m->model, std::move(text), std::move(encoding), probe, options);
   }
   return PyRun{std::move(m), std::move(analysed), words ? Level::kWord : Level::kToken};
 }
@@ -702,6 +707,94 @@ std::string error_message(const headscope::Error& e) {
 
 // headscope.Error (a ValueError), headscope.FileError (also an OSError: the model path is not
 // there), headscope.ResourceError (over a budget or the machine's memory).
+// ---- corpus jobs (docs/corpus.md): many texts in packed passes, statistics as mergeable partials ----
+
+struct PyCorpusStats {
+  analysis::CorpusStats stats;
+};
+
+std::vector<CorpusText> corpus_texts(const std::vector<nb::bytes>& texts, const std::vector<std::string>& ids) {
+  if (!ids.empty() && ids.size() != texts.size())
+    throw Error(std::to_string(ids.size()) + " ids for " + std::to_string(texts.size()) + " texts; give one per text");
+  std::vector<CorpusText> out;
+  out.reserve(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    CorpusText t{ids.empty() ? std::to_string(i) : ids[i], std::string(texts[i].c_str(), texts[i].size()), ""};
+    size_t bad = 0;
+    if (t.text.size() > limits::kMaxPythonTextBytes)
+      t.error = "the text is " + std::to_string(t.text.size()) + " bytes; at most " +
+                std::to_string(limits::kMaxPythonTextBytes) + " are taken";
+    else if (!is_valid_utf8(t.text, &bad))
+      t.error = "the text is not valid UTF-8 (byte " + std::to_string(bad) + ")";
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// Every text analysed in packed passes: (records as CSV or None, the partial statistics, the
+// failures and the summary as JSON). `progress(done, total, failed)` after every pass, with the GIL.
+nb::tuple corpus(std::shared_ptr<PyModel> m, const std::vector<nb::bytes>& texts, const std::vector<std::string>& ids,
+                 bool records, bool words, int64_t batch_tokens, bool truncate, bool use_probe, bool use_corpus,
+                 nb::object progress) {
+  const std::vector<CorpusText> items = corpus_texts(texts, ids);
+  const ModelConfig& c = m->model->config();
+  auto stats = std::make_unique<PyCorpusStats>(PyCorpusStats{{c.name, c.n_layer, c.n_head, c.n_kv_head}});
+  std::string csv = records ? corpus_csv_header() : "";
+  CorpusSummary summary;
+  {
+    nb::gil_scoped_release release;
+    std::lock_guard lock(m->run_mutex);
+    m->set_threads();
+    CorpusOptions o;
+    o.batch_tokens = batch_tokens;
+    o.truncate = truncate;
+    if (!progress.is_none())
+      o.progress = [&](const CorpusProgress& p) {
+        nb::gil_scoped_acquire acquire;
+        progress(p.done, p.total, p.failed);
+      };
+    const Level level = words ? Level::kWord : Level::kToken;
+    const std::span<const analysis::ProbeEvidence> probe = role_evidence(*m, use_probe, use_corpus, o.analyse);
+    summary = analyse_corpus(*m->model, items, probe, o,
+                             [&](size_t i, const CorpusText& t, const RunAnalysis& run) {
+                               if (records) csv += corpus_csv_rows(c, i, t.id, run, level);
+                               const LevelAnalysis& a = run.analysis(level);
+                               stats->stats.add(a.sums, a.stats, a.roles, run.T());
+                             });
+  }
+  nlohmann::json failures = nlohmann::json::array();
+  for (const CorpusFailure& f : summary.failures) failures.push_back({{"text", f.index}, {"id", f.id}, {"error", f.error}});
+  const CorpusProgress& p = summary.progress;
+  const nlohmann::json done = {{"failures", failures},         {"texts", p.done},  {"failed", p.failed},
+                               {"tokens", p.tokens},           {"seconds", p.seconds},
+                               {"texts_per_second", p.texts_per_second()}};
+  return nb::make_tuple(records ? nb::object(nb::str(csv.c_str(), csv.size())) : nb::none(),
+                        nb::cast(stats.release(), nb::rv_policy::take_ownership), nb::str(done.dump().c_str()));
+}
+
+void register_corpus(nb::module_& m) {
+  nb::class_<PyCorpusStats>(m, "CorpusStats", "Mergeable corpus statistics (internal; see headscope.CorpusStats).")
+      .def_static(
+          "from_bytes",
+          [](nb::bytes b) {
+            std::string bytes(b.c_str(), b.size());
+            nb::gil_scoped_release release;
+            return new PyCorpusStats{analysis::CorpusStats::from_bytes(bytes)};
+          },
+          "data"_a, nb::rv_policy::take_ownership, "A partial from to_bytes().")
+      .def("to_bytes",
+           [](const PyCorpusStats& s) {
+             const std::string b = s.stats.to_bytes();
+             return nb::bytes(b.data(), b.size());
+           })
+      .def("merge", [](PyCorpusStats& s, const PyCorpusStats& o) { s.stats.merge(o.stats); }, "other"_a)
+      .def("json", [](const PyCorpusStats& s) { return corpus_stats_json(s.stats).dump(); })
+      .def("equals", [](const PyCorpusStats& s, const PyCorpusStats& o) { return s.stats == o.stats; }, "other"_a)
+      .def_prop_ro("texts", [](const PyCorpusStats& s) { return s.stats.texts(); })
+      .def_prop_ro("tokens", [](const PyCorpusStats& s) { return s.stats.tokens(); })
+      .def_prop_ro("model", [](const PyCorpusStats& s) { return s.stats.model(); });
+}
+
 void register_errors(nb::module_& m) {
   // Raw pointers, kept for the life of the process: a static nb::object would be released after
   // the interpreter has shut down.
@@ -813,7 +906,9 @@ void register_model(nb::module_& m) {
       .def("ablate", &ablate, "texts"_a, "heads"_a, "mode"_a, "reference"_a, "seed"_a,
            "The heads ablated together over the texts, as JSON (AblationResult, docs/causal.md).")
       .def("importance", &importance, "texts"_a,
-           "Every head zero-ablated alone over the texts, ranked, as JSON (/api/importance's reply).");
+           "Every head zero-ablated alone over the texts, ranked, as JSON (/api/importance's reply).")
+      .def("corpus", &corpus, "texts"_a, "ids"_a, "records"_a, "words"_a, "batch_tokens"_a, "truncate"_a,
+           "probe"_a, "corpus"_a, "progress"_a.none(), "Every text in packed passes: (records CSV or None, CorpusStats, summary JSON).");
   register_circuits(model);
 }
 
@@ -884,6 +979,7 @@ NB_MODULE(_core, m) {
   m.doc() = "headscope's C++ core (internal: use the headscope package, docs/python.md)";
   register_errors(m);
   register_composition(m);
+  register_corpus(m);
   register_model(m);
   register_run(m);
   register_functions(m);

@@ -1,0 +1,192 @@
+"""headscope.distributed: corpus jobs on a Ray cluster (``pip install headscope[ray]``).
+
+The job is the one ``Model.corpus`` runs on one machine, split by Ray Data: the texts become a
+dataset, ``map_batches`` hands batches of them to a pool of actors that each load the model once
+(the C++ core runs with the GIL released, many texts per forward pass), every actor returns the
+partial statistics of its batch (a few kilobytes; no attention map leaves a worker) and, when asked,
+writes its batch's records as a Parquet file; the driver merges the partials. Partials merge
+exactly, so the result is bit for bit that of one process over the same texts, whatever the
+cluster, the batching or the order the batches finish in — and a batch retried after a worker died
+counts once.
+
+Runs on a local Ray instance by default; ``address=`` joins an existing cluster ("auto", or
+"ray://host:10001"). docs/corpus.md says how to start one and how much memory an actor needs.
+"""
+
+from __future__ import annotations
+
+import json as _json
+import os
+import socket
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .corpus import CorpusStats
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas
+    import ray.data
+
+
+@dataclass
+class DistributedResult:
+    """What :func:`corpus` returns."""
+
+    stats: CorpusStats
+    failures: list[dict[str, Any]] = field(default_factory=list)  # {"text", "id", "error"}, by corpus index
+    records_dir: str | None = None  # the Parquet files (one per batch), when records were asked for
+    batches: int = 0
+    seconds: float = 0.0
+
+    def records(self) -> pandas.DataFrame:
+        """Every record (text × head) read back from the Parquet files, in corpus order."""
+        import pandas as pd
+
+        if self.records_dir is None:
+            raise ValueError("the job wrote no records (pass records_dir=)")
+        frame = pd.read_parquet(self.records_dir)
+        return frame.sort_values(["text", "layer", "head"], kind="stable").reset_index(drop=True)
+
+
+class _CorpusWorker:
+    """One actor: the model loaded once, then batch after batch of texts."""
+
+    def __init__(self, model_path: str, threads: int, options: dict[str, Any], records_dir: str | None) -> None:
+        import headscope
+
+        try:
+            self.model = headscope.load(model_path, threads=threads)
+        except Exception as e:  # noqa: BLE001 - re-raised with the node named
+            raise RuntimeError(f"node {socket.gethostname()} cannot load the model {model_path!r}: {e}") from e
+        self.options = options
+        self.records_dir = records_dir
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
+        indices = [int(i) for i in batch["index"]]
+        ids = [str(i) for i in batch["id"]]
+        result = self.model.corpus(
+            [str(t) for t in batch["text"]], ids=ids, records=self.records_dir is not None, **self.options
+        )
+        failures = [dict(f, text=indices[f["text"]]) for f in result.failures]
+        if self.records_dir is not None and result.records is not None:
+            frame = result.records
+            frame["text"] = [indices[i] for i in frame["text"]]
+            os.makedirs(self.records_dir, exist_ok=True)
+            # Named by the batch's first text: a batch retried after a failure writes the same file again.
+            frame.to_parquet(os.path.join(self.records_dir, f"part-{indices[0]:012d}.parquet"), index=False)
+        return {
+            "first": [indices[0]],
+            "partial": [result.stats.to_bytes()],
+            "failures": [_json.dumps(failures)],
+        }
+
+
+def _dataset(texts: Iterable[str] | ray.data.Dataset, ids: Sequence[Any] | None) -> ray.data.Dataset:
+    import ray.data
+
+    if isinstance(texts, ray.data.Dataset):
+        return texts
+    items = list(texts)
+    if ids is not None and len(ids) != len(items):
+        raise ValueError(f"{len(ids)} ids for {len(items)} texts; give one per text")
+    return ray.data.from_items(
+        [{"index": i, "id": str(ids[i]) if ids is not None else str(i), "text": t} for i, t in enumerate(items)]
+    )
+
+
+def corpus(
+    model_path: str | os.PathLike,
+    texts: Iterable[str] | ray.data.Dataset,
+    *,
+    ids: Sequence[Any] | None = None,
+    address: str | None = None,
+    workers: int | None = None,
+    threads_per_worker: int = 1,
+    texts_per_batch: int = 64,
+    records_dir: str | os.PathLike | None = None,
+    words: bool = False,
+    batch_tokens: int = 2048,
+    truncate: bool = False,
+    probe: bool = True,
+    evidence: bool = True,
+    progress: bool | Callable[[int, int], None] = True,
+) -> DistributedResult:
+    """Every text analysed on a Ray cluster; the corpus's statistics merged on the driver.
+
+    ``texts``: strings (their index in the list is their number in the records), or a Ray Dataset
+    with columns index, id and text. ``workers``: actors (default: one per ``threads_per_worker``
+    CPUs of the cluster). ``texts_per_batch``: texts handed to an actor at a time (each actor then
+    packs them into forward passes of ``batch_tokens``). ``records_dir``: write one record per text ×
+    head as Parquet files there (a directory every node can write: local for a one-machine cluster,
+    shared storage for a real one). ``progress``: a tqdm bar over batches, or a callable (batches
+    done, batches in all). Raises the first worker error that is not a text's own (a model path a
+    node cannot read, for instance), naming the node.
+    """
+    import time
+
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+    start = time.monotonic()
+    ds = _dataset(texts, ids)
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    pool = workers or max(1, cpus // max(1, threads_per_worker))
+    options = {
+        "words": words,
+        "batch_tokens": batch_tokens,
+        "truncate": truncate,
+        "probe": probe,
+        "corpus": evidence,
+    }
+    out_dir = os.fspath(records_dir) if records_dir is not None else None
+    partials = ds.map_batches(
+        _CorpusWorker,
+        fn_constructor_args=(os.fspath(model_path), threads_per_worker, options, out_dir),
+        batch_size=texts_per_batch,
+        batch_format="pandas",
+        compute=ray.data.ActorPoolStrategy(size=pool),
+        num_cpus=threads_per_worker,
+        # A worker that dies (killed, out of memory) is restarted and its batch run again: Ray
+        # Data's actor pools restart actors and retry their tasks by default (tested).
+    )
+    return _merge(partials, out_dir, start, progress)
+
+
+def _merge(partials: ray.data.Dataset, out_dir: str | None, start: float, progress: Any) -> DistributedResult:
+    import time
+
+    total = None
+    bar = None
+    if progress is True:
+        try:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(desc="corpus (ray)", unit="batch", leave=False)
+        except ImportError:  # pragma: no cover
+            bar = None
+    stats: CorpusStats | None = None
+    failures: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    batches = 0
+    for row in partials.iter_rows():
+        first = int(row["first"])
+        if first in seen:  # a retried batch delivered twice: counted once
+            continue
+        seen.add(first)
+        part = CorpusStats.from_bytes(row["partial"])
+        stats = part if stats is None else stats.merge(part)
+        failures.extend(_json.loads(row["failures"]))
+        batches += 1
+        if bar is not None:
+            bar.update(1)
+        elif callable(progress):
+            progress(batches, total or 0)
+    if bar is not None:
+        bar.close()
+    if stats is None:
+        raise ValueError("the corpus is empty: no text to analyse")
+    failures.sort(key=lambda f: f["text"])
+    return DistributedResult(stats=stats, failures=failures, records_dir=out_dir, batches=batches,
+                             seconds=time.monotonic() - start)

@@ -1,0 +1,149 @@
+"""headscope.distributed on a real Ray cluster of two nodes started on this machine (`ray start
+--head` and a second `ray start --address`, one CPU each, torn down afterwards): the job's merged
+statistics and its records equal one process's Model.corpus bit for bit on 200 EWT sentences;
+a worker killed in the middle of a job changes nothing; a malformed text is reported while the rest
+completes; a model path the workers cannot read is an error naming the node. Also the CLI's
+shards: `headscope run --corpus --partial` on two halves and `headscope merge` equal one run."""
+import os
+import pathlib
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import MINILM
+
+# Ray's token authentication, with a token of this test's own, for the nodes and the driver; set
+# before ray is imported, which reads it then.
+AUTH = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+os.environ.update(AUTH)
+ray = pytest.importorskip("ray")
+
+DATA = pathlib.Path(os.environ.get("HEADSCOPE_DATA", pathlib.Path(__file__).resolve().parents[3] / "shared" / "data"))
+RAY = pathlib.Path(sys.executable).parent / "ray"
+
+
+def ewt_sentences(n):
+    texts = []
+    for line in open(DATA / "ud" / "en_ewt-ud-dev.conllu", encoding="utf-8"):
+        if line.startswith("# text = "):
+            texts.append(line[len("# text = "):].rstrip("\n"))
+            if len(texts) == n:
+                break
+    return texts
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two Ray nodes of one CPU each on this machine; the driver connected to them."""
+    port = free_port()
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", OMP_NUM_THREADS="1")
+    common = ["--num-cpus", "1", "--disable-usage-stats"]
+    subprocess.run([RAY, "start", "--head", "--port", str(port), "--include-dashboard", "false",
+                    "--node-ip-address", "127.0.0.1", *common],
+                   check=True, env=env, capture_output=True)
+    try:
+        subprocess.run([RAY, "start", "--address", f"127.0.0.1:{port}", "--node-ip-address", "127.0.0.1", *common],
+                       check=True, env=env, capture_output=True)
+        ray.init(address=f"127.0.0.1:{port}", log_to_driver=False)
+        deadline = time.monotonic() + 60
+        while len([n for n in ray.nodes() if n["Alive"]]) < 2:
+            assert time.monotonic() < deadline, "the second node did not join"
+            time.sleep(0.5)
+        yield port
+    finally:
+        ray.shutdown()
+        subprocess.run([RAY, "stop", "--force"], env=env, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def reference(headscope):
+    """One process, one thread: what the cluster must give."""
+    model = headscope.load(MINILM, threads=1)
+    texts = ewt_sentences(200) + ["", "A last short sentence."]
+    return texts, model.corpus(texts, probe=False, corpus=False)
+
+
+def run_job(distributed, texts, tmp_path, **kw):
+    return distributed.corpus(MINILM, texts, texts_per_batch=16, records_dir=tmp_path / "records", probe=False,
+                              evidence=False, progress=False, **kw)
+
+
+def test_two_nodes_give_the_single_process_result(cluster, reference, tmp_path):
+    import headscope.distributed as distributed
+
+    texts, one = reference
+    assert len([n for n in ray.nodes() if n["Alive"]]) == 2
+    result = run_job(distributed, texts, tmp_path)
+    assert result.stats == one.stats, "merged partials differ from the single process's statistics"
+    assert result.stats.texts == len(texts) - 1 and result.batches == (len(texts) + 15) // 16  # the empty one failed
+    assert result.failures == one.failures and result.failures[0]["text"] == 200  # the empty text
+    records = result.records()
+    assert records.shape == one.records.shape
+    for column in ("text", "layer", "head", "entropy_bits", "max_attention", "sink_mass", "role"):
+        assert (records[column].values == one.records[column].values).all(), column
+
+
+def test_a_worker_killed_mid_job_changes_nothing(cluster, reference, tmp_path):
+    import headscope.distributed as distributed
+
+    texts, one = reference
+    killed = []
+
+    def kill_one_worker(done, _total):
+        if killed or done < 1:
+            return
+        pids = subprocess.run(["pgrep", "-f", r"MapBatches\(_CorpusWorker\)"], capture_output=True, text=True)
+        for pid in pids.stdout.split():
+            if int(pid) != os.getpid():
+                os.kill(int(pid), signal.SIGKILL)
+                killed.append(int(pid))
+                break
+
+    result = distributed.corpus(MINILM, texts, texts_per_batch=8, records_dir=tmp_path / "records", probe=False,
+                                evidence=False, progress=kill_one_worker)
+    assert killed, "no worker process was found to kill"
+    assert result.batches == (len(texts) + 7) // 8, "a batch was lost or counted twice"
+    assert result.stats == one.stats
+    assert result.failures == one.failures
+
+
+def test_a_model_the_workers_cannot_read_names_the_node(cluster, tmp_path):
+    import headscope.distributed as distributed
+
+    with pytest.raises(Exception) as info:
+        distributed.corpus(tmp_path / "no-such-model", ["A text."], probe=False, evidence=False, progress=False)
+    message = str(info.value)
+    assert "cannot load the model" in message and socket.gethostname() in message, message
+
+
+def test_cli_shards_merge_to_one_run(cli, tmp_path):
+    texts = ewt_sentences(120)
+    whole, first, second = (tmp_path / f"{n}.txt" for n in ("whole", "first", "second"))
+    whole.write_text("\n".join(texts) + "\n")
+    first.write_text("\n".join(texts[:50]) + "\n")
+    second.write_text("\n".join(texts[50:]) + "\n")
+    run = [cli, "run", "-m", MINILM, "--no-probe", "--no-corpus", "--corpus"]
+    env = dict(os.environ, OMP_NUM_THREADS="2")
+    subprocess.run([*run, whole, "--partial", tmp_path / "whole.cbor", "--stats", tmp_path / "whole.json"],
+                   check=True, env=env, capture_output=True)
+    subprocess.run([*run, first, "--partial", tmp_path / "a.cbor", "--batch-tokens", "100"], check=True, env=env,
+                   capture_output=True)
+    subprocess.run([*run, second, "--partial", tmp_path / "b.cbor"], check=True, env=env, capture_output=True)
+    subprocess.run([cli, "merge", tmp_path / "b.cbor", tmp_path / "a.cbor", "--stats", tmp_path / "merged.json",
+                    "--partial", tmp_path / "merged.cbor"], check=True, capture_output=True)
+    assert (tmp_path / "merged.cbor").read_bytes() == (tmp_path / "whole.cbor").read_bytes()
+    assert (tmp_path / "merged.json").read_text() == (tmp_path / "whole.json").read_text()
+    bad = subprocess.run([cli, "merge", tmp_path / "whole.txt", "--stats", tmp_path / "x.json"], capture_output=True,
+                         text=True)
+    assert bad.returncode != 0 and "headscope.corpus_partial/1" in bad.stderr

@@ -44,9 +44,12 @@ constexpr const char* kSchema = "headscope.corpus_partial/1";
 
 }  // namespace
 
-CorpusStats::CorpusStats(std::string model, int n_layer, int n_head)
-    : model_(std::move(model)), n_layer_(n_layer), n_head_(n_head) {
-  if (n_layer < 1 || n_head < 1) throw Error("corpus statistics need at least one layer and one head");
+CorpusStats::CorpusStats(std::string model, int n_layer, int n_head, int n_kv_head)
+    : model_(std::move(model)), n_layer_(n_layer), n_head_(n_head), n_kv_head_(n_kv_head > 0 ? n_kv_head : n_head) {
+  if (n_layer < 1 || n_head < 1 || n_head % n_kv_head_ != 0)
+    throw Error("corpus statistics need at least one layer and one head, and query heads that share key/value heads "
+                "evenly (" + std::to_string(n_layer) + " layers, " + std::to_string(n_head) + " heads, " +
+                std::to_string(n_kv_head_) + " key/value heads)");
   const StatSums zero = HeadStatsAccumulator{}.sums();
   Head h;
   h.sums.assign(zero.sums.size(), {0, 0});
@@ -83,7 +86,7 @@ void CorpusStats::add(std::span<const StatSums> sums, std::span<const HeadStats>
 }
 
 void CorpusStats::merge(const CorpusStats& o) {
-  if (o.model_ != model_ || o.n_layer_ != n_layer_ || o.n_head_ != n_head_)
+  if (o.model_ != model_ || o.n_layer_ != n_layer_ || o.n_head_ != n_head_ || o.n_kv_head_ != n_kv_head_)
     throw Error("corpus statistics: cannot merge a partial of " + o.model_ + " (" + std::to_string(o.n_layer_) + " × " +
                 std::to_string(o.n_head_) + " heads) into one of " + model_ + " (" + std::to_string(n_layer_) + " × " +
                 std::to_string(n_head_) + ")");
@@ -124,7 +127,7 @@ std::string CorpusStats::to_bytes() const {
     heads.push_back({{"sums", sums}, {"counts", h.counts}, {"roles", h.roles}, {"entropy", h.entropy},
                      {"max_attention", h.max_attention}});
   }
-  const nlohmann::json j = {{"schema", kSchema}, {"model", model_}, {"n_layer", n_layer_}, {"n_head", n_head_},
+  const nlohmann::json j = {{"schema", kSchema}, {"model", model_}, {"n_layer", n_layer_}, {"n_head", n_head_}, {"n_kv_head", n_kv_head_},
                             {"texts", texts_},   {"tokens", tokens_}, {"heads", heads}};
   const std::vector<uint8_t> cbor = nlohmann::json::to_cbor(j);
   return std::string(cbor.begin(), cbor.end());
@@ -135,7 +138,8 @@ CorpusStats CorpusStats::from_bytes(std::string_view bytes) {
   if (j.is_discarded() || !j.is_object() || j.value("schema", "") != kSchema)
     throw Error(std::string("corpus statistics: not a ") + kSchema + " partial (CBOR)");
   try {
-    CorpusStats c(j.at("model").get<std::string>(), j.at("n_layer").get<int>(), j.at("n_head").get<int>());
+    CorpusStats c(j.at("model").get<std::string>(), j.at("n_layer").get<int>(), j.at("n_head").get<int>(),
+                  j.at("n_kv_head").get<int>());
     c.texts_ = j.at("texts").get<int64_t>();
     c.tokens_ = j.at("tokens").get<int64_t>();
     const nlohmann::json& heads = j.at("heads");

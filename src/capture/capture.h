@@ -57,6 +57,8 @@ class Recorder {
            std::vector<int> kv_head_of);
 
   const std::vector<int>& kv_head_of() const { return cap_.kv_head_of; }
+  // Whether this pass hands its attention to a sink (CaptureOptions::attention_sink).
+  bool streams() const { return bool(sink_); }
 
   // A resumed pass (Model::resume) starts at `first`: the per-layer slots of the layers before it
   // (queries, keys, values, head outputs, attention output, feed-forward outputs) are set to 0.

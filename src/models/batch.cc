@@ -3,6 +3,7 @@
 #include "models/batch.h"
 
 #include <cstdio>
+#include <exception>
 #include <string>
 
 #include "headscope/error.h"
@@ -42,6 +43,26 @@ void check_batch_options(size_t n_texts, size_t n_options) {
 
 const CaptureOptions& options_of(std::span<const CaptureOptions> options, size_t i) {
   return options.size() == 1 ? options[0] : options[i];
+}
+
+void for_each_text(std::span<const PackedText> texts, const std::function<void(const PackedText&)>& body) {
+  bool side_by_side = texts.size() > 1;
+  for (const PackedText& t : texts) side_by_side = side_by_side && !t.rec->streams();
+  if (!side_by_side) {
+    for (const PackedText& t : texts) body(t);
+    return;
+  }
+  std::exception_ptr failure;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (size_t i = 0; i < texts.size(); ++i) {
+    try {
+      body(texts[i]);
+    } catch (...) {
+#pragma omp critical(headscope_packed_text_failure)
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
 }
 
 std::vector<Capture> PackedBatch::finish() {

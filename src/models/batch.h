@@ -3,6 +3,7 @@
 // and the memory check of the whole batch.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -18,6 +19,12 @@ struct PackedText {
   int64_t row0 = 0, T = 0;
   capture::Recorder* rec = nullptr;
 };
+
+// body(t) for every text of a pass: side by side on the threads (each text's attention then runs
+// on one thread, the kernels inside single-threaded: the same numbers) when there are several texts
+// and none streams its attention (a sink may not expect calls from several threads), else in
+// order. The first exception is rethrown after the loop.
+void for_each_text(std::span<const PackedText> texts, const std::function<void(const PackedText&)>& body);
 
 // options[i] of text i: `options` holds one entry per text, or one for all (check_batch_options).
 const CaptureOptions& options_of(std::span<const CaptureOptions> options, size_t i);

@@ -294,7 +294,7 @@ class DecoderModel::Pass {
       t.rec->patch_qkv(l, qt, QKV_, kt, QKV_, v + t.row0 * QKV_, QKV_);
     }
     cache_.store(l, past_, k, v, T_, QKV_);  // keys after RoPE
-    for (const PackedText& t : texts_) {
+    for_each_text(texts_, [&](const PackedText& t) {
       capture::Recorder& rec = *t.rec;
       const float* qt = q + t.row0 * QKV_;
       rec.record_qkv(l, qt, QKV_, k + t.row0 * QKV_, QKV_, v + t.row0 * QKV_, QKV_);
@@ -310,7 +310,7 @@ class DecoderModel::Pass {
           });
       rec.patch_pattern(l, V, KV_, o);
       rec.before_projection(l, o, b.w_o.rows(), b.w_o.cols());
-    }
+    });
     linear(concat_.data(), T_, b.w_o, b.b_o.ptr(), out_.data());  // concat · W_Oᵀ + b_O
     for (const PackedText& t : texts_)
       t.rec->after_projection(l, concat_.data() + t.row0 * Q_, b.w_o, out_.data() + t.row0 * D_);
@@ -393,16 +393,17 @@ class DecoderModel::Pass {
     if (wanted.size() == 1) {
       linear(h_.data() + wanted[0].from * D_, wanted[0].n, m_.unembedding(), nullptr, wanted[0].out);
     } else {
-      std::vector<float> in(size_t(total * D_)), out(size_t(total * V));
+      // Tensors: large buffers come back from the storage's cache, mapped, pass after pass.
+      Tensor in({total, D_}, Tensor::Uninitialized{}), out({total, V}, Tensor::Uninitialized{});
       int64_t r = 0;  // row of the gathered block
       for (const Rows& w : wanted) {
-        std::copy_n(h_.data() + w.from * D_, w.n * D_, in.data() + r * D_);
+        std::copy_n(h_.data() + w.from * D_, w.n * D_, in.ptr() + r * D_);
         r += w.n;
       }
-      linear(in.data(), total, m_.unembedding(), nullptr, out.data());
+      linear(in.ptr(), total, m_.unembedding(), nullptr, out.ptr());
       r = 0;
       for (const Rows& w : wanted) {
-        std::copy_n(out.data() + r * V, w.n * V, w.out);
+        std::copy_n(out.ptr() + r * V, w.n * V, w.out);
         r += w.n;
       }
     }

@@ -257,7 +257,7 @@ void EncoderModel::run_layers(int first, std::vector<float>& x, std::span<const 
     // Attention block, post-norm: x = LN(x + MHA(x)).
     for (const PackedText& t : texts) t.rec->patch_residual(l, x.data() + t.row0 * D);
     b.qkv.forward(x.data(), T, qkv.data(), kernel);  // [T, 3D]: Q | K | V
-    for (const PackedText& t : texts) {      // each text's rows: its own keys only
+    for_each_text(texts, [&](const PackedText& t) {  // each text's rows: its own keys only
       float *q = qkv.data() + t.row0 * 3 * D, *k = q + D, *v = k + D;
       float* o = concat.data() + t.row0 * D;  // [t.T, H·Dh]
       capture::Recorder& rec = *t.rec;
@@ -272,7 +272,7 @@ void EncoderModel::run_layers(int first, std::vector<float>& x, std::span<const 
                     });
       rec.patch_pattern(l, v, 3 * D, o);
       rec.before_projection(l, o, b.o.out(), b.o.in());
-    }
+    });
     b.o.forward(concat.data(), T, attn.data(), kernel);  // [T, D]: concat · W_Oᵀ + b_O
     for (const PackedText& t : texts) t.rec->after_projection(l, concat.data() + t.row0 * D, b.o, attn.data() + t.row0 * D);
     ops::add_inplace(attn.data(), x.data(), T * D);  // residual

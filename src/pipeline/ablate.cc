@@ -63,6 +63,34 @@ void for_each_text(size_t n, Body body) {
   if (failure) std::rethrow_exception(failure);
 }
 
+// The texts in packed passes (Model::run_batch / resume_batch), [begin, end) in text order: at
+// most kAblationBatchRows rows, and for a decoder at most kAblationBatchLogitBytes of logits
+// (every row's, [rows, vocab], held twice while the unembedding's output is handed out).
+// A packed pass gives each text the same numbers whatever its companions, so the clean runs and
+// every ablated pass agree bit for bit where nothing was ablated.
+constexpr int64_t kAblationBatchRows = 4096;
+constexpr uint64_t kAblationBatchLogitBytes = uint64_t{1} << 30;
+
+std::vector<std::pair<size_t, size_t>> packed_batches(const Model& model, const std::vector<Encoding>& texts) {
+  const ModelConfig& c = model.config();
+  int64_t max_rows = kAblationBatchRows;
+  if (c.causal)
+    max_rows = std::clamp<int64_t>(int64_t(kAblationBatchLogitBytes / (2 * sizeof(float) * uint64_t(c.vocab_size))),
+                                   1, kAblationBatchRows);
+  std::vector<std::pair<size_t, size_t>> out;
+  int64_t rows = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const int64_t T = int64_t(texts[i].size());
+    if (out.empty() || rows + T > max_rows) {
+      out.push_back({i, i});
+      rows = 0;
+    }
+    out.back().second = i + 1;
+    rows += T;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<HeadRef> parse_heads(std::string_view spec, const ModelConfig& c) {
@@ -122,8 +150,13 @@ Ablator::Ablator(const Model& model, std::vector<Encoding> texts, AblateOptions 
       throw Error("ablation: text " + std::to_string(i) + " has " + std::to_string(texts_[i].size()) +
                   " token(s); a next-token loss needs at least 2");
   clean_.resize(texts_.size());
-  for_each_text(texts_.size(),
-                [&](size_t i) { clean_[i] = summarise(texts_[i], model_.run(texts_[i], stream_only(model_))); });
+  batches_ = packed_batches(model_, texts_);
+  const CaptureOptions stream = stream_only(model_);
+  for (const auto& [begin, end] : batches_) {
+    std::vector<Capture> caps =
+        model_.run_batch(std::span(texts_).subspan(begin, end - begin), {&stream, 1});
+    for_each_text(end - begin, [&](size_t j) { clean_[begin + j] = summarise(texts_[begin + j], std::move(caps[j])); });
+  }
   const bool own_texts = options_.reference.empty();
   const std::vector<Encoding>& reference = own_texts ? texts_ : options_.reference;
   if (options_.mode == Ablation::Mode::kZero) return;
@@ -249,14 +282,24 @@ AblationResult Ablator::ablate(const std::vector<HeadRef>& heads) const {
   int first = c.n_layer;
   for (const HeadRef& h : heads) first = std::min(first, h.layer);
   result.texts.resize(texts_.size());
-  for_each_text(texts_.size(), [&](size_t i) {
-    Ablation mine = ablation;  // the donor is per text
-    CaptureOptions with_mine = options;
-    with_mine.ablation = &mine;
-    if (options_.mode == Ablation::Mode::kResample) mine.donor = &donors_[size_t(donor_of_[i])];
-    // Nothing ablated: the whole pass again, which must give the clean run (every effect 0).
-    result.texts[i] = compare(i, model_.resume(texts_[i], first == c.n_layer ? 0 : first, clean_[i].hidden, with_mine));
-  });
+  // Per text: its own Ablation (the donor is per text) and the clean run's residual stream.
+  std::vector<Ablation> mine(texts_.size(), ablation);
+  std::vector<CaptureOptions> per_text(texts_.size(), options);
+  std::vector<const Tensor*> prefixes(texts_.size());
+  for (size_t i = 0; i < texts_.size(); ++i) {
+    if (options_.mode == Ablation::Mode::kResample) mine[i].donor = &donors_[size_t(donor_of_[i])];
+    per_text[i].ablation = &mine[i];
+    prefixes[i] = &clean_[i].hidden;
+  }
+  // Nothing ablated: the whole pass again, which must give the clean run (every effect 0).
+  const int from = first == c.n_layer ? 0 : first;
+  for (const auto& [begin, end] : batches_) {
+    const size_t n = end - begin;
+    std::vector<Capture> caps = model_.resume_batch(std::span(texts_).subspan(begin, n), from,
+                                                    std::span(prefixes).subspan(begin, n),
+                                                    std::span(per_text).subspan(begin, n));
+    for_each_text(n, [&](size_t j) { result.texts[begin + j] = compare(begin + j, std::move(caps[j])); });
+  }
   for (const TextEffect& e : result.texts)  // summed in text order: the same total on any thread count
     result.effect += c.causal ? e.mean_loss_after - e.mean_loss_before : e.embedding_distance;
   result.effect /= double(texts_.size());

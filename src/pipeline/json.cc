@@ -351,8 +351,8 @@ json corpus_head_json(const ModelConfig& c, size_t index, const std::string& id,
   return j;
 }
 
-json corpus_stats_json(const ModelConfig& c, const analysis::CorpusStats& s) {
-  const std::vector<int> kv = kv_head_of(c);
+json corpus_stats_json(const analysis::CorpusStats& s) {
+  const int group = s.n_head() / s.n_kv_head();
   json heads = json::array();
   for (int l = 0; l < s.n_layer(); ++l)
     for (int h = 0; h < s.n_head(); ++h) {
@@ -366,7 +366,7 @@ json corpus_stats_json(const ModelConfig& c, const analysis::CorpusStats& s) {
       }
       heads.push_back({{"layer", l},
                        {"head", h},
-                       {"kv_head", size_t(h) < kv.size() ? kv[size_t(h)] : h},
+                       {"kv_head", h / group},
                        {"stats", s.stats(i)},
                        {"top_role", s.texts() > 0 ? json(analysis::role_info(analysis::Role(top)).id) : json(nullptr)},
                        {"role_counts", roles},
@@ -377,6 +377,7 @@ json corpus_stats_json(const ModelConfig& c, const analysis::CorpusStats& s) {
           {"model", s.model()},
           {"n_layer", s.n_layer()},
           {"n_head", s.n_head()},
+          {"n_kv_head", s.n_kv_head()},
           {"texts", s.texts()},
           {"tokens", s.tokens()},
           {"histogram_bins", analysis::CorpusStats::kHistogramBins},

@@ -103,6 +103,7 @@ def corpus(
     address: str | None = None,
     workers: int | None = None,
     threads_per_worker: int = 1,
+    memory_per_worker: int | None = None,
     texts_per_batch: int = 64,
     records_dir: str | os.PathLike | None = None,
     words: bool = False,
@@ -116,11 +117,12 @@ def corpus(
 
     ``texts``: strings (their index in the list is their number in the records), or a Ray Dataset
     with columns index, id and text. ``workers``: actors (default: one per ``threads_per_worker``
-    CPUs of the cluster). ``texts_per_batch``: texts handed to an actor at a time (each actor then
+    CPUs of the cluster); ``memory_per_worker``: bytes Ray reserves for each (docs/corpus.md
+    gives what an actor holds). ``texts_per_batch``: texts handed to an actor at a time (each actor then
     packs them into forward passes of ``batch_tokens``). ``records_dir``: write one record per text ×
     head as Parquet files there (a directory every node can write: local for a one-machine cluster,
-    shared storage for a real one). ``progress``: a tqdm bar over batches, or a callable (batches
-    done, batches in all). Raises the first worker error that is not a text's own (a model path a
+    shared storage for a real one). ``progress``: a tqdm bar (texts, texts/s, ETA), or a callable
+    (texts done, texts in all) called as each batch's partial arrives. Raises the first worker error that is not a text's own (a model path a
     node cannot read, for instance), naming the node.
     """
     import time
@@ -131,6 +133,7 @@ def corpus(
         ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
     start = time.monotonic()
     ds = _dataset(texts, ids)
+    total = ds.count()
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
     pool = workers or max(1, cpus // max(1, threads_per_worker))
     options = {
@@ -148,24 +151,27 @@ def corpus(
         batch_format="pandas",
         compute=ray.data.ActorPoolStrategy(size=pool),
         num_cpus=threads_per_worker,
+        memory=memory_per_worker,
         # A worker that dies (killed, out of memory) is restarted and its batch run again: Ray
         # Data's actor pools restart actors and retry their tasks by default (tested).
     )
-    return _merge(partials, out_dir, start, progress)
+    return _merge(partials, out_dir, start, progress, total)
 
 
-def _merge(partials: ray.data.Dataset, out_dir: str | None, start: float, progress: Any) -> DistributedResult:
+def _merge(partials: ray.data.Dataset, out_dir: str | None, start: float, progress: Any,
+           total: int) -> DistributedResult:
+    """Partials merged as they arrive; progress in texts (a tqdm bar shows texts/s and the ETA)."""
     import time
 
-    total = None
     bar = None
     if progress is True:
         try:
             from tqdm.auto import tqdm
 
-            bar = tqdm(desc="corpus (ray)", unit="batch", leave=False)
+            bar = tqdm(total=total, desc="corpus (ray)", unit="text", leave=False)
         except ImportError:  # pragma: no cover
             bar = None
+    done = 0
     stats: CorpusStats | None = None
     failures: list[dict[str, Any]] = []
     seen: set[int] = set()
@@ -176,13 +182,15 @@ def _merge(partials: ray.data.Dataset, out_dir: str | None, start: float, progre
             continue
         seen.add(first)
         part = CorpusStats.from_bytes(row["partial"])
+        batch_failures = _json.loads(row["failures"])
         stats = part if stats is None else stats.merge(part)
-        failures.extend(_json.loads(row["failures"]))
+        failures.extend(batch_failures)
         batches += 1
+        done += part.texts + len(batch_failures)
         if bar is not None:
-            bar.update(1)
+            bar.update(part.texts + len(batch_failures))
         elif callable(progress):
-            progress(batches, total or 0)
+            progress(done, total)
     if bar is not None:
         bar.close()
     if stats is None:

@@ -88,10 +88,11 @@ wheel: python
 # The package's tests once per forced kernel path (HEADSCOPE_ISA=avx2, then portable; the CLI they
 # compare with inherits the setting), so a wheel built on an AVX-512 machine is checked on the paths
 # other machines take; test_wheel.py installs the repaired wheel into a clean virtualenv. The browser
-# views and the notebook (test_views.py, test_notebook.py) and the emulated CPUs of test_portable.py,
-# which do not depend on the setting, run once, in test-python.
+# views and the notebook (test_views.py, test_notebook.py), the emulated CPUs of test_portable.py and
+# the Ray cluster of test_distributed.py (which compares two runs on the same path), which do not
+# depend on the setting, run once, in test-python.
 WHEEL_ISAS := avx2 portable
-WHEEL_SKIP := --ignore tests/python/test_views.py --ignore tests/python/test_notebook.py -k 'not emulated'
+WHEEL_SKIP := --ignore tests/python/test_views.py --ignore tests/python/test_notebook.py --ignore tests/python/test_distributed.py -k 'not emulated'
 test-wheel: wheel evidence
 	@for isa in $(WHEEL_ISAS); do \
 	  echo "test-wheel: HEADSCOPE_ISA=$$isa"; \

@@ -125,24 +125,16 @@ def corpus(
     (texts done, texts in all) called as each batch's partial arrives. Raises the first worker error that is not a text's own (a model path a
     node cannot read, for instance), naming the node.
     """
-    import time
-
     import ray
 
     if not ray.is_initialized():
         ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
-    start = time.monotonic()
+    start = _now()
     ds = _dataset(texts, ids)
     total = ds.count()
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
     pool = workers or max(1, cpus // max(1, threads_per_worker))
-    options = {
-        "words": words,
-        "batch_tokens": batch_tokens,
-        "truncate": truncate,
-        "probe": probe,
-        "corpus": evidence,
-    }
+    options = {"words": words, "batch_tokens": batch_tokens, "truncate": truncate, "probe": probe, "corpus": evidence}
     out_dir = os.fspath(records_dir) if records_dir is not None else None
     partials = ds.map_batches(
         _CorpusWorker,
@@ -156,6 +148,12 @@ def corpus(
         # Data's actor pools restart actors and retry their tasks by default (tested).
     )
     return _merge(partials, out_dir, start, progress, total)
+
+
+def _now() -> float:
+    import time
+
+    return time.monotonic()
 
 
 def _merge(partials: ray.data.Dataset, out_dir: str | None, start: float, progress: Any,

@@ -772,6 +772,18 @@ nb::tuple corpus(std::shared_ptr<PyModel> m, const std::vector<nb::bytes>& texts
                         nb::cast(stats.release(), nb::rv_policy::take_ownership), nb::str(done.dump().c_str()));
 }
 
+// Jobs over many texts: ablation, importance, the corpus job.
+void register_corpus_jobs(nb::class_<PyModel>& model) {
+  model
+      .def("ablate", &ablate, "texts"_a, "heads"_a, "mode"_a, "reference"_a, "seed"_a,
+           "The heads ablated together over the texts, as JSON (AblationResult, docs/causal.md).")
+      .def("importance", &importance, "texts"_a,
+           "Every head zero-ablated alone over the texts, ranked, as JSON (/api/importance's reply).");
+  model.def("corpus", &corpus, "texts"_a, "ids"_a, "records"_a, "words"_a, "batch_tokens"_a, "truncate"_a, "probe"_a,
+            "corpus"_a, "progress"_a.none(),
+            "Every text in packed passes: (records CSV or None, CorpusStats, summary JSON).");
+}
+
 void register_corpus(nb::module_& m) {
   nb::class_<PyCorpusStats>(m, "CorpusStats", "Mergeable corpus statistics (internal; see headscope.CorpusStats).")
       .def_static(
@@ -902,14 +914,9 @@ void register_model(nb::module_& m) {
       .def("generate", &generate, "prompt"_a, "max_new_tokens"_a, "max_length"_a, "stop_at_eos"_a,
            "capture_attention"_a, "on_token"_a.none(), "Greedy continuation of `prompt` (decoders).")
       .def("atlas", &atlas, "data_dir"_a, "max_sentences"_a, "max_gap_rows"_a, "importance_texts"_a,
-           "progress"_a.none(), "The corpus atlas of this model (JSON, Markdown, PNG).")
-      .def("ablate", &ablate, "texts"_a, "heads"_a, "mode"_a, "reference"_a, "seed"_a,
-           "The heads ablated together over the texts, as JSON (AblationResult, docs/causal.md).")
-      .def("importance", &importance, "texts"_a,
-           "Every head zero-ablated alone over the texts, ranked, as JSON (/api/importance's reply).")
-      .def("corpus", &corpus, "texts"_a, "ids"_a, "records"_a, "words"_a, "batch_tokens"_a, "truncate"_a,
-           "probe"_a, "corpus"_a, "progress"_a.none(), "Every text in packed passes: (records CSV or None, CorpusStats, summary JSON).");
+           "progress"_a.none(), "The corpus atlas of this model (JSON, Markdown, PNG).");
   register_circuits(model);
+  register_corpus_jobs(model);
 }
 
 // One analysed text: its arrays (views of the capture), tokens and JSON.

@@ -324,9 +324,9 @@ class CorpusWriter {
 };
 
 // --stats (JSON, docs/corpus.md) and --partial (CBOR, for `headscope merge`).
-void write_corpus_stats(const ModelConfig& c, const analysis::CorpusStats& stats, const std::string& stats_path,
+void write_corpus_stats(const analysis::CorpusStats& stats, const std::string& stats_path,
                         const std::string& partial_path) {
-  if (!stats_path.empty()) write_file(stats_path, corpus_stats_json(c, stats).dump() + "\n");
+  if (!stats_path.empty()) write_file(stats_path, corpus_stats_json(stats).dump() + "\n");
   if (!partial_path.empty()) write_file(partial_path, stats.to_bytes());
 }
 
@@ -353,20 +353,39 @@ void run_corpus(const RunArgs& a) {
     if (writer) writer->failure(f);
   };
   const Level level = a.words ? Level::kWord : Level::kToken;
-  analysis::CorpusStats stats(c.name, c.n_layer, c.n_head);
+  analysis::CorpusStats stats(c.name, c.n_layer, c.n_head, c.n_kv_head);
   const CorpusSummary s = analyse_corpus(*model, texts, probe, o, [&](size_t i, const CorpusText& t, const RunAnalysis& run) {
     if (writer) writer->text(c, i, t.id, run, level);
     const LevelAnalysis& la = run.analysis(level);
     stats.add(la.sums, la.stats, la.roles, run.T());
   });
   if (writer) writer->close();
-  write_corpus_stats(c, stats, a.stats_path, a.partial_path);
+  write_corpus_stats(stats, a.stats_path, a.partial_path);
   const CorpusProgress& p = s.progress;
   std::fprintf(stderr, "%sheadscope: %lld texts (%lld tokens) in %.2f s: %.1f texts/s, %.0f tokens/s; %lld failed\n",
                bar ? "\r\33[K" : "", static_cast<long long>(p.done), static_cast<long long>(p.tokens), p.seconds,
                p.texts_per_second(), p.seconds > 0 ? double(p.tokens) / p.seconds : 0.0,
                static_cast<long long>(p.failed));
   if (p.total > 0 && p.failed == p.total) throw Error("no text of " + a.corpus_path + " could be analysed");
+}
+
+// --corpus and the options that go with it.
+CLI::Option* add_corpus_options(CLI::App* cmd, RunArgs& args) {
+  auto* corpus_opt = cmd->add_option(
+      "--corpus", args.corpus_path,
+      "Analyse every text of this file (one per line; JSON Lines with \"text\" and \"id\" when it ends in .jsonl; "
+      "a treebank when it ends in .conllu), many texts per forward pass, and write one record per text x head to "
+      "--out (docs/corpus.md)");
+  cmd->add_option("--out,-o", args.out_path, "With --corpus: the records, CSV when it ends in .csv, else JSON Lines ('-': stdout)");
+  cmd->add_option("--stats", args.stats_path,
+                  "With --corpus: every head's statistics over the whole corpus, its role counts and histograms (JSON)");
+  cmd->add_option("--partial", args.partial_path,
+                  "With --corpus: the same as a mergeable partial result (CBOR; combine shards with `headscope merge`)");
+  cmd->add_option("--batch-tokens", args.batch_tokens, "With --corpus: tokens per forward pass (texts packed up to it)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("--batch-texts", args.batch_texts, "With --corpus: texts per forward pass at most")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  return corpus_opt;
 }
 
 }  // namespace
@@ -380,21 +399,8 @@ void add_run_command(CLI::App& app) {
   auto* text_opt = cmd->add_option("--text,-t", args->text, "The text to analyse");
   auto* file_opt = cmd->add_option("--file,-f", args->text_file, "Read the text from a file ('-' for stdin)");
   text_opt->excludes(file_opt);
-  auto* corpus_opt = cmd->add_option(
-      "--corpus", args->corpus_path,
-      "Analyse every text of this file (one per line; JSON Lines with \"text\" and \"id\" when it ends in .jsonl; "
-      "a treebank when it ends in .conllu), many texts per forward pass, and write one record per text x head to "
-      "--out (docs/corpus.md)");
+  CLI::Option* corpus_opt = add_corpus_options(cmd, *args);
   corpus_opt->excludes(text_opt)->excludes(file_opt);
-  cmd->add_option("--out,-o", args->out_path, "With --corpus: the records, CSV when it ends in .csv, else JSON Lines ('-': stdout)");
-  cmd->add_option("--stats", args->stats_path,
-                  "With --corpus: every head's statistics over the whole corpus, its role counts and histograms (JSON)");
-  cmd->add_option("--partial", args->partial_path,
-                  "With --corpus: the same as a mergeable partial result (CBOR; combine shards with `headscope merge`)");
-  cmd->add_option("--batch-tokens", args->batch_tokens, "With --corpus: tokens per forward pass (texts packed up to it)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  cmd->add_option("--batch-texts", args->batch_texts, "With --corpus: texts per forward pass at most")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   cmd->add_flag("--truncate", args->truncate, "Cut texts longer than the model allows instead of failing");
   cmd->add_option("--json", args->json_path, "Write tokens, per-head statistics and roles as JSON (docs/run-json.md)");
   cmd->add_flag("--json-attention", args->json_attention, "Also put the attention tensor into the JSON file");

@@ -73,16 +73,17 @@ int main(int argc, char** argv) {
   const CorpusSummary s = analyse_corpus(*model, texts, {}, o, nullptr);
   const double packed = seconds_since(t0);
   const double floor = flops / (peak * 1e9);
-  std::printf("%s: %zu texts, %lld tokens, %d threads, sgemm peak %.1f GFLOP/s, forward floor %.2f s\n",
-              c.name.c_str(), texts.size(), static_cast<long long>(tokens), threads, peak, floor);
+  std::printf("%s: %zu texts, %lld tokens, %d threads, sgemm peak %.1f GFLOP/s, forward floor %.2f s\n", c.name.c_str(),
+              texts.size(), static_cast<long long>(tokens), threads, peak, floor);
   std::printf("  one text at a time: %.2f s, %.1f texts/s (%.1fx the floor)\n", loop, double(texts.size()) / loop,
               loop / floor);
   std::printf("  packed (%lld tokens a pass): %.2f s, %.1f texts/s (%.1fx the floor), %.2fx the loop; %lld failed\n",
               static_cast<long long>(batch_tokens), packed, double(texts.size()) / packed, packed / floor,
               loop / packed, static_cast<long long>(s.progress.failed));
-  std::printf("{\"model\":\"%s\",\"texts\":%zu,\"tokens\":%lld,\"threads\":%d,\"peak_gflops\":%.1f,\"floor_s\":%.3f,"
-              "\"loop_s\":%.3f,\"packed_s\":%.3f,\"batch_tokens\":%lld}\n",
-              c.name.c_str(), texts.size(), static_cast<long long>(tokens), threads, peak, floor, loop, packed,
-              static_cast<long long>(batch_tokens));
+  std::printf(
+      "{\"model\":\"%s\",\"texts\":%zu,\"tokens\":%lld,\"threads\":%d,\"peak_gflops\":%.1f,\"floor_s\":%.3f,"
+      "\"loop_s\":%.3f,\"packed_s\":%.3f,\"batch_tokens\":%lld}\n",
+      c.name.c_str(), texts.size(), static_cast<long long>(tokens), threads, peak, floor, loop, packed,
+      static_cast<long long>(batch_tokens));
   return 0;
 }

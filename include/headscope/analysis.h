@@ -360,7 +360,8 @@ class CorpusStats {
  public:
   static constexpr int kHistogramBins = 20;
   CorpusStats() = default;
-  CorpusStats(std::string model, int n_layer, int n_head);
+  // n_kv_head: key/value heads per layer (GQA; 0 = n_head), for each head's kv_head.
+  CorpusStats(std::string model, int n_layer, int n_head, int n_kv_head = 0);
 
   // One text: its per-head sums, statistics (for the histograms) and roles at one level, and its
   // tokens. Throws Error when the sizes are not n_layer · n_head.
@@ -377,6 +378,7 @@ class CorpusStats {
   const std::string& model() const { return model_; }
   int n_layer() const { return n_layer_; }
   int n_head() const { return n_head_; }
+  int n_kv_head() const { return n_kv_head_; }
   int64_t texts() const { return texts_; }
   int64_t tokens() const { return tokens_; }
   // Head i (layer · n_head + head): its pooled statistics, texts per primary role [kRoleCount]
@@ -398,7 +400,7 @@ class CorpusStats {
   };
   void check_shape(size_t n, const char* what) const;
   std::string model_;
-  int n_layer_ = 0, n_head_ = 0;
+  int n_layer_ = 0, n_head_ = 0, n_kv_head_ = 0;
   int64_t texts_ = 0, tokens_ = 0;
   std::vector<Head> heads_;
 };

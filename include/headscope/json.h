@@ -133,10 +133,10 @@ nlohmann::json corpus_head_json(const ModelConfig& config, size_t index, const s
                                 Level level, int layer, int head);
 
 // A corpus's statistics ("headscope.corpus_stats/1", docs/corpus.md): schema, model, n_layer,
-// n_head, texts, tokens, histogram_bins, heads [{layer, head, kv_head, stats (pooled over every
+// n_head, n_kv_head, texts, tokens, histogram_bins, heads [{layer, head, kv_head, stats (pooled over every
 // query row), top_role (the most frequent primary role's id), role_counts {role id: texts},
 // entropy_histogram, max_attention_histogram}].
-nlohmann::json corpus_stats_json(const ModelConfig& config, const analysis::CorpusStats& stats);
+nlohmann::json corpus_stats_json(const analysis::CorpusStats& stats);
 
 // Direct logit attribution of one text ("headscope.dla/1"): schema, model, linearisation, tokens,
 // attributions (pipeline.h attribute_logits).

@@ -163,7 +163,7 @@ std::vector<RunAnalysis> analyse_batch(const Model& model, std::vector<TextToAna
 
 // One text of a corpus file.
 struct CorpusText {
-  std::string id;     // the line's "id" (JSON Lines), the sentence's sent_id (CoNLL-U), else "line N"
+  std::string id;  // the line's "id" (JSON Lines), the sentence's sent_id (CoNLL-U), else "line N"
   std::string text;
   std::string error;  // why the line cannot be analysed (not JSON, no "text", invalid UTF-8); "" when fine
 };
@@ -197,8 +197,8 @@ struct CorpusOptions {
   // text longer than batch_tokens runs alone (streamed when its dense maps would not fit).
   int64_t batch_tokens = 2048;
   int64_t batch_texts = 256;
-  std::function<void(const CorpusProgress&)> progress;       // after every pass
-  std::function<void(const CorpusFailure&)> on_failure;      // as each failure happens
+  std::function<void(const CorpusProgress&)> progress;   // after every pass
+  std::function<void(const CorpusFailure&)> on_failure;  // as each failure happens
 };
 // Called once per analysed text, in corpus order: its index, the text, its analysis (dropped after).
 using CorpusSink = std::function<void(size_t index, const CorpusText& text, const RunAnalysis& run)>;
@@ -592,10 +592,11 @@ class Ablator {
   const Model& model_;
   std::vector<Encoding> texts_;
   AblateOptions options_;
-  std::vector<Clean> clean_;    // [texts]
-  Tensor mean_;                 // [n_layer, n_head, d_head] (kMean)
-  std::vector<Tensor> donors_;  // [reference texts] head outputs (kResample)
-  std::vector<int> donor_of_;   // [texts] the donor of each text (kResample)
+  std::vector<Clean> clean_;                        // [texts]
+  std::vector<std::pair<size_t, size_t>> batches_;  // the texts' packed passes, [begin, end)
+  Tensor mean_;                                     // [n_layer, n_head, d_head] (kMean)
+  std::vector<Tensor> donors_;                      // [reference texts] head outputs (kResample)
+  std::vector<int> donor_of_;                       // [texts] the donor of each text (kResample)
 };
 
 // Spearman's rank correlation of x and y (ties get their mean rank); NaN when undefined.

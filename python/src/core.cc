@@ -755,19 +755,19 @@ nb::tuple corpus(std::shared_ptr<PyModel> m, const std::vector<nb::bytes>& texts
       };
     const Level level = words ? Level::kWord : Level::kToken;
     const std::span<const analysis::ProbeEvidence> probe = role_evidence(*m, use_probe, use_corpus, o.analyse);
-    summary = analyse_corpus(*m->model, items, probe, o,
-                             [&](size_t i, const CorpusText& t, const RunAnalysis& run) {
-                               if (records) csv += corpus_csv_rows(c, i, t.id, run, level);
-                               const LevelAnalysis& a = run.analysis(level);
-                               stats->stats.add(a.sums, a.stats, a.roles, run.T());
-                             });
+    summary = analyse_corpus(*m->model, items, probe, o, [&](size_t i, const CorpusText& t, const RunAnalysis& run) {
+      if (records) csv += corpus_csv_rows(c, i, t.id, run, level);
+      const LevelAnalysis& a = run.analysis(level);
+      stats->stats.add(a.sums, a.stats, a.roles, run.T());
+    });
   }
   nlohmann::json failures = nlohmann::json::array();
-  for (const CorpusFailure& f : summary.failures) failures.push_back({{"text", f.index}, {"id", f.id}, {"error", f.error}});
+  for (const CorpusFailure& f : summary.failures)
+    failures.push_back({{"text", f.index}, {"id", f.id}, {"error", f.error}});
   const CorpusProgress& p = summary.progress;
-  const nlohmann::json done = {{"failures", failures},         {"texts", p.done},  {"failed", p.failed},
-                               {"tokens", p.tokens},           {"seconds", p.seconds},
-                               {"texts_per_second", p.texts_per_second()}};
+  const nlohmann::json done = {{"failures", failures}, {"texts", p.done},
+                               {"failed", p.failed},   {"tokens", p.tokens},
+                               {"seconds", p.seconds}, {"texts_per_second", p.texts_per_second()}};
   return nb::make_tuple(records ? nb::object(nb::str(csv.c_str(), csv.size())) : nb::none(),
                         nb::cast(stats.release(), nb::rv_policy::take_ownership), nb::str(done.dump().c_str()));
 }
@@ -799,9 +799,11 @@ void register_corpus(nb::module_& m) {
              const std::string b = s.stats.to_bytes();
              return nb::bytes(b.data(), b.size());
            })
-      .def("merge", [](PyCorpusStats& s, const PyCorpusStats& o) { s.stats.merge(o.stats); }, "other"_a)
+      .def(
+          "merge", [](PyCorpusStats& s, const PyCorpusStats& o) { s.stats.merge(o.stats); }, "other"_a)
       .def("json", [](const PyCorpusStats& s) { return corpus_stats_json(s.stats).dump(); })
-      .def("equals", [](const PyCorpusStats& s, const PyCorpusStats& o) { return s.stats == o.stats; }, "other"_a)
+      .def(
+          "equals", [](const PyCorpusStats& s, const PyCorpusStats& o) { return s.stats == o.stats; }, "other"_a)
       .def_prop_ro("texts", [](const PyCorpusStats& s) { return s.stats.texts(); })
       .def_prop_ro("tokens", [](const PyCorpusStats& s) { return s.stats.tokens(); })
       .def_prop_ro("model", [](const PyCorpusStats& s) { return s.stats.model(); });

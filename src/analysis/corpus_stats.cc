@@ -47,9 +47,11 @@ constexpr const char* kSchema = "headscope.corpus_partial/1";
 CorpusStats::CorpusStats(std::string model, int n_layer, int n_head, int n_kv_head)
     : model_(std::move(model)), n_layer_(n_layer), n_head_(n_head), n_kv_head_(n_kv_head > 0 ? n_kv_head : n_head) {
   if (n_layer < 1 || n_head < 1 || n_head % n_kv_head_ != 0)
-    throw Error("corpus statistics need at least one layer and one head, and query heads that share key/value heads "
-                "evenly (" + std::to_string(n_layer) + " layers, " + std::to_string(n_head) + " heads, " +
-                std::to_string(n_kv_head_) + " key/value heads)");
+    throw Error(
+        "corpus statistics need at least one layer and one head, and query heads that share key/value heads "
+        "evenly (" +
+        std::to_string(n_layer) + " layers, " + std::to_string(n_head) + " heads, " + std::to_string(n_kv_head_) +
+        " key/value heads)");
   const StatSums zero = HeadStatsAccumulator{}.sums();
   Head h;
   h.sums.assign(zero.sums.size(), {0, 0});
@@ -91,7 +93,7 @@ void CorpusStats::merge(const CorpusStats& o) {
                 std::to_string(o.n_head_) + " heads) into one of " + model_ + " (" + std::to_string(n_layer_) + " × " +
                 std::to_string(n_head_) + ")");
   for (size_t i = 0; i < heads_.size(); ++i) {
-    Head &h = heads_[i];
+    Head& h = heads_[i];
     const Head& g = o.heads_[i];
     for (size_t k = 0; k < h.sums.size(); ++k) h.sums[k] = split(join(h.sums[k]) + join(g.sums[k]));
     const auto add = [](std::vector<int64_t>& a, const std::vector<int64_t>& b) {
@@ -124,11 +126,14 @@ std::string CorpusStats::to_bytes() const {
   for (const Head& h : heads_) {
     nlohmann::json sums = nlohmann::json::array();
     for (const auto& [hi, lo] : h.sums) sums.push_back({hi, lo});
-    heads.push_back({{"sums", sums}, {"counts", h.counts}, {"roles", h.roles}, {"entropy", h.entropy},
+    heads.push_back({{"sums", sums},
+                     {"counts", h.counts},
+                     {"roles", h.roles},
+                     {"entropy", h.entropy},
                      {"max_attention", h.max_attention}});
   }
-  const nlohmann::json j = {{"schema", kSchema}, {"model", model_}, {"n_layer", n_layer_}, {"n_head", n_head_}, {"n_kv_head", n_kv_head_},
-                            {"texts", texts_},   {"tokens", tokens_}, {"heads", heads}};
+  const nlohmann::json j = {{"schema", kSchema},       {"model", model_}, {"n_layer", n_layer_}, {"n_head", n_head_},
+                            {"n_kv_head", n_kv_head_}, {"texts", texts_}, {"tokens", tokens_},   {"heads", heads}};
   const std::vector<uint8_t> cbor = nlohmann::json::to_cbor(j);
   return std::string(cbor.begin(), cbor.end());
 }

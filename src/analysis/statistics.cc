@@ -426,8 +426,9 @@ void HeadStatsAccumulator::merge(const HeadStatsAccumulator& o) {
 // The order of StatSums' entries: sums, then counts (analysis.h).
 StatSums HeadStatsAccumulator::sums() const {
   StatSums out;
-  out.sums = {entropy_, entropy_norm_, sparsity_, keys90_, keys90_share_, max_,  avg_,   uniform_, distance_,
-              offset_,  local_,        first_,    special_, end_special_, sink_, punct_, content_, dup_, sink_norm_};
+  out.sums = {entropy_, entropy_norm_, sparsity_, keys90_, keys90_share_, max_,     avg_,
+              uniform_, distance_,     offset_,   local_,  first_,        special_, end_special_,
+              sink_,    punct_,        content_,  dup_,    sink_norm_};
   out.counts = {n_, n_norm_, n_dup_, n_sink_, n_sink_norm_};
   out.sums.insert(out.sums.end(), offset_sum_.begin(), offset_sum_.end());
   out.counts.insert(out.counts.end(), offset_n_.begin(), offset_n_.end());
@@ -441,10 +442,10 @@ HeadStatsAccumulator HeadStatsAccumulator::from_sums(const StatSums& in) {
                 " counts; expected " + std::to_string(kSums + kOffsetSlots) + " and " +
                 std::to_string(kCounts + kOffsetSlots));
   HeadStatsAccumulator a;
-  double* const sums[kSums] = {&a.entropy_, &a.entropy_norm_, &a.sparsity_,    &a.keys90_, &a.keys90_share_,
-                               &a.max_,     &a.avg_,          &a.uniform_,     &a.distance_, &a.offset_,
-                               &a.local_,   &a.first_,        &a.special_,     &a.end_special_, &a.sink_,
-                               &a.punct_,   &a.content_,      &a.dup_,         &a.sink_norm_};
+  double* const sums[kSums] = {&a.entropy_, &a.entropy_norm_, &a.sparsity_, &a.keys90_,      &a.keys90_share_,
+                               &a.max_,     &a.avg_,          &a.uniform_,  &a.distance_,    &a.offset_,
+                               &a.local_,   &a.first_,        &a.special_,  &a.end_special_, &a.sink_,
+                               &a.punct_,   &a.content_,      &a.dup_,      &a.sink_norm_};
   int64_t* const counts[kCounts] = {&a.n_, &a.n_norm_, &a.n_dup_, &a.n_sink_, &a.n_sink_norm_};
   for (size_t i = 0; i < kSums; ++i) *sums[i] = in.sums[i];
   for (size_t i = 0; i < kCounts; ++i) *counts[i] = in.counts[i];

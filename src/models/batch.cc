@@ -37,8 +37,8 @@ namespace models {
 
 void check_batch_options(size_t n_texts, size_t n_options) {
   if (n_options != 1 && n_options != n_texts)
-    throw Error("a batch of " + std::to_string(n_texts) + " texts needs one set of capture options or one per text, not " +
-                std::to_string(n_options));
+    throw Error("a batch of " + std::to_string(n_texts) +
+                " texts needs one set of capture options or one per text, not " + std::to_string(n_options));
 }
 
 const CaptureOptions& options_of(std::span<const CaptureOptions> options, size_t i) {

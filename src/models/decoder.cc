@@ -302,12 +302,12 @@ class DecoderModel::Pass {
       const float *K = cache_.keys(l) + t.row0 * KV_, *V = cache_.values(l) + t.row0 * KV_;
       float* o = concat_.data() + t.row0 * Q_;  // [t.T, H·Dh]
       rec.record_value_norms(l, V, KV_, b.w_o);
-      rec.attention(
-          l, /*causal=*/true, [&](int64_t q0, int64_t q1, int64_t width, ops::ProbsOut probs) {  // [H, rows, width]
-            const ops::AttentionDims dims{q1 - q0, width, H, Hkv, Dh, m_.attention_scale(l)};
-            ops::attention(qt + q0 * QKV_, QKV_, K, KV_, V, KV_, m_.kv_head_of_.data(), dims, m_.attention_mask(l),
-                           past_ + q0, probs, o + q0 * Q_, Q_);
-          });
+      rec.attention(l, /*causal=*/true,
+                    [&](int64_t q0, int64_t q1, int64_t width, ops::ProbsOut probs) {  // [H, rows, width]
+                      const ops::AttentionDims dims{q1 - q0, width, H, Hkv, Dh, m_.attention_scale(l)};
+                      ops::attention(qt + q0 * QKV_, QKV_, K, KV_, V, KV_, m_.kv_head_of_.data(), dims,
+                                     m_.attention_mask(l), past_ + q0, probs, o + q0 * Q_, Q_);
+                    });
       rec.patch_pattern(l, V, KV_, o);
       rec.before_projection(l, o, b.w_o.rows(), b.w_o.cols());
     });
@@ -504,7 +504,7 @@ Capture DecoderModel::extend(DecoderState& state, const std::vector<int32_t>& id
   if (cache == nullptr) throw Error("extend: the state was not made by this model's start()");
   check_ids(ids, cache->n);
   const int64_t T = static_cast<int64_t>(ids.size());  // new rows
-  const int64_t past = cache->n, Tk = past + T;         // keys after this call
+  const int64_t past = cache->n, Tk = past + T;        // keys after this call
   check_run_memory(Tk, extend_bytes(past, cache->capacity, T, options, cache->layers()), options);
   cache->reserve(Tk);
   OneThreadForShortWork one_thread(T <= ops::kGemvMaxRows);
@@ -584,7 +584,8 @@ std::vector<Capture> DecoderModel::resume_batch(std::span<const Encoding> encodi
   for (size_t i = 0; i < encodings.size(); ++i) {
     const int64_t T = int64_t(encodings[i].size());
     capture::check_resume(cfg_, T, first_layer, *prefixes[i], options_of(options, i));
-    bytes += capture::capture_bytes(cfg_, T, T, options_of(options, i)) + gathered_logit_bytes(options_of(options, i), T);
+    bytes +=
+        capture::capture_bytes(cfg_, T, T, options_of(options, i)) + gathered_logit_bytes(options_of(options, i), T);
   }
   PackedBatch batch = pack(cfg_, encodings, options, kv_head_of_);
   if (batch.texts.empty()) return {};

@@ -274,7 +274,8 @@ void EncoderModel::run_layers(int first, std::vector<float>& x, std::span<const 
       rec.before_projection(l, o, b.o.out(), b.o.in());
     });
     b.o.forward(concat.data(), T, attn.data(), kernel);  // [T, D]: concat · W_Oᵀ + b_O
-    for (const PackedText& t : texts) t.rec->after_projection(l, concat.data() + t.row0 * D, b.o, attn.data() + t.row0 * D);
+    for (const PackedText& t : texts)
+      t.rec->after_projection(l, concat.data() + t.row0 * D, b.o, attn.data() + t.row0 * D);
     ops::add_inplace(attn.data(), x.data(), T * D);  // residual
     ops::layer_norm(attn.data(), T, D, b.ln_attn_g.ptr(), b.ln_attn_b.ptr(), cfg_.norm_eps, x.data());
     // Feed-forward block, post-norm: x = LN(x + W_2 · GELU(W_1 · x + b_1) + b_2).

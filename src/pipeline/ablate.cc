@@ -75,8 +75,8 @@ std::vector<std::pair<size_t, size_t>> packed_batches(const Model& model, const 
   const ModelConfig& c = model.config();
   int64_t max_rows = kAblationBatchRows;
   if (c.causal)
-    max_rows = std::clamp<int64_t>(int64_t(kAblationBatchLogitBytes / (2 * sizeof(float) * uint64_t(c.vocab_size))),
-                                   1, kAblationBatchRows);
+    max_rows = std::clamp<int64_t>(int64_t(kAblationBatchLogitBytes / (2 * sizeof(float) * uint64_t(c.vocab_size))), 1,
+                                   kAblationBatchRows);
   std::vector<std::pair<size_t, size_t>> out;
   int64_t rows = 0;
   for (size_t i = 0; i < texts.size(); ++i) {
@@ -153,8 +153,7 @@ Ablator::Ablator(const Model& model, std::vector<Encoding> texts, AblateOptions 
   batches_ = packed_batches(model_, texts_);
   const CaptureOptions stream = stream_only(model_);
   for (const auto& [begin, end] : batches_) {
-    std::vector<Capture> caps =
-        model_.run_batch(std::span(texts_).subspan(begin, end - begin), {&stream, 1});
+    std::vector<Capture> caps = model_.run_batch(std::span(texts_).subspan(begin, end - begin), {&stream, 1});
     for_each_text(end - begin, [&](size_t j) { clean_[begin + j] = summarise(texts_[begin + j], std::move(caps[j])); });
   }
   const bool own_texts = options_.reference.empty();
@@ -295,9 +294,9 @@ AblationResult Ablator::ablate(const std::vector<HeadRef>& heads) const {
   const int from = first == c.n_layer ? 0 : first;
   for (const auto& [begin, end] : batches_) {
     const size_t n = end - begin;
-    std::vector<Capture> caps = model_.resume_batch(std::span(texts_).subspan(begin, n), from,
-                                                    std::span(prefixes).subspan(begin, n),
-                                                    std::span(per_text).subspan(begin, n));
+    std::vector<Capture> caps =
+        model_.resume_batch(std::span(texts_).subspan(begin, n), from, std::span(prefixes).subspan(begin, n),
+                            std::span(per_text).subspan(begin, n));
     for_each_text(n, [&](size_t j) { result.texts[begin + j] = compare(begin + j, std::move(caps[j])); });
   }
   for (const TextEffect& e : result.texts)  // summed in text order: the same total on any thread count

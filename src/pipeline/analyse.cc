@@ -225,8 +225,7 @@ std::vector<RunAnalysis> analyse_batch(const Model& model, std::vector<TextToAna
     const analysis::StreamPlan plan =
         analysis::make_stream_plan(analysis::describe_sequence(run.encoding, run.text, c.causal), run.words,
                                    options.without_specials, options.overview_cells, c.window);
-    std::vector<analysis::HeadStream> streams =
-        analysis::make_head_streams(plan, c.n_layer * c.n_head, c.window);
+    std::vector<analysis::HeadStream> streams = analysis::make_head_streams(plan, c.n_layer * c.n_head, c.window);
     analysis::feed_stored(streams, run.capture.attention, run.capture.value_norms);
     run.word_attention = analysis::merge_attention(run.capture.attention, run.words);
     finish_analysis(run, streams, plan, probe, options);

@@ -67,7 +67,8 @@ std::vector<CorpusText> read_corpus(const std::string& path) {
     ++number;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;  // blank lines are not texts
-    CorpusText t = jsonl ? jsonl_text(line, number) : CorpusText{"line " + std::to_string(number), std::string(line), ""};
+    CorpusText t =
+        jsonl ? jsonl_text(line, number) : CorpusText{"line " + std::to_string(number), std::string(line), ""};
     size_t bad = 0;
     if (t.error.empty() && !is_valid_utf8(t.text, &bad))
       t.error = t.id + ": the text is not valid UTF-8 (byte " + std::to_string(bad) + ")";

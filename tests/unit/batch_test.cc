@@ -21,11 +21,9 @@ namespace headscope {
 namespace {
 
 const std::vector<std::string> kTexts = {
-    "The trophy did not fit in the suitcase because it was too big.",
-    "Hi.",
+    "The trophy did not fit in the suitcase because it was too big.", "Hi.",
     "She gave him the book that her brother had left on the kitchen table last week, and he read it twice.",
-    "Two words",
-    "A fourth sentence, of middling length, to close the batch."};
+    "Two words", "A fourth sentence, of middling length, to close the batch."};
 
 CaptureOptions everything(const Model& m) {
   CaptureOptions o;
@@ -49,7 +47,8 @@ void expect_close(const Tensor& a, const Tensor& b, const std::string& what, boo
   float diff = 0.0f;
   for (size_t i = 0; i < a.data.size(); ++i) diff = std::max(diff, std::fabs(a.data[i] - b.data[i]));
   diff /= scale;  // NaN fails the comparison below
-  EXPECT_LE(diff, absolute ? g_attention_bound : 2e-5f) << what << (absolute ? " (absolute)" : " (relative to its largest entry)");
+  EXPECT_LE(diff, absolute ? g_attention_bound : 2e-5f)
+      << what << (absolute ? " (absolute)" : " (relative to its largest entry)");
 }
 
 void expect_same_capture(const Capture& batched, const Capture& single, const std::string& name) {
@@ -103,7 +102,8 @@ void check_resume_batch(const Model& m, const std::string& name) {
   const std::vector<Capture> batched = m.resume_batch(texts, first, prefix_ptrs, {&o, 1});
   ASSERT_EQ(batched.size(), texts.size());
   for (size_t i = 0; i < texts.size(); ++i)
-    expect_same_capture(batched[i], m.resume(texts[i], first, prefixes[i], o), name + " resumed text " + std::to_string(i));
+    expect_same_capture(batched[i], m.resume(texts[i], first, prefixes[i], o),
+                        name + " resumed text " + std::to_string(i));
 }
 
 class BatchFamilies : public ::testing::TestWithParam<std::string> {};
@@ -118,17 +118,17 @@ TEST_P(BatchFamilies, PackedResumeEqualsSingleResume) {
   check_resume_batch(*m, GetParam());
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Tiny, BatchFamilies,
-    ::testing::Values("encoders/bert_bare", "encoders/roberta_mlm", "encoders/distilbert_mlm", "decoders/llama_gqa3",
-                      "decoders/llama_gqa3.gguf", "decoders/gemma3_text", "decoders/gemma2", "decoders/gpt2",
-                      "decoders/olmo2", "decoders/phi3", "decoders/qwen3", "decoders/mistral_window"),
-    [](const ::testing::TestParamInfo<std::string>& info) {
-      std::string s = info.param;
-      for (char& c : s)
-        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-      return s;
-    });
+INSTANTIATE_TEST_SUITE_P(Tiny, BatchFamilies,
+                         ::testing::Values("encoders/bert_bare", "encoders/roberta_mlm", "encoders/distilbert_mlm",
+                                           "decoders/llama_gqa3", "decoders/llama_gqa3.gguf", "decoders/gemma3_text",
+                                           "decoders/gemma2", "decoders/gpt2", "decoders/olmo2", "decoders/phi3",
+                                           "decoders/qwen3", "decoders/mistral_window"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string s = info.param;
+                           for (char& c : s)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return s;
+                         });
 
 TEST(Batch, DefaultModelPackedEqualsSingle) {
   g_attention_bound = 2e-6f;

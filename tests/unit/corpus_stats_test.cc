@@ -26,7 +26,7 @@ std::vector<CorpusText> ewt_sentences(size_t n) {
 analysis::CorpusStats partial(const Model& m, std::span<const CorpusText> texts, int64_t batch_tokens,
                               analysis::HeadStatsAccumulator* plain = nullptr, size_t plain_head = 0) {
   const ModelConfig& c = m.config();
-  analysis::CorpusStats stats(c.name, c.n_layer, c.n_head);
+  analysis::CorpusStats stats(c.name, c.n_layer, c.n_head, c.n_kv_head);
   CorpusOptions o;
   o.batch_tokens = batch_tokens;
   const CorpusSummary s = analyse_corpus(m, texts, {}, o, [&](size_t, const CorpusText&, const RunAnalysis& run) {

@@ -19,10 +19,8 @@ namespace headscope {
 namespace {
 
 const std::vector<std::string> kTexts = {
-    "The trophy did not fit in the suitcase because it was too big.",
-    "Yes.",
-    "When the committee finally met, nobody could remember who had proposed the plan, or why.",
-    "Cats sleep.",
+    "The trophy did not fit in the suitcase because it was too big.", "Yes.",
+    "When the committee finally met, nobody could remember who had proposed the plan, or why.", "Cats sleep.",
     "Gold data from the treebank, and a sentence of middling length to go with it."};
 
 // Every mean and count statistic of every head, at token and word level, within 2e-5 (relative
@@ -99,7 +97,8 @@ TEST(Corpus, ReadsLinesJsonLinesAndTreebanksAndReportsBadLines) {
   EXPECT_NE(plain[2].error.find("not valid UTF-8"), std::string::npos) << plain[2].error;
 
   const auto jsonl = read_corpus(write_temp(
-      "lines.jsonl", "{\"text\": \"One.\", \"id\": \"a\"}\n{\"text\": 3}\nnot json\n[1]\n{\"text\": \"Two.\", \"id\": 9}\n"));
+      "lines.jsonl",
+      "{\"text\": \"One.\", \"id\": \"a\"}\n{\"text\": 3}\nnot json\n[1]\n{\"text\": \"Two.\", \"id\": 9}\n"));
   ASSERT_EQ(jsonl.size(), 5u);
   EXPECT_EQ(jsonl[0].id, "a");
   EXPECT_EQ(jsonl[0].error, "");
@@ -142,14 +141,15 @@ TEST(Corpus, JobBatchesInOrderReportsFailuresAndRunsLongTextsAlone) {
       ++reports;
       EXPECT_LE(p.done, p.total);
     };
-    const CorpusSummary s = analyse_corpus(m, texts, probe, o, [&](size_t i, const CorpusText& t, const RunAnalysis& run) {
-      seen.push_back(i);
-      EXPECT_EQ(run.text, t.text);
-      AnalyseOptions single = dense();
-      single.maps = AnalyseOptions::Maps::kAuto;
-      single.without_specials = false;
-      expect_same_analysis(run, analyse(m, t.text, m.encode(t.text), probe, single), t.id);
-    });
+    const CorpusSummary s =
+        analyse_corpus(m, texts, probe, o, [&](size_t i, const CorpusText& t, const RunAnalysis& run) {
+          seen.push_back(i);
+          EXPECT_EQ(run.text, t.text);
+          AnalyseOptions single = dense();
+          single.maps = AnalyseOptions::Maps::kAuto;
+          single.without_specials = false;
+          expect_same_analysis(run, analyse(m, t.text, m.encode(t.text), probe, single), t.id);
+        });
     EXPECT_EQ(seen, (std::vector<size_t>{0, 1, 3, 4, 5, 6})) << "batch_tokens " << batch_tokens;
     EXPECT_EQ(s.progress.done, int64_t(texts.size()));
     EXPECT_EQ(s.progress.failed, 2);
@@ -192,7 +192,8 @@ TEST(Corpus, RecordsNameEveryHeadAndCsvRowsMatchTheHeader) {
   EXPECT_EQ(j["layer"], 2);
   EXPECT_EQ(j["head"], 5);
   EXPECT_EQ(j["role"], analysis::role_label(run.token_level.roles[2 * size_t(c.n_head) + 5].primary));
-  EXPECT_DOUBLE_EQ(j["stats"]["entropy_bits"].get<double>(), run.token_level.stats[2 * size_t(c.n_head) + 5].entropy_bits);
+  EXPECT_DOUBLE_EQ(j["stats"]["entropy_bits"].get<double>(),
+                   run.token_level.stats[2 * size_t(c.n_head) + 5].entropy_bits);
   EXPECT_TRUE(j.contains("on_text"));
 }
 

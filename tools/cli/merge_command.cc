@@ -16,8 +16,6 @@ namespace headscope::cli {
 namespace {
 
 struct MergeArgs {
-  LoadOptions load;
-  std::string model = default_model_dir();
   std::vector<std::string> partials;
   std::string stats_path, partial_path;
 };
@@ -33,11 +31,7 @@ void merge(const MergeArgs& a) {
       total.merge(part);
   }
   if (!a.partial_path.empty()) write_file(a.partial_path, total.to_bytes());
-  if (a.stats_path.empty()) return;
-  const auto model = load_model(a.model, a.load);  // the heads' key/value groups
-  if (model->config().name != total.model())
-    throw Error("the partials are of " + total.model() + ", not of " + model->config().name + " (pass --model)");
-  write_file(a.stats_path, corpus_stats_json(model->config(), total).dump() + "\n");
+  if (!a.stats_path.empty()) write_file(a.stats_path, corpus_stats_json(total).dump() + "\n");
 }
 
 }  // namespace
@@ -46,9 +40,7 @@ void add_merge_command(CLI::App& app) {
   auto args = std::make_shared<MergeArgs>();
   CLI::App* cmd = app.add_subcommand(
       "merge", "Add up partial corpus statistics (headscope run --corpus --partial) into the whole corpus's");
-  add_load_flags(cmd, args->load);
   cmd->add_option("partials", args->partials, "Partial results (CBOR), one per shard")->required();
-  cmd->add_option("--model,-m", args->model, "The model the partials were measured on (for --stats)");
   cmd->add_option("--stats", args->stats_path, "Write the merged statistics (JSON, docs/corpus.md)");
   cmd->add_option("--partial", args->partial_path, "Write the merged partial (CBOR), to merge again later");
   cmd->callback([args] {

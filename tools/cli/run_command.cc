@@ -354,11 +354,12 @@ void run_corpus(const RunArgs& a) {
   };
   const Level level = a.words ? Level::kWord : Level::kToken;
   analysis::CorpusStats stats(c.name, c.n_layer, c.n_head, c.n_kv_head);
-  const CorpusSummary s = analyse_corpus(*model, texts, probe, o, [&](size_t i, const CorpusText& t, const RunAnalysis& run) {
-    if (writer) writer->text(c, i, t.id, run, level);
-    const LevelAnalysis& la = run.analysis(level);
-    stats.add(la.sums, la.stats, la.roles, run.T());
-  });
+  const CorpusSummary s =
+      analyse_corpus(*model, texts, probe, o, [&](size_t i, const CorpusText& t, const RunAnalysis& run) {
+        if (writer) writer->text(c, i, t.id, run, level);
+        const LevelAnalysis& la = run.analysis(level);
+        stats.add(la.sums, la.stats, la.roles, run.T());
+      });
   if (writer) writer->close();
   write_corpus_stats(stats, a.stats_path, a.partial_path);
   const CorpusProgress& p = s.progress;
@@ -376,11 +377,14 @@ CLI::Option* add_corpus_options(CLI::App* cmd, RunArgs& args) {
       "Analyse every text of this file (one per line; JSON Lines with \"text\" and \"id\" when it ends in .jsonl; "
       "a treebank when it ends in .conllu), many texts per forward pass, and write one record per text x head to "
       "--out (docs/corpus.md)");
-  cmd->add_option("--out,-o", args.out_path, "With --corpus: the records, CSV when it ends in .csv, else JSON Lines ('-': stdout)");
-  cmd->add_option("--stats", args.stats_path,
-                  "With --corpus: every head's statistics over the whole corpus, its role counts and histograms (JSON)");
-  cmd->add_option("--partial", args.partial_path,
-                  "With --corpus: the same as a mergeable partial result (CBOR; combine shards with `headscope merge`)");
+  cmd->add_option("--out,-o", args.out_path,
+                  "With --corpus: the records, CSV when it ends in .csv, else JSON Lines ('-': stdout)");
+  cmd->add_option(
+      "--stats", args.stats_path,
+      "With --corpus: every head's statistics over the whole corpus, its role counts and histograms (JSON)");
+  cmd->add_option(
+      "--partial", args.partial_path,
+      "With --corpus: the same as a mergeable partial result (CBOR; combine shards with `headscope merge`)");
   cmd->add_option("--batch-tokens", args.batch_tokens, "With --corpus: tokens per forward pass (texts packed up to it)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--batch-texts", args.batch_texts, "With --corpus: texts per forward pass at most")

@@ -152,7 +152,8 @@ Ablator::Ablator(const Model& model, std::vector<Encoding> texts, AblateOptions 
   clean_.resize(texts_.size());
   batches_ = packed_batches(model_, texts_);
   const CaptureOptions stream = stream_only(model_);
-  for (const auto& [begin, end] : batches_) {
+  for (const auto& batch : batches_) {
+    const size_t begin = batch.first, end = batch.second;  // not a structured binding: lambdas capture them
     std::vector<Capture> caps = model_.run_batch(std::span(texts_).subspan(begin, end - begin), {&stream, 1});
     for_each_text(end - begin, [&](size_t j) { clean_[begin + j] = summarise(texts_[begin + j], std::move(caps[j])); });
   }
@@ -292,7 +293,8 @@ AblationResult Ablator::ablate(const std::vector<HeadRef>& heads) const {
   }
   // Nothing ablated: the whole pass again, which must give the clean run (every effect 0).
   const int from = first == c.n_layer ? 0 : first;
-  for (const auto& [begin, end] : batches_) {
+  for (const auto& batch : batches_) {
+    const size_t begin = batch.first, end = batch.second;  // not a structured binding: lambdas capture them
     const size_t n = end - begin;
     std::vector<Capture> caps =
         model_.resume_batch(std::span(texts_).subspan(begin, n), from, std::span(prefixes).subspan(begin, n),

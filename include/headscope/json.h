@@ -76,6 +76,11 @@ void to_json(nlohmann::json& j, const LensEntry& entry);
 // followed_prediction, layers [{layer, top [LensEntry], followed [LensEntry]}]} (n_layer + 1
 // layers, 0 the embeddings).
 void to_json(nlohmann::json& j, const LogitLensResult& lens);
+// "headscope.head_lens/1": {schema, model, tokens, position, token, layer, head, kv_head, top_k,
+// followed_prediction, readout (how the norms are linearised), promoted, suppressed, followed: each
+// a list of {id, text, logit (the head's direct effect), rank, model_logit}} (docs/schema.md).
+void to_json(nlohmann::json& j, const HeadLensEntry& entry);
+void to_json(nlohmann::json& j, const HeadLensResult& lens);
 // ---- end of the causal results ----
 
 namespace analysis {

@@ -182,6 +182,10 @@ struct LogitReadout {
   float eps = 0;                        // added to the mean square (or variance) under the root
   const Tensor* unembedding = nullptr;  // [vocab, d_model] (the token embedding when tied)
   float final_softcap = 0;              // > 0: logits = c · tanh(logits / c) (Gemma 2); 0: none
+  // Sandwich norms (Gemma 2/3, OLMo 2): per layer, γ of the RMSNorm (eps as above) between the
+  // attention block's output and the residual stream; empty for a pre-norm decoder. (The capture
+  // records attn_output before this norm and mlp_outputs after the feed-forward one.)
+  std::vector<const Tensor*> attention_gain;
 };
 
 // One layer's query, key and value weights as fp32 copies in nn.Linear layout (out, in), and the
@@ -322,11 +326,9 @@ class Model {
   // that does not give them.
   virtual AttentionWeights attention_weights(int layer) const;
 
-  // The final norm and unembedding of a causal model (what direct logit attribution reads);
-  // encoders throw Error.
-  virtual LogitReadout logit_readout() const;
-  // The same readout for every decoder, additive or not (the logit lens reads the residual stream
-  // through it; it applies final_softcap). Encoders throw Error.
+  // The final norm, the unembedding, a final soft-cap and the sandwich norms of a causal model:
+  // what the logit lens and direct logit attribution read (the lens applies final_softcap; the
+  // attribution linearises every norm, analysis/attribution.h). Encoders throw Error.
   virtual LogitReadout final_readout() const;
 
   // The run memory budget in bytes (see LoadOptions::run_memory_budget), resolved per call so

@@ -779,4 +779,61 @@ struct LogitLensResult {
 // not exactly one token.
 LogitLensResult logit_lens_text(const Model& model, std::string text, Encoding encoding, const LensRequest& request);
 
+// ---- circuits: one head's logit lens (src/pipeline/lens.cc; the linearisation: analysis/attribution.h) ----
+
+// One token as one head moves it: the head's direct effect on its logit (through the norms
+// linearised at the run's own scales, before a final soft-cap) and its rank among that head's
+// effects on the whole vocabulary (0: the token the head raises most, as the logit lens counts).
+struct HeadLensToken {
+  int32_t id = 0;
+  double logit = 0;
+  int64_t rank = 0;
+  double model_logit = 0;  // the model's own logit of the token at the position (before a soft-cap)
+};
+struct HeadLensOptions {
+  int layer = 0, head = 0;
+  int64_t position = -1;        // 0 .. T − 1, or from the end (−1 the last)
+  int top_k = 10;               // tokens raised most and lowered most (1 .. vocab)
+  std::vector<int32_t> tokens;  // ids followed; empty: the model's prediction at the position
+  bool keep_logits = false;     // hand back the head's effect on every logit
+};
+struct HeadLens {
+  Encoding encoding;
+  int64_t position = 0;  // 0 .. T − 1
+  int layer = 0, head = 0, kv_head = 0;
+  int64_t vocab = 0;
+  std::vector<HeadLensToken> promoted;    // top_k, largest effect first
+  std::vector<HeadLensToken> suppressed;  // top_k, most negative first
+  std::vector<HeadLensToken> tokens;      // the followed ones, in the order asked
+  bool followed_prediction = false;       // no tokens were asked: the prediction is followed
+  std::vector<double> logits;             // [vocab] with keep_logits
+};
+// Runs `encoding` once (contributions, block outputs, hidden states) and reads one head's
+// contribution at the position through the unembedding (analysis::head_logits). Throws Error for
+// an encoder, a head, position or id outside the model or text, or top_k < 1.
+HeadLens text_head_lens(const Model& model, const Encoding& encoding, const HeadLensOptions& options);
+
+struct HeadLensRequest {
+  int layer = 0, head = 0;
+  int position = -1;
+  int top_k = 10;
+  std::vector<std::string> tokens;  // written as they would follow the text, one token each
+};
+struct HeadLensEntry {
+  HeadLensToken token;
+  std::string text;  // the token as the tokenizer decodes it alone
+};
+struct HeadLensResult {
+  ModelConfig model;
+  std::string text;
+  Encoding encoding;
+  int position = 0, layer = 0, head = 0, kv_head = 0, top_k = 0;
+  bool followed_prediction = false;
+  std::vector<HeadLensEntry> promoted, suppressed, followed;
+};
+// text_head_lens with tokens written as text and decoded beside each entry ("headscope.head_lens/1",
+// the server's and the CLI's reply). Throws Error as text_head_lens does, and for top_k over
+// limits::kMaxLensTopK, more than limits::kMaxLensTokens tokens, or a token that is not one token.
+HeadLensResult head_lens_text(const Model& model, std::string text, Encoding encoding, const HeadLensRequest& request);
+
 }  // namespace headscope

@@ -28,10 +28,6 @@ Capture Model::extend(DecoderState&, const std::vector<int32_t>&, const CaptureO
   throw Error(config().name + " is not a causal model: incremental decoding needs a decoder (Llama, GPT-2, ...)");
 }
 
-LogitReadout Model::logit_readout() const {
-  throw Error(config().name + " is not a causal model: direct logit attribution needs a decoder (Llama, GPT-2, ...)");
-}
-
 LogitReadout Model::final_readout() const {
   throw Error(config().name + " is not a causal model: reading the residual stream as logits needs a decoder");
 }
@@ -115,16 +111,6 @@ DecoderModel::DecoderModel(ModelConfig config, DecoderArch arch, DecoderWeights 
   }
 }
 
-LogitReadout DecoderModel::logit_readout() const {
-  // Direct logit attribution sums each head's contribution into the residual stream. Sandwich norms
-  // rescale the attention and feed-forward outputs (RMSNorm) before they are added, and a final
-  // soft-cap bends the logits, so the parts would not add up to what the model computes: refused.
-  if (arch_.sandwich_norm || arch_.final_softcap > 0.0f)
-    throw Error(cfg_.name + ": direct logit attribution is not supported for " + cfg_.architecture +
-                " (its post-attention / post-feed-forward norms or logit soft-capping make the parts non-additive)");
-  return final_readout();
-}
-
 LogitReadout DecoderModel::final_readout() const {
   LogitReadout r;
   r.final_softcap = arch_.final_softcap;
@@ -132,6 +118,8 @@ LogitReadout DecoderModel::final_readout() const {
   r.norm_bias = &w_.final_norm_bias;
   r.rms = arch_.norm == DecoderArch::Norm::kRms;
   r.eps = cfg_.norm_eps;
+  if (arch_.sandwich_norm)
+    for (const DecoderLayerWeights& b : w_.layers) r.attention_gain.push_back(&b.post_attn_norm);
   const QuantMatrix& U = unembedding();
   if (U.stored()) {
     std::call_once(unembedding_once_, [&] { unembedding_f32_ = U.to_f32(); });

@@ -103,7 +103,6 @@ class DecoderModel final : public Model {
   Tensor output_projection(int layer) const override { return w_.layers.at(size_t(layer)).w_o.to_f32(); }
   const Tensor& output_bias(int layer) const override { return w_.layers.at(size_t(layer)).b_o; }
   AttentionWeights attention_weights(int layer) const override;
-  LogitReadout logit_readout() const override;
   LogitReadout final_readout() const override;
   std::unique_ptr<DecoderState> start() const override;
   Capture extend(DecoderState& state, const std::vector<int32_t>& ids, const CaptureOptions& options,
@@ -135,7 +134,7 @@ class DecoderModel final : public Model {
   std::vector<float> inv_freq_;        // [d_rot / 2] RoPE frequencies
   std::vector<float> local_inv_freq_;  // [d_rot / 2] of layers with local_rope (else empty)
   std::vector<int> kv_head_of_;        // [n_head]
-  // The unembedding as fp32 for logit_readout() when it is stored quantized: made on first use
+  // The unembedding as fp32 for final_readout() when it is stored quantized: made on first use
   // (direct logit attribution only), then kept.
   mutable std::once_flag unembedding_once_;
   mutable Tensor unembedding_f32_;

@@ -46,7 +46,7 @@ Tensor merge_into_words(const RunAnalysis& run, const Tensor& token_maps) {
 std::vector<analysis::LogitAttribution> attribute_logits(const Model& model, const Encoding& encoding,
                                                          const LogitAttributionOptions& options) {
   const ModelConfig& c = model.config();
-  const LogitReadout readout = model.logit_readout();  // throws for an encoder
+  const LogitReadout readout = model.final_readout();  // throws for an encoder
   if (encoding.size() == 0) throw Error("logit attribution: the text produced no tokens");
   CaptureOptions capture = CaptureOptions::attention_only();
   capture.attention = false;  // no maps: the parts need each head's contribution only

@@ -116,6 +116,42 @@ TEST(AnalysisAttribution, LogitAttributionThroughLayerNormCentresEachPart) {
   EXPECT_NEAR(a.rest, 0, kTol);
 }
 
+TEST(AnalysisAttribution, LogitAttributionThroughASandwichNormAndTheHeadLens) {
+  // The toy with a sandwich norm after the attention block: γ_a = [2, 1], eps 0. b_O = [1, 0] makes
+  // the attention output [2, 2], rms 2, normed [2, 1]; MLP 0 (recorded after its own norm), so the
+  // final residual is again e + [2, 1] = [3, 1], rms √5, final stream [3, 2]/√5.
+  const double s5 = std::sqrt(5.0);
+  Toy toy({float(3 / s5), float(2 / s5)});
+  toy.cap.attn_output = filled({1, 1, 2}, {2, 2});
+  toy.cap.mlp_outputs = filled({1, 1, 2}, {0, 0});
+  const Tensor gain = filled({2}, {2, 1});
+  LogitReadout r = toy.readout(true);
+  r.attention_gain = {&gain};
+  // Target 1, w = [0, 2/√5]. Through the block a part c becomes γ_a·c/2: head 0 [0, 1] → [0, .5] → 1/√5;
+  // head 1 [1, 1] → [1, .5] → 1/√5; b_O [1, 0] → [1, 0] → 0; e and MLP 0. Σ = 2/√5 = the logit.
+  const LogitAttribution a = attribute_logit(toy.cap, r, 0, 1);
+  EXPECT_NEAR(a.logit, 2 / s5, kTol);
+  EXPECT_NEAR(a.heads[0], 1 / s5, kTol);
+  EXPECT_NEAR(a.heads[1], 1 / s5, kTol);
+  EXPECT_NEAR(a.attention_bias[0], 0, kTol);
+  EXPECT_NEAR(a.rest, 0, kTol);
+  // Without the sandwich norm the same parts would not add up: [0, 1] and [1, 1] give 2/√5 each.
+  EXPECT_GT(std::abs(attribute_logit(toy.cap, toy.readout(true), 0, 1).rest), 0.5);
+  // The head lens: U = I, so head 1's effect on the two logits is γ ⊙ [1, .5] / √5 = [1, 1]/√5, and
+  // its entry 1 minus entry 0 is the attribution of 1 against 0.
+  const std::vector<double> h1 = head_logits(toy.cap, r, 0, 1, 0);
+  ASSERT_EQ(h1.size(), 2u);
+  EXPECT_NEAR(h1[0], 1 / s5, kTol);
+  EXPECT_NEAR(h1[1], 1 / s5, kTol);
+  const std::vector<double> h0 = head_logits(toy.cap, r, 0, 0, 0);
+  EXPECT_NEAR(h0[0], 0, kTol);
+  EXPECT_NEAR(h0[1], 1 / s5, kTol);
+  EXPECT_NEAR(h0[1] - h0[0], attribute_logit(toy.cap, r, 0, 1, 0).heads[0], kTol);
+  EXPECT_THROW(head_logits(toy.cap, r, 1, 0, 0), Error);  // no layer 1
+  EXPECT_THROW(head_logits(toy.cap, r, 0, 2, 0), Error);  // no head 2
+  EXPECT_THROW(head_logits(toy.cap, r, 0, 0, 1), Error);  // no position 1
+}
+
 TEST(AnalysisAttribution, LogitAttributionRejectsWhatItCannotRead) {
   const Toy toy({0, 0});
   EXPECT_THROW(attribute_logit(toy.cap, toy.readout(true), 1, 0), Error);     // position

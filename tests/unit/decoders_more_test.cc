@@ -151,9 +151,9 @@ TEST(DecodersMore, Phi3ConfigShape) {
   const auto model = Model::load((goldens() / "phi3").string());
   EXPECT_EQ(model->config().d_head, 16);
   EXPECT_EQ(model->config().n_kv_head, 2);
-  EXPECT_NO_THROW(model->logit_readout());  // plain pre-norm blocks: head contributions add up
-  // OLMo 2 normalises each block's output before adding it: direct logit attribution is refused.
-  EXPECT_THROW(Model::load((goldens() / "olmo2").string())->logit_readout(), headscope::Error);
+  EXPECT_TRUE(model->final_readout().attention_gain.empty());  // plain pre-norm blocks
+  // OLMo 2 normalises each block's output before adding it: the readout carries those norms.
+  EXPECT_EQ(Model::load((goldens() / "olmo2").string())->final_readout().attention_gain.size(), size_t{2});
 }
 
 // Loads a folder holding only `config` (the refusal must come before any weight is read).

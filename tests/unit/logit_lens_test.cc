@@ -12,6 +12,7 @@
 #include "headscope/circuits.h"
 #include "headscope/error.h"
 #include "headscope/model.h"
+#include "headscope/pipeline.h"
 #include "test_support.h"
 
 namespace headscope {
@@ -98,6 +99,58 @@ TEST_P(LogitLensOn, TopTokensAndRanksAgreeWithTheRow) {
   EXPECT_EQ(top[0].id, argmax);
   EXPECT_THROW(lens_token(last, vocab, static_cast<int32_t>(vocab)), Error);
   EXPECT_THROW(logit_lens(cap, r, cap.T), Error);
+}
+
+// Direct logit attribution and the per-head lens on the real decoders (SmolLM2: pre-norm; Gemma 3
+// 270M: sandwich norms around every block). The parts must add up to the model's own logit — which
+// they cannot unless each block's output norm is linearised at the run's own scale — and each head's
+// lens entry, target minus contrast, must be that head's attribution.
+TEST_P(LogitLensOn, AttributionAddsUpAndTheHeadLensIsEachHeadsPart) {
+  const Model& model = decoder(GetParam());
+  const Encoding e = model.encode("When Mary and John went to the store, John gave a drink to");
+  LogitAttributionOptions options;
+  options.contrast = 5;
+  const std::vector<analysis::LogitAttribution> rows = attribute_logits(model, e, options);
+  ASSERT_EQ(rows.size(), 2 * e.size());
+  for (const analysis::LogitAttribution& a : rows) {
+    double size = std::abs(a.embeddings) + std::abs(a.final_norm_bias);
+    for (double v : a.heads) size += std::abs(v);
+    for (double v : a.mlp) size += std::abs(v);
+    EXPECT_LE(std::abs(a.rest), 1e-5 * size + 1e-5) << GetParam() << " position " << a.position;
+  }
+  const analysis::LogitAttribution& last = rows[rows.size() - 1];  // the prediction against token 5
+  const ModelConfig& c = model.config();
+  for (const auto& [layer, head] : std::vector<std::pair<int, int>>{{0, 0}, {c.n_layer / 2, 1}, {c.n_layer - 1, 2}}) {
+    HeadLensOptions o;
+    o.layer = layer, o.head = head, o.top_k = 5, o.keep_logits = true;
+    o.tokens = {last.target, 5};
+    const HeadLens lens = text_head_lens(model, e, o);
+    ASSERT_EQ(lens.logits.size(), size_t(lens.vocab));
+    const double part = last.heads[size_t(layer * c.n_head + head)];
+    EXPECT_NEAR(lens.tokens[0].logit - lens.tokens[1].logit, part, 1e-6 * (1 + std::abs(part))) << layer << "." << head;
+    EXPECT_EQ(lens.kv_head, head / (c.n_head / c.n_kv_head));
+    ASSERT_EQ(lens.promoted.size(), 5u);
+    ASSERT_EQ(lens.suppressed.size(), 5u);
+    double largest = -INFINITY, smallest = INFINITY;
+    for (double v : lens.logits) largest = std::max(largest, v), smallest = std::min(smallest, v);
+    EXPECT_EQ(lens.promoted[0].logit, largest);
+    EXPECT_EQ(lens.suppressed[0].logit, smallest);
+    EXPECT_EQ(lens.promoted[0].rank, 0);
+    for (size_t i = 1; i < 5; ++i) {
+      EXPECT_GE(lens.promoted[i - 1].logit, lens.promoted[i].logit);
+      EXPECT_LE(lens.suppressed[i - 1].logit, lens.suppressed[i].logit);
+    }
+    int64_t above = 0;  // the followed token's rank, counted here
+    for (double v : lens.logits) above += v > lens.tokens[1].logit;
+    EXPECT_EQ(lens.tokens[1].rank, above);
+  }
+  HeadLensOptions bad;
+  bad.layer = c.n_layer;
+  EXPECT_THROW(text_head_lens(model, e, bad), Error);
+  bad.layer = 0, bad.position = int64_t(e.size());
+  EXPECT_THROW(text_head_lens(model, e, bad), Error);
+  bad.position = -1, bad.tokens = {int32_t(c.vocab_size)};
+  EXPECT_THROW(text_head_lens(model, e, bad), Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Decoders, LogitLensOn, ::testing::Values("smollm2", "gemma3_270m"));

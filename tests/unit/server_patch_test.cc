@@ -1,11 +1,12 @@
-// /api/patch, /api/logit_lens and /api/tokenize through the handler API:
+// /api/patch, /api/logit_lens, /api/head_lens and /api/tokenize through the handler API:
 //   - a sweep's reply equals the pipeline called directly on the same pairs (bit for bit, through
 //     the JSON), and its clean / corrupt metrics equal the ones computed here from plain runs
 //     (the encoder's 1 − cos of the mean-pooled embeddings, the decoder's logit difference);
 //   - normalised effects are (value − corrupt) / (clean − corrupt) of the reply's own numbers;
 //   - key/value sites are labelled per key/value head with their query-head group (SmolLM2: GQA 3);
 //   - path patching from a head to the heads after it gives one result per later head;
-//   - the logit lens's last layer is the model's own next-token distribution;
+//   - the logit lens's last layer is the model's own next-token distribution; a head's lens is that
+//     head's direct logit attribution; heads patched together equal the pipeline;
 //   - every refusal is a 4xx whose message says what to change.
 #include <gtest/gtest.h>
 
@@ -297,6 +298,75 @@ TEST(ServerLogitLens, DecoderLastLayerIsTheModelsPrediction) {
 TEST(ServerLogitLens, EncoderIsRefusedInWords) {
   ApiFixture f(testing::default_model());
   expect_refused(f.api.logit_lens(json({{"text", kBig}}).dump()), 400, "not_causal", "needs a decoder");
+}
+
+TEST(ServerPatch, HeadsTogetherEqualThePipeline) {
+  const Model& model = smollm2();
+  ApiFixture f(model);
+  const HttpReply r = f.api.patch(ioi({{"heads", {{23, 3}, {23, 0}}}}).dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = body_of(r);
+  PairSource source;
+  source.clean = kIoi, source.corrupt = kIoiCorrupt, source.answer = " Mary", source.wrong = " John";
+  PromptPairs pairs = load_prompt_pairs(model, source);
+  const json want =
+      json(run_head_set_patch(model, pairs, {{23, 3}, {23, 0}}, PatchDirection::kDenoise, PatchMetric::kLogitDiff));
+  EXPECT_EQ(j["set"], want["set"]);
+  EXPECT_EQ(j["direction"], "denoise");
+  const double clean = j["clean"].get<double>(), corrupt = j["corrupt"].get<double>();
+  EXPECT_NEAR(j["set"]["normalised"].get<double>(), (j["set"]["value"].get<double>() - corrupt) / (clean - corrupt),
+              1e-12);
+  expect_refused(f.api.patch(ioi({{"heads", {{23, 3}}}, {"senders", {{22, 0}}}}).dump()), 400, "bad_field",
+                 "does not go with");
+  expect_refused(f.api.patch(ioi({{"heads", {{99, 0}}}}).dump()), 400, "unknown_head", "layers 0..");
+  expect_refused(f.api.patch(ioi({{"heads", json::array()}}).dump()), 400, "bad_field", "non-empty");
+}
+
+// One head's logit lens: its entries are the head's direct logit attribution (pipeline), and a
+// followed token's rank is counted among that head's effects on the whole vocabulary.
+TEST(ServerHeadLens, EqualsTheHeadsAttributionAndRefusesInWords) {
+  const Model& model = smollm2();
+  const ModelConfig& c = model.config();
+  ApiFixture f(model);
+  const HttpReply r = f.api.head_lens(
+      json({{"text", kIoi}, {"layer", 23}, {"head", 3}, {"top_k", 5}, {"tokens", {" Mary", " John"}}}).dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = body_of(r);
+  EXPECT_EQ(j["schema"], "headscope.head_lens/1");
+  EXPECT_EQ(j["layer"], 23);
+  EXPECT_EQ(j["head"], 3);
+  EXPECT_EQ(j["kv_head"], 3 / (c.n_head / c.n_kv_head));
+  const int T = int(model.encode(kIoi).size());
+  EXPECT_EQ(j["position"].get<int>(), T - 1);
+  ASSERT_EQ(j["promoted"].size(), 5u);
+  ASSERT_EQ(j["suppressed"].size(), 5u);
+  ASSERT_EQ(j["followed"].size(), 2u);
+  EXPECT_EQ(j["followed"][0]["text"], " Mary");
+  const int32_t mary = token_id(model, " Mary"), john = token_id(model, " John");
+  LogitAttributionOptions o;
+  o.contrast = john;
+  const std::vector<analysis::LogitAttribution> dla = attribute_logits(model, model.encode(kIoi), o);
+  const analysis::LogitAttribution& last = dla.back();
+  ASSERT_EQ(last.target, mary);  // the model predicts " Mary" here
+  const double part = last.heads[size_t(23 * c.n_head + 3)];
+  EXPECT_NEAR(j["followed"][0]["logit"].get<double>() - j["followed"][1]["logit"].get<double>(), part,
+              1e-6 * (1 + std::abs(part)));
+  EXPECT_GT(part, 0.5);  // 23.3, the strongest name mover of this pair, writes " Mary" over " John"
+  const std::vector<float> logits = last_logits(model, kIoi);
+  EXPECT_NEAR(j["followed"][0]["model_logit"].get<double>(), logits[size_t(mary)], 1e-3);
+  for (size_t i = 1; i < 5; ++i)
+    EXPECT_GE(j["promoted"][i - 1]["logit"].get<double>(), j["promoted"][i]["logit"].get<double>());
+
+  expect_refused(f.api.head_lens(json({{"text", kIoi}, {"layer", 23}}).dump()), 400, "missing_field", "head");
+  expect_refused(f.api.head_lens(json({{"text", kIoi}, {"layer", 30}, {"head", 0}}).dump()), 400, "unknown_layer",
+                 "layers");
+  expect_refused(f.api.head_lens(json({{"text", kIoi}, {"layer", 1}, {"head", 9}}).dump()), 400, "unknown_head",
+                 "heads");
+  expect_refused(f.api.head_lens(json({{"text", kIoi}, {"layer", 1}, {"head", 0}, {"tokens", {" Parisian"}}}).dump()),
+                 400, "bad_token", "one token");
+  ApiFixture g(testing::default_model());
+  expect_refused(g.api.head_lens(json({{"text", kBig}, {"layer", 0}, {"head", 0}}).dump()), 400, "not_causal",
+                 "needs a decoder");
 }
 
 TEST(ServerTokenize, CountsAsTheModelEncodes) {

@@ -546,7 +546,7 @@ HttpReply Api::importance(std::string_view body) {
   });
 }
 
-// ---- circuits: /api/patch, /api/logit_lens, /api/tokenize ----
+// ---- circuits: /api/patch, /api/logit_lens, /api/head_lens, /api/tokenize ----
 
 namespace {
 
@@ -721,16 +721,41 @@ void check_patch_cost(const PatchCost& cost, const PromptPairs& pairs) {
                          "shorter prompts, or patch whole heads (\"head\") instead of every position"};
 }
 
+// Heads patched together: "heads", "direction" (default denoise), "metric"; a sweep's and path
+// patching's fields are refused.
+struct HeadSetRequest {
+  std::vector<HeadRef> heads;
+  PatchDirection direction = PatchDirection::kDenoise;
+  PatchMetric metric = PatchMetric::kLogitDiff;
+};
+HeadSetRequest parse_head_set(const json& j, const ModelConfig& c) {
+  for (const char* key : {"sites", "layers", "senders", "receivers", "input"})
+    if (j.contains(key))
+      throw RequestError{400, "bad_field",
+                         std::string("field \"") + key +
+                             "\" does not go with \"heads\" (heads patched together take \"direction\" and "
+                             "\"metric\" only)"};
+  HeadSetRequest r;
+  r.heads = parse_head_list(j, c, "heads");
+  r.direction = parse_name(j, "direction", PatchDirection::kDenoise, patch_direction_from_name);
+  r.metric = parse_metric(j, c);
+  return r;
+}
+
 }  // namespace
 
 HttpReply Api::patch(std::string_view body) {
   return guarded(body, [&](std::string_view b) {
-    const json j = parse_object(b, {"clean", "corrupt", "answer", "wrong", "pairs", "task", "n", "seed", "length",
-                                    "sites", "direction", "metric", "layers", "senders", "receivers", "input"});
+    const json j =
+        parse_object(b, {"clean", "corrupt", "answer", "wrong", "pairs", "task", "n", "seed", "length", "sites",
+                         "direction", "metric", "layers", "senders", "receivers", "input", "heads"});
     const ModelConfig& c = model_.config();
     std::optional<headscope::PatchRequest> sweep;
     std::optional<PathPatchRequest> path;
-    if (j.contains("senders"))
+    std::optional<HeadSetRequest> set;
+    if (j.contains("heads"))
+      set = parse_head_set(j, c);
+    else if (j.contains("senders"))
       path = parse_path(j, c);
     else
       sweep = parse_sweep(j, c);
@@ -741,48 +766,80 @@ HttpReply Api::patch(std::string_view body) {
         throw RequestError{413, "text_too_long",
                            "the prompt \"" + p.clean + "\" is " + std::to_string(p.n_tokens) + " tokens; at most " +
                                std::to_string(limits_.max_tokens) + " are allowed: shorten it"};
-    check_patch_cost(
-        refused_as_400(
-            "bad_field",
-            [&] { return sweep ? patch_sweep_cost(model_, pairs, *sweep) : path_patch_cost(model_, pairs, *path); }),
-        pairs);
+    if (!set)  // heads together: one resumed pass per pair, within what a sweep of one layer costs
+      check_patch_cost(
+          refused_as_400(
+              "bad_field",
+              [&] { return sweep ? patch_sweep_cost(model_, pairs, *sweep) : path_patch_cost(model_, pairs, *path); }),
+          pairs);
     const auto lock = cache_.exclusive_model();
+    if (set) return json_reply(run_head_set_patch(model_, pairs, set->heads, set->direction, set->metric));
     return json_reply(sweep ? run_patch_sweep(model_, pairs, *sweep) : run_path_patch(model_, pairs, *path));
   });
 }
 
+namespace {
+
+// The fields both lenses share: "position" (default the last token), "top_k", "tokens" (each one
+// token as it follows the text), checked against the text.
+void parse_lens_fields(const json& j, const Encoding& encoding, int& position, int& top_k,
+                       std::vector<std::string>& tokens) {
+  const auto at = optional_int(j, "position");
+  if (at) position = check_index(*at, int(encoding.size()), "token", "tokens in this text");
+  top_k = optional_int(j, "top_k").value_or(top_k);
+  if (top_k < 1 || top_k > limits::kMaxLensTopK)
+    throw RequestError{400, "bad_field",
+                       "field \"top_k\" must be between 1 and " + std::to_string(limits::kMaxLensTopK)};
+  if (!j.contains("tokens")) return;
+  const json& list = j["tokens"];
+  if (!list.is_array() || list.size() > size_t{limits::kMaxLensTokens})
+    throw RequestError{400, "bad_field",
+                       "field \"tokens\" must be a list of at most " + std::to_string(limits::kMaxLensTokens) +
+                           " strings, each one token as it follows the text (\" Paris\")"};
+  for (const json& t : list) {
+    if (!t.is_string()) throw RequestError{400, "bad_field", "tokens: " + dump(t) + " is not a string"};
+    tokens.push_back(t.get<std::string>());
+  }
+}
+
+void require_decoder(const ModelConfig& c, const char* what) {
+  if (!c.causal)
+    throw RequestError{400, "not_causal",
+                       c.name + " is an encoder (" + c.architecture +
+                           "): it predicts no next token, so there are no logits to read " + what +
+                           " through; the logit lens needs a decoder (Llama, GPT-2, ...)"};
+}
+
+}  // namespace
+
 HttpReply Api::logit_lens(std::string_view body) {
   return guarded(body, [&](std::string_view b) {
     const json j = parse_object(b, {"text", "truncate", "position", "top_k", "tokens"});
-    const ModelConfig& c = model_.config();
-    if (!c.causal)
-      throw RequestError{400, "not_causal",
-                         c.name + " is an encoder (" + c.architecture +
-                             "): it predicts no next token, so there are no logits to read its layers through; the "
-                             "logit lens needs a decoder (Llama, GPT-2, ...)"};
+    require_decoder(model_.config(), "its layers");
     TextRequest text = parse_text_request(j, limits_, model_, cache_, /*reuse_cached=*/false);
     LensRequest lens;
-    const auto position = optional_int(j, "position");
-    if (position) lens.position = check_index(*position, int(text.encoding.size()), "token", "tokens in this text");
-    lens.top_k = optional_int(j, "top_k").value_or(lens.top_k);
-    if (lens.top_k < 1 || lens.top_k > limits::kMaxLensTopK)
-      throw RequestError{400, "bad_field",
-                         "field \"top_k\" must be between 1 and " + std::to_string(limits::kMaxLensTopK)};
-    if (j.contains("tokens")) {
-      const json& tokens = j["tokens"];
-      if (!tokens.is_array() || tokens.size() > size_t{limits::kMaxLensTokens})
-        throw RequestError{400, "bad_field",
-                           "field \"tokens\" must be a list of at most " + std::to_string(limits::kMaxLensTokens) +
-                               " strings, each one token as it follows the text (\" Paris\")"};
-      for (const json& t : tokens) {
-        if (!t.is_string()) throw RequestError{400, "bad_field", "tokens: " + dump(t) + " is not a string"};
-        lens.tokens.push_back(t.get<std::string>());
-      }
-    }
+    parse_lens_fields(j, text.encoding, lens.position, lens.top_k, lens.tokens);
     const auto ticket = admit();
     const auto lock = cache_.exclusive_model();
     return json_reply(refused_as_400(
         "bad_token", [&] { return logit_lens_text(model_, std::move(text.text), std::move(text.encoding), lens); }));
+  });
+}
+
+HttpReply Api::head_lens(std::string_view body) {
+  return guarded(body, [&](std::string_view b) {
+    const json j = parse_object(b, {"text", "truncate", "layer", "head", "position", "top_k", "tokens"});
+    const ModelConfig& c = model_.config();
+    require_decoder(c, "a head's output");
+    HeadLensRequest lens;
+    lens.layer = check_index(required_int(j, "layer"), c.n_layer, "layer", "layers");
+    lens.head = check_index(required_int(j, "head"), c.n_head, "head", "heads per layer");
+    TextRequest text = parse_text_request(j, limits_, model_, cache_, /*reuse_cached=*/false);
+    parse_lens_fields(j, text.encoding, lens.position, lens.top_k, lens.tokens);
+    const auto ticket = admit();
+    const auto lock = cache_.exclusive_model();
+    return json_reply(refused_as_400(
+        "bad_token", [&] { return head_lens_text(model_, std::move(text.text), std::move(text.encoding), lens); }));
   });
 }
 

@@ -118,8 +118,9 @@ class Api {
   HttpReply importance(std::string_view body);  // POST /api/importance: every head's zero-ablation effect
   HttpReply patch(std::string_view body);       // POST /api/patch: activation or path patching over prompt pairs
   HttpReply logit_lens(
-      std::string_view body);                 // POST /api/logit_lens: every layer read as the model's logits (decoders)
-  HttpReply tokenize(std::string_view body);  // POST /api/tokenize: a text's tokens (no model run)
+      std::string_view body);  // POST /api/logit_lens: every layer read as the model's logits (decoders)
+  HttpReply head_lens(std::string_view body);    // POST /api/head_lens: one head's output read as logits (decoders)
+  HttpReply tokenize(std::string_view body);     // POST /api/tokenize: a text's tokens (no model run)
   HttpReply composition(std::string_view body);  // POST /api/composition: Q-, K-, V-composition from the weights
 
   // What the corpus evidence joined into the roles is (CorpusEvidence::source ...), for /api/model.

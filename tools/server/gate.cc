@@ -176,11 +176,12 @@ std::vector<std::string_view> RequestHead::values(std::string_view name) const {
 
 const std::vector<Route>& api_routes() {
   static const std::vector<Route> routes = {
-      {"/api/model", "GET", false},      {"/api/health", "GET", false},    {"/api/run", "POST", true},
-      {"/api/attention", "POST", true},  {"/api/decompose", "POST", true}, {"/api/generate", "POST", true},
-      {"/api/tile", "POST", true},       {"/api/overview", "POST", true},  {"/api/ablate", "POST", true},
-      {"/api/importance", "POST", true}, {"/api/link", "POST", true},      {"/api/patch", "POST", true},
-      {"/api/logit_lens", "POST", true}, {"/api/tokenize", "POST", true},  {"/api/composition", "POST", true},
+      {"/api/model", "GET", false},       {"/api/health", "GET", false},    {"/api/run", "POST", true},
+      {"/api/attention", "POST", true},   {"/api/decompose", "POST", true}, {"/api/generate", "POST", true},
+      {"/api/tile", "POST", true},        {"/api/overview", "POST", true},  {"/api/ablate", "POST", true},
+      {"/api/importance", "POST", true},  {"/api/link", "POST", true},      {"/api/patch", "POST", true},
+      {"/api/logit_lens", "POST", true},  {"/api/head_lens", "POST", true}, {"/api/tokenize", "POST", true},
+      {"/api/composition", "POST", true},
   };
   return routes;
 }

@@ -128,6 +128,7 @@ const std::vector<Endpoint>& endpoints() {
       {"/api/importance", "POST", [](Api& a, std::string_view b) { return a.importance(b); }, true},
       {"/api/patch", "POST", [](Api& a, std::string_view b) { return a.patch(b); }, true},
       {"/api/logit_lens", "POST", [](Api& a, std::string_view b) { return a.logit_lens(b); }, true},
+      {"/api/head_lens", "POST", [](Api& a, std::string_view b) { return a.head_lens(b); }, true},
       {"/api/tokenize", "POST", [](Api& a, std::string_view b) { return a.tokenize(b); }, true},
       {"/api/composition", "POST", [](Api& a, std::string_view b) { return a.composition(b); }, true},
   };

@@ -52,6 +52,7 @@ __all__ = [
     "Error",
     "FileError",
     "Generation",
+    "HeadLens",
     "HeadRole",
     "HeadStats",
     "LogitLens",
@@ -507,8 +508,47 @@ class Model:
         Raises Error for an encoder (the lens needs a decoder), a position outside the text, a
         token that is not one token, or an id outside the vocabulary.
         """
+        ids, position = self._lens_ids(tokens), self._lens_position(position)
+        d = self._core.logit_lens(_utf8(text), position, _count(top_k, "top_k"), ids, bool(logits), truncate)
+        return LogitLens._of(self, d, ids)
+
+    def head_lens(
+        self,
+        text: str | bytes,
+        layer: int,
+        head: int,
+        position: int = -1,
+        top_k: int = 10,
+        tokens: Iterable[str | int] = (),
+        *,
+        truncate: bool = False,
+    ) -> HeadLens:
+        """One head's logit lens (decoders): what head (`layer`, `head`), counted from 0, writes
+        into the logits at one position of `text` (-1: the last token) — its output through W_O, its
+        layer's output norm (Gemma 2/3, OLMo 2) and the final norm, each divided by the scale the
+        model divided by at that position, then the unembedding (docs/circuits.md, "Logit lens").
+
+        This is direct logit attribution for every token at once: effects[a] - effects[b] is the
+        head's share of the logit difference a - b, and the effects of every part of the model add
+        up to its logits (before a final soft-cap). Kept: the `top_k` tokens the head raises and
+        lowers most, and for each of `tokens` (text, one token each, or ids; default the model's
+        prediction) the head's effect, its rank among the head's effects (0 = raised most) and the
+        model's own logit.
+
+        Raises Error for an encoder, a head or position the model or text lacks, a token that is
+        not one token, or an id outside the vocabulary.
+        """
+        ids, position = self._lens_ids(tokens), self._lens_position(position)
+        for name, value in (("layer", layer), ("head", head)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= int(value) < 2**31:
+                raise Error(f"{name} = {value!r} is not a {name} number counted from 0")
+        d = self._core.head_lens(_utf8(text), int(layer), int(head), position, _count(top_k, "top_k"), ids, truncate)
+        return HeadLens._of(self, int(layer), int(head), d)
+
+    def _lens_ids(self, tokens: Iterable[str | int]) -> list[int]:
+        """The ids of the tokens a lens follows: text (exactly one token each) or ids."""
         if not self.config.causal:
-            tokens = ()  # the core refuses the model first, in its own words
+            return []  # the core refuses the model first, in its own words
         ids = []
         for i, t in enumerate(tokens if not isinstance(tokens, (str, bytes, int)) else [tokens]):
             if isinstance(t, (str, bytes)):
@@ -519,12 +559,15 @@ class Model:
                 ids.append(int(t))
             else:
                 raise Error(f"tokens[{i}] = {t!r} is neither a token (str) nor a token id (int)")
+        return ids
+
+    @staticmethod
+    def _lens_position(position: int) -> int:
         if isinstance(position, bool) or not isinstance(position, (int, np.integer)):
             raise Error(f"position = {position!r} is not an integer")
         if not -(2**62) < int(position) < 2**62:
             raise Error(f"position = {position} is outside the text")
-        d = self._core.logit_lens(_utf8(text), int(position), _count(top_k, "top_k"), ids, bool(logits), truncate)
-        return LogitLens._of(self, d, ids)
+        return int(position)
 
 
     def composition(self, *, draws: int = 100, seed: int = 0, gains: bool = True) -> Composition:
@@ -907,6 +950,75 @@ class LogitLens:
     def __repr__(self) -> str:
         return (f"<headscope.LogitLens {self.top_ids.shape[0]} rows at position {self.position}: "
                 f"last row's top token {self.top_text[-1][0]!r}>")
+
+
+@dataclass(frozen=True)
+class HeadLens:
+    """What Model.head_lens returns: one head's direct effect on every logit at one position.
+
+    effects                  float64 [vocab_size]: the head's output read through the unembedding
+                             (norms at the run's own scales); effects[a] - effects[b] is its direct
+                             logit attribution of a against b
+    promoted, suppressed     the top_k tokens it raises / lowers most: DataFrames via to_frame(), or
+                             the *_ids / *_effects lists
+    token_ids, token_effects, token_ranks, token_model_logits
+                             the followed tokens: the head's effect, its rank among the head's
+                             effects (0 = raised most), and the model's own logit (before a soft-cap)
+    followed_prediction      True when no tokens were asked and the model's prediction is followed
+    """
+
+    tokens: list[str]
+    ids: list[int]
+    position: int
+    truncated: bool
+    layer: int
+    head: int
+    kv_head: int
+    effects: np.ndarray
+    promoted_ids: list[int]
+    promoted_text: list[str]
+    promoted_effects: list[float]
+    suppressed_ids: list[int]
+    suppressed_text: list[str]
+    suppressed_effects: list[float]
+    token_ids: list[int]
+    token_text: list[str]
+    token_effects: list[float]
+    token_ranks: list[int]
+    token_model_logits: list[float]
+    followed_prediction: bool
+
+    @classmethod
+    def _of(cls, model: Model, layer: int, head: int, d: dict) -> HeadLens:
+        enc = _encoding(d["encoding"])
+        decode = functools.lru_cache(maxsize=None)(lambda i: model.tokenizer.decode([i]))
+        return cls(
+            tokens=enc.tokens, ids=enc.ids, position=d["position"], truncated=d["truncated"], layer=layer, head=head,
+            kv_head=d["kv_head"], effects=d["effects"],
+            promoted_ids=list(d["promoted_ids"]), promoted_text=[decode(i) for i in d["promoted_ids"]],
+            promoted_effects=list(d["promoted_effects"]),
+            suppressed_ids=list(d["suppressed_ids"]), suppressed_text=[decode(i) for i in d["suppressed_ids"]],
+            suppressed_effects=list(d["suppressed_effects"]),
+            token_ids=list(d["token_ids"]), token_text=[decode(i) for i in d["token_ids"]],
+            token_effects=list(d["token_effects"]), token_ranks=list(d["token_ranks"]),
+            token_model_logits=list(d["token_model_logits"]), followed_prediction=d["followed_prediction"],
+        )
+
+    def to_frame(self) -> pandas.DataFrame:
+        """One row per listed token: kind (raised, lowered, followed), id, text, effect, rank."""
+        pd = _pandas("HeadLens.to_frame() needs")
+        rank = lambda i: int((self.effects > self.effects[i]).sum())  # noqa: E731
+        rows = [("raised", i, t, e, rank(i)) for i, t, e in
+                zip(self.promoted_ids, self.promoted_text, self.promoted_effects)]
+        rows += [("lowered", i, t, e, rank(i)) for i, t, e in
+                 zip(self.suppressed_ids, self.suppressed_text, self.suppressed_effects)]
+        rows += list(zip(["followed"] * len(self.token_ids), self.token_ids, self.token_text, self.token_effects,
+                         self.token_ranks))
+        return pd.DataFrame(rows, columns=["kind", "id", "text", "effect", "rank"])
+
+    def __repr__(self) -> str:
+        top = ", ".join(f"{t!r} {e:+.2f}" for t, e in zip(self.promoted_text[:3], self.promoted_effects[:3]))
+        return f"<headscope.HeadLens {self.layer}.{self.head} at position {self.position}: raises {top}>"
 
 
 _KINDS = ("Q", "K", "V")

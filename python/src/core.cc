@@ -542,6 +542,58 @@ nb::dict logit_lens(std::shared_ptr<PyModel> m, nb::bytes text_bytes, int64_t po
   return d;
 }
 
+// One head's logit lens (pipeline.h, text_head_lens): its effect on every logit at one position, the
+// tokens it raises and lowers most, and the followed tokens' effects and ranks.
+nb::dict head_lens(std::shared_ptr<PyModel> m, nb::bytes text_bytes, int layer, int head, int64_t position, int top_k,
+                   const std::vector<int64_t>& ids, bool truncate) {
+  const std::string text = string_of(text_bytes);
+  check_text_size(text);
+  HeadLensOptions options;
+  options.layer = layer, options.head = head, options.position = position, options.top_k = top_k;
+  options.keep_logits = true;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= m->model->config().vocab_size)
+      throw Error("tokens[" + std::to_string(i) + "] = " + std::to_string(ids[i]) + " is outside the vocabulary of " +
+                  m->model->config().name + " (0.." + std::to_string(m->model->config().vocab_size - 1) + ")");
+    options.tokens.push_back(int32_t(ids[i]));
+  }
+  HeadLens lens;
+  {
+    nb::gil_scoped_release release;
+    std::lock_guard lock(m->run_mutex);
+    m->set_threads();
+    lens = text_head_lens(*m->model, m->model->encode(text, truncate), options);
+  }
+  nb::dict d;
+  d["encoding"] = encoding_tuple(lens.encoding);
+  d["truncated"] = lens.encoding.truncated;
+  d["position"] = lens.position;
+  d["kv_head"] = lens.kv_head;
+  d["followed_prediction"] = lens.followed_prediction;
+  for (const auto& [name, list] : {std::pair{"promoted", &lens.promoted}, std::pair{"suppressed", &lens.suppressed},
+                                   std::pair{"token", &lens.tokens}}) {
+    std::vector<int32_t> list_ids;
+    std::vector<double> effects, model_logits;
+    std::vector<int64_t> ranks;
+    for (const HeadLensToken& t : *list) {
+      list_ids.push_back(t.id);
+      effects.push_back(t.logit);
+      ranks.push_back(t.rank);
+      model_logits.push_back(t.model_logit);
+    }
+    const std::string key(name);
+    d[(key + "_ids").c_str()] = list_ids;
+    d[(key + "_effects").c_str()] = effects;
+    d[(key + "_ranks").c_str()] = ranks;
+    d[(key + "_model_logits").c_str()] = model_logits;
+  }
+  auto* held = new std::vector<double>(std::move(lens.logits));
+  nb::capsule owner(held, [](void* p) noexcept { delete static_cast<std::vector<double>*>(p); });
+  const size_t shape[1] = {held->size()};
+  d["effects"] = nb::ndarray<nb::numpy, double, nb::c_contig>(held->data(), 1, shape, owner);
+  return d;
+}
+
 // ---- composition scores (docs/python.md, "Composition scores") ----
 
 // One option set's scores, kept whole: the arrays are views of its tensors, and the ranking and the
@@ -858,6 +910,8 @@ void register_circuits(nb::class_<PyModel>& model) {
           "text"_a, "The id of a token written as text; Error unless it is exactly one token.")
       .def("logit_lens", &logit_lens, "text"_a, "position"_a, "top_k"_a, "ids"_a, "logits"_a, "truncate"_a,
            "The logit lens of one text at one position (decoders).")
+      .def("head_lens", &head_lens, "text"_a, "layer"_a, "head"_a, "position"_a, "top_k"_a, "ids"_a, "truncate"_a,
+           "One head's output read through the unembedding at one position (decoders).")
       .def("composition", &composition, "draws"_a, "seed"_a, "gains"_a,
            "Q-, K- and V-composition of every pair of heads from the weights (`headscope composition`).");
 }

@@ -278,6 +278,53 @@ def test_logit_lens_gemma3():
     assert lens.top_ids[-1, 0] == gemma.generate("The capital of France is", 1).generated[0][1]
 
 
+def test_head_lens_equals_cli_and_attribution(smollm2, cli, tmp_path, headscope):
+    text = IOI["clean"]
+    h = smollm2.head_lens(text, 23, 3, tokens=[" Mary", " John"], top_k=5)
+    assert (h.layer, h.head, h.kv_head, h.position) == (23, 3, 1, 13)
+    assert h.effects.dtype == np.float64 and h.effects.shape == (smollm2.config.vocab_size,)
+    # The lists are read off the effect vector.
+    assert h.promoted_ids == list(np.argsort(-h.effects, kind="stable")[:5])
+    assert h.suppressed_ids == list(np.argsort(h.effects, kind="stable")[:5])
+    assert h.token_effects == [h.effects[i] for i in h.token_ids]
+    assert h.token_ranks == [int((h.effects > h.effects[i]).sum()) for i in h.token_ids]
+    # The CLI writes the same numbers (one pipeline).
+    out = tmp_path / "head.json"
+    subprocess.run([str(cli), "lens", "--model", str(SMOLLM2), "--text", text, "--head", "23.3", "--token", " Mary",
+                    "--token", " John", "--top-k", "5", "--threads", str(THREADS), "--json", str(out)],
+                   check=True, capture_output=True, timeout=300)
+    want = json.loads(out.read_text())
+    assert want["schema"] == "headscope.head_lens/1"
+    assert [e["id"] for e in want["promoted"]] == h.promoted_ids
+    assert [e["logit"] for e in want["followed"]] == h.token_effects
+    assert [e["model_logit"] for e in want["followed"]] == h.token_model_logits
+    # Its effect on " Mary" minus " John" is its direct logit attribution in `run --dla`.
+    dla = tmp_path / "dla.json"
+    mary, john = h.token_ids
+    subprocess.run([str(cli), "run", "--model", str(SMOLLM2), "--text", text, "--no-probe", "--threads", str(THREADS),
+                    "--dla", str(dla), "--dla-contrast", str(john)], check=True, capture_output=True, timeout=300)
+    last = [a for a in json.loads(dla.read_text())["attributions"] if a["position"] == 13 and a["contrast"] == john][0]
+    assert last["target"] == mary
+    assert h.token_effects[0] - h.token_effects[1] == pytest.approx(last["heads"][23][3], rel=1e-9, abs=1e-12)
+    frame = h.to_frame()
+    assert list(frame.columns) == ["kind", "id", "text", "effect", "rank"] and len(frame) == 12
+    assert "HeadLens 23.3" in repr(h)
+    # Errors, in words.
+    with pytest.raises(headscope.Error, match="no head 30.0"):
+        smollm2.head_lens(text, 30, 0)
+    with pytest.raises(headscope.Error, match="layer = -1 is not a layer"):
+        smollm2.head_lens(text, -1, 0)
+    with pytest.raises(headscope.Error, match="position 14 is outside"):
+        smollm2.head_lens(text, 0, 0, position=14)
+    with pytest.raises(headscope.Error, match="is 3 tokens"):
+        smollm2.head_lens(text, 0, 0, tokens=[" Paris Hilton"])
+
+
+def test_head_lens_encoder_is_refused(minilm, headscope):
+    with pytest.raises(headscope.Error, match="not a causal model.*needs a decoder"):
+        minilm.head_lens("The capital of France is", 0, 0)
+
+
 def test_help_states_shapes(headscope):
     text = pydoc.render_doc(headscope.PatchResult, renderer=pydoc.plaintext)
     for shape in ["[n_layer, n_head]", "[n_layer, n_kv_head]", "[n_layer, n_tokens]", "[n_layer, n_head, n_tokens]"]:

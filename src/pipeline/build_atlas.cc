@@ -71,6 +71,11 @@ std::vector<std::string> read_corpus(const std::string& path) {
   return lines;
 }
 
+// The packed passes of the treebank stages: rows (tokens) and sentences per pass. A pass's
+// activations grow with its rows, its attention maps with Σ T² (a few MiB for sentences).
+constexpr int64_t kAtlasBatchTokens = 2048;
+constexpr size_t kAtlasBatchTexts = 128;
+
 // Encodes without truncation; returns false (and the caller skips the text) when the text is too
 // long for the model or has nothing to encode.
 bool encode_whole(const Model& model, const std::string& text, Encoding& out) {
@@ -133,26 +138,50 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
   };
 
   // ---- syntax (and, without a corpus, the statistics) on the treebanks ----
+  // Sentences go through packed passes (Model::run_batch: each sentence's capture is the one its own
+  // run records, to float rounding) of up to kAtlasBatchTokens tokens, and are then scored one by one
+  // in file order, so every sum runs in the order of a sentence-at-a-time build.
+  struct Sentence {
+    size_t index = 0;
+    std::string text;
+    std::vector<std::pair<int64_t, int64_t>> spans;
+  };
   DependencyScorer report_scorer(N), select_scorer(N);
   auto score_treebank = [&](const std::vector<DependencySentence>& tb, DependencyScorer& scorer, bool with_stats,
                             std::string_view stage, int64_t& counted) {
     const auto t0 = Clock::now();
-    std::vector<std::pair<int64_t, int64_t>> spans;
+    std::vector<Sentence> batch;
+    std::vector<Encoding> encodings;
+    int64_t rows = 0;
+    const auto flush = [&] {
+      if (batch.empty()) return;
+      const std::vector<Capture> caps = model.run_batch(encodings, {&capture, 1});
+      for (size_t j = 0; j < batch.size(); ++j) {
+        const WordMap map = words_from_spans(encodings[j], batch[j].spans);
+        const Tensor units = merge_attention(caps[j].attention, map);  // [L, H, U, U]
+        scorer.add(tb[batch[j].index], units.ptr(), map);
+        ++counted;
+        if (with_stats) add_stats(caps[j], encodings[j], batch[j].text, map, units);
+      }
+      progress(stage, static_cast<int64_t>(batch.back().index + 1), static_cast<int64_t>(tb.size()));
+      batch.clear(), encodings.clear(), rows = 0;
+    };
     Encoding enc;
     for (size_t i = 0; i < tb.size(); ++i) {
-      const std::string text = join_words(tb[i], &spans);
-      if (!encode_whole(model, text, enc)) {
+      Sentence s{i, {}, {}};
+      s.text = join_words(tb[i], &s.spans);
+      if (!encode_whole(model, s.text, enc)) {
         ++r.skipped_sentences;
-      } else {
-        const Capture cap = model.run(enc, capture);
-        const WordMap map = words_from_spans(enc, spans);
-        const Tensor units = merge_attention(cap.attention, map);  // [L, H, U, U]
-        scorer.add(tb[i], units.ptr(), map);
-        ++counted;
-        if (with_stats) add_stats(cap, enc, text, map, units);
+        continue;
       }
-      progress(stage, static_cast<int64_t>(i + 1), static_cast<int64_t>(tb.size()));
+      const int64_t T = static_cast<int64_t>(enc.size());
+      if (!batch.empty() && (rows + T > kAtlasBatchTokens || batch.size() >= kAtlasBatchTexts)) flush();
+      rows += T;
+      batch.push_back(std::move(s));
+      encodings.push_back(std::move(enc));
     }
+    flush();
+    progress(stage, static_cast<int64_t>(tb.size()), static_cast<int64_t>(tb.size()));
     r.seconds_per_stage.emplace_back(std::string(stage), seconds_since(t0));
   };
   score_treebank(report_tb, report_scorer, corpus.empty(), "treebank (report)", r.report_sentences);

@@ -552,6 +552,22 @@ struct HeadImportance {
   int rank = 0;         // 1 = the largest ablation effect (rank_importance; 0 before ranking)
 };
 
+// What every head's importance takes from each text: per text and head (layer-major), the effect of
+// ablating the head alone on that text and its proxy term. Texts are independent (zero ablation; a
+// packed pass's numbers do not depend on its companions), so the parts of two shards of a corpus,
+// concatenated in corpus order, are the parts of the whole corpus, and importance_from_parts gives
+// the whole corpus's importance bit for bit (on one build of headscope).
+struct ImportanceParts {
+  int n_layer = 0, n_head = 0;
+  bool causal = false;
+  std::vector<double> effect;  // [texts, n_layer · n_head]: Δ mean loss (decoders) or 1 − cos (encoders)
+  std::vector<double> proxy;   // [texts, n_layer · n_head]: mean over the text's tokens of ‖c_h(t)‖ / ‖x_l(t)‖
+  std::vector<int64_t> tokens;  // [texts]
+  size_t texts() const { return tokens.size(); }
+  // Appends `more` (same model shape; Error otherwise).
+  void append(const ImportanceParts& more);
+};
+
 // One point of a pruning curve: the first `removed` heads of an order ablated together.
 struct PruningPoint {
   int removed = 0;
@@ -574,6 +590,8 @@ class Ablator {
   AblationResult ablate(const std::vector<HeadRef>& heads) const;
   // Every head alone, in layer-major order, with the proxy (unranked; see measure_importance).
   std::vector<HeadImportance> importance() const;
+  // The same, per text (ImportanceParts); importance() is importance_from_parts of these.
+  ImportanceParts importance_parts() const;
   // Heads of `order` removed cumulatively; a point after every `step` heads (and the last).
   std::vector<PruningPoint> pruning_curve(const std::vector<HeadRef>& order, int step) const;
 
@@ -625,6 +643,11 @@ struct ImportanceResult {
   Seconds seconds;                    // of the per-head ablations and the proxy
 };
 ImportanceResult measure_importance(const Ablator& ablator);
+// Every head's importance over the texts of `parts`, in their order: each head's effect and proxy
+// averaged over the texts (summed in text order), ranked, with Spearman's rho; zero ablation.
+// Error for parts with no text or inconsistent sizes. seconds stay 0 (the parts' work was elsewhere).
+ImportanceResult importance_from_parts(const ImportanceParts& parts);
+std::vector<HeadImportance> head_importance(const ImportanceParts& parts);
 
 // A set of heads ablated together in one text (what POST /api/ablate answers).
 struct TextAblation {

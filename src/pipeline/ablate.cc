@@ -307,18 +307,29 @@ AblationResult Ablator::ablate(const std::vector<HeadRef>& heads) const {
   return result;
 }
 
-std::vector<HeadImportance> Ablator::importance() const {
+ImportanceParts Ablator::importance_parts() const {
   const ModelConfig& c = model_.config();
-  const int64_t L = c.n_layer, H = c.n_head, D = c.d_model;
-  std::vector<HeadImportance> out;
+  const int64_t L = c.n_layer, H = c.n_head, D = c.d_model, N = L * H, n = int64_t(texts_.size());
+  ImportanceParts parts;
+  parts.n_layer = c.n_layer, parts.n_head = c.n_head, parts.causal = c.causal;
+  parts.effect.resize(size_t(n * N));
+  parts.proxy.resize(size_t(n * N));
+  for (const Encoding& e : texts_) parts.tokens.push_back(int64_t(e.size()));
   for (int l = 0; l < L; ++l)
-    for (int h = 0; h < H; ++h) out.push_back({{l, h}, ablate({{l, h}}).effect, 0.0});
+    for (int h = 0; h < H; ++h) {
+      const AblationResult r = ablate({{l, h}});
+      for (int64_t i = 0; i < n; ++i) {
+        const TextEffect& e = r.texts[size_t(i)];
+        parts.effect[size_t(i * N + l * H + h)] =
+            c.causal ? e.mean_loss_after - e.mean_loss_before : e.embedding_distance;
+      }
+    }
   // The proxy from one plain run per text with the contributions: ‖O_h W_O,hᵀ (t)‖ / ‖x_l(t)‖.
   CaptureOptions contributions;
   contributions.attention = contributions.head_outputs = false;
   contributions.contributions = contributions.hidden_states = true;
-  for (const Encoding& e : texts_) {
-    const Capture cap = model_.run(e, contributions);
+  for (int64_t i = 0; i < n; ++i) {
+    const Capture cap = model_.run(texts_[size_t(i)], contributions);
     const int64_t T = cap.T;
     for (int64_t l = 0; l < L; ++l)
       for (int64_t h = 0; h < H; ++h) {
@@ -327,12 +338,43 @@ std::vector<HeadImportance> Ablator::importance() const {
           const float* o = cap.contributions.ptr() + ((l * H + h) * T + t) * D;
           const float* x = cap.hidden_states.ptr() + (l * T + t) * D;
           double no = 0, nx = 0;
-          for (int64_t i = 0; i < D; ++i) no += double(o[i]) * o[i], nx += double(x[i]) * x[i];
+          for (int64_t k = 0; k < D; ++k) no += double(o[k]) * o[k], nx += double(x[k]) * x[k];
           ratio += std::sqrt(no / nx);
         }
-        out[size_t(l * H + h)].proxy += ratio / double(T) / double(texts_.size());
+        parts.proxy[size_t(i * N + l * H + h)] = ratio / double(T);
       }
   }
+  return parts;
+}
+
+std::vector<HeadImportance> Ablator::importance() const { return head_importance(importance_parts()); }
+
+void ImportanceParts::append(const ImportanceParts& more) {
+  if (more.n_layer != n_layer || more.n_head != n_head || more.causal != causal)
+    throw Error("importance parts of a " + std::to_string(more.n_layer) + " x " + std::to_string(more.n_head) +
+                " model cannot join parts of a " + std::to_string(n_layer) + " x " + std::to_string(n_head) + " one");
+  effect.insert(effect.end(), more.effect.begin(), more.effect.end());
+  proxy.insert(proxy.end(), more.proxy.begin(), more.proxy.end());
+  tokens.insert(tokens.end(), more.tokens.begin(), more.tokens.end());
+}
+
+std::vector<HeadImportance> head_importance(const ImportanceParts& parts) {
+  const int64_t N = int64_t(parts.n_layer) * parts.n_head, n = int64_t(parts.texts());
+  if (n == 0) throw Error("importance: no text");
+  if (N <= 0 || parts.effect.size() != size_t(n * N) || parts.proxy.size() != size_t(n * N))
+    throw Error("importance: the parts hold " + std::to_string(parts.effect.size()) + " effects and " +
+                std::to_string(parts.proxy.size()) + " proxies for " + std::to_string(n) + " texts x " +
+                std::to_string(N) + " heads");
+  std::vector<HeadImportance> out;
+  for (int l = 0; l < parts.n_layer; ++l)
+    for (int h = 0; h < parts.n_head; ++h) {
+      const int64_t k = int64_t(l) * parts.n_head + h;
+      HeadImportance head{{l, h}, 0.0, 0.0};
+      for (int64_t i = 0; i < n; ++i) head.ablation += parts.effect[size_t(i * N + k)];  // in text order
+      head.ablation /= double(n);
+      for (int64_t i = 0; i < n; ++i) head.proxy += parts.proxy[size_t(i * N + k)] / double(n);
+      out.push_back(head);
+    }
   return out;
 }
 

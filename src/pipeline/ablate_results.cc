@@ -51,18 +51,23 @@ std::vector<HeadImportance> by_rank(const std::vector<HeadImportance>& heads) {
   return ranked;
 }
 
-ImportanceResult measure_importance(const Ablator& ablator) {
-  const Stopwatch clock;
-  const ModelConfig& c = ablator.model().config();
+ImportanceResult importance_from_parts(const ImportanceParts& parts) {
   ImportanceResult r;
-  r.n_layer = c.n_layer, r.n_head = c.n_head, r.causal = c.causal;
-  r.mode = ablator.options().mode;
-  for (const Encoding& e : ablator.texts()) r.tokens += static_cast<int64_t>(e.size());
-  r.heads = ablator.importance();
+  r.n_layer = parts.n_layer, r.n_head = parts.n_head, r.causal = parts.causal;
+  r.mode = Ablation::Mode::kZero;
+  for (const int64_t t : parts.tokens) r.tokens += t;
+  r.heads = head_importance(parts);
   rank_importance(r.heads);
   std::vector<double> ablation, proxy;
   for (const HeadImportance& h : r.heads) ablation.push_back(h.ablation), proxy.push_back(h.proxy);
   r.spearman = spearman(ablation, proxy);
+  return r;
+}
+
+ImportanceResult measure_importance(const Ablator& ablator) {
+  const Stopwatch clock;
+  ImportanceResult r = importance_from_parts(ablator.importance_parts());
+  r.mode = ablator.options().mode;
   r.seconds = clock.elapsed();
   return r;
 }

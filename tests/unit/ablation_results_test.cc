@@ -49,6 +49,42 @@ TEST(AblationResults, RemovableHeadsStopAtTheFirstChangeOfOnePercent) {
   EXPECT_EQ(removable_heads({{0, 0, 0}, {3, 0, -0.01}}), 0);
 }
 
+std::vector<Encoding> encode_all(const Model& model, const std::vector<std::string>& texts) {
+  std::vector<Encoding> out;
+  for (const std::string& t : texts) out.push_back(model.encode(t));
+  return out;
+}
+
+// Importance is "shard -> parts -> merge": the parts of two shards, appended in corpus order, give the
+// importance of one Ablator over all the texts bit for bit (whatever packed passes each shard made).
+TEST(AblationResults, ImportancePartsOfShardsMergeIntoTheWholeCorpusBitForBit) {
+  const Model& model = testing::default_model();
+  const std::vector<std::string> texts = {"The keys to the cabinet are on the table.", "It rained.",
+                                          "She gave him the book that he had asked for.", "Cats sleep a lot."};
+  const ImportanceResult whole = measure_importance(Ablator(model, encode_all(model, texts), {}));
+  ImportanceParts parts = Ablator(model, encode_all(model, {texts[0]}), {}).importance_parts();
+  parts.append(Ablator(model, encode_all(model, {texts[1], texts[2], texts[3]}), {}).importance_parts());
+  ASSERT_EQ(parts.texts(), 4u);
+  const ImportanceResult merged = importance_from_parts(parts);
+  ASSERT_EQ(merged.heads.size(), whole.heads.size());
+  for (size_t i = 0; i < whole.heads.size(); ++i) {
+    EXPECT_EQ(merged.heads[i].ablation, whole.heads[i].ablation) << i;
+    EXPECT_EQ(merged.heads[i].proxy, whole.heads[i].proxy) << i;
+    EXPECT_EQ(merged.heads[i].rank, whole.heads[i].rank) << i;
+  }
+  EXPECT_EQ(merged.spearman, whole.spearman);
+  EXPECT_EQ(merged.tokens, whole.tokens);
+  // The mean over texts, by hand, for one head.
+  const size_t N = whole.heads.size(), k = 17;
+  double sum = 0;
+  for (size_t i = 0; i < 4; ++i) sum += parts.effect[i * N + k];
+  EXPECT_EQ(whole.heads[k].ablation, sum / 4);
+  ImportanceParts other;
+  other.n_layer = 2, other.n_head = 2;
+  EXPECT_THROW(parts.append(other), Error);
+  EXPECT_THROW(importance_from_parts(ImportanceParts{}), Error);
+}
+
 TEST(AblationResults, ImportanceAndPruningComeFromThePipeline) {
   const Model& model = testing::default_model();
   const ModelConfig& c = model.config();

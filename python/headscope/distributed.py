@@ -1,5 +1,8 @@
 """headscope.distributed: corpus jobs on a Ray cluster (``pip install headscope[ray]``).
 
+Two jobs: :func:`corpus` (every head's statistics, roles and records over a corpus) and
+:func:`importance` (every head zero-ablated alone over a set of texts, ranked).
+
 The job is the one ``Model.corpus`` runs on one machine, split by Ray Data: the texts become a
 dataset, ``map_batches`` hands batches of them to a pool of actors that each load the model once
 (the C++ core runs with the GIL released, many texts per forward pass), every actor returns the
@@ -53,12 +56,7 @@ class _CorpusWorker:
     """One actor: the model loaded once, then batch after batch of texts."""
 
     def __init__(self, model_path: str, threads: int, options: dict[str, Any], records_dir: str | None) -> None:
-        import headscope
-
-        try:
-            self.model = headscope.load(model_path, threads=threads)
-        except Exception as e:  # noqa: BLE001 - re-raised with the node named
-            raise RuntimeError(f"node {socket.gethostname()} cannot load the model {model_path!r}: {e}") from e
+        self.model = _load(model_path, threads)
         self.options = options
         self.records_dir = records_dir
 
@@ -80,6 +78,137 @@ class _CorpusWorker:
             "partial": [result.stats.to_bytes()],
             "failures": [_json.dumps(failures)],
         }
+
+
+class _ImportanceWorker:
+    """One actor: the model loaded once, then each batch's importance parts (per text and head)."""
+
+    def __init__(self, model_path: str, threads: int) -> None:
+        self.model = _load(model_path, threads)
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
+        indices = [int(i) for i in batch["index"]]
+        parts = self.model._core.importance_parts([str(t).encode("utf-8") for t in batch["text"]])
+        return {
+            "first": [indices[0]],
+            "n_layer": [parts["n_layer"]],
+            "n_head": [parts["n_head"]],
+            "causal": [parts["causal"]],
+            "tokens": [_json.dumps(parts["tokens"])],
+            "effect": [parts["effect"].tobytes()],
+            "proxy": [parts["proxy"].tobytes()],
+        }
+
+
+def _load(model_path: str, threads: int) -> Any:
+    import headscope
+
+    try:
+        return headscope.load(model_path, threads=threads)
+    except Exception as e:  # noqa: BLE001 - re-raised with the node named
+        raise RuntimeError(f"node {socket.gethostname()} cannot load the model {model_path!r}: {e}") from e
+
+
+def _start(address: str | None) -> None:
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+
+
+def _pool(workers: int | None, threads_per_worker: int) -> int:
+    import ray
+
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    return workers or max(1, cpus // max(1, threads_per_worker))
+
+
+def importance(
+    model_path: str | os.PathLike,
+    texts: Iterable[str] | ray.data.Dataset,
+    *,
+    address: str | None = None,
+    workers: int | None = None,
+    threads_per_worker: int = 1,
+    memory_per_worker: int | None = None,
+    texts_per_batch: int = 8,
+    progress: bool | Callable[[int, int], None] = True,
+) -> dict[str, Any]:
+    """Every head zero-ablated alone over the texts, on a Ray cluster: what ``Model.importance``
+    returns for the same texts, bit for bit (ranks and Spearman's rho included; ``seconds`` is the
+    job's wall time).
+
+    Each actor returns, per text of its batch, every head's ablation effect and proxy term (a few KB
+    per text; docs/causal.md); the driver puts them in corpus order and averages them as one process
+    does (the core's ``importance_from_parts``). Texts are independent under zero ablation, so the
+    split does not change any number; a batch retried after a worker died counts once.
+    ``texts_per_batch``: texts per actor call (each runs n_layer · n_head ablations over them).
+    """
+    import numpy as np
+
+    import headscope
+
+    _start(address)
+    start = _now()
+    ds = _dataset(texts, None)
+    total = ds.count()
+    if total == 0:
+        raise ValueError("no texts: importance needs at least one")
+    parts = ds.map_batches(
+        _ImportanceWorker,
+        fn_constructor_args=(os.fspath(model_path), threads_per_worker),
+        batch_size=texts_per_batch,
+        batch_format="pandas",
+        compute=_actor_pool(_pool(workers, threads_per_worker)),
+        num_cpus=threads_per_worker,
+        memory=memory_per_worker,
+    )
+    batches: dict[int, dict[str, Any]] = {}
+    bar = _bar(progress, total, "importance (ray)")
+    done = 0
+    for row in parts.iter_rows():
+        first = int(row["first"])
+        if first in batches:  # a retried batch delivered twice: counted once
+            continue
+        batches[first] = row
+        n = len(_json.loads(row["tokens"]))
+        done += n
+        _advance(bar, progress, n, done, total)
+    if bar is not None:
+        bar.close()
+    rows = [batches[k] for k in sorted(batches)]
+    first = rows[0]
+    n_layer, n_head, causal = int(first["n_layer"]), int(first["n_head"]), bool(first["causal"])
+    tokens = [t for r in rows for t in _json.loads(r["tokens"])]
+    effect = np.concatenate([np.frombuffer(r["effect"], dtype=np.float64) for r in rows]).reshape(len(tokens), -1)
+    proxy = np.concatenate([np.frombuffer(r["proxy"], dtype=np.float64) for r in rows]).reshape(len(tokens), -1)
+    result = _json.loads(headscope._core.importance_from_parts(n_layer, n_head, causal, effect, proxy, tokens))
+    result["seconds"] = {"wall": _now() - start, "cpu": None}
+    return result
+
+
+def _actor_pool(size: int) -> Any:
+    import ray.data
+
+    return ray.data.ActorPoolStrategy(size=size)
+
+
+def _bar(progress: Any, total: int, desc: str) -> Any:
+    if progress is not True:
+        return None
+    try:
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc=desc, unit="text", leave=False)
+    except ImportError:  # pragma: no cover
+        return None
+
+
+def _advance(bar: Any, progress: Any, step: int, done: int, total: int) -> None:
+    if bar is not None:
+        bar.update(step)
+    elif callable(progress):
+        progress(done, total)
 
 
 def _dataset(texts: Iterable[str] | ray.data.Dataset, ids: Sequence[Any] | None) -> ray.data.Dataset:
@@ -125,15 +254,11 @@ def corpus(
     (texts done, texts in all) called as each batch's partial arrives. Raises the first worker error that is not a text's own (a model path a
     node cannot read, for instance), naming the node.
     """
-    import ray
-
-    if not ray.is_initialized():
-        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+    _start(address)
     start = _now()
     ds = _dataset(texts, ids)
     total = ds.count()
-    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-    pool = workers or max(1, cpus // max(1, threads_per_worker))
+    pool = _pool(workers, threads_per_worker)
     options = {"words": words, "batch_tokens": batch_tokens, "truncate": truncate, "probe": probe, "corpus": evidence}
     out_dir = os.fspath(records_dir) if records_dir is not None else None
     partials = ds.map_batches(
@@ -141,7 +266,7 @@ def corpus(
         fn_constructor_args=(os.fspath(model_path), threads_per_worker, options, out_dir),
         batch_size=texts_per_batch,
         batch_format="pandas",
-        compute=ray.data.ActorPoolStrategy(size=pool),
+        compute=_actor_pool(pool),
         num_cpus=threads_per_worker,
         memory=memory_per_worker,
         # A worker that dies (killed, out of memory) is restarted and its batch run again: Ray
@@ -161,14 +286,7 @@ def _merge(partials: ray.data.Dataset, out_dir: str | None, start: float, progre
     """Partials merged as they arrive; progress in texts (a tqdm bar shows texts/s and the ETA)."""
     import time
 
-    bar = None
-    if progress is True:
-        try:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=total, desc="corpus (ray)", unit="text", leave=False)
-        except ImportError:  # pragma: no cover
-            bar = None
+    bar = _bar(progress, total, "corpus (ray)")
     done = 0
     stats: CorpusStats | None = None
     failures: list[dict[str, Any]] = []
@@ -185,10 +303,7 @@ def _merge(partials: ray.data.Dataset, out_dir: str | None, start: float, progre
         failures.extend(batch_failures)
         batches += 1
         done += part.texts + len(batch_failures)
-        if bar is not None:
-            bar.update(part.texts + len(batch_failures))
-        elif callable(progress):
-            progress(done, total)
+        _advance(bar, progress, part.texts + len(batch_failures), done, total)
     if bar is not None:
         bar.close()
     if stats is None:

@@ -388,6 +388,52 @@ std::string importance(std::shared_ptr<PyModel> m, const std::vector<nb::bytes>&
   return nlohmann::json(measure_importance(Ablator(*m->model, encode_all(*m->model, items), {}))).dump();
 }
 
+// A float64 array that owns `values`, of the given shape.
+nb::ndarray<nb::numpy, double, nb::c_contig> float64_array(std::vector<double>&& values, std::vector<size_t> shape) {
+  auto* held = new std::vector<double>(std::move(values));
+  nb::capsule owner(held, [](void* p) noexcept { delete static_cast<std::vector<double>*>(p); });
+  return nb::ndarray<nb::numpy, double, nb::c_contig>(held->data(), shape.size(), shape.data(), owner);
+}
+
+// Importance in parts (pipeline.h, ImportanceParts): what a shard of texts returns to be merged.
+nb::dict importance_parts(std::shared_ptr<PyModel> m, const std::vector<nb::bytes>& texts) {
+  const std::vector<std::string> items = strings_of(texts);
+  ImportanceParts parts;
+  {
+    nb::gil_scoped_release release;
+    std::lock_guard lock(m->run_mutex);
+    m->set_threads();
+    parts = Ablator(*m->model, encode_all(*m->model, items), {}).importance_parts();
+  }
+  const size_t n = parts.texts(), N = size_t(parts.n_layer) * size_t(parts.n_head);
+  nb::dict d;
+  d["n_layer"] = parts.n_layer;
+  d["n_head"] = parts.n_head;
+  d["causal"] = parts.causal;
+  d["tokens"] = parts.tokens;
+  d["effect"] = float64_array(std::move(parts.effect), {n, N});
+  d["proxy"] = float64_array(std::move(parts.proxy), {n, N});
+  return d;
+}
+
+using Float64Rows = nb::ndarray<const double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+
+// Every head's importance from the parts of all the texts, in corpus order (importance_from_parts).
+std::string importance_from_parts_json(int n_layer, int n_head, bool causal, Float64Rows effect, Float64Rows proxy,
+                                       const std::vector<int64_t>& tokens) {
+  ImportanceParts parts;
+  parts.n_layer = n_layer, parts.n_head = n_head, parts.causal = causal;
+  parts.tokens = tokens;
+  const size_t N = size_t(n_layer) * size_t(n_head);
+  if (effect.shape(0) != tokens.size() || proxy.shape(0) != tokens.size() || effect.shape(1) != N ||
+      proxy.shape(1) != N)
+    throw Error("importance parts: effect and proxy must be [texts, n_layer * n_head] = [" +
+                std::to_string(tokens.size()) + ", " + std::to_string(N) + "]");
+  parts.effect.assign(effect.data(), effect.data() + effect.size());
+  parts.proxy.assign(proxy.data(), proxy.data() + proxy.size());
+  return nlohmann::json(importance_from_parts(parts)).dump();
+}
+
 // ---- circuits: activation and path patching, prompt pairs, the logit lens (docs/python.md) ----
 
 // A circuits error as Python says it: the CLI flag the core names for own pairs, as the keyword argument.
@@ -830,13 +876,17 @@ void register_corpus_jobs(nb::class_<PyModel>& model) {
       .def("ablate", &ablate, "texts"_a, "heads"_a, "mode"_a, "reference"_a, "seed"_a,
            "The heads ablated together over the texts, as JSON (AblationResult, docs/causal.md).")
       .def("importance", &importance, "texts"_a,
-           "Every head zero-ablated alone over the texts, ranked, as JSON (/api/importance's reply).");
+           "Every head zero-ablated alone over the texts, ranked, as JSON (/api/importance's reply).")
+      .def("importance_parts", &importance_parts, "texts"_a,
+           "Every head zero-ablated alone, per text: {n_layer, n_head, causal, tokens, effect, proxy}.");
   model.def("corpus", &corpus, "texts"_a, "ids"_a, "records"_a, "words"_a, "batch_tokens"_a, "truncate"_a, "probe"_a,
             "corpus"_a, "progress"_a.none(),
             "Every text in packed passes: (records CSV or None, CorpusStats, summary JSON).");
 }
 
 void register_corpus(nb::module_& m) {
+  m.def("importance_from_parts", &importance_from_parts_json, "n_layer"_a, "n_head"_a, "causal"_a, "effect"_a,
+        "proxy"_a, "tokens"_a, "Every head's importance from the parts of all the texts, in corpus order, as JSON.");
   nb::class_<PyCorpusStats>(m, "CorpusStats", "Mergeable corpus statistics (internal; see headscope.CorpusStats).")
       .def_static(
           "from_bytes",

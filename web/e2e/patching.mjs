@@ -1,6 +1,8 @@
 // The Patching and Logit lens views in Chromium against one live server, at 1400 × 900 and on a
 // 390 × 844 phone: the example pair's tokens and counts, a sweep whose grid has a cell per layer ×
 // head and shows the API's numbers, a click on a head that runs path patching to every later head,
+// the clicked head's logit lens (decoders: the numbers of POST /api/head_lens, a later click
+// winning over an earlier one, dimmed when the answers change; encoders: a line, and no request),
 // a corrupted prompt of another length refused in words, key/value heads labelled with their group
 // (decoders), and the logit lens's n_layer + 1 rows (decoders) or its refusal (encoders).
 // Decoders patch a few layers only, so that the pass stays short. Screenshots: test-results/30-<tag>-*.png.
@@ -23,11 +25,92 @@ async function open(browser, base, viewport, view) {
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
+  // The head lens requests the page makes (none on an encoder).
+  const headLensRequests = [];
+  page.on('request', (r) => {
+    if (new URL(r.url()).pathname === '/api/head_lens') headLensRequests.push(r.postData());
+  });
   await page.goto(`${base}/?view=${view}`);
   await page.waitForFunction(() => /^\d+$/.test(document.body.getAttribute('data-ready') ?? ''), null, {
     timeout: 120000,
   });
-  return { context, page, errors };
+  return { context, page, errors, headLensRequests };
+}
+
+/** A head lens effect as the page writes it: sign and two decimals. */
+const signedEffect = (v) => `${v >= 0 ? '+' : ''}${v.toFixed(2)}`;
+/** A head lens token as the page writes it: a leading space as ␣, line breaks as ↵, at most 16 characters. */
+function lensToken(text) {
+  const t = text.replace(/^ /, '␣').replace(/\n/g, '↵').replace(/\t/g, '⇥').replace(/\s+/g, ' ');
+  return t.length > 16 ? t.slice(0, 15) + '…' : t;
+}
+
+/** Waits until the head lens panel has settled on head (layer, head). */
+async function waitForHeadLens(page, layer, head) {
+  await page.waitForFunction(
+    ([l, h]) => {
+      const d = document.querySelector('#head-lens')?.dataset;
+      return d && d.layer === String(l) && d.head === String(h) && d.state !== 'running';
+    },
+    [layer, head],
+    { timeout: 60000 },
+  );
+  const state = await page.getAttribute('#head-lens', 'data-state');
+  if (state !== 'ready')
+    throw new Error(`the head lens ended in "${state}": ${await page.textContent('#head-lens-status')}`);
+}
+
+/** What the head lens panel shows, next to a direct POST /api/head_lens for the same head and prompts. */
+async function checkHeadLens(page, base, model, layer, head) {
+  await waitForHeadLens(page, layer, head);
+  const tokens = [await page.inputValue('#patch-answer'), await page.inputValue('#patch-wrong')];
+  const text = await page.inputValue('#patch-clean');
+  const api = await post(base, '/api/head_lens', { text, layer, head, tokens, top_k: 8 });
+  assert.equal(api.status, 200, JSON.stringify(api.body));
+  const r = api.body;
+  assert.equal(
+    await page.textContent('#head-lens-title'),
+    `Logit lens of L${layer + 1} H${head + 1} (index ${layer}.${head})`,
+  );
+  const diff = r.followed[0].logit - r.followed[1].logit;
+  assert.equal(await page.textContent('#head-lens-diff strong'), signedEffect(diff));
+  assert.ok(Math.abs(Number(await page.getAttribute('#head-lens-diff', 'data-value')) - diff) < 1e-9);
+  assert.match(await page.textContent('#head-lens-diff'), /answer − wrong = [+-]\d+\.\d\d/);
+  const followed = await page.$$eval('#head-lens-followed tbody tr', (rows) =>
+    rows.map((row) => ({
+      id: Number(row.dataset.id),
+      token: row.querySelector('th .head-lens-token').textContent,
+      cells: [...row.querySelectorAll('td')].map((td) => td.textContent),
+    })),
+  );
+  assert.equal(followed.length, 2);
+  r.followed.forEach((t, i) => {
+    assert.equal(followed[i].id, t.id);
+    assert.equal(followed[i].token, lensToken(t.text));
+    assert.equal(followed[i].cells[0], signedEffect(t.logit));
+    assert.ok(followed[i].cells[1].startsWith(`${t.rank + 1} of ${model.vocab_size}`), followed[i].cells[1]);
+    assert.equal(followed[i].cells[2], t.model_logit.toFixed(2));
+  });
+  for (const [id, list] of [
+    ['#head-lens-promoted', r.promoted],
+    ['#head-lens-suppressed', r.suppressed],
+  ]) {
+    const shown = await page.$$eval(`${id} li`, (items) =>
+      items.map((li) => [...li.querySelectorAll('span')].map((e) => e.textContent)),
+    );
+    assert.deepEqual(
+      shown,
+      list.map((t) => [lensToken(t.text), signedEffect(t.logit)]),
+      id,
+    );
+  }
+  assert.equal(r.promoted.length, 8);
+  assert.ok((await page.textContent('#head-lens-readout')).includes(r.readout));
+  const read = await page.textContent('#head-lens-read');
+  assert.match(read, new RegExp(`position ${r.position}\\b`));
+  if (model.n_kv_head < model.n_head)
+    assert.match(read, new RegExp(`key/value head ${r.kv_head + 1} \\(index ${r.kv_head}\\)`));
+  return r;
 }
 
 /** Runs the sweep in the page (layers as the page counts them, "" for all) and waits for its grid. */
@@ -81,7 +164,7 @@ export async function patchingTests(base, suite, outDir, { tag }) {
       { width: 390, height: 844 },
     ]) {
       const size = `${viewport.width}×${viewport.height}`;
-      const { context, page, errors } = await open(browser, base, viewport, 'patching');
+      const { context, page, errors, headLensRequests } = await open(browser, base, viewport, 'patching');
       await suite.test(`${tag} ${size}: the example pair's tokens match in count`, async () => {
         await page.waitForSelector('#patch-count[data-match="true"]', { timeout: 30000 });
         const clean = await page.inputValue('#patch-clean');
@@ -140,6 +223,40 @@ export async function patchingTests(base, suite, outDir, { tag }) {
         assert.match(await page.textContent('#path-title'), new RegExp(`from L${layer + 1} H1`));
         await shot(page, '#patch-path', `${viewport.width}-path`);
       });
+
+      await suite.test(
+        `${tag} ${size}: the clicked head's logit lens ${model.causal ? "shows the API's numbers" : 'needs a decoder, and is not asked for'}`,
+        async () => {
+          const layer = L - 2;
+          if (!model.causal) {
+            await page.waitForSelector('#head-lens[data-state="encoder"]', { timeout: 30000 });
+            assert.match(
+              await page.textContent('#head-lens-status'),
+              /is an encoder: .*the logit lens needs a decoder/,
+            );
+            assert.equal(await page.$$eval('#head-lens-body > *', (els) => els.length), 0);
+            assert.deepEqual(headLensRequests, []);
+            const refused = await post(base, '/api/head_lens', { text: 'The animal was tired.', layer: 0, head: 0 });
+            assert.equal(refused.status, 400);
+            assert.equal(refused.body.error.code, 'not_causal');
+            return;
+          }
+          await checkHeadLens(page, base, model, layer, 0);
+          await shot(page, '#head-lens', `${viewport.width}-head-lens`);
+          // Two clicks in a row: the panel ends on the second head, whatever order the replies come in.
+          await page.click(`#patch-grid .patch-cell[data-layer="${L - 1}"][data-head="1"]`);
+          await page.click(`#patch-grid .patch-cell[data-layer="${L - 1}"][data-head="2"]`);
+          assert.equal(await page.getAttribute('#head-lens', 'data-head'), '2');
+          await checkHeadLens(page, base, model, L - 1, 2);
+          // Another answer: the panel no longer shows the prompts in the boxes, and says so.
+          const answer = await page.inputValue('#patch-answer');
+          await page.fill('#patch-answer', ' Alice');
+          await page.waitForSelector('#head-lens.stale[data-state="stale"]', { timeout: 10000 });
+          assert.match(await page.textContent('#head-lens-status'), /changed since this lens was read/);
+          await page.fill('#patch-answer', answer);
+          assert.equal(await page.getAttribute('#head-lens', 'data-state'), 'stale');
+        },
+      );
 
       await suite.test(`${tag} ${size}: a corrupted prompt of another length is refused in words`, async () => {
         const clean = await page.inputValue('#patch-clean');

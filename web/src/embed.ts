@@ -68,6 +68,7 @@ class EmbeddedExplorer {
       attention: (...args) => this.api.attention(...args),
       patch: (request) => this.api.patch(request),
       logitLens: (...args) => this.api.logitLens(...args),
+      headLens: (request) => this.api.headLens(request),
       tokenize: (...args) => this.api.tokenize(...args),
       composition: (request) => this.api.composition(request),
     };

@@ -408,6 +408,59 @@ export interface LensResult {
   layers: { layer: number; top: LensEntry[]; followed: LensEntry[] }[];
 }
 
+/** POST /api/head_lens: one head of a decoder read through the unembedding at one position. */
+export interface HeadLensRequest {
+  text: string;
+  /** 0-based, as the API counts. */
+  layer: number;
+  head: number;
+  /** The position read; absent: the last token. */
+  position?: number;
+  /** Tokens to follow, each written as it follows the text (" Mary"); absent: the model's prediction. */
+  tokens?: string[];
+  /** Tokens listed as raised and as lowered. */
+  top_k?: number;
+  truncate?: boolean;
+}
+
+/** A token of a head's logit lens. */
+export interface HeadLensEntry {
+  id: number;
+  /** The token as the tokenizer decodes it alone (" Mary"). */
+  text: string;
+  /** The head's direct effect on this token's logit: its output through W_O, the norms linearised
+   *  at the run's own scale, and the unembedding. */
+  logit: number | null;
+  /** Where the head puts this token among the vocabulary: 0 for the one it raises most. */
+  rank: number;
+  /** The model's own logit of the token at this position. */
+  model_logit: number | null;
+}
+
+/** The reply of POST /api/head_lens ("headscope.head_lens/1"); decoders only (encoders: 400 not_causal). */
+export interface HeadLensResult {
+  schema: string;
+  model: Pick<ModelInfo, 'name' | 'architecture' | 'causal' | 'n_layer' | 'n_head' | 'n_kv_head' | 'vocab_size'>;
+  tokens: TokenInfo[];
+  position: number;
+  token: { id: number; text: string; display: string };
+  layer: number;
+  head: number;
+  /** The key/value head the head reads (equal to head without grouped-query attention). */
+  kv_head: number;
+  top_k: number;
+  /** True when no token was named and the model's own prediction is followed. */
+  followed_prediction: boolean;
+  /** How the norms after the head were linearised, in a sentence. */
+  readout: string;
+  /** The top_k tokens the head raises most, most first. */
+  promoted: HeadLensEntry[];
+  /** The top_k tokens it lowers most, most first. */
+  suppressed: HeadLensEntry[];
+  /** The named tokens in the order asked (or the prediction). */
+  followed: HeadLensEntry[];
+}
+
 /** POST /api/tokenize: a text's tokens as the model reads it (no model run). */
 export interface TokenizeResult {
   text: string;
@@ -516,6 +569,7 @@ export class ApiClient {
   private importances = new PromiseCache<ImportanceResult>(8);
   private patches = new PromiseCache<PatchResult>(16);
   private lenses = new PromiseCache<LensResult>(16);
+  private headLenses = new PromiseCache<HeadLensResult>(32);
   private tokenizations = new PromiseCache<TokenizeResult>(64);
   private compositions = new PromiseCache<CompositionResult>(4);
 
@@ -604,6 +658,14 @@ export class ApiClient {
   logitLens(text: string, position: number | null, tokens: string[] = [], topK = 10): Promise<LensResult> {
     const body = { text, truncate: true, top_k: topK, ...(position === null ? {} : { position }), tokens };
     return this.lenses.get(JSON.stringify(body), async () => (await this.post('/api/logit_lens', body)).json());
+  }
+
+  /** One head's logit lens (decoders). The explorer sends the request as given: a patching prompt
+   *  is read at its own last token, so it is not truncated unless asked. */
+  headLens(request: HeadLensRequest): Promise<HeadLensResult> {
+    return this.headLenses.get(JSON.stringify(request), async () =>
+      (await this.post('/api/head_lens', request)).json(),
+    );
   }
 
   /** The tokens of `text`; special: with the model's special tokens (as a prompt is run), or bare (an answer). */

@@ -21,6 +21,7 @@ import {
   type CompositionResult,
   type Decomposition,
   type GenerateResult,
+  type HeadLensResult,
   type ImportanceResult,
   type LensResult,
   type LinkResult,
@@ -202,6 +203,9 @@ export class EmbeddedClient extends ApiClient {
   }
   override logitLens(..._args: unknown[]): Promise<LensResult> {
     return this.refuse('the logit lens');
+  }
+  override headLens(..._args: unknown[]): Promise<HeadLensResult> {
+    return this.refuse('the logit lens of a head');
   }
   override tokenize(..._args: unknown[]): Promise<TokenizeResult> {
     return this.refuse('tokenising another prompt');

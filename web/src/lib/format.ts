@@ -33,3 +33,9 @@ export function tokenLabel(text: string, maxLength = 14): string {
   const t = text.replace(/\s+/g, ' ');
   return t.length > maxLength ? t.slice(0, maxLength - 1) + '…' : t;
 }
+
+/** A token as a reader sees it: a leading space as ␣, line breaks as ↵, tabs as ⇥ (the logit
+ *  lenses list tokens by their decoded text, " Paris", where a space would not show). */
+export function visibleToken(text: string): string {
+  return text.replace(/^ /, '␣').replace(/\n/g, '↵').replace(/\t/g, '⇥');
+}

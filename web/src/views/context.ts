@@ -43,6 +43,8 @@ export interface ViewHost {
   patch: ApiClient['patch'];
   /** The logit lens of a text (POST /api/logit_lens). */
   logitLens: ApiClient['logitLens'];
+  /** One head's logit lens (POST /api/head_lens, decoders). */
+  headLens: ApiClient['headLens'];
   /** A text's tokens (POST /api/tokenize). */
   tokenize: ApiClient['tokenize'];
   /** Composition scores of every pair of heads (POST /api/composition). */

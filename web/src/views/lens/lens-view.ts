@@ -9,7 +9,7 @@ import { attentionColour, readableOn } from '../../lib/colour';
 import { ApiError, type LensResult } from '../../lib/api';
 import { h } from '../../lib/dom';
 import { csvField, download, exportName } from '../../lib/export';
-import { tokenLabel } from '../../lib/format';
+import { tokenLabel, visibleToken } from '../../lib/format';
 import { layerName } from '../../lib/numbering';
 import type { Scene, SceneItem } from '../../lib/scene';
 import { THEME } from '../../lib/theme';
@@ -28,10 +28,9 @@ export function lensRowLabel(layer: number, nLayer: number): string {
   return `after ${layerName(layer - 1)}${layer === nLayer ? ' (output)' : ''}`;
 }
 
-/** A token as a reader sees it: a leading space as ␣, line breaks as ↵. */
-export function lensToken(text: string): string {
-  return text.replace(/^ /, '␣').replace(/\n/g, '↵').replace(/\t/g, '⇥');
-}
+/** A token as a reader sees it: a leading space as ␣, line breaks as ↵ (shared with the Patching
+ *  view's head lens). */
+export const lensToken = visibleToken;
 
 /** The lens as CSV: one row per layer and listed token (kind "top" or "followed"). */
 export function lensCsv(r: LensResult): string {

@@ -3,15 +3,20 @@
 // type, and whether the counts match), on a decoder the answer and the wrong token, picks a site and
 // a direction, and runs. The result is a layer × head grid of normalised effects (layer × position
 // for the residual stream, bars for whole blocks); clicking a head runs path patching from it to
-// every later head through the chosen input, and gives its direct effect on the output.
+// every later head through the chosen input, and gives its direct effect on the output; on a
+// decoder it also shows the head's logit lens (POST /api/head_lens, head-lens.ts): what its own
+// output does to the answer's and the wrong token's logits, and which tokens it raises and lowers.
 //
 // State: the prompts follow the explorer's text (an example pair for the default text); a new text
 // clears every result, and a reply for prompts or settings that have changed since is dropped.
+// The head's logit lens is dimmed, and marked as such, when the clean prompt or the answers change.
 // Another view may ask for one path (state.path: the Composition view's pair of heads): it is traced
 // on the prompts shown, from the sender into that one receiver through the input named.
 
 import {
   ApiError,
+  type HeadLensRequest,
+  type HeadLensResult,
   type ModelInfo,
   type PatchDirection,
   type PatchMetric,
@@ -31,6 +36,7 @@ import { DEFAULT_TEXT, type PathRef, type ViewState } from '../../lib/state';
 import { THEME } from '../../lib/theme';
 import type { ExportableView, ViewContext } from '../context';
 import { EffectGrid } from './effect-grid';
+import { HeadLensPanel, type LensInputs } from './head-lens';
 import {
   effectLimit,
   METRIC_LABELS,
@@ -49,6 +55,7 @@ import { PromptBox } from './prompt-box';
 
 export interface PatchingCallbacks {
   patch(request: PatchRequest): Promise<PatchResult>;
+  headLens(request: HeadLensRequest): Promise<HeadLensResult>;
   tokenize(text: string, special: boolean): Promise<TokenizeResult>;
   change(patch: Partial<ViewState>): void;
 }
@@ -108,6 +115,12 @@ export class PatchingView implements ExportableView {
   private pathDirect: HTMLElement;
   private pathGrid: EffectGrid;
   private pathLinks: HTMLElement;
+  /** The clicked head's logit lens (decoders), on the prompts of the sweep shown. */
+  private headLens = new HeadLensPanel({
+    headLens: (request) => this.callbacks.headLens(request),
+    current: () => this.lensInputs(),
+    describeError: (e) => refusal(e),
+  });
   private model: ModelInfo | null = null;
   /** The explorer text the prompts were last set from. */
   private text: string | null = null;
@@ -266,6 +279,7 @@ export class PatchingView implements ExportableView {
       ),
       this.status,
       this.result,
+      this.headLens.el,
       this.path,
     );
   }
@@ -333,6 +347,7 @@ export class PatchingView implements ExportableView {
   private edited(): void {
     this.generation++;
     this.drawCount();
+    this.headLens.check();
     if (this.shown) {
       this.result.classList.add('stale');
       this.status.className = 'status';
@@ -354,6 +369,11 @@ export class PatchingView implements ExportableView {
       a === b
         ? `Both prompts are ${a} tokens ✓`
         : `The clean prompt is ${a} tokens and the corrupted one ${b}. Patching copies activations position by position, so both need the same number of tokens: change a word of the corrupted prompt for one of the same length in tokens.`;
+  }
+
+  /** What a head's logit lens reads: the clean prompt in the box and the answer pair. */
+  private lensInputs(): LensInputs {
+    return { text: this.clean.value, tokens: [this.answer.value, this.wrong.value] };
   }
 
   private shownSite(): PatchSite {
@@ -418,7 +438,7 @@ export class PatchingView implements ExportableView {
     this.result.setAttribute('data-site', site);
     this.status.className = 'status';
     this.status.textContent = HEAD_SITES.includes(site)
-      ? 'Click a head to trace where its effect goes (path patching).'
+      ? `Click a head to trace where its effect goes (path patching)${m.causal ? ' and to read its logit lens' : ''}.`
       : '';
     const metric = METRIC_LABELS[result.metric];
     this.summary.textContent = `${metric}: clean ${num(result.clean)}, corrupted ${num(result.corrupt)} · ${result.direction} · ${result.passes} patched runs in ${result.seconds.wall.toFixed(1)} s. Colour: (patched − corrupted) / (clean − corrupted), 1 = the clean behaviour, 0 = the corrupted one.`;
@@ -464,6 +484,7 @@ export class PatchingView implements ExportableView {
     this.pathShown = null;
     this.path.hidden = true;
     this.pathGrid.clear();
+    this.headLens.clear();
   }
 
   /** Path patching from (layer, head) to every later head through the chosen input, and to the logits. */
@@ -474,6 +495,8 @@ export class PatchingView implements ExportableView {
     this.forgetAskedPath();
     this.sender = { layer, head };
     this.grid.update(shown.grid, shown.limit, this.sender);
+    const r = shown.request;
+    void this.headLens.show(m, { text: r.clean, tokens: [r.answer ?? '', r.wrong ?? ''] }, layer, head);
     const input = this.pathInput.value as PathInput;
     const base: PatchRequest = { ...shown.request, senders: [[layer, head]] };
     delete base.sites;

@@ -414,7 +414,9 @@ json dla_json(const ModelConfig& config, const Encoding& encoding,
           {"model", config},
           {"linearisation",
            "final norm frozen at the full residual's scale: each part c adds (c / rms(x)) * gamma . u "
-           "(LayerNorm: (c - mean c) / std(x) * gamma . u, and beta . u on its own)"},
+           "(LayerNorm: (c - mean c) / std(x) * gamma . u, and beta . u on its own); where a norm follows each "
+           "attention block (Gemma 2/3, OLMo 2) an attention part first goes through it frozen at that block's own "
+           "scale, c -> gamma_l * c / rms(attention output); the logit is the one before any final soft-cap"},
           {"tokens", encoding},
           {"attributions", attributions}};
 }

@@ -157,6 +157,26 @@ struct PatchReport {
 // a logit metric on an encoder), a layer out of range, or an empty set of pairs.
 PatchReport patch_sweep(const Model& model, PromptPairs& pairs, const PatchRequest& request);
 
+// A sweep's numbers per pair, before the mean over pairs: what a shard of a dataset of pairs returns.
+// Pairs are independent (each runs alone), so the parts of shards appended in dataset order are the
+// whole dataset's parts, and patch_report of them is patch_sweep over the whole dataset, bit for bit.
+struct PatchParts {
+  PatchMetric metric = PatchMetric::kLogitDiff;
+  PatchDirection direction = PatchDirection::kDenoise;
+  int64_t n_tokens = 0;                // of the first pair's prompts
+  std::vector<PatchEffect> sites;      // the sites patched (value and normalised unset)
+  std::vector<double> clean, corrupt;  // [pairs] unpatched metrics
+  std::vector<double> values;          // [pairs, sites] patched metrics
+  int64_t passes = 0;
+  size_t pairs() const { return clean.size(); }
+  // Appends `more`: Error unless it patched the same sites with the same metric and direction.
+  void append(const PatchParts& more);
+};
+PatchParts patch_sweep_parts(const Model& model, PromptPairs& pairs, const PatchRequest& request);
+// The means over the pairs of `parts` (summed in pair order) and the normalised effects. Error for
+// parts with no pair or inconsistent sizes.
+PatchReport patch_report(const PatchParts& parts);
+
 // The outputs of a set of heads patched together (every position), e.g. the top heads of a sweep:
 // how much of the behaviour they carry between them. Throws Error for a head the model lacks.
 struct HeadSetEffect {

@@ -737,6 +737,16 @@ PatchExperiment run_patch_sweep(const Model& model, PromptPairs& pairs, const Pa
 PatchExperiment run_path_patch(const Model& model, PromptPairs& pairs, const PathPatchRequest& request);
 PatchExperiment run_head_set_patch(const Model& model, PromptPairs& pairs, const std::vector<HeadRef>& heads,
                                    PatchDirection direction, PatchMetric metric);
+// A sweep in parts (circuits.h, PatchParts, patch_sweep_parts), for a job split over shards of a
+// dataset of pairs: one shard's parts as bytes ("headscope.patch_parts/1" in CBOR: every double exact), read back with
+// patch_parts_from_bytes (Error for anything else), and the experiment of all the pairs' parts
+// appended in dataset order — the document run_patch_sweep writes for the whole dataset, with the
+// seconds given (the shards' work was elsewhere).
+std::string patch_parts_to_bytes(const PatchParts& parts);
+PatchParts patch_parts_from_bytes(std::string_view bytes);
+PatchExperiment patch_experiment_from_parts(const ModelConfig& model, const std::string& task, uint64_t seed,
+                                            const PatchParts& parts, Seconds seconds);
+
 // One CSV row per result: site,layer,head,position,value,normalised (path patching:
 // receivers,input,value,normalised).
 std::string patch_csv(const PatchExperiment& experiment);

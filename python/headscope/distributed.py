@@ -1,7 +1,8 @@
 """headscope.distributed: corpus jobs on a Ray cluster (``pip install headscope[ray]``).
 
-Two jobs: :func:`corpus` (every head's statistics, roles and records over a corpus) and
-:func:`importance` (every head zero-ablated alone over a set of texts, ranked).
+Three jobs: :func:`corpus` (every head's statistics, roles and records over a corpus),
+:func:`importance` (every head zero-ablated alone over a set of texts, ranked) and :func:`patch`
+(an activation-patching sweep over a dataset of prompt pairs).
 
 The job is the one ``Model.corpus`` runs on one machine, split by Ray Data: the texts become a
 dataset, ``map_batches`` hands batches of them to a pool of actors that each load the model once
@@ -18,6 +19,7 @@ Runs on a local Ray instance by default; ``address=`` joins an existing cluster 
 
 from __future__ import annotations
 
+import dataclasses
 import json as _json
 import os
 import socket
@@ -185,6 +187,99 @@ def importance(
     result = _json.loads(headscope._core.importance_from_parts(n_layer, n_head, causal, effect, proxy, tokens))
     result["seconds"] = {"wall": _now() - start, "cpu": None}
     return result
+
+
+class _PatchWorker:
+    """One actor: the model loaded once, then each batch of pairs' sweep in parts (per pair)."""
+
+    def __init__(self, model_path: str, threads: int, request: dict[str, Any]) -> None:
+        self.model = _load(model_path, threads)
+        self.request = request
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
+        import headscope
+
+        indices = [int(i) for i in batch["index"]]
+        pairs = [_json.loads(p) for p in batch["pair"]]
+        document = headscope._pairs_document(pairs, causal=self.model.config.causal)
+        r = self.request
+        parts, model = self.model._core.patch_parts(document, r["sites"], r["direction"], r["metric"], r["layers"])
+        config = _json.dumps(dataclasses.asdict(self.model.config))
+        return {"first": [indices[0]], "pairs": [len(pairs)], "parts": [parts], "model": [model], "config": [config]}
+
+
+def patch(
+    model_path: str | os.PathLike,
+    pairs: Iterable[dict] | str | os.PathLike,
+    *,
+    sites: str | Iterable[str] = "head",
+    direction: str | None = None,
+    metric: str | None = None,
+    layers: int | Iterable[int] | None = None,
+    address: str | None = None,
+    workers: int | None = None,
+    threads_per_worker: int = 1,
+    memory_per_worker: int | None = None,
+    pairs_per_batch: int = 4,
+    progress: bool | Callable[[int, int], None] = True,
+) -> Any:
+    """An activation-patching sweep (``Model.patch`` with ``sites``, ``direction``, ``metric`` and
+    ``layers``) over a dataset of prompt pairs on a Ray cluster; returns the PatchResult that
+    ``Model.patch(pairs=pairs, ...)`` returns, bit for bit (``seconds`` aside).
+
+    ``pairs``: a PromptPairs (``headscope.ioi_pairs(model, 500)``), a list of dicts {"clean",
+    "corrupt", "answer", "wrong"} or the path of a pairs file. Each actor runs the sweep on
+    ``pairs_per_batch`` pairs and returns every pair's clean, corrupted and patched metrics (8 bytes
+    per site and pair); the driver appends them in dataset order and averages them as one process
+    does (the core's ``patch_report``). Pairs are independent, so the split changes no number; a
+    batch retried after a worker died counts once. All pairs must have the same token count when a
+    site is per position.
+    """
+    import headscope
+
+    if isinstance(pairs, (str, os.PathLike)):
+        loaded = headscope.read_pairs(pairs)
+    else:
+        loaded = pairs
+    items = list(loaded)
+    if not items:
+        raise ValueError("no prompt pairs: patching needs at least one")
+    task, seed = getattr(loaded, "task", "custom"), int(getattr(loaded, "seed", 0))
+    request = {"sites": headscope._sites(sites), "direction": direction or "", "metric": metric or "",
+               "layers": headscope._layers(layers)}
+    _start(address)
+    start = _now()
+    import ray.data
+
+    ds = ray.data.from_items([{"index": i, "pair": _json.dumps(dict(p))} for i, p in enumerate(items)])
+    parts = ds.map_batches(
+        _PatchWorker,
+        fn_constructor_args=(os.fspath(model_path), threads_per_worker, request),
+        batch_size=pairs_per_batch,
+        batch_format="pandas",
+        compute=_actor_pool(_pool(workers, threads_per_worker)),
+        num_cpus=threads_per_worker,
+        memory=memory_per_worker,
+    )
+    shards: dict[int, dict[str, Any]] = {}
+    bar = _bar(progress, len(items), "patching (ray)")
+    done = 0
+    for row in parts.iter_rows():
+        first = int(row["first"])
+        if first in shards:  # a retried batch delivered twice: counted once
+            continue
+        shards[first] = row
+        done += int(row["pairs"])
+        _advance(bar, progress, int(row["pairs"]), done, len(items))
+    if bar is not None:
+        bar.close()
+    rows = [shards[k] for k in sorted(shards)]
+    raw = headscope._core.patch_from_parts(rows[0]["model"], task, seed, [r["parts"] for r in rows], _now() - start)
+    result = _json.loads(raw)
+    fields = _json.loads(rows[0]["config"])
+    config = headscope.Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
+    shape = type("_Shape", (), {"config": config})()  # what PatchResult reads of a model
+    return headscope.PatchResult(shape, result, headscope.PromptPairs(items, task=task, seed=seed))
 
 
 def _actor_pool(size: int) -> Any:

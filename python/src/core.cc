@@ -510,6 +510,51 @@ std::pair<std::string, std::string> patch(std::shared_ptr<PyModel> m, nb::bytes 
   }
 }
 
+// A sweep over one shard of a dataset of pairs, in parts (pipeline.h, patch_parts_to_bytes): (the
+// parts as bytes, the model's description as JSON). `pairs_json`: a pairs document.
+std::pair<nb::bytes, std::string> patch_parts(std::shared_ptr<PyModel> m, const std::string& pairs_json,
+                                              const std::vector<std::string>& sites, const std::string& direction,
+                                              const std::string& metric, const std::vector<int>& layers) {
+  std::string bytes, model_json;
+  {
+    nb::gil_scoped_release release;
+    std::lock_guard lock(m->run_mutex);
+    m->set_threads();
+    try {
+      const Model& model = *m->model;
+      PromptPairs pairs = prompt_pairs_from_json(pairs_json, "pairs");
+      check_pairs(model, pairs);
+      PatchRequest r;
+      r.sweeps.clear();
+      for (const std::string& site : sites) r.sweeps.push_back(patch_sweep_from_name(site));
+      if (r.sweeps.empty())
+        throw Error("sites: name at least one site (head, q, k, v, pattern, resid, attn, mlp, ...)");
+      r.direction = direction.empty() ? PatchDirection::kDenoise : patch_direction_from_name(direction);
+      r.metric = metric.empty() ? (model.config().causal ? PatchMetric::kLogitDiff : PatchMetric::kCosine)
+                                : patch_metric_from_name(metric);
+      r.layers = layers;
+      bytes = patch_parts_to_bytes(patch_sweep_parts(model, pairs, r));
+      model_json = nlohmann::json(model.config()).dump();
+    } catch (const Error& e) {
+      rethrow_in_python_terms(e);
+    }
+  }
+  return {nb::bytes(bytes.data(), bytes.size()), model_json};
+}
+
+// The experiment ("headscope.patch/1") of every shard's parts, appended in dataset order; `model`:
+// the description patch_parts gave.
+std::string patch_from_parts(const std::string& model, const std::string& task, uint64_t seed,
+                             const std::vector<nb::bytes>& shards, double wall) {
+  if (shards.empty()) throw Error("patching: no parts to merge");
+  PatchParts all = patch_parts_from_bytes(std::string_view(shards[0].c_str(), shards[0].size()));
+  for (size_t i = 1; i < shards.size(); ++i)
+    all.append(patch_parts_from_bytes(std::string_view(shards[i].c_str(), shards[i].size())));
+  nlohmann::json j = patch_experiment_from_parts(ModelConfig{}, task, seed, all, {wall, 0.0});
+  j["model"] = nlohmann::json::parse(model);  // the workers' model, as they described it
+  return j.dump();
+}
+
 // A task's prompt pairs for the model (circuits.h's generators), as the pairs file's JSON.
 std::string make_pairs(std::shared_ptr<PyModel> m, const std::string& task, int n, int length, uint64_t seed) {
   nb::gil_scoped_release release;
@@ -885,6 +930,8 @@ void register_corpus_jobs(nb::class_<PyModel>& model) {
 }
 
 void register_corpus(nb::module_& m) {
+  m.def("patch_from_parts", &patch_from_parts, "model"_a, "task"_a, "seed"_a, "shards"_a, "wall"_a,
+        "The sweep of every shard's patching parts, in dataset order, as JSON (headscope.patch/1).");
   m.def("importance_from_parts", &importance_from_parts_json, "n_layer"_a, "n_head"_a, "causal"_a, "effect"_a,
         "proxy"_a, "tokens"_a, "Every head's importance from the parts of all the texts, in corpus order, as JSON.");
   nb::class_<PyCorpusStats>(m, "CorpusStats", "Mergeable corpus statistics (internal; see headscope.CorpusStats).")
@@ -948,6 +995,8 @@ void register_circuits(nb::class_<PyModel>& model) {
            "n"_a, "length"_a, "seed"_a, "sites"_a, "direction"_a, "metric"_a, "layers"_a, "heads"_a, "senders"_a,
            "receivers"_a, "input"_a,
            "`headscope patch`: (the experiment as JSON \"headscope.patch/1\", the pairs it ran as JSON).")
+      .def("patch_parts", &patch_parts, "pairs_json"_a, "sites"_a, "direction"_a, "metric"_a, "layers"_a,
+           "A sweep over these pairs in parts: (bytes to merge with patch_from_parts, the model as JSON).")
       .def("make_pairs", &make_pairs, "task"_a, "n"_a, "length"_a, "seed"_a,
            "A task's prompt pairs for this model (ioi, induction, greater_than), as the pairs file's JSON.")
       .def(

@@ -317,15 +317,13 @@ PatchDirection patch_direction_from_name(const std::string& n) { return from_nam
 PatchSweep patch_sweep_from_name(const std::string& n) { return from_name(n, kSweeps, "patching site"); }
 PathPatchRequest::Input path_input_from_name(const std::string& n) { return from_name(n, kInputs, "receiver input"); }
 
-PatchReport patch_sweep(const Model& model, PromptPairs& pairs, const PatchRequest& request) {
+PatchParts patch_sweep_parts(const Model& model, PromptPairs& pairs, const PatchRequest& request) {
   check_pair_set(model, pairs, request.metric);
   const std::vector<int> layers = sweep_layers(model.config(), request);
-  PatchReport report;
-  report.metric = request.metric;
-  report.direction = request.direction;
-  report.n_pairs = int(pairs.pairs.size());
-  report.n_tokens = pairs.pairs[0].n_tokens;
-  std::vector<double> sums;
+  PatchParts parts;
+  parts.metric = request.metric;
+  parts.direction = request.direction;
+  parts.n_tokens = pairs.pairs[0].n_tokens;
   for (const PromptPair& pair : pairs.pairs) {
     const PairRuns runs = run_pair(model, pair, request.direction, request.metric);
     std::vector<PatchEffect> effects;
@@ -333,10 +331,9 @@ PatchReport patch_sweep(const Model& model, PromptPairs& pairs, const PatchReque
       std::vector<PatchEffect> more = sites_of(s, model, layers, runs.base.T, runs.base.kv_head_of);
       effects.insert(effects.end(), more.begin(), more.end());
     }
-    if (report.effects.empty()) {  // the first pair sets the sites; later pairs must give the same
-      report.effects = effects;
-      sums.assign(effects.size(), 0.0);
-    } else if (effects.size() != report.effects.size()) {
+    if (parts.clean.empty()) {  // the first pair sets the sites; later pairs must give the same
+      parts.sites = effects;
+    } else if (effects.size() != parts.sites.size()) {
       throw Error("patching per position needs every pair to have the same number of tokens (pair \"" + pair.clean +
                   "\" differs from the first)");
     }
@@ -346,19 +343,59 @@ PatchReport patch_sweep(const Model& model, PromptPairs& pairs, const PatchReque
       const std::vector<Patch> patch = {{site_of(e.sweep), e.layer, e.head, e.position, &runs.source}};
       values[size_t(i)] = patched_metric(model, runs, pair, request.metric, patch, e.layer);
     });
-    for (size_t i = 0; i < values.size(); ++i) sums[i] += values[i];
-    report.clean += runs.clean;
-    report.corrupt += runs.corrupt;
-    report.passes += int64_t(effects.size());
+    parts.values.insert(parts.values.end(), values.begin(), values.end());
+    parts.clean.push_back(runs.clean);
+    parts.corrupt.push_back(runs.corrupt);
+    parts.passes += int64_t(effects.size());
   }
-  const double n = double(report.n_pairs);
-  report.clean /= n;
-  report.corrupt /= n;
-  for (size_t i = 0; i < sums.size(); ++i) {
-    report.effects[i].value = sums[i] / n;
+  return parts;
+}
+
+void PatchParts::append(const PatchParts& more) {
+  const auto same_site = [](const PatchEffect& a, const PatchEffect& b) {
+    return a.sweep == b.sweep && a.layer == b.layer && a.head == b.head && a.position == b.position;
+  };
+  if (more.metric != metric || more.direction != direction || more.sites.size() != sites.size() ||
+      !std::equal(sites.begin(), sites.end(), more.sites.begin(), same_site))
+    throw Error(
+        "patching parts: these pairs patched other sites (or with another metric or direction) than the first "
+        "ones; parts merge only from the same request over prompts of the same token count");
+  clean.insert(clean.end(), more.clean.begin(), more.clean.end());
+  corrupt.insert(corrupt.end(), more.corrupt.begin(), more.corrupt.end());
+  values.insert(values.end(), more.values.begin(), more.values.end());
+  passes += more.passes;
+}
+
+PatchReport patch_report(const PatchParts& parts) {
+  const size_t n = parts.pairs(), S = parts.sites.size();
+  if (n == 0) throw Error("patching: no pair");
+  if (parts.corrupt.size() != n || parts.values.size() != n * S)
+    throw Error("patching parts: " + std::to_string(parts.values.size()) + " values for " + std::to_string(n) +
+                " pairs x " + std::to_string(S) + " sites");
+  PatchReport report;
+  report.metric = parts.metric;
+  report.direction = parts.direction;
+  report.n_pairs = int(n);
+  report.n_tokens = parts.n_tokens;
+  report.effects = parts.sites;
+  report.passes = parts.passes;
+  std::vector<double> sums(S, 0.0);
+  for (size_t p = 0; p < n; ++p) {  // in pair order: the same sums whatever the shards were
+    for (size_t i = 0; i < S; ++i) sums[i] += parts.values[p * S + i];
+    report.clean += parts.clean[p];
+    report.corrupt += parts.corrupt[p];
+  }
+  report.clean /= double(n);
+  report.corrupt /= double(n);
+  for (size_t i = 0; i < S; ++i) {
+    report.effects[i].value = sums[i] / double(n);
     report.effects[i].normalised = normalised(report.effects[i].value, report.clean, report.corrupt);
   }
   return report;
+}
+
+PatchReport patch_sweep(const Model& model, PromptPairs& pairs, const PatchRequest& request) {
+  return patch_report(patch_sweep_parts(model, pairs, request));
 }
 
 HeadSetEffect patch_heads_together(const Model& model, PromptPairs& pairs, const std::vector<HeadRef>& heads,

@@ -5,6 +5,8 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "headscope/error.h"
 #include "headscope/json.h"
@@ -94,6 +96,61 @@ PatchExperiment run_head_set_patch(const Model& model, PromptPairs& pairs, const
   x.set_metric = metric;
   x.set_direction = direction;
   x.seconds = timed([&] { x.set = patch_heads_together(model, pairs, heads, direction, metric); });
+  return x;
+}
+
+std::string patch_parts_to_bytes(const PatchParts& parts) {
+  nlohmann::json sites = nlohmann::json::array();
+  for (const PatchEffect& e : parts.sites)
+    sites.push_back({patch_sweep_name(e.sweep), e.layer, e.head, e.position, e.group});
+  const nlohmann::json j = {{"schema", "headscope.patch_parts/1"},
+                            {"metric", patch_metric_name(parts.metric)},
+                            {"direction", patch_direction_name(parts.direction)},
+                            {"n_tokens", parts.n_tokens},
+                            {"passes", parts.passes},
+                            {"sites", std::move(sites)},
+                            {"clean", parts.clean},
+                            {"corrupt", parts.corrupt},
+                            {"values", parts.values}};
+  const std::vector<uint8_t> cbor = nlohmann::json::to_cbor(j);
+  return {cbor.begin(), cbor.end()};
+}
+
+PatchParts patch_parts_from_bytes(std::string_view bytes) {
+  try {
+    const nlohmann::json j = nlohmann::json::from_cbor(bytes.begin(), bytes.end());
+    if (j.at("schema") != "headscope.patch_parts/1") throw Error("not headscope.patch_parts/1");
+    PatchParts parts;
+    parts.metric = patch_metric_from_name(j.at("metric").get<std::string>());
+    parts.direction = patch_direction_from_name(j.at("direction").get<std::string>());
+    parts.n_tokens = j.at("n_tokens").get<int64_t>();
+    parts.passes = j.at("passes").get<int64_t>();
+    for (const nlohmann::json& s : j.at("sites")) {
+      PatchEffect e;
+      e.sweep = patch_sweep_from_name(s.at(0).get<std::string>());
+      e.layer = s.at(1).get<int>(), e.head = s.at(2).get<int>(), e.position = s.at(3).get<int64_t>();
+      e.group = s.at(4).get<std::vector<int>>();
+      parts.sites.push_back(std::move(e));
+    }
+    parts.clean = j.at("clean").get<std::vector<double>>();
+    parts.corrupt = j.at("corrupt").get<std::vector<double>>();
+    parts.values = j.at("values").get<std::vector<double>>();
+    if (parts.corrupt.size() != parts.clean.size() || parts.values.size() != parts.clean.size() * parts.sites.size())
+      throw Error("its sizes disagree");
+    return parts;
+  } catch (const std::exception& e) {
+    throw Error(std::string("patching parts: these bytes are not a shard's parts (") + e.what() + ")");
+  }
+}
+
+PatchExperiment patch_experiment_from_parts(const ModelConfig& model, const std::string& task, uint64_t seed,
+                                            const PatchParts& parts, Seconds seconds) {
+  PatchExperiment x;
+  x.model = model;
+  x.task = task;
+  x.seed = seed;
+  x.sweep = patch_report(parts);
+  x.seconds = seconds;
   return x;
 }
 

@@ -3,7 +3,7 @@
 statistics and its records equal one process's Model.corpus bit for bit on 200 EWT sentences;
 a worker killed in the middle of a job changes nothing; a malformed text is reported while the rest
 completes; a model path the workers cannot read is an error naming the node; every head's importance
-over EWT sentences equals one process's. Also the CLI's
+over EWT sentences equals one process's, and so does a patching sweep over pairs. Also the CLI's
 shards: `headscope run --corpus --partial` on two halves and `headscope merge` equal one run."""
 import os
 import pathlib
@@ -106,6 +106,27 @@ def test_importance_on_two_nodes_is_the_single_process_importance(cluster, heads
     assert got["shape"] == one["shape"] and got["tokens"] == one["tokens"]
     assert got["importance"] == one["importance"]  # layer, head, ablation, proxy, rank: equal floats
     assert got["spearman"] == one["spearman"]
+
+
+def test_patching_on_two_nodes_is_the_single_process_sweep(cluster, headscope):
+    """A head and MLP sweep of MiniLM over up to 6 EWT-derived pairs in batches of 4 on two nodes:
+    the single process's clean, corrupt and every site's value, bit for bit."""
+    import headscope.distributed as distributed
+
+    texts = ewt_sentences(40)
+    pairs = []
+    for clean in texts:  # a corrupted prompt of the same length: the first word swapped for another
+        words = clean.split()
+        if len(words) >= 4 and len(pairs) < 6:
+            pairs.append({"clean": clean, "corrupt": " ".join(["Nobody"] + words[1:]), "answer": "", "wrong": ""})
+    model = headscope.load(MINILM, threads=1)
+    counted = [p for p in pairs if len(model.tokenizer.encode(p["clean"]).ids) == len(model.tokenizer.encode(p["corrupt"]).ids)]
+    assert len(counted) >= 3, "too few pairs of equal token counts"
+    one = model.patch(pairs=counted, sites="head,mlp")
+    got = distributed.patch(MINILM, counted, sites="head,mlp", pairs_per_batch=2, progress=False)
+    assert (got.clean, got.corrupt, got.n_pairs, got.metric) == (one.clean, one.corrupt, one.n_pairs, one.metric)
+    assert got.results == one.results  # every site's value and normalised effect: equal floats
+    assert (got.map("head", normalised=False) == one.map("head", normalised=False)).all()
 
 
 def test_a_worker_killed_mid_job_changes_nothing(cluster, reference, tmp_path):

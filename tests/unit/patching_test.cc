@@ -10,9 +10,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "headscope/circuits.h"
 #include "headscope/headscope.h"
+#include "headscope/pipeline.h"
 #include "test_support.h"
 
 namespace headscope {
@@ -201,6 +203,62 @@ TEST(Patching, SweepOverPairsNormalisesAndRefuses) {
   EXPECT_GE(restored_positions, 1);
   request.layers = {5};
   testing::expect_error([&] { patch_sweep(*enc, pair, request); }, {"layers 0.."});
+}
+
+// A sweep over a dataset of pairs is "shard -> parts -> merge": the parts of two shards, through
+// their bytes and appended in dataset order, give the sweep over all the pairs bit for bit.
+TEST(Patching, PartsOfShardsMergeIntoTheWholeSweepBitForBit) {
+  const auto m = Model::load((testing::goldens_dir("decoders") / "llama_gqa3").string());
+  PromptPairs all{"custom", 0, "", {}};
+  // Pairs of equal length for the tiny tokenizer: words of the largest group with one token count.
+  std::map<size_t, std::vector<std::string>> by_count;
+  for (const char* w : {"fox",   "dog",   "cat", "owl", "bee", "hen", "the", "over", "brown", "lazy",
+                        "quick", "jumps", "a",   "an",  "and", "to",  "of",  "in",   "is",    "it"}) {
+    const std::string text = std::string("the quick ") + w + " jumps over the";
+    by_count[m->encode(text).size()].push_back(text);
+  }
+  const std::vector<std::string>* group = &by_count.begin()->second;
+  for (const auto& entry : by_count)
+    if (entry.second.size() > group->size()) group = &entry.second;
+  std::vector<std::string> answers;  // two texts the tiny tokenizer makes one token each
+  EncodeOptions plain;
+  plain.add_special_tokens = false;
+  for (const char* a : {" lazy", " the", " a", "a", "e", "t", "x", "y", "o", "s"})
+    if (answers.size() < 2 && m->tokenizer().encode(a, plain).size() == 1) answers.push_back(a);
+  ASSERT_EQ(answers.size(), 2u);
+  for (size_t i = 0; i + 1 < group->size() && all.pairs.size() < 4; ++i)
+    all.pairs.push_back({(*group)[i], (*group)[i + 1], answers[0], answers[1], ""});
+  ASSERT_GE(all.pairs.size(), 3u);
+  PatchRequest request;
+  request.sweeps = {PatchSweep::kHead, PatchSweep::kMlp};
+  const PatchReport whole = patch_sweep(*m, all, request);
+  PromptPairs first = all, rest = all;
+  first.pairs.resize(1);
+  rest.pairs.erase(rest.pairs.begin());
+  PatchParts parts = patch_parts_from_bytes(patch_parts_to_bytes(patch_sweep_parts(*m, first, request)));
+  parts.append(patch_parts_from_bytes(patch_parts_to_bytes(patch_sweep_parts(*m, rest, request))));
+  const PatchReport merged = patch_report(parts);
+  EXPECT_EQ(merged.clean, whole.clean);
+  EXPECT_EQ(merged.corrupt, whole.corrupt);
+  EXPECT_EQ(merged.n_pairs, whole.n_pairs);
+  EXPECT_EQ(merged.passes, whole.passes);
+  ASSERT_EQ(merged.effects.size(), whole.effects.size());
+  for (size_t i = 0; i < whole.effects.size(); ++i) {
+    EXPECT_EQ(merged.effects[i].value, whole.effects[i].value) << i;
+    EXPECT_EQ(merged.effects[i].layer, whole.effects[i].layer);
+    EXPECT_EQ(merged.effects[i].head, whole.effects[i].head);
+  }
+  // The mean over pairs, by hand, for one site.
+  const size_t S = parts.sites.size(), k = 3;
+  double sum = 0;
+  for (size_t p = 0; p < parts.pairs(); ++p) sum += parts.values[p * S + k];
+  EXPECT_EQ(whole.effects[k].value, sum / double(parts.pairs()));
+  // Another request's parts do not merge; bytes that are not parts are refused.
+  PatchRequest other = request;
+  other.sweeps = {PatchSweep::kHead};
+  testing::expect_error([&] { parts.append(patch_sweep_parts(*m, first, other)); }, {"other sites"});
+  testing::expect_error([&] { patch_parts_from_bytes("not cbor"); }, {"not a shard's parts"});
+  testing::expect_error([&] { patch_report(PatchParts{}); }, {"no pair"});
 }
 
 }  // namespace

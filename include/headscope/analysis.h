@@ -340,6 +340,9 @@ struct AtlasOptions {
   static constexpr int64_t kDefaultImportanceTexts = 50;
   // Called with the stage name, items done and items in the stage, after every item.
   std::function<void(std::string_view stage, int64_t done, int64_t total)> progress;
+  // The treebank and GAP stages measured elsewhere, in shards merged (the bytes of the pipeline's
+  // atlas_partial_to_bytes, src/pipeline/atlas.h); empty: run them here.
+  std::string partial_bytes;
 };
 
 // ---- a corpus's statistics in mergeable parts (src/analysis/corpus_stats.cc, docs/corpus.md) ----

@@ -149,6 +149,31 @@ bool candidate_attention(const float* attention, const Encoding& encoding, const
 
 CorefScorer::CorefScorer(int n_heads) : correct_(static_cast<size_t>(std::max(n_heads, 0)), 0) {}
 
+void CorefScorer::merge(const CorefScorer& other) {
+  if (other.correct_.size() != correct_.size())
+    throw Error("coreference scorer: cannot merge counts of " + std::to_string(other.correct_.size()) + " heads into " +
+                std::to_string(correct_.size()));
+  for (size_t h = 0; h < correct_.size(); ++h) correct_[h] += other.correct_[h];
+  for (size_t b = 0; b < baseline_.size(); ++b) baseline_[b] += other.baseline_[b];
+  support_ += other.support_;
+  skipped_ += other.skipped_;
+}
+
+nlohmann::json CorefScorer::to_json() const {
+  return {{"correct", correct_}, {"baseline", baseline_}, {"support", support_}, {"skipped", skipped_}};
+}
+
+CorefScorer CorefScorer::from_json(const nlohmann::json& j) {
+  CorefScorer s(0);
+  s.correct_ = j.at("correct").get<std::vector<int64_t>>();
+  s.baseline_ = j.at("baseline").get<std::vector<int64_t>>();
+  if (s.baseline_.size() != size_t(kCorefBaselineCount))
+    throw Error("coreference scorer: " + std::to_string(s.baseline_.size()) + " baseline counts");
+  s.support_ = j.at("support").get<int64_t>();
+  s.skipped_ = j.at("skipped").get<int64_t>();
+  return s;
+}
+
 void CorefScorer::add(const GapExample& ex, const Encoding& encoding, const Tensor& attention) {
   if (!ex.decidable()) return;
   const auto T = static_cast<int64_t>(encoding.size());

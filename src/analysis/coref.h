@@ -13,6 +13,7 @@
 // between the spans), and the candidate that appears first in the text.
 #pragma once
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,6 +72,11 @@ class CorefScorer {
   int64_t baseline_correct(CorefBaseline b) const { return baseline_.at(static_cast<size_t>(b)); }
   double accuracy(int head) const;
   double baseline_accuracy(CorefBaseline b) const;
+  // Adds another scorer's counts (integer: any split merged gives one pass's); Error when the head
+  // counts differ. JSON and back, as DependencyScorer's.
+  void merge(const CorefScorer& other);
+  nlohmann::json to_json() const;
+  static CorefScorer from_json(const nlohmann::json& j);
 
  private:
   std::vector<int64_t> correct_;

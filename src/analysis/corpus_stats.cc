@@ -1,38 +1,19 @@
 // headscope — a corpus's statistics in mergeable parts (CorpusStats in headscope/analysis.h).
-// Sums are 128-bit fixed-point numbers with 64 fractional bits: a text's double sum s enters as
-// trunc(s · 2⁶⁴) — one deterministic rounding per text, below 2⁻⁶⁴ absolute — and integer addition
-// is associative, so the total does not depend on how the texts were split or merged.
+// Sums are 128-bit fixed-point numbers (analysis/fixed_point.h): a text's double sum enters once,
+// and integer addition is associative, so the total does not depend on how the texts were split or
+// merged.
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "analysis/fixed_point.h"
 #include "analysis/statistics.h"
 #include "headscope/analysis.h"
 #include "headscope/error.h"
 
 namespace headscope::analysis {
 namespace {
-
-using Fixed = __int128;
-constexpr int kFractionBits = 64;
-// |s| must stay below 2⁶² (far above any sum of attention statistics: a million texts of 8,192
-// rows, each at most 8,192, is 7·10¹⁶ < 2⁶² ≈ 4.6·10¹⁸).
-constexpr double kMaxMagnitude = 4.6e18;
-
-Fixed to_fixed(double s) {
-  if (!std::isfinite(s) || std::abs(s) >= kMaxMagnitude)
-    throw Error("corpus statistics: a sum of " + std::to_string(s) + " is outside the exact accumulator's range");
-  return static_cast<Fixed>(std::ldexp(s, kFractionBits));  // exact scaling by a power of two, then truncation
-}
-double to_double(Fixed f) { return std::ldexp(static_cast<double>(f), -kFractionBits); }
-Fixed join(const std::pair<int64_t, uint64_t>& p) {
-  return static_cast<Fixed>((static_cast<unsigned __int128>(static_cast<uint64_t>(p.first)) << 64) | p.second);
-}
-std::pair<int64_t, uint64_t> split(Fixed f) {
-  const auto u = static_cast<unsigned __int128>(f);
-  return {static_cast<int64_t>(static_cast<uint64_t>(u >> 64)), static_cast<uint64_t>(u)};
-}
 
 int bin_of(double x) {  // kHistogramBins equal bins over [0, 1]; NaN (no sample) counts nowhere
   if (std::isnan(x)) return -1;

@@ -577,10 +577,7 @@ HeadStats compute_head_stats(const float* attention, int T, const SequenceInfo& 
 }
 
 ModelStatsAccumulator::ModelStatsAccumulator(int n_layer, int n_head, std::vector<int64_t> layer_window)
-    : n_layer_(n_layer),
-      n_head_(n_head),
-      layer_window_(std::move(layer_window)),
-      heads_(static_cast<size_t>(n_layer) * n_head) {
+    : n_layer_(n_layer), n_head_(n_head), layer_window_(std::move(layer_window)) {
   if (n_layer <= 0 || n_head <= 0) {
     throw Error("head statistics: need at least one layer and one head, got " + std::to_string(n_layer) + " x " +
                 std::to_string(n_head));
@@ -588,6 +585,9 @@ ModelStatsAccumulator::ModelStatsAccumulator(int n_layer, int n_head, std::vecto
   if (!layer_window_.empty() && static_cast<int>(layer_window_.size()) != n_layer)
     throw Error("head statistics: " + std::to_string(layer_window_.size()) + " layer windows for " +
                 std::to_string(n_layer) + " layers");
+  ExactSums zero;
+  zero.add(HeadStatsAccumulator{}.sums());
+  heads_.assign(static_cast<size_t>(n_layer) * n_head, zero);
 }
 
 void ModelStatsAccumulator::add(const Tensor& attention, const SequenceInfo& seq, const Tensor& value_norms) {
@@ -606,17 +606,55 @@ void ModelStatsAccumulator::add(const Tensor& attention, const SequenceInfo& seq
       }
       s = &windowed;
     }
-    if (!value_norms.empty()) heads_[h].set_value_norms(value_norms.ptr() + static_cast<int64_t>(h) * T);
-    heads_[h].add(attention.ptr() + static_cast<int64_t>(h) * stride, T, *s);
-    heads_[h].set_value_norms(nullptr);
+    HeadStatsAccumulator text;  // this text's sums, then added exactly
+    if (!value_norms.empty()) text.set_value_norms(value_norms.ptr() + static_cast<int64_t>(h) * T);
+    text.add(attention.ptr() + static_cast<int64_t>(h) * stride, T, *s);
+    text.set_value_norms(nullptr);
+    heads_[h].add(text.sums());
   }
+}
+
+void ModelStatsAccumulator::merge(const ModelStatsAccumulator& other) {
+  if (other.n_layer_ != n_layer_ || other.n_head_ != n_head_)
+    throw Error("head statistics: cannot merge " + std::to_string(other.n_layer_) + " x " +
+                std::to_string(other.n_head_) + " heads into " + std::to_string(n_layer_) + " x " +
+                std::to_string(n_head_));
+  for (size_t h = 0; h < heads_.size(); ++h) heads_[h].add(other.heads_[h]);
 }
 
 std::vector<HeadStats> ModelStatsAccumulator::result() const {
   std::vector<HeadStats> out;
   out.reserve(heads_.size());
-  for (const auto& h : heads_) out.push_back(h.result());
+  for (const ExactSums& h : heads_) out.push_back(HeadStatsAccumulator::from_sums(h.value()).result());
   return out;
+}
+
+nlohmann::json ModelStatsAccumulator::to_json() const {
+  nlohmann::json heads = nlohmann::json::array();
+  for (const ExactSums& h : heads_) {
+    nlohmann::json sums = nlohmann::json::array();
+    for (const Fixed f : h.sums) {
+      const auto [high, low] = split(f);
+      sums.push_back({high, low});
+    }
+    heads.push_back({{"sums", std::move(sums)}, {"counts", h.counts}});
+  }
+  return heads;
+}
+
+void ModelStatsAccumulator::from_json(const nlohmann::json& j) {
+  if (!j.is_array() || j.size() != heads_.size())
+    throw Error("head statistics: a part with " + std::to_string(j.is_array() ? j.size() : 0) + " heads for " +
+                std::to_string(heads_.size()));
+  for (size_t h = 0; h < heads_.size(); ++h) {
+    ExactSums e;
+    for (const nlohmann::json& p : j[h].at("sums"))
+      e.sums.push_back(join({p.at(0).get<int64_t>(), p.at(1).get<uint64_t>()}));
+    e.counts = j[h].at("counts").get<std::vector<int64_t>>();
+    if (e.sums.size() != heads_[h].sums.size() || e.counts.size() != heads_[h].counts.size())
+      throw Error("head statistics: a part's head " + std::to_string(h) + " has sums of another shape");
+    heads_[h] = std::move(e);
+  }
 }
 
 }  // namespace headscope::analysis

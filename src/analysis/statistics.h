@@ -13,9 +13,11 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string_view>
 #include <vector>
 
+#include "analysis/fixed_point.h"
 #include "headscope/analysis.h"
 #include "headscope/tensor.h"
 #include "headscope/tokenizer.h"
@@ -90,15 +92,24 @@ class ModelStatsAccumulator {
   // value_norms [n_layer, n_head, T] (optional): also the norm-weighted sink share.
   void add(const Tensor& attention, const SequenceInfo& seq, const Tensor& value_norms = {});
   // Adds head i's sums from another accumulator (a streamed text, analysis/stream.h).
-  void merge_head(size_t i, const HeadStatsAccumulator& head) { heads_.at(i).merge(head); }
+  void merge_head(size_t i, const HeadStatsAccumulator& head) { heads_.at(i).add(head.sums()); }
+  // Adds every head of another accumulator of the same shape (a shard of the same corpus).
+  void merge(const ModelStatsAccumulator& other);
   int n_layer() const { return n_layer_; }
   int n_head() const { return n_head_; }
+  const std::vector<int64_t>& layer_window() const { return layer_window_; }
   std::vector<HeadStats> result() const;  // [n_layer * n_head]
+  // Each head's exact sums as [[high, low] per sum, counts] (JSON), and back (Error when the shape
+  // differs): a shard's part of an atlas (pipeline/atlas.h).
+  nlohmann::json to_json() const;
+  void from_json(const nlohmann::json& j);
 
  private:
   int n_layer_, n_head_;
   std::vector<int64_t> layer_window_;  // [n_layer] or empty
-  std::vector<HeadStatsAccumulator> heads_;
+  // Each text's sums enter exactly (fixed_point.h): any split of the texts, merged, gives the same
+  // totals as one pass.
+  std::vector<ExactSums> heads_;
 };
 
 }  // namespace headscope::analysis

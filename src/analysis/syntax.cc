@@ -175,6 +175,41 @@ void DependencyScorer::count_baseline(const DependencySentence& s) {
 
 void DependencyScorer::add_baseline(const DependencySentence& sentence) { count_baseline(sentence); }
 
+void DependencyScorer::merge(const DependencyScorer& other) {
+  if (other.n_heads_ != n_heads_)
+    throw Error("dependency scorer: cannot merge counts of " + std::to_string(other.n_heads_) + " heads into " +
+                std::to_string(n_heads_));
+  for (const auto& [name, theirs] : other.relations_) {
+    RelationCounts& mine = counts(name);
+    mine.support += theirs.support;
+    for (size_t k = 0; k < mine.correct.size(); ++k) mine.correct[k] += theirs.correct[k];
+    for (size_t k = 0; k < mine.offset_correct.size(); ++k) mine.offset_correct[k] += theirs.offset_correct[k];
+  }
+}
+
+nlohmann::json DependencyScorer::to_json() const {
+  nlohmann::json relations = nlohmann::json::object();
+  for (const auto& [name, c] : relations_)
+    relations[name] = {{"support", c.support}, {"correct", c.correct}, {"offset_correct", c.offset_correct}};
+  return {{"n_heads", n_heads_}, {"relations", std::move(relations)}};
+}
+
+DependencyScorer DependencyScorer::from_json(const nlohmann::json& j) {
+  DependencyScorer s(j.at("n_heads").get<int>());
+  for (const auto& item : j.at("relations").items()) {
+    const std::string& name = item.key();
+    const nlohmann::json& c = item.value();
+    RelationCounts& r = s.counts(name);
+    r.support = c.at("support").get<int64_t>();
+    r.correct = c.at("correct").get<std::vector<int64_t>>();
+    const auto offsets = c.at("offset_correct").get<std::vector<int64_t>>();
+    if (r.correct.size() != size_t(s.n_heads_) * 2 || offsets.size() != r.offset_correct.size())
+      throw Error("dependency scorer: the counts of relation " + name + " have the wrong size");
+    std::copy(offsets.begin(), offsets.end(), r.offset_correct.begin());
+  }
+  return s;
+}
+
 void DependencyScorer::add(const DependencySentence& s, const float* unit_attention, const WordMap& map) {
   if (map.unit_of_word.size() != s.words.size()) {
     throw Error("dependency scorer: sentence " + s.id + " has " + std::to_string(s.words.size()) +

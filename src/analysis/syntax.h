@@ -16,6 +16,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -76,6 +77,12 @@ class DependencyScorer {
   void add_baseline(const DependencySentence& sentence);
   int n_heads() const { return n_heads_; }
   const std::map<std::string, RelationCounts>& relations() const { return relations_; }
+  // Adds another scorer's counts (a shard of the same treebank, the same heads): integer counts, so
+  // any split merged gives one pass's counts. Error when the head counts differ.
+  void merge(const DependencyScorer& other);
+  // The counts as JSON and back (a shard's part of an atlas, pipeline/atlas.h); Error when malformed.
+  nlohmann::json to_json() const;
+  static DependencyScorer from_json(const nlohmann::json& j);
 
  private:
   RelationCounts& counts(const std::string& relation);

@@ -67,6 +67,7 @@ AtlasFiles make_atlas(const std::string& model_path, const std::string& control_
     const auto model = Model::load(path, load);
     for (const std::string& w : model->warnings()) warnings.push_back(stage_prefix + w);
     analysis::AtlasOptions o = options;
+    if (!stage_prefix.empty()) o.partial_bytes.clear();  // a partial measured the main model only
     if (options.progress && !stage_prefix.empty())
       o.progress = [&](std::string_view stage, int64_t done, int64_t total) {
         options.progress(stage_prefix + std::string(stage), done, total);

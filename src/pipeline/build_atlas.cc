@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "analysis/words.h"
@@ -89,66 +90,76 @@ bool encode_whole(const Model& model, const std::string& text, Encoding& out) {
 
 }  // namespace
 
-AtlasResult build_atlas(const Model& model, const std::string& model_path, const AtlasOptions& options) {
-  const auto t_start = Clock::now();
-  const ModelConfig& c = model.config();
-  const int L = c.n_layer, H = c.n_head, N = L * H;
-  CaptureOptions capture = CaptureOptions::attention_only();
-  capture.value_norms = true;  // [L, H, T]: the norm-weighted sink share (sink_mass_norm) of every head
-  auto progress = [&](std::string_view stage, int64_t done, int64_t total) {
-    if (options.progress) options.progress(stage, done, total);
-  };
+namespace {
+
+// The data files of an atlas, read first so that a wrong path fails before minutes of work.
+struct AtlasData {
+  std::vector<DependencySentence> report_tb, select_tb;
+  std::vector<GapExample> report_gap, select_gap;
+  std::vector<std::string> corpus;
+};
+
+AtlasData read_atlas_data(const AtlasOptions& options) {
   if (options.report_treebank.empty()) throw Error("atlas: no report treebank given (a CoNLL-U file is required)");
   const bool given = !options.evidence.empty();
-  if (given && options.evidence.size() != static_cast<size_t>(N))
-    throw Error("atlas: the evidence given has " + std::to_string(options.evidence.size()) + " heads; the model has " +
-                std::to_string(N));
-
-  AtlasResult r;
-  r.config = c;
-  r.model_path = model_path;
-  r.options = options;
-  r.options.progress = nullptr;
-
-  // Read every data file first, so that a wrong path fails before minutes of work.
-  auto report_tb = read_conllu(options.report_treebank);
-  std::vector<DependencySentence> select_tb;
-  if (!options.select_treebank.empty()) select_tb = read_conllu(options.select_treebank);
-  std::vector<GapExample> report_gap, select_gap;
-  if (!given && !options.report_coref.empty()) report_gap = read_gap_tsv(options.report_coref);
-  if (!given && !options.select_coref.empty()) select_gap = read_gap_tsv(options.select_coref);
-  std::vector<std::string> corpus;
-  if (!options.corpus.empty()) corpus = read_corpus(options.corpus);
+  AtlasData d;
+  d.report_tb = read_conllu(options.report_treebank);
+  if (!options.select_treebank.empty()) d.select_tb = read_conllu(options.select_treebank);
+  if (!given && !options.report_coref.empty()) d.report_gap = read_gap_tsv(options.report_coref);
+  if (!given && !options.select_coref.empty()) d.select_gap = read_gap_tsv(options.select_coref);
+  if (!options.corpus.empty()) d.corpus = read_corpus(options.corpus);
   auto keep_first = [](auto& rows, int64_t n) {
     if (n > 0 && rows.size() > static_cast<size_t>(n)) rows.resize(static_cast<size_t>(n));
   };
-  keep_first(report_tb, options.max_sentences);
-  keep_first(select_tb, options.max_sentences);
-  keep_first(report_gap, options.max_gap_rows);
-  keep_first(select_gap, options.max_gap_rows);
+  keep_first(d.report_tb, options.max_sentences);
+  keep_first(d.select_tb, options.max_sentences);
+  keep_first(d.report_gap, options.max_gap_rows);
+  keep_first(d.select_gap, options.max_gap_rows);
+  return d;
+}
 
-  ModelStatsAccumulator token_stats(L, H, c.window), word_stats(L, H);
+// [begin, end) of n items, end −1 meaning n, clamped to the items.
+std::pair<size_t, size_t> range_of(int64_t begin, int64_t end, size_t n) {
+  const size_t b = std::min(n, static_cast<size_t>(std::max<int64_t>(begin, 0)));
+  const size_t e = end < 0 ? n : std::min(n, static_cast<size_t>(end));
+  return {b, std::max(b, e)};
+}
+
+CaptureOptions atlas_capture() {
+  CaptureOptions capture = CaptureOptions::attention_only();
+  capture.value_norms = true;  // [L, H, T]: the norm-weighted sink share (sink_mass_norm) of every head
+  return capture;
+}
+
+// The treebank and GAP stages over a shard of the data.
+AtlasPartial run_data_stages(const Model& model, const AtlasOptions& options, const AtlasData& data,
+                             const AtlasShard& shard) {
+  const ModelConfig& c = model.config();
+  const CaptureOptions capture = atlas_capture();
+  auto progress = [&](std::string_view stage, int64_t done, int64_t total) {
+    if (options.progress) options.progress(stage, done, total);
+  };
+  AtlasPartial p(c);
   auto add_stats = [&](const Capture& cap, const Encoding& enc, const std::string& text, const WordMap& map,
                        const Tensor& units) {
     const SequenceInfo seq = describe_sequence(enc, text, c.causal);
-    token_stats.add(cap.attention, seq, cap.value_norms);
-    word_stats.add(units, describe_units(seq, map));
-    ++r.corpus_texts;
-    r.corpus_tokens += static_cast<int64_t>(enc.size());
+    p.token_stats.add(cap.attention, seq, cap.value_norms);
+    p.word_stats.add(units, describe_units(seq, map));
+    ++p.texts;
+    p.tokens += static_cast<int64_t>(enc.size());
   };
 
   // ---- syntax (and, without a corpus, the statistics) on the treebanks ----
   // Sentences go through packed passes (Model::run_batch: each sentence's capture is the one its own
   // run records, to float rounding) of up to kAtlasBatchTokens tokens, and are then scored one by one
-  // in file order, so every sum runs in the order of a sentence-at-a-time build.
+  // in file order.
   struct Sentence {
     size_t index = 0;
     std::string text;
     std::vector<std::pair<int64_t, int64_t>> spans;
   };
-  DependencyScorer report_scorer(N), select_scorer(N);
-  auto score_treebank = [&](const std::vector<DependencySentence>& tb, DependencyScorer& scorer, bool with_stats,
-                            std::string_view stage, int64_t& counted) {
+  auto score_treebank = [&](const std::vector<DependencySentence>& tb, size_t begin, size_t end,
+                            DependencyScorer& scorer, bool with_stats, std::string_view stage, int64_t& counted) {
     const auto t0 = Clock::now();
     std::vector<Sentence> batch;
     std::vector<Encoding> encodings;
@@ -163,15 +174,15 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
         ++counted;
         if (with_stats) add_stats(caps[j], encodings[j], batch[j].text, map, units);
       }
-      progress(stage, static_cast<int64_t>(batch.back().index + 1), static_cast<int64_t>(tb.size()));
+      progress(stage, static_cast<int64_t>(batch.back().index - begin + 1), static_cast<int64_t>(end - begin));
       batch.clear(), encodings.clear(), rows = 0;
     };
     Encoding enc;
-    for (size_t i = 0; i < tb.size(); ++i) {
+    for (size_t i = begin; i < end; ++i) {
       Sentence s{i, {}, {}};
       s.text = join_words(tb[i], &s.spans);
       if (!encode_whole(model, s.text, enc)) {
-        ++r.skipped_sentences;
+        ++p.skipped_sentences;
         continue;
       }
       const int64_t T = static_cast<int64_t>(enc.size());
@@ -181,16 +192,88 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
       encodings.push_back(std::move(enc));
     }
     flush();
-    progress(stage, static_cast<int64_t>(tb.size()), static_cast<int64_t>(tb.size()));
-    r.seconds_per_stage.emplace_back(std::string(stage), seconds_since(t0));
+    progress(stage, static_cast<int64_t>(end - begin), static_cast<int64_t>(end - begin));
+    p.seconds.emplace_back(std::string(stage), seconds_since(t0));
   };
-  score_treebank(report_tb, report_scorer, corpus.empty(), "treebank (report)", r.report_sentences);
-  if (!select_tb.empty()) {
-    score_treebank(select_tb, select_scorer, false, "treebank (select)", r.select_sentences);
-  } else {
-    select_scorer = report_scorer;
-    r.select_sentences = r.report_sentences;
+  const auto [rb, re] = range_of(shard.report_begin, shard.report_end, data.report_tb.size());
+  score_treebank(data.report_tb, rb, re, p.report, data.corpus.empty(), "treebank (report)", p.report_sentences);
+  if (!data.select_tb.empty()) {
+    const auto [sb, se] = range_of(shard.select_begin, shard.select_end, data.select_tb.size());
+    score_treebank(data.select_tb, sb, se, p.select, false, "treebank (select)", p.select_sentences);
   }
+
+  // ---- coreference ----
+  auto score_gap = [&](const std::vector<GapExample>& examples, size_t begin, size_t end, CorefScorer& scorer,
+                       std::string_view stage) {
+    const auto t0 = Clock::now();
+    Encoding enc;
+    for (size_t i = begin; i < end; ++i) {
+      const GapExample& ex = examples[i];
+      // Truncation is harmless here: an example whose mentions were cut off is skipped by the scorer.
+      if (ex.decidable()) {
+        bool ok = true;
+        try {
+          enc = model.encode(ex.text, /*truncate=*/true);
+        } catch (const Error&) {
+          ok = false;
+        }
+        if (ok) scorer.add(ex, enc, model.run(enc, capture).attention);
+      }
+      progress(stage, static_cast<int64_t>(i - begin + 1), static_cast<int64_t>(end - begin));
+    }
+    p.seconds.emplace_back(std::string(stage), seconds_since(t0));
+  };
+  if (!data.report_gap.empty()) {
+    const auto [gb, ge] = range_of(shard.coref_report_begin, shard.coref_report_end, data.report_gap.size());
+    score_gap(data.report_gap, gb, ge, p.coref_report, "coreference (report)");
+    if (!data.select_gap.empty()) {
+      const auto [hb, he] = range_of(shard.coref_select_begin, shard.coref_select_end, data.select_gap.size());
+      score_gap(data.select_gap, hb, he, p.coref_select, "coreference (select)");
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+AtlasResult build_atlas(const Model& model, const std::string& model_path, const AtlasOptions& options) {
+  const auto t_start = Clock::now();
+  const ModelConfig& c = model.config();
+  const int L = c.n_layer, H = c.n_head, N = L * H;
+  const CaptureOptions capture = atlas_capture();
+  auto progress = [&](std::string_view stage, int64_t done, int64_t total) {
+    if (options.progress) options.progress(stage, done, total);
+  };
+  const bool given = !options.evidence.empty();
+  if (given && options.evidence.size() != static_cast<size_t>(N))
+    throw Error("atlas: the evidence given has " + std::to_string(options.evidence.size()) + " heads; the model has " +
+                std::to_string(N));
+
+  AtlasResult r;
+  r.config = c;
+  r.model_path = model_path;
+  r.options = options;
+  r.options.progress = nullptr;
+  r.options.partial_bytes.clear();
+
+  const AtlasData data = read_atlas_data(options);
+  AtlasPartial p = options.partial_bytes.empty() ? run_data_stages(model, options, data, AtlasShard{})
+                                                 : atlas_partial_from_bytes(options.partial_bytes);
+  if (p.n_layer != L || p.n_head != H)
+    throw Error("atlas: the partial given counts " + std::to_string(p.n_layer) + " x " + std::to_string(p.n_head) +
+                " heads; " + c.name + " has " + std::to_string(L) + " x " + std::to_string(H));
+  r.report_sentences = p.report_sentences;
+  r.skipped_sentences = p.skipped_sentences;
+  r.corpus_texts = p.texts;
+  r.corpus_tokens = p.tokens;
+  r.seconds_per_stage = p.seconds;
+  const bool own_select = !data.select_tb.empty();
+  r.select_sentences = own_select ? p.select_sentences : p.report_sentences;
+  const DependencyScorer& select_scorer = own_select ? p.select : p.report;
+  const DependencyScorer& report_scorer = p.report;
+  ModelStatsAccumulator& token_stats = p.token_stats;
+  ModelStatsAccumulator& word_stats = p.word_stats;
+  const std::vector<std::string>& corpus = data.corpus;
 
   // ---- statistics over a separate corpus ----
   if (!corpus.empty()) {
@@ -235,40 +318,112 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
   }
 
   // ---- coreference ----
-  if (!report_gap.empty()) {
-    auto score_gap = [&](const std::vector<GapExample>& examples, CorefScorer& scorer, std::string_view stage) {
-      const auto t0 = Clock::now();
-      Encoding enc;
-      for (size_t i = 0; i < examples.size(); ++i) {
-        const GapExample& ex = examples[i];
-        // Truncation is harmless here: an example whose mentions were cut off is skipped by the scorer.
-        if (ex.decidable()) {
-          bool ok = true;
-          try {
-            enc = model.encode(ex.text, /*truncate=*/true);
-          } catch (const Error&) {
-            ok = false;
-          }
-          if (ok) scorer.add(ex, enc, model.run(enc, capture).attention);
-        }
-        progress(stage, static_cast<int64_t>(i + 1), static_cast<int64_t>(examples.size()));
-      }
-      r.seconds_per_stage.emplace_back(std::string(stage), seconds_since(t0));
-    };
-    CorefScorer report(N), select(N);
-    score_gap(report_gap, report, "coreference (report)");
-    if (!select_gap.empty()) {
-      score_gap(select_gap, select, "coreference (select)");
-    } else {
-      select = report;
-    }
-    r.coref = summarise_coref(select, report, N);
+  if (!data.report_gap.empty()) {
+    const CorefScorer& select = data.select_gap.empty() ? p.coref_report : p.coref_select;
+    r.coref = summarise_coref(select, p.coref_report, N);
   }
 
   // ---- relations and roles ----
   join_evidence(r, select_scorer, report_scorer);
   r.seconds_total = seconds_since(t_start);
   return r;
+}
+
+// ---- an atlas's data stages in shards ----
+
+AtlasPartial::AtlasPartial(const ModelConfig& config)
+    : n_layer(config.n_layer),
+      n_head(config.n_head),
+      report(config.n_layer * config.n_head),
+      select(config.n_layer * config.n_head),
+      coref_report(config.n_layer * config.n_head),
+      coref_select(config.n_layer * config.n_head),
+      token_stats(config.n_layer, config.n_head, config.window),
+      word_stats(config.n_layer, config.n_head) {}
+
+void AtlasPartial::merge(const AtlasPartial& o) {
+  if (o.n_layer != n_layer || o.n_head != n_head)
+    throw Error("atlas: cannot merge a partial of " + std::to_string(o.n_layer) + " x " + std::to_string(o.n_head) +
+                " heads into one of " + std::to_string(n_layer) + " x " + std::to_string(n_head));
+  report.merge(o.report);
+  select.merge(o.select);
+  coref_report.merge(o.coref_report);
+  coref_select.merge(o.coref_select);
+  token_stats.merge(o.token_stats);
+  word_stats.merge(o.word_stats);
+  report_sentences += o.report_sentences, select_sentences += o.select_sentences;
+  skipped_sentences += o.skipped_sentences, texts += o.texts, tokens += o.tokens;
+  for (const auto& stage : o.seconds) {
+    auto it = std::find_if(seconds.begin(), seconds.end(), [&](const auto& s) { return s.first == stage.first; });
+    if (it == seconds.end())
+      seconds.push_back(stage);
+    else
+      it->second += stage.second;
+  }
+}
+
+AtlasPartial atlas_partial(const Model& model, const AtlasOptions& options, const AtlasShard& shard) {
+  return run_data_stages(model, options, read_atlas_data(options), shard);
+}
+
+std::array<int64_t, 4> atlas_stage_sizes(const AtlasOptions& options) {
+  const AtlasData d = read_atlas_data(options);
+  return {int64_t(d.report_tb.size()), int64_t(d.select_tb.size()), int64_t(d.report_gap.size()),
+          int64_t(d.select_gap.size())};
+}
+
+namespace {
+constexpr const char* kPartialSchema = "headscope.atlas_partial/1";
+}
+
+std::string atlas_partial_to_bytes(const AtlasPartial& p) {
+  nlohmann::json seconds = nlohmann::json::array();
+  for (const auto& s : p.seconds) seconds.push_back({s.first, s.second});
+  const nlohmann::json j = {
+      {"schema", kPartialSchema},
+      {"n_layer", p.n_layer},
+      {"n_head", p.n_head},
+      {"window", p.token_stats.layer_window()},
+      {"report", p.report.to_json()},
+      {"select", p.select.to_json()},
+      {"coref_report", p.coref_report.to_json()},
+      {"coref_select", p.coref_select.to_json()},
+      {"token_stats", p.token_stats.to_json()},
+      {"word_stats", p.word_stats.to_json()},
+      {"counts", {p.report_sentences, p.select_sentences, p.skipped_sentences, p.texts, p.tokens}},
+      {"seconds", std::move(seconds)}};
+  const std::vector<uint8_t> cbor = nlohmann::json::to_cbor(j);
+  return {cbor.begin(), cbor.end()};
+}
+
+AtlasPartial atlas_partial_from_bytes(std::string_view bytes) {
+  try {
+    const nlohmann::json j = nlohmann::json::from_cbor(bytes.begin(), bytes.end());
+    if (j.at("schema") != kPartialSchema) throw Error(std::string("not ") + kPartialSchema);
+    ModelConfig c;
+    c.n_layer = j.at("n_layer").get<int>();
+    c.n_head = j.at("n_head").get<int>();
+    c.window = j.at("window").get<std::vector<int64_t>>();
+    AtlasPartial p(c);
+    const int N = c.n_layer * c.n_head;
+    p.report = DependencyScorer::from_json(j.at("report"));
+    p.select = DependencyScorer::from_json(j.at("select"));
+    p.coref_report = CorefScorer::from_json(j.at("coref_report"));
+    p.coref_select = CorefScorer::from_json(j.at("coref_select"));
+    for (const int n : {p.report.n_heads(), p.select.n_heads(), p.coref_report.n_heads(), p.coref_select.n_heads()})
+      if (n != N) throw Error("a scorer counts " + std::to_string(n) + " heads, not " + std::to_string(N));
+    p.token_stats.from_json(j.at("token_stats"));
+    p.word_stats.from_json(j.at("word_stats"));
+    const auto counts = j.at("counts").get<std::vector<int64_t>>();
+    if (counts.size() != 5) throw Error("counts");
+    p.report_sentences = counts[0], p.select_sentences = counts[1], p.skipped_sentences = counts[2];
+    p.texts = counts[3], p.tokens = counts[4];
+    for (const nlohmann::json& s : j.at("seconds"))
+      p.seconds.emplace_back(s.at(0).get<std::string>(), s.at(1).get<double>());
+    return p;
+  } catch (const std::exception& e) {
+    throw Error(std::string("atlas: these bytes are not an atlas partial (") + e.what() + ")");
+  }
 }
 
 }  // namespace headscope

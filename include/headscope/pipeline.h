@@ -17,6 +17,7 @@
 // format; the JSON of every object they return is written by headscope/json.h (docs/schema.md).
 // Implemented in src/pipeline/.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -496,6 +497,28 @@ struct AtlasFiles {
 AtlasFiles make_atlas(const std::string& model_path, const std::string& control_path,
                       const analysis::AtlasOptions& options, const std::string& command_line,
                       const std::string& image_name, const LoadOptions& load = {});
+
+// ---- an atlas's data stages in shards (src/pipeline/build_atlas.cc; docs/corpus.md, "Ray") ----
+
+// Which items of each stage a shard runs: [begin, end) of the report and select treebanks' sentences
+// and of the report and select GAP files' rows, counted after AtlasOptions::max_sentences and
+// max_gap_rows; end −1: to the last.
+struct AtlasShard {
+  int64_t report_begin = 0, report_end = -1;
+  int64_t select_begin = 0, select_end = -1;
+  int64_t coref_report_begin = 0, coref_report_end = -1;
+  int64_t coref_select_begin = 0, coref_select_end = -1;
+};
+// The shard's treebank and GAP stages on `model` (the data files of `options`, read here), as a
+// partial's bytes (CBOR of "headscope.atlas_partial/1": integer counts and exact statistic sums,
+// no attention map). Partials of any split, merged in any order, hold bit for bit what one pass over
+// all the items counts; AtlasOptions::partial_bytes builds the atlas from them.
+std::string atlas_partial_bytes(const Model& model, const analysis::AtlasOptions& options, const AtlasShard& shard);
+// Partials' bytes merged, as one partial's bytes. Error for bytes that are not partials of one model shape.
+std::string merge_atlas_partials(const std::vector<std::string>& parts);
+// How many items each stage has for `options` (after max_sentences and max_gap_rows; GAP stages 0
+// without a GAP file): {report, select, coref_report, coref_select}. Reads the files, no model.
+std::array<int64_t, 4> atlas_stage_sizes(const analysis::AtlasOptions& options);
 // The texts the atlas measures head importance on (AtlasOptions::importance_texts): the first
 // sentences of the report treebank that fit the model untruncated (and, for decoders, have the two
 // tokens a next-token loss needs). Empty when importance is off for this model.

@@ -1,6 +1,7 @@
 """headscope.distributed: corpus jobs on a Ray cluster (``pip install headscope[ray]``).
 
-Three jobs: :func:`corpus` (every head's statistics, roles and records over a corpus),
+Four jobs: :func:`corpus` (every head's statistics, roles and records over a corpus),
+:func:`atlas` (the corpus atlas: roles validated on the gold treebanks and GAP),
 :func:`importance` (every head zero-ablated alone over a set of texts, ranked) and :func:`patch`
 (an activation-patching sweep over a dataset of prompt pairs).
 
@@ -280,6 +281,97 @@ def patch(
     config = headscope.Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
     shape = type("_Shape", (), {"config": config})()  # what PatchResult reads of a model
     return headscope.PatchResult(shape, result, headscope.PromptPairs(items, task=task, seed=seed))
+
+
+class _AtlasWorker:
+    """One actor: the model loaded once, then each batch of (stage, begin, end) items' partials."""
+
+    def __init__(self, model_path: str, threads: int, data_dir: str, limits: tuple[int, int]) -> None:
+        self.model = _load(model_path, threads)
+        self.data_dir, self.limits = data_dir, limits
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
+        out: dict[str, list[Any]] = {"item": [], "items": [], "partial": []}
+        for item, stage, begin, end in zip(batch["item"], batch["stage"], batch["begin"], batch["end"]):
+            part = self.model._core.atlas_partial(self.data_dir, *self.limits, str(stage), int(begin), int(end))
+            out["item"].append(int(item))
+            out["items"].append(int(end) - int(begin))
+            out["partial"].append(part)
+        return out
+
+
+def _finish_atlas(model_path: str, threads: int, data_dir: str, limits: tuple[int, int], importance_texts: int,
+                  partial: bytes) -> dict[str, Any]:
+    """The atlas from the merged partial: the probe, importance and roles, on one worker."""
+    model = _load(model_path, threads)
+    d = model._core.atlas(data_dir, limits[0], limits[1], importance_texts, None, partial)
+    return {"json": d["json"], "markdown": d["markdown"], "png": d["png"]}
+
+
+def atlas(
+    model_path: str | os.PathLike,
+    data_dir: str | os.PathLike | None = None,
+    *,
+    max_sentences: int = 0,
+    max_gap_rows: int = 0,
+    importance_texts: int = -1,
+    address: str | None = None,
+    workers: int | None = None,
+    threads_per_worker: int = 1,
+    memory_per_worker: int | None = None,
+    items_per_batch: int = 25,
+    progress: bool | Callable[[int, int], None] = True,
+) -> dict[str, Any]:
+    """The corpus atlas of a model (``Model.atlas``, docs/atlas.md) on a Ray cluster: the same dict
+    ({"json", "markdown", "png", "seconds"}), the same atlas bit for bit (its timings aside).
+
+    The treebank and GAP stages — the bulk of the work — are cut into items of ``items_per_batch``
+    sentences or rows, each run by an actor that returns its partial: dependency and coreference
+    counts (integers) and every head's statistic sums (exact fixed point), a few hundred KB and no
+    attention map. The driver merges them (any order gives the same bytes) and one worker builds the
+    atlas from the merge: the probe, the importance and the roles. ``data_dir`` must be readable at
+    the same path on every node (default: $HEADSCOPE_DATA, else ../shared/data).
+    """
+    import ray
+
+    import headscope
+
+    if data_dir is None:
+        data_dir = os.environ.get("HEADSCOPE_DATA") or "../shared/data"
+    data, limits = os.fspath(data_dir), (int(max_sentences), int(max_gap_rows))
+    _start(address)
+    start = _now()
+    sizes = headscope._core.atlas_sizes(data, *limits)
+    items = []
+    for stage, size in zip(("report", "select", "coref_report", "coref_select"), sizes):
+        for begin in range(0, size, items_per_batch):
+            items.append({"item": len(items), "stage": stage, "begin": begin,
+                          "end": min(size, begin + items_per_batch)})
+    total = sum(sizes)
+    parts = ray.data.from_items(items).map_batches(
+        _AtlasWorker,
+        fn_constructor_args=(os.fspath(model_path), threads_per_worker, data, limits),
+        batch_size=1,
+        batch_format="pandas",
+        compute=_actor_pool(_pool(workers, threads_per_worker)),
+        num_cpus=threads_per_worker,
+        memory=memory_per_worker,
+    )
+    partials: dict[int, bytes] = {}
+    bar = _bar(progress, total, "atlas (ray)")
+    done = 0
+    for row in parts.iter_rows():
+        if int(row["item"]) in partials:  # a retried item delivered twice: counted once
+            continue
+        partials[int(row["item"])] = row["partial"]
+        done += int(row["items"])
+        _advance(bar, progress, int(row["items"]), done, total)
+    if bar is not None:
+        bar.close()
+    merged = headscope._core.atlas_merge([partials[k] for k in sorted(partials)])
+    finish = ray.remote(num_cpus=threads_per_worker, memory=memory_per_worker)(_finish_atlas)
+    d = ray.get(finish.remote(os.fspath(model_path), threads_per_worker, data, limits, importance_texts, merged))
+    return {"json": _json.loads(d["json"]), "markdown": d["markdown"], "png": d["png"], "seconds": _now() - start}
 
 
 def _actor_pool(size: int) -> Any:

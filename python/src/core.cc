@@ -313,8 +313,8 @@ nb::dict generate(std::shared_ptr<PyModel> m, nb::bytes prompt_bytes, int max_ne
   return d;
 }
 
-nb::dict atlas(std::shared_ptr<PyModel> m, const std::string& data_dir, int64_t max_sentences, int64_t max_gap_rows,
-               int64_t importance_texts, std::optional<nb::callable> progress) {
+// The atlas's data files under data_dir (docs/atlas.md) and its limits.
+analysis::AtlasOptions atlas_options(const std::string& data_dir, int64_t max_sentences, int64_t max_gap_rows) {
   namespace fs = std::filesystem;
   analysis::AtlasOptions options;
   const fs::path data(data_dir);
@@ -326,7 +326,55 @@ nb::dict atlas(std::shared_ptr<PyModel> m, const std::string& data_dir, int64_t 
   }
   options.max_sentences = max_sentences;
   options.max_gap_rows = max_gap_rows;
+  return options;
+}
+
+// The atlas's treebank and GAP stages over items [begin, end) of one stage ("report", "select",
+// "coref_report", "coref_select"), as a partial's bytes (pipeline/atlas.h).
+nb::bytes atlas_partial_of(std::shared_ptr<PyModel> m, const std::string& data_dir, int64_t max_sentences,
+                           int64_t max_gap_rows, const std::string& stage, int64_t begin, int64_t end) {
+  const analysis::AtlasOptions options = atlas_options(data_dir, max_sentences, max_gap_rows);
+  AtlasShard shard;  // every stage empty but the one named
+  shard.report_end = shard.select_end = shard.coref_report_end = shard.coref_select_end = 0;
+  if (stage == "report")
+    shard.report_begin = begin, shard.report_end = end;
+  else if (stage == "select")
+    shard.select_begin = begin, shard.select_end = end;
+  else if (stage == "coref_report")
+    shard.coref_report_begin = begin, shard.coref_report_end = end;
+  else if (stage == "coref_select")
+    shard.coref_select_begin = begin, shard.coref_select_end = end;
+  else
+    throw Error("atlas stage \"" + stage + "\": one of report, select, coref_report, coref_select");
+  std::string bytes;
+  {
+    nb::gil_scoped_release release;
+    std::lock_guard lock(m->run_mutex);
+    m->set_threads();
+    bytes = atlas_partial_bytes(*m->model, options, shard);
+  }
+  return nb::bytes(bytes.data(), bytes.size());
+}
+
+// Items per stage (report, select, coref_report, coref_select) of the atlas over data_dir.
+std::vector<int64_t> atlas_sizes(const std::string& data_dir, int64_t max_sentences, int64_t max_gap_rows) {
+  const std::array<int64_t, 4> sizes = atlas_stage_sizes(atlas_options(data_dir, max_sentences, max_gap_rows));
+  return {sizes.begin(), sizes.end()};
+}
+
+// Partials merged (in any order: the result is the same), as bytes.
+nb::bytes atlas_merge(const std::vector<nb::bytes>& parts) {
+  std::vector<std::string> all;
+  for (const nb::bytes& p : parts) all.emplace_back(p.c_str(), p.size());
+  const std::string bytes = merge_atlas_partials(all);
+  return nb::bytes(bytes.data(), bytes.size());
+}
+
+nb::dict atlas(std::shared_ptr<PyModel> m, const std::string& data_dir, int64_t max_sentences, int64_t max_gap_rows,
+               int64_t importance_texts, std::optional<nb::callable> progress, nb::bytes partial) {
+  analysis::AtlasOptions options = atlas_options(data_dir, max_sentences, max_gap_rows);
   options.importance_texts = importance_texts;
+  options.partial_bytes.assign(partial.c_str(), partial.size());
   if (progress)
     options.progress = [&](std::string_view stage, int64_t done, int64_t total) {
       nb::gil_scoped_acquire acquire;
@@ -930,6 +978,9 @@ void register_corpus_jobs(nb::class_<PyModel>& model) {
 }
 
 void register_corpus(nb::module_& m) {
+  m.def("atlas_sizes", &atlas_sizes, "data_dir"_a, "max_sentences"_a, "max_gap_rows"_a,
+        "Items per atlas stage: (report, select, coref_report, coref_select).");
+  m.def("atlas_merge", &atlas_merge, "parts"_a, "Atlas partials merged, as bytes.");
   m.def("patch_from_parts", &patch_from_parts, "model"_a, "task"_a, "seed"_a, "shards"_a, "wall"_a,
         "The sweep of every shard's patching parts, in dataset order, as JSON (headscope.patch/1).");
   m.def("importance_from_parts", &importance_from_parts_json, "n_layer"_a, "n_head"_a, "causal"_a, "effect"_a,
@@ -1069,7 +1120,10 @@ void register_model(nb::module_& m) {
       .def("generate", &generate, "prompt"_a, "max_new_tokens"_a, "max_length"_a, "stop_at_eos"_a,
            "capture_attention"_a, "on_token"_a.none(), "Greedy continuation of `prompt` (decoders).")
       .def("atlas", &atlas, "data_dir"_a, "max_sentences"_a, "max_gap_rows"_a, "importance_texts"_a,
-           "progress"_a.none(), "The corpus atlas of this model (JSON, Markdown, PNG).");
+           "progress"_a.none(), "partial"_a = nb::bytes(""),
+           "The corpus atlas of this model (JSON, Markdown, PNG); `partial`: its data stages merged from shards.")
+      .def("atlas_partial", &atlas_partial_of, "data_dir"_a, "max_sentences"_a, "max_gap_rows"_a, "stage"_a, "begin"_a,
+           "end"_a, "The atlas's data stage over items [begin, end), as a partial's bytes.");
   register_circuits(model);
   register_corpus_jobs(model);
 }

@@ -14,6 +14,7 @@
 #include "analysis/statistics.h"
 #include "analysis/syntax.h"
 #include "headscope/model.h"
+#include "headscope/pipeline.h"
 
 namespace headscope {
 
@@ -23,17 +24,8 @@ namespace headscope {
 analysis::AtlasResult build_atlas(const Model& model, const std::string& model_path,
                                   const analysis::AtlasOptions& options);
 
-// ---- an atlas's data stages in shards (docs/corpus.md, "Ray") ----
+// ---- an atlas's data stages in shards (docs/corpus.md, "Ray"; AtlasShard in headscope/pipeline.h) ----
 
-// Which items of each stage a shard runs: [begin, end) of the report and select treebanks' sentences
-// and of the report and select GAP files' rows, counted after AtlasOptions::max_sentences and
-// max_gap_rows; end −1: to the last.
-struct AtlasShard {
-  int64_t report_begin = 0, report_end = -1;
-  int64_t select_begin = 0, select_end = -1;
-  int64_t coref_report_begin = 0, coref_report_end = -1;
-  int64_t coref_select_begin = 0, coref_select_end = -1;
-};
 // What the treebank and GAP stages count and sum over a shard. Counts are integers and statistics
 // exact sums (analysis/fixed_point.h), so the shards of a split, merged in any order, give bit for
 // bit the numbers of one pass over all the items.
@@ -53,8 +45,5 @@ AtlasPartial atlas_partial(const Model& model, const analysis::AtlasOptions& opt
 // As bytes (CBOR of "headscope.atlas_partial/1") and back; Error for bytes that are not a partial.
 std::string atlas_partial_to_bytes(const AtlasPartial& partial);
 AtlasPartial atlas_partial_from_bytes(std::string_view bytes);
-// How many items each stage has for `options` (after max_sentences and max_gap_rows; GAP stages 0
-// without a GAP file): {report, select, coref_report, coref_select}. Reads the files, no model.
-std::array<int64_t, 4> atlas_stage_sizes(const analysis::AtlasOptions& options);
 
 }  // namespace headscope

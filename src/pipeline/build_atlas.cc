@@ -366,6 +366,17 @@ AtlasPartial atlas_partial(const Model& model, const AtlasOptions& options, cons
   return run_data_stages(model, options, read_atlas_data(options), shard);
 }
 
+std::string atlas_partial_bytes(const Model& model, const AtlasOptions& options, const AtlasShard& shard) {
+  return atlas_partial_to_bytes(atlas_partial(model, options, shard));
+}
+
+std::string merge_atlas_partials(const std::vector<std::string>& parts) {
+  if (parts.empty()) throw Error("atlas: no partial to merge");
+  AtlasPartial all = atlas_partial_from_bytes(parts[0]);
+  for (size_t i = 1; i < parts.size(); ++i) all.merge(atlas_partial_from_bytes(parts[i]));
+  return atlas_partial_to_bytes(all);
+}
+
 std::array<int64_t, 4> atlas_stage_sizes(const AtlasOptions& options) {
   const AtlasData d = read_atlas_data(options);
   return {int64_t(d.report_tb.size()), int64_t(d.select_tb.size()), int64_t(d.report_gap.size()),

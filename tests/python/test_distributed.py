@@ -2,7 +2,8 @@
 --head` and a second `ray start --address`, one CPU each, torn down afterwards): the job's merged
 statistics and its records equal one process's Model.corpus bit for bit on 200 EWT sentences;
 a worker killed in the middle of a job changes nothing; a malformed text is reported while the rest
-completes; a model path the workers cannot read is an error naming the node; every head's importance
+completes; a model path the workers cannot read is an error naming the node; the atlas of 200 EWT
+(and PUD) sentences and 40 GAP rows equals one process's; every head's importance
 over EWT sentences equals one process's, and so does a patching sweep over pairs. Also the CLI's
 shards: `headscope run --corpus --partial` on two halves and `headscope merge` equal one run."""
 import os
@@ -93,6 +94,22 @@ def test_two_nodes_give_the_single_process_result(cluster, reference, tmp_path):
     assert records.shape == one.records.shape
     for column in ("text", "layer", "head", "entropy_bits", "max_attention", "sink_mass", "role"):
         assert (records[column].values == one.records[column].values).all(), column
+
+
+def test_the_atlas_on_two_nodes_is_the_single_process_atlas(cluster, headscope):
+    """The atlas of MiniLM over the first 200 sentences of each treebank and 40 rows of each GAP
+    file, in items of 25 on two nodes: the one-process atlas, every number of its JSON bit for bit
+    (the timings aside), and the same Markdown report."""
+    import headscope.distributed as distributed
+
+    one = headscope.load(MINILM, threads=1).atlas(DATA, max_sentences=200, max_gap_rows=40, importance_texts=0,
+                                                  progress=False)
+    got = distributed.atlas(MINILM, DATA, max_sentences=200, max_gap_rows=40, importance_texts=0,
+                            items_per_batch=25, progress=False)
+    a, b = dict(one["json"]), dict(got["json"])
+    a.pop("seconds", None), b.pop("seconds", None)
+    assert a == b
+    assert a["counts"]["report_sentences"] > 150, a["counts"]
 
 
 def test_importance_on_two_nodes_is_the_single_process_importance(cluster, headscope):

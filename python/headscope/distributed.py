@@ -94,6 +94,7 @@ class _ImportanceWorker:
         parts = self.model._core.importance_parts([str(t).encode("utf-8") for t in batch["text"]])
         return {
             "first": [indices[0]],
+            "texts": [len(indices)],
             "n_layer": [parts["n_layer"]],
             "n_head": [parts["n_head"]],
             "causal": [parts["causal"]],
@@ -157,28 +158,9 @@ def importance(
     total = ds.count()
     if total == 0:
         raise ValueError("no texts: importance needs at least one")
-    parts = ds.map_batches(
-        _ImportanceWorker,
-        fn_constructor_args=(os.fspath(model_path), threads_per_worker),
-        batch_size=texts_per_batch,
-        batch_format="pandas",
-        compute=_actor_pool(_pool(workers, threads_per_worker)),
-        num_cpus=threads_per_worker,
-        memory=memory_per_worker,
-    )
-    batches: dict[int, dict[str, Any]] = {}
-    bar = _bar(progress, total, "importance (ray)")
-    done = 0
-    for row in parts.iter_rows():
-        first = int(row["first"])
-        if first in batches:  # a retried batch delivered twice: counted once
-            continue
-        batches[first] = row
-        n = len(_json.loads(row["tokens"]))
-        done += n
-        _advance(bar, progress, n, done, total)
-    if bar is not None:
-        bar.close()
+    parts = _map(ds, _ImportanceWorker, (os.fspath(model_path), threads_per_worker), texts_per_batch, workers,
+                 threads_per_worker, memory_per_worker)
+    batches = _gather(parts.iter_rows(), "first", "texts", progress, total, "importance (ray)")
     rows = [batches[k] for k in sorted(batches)]
     first = rows[0]
     n_layer, n_head, causal = int(first["n_layer"]), int(first["n_head"]), bool(first["causal"])
@@ -253,27 +235,9 @@ def patch(
     import ray.data
 
     ds = ray.data.from_items([{"index": i, "pair": _json.dumps(dict(p))} for i, p in enumerate(items)])
-    parts = ds.map_batches(
-        _PatchWorker,
-        fn_constructor_args=(os.fspath(model_path), threads_per_worker, request),
-        batch_size=pairs_per_batch,
-        batch_format="pandas",
-        compute=_actor_pool(_pool(workers, threads_per_worker)),
-        num_cpus=threads_per_worker,
-        memory=memory_per_worker,
-    )
-    shards: dict[int, dict[str, Any]] = {}
-    bar = _bar(progress, len(items), "patching (ray)")
-    done = 0
-    for row in parts.iter_rows():
-        first = int(row["first"])
-        if first in shards:  # a retried batch delivered twice: counted once
-            continue
-        shards[first] = row
-        done += int(row["pairs"])
-        _advance(bar, progress, int(row["pairs"]), done, len(items))
-    if bar is not None:
-        bar.close()
+    parts = _map(ds, _PatchWorker, (os.fspath(model_path), threads_per_worker, request), pairs_per_batch, workers,
+                 threads_per_worker, memory_per_worker)
+    shards = _gather(parts.iter_rows(), "first", "pairs", progress, len(items), "patching (ray)")
     rows = [shards[k] for k in sorted(shards)]
     raw = headscope._core.patch_from_parts(rows[0]["model"], task, seed, [r["parts"] for r in rows], _now() - start)
     result = _json.loads(raw)
@@ -348,30 +312,48 @@ def atlas(
             items.append({"item": len(items), "stage": stage, "begin": begin,
                           "end": min(size, begin + items_per_batch)})
     total = sum(sizes)
-    parts = ray.data.from_items(items).map_batches(
-        _AtlasWorker,
-        fn_constructor_args=(os.fspath(model_path), threads_per_worker, data, limits),
-        batch_size=1,
+    parts = _map(ray.data.from_items(items), _AtlasWorker, (os.fspath(model_path), threads_per_worker, data, limits),
+                 1, workers, threads_per_worker, memory_per_worker)
+    partials = {k: row["partial"] for k, row in _gather(parts.iter_rows(), "item", "items", progress, total,
+                                                            "atlas (ray)").items()}
+    merged = headscope._core.atlas_merge([partials[k] for k in sorted(partials)])
+    finish = ray.remote(num_cpus=threads_per_worker, memory=memory_per_worker)(_finish_atlas)
+    d = ray.get(finish.remote(os.fspath(model_path), threads_per_worker, data, limits, importance_texts, merged))
+    return {"json": _json.loads(d["json"]), "markdown": d["markdown"], "png": d["png"], "seconds": _now() - start}
+
+
+def _map(ds: ray.data.Dataset, worker: type, args: tuple, batch_size: int, workers: int | None,
+         threads_per_worker: int, memory_per_worker: int | None) -> ray.data.Dataset:
+    """``map_batches`` of `worker` (constructed with `args` once per actor) on an actor pool. A worker
+    that dies is restarted and its batch run again (Ray Data's default), hence _gather's dedup."""
+    return ds.map_batches(
+        worker,
+        fn_constructor_args=args,
+        batch_size=batch_size,
         batch_format="pandas",
         compute=_actor_pool(_pool(workers, threads_per_worker)),
         num_cpus=threads_per_worker,
         memory=memory_per_worker,
     )
-    partials: dict[int, bytes] = {}
-    bar = _bar(progress, total, "atlas (ray)")
+
+
+def _gather(rows: Iterable[dict[str, Any]], key: str, count: str, progress: Any, total: int,
+            desc: str) -> dict[int, dict[str, Any]]:
+    """The rows by their `key` (a batch delivered twice, after a retry, counted once), with progress
+    in the items each row's `count` says it holds."""
+    bar = _bar(progress, total, desc)
+    got: dict[int, dict[str, Any]] = {}
     done = 0
-    for row in parts.iter_rows():
-        if int(row["item"]) in partials:  # a retried item delivered twice: counted once
+    for row in rows:
+        k = int(row[key])
+        if k in got:
             continue
-        partials[int(row["item"])] = row["partial"]
-        done += int(row["items"])
-        _advance(bar, progress, int(row["items"]), done, total)
+        got[k] = row
+        done += int(row[count])
+        _advance(bar, progress, int(row[count]), done, total)
     if bar is not None:
         bar.close()
-    merged = headscope._core.atlas_merge([partials[k] for k in sorted(partials)])
-    finish = ray.remote(num_cpus=threads_per_worker, memory=memory_per_worker)(_finish_atlas)
-    d = ray.get(finish.remote(os.fspath(model_path), threads_per_worker, data, limits, importance_texts, merged))
-    return {"json": _json.loads(d["json"]), "markdown": d["markdown"], "png": d["png"], "seconds": _now() - start}
+    return got
 
 
 def _actor_pool(size: int) -> Any:
@@ -445,20 +427,10 @@ def corpus(
     start = _now()
     ds = _dataset(texts, ids)
     total = ds.count()
-    pool = _pool(workers, threads_per_worker)
     options = {"words": words, "batch_tokens": batch_tokens, "truncate": truncate, "probe": probe, "corpus": evidence}
     out_dir = os.fspath(records_dir) if records_dir is not None else None
-    partials = ds.map_batches(
-        _CorpusWorker,
-        fn_constructor_args=(os.fspath(model_path), threads_per_worker, options, out_dir),
-        batch_size=texts_per_batch,
-        batch_format="pandas",
-        compute=_actor_pool(pool),
-        num_cpus=threads_per_worker,
-        memory=memory_per_worker,
-        # A worker that dies (killed, out of memory) is restarted and its batch run again: Ray
-        # Data's actor pools restart actors and retry their tasks by default (tested).
-    )
+    partials = _map(ds, _CorpusWorker, (os.fspath(model_path), threads_per_worker, options, out_dir), texts_per_batch,
+                    workers, threads_per_worker, memory_per_worker)
     return _merge(partials, out_dir, start, progress, total)
 
 

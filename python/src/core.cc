@@ -624,6 +624,18 @@ std::string read_pairs_json(const std::string& json, const std::string& source) 
   return prompt_pairs_to_json(prompt_pairs_from_json(json, source));
 }
 
+// Token ids from Python (int64) as the lenses take them: each within the model's vocabulary.
+std::vector<int32_t> vocabulary_ids(const Model& model, const std::vector<int64_t>& ids) {
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= model.config().vocab_size)
+      throw Error("tokens[" + std::to_string(i) + "] = " + std::to_string(ids[i]) + " is outside the vocabulary of " +
+                  model.config().name + " (0.." + std::to_string(model.config().vocab_size - 1) + ")");
+    out.push_back(int32_t(ids[i]));
+  }
+  return out;
+}
+
 // The logit lens of one text (pipeline.h, text_logit_lens): the top tokens of every layer and the
 // tracked tokens' logit, probability and rank, as flat lists the Python layer shapes into arrays;
 // the whole [n_layer + 1, vocab] logits when asked for, moved into their array.
@@ -635,12 +647,7 @@ nb::dict logit_lens(std::shared_ptr<PyModel> m, nb::bytes text_bytes, int64_t po
   options.position = position;
   options.top_k = top_k;
   options.keep_logits = keep_logits;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0 || ids[i] >= m->model->config().vocab_size)
-      throw Error("tokens[" + std::to_string(i) + "] = " + std::to_string(ids[i]) + " is outside the vocabulary of " +
-                  m->model->config().name + " (0.." + std::to_string(m->model->config().vocab_size - 1) + ")");
-    options.tokens.push_back(int32_t(ids[i]));
-  }
+  options.tokens = vocabulary_ids(*m->model, ids);
   TextLens lens;
   {
     nb::gil_scoped_release release;
@@ -690,12 +697,7 @@ nb::dict head_lens(std::shared_ptr<PyModel> m, nb::bytes text_bytes, int layer, 
   HeadLensOptions options;
   options.layer = layer, options.head = head, options.position = position, options.top_k = top_k;
   options.keep_logits = true;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0 || ids[i] >= m->model->config().vocab_size)
-      throw Error("tokens[" + std::to_string(i) + "] = " + std::to_string(ids[i]) + " is outside the vocabulary of " +
-                  m->model->config().name + " (0.." + std::to_string(m->model->config().vocab_size - 1) + ")");
-    options.tokens.push_back(int32_t(ids[i]));
-  }
+  options.tokens = vocabulary_ids(*m->model, ids);
   HeadLens lens;
   {
     nb::gil_scoped_release release;

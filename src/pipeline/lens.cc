@@ -68,16 +68,27 @@ namespace {
 LensEntry entry(const Model& model, const LensToken& token) { return {token, model.tokenizer().decode({token.id})}; }
 }  // namespace
 
+namespace {
+// A frontend's top_k and followed tokens (written as text), checked against the server's limits and
+// turned into ids (an encoder's are left for the lens to refuse in its own words).
+std::vector<int32_t> followed_ids(const Model& model, int top_k, const std::vector<std::string>& tokens,
+                                  const std::string& what) {
+  if (top_k < 1 || top_k > limits::kMaxLensTopK)
+    throw Error(what + ": top_k must be between 1 and " + std::to_string(limits::kMaxLensTopK));
+  if (tokens.size() > static_cast<size_t>(limits::kMaxLensTokens))
+    throw Error(what + ": at most " + std::to_string(limits::kMaxLensTokens) + " tokens can be followed");
+  std::vector<int32_t> ids;
+  if (model.config().causal)
+    for (const std::string& t : tokens) ids.push_back(lens_token_id(model, t));
+  return ids;
+}
+}  // namespace
+
 LogitLensResult logit_lens_text(const Model& model, std::string text, Encoding encoding, const LensRequest& request) {
-  if (request.top_k < 1 || request.top_k > limits::kMaxLensTopK)
-    throw Error("logit lens: top_k must be between 1 and " + std::to_string(limits::kMaxLensTopK));
-  if (request.tokens.size() > static_cast<size_t>(limits::kMaxLensTokens))
-    throw Error("logit lens: at most " + std::to_string(limits::kMaxLensTokens) + " tokens can be followed");
   TextLensOptions o;
   o.position = request.position;
   o.top_k = request.top_k;
-  if (model.config().causal)
-    for (const std::string& t : request.tokens) o.tokens.push_back(lens_token_id(model, t));
+  o.tokens = followed_ids(model, request.top_k, request.tokens, "logit lens");
   o.keep_logits = o.tokens.empty();  // the prediction is followed: found in the last row first
   const TextLens lens = text_logit_lens(model, encoding, o);
   LogitLensResult r;
@@ -188,17 +199,12 @@ HeadLens text_head_lens(const Model& model, const Encoding& encoding, const Head
 }
 
 HeadLensResult head_lens_text(const Model& model, std::string text, Encoding encoding, const HeadLensRequest& request) {
-  if (request.top_k < 1 || request.top_k > limits::kMaxLensTopK)
-    throw Error("head logit lens: top_k must be between 1 and " + std::to_string(limits::kMaxLensTopK));
-  if (request.tokens.size() > static_cast<size_t>(limits::kMaxLensTokens))
-    throw Error("head logit lens: at most " + std::to_string(limits::kMaxLensTokens) + " tokens can be followed");
   HeadLensOptions o;
   o.layer = request.layer;
   o.head = request.head;
   o.position = request.position;
   o.top_k = request.top_k;
-  if (model.config().causal)
-    for (const std::string& t : request.tokens) o.tokens.push_back(lens_token_id(model, t));
+  o.tokens = followed_ids(model, request.top_k, request.tokens, "head logit lens");
   const HeadLens lens = text_head_lens(model, encoding, o);
   HeadLensResult r;
   r.model = model.config();

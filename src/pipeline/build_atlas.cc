@@ -72,7 +72,7 @@ std::vector<std::string> read_corpus(const std::string& path) {
   return lines;
 }
 
-// The packed passes of the treebank stages: rows (tokens) and sentences per pass. A pass's
+// The packed passes of the treebank and GAP stages: rows (tokens) and texts per pass. A pass's
 // activations grow with its rows, its attention maps with Σ T² (a few MiB for sentences).
 constexpr int64_t kAtlasBatchTokens = 2048;
 constexpr size_t kAtlasBatchTexts = 128;
@@ -203,24 +203,39 @@ AtlasPartial run_data_stages(const Model& model, const AtlasOptions& options, co
   }
 
   // ---- coreference ----
+  // GAP examples go through packed passes too, and are scored one by one in file order.
   auto score_gap = [&](const std::vector<GapExample>& examples, size_t begin, size_t end, CorefScorer& scorer,
                        std::string_view stage) {
     const auto t0 = Clock::now();
-    Encoding enc;
+    std::vector<size_t> batch;
+    std::vector<Encoding> encodings;
+    int64_t rows = 0;
+    const auto flush = [&] {
+      if (batch.empty()) return;
+      const std::vector<Capture> caps = model.run_batch(encodings, {&capture, 1});
+      for (size_t j = 0; j < batch.size(); ++j) scorer.add(examples[batch[j]], encodings[j], caps[j].attention);
+      progress(stage, static_cast<int64_t>(batch.back() - begin + 1), static_cast<int64_t>(end - begin));
+      batch.clear(), encodings.clear(), rows = 0;
+    };
     for (size_t i = begin; i < end; ++i) {
       const GapExample& ex = examples[i];
-      // Truncation is harmless here: an example whose mentions were cut off is skipped by the scorer.
-      if (ex.decidable()) {
-        bool ok = true;
-        try {
-          enc = model.encode(ex.text, /*truncate=*/true);
-        } catch (const Error&) {
-          ok = false;
-        }
-        if (ok) scorer.add(ex, enc, model.run(enc, capture).attention);
+      if (!ex.decidable()) continue;
+      Encoding enc;
+      try {
+        // Truncation is harmless here: an example whose mentions were cut off is skipped by the scorer.
+        enc = model.encode(ex.text, /*truncate=*/true);
+      } catch (const Error&) {
+        continue;
       }
-      progress(stage, static_cast<int64_t>(i - begin + 1), static_cast<int64_t>(end - begin));
+      const int64_t T = static_cast<int64_t>(enc.size());
+      if (T == 0) continue;
+      if (!batch.empty() && (rows + T > kAtlasBatchTokens || batch.size() >= kAtlasBatchTexts)) flush();
+      rows += T;
+      batch.push_back(i);
+      encodings.push_back(std::move(enc));
     }
+    flush();
+    progress(stage, static_cast<int64_t>(end - begin), static_cast<int64_t>(end - begin));
     p.seconds.emplace_back(std::string(stage), seconds_since(t0));
   };
   if (!data.report_gap.empty()) {

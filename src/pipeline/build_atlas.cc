@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -76,6 +77,38 @@ std::vector<std::string> read_corpus(const std::string& path) {
 // activations grow with its rows, its attention maps with Σ T² (a few MiB for sentences).
 constexpr int64_t kAtlasBatchTokens = 2048;
 constexpr size_t kAtlasBatchTexts = 128;
+
+// The items of a stage, run through packed passes of up to kAtlasBatchTokens tokens (Model::run_batch:
+// each item's capture is the one its own run records, to float rounding) and scored one by one in the
+// order they were added, so every sum runs in the order of an item-at-a-time build.
+template <class Item>
+class PackedPasses {
+ public:
+  using Score = std::function<void(Item&, const Encoding&, const Capture&)>;
+  PackedPasses(const Model& model, const CaptureOptions& capture, Score score)
+      : model_(model), capture_(capture), score_(std::move(score)) {}
+  void add(Item item, Encoding encoding) {
+    const int64_t T = static_cast<int64_t>(encoding.size());
+    if (!items_.empty() && (rows_ + T > kAtlasBatchTokens || items_.size() >= kAtlasBatchTexts)) flush();
+    rows_ += T;
+    items_.push_back(std::move(item));
+    encodings_.push_back(std::move(encoding));
+  }
+  void flush() {
+    if (items_.empty()) return;
+    const std::vector<Capture> caps = model_.run_batch(encodings_, {&capture_, 1});
+    for (size_t j = 0; j < items_.size(); ++j) score_(items_[j], encodings_[j], caps[j]);
+    items_.clear(), encodings_.clear(), rows_ = 0;
+  }
+
+ private:
+  const Model& model_;
+  const CaptureOptions& capture_;
+  Score score_;
+  std::vector<Item> items_;
+  std::vector<Encoding> encodings_;
+  int64_t rows_ = 0;
+};
 
 // Encodes without truncation; returns false (and the caller skips the text) when the text is too
 // long for the model or has nothing to encode.
@@ -149,10 +182,7 @@ AtlasPartial run_data_stages(const Model& model, const AtlasOptions& options, co
     p.tokens += static_cast<int64_t>(enc.size());
   };
 
-  // ---- syntax (and, without a corpus, the statistics) on the treebanks ----
-  // Sentences go through packed passes (Model::run_batch: each sentence's capture is the one its own
-  // run records, to float rounding) of up to kAtlasBatchTokens tokens, and are then scored one by one
-  // in file order.
+  // ---- syntax (and, without a corpus, the statistics) on the treebanks (packed passes) ----
   struct Sentence {
     size_t index = 0;
     std::string text;
@@ -161,37 +191,24 @@ AtlasPartial run_data_stages(const Model& model, const AtlasOptions& options, co
   auto score_treebank = [&](const std::vector<DependencySentence>& tb, size_t begin, size_t end,
                             DependencyScorer& scorer, bool with_stats, std::string_view stage, int64_t& counted) {
     const auto t0 = Clock::now();
-    std::vector<Sentence> batch;
-    std::vector<Encoding> encodings;
-    int64_t rows = 0;
-    const auto flush = [&] {
-      if (batch.empty()) return;
-      const std::vector<Capture> caps = model.run_batch(encodings, {&capture, 1});
-      for (size_t j = 0; j < batch.size(); ++j) {
-        const WordMap map = words_from_spans(encodings[j], batch[j].spans);
-        const Tensor units = merge_attention(caps[j].attention, map);  // [L, H, U, U]
-        scorer.add(tb[batch[j].index], units.ptr(), map);
-        ++counted;
-        if (with_stats) add_stats(caps[j], encodings[j], batch[j].text, map, units);
-      }
-      progress(stage, static_cast<int64_t>(batch.back().index - begin + 1), static_cast<int64_t>(end - begin));
-      batch.clear(), encodings.clear(), rows = 0;
-    };
+    PackedPasses<Sentence> passes(model, capture, [&](Sentence& s, const Encoding& enc, const Capture& cap) {
+      const WordMap map = words_from_spans(enc, s.spans);
+      const Tensor units = merge_attention(cap.attention, map);  // [L, H, U, U]
+      scorer.add(tb[s.index], units.ptr(), map);
+      ++counted;
+      if (with_stats) add_stats(cap, enc, s.text, map, units);
+      progress(stage, static_cast<int64_t>(s.index - begin + 1), static_cast<int64_t>(end - begin));
+    });
     Encoding enc;
     for (size_t i = begin; i < end; ++i) {
       Sentence s{i, {}, {}};
       s.text = join_words(tb[i], &s.spans);
-      if (!encode_whole(model, s.text, enc)) {
+      if (encode_whole(model, s.text, enc))
+        passes.add(std::move(s), std::move(enc));
+      else
         ++p.skipped_sentences;
-        continue;
-      }
-      const int64_t T = static_cast<int64_t>(enc.size());
-      if (!batch.empty() && (rows + T > kAtlasBatchTokens || batch.size() >= kAtlasBatchTexts)) flush();
-      rows += T;
-      batch.push_back(std::move(s));
-      encodings.push_back(std::move(enc));
     }
-    flush();
+    passes.flush();
     progress(stage, static_cast<int64_t>(end - begin), static_cast<int64_t>(end - begin));
     p.seconds.emplace_back(std::string(stage), seconds_since(t0));
   };
@@ -202,39 +219,26 @@ AtlasPartial run_data_stages(const Model& model, const AtlasOptions& options, co
     score_treebank(data.select_tb, sb, se, p.select, false, "treebank (select)", p.select_sentences);
   }
 
-  // ---- coreference ----
-  // GAP examples go through packed passes too, and are scored one by one in file order.
+  // ---- coreference (packed passes) ----
   auto score_gap = [&](const std::vector<GapExample>& examples, size_t begin, size_t end, CorefScorer& scorer,
                        std::string_view stage) {
     const auto t0 = Clock::now();
-    std::vector<size_t> batch;
-    std::vector<Encoding> encodings;
-    int64_t rows = 0;
-    const auto flush = [&] {
-      if (batch.empty()) return;
-      const std::vector<Capture> caps = model.run_batch(encodings, {&capture, 1});
-      for (size_t j = 0; j < batch.size(); ++j) scorer.add(examples[batch[j]], encodings[j], caps[j].attention);
-      progress(stage, static_cast<int64_t>(batch.back() - begin + 1), static_cast<int64_t>(end - begin));
-      batch.clear(), encodings.clear(), rows = 0;
-    };
+    PackedPasses<size_t> passes(model, capture, [&](size_t& i, const Encoding& enc, const Capture& cap) {
+      scorer.add(examples[i], enc, cap.attention);
+      progress(stage, static_cast<int64_t>(i - begin + 1), static_cast<int64_t>(end - begin));
+    });
     for (size_t i = begin; i < end; ++i) {
-      const GapExample& ex = examples[i];
-      if (!ex.decidable()) continue;
+      if (!examples[i].decidable()) continue;
       Encoding enc;
       try {
         // Truncation is harmless here: an example whose mentions were cut off is skipped by the scorer.
-        enc = model.encode(ex.text, /*truncate=*/true);
+        enc = model.encode(examples[i].text, /*truncate=*/true);
       } catch (const Error&) {
         continue;
       }
-      const int64_t T = static_cast<int64_t>(enc.size());
-      if (T == 0) continue;
-      if (!batch.empty() && (rows + T > kAtlasBatchTokens || batch.size() >= kAtlasBatchTexts)) flush();
-      rows += T;
-      batch.push_back(i);
-      encodings.push_back(std::move(enc));
+      if (enc.size() > 0) passes.add(i, std::move(enc));
     }
-    flush();
+    passes.flush();
     progress(stage, static_cast<int64_t>(end - begin), static_cast<int64_t>(end - begin));
     p.seconds.emplace_back(std::string(stage), seconds_since(t0));
   };

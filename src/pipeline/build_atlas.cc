@@ -295,32 +295,52 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
   const std::vector<std::string>& corpus = data.corpus;
 
   // ---- statistics over a separate corpus ----
+  // Texts of up to kAtlasBatchTokens tokens go through packed passes and their stored maps into the
+  // head streams; a longer one is streamed through its own pass (no [T, T] map stored), after the
+  // passes before it, so the texts are counted (and text_roles listed) in file order.
   if (!corpus.empty()) {
     const auto t0 = Clock::now();
+    auto count_text = [&](size_t i, const Encoding& enc, const std::vector<HeadStream>& heads) {
+      for (int h = 0; h < N; ++h) {
+        token_stats.merge_head(size_t(h), heads[size_t(h)].token);
+        word_stats.merge_head(size_t(h), heads[size_t(h)].word);
+      }
+      if (options.text_roles) {
+        TextRoles& t = r.texts.emplace_back();
+        t.text = corpus[i];
+        for (const HeadStream& h : heads) t.stats.push_back(h.token.result());
+      }
+      ++r.corpus_texts;
+      r.corpus_tokens += static_cast<int64_t>(enc.size());
+      progress("corpus", static_cast<int64_t>(i + 1), static_cast<int64_t>(corpus.size()));
+    };
+    auto plan_of = [&](size_t i, const Encoding& enc) {  // the head streams read it: keep it while they run
+      return make_stream_plan(describe_sequence(enc, corpus[i], c.causal), words_from_encoding(enc),
+                              /*without_specials=*/false, 1, c.window);
+    };
+    PackedPasses<size_t> passes(model, capture, [&](size_t& i, const Encoding& enc, const Capture& cap) {
+      const StreamPlan plan = plan_of(i, enc);
+      std::vector<HeadStream> heads = make_head_streams(plan, N, c.window);
+      feed_stored(heads, cap.attention, cap.value_norms);
+      count_text(i, enc, heads);
+    });
     Encoding enc;
     for (size_t i = 0; i < corpus.size(); ++i) {
       if (!encode_whole(model, corpus[i], enc)) {
         ++r.skipped_texts;
+        progress("corpus", static_cast<int64_t>(i + 1), static_cast<int64_t>(corpus.size()));
+      } else if (static_cast<int64_t>(enc.size()) <= kAtlasBatchTokens) {
+        passes.add(i, std::move(enc));
       } else {
-        // Corpus texts may be long: their attention is streamed into the statistics, never stored.
-        const StreamPlan plan = make_stream_plan(describe_sequence(enc, corpus[i], c.causal), words_from_encoding(enc),
-                                                 /*without_specials=*/false, 1, c.window);
+        passes.flush();
+        const StreamPlan plan = plan_of(i, enc);
         std::vector<HeadStream> heads = make_head_streams(plan, N, c.window);
         run_streamed(model, enc, heads, capture);
-        for (int h = 0; h < N; ++h) {
-          token_stats.merge_head(size_t(h), heads[size_t(h)].token);
-          word_stats.merge_head(size_t(h), heads[size_t(h)].word);
-        }
-        if (options.text_roles) {
-          TextRoles& t = r.texts.emplace_back();
-          t.text = corpus[i];
-          for (const HeadStream& h : heads) t.stats.push_back(h.token.result());
-        }
-        ++r.corpus_texts;
-        r.corpus_tokens += static_cast<int64_t>(enc.size());
+        count_text(i, enc, heads);
       }
-      progress("corpus", static_cast<int64_t>(i + 1), static_cast<int64_t>(corpus.size()));
     }
+    passes.flush();
+    progress("corpus", static_cast<int64_t>(corpus.size()), static_cast<int64_t>(corpus.size()));
     r.seconds_per_stage.emplace_back("corpus", seconds_since(t0));
   }
   r.stats = token_stats.result();

@@ -15,6 +15,7 @@
 
 #include "analysis/atlas_report.h"
 #include "headscope/error.h"
+#include "headscope/pipeline.h"
 #include "pipeline/atlas.h"
 
 namespace headscope::analysis {
@@ -161,6 +162,52 @@ TEST(AtlasTextRoles, EachTextGetsRolesFromItsStatisticsAndTheGivenEvidence) {
   ASSERT_EQ(j["texts"].size(), 2u);
   EXPECT_EQ(j["texts"][1]["text"], "A storm damaged the roof of the school last night.");
   EXPECT_EQ(j["texts"][1]["heads"].size(), static_cast<size_t>(N));
+}
+
+// The corpus stage runs short texts through packed passes: each text's statistics are those of its
+// own streamed analysis (no [T, T] map stored), to float rounding, in file order.
+TEST(AtlasCorpus, PackedTextsEqualTheirOwnStreamedAnalysis) {
+  const std::string goldens = env_or_fail("HEADSCOPE_GOLDENS"), model_dir = env_or_fail("HEADSCOPE_MODEL");
+  ASSERT_FALSE(goldens.empty() || model_dir.empty());
+  const auto model = Model::load(model_dir);
+  const int N = model->config().n_layer * model->config().n_head;
+  headscope::testing::TempDir dir("atlas_corpus_packed");
+  const std::vector<std::string> texts = {
+      "The cat sat on the mat.", "A storm damaged the roof of the school last night, and the pupils were sent home.",
+      "Yes.", "The trophy didn't fit in the suitcase because it was too big; the suitcase was too small."};
+  std::string file;
+  for (const std::string& t : texts) file += t + "\n";
+  headscope::testing::write_raw(dir.file("corpus.txt"), file);
+  AtlasOptions o;
+  o.report_treebank = goldens + "/atlas_pud.conllu";
+  o.max_sentences = 2;
+  o.text_roles = true;
+  o.evidence.assign(static_cast<size_t>(N), HeadEvidence{});  // no probe, no importance
+  o.corpus = dir.file("corpus.txt");
+  const AtlasResult a = build_atlas(*model, model_dir, o);
+  ASSERT_EQ(a.texts.size(), texts.size());
+  EXPECT_EQ(a.corpus_texts, static_cast<int64_t>(texts.size()));
+  AnalyseOptions streamed;
+  streamed.maps = AnalyseOptions::Maps::kStream;
+  streamed.capture = CaptureOptions::attention_only();
+  streamed.capture.value_norms = true;
+  double worst = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    EXPECT_EQ(a.texts[i].text, texts[i]);
+    const RunAnalysis run = analyse(*model, texts[i], model->encode(texts[i], false), {}, streamed);
+    ASSERT_TRUE(run.streamed);
+    for (int h = 0; h < N; ++h) {
+      const HeadStats& got = a.texts[i].stats[size_t(h)];
+      const HeadStats& want = run.token_level.stats[size_t(h)];
+      EXPECT_EQ(got.n_queries, want.n_queries);
+      for (double HeadStats::*f :
+           {&HeadStats::entropy_bits, &HeadStats::sparsity, &HeadStats::max_attention, &HeadStats::avg_attention,
+            &HeadStats::keys_90, &HeadStats::first_mass, &HeadStats::sink_mass_norm, &HeadStats::mean_distance})
+        worst = std::max(worst, std::abs(got.*f - want.*f) / std::max(1.0, std::abs(want.*f)));
+    }
+  }
+  EXPECT_LE(worst, 1e-6);
+  std::printf("packed corpus stage vs streamed analyse(): worst relative difference %.2e\n", worst);
 }
 
 TEST(AtlasInputs, MissingFilesAreReportedByName) {

@@ -136,11 +136,13 @@ def importance(
     threads_per_worker: int = 1,
     memory_per_worker: int | None = None,
     texts_per_batch: int = 8,
+    out_dir: str | os.PathLike | None = None,
     progress: bool | Callable[[int, int], None] = True,
 ) -> dict[str, Any]:
     """Every head zero-ablated alone over the texts, on a Ray cluster: what ``Model.importance``
     returns for the same texts, bit for bit (ranks and Spearman's rho included; ``seconds`` is the
-    job's wall time).
+    job's wall time), plus ``"frame"``: a DataFrame with a row per head (layer, head, ablation,
+    proxy, rank). ``out_dir``: that frame is also written there as ``importance.parquet``.
 
     Each actor returns, per text of its batch, every head's ablation effect and proxy term (a few KB
     per text; docs/causal.md); the driver puts them in corpus order and averages them as one process
@@ -169,7 +171,20 @@ def importance(
     proxy = np.concatenate([np.frombuffer(r["proxy"], dtype=np.float64) for r in rows]).reshape(len(tokens), -1)
     result = _json.loads(headscope._core.importance_from_parts(n_layer, n_head, causal, effect, proxy, tokens))
     result["seconds"] = {"wall": _now() - start, "cpu": None}
+    result["frame"] = _frame(result["importance"], out_dir, "importance.parquet")
     return result
+
+
+def _frame(rows: list[dict[str, Any]] | pandas.DataFrame, out_dir: str | os.PathLike | None,
+           name: str) -> pandas.DataFrame:
+    """The rows as a DataFrame, also written as Parquet (pyarrow) in ``out_dir`` when given."""
+    import pandas as pd
+
+    frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows)
+    if out_dir is not None:
+        os.makedirs(out_dir, exist_ok=True)
+        frame.to_parquet(os.path.join(out_dir, name), index=False, engine="pyarrow")
+    return frame
 
 
 class _PatchWorker:
@@ -204,6 +219,7 @@ def patch(
     threads_per_worker: int = 1,
     memory_per_worker: int | None = None,
     pairs_per_batch: int = 4,
+    out_dir: str | os.PathLike | None = None,
     progress: bool | Callable[[int, int], None] = True,
 ) -> Any:
     """An activation-patching sweep (``Model.patch`` with ``sites``, ``direction``, ``metric`` and
@@ -216,7 +232,8 @@ def patch(
     per site and pair); the driver appends them in dataset order and averages them as one process
     does (the core's ``patch_report``). Pairs are independent, so the split changes no number; a
     batch retried after a worker died counts once. All pairs must have the same token count when a
-    site is per position.
+    site is per position. ``out_dir``: the result's ``to_frame()`` (a row per site) is also
+    written there as ``patch.parquet``.
     """
     import headscope
 
@@ -244,7 +261,10 @@ def patch(
     fields = _json.loads(rows[0]["config"])
     config = headscope.Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
     shape = type("_Shape", (), {"config": config})()  # what PatchResult reads of a model
-    return headscope.PatchResult(shape, result, headscope.PromptPairs(items, task=task, seed=seed))
+    patched = headscope.PatchResult(shape, result, headscope.PromptPairs(items, task=task, seed=seed))
+    if out_dir is not None:
+        _frame(patched.to_frame(), out_dir, "patch.parquet")
+    return patched
 
 
 class _AtlasWorker:
@@ -284,10 +304,13 @@ def atlas(
     threads_per_worker: int = 1,
     memory_per_worker: int | None = None,
     items_per_batch: int = 25,
+    out_dir: str | os.PathLike | None = None,
     progress: bool | Callable[[int, int], None] = True,
 ) -> dict[str, Any]:
     """The corpus atlas of a model (``Model.atlas``, docs/atlas.md) on a Ray cluster: the same dict
-    ({"json", "markdown", "png", "seconds"}), the same atlas bit for bit (its timings aside).
+    ({"json", "markdown", "png", "seconds"}), the same atlas bit for bit (its timings aside), plus
+    ``"frame"``: a DataFrame with a row per head (:func:`atlas_frame`). ``out_dir``: that frame
+    is also written there as ``atlas_heads.parquet``.
 
     The treebank and GAP stages — the bulk of the work — are cut into items of ``items_per_batch``
     sentences or rows, each run by an actor that returns its partial: dependency and coreference
@@ -319,7 +342,28 @@ def atlas(
     merged = headscope._core.atlas_merge([partials[k] for k in sorted(partials)])
     finish = ray.remote(num_cpus=threads_per_worker, memory=memory_per_worker)(_finish_atlas)
     d = ray.get(finish.remote(os.fspath(model_path), threads_per_worker, data, limits, importance_texts, merged))
-    return {"json": _json.loads(d["json"]), "markdown": d["markdown"], "png": d["png"], "seconds": _now() - start}
+    atlas_json = _json.loads(d["json"])
+    return {"json": atlas_json, "markdown": d["markdown"], "png": d["png"], "seconds": _now() - start,
+            "frame": _frame(atlas_rows(atlas_json), out_dir, "atlas_heads.parquet")}
+
+
+def atlas_rows(atlas_json: dict[str, Any]) -> list[dict[str, Any]]:
+    """A row per head of an atlas's JSON: layer, head, kv_head, its role, secondary role,
+    confidence and margin, and every scalar statistic at the token level (``stats.``) and the word
+    level (``word_stats.``)."""
+    rows = []
+    for h in atlas_json["heads"]:
+        roles = h.get("roles", {})
+        row = {"layer": h["layer"], "head": h["head"], "kv_head": h.get("kv_head", h["head"]),
+               "role": (roles.get("primary") or {}).get("id"),
+               "secondary": (roles.get("secondary") or {}).get("id"),
+               "confidence": roles.get("confidence"), "margin": roles.get("margin")}
+        for level in ("stats", "word_stats"):
+            for key, value in (h.get(level) or {}).items():
+                if isinstance(value, (int, float)) or value is None:
+                    row[f"{level}.{key}"] = value
+        rows.append(row)
+    return rows
 
 
 def _map(ds: ray.data.Dataset, worker: type, args: tuple, batch_size: int, workers: int | None,

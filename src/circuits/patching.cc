@@ -237,6 +237,33 @@ Patch::Site site_of(PatchSweep sweep) {
   return Patch::Site::kHeadOutput;
 }
 
+// The metric after each site's patch alone. Sites resumed from the same layer share one packed
+// pass (resume_batch) of up to kPatchBatchRows rows, each with its own patch, as its own resume()
+// would record it (to float rounding): a short prompt's passes are too small to keep the threads
+// and the dequantising kernels busy one by one.
+constexpr int64_t kPatchBatchRows = 1024;
+std::vector<double> patched_metrics(const Model& model, const PairRuns& runs, const PromptPair& pair,
+                                    PatchMetric metric, const std::vector<PatchEffect>& effects) {
+  std::vector<std::vector<Patch>> patches;
+  patches.reserve(effects.size());
+  for (const PatchEffect& e : effects)
+    patches.push_back({{site_of(e.sweep), e.layer, e.head, e.position, &runs.source}});
+  const size_t per_pass = size_t(std::max<int64_t>(1, kPatchBatchRows / std::max<int64_t>(runs.base.T, 1)));
+  std::vector<double> values(effects.size());
+  for (size_t i = 0; i < effects.size();) {
+    size_t j = i;
+    while (j < effects.size() && effects[j].layer == effects[i].layer && j - i < per_pass) ++j;
+    const std::vector<Encoding> encodings(j - i, runs.base_encoding);
+    const std::vector<const Tensor*> prefixes(j - i, &runs.base.hidden_states);
+    std::vector<CaptureOptions> options;
+    for (size_t k = i; k < j; ++k) options.push_back(metric_options(model, &patches[k]));
+    const std::vector<Capture> outs = model.resume_batch(encodings, effects[i].layer, prefixes, options);
+    for (size_t k = i; k < j; ++k) values[k] = read_metric(metric, outs[k - i], pair, runs.clean_embedding);
+    i = j;
+  }
+  return values;
+}
+
 double normalised(double value, double clean, double corrupt) {
   return clean == corrupt ? std::nan("") : (value - corrupt) / (clean - corrupt);
 }
@@ -337,12 +364,7 @@ PatchParts patch_sweep_parts(const Model& model, PromptPairs& pairs, const Patch
       throw Error("patching per position needs every pair to have the same number of tokens (pair \"" + pair.clean +
                   "\" differs from the first)");
     }
-    std::vector<double> values(effects.size());
-    for_each_parallel(int64_t(effects.size()), [&](int64_t i) {
-      const PatchEffect& e = effects[size_t(i)];
-      const std::vector<Patch> patch = {{site_of(e.sweep), e.layer, e.head, e.position, &runs.source}};
-      values[size_t(i)] = patched_metric(model, runs, pair, request.metric, patch, e.layer);
-    });
+    const std::vector<double> values = patched_metrics(model, runs, pair, request.metric, effects);
     parts.values.insert(parts.values.end(), values.begin(), values.end());
     parts.clean.push_back(runs.clean);
     parts.corrupt.push_back(runs.corrupt);

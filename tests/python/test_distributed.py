@@ -96,7 +96,7 @@ def test_two_nodes_give_the_single_process_result(cluster, reference, tmp_path):
         assert (records[column].values == one.records[column].values).all(), column
 
 
-def test_the_atlas_on_two_nodes_is_the_single_process_atlas(cluster, headscope):
+def test_the_atlas_on_two_nodes_is_the_single_process_atlas(cluster, headscope, tmp_path):
     """The atlas of MiniLM over the first 200 sentences of each treebank and 40 rows of each GAP
     file, in items of 25 on two nodes: the one-process atlas, every number of its JSON bit for bit
     (the timings aside), and the same Markdown report."""
@@ -105,27 +105,43 @@ def test_the_atlas_on_two_nodes_is_the_single_process_atlas(cluster, headscope):
     one = headscope.load(MINILM, threads=1).atlas(DATA, max_sentences=200, max_gap_rows=40, importance_texts=0,
                                                   progress=False)
     got = distributed.atlas(MINILM, DATA, max_sentences=200, max_gap_rows=40, importance_texts=0,
-                            items_per_batch=25, progress=False)
+                            items_per_batch=25, out_dir=tmp_path, progress=False)
     a, b = dict(one["json"]), dict(got["json"])
     a.pop("seconds", None), b.pop("seconds", None)
     assert a == b
     assert a["counts"]["report_sentences"] > 150, a["counts"]
+    # The per-head table, written as Parquet: the single process's heads, roles and statistics.
+    import pandas as pd
+
+    table = pd.read_parquet(tmp_path / "atlas_heads.parquet")
+    assert len(table) == len(a["heads"]) == 72
+    for i in (0, 17, 71):
+        h = a["heads"][i]
+        row = table.iloc[i]
+        assert (row["layer"], row["head"], row["role"]) == (h["layer"], h["head"], h["roles"]["primary"]["id"])
+        assert row["stats.entropy_bits"] == h["stats"]["entropy_bits"]
+        assert row["word_stats.max_attention"] == h["word_stats"]["max_attention"]
 
 
-def test_importance_on_two_nodes_is_the_single_process_importance(cluster, headscope):
+def test_importance_on_two_nodes_is_the_single_process_importance(cluster, headscope, tmp_path):
     """Every MiniLM head zero-ablated alone over 12 EWT sentences, in batches of 5 on two nodes: the
     ranks, effects, proxies and Spearman's rho of one process, bit for bit."""
     import headscope.distributed as distributed
 
     texts = ewt_sentences(12)
     one = headscope.load(MINILM, threads=1).importance(texts)
-    got = distributed.importance(MINILM, texts, texts_per_batch=5, progress=False)
+    got = distributed.importance(MINILM, texts, texts_per_batch=5, out_dir=tmp_path, progress=False)
     assert got["shape"] == one["shape"] and got["tokens"] == one["tokens"]
     assert got["importance"] == one["importance"]  # layer, head, ablation, proxy, rank: equal floats
     assert got["spearman"] == one["spearman"]
+    import pandas as pd
+
+    table = pd.read_parquet(tmp_path / "importance.parquet")
+    assert table.to_dict("records") == one["importance"]  # a row per head, the same floats
+    assert got["frame"].to_dict("records") == one["importance"]
 
 
-def test_patching_on_two_nodes_is_the_single_process_sweep(cluster, headscope):
+def test_patching_on_two_nodes_is_the_single_process_sweep(cluster, headscope, tmp_path):
     """A head and MLP sweep of MiniLM over up to 6 EWT-derived pairs in batches of 4 on two nodes:
     the single process's clean, corrupt and every site's value, bit for bit."""
     import headscope.distributed as distributed
@@ -140,10 +156,14 @@ def test_patching_on_two_nodes_is_the_single_process_sweep(cluster, headscope):
     counted = [p for p in pairs if len(model.tokenizer.encode(p["clean"]).ids) == len(model.tokenizer.encode(p["corrupt"]).ids)]
     assert len(counted) >= 3, "too few pairs of equal token counts"
     one = model.patch(pairs=counted, sites="head,mlp")
-    got = distributed.patch(MINILM, counted, sites="head,mlp", pairs_per_batch=2, progress=False)
+    got = distributed.patch(MINILM, counted, sites="head,mlp", pairs_per_batch=2, out_dir=tmp_path, progress=False)
     assert (got.clean, got.corrupt, got.n_pairs, got.metric) == (one.clean, one.corrupt, one.n_pairs, one.metric)
     assert got.results == one.results  # every site's value and normalised effect: equal floats
     assert (got.map("head", normalised=False) == one.map("head", normalised=False)).all()
+    import pandas as pd
+
+    table = pd.read_parquet(tmp_path / "patch.parquet")
+    assert table.equals(one.to_frame()), (table.head(), one.to_frame().head())
 
 
 def test_a_worker_killed_mid_job_changes_nothing(cluster, reference, tmp_path):

@@ -205,6 +205,54 @@ TEST(Patching, SweepOverPairsNormalisesAndRefuses) {
   testing::expect_error([&] { patch_sweep(*enc, pair, request); }, {"layers 0.."});
 }
 
+// A sweep runs the sites of one layer together in packed passes (resume_batch): every site's
+// value is that of its own whole patched run, each read from the last row's logits by hand.
+TEST(Patching, PackedSweepEqualsOneWholeRunPerSite) {
+  for (const char* name : {"llama_gqa3", "gemma3_text"}) {
+    const auto m = Model::load((testing::goldens_dir("decoders") / name).string());
+    // Two prompts of one token count and two one-token answers, for this tiny tokenizer.
+    std::string clean, corrupt;
+    for (const char* w : {"dog", "cat", "owl", "bee", "hen", "over", "brown", "lazy", "a", "it"})
+      if (clean.empty() && m->encode(std::string("the quick ") + w + " jumps over the").size() ==
+                               m->encode("the quick fox jumps over the").size())
+        clean = "the quick fox jumps over the", corrupt = std::string("the quick ") + w + " jumps over the";
+    ASSERT_FALSE(clean.empty()) << name;
+    const Encoding ce = m->encode(clean), xe = m->encode(corrupt);
+    EncodeOptions plain;
+    plain.add_special_tokens = false;
+    std::vector<std::string> answers;
+    for (const char* t : {" lazy", " the", " a", "a", "e", "t", "x", "y", "o", "s"})
+      if (answers.size() < 2 && m->tokenizer().encode(t, plain).size() == 1) answers.push_back(t);
+    ASSERT_EQ(answers.size(), 2u) << name;
+    const int32_t a = m->tokenizer().encode(answers[0], plain).tokens[0].id;
+    const int32_t b = m->tokenizer().encode(answers[1], plain).tokens[0].id;
+    PromptPairs pairs{"custom", 0, "", {{clean, corrupt, answers[0], answers[1], ""}}};
+    PatchRequest request;
+    request.sweeps = {PatchSweep::kHead, PatchSweep::kHeadPosition, PatchSweep::kKey, PatchSweep::kResidual};
+    const PatchReport rep = patch_sweep(*m, pairs, request);  // denoising: the corrupted run patched from the clean
+    const Capture source = m->run(ce, everything(*m));
+    double worst = 0, spread = 0;
+    for (const PatchEffect& e : rep.effects) {
+      Patch::Site site = Site::kHeadOutput;
+      if (e.sweep == PatchSweep::kKey) site = Site::kKey;
+      if (e.sweep == PatchSweep::kResidual) site = Site::kResidual;
+      const std::vector<Patch> patch = {{site, e.layer, e.head, e.position, &source}};
+      CaptureOptions o;
+      o.attention = o.head_outputs = o.contributions = false;
+      o.logits = o.last_logits = true;
+      o.patches = &patch;
+      const std::vector<float> row = output(*m, m->run(xe, o));
+      const double want = double(row[size_t(a)]) - double(row[size_t(b)]);
+      worst = std::max(worst, std::abs(e.value - want));
+      spread = std::max(spread, std::abs(want - rep.corrupt));
+    }
+    EXPECT_GT(spread, 1e-4) << name;  // the patches move the metric
+    EXPECT_LE(worst, 1e-5 * std::max(1.0, std::abs(rep.clean))) << name;
+    std::printf("%s: %zu sites, packed sweep vs whole runs %.2e (largest move %.3f)\n", name, rep.effects.size(), worst,
+                spread);
+  }
+}
+
 // A sweep over a dataset of pairs is "shard -> parts -> merge": the parts of two shards, through
 // their bytes and appended in dataset order, give the sweep over all the pairs bit for bit.
 TEST(Patching, PartsOfShardsMergeIntoTheWholeSweepBitForBit) {

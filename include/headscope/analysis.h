@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -177,9 +178,16 @@ enum class Role : uint8_t {
   kSyntactic,       // the gold dependency head / dependent (detail: relation and direction)
   kCoreference,     // the antecedent of a pronoun (GAP)
   kMixed,           // no role scores at least kMinRoleScore
+  kDormant,         // causal models: nearly all weight on the sink and almost nothing written (SinkEvidence)
 };
-inline constexpr int kRoleCount = 12;
+inline constexpr int kRoleCount = 13;
 inline constexpr double kMinRoleScore = 0.25;
+// A causal head is dormant when at least kDormantSinkMass of its attention rests on the sink and
+// what it writes, Σ_k a_k ‖f(x_k)‖ (f(x_k) = v_k W_O,hᵀ), is at most kDormantWritten times the
+// attention-weighted mean norm of its other keys: it reads the sink, whose value is small, and adds
+// almost nothing (Guo et al. 2024, "active-dormant" heads). See SinkEvidence::written.
+inline constexpr double kDormantSinkMass = 0.80;
+inline constexpr double kDormantWritten = 0.25;
 
 // The families the lesson groups roles in (src/analysis/roles.cc has each family's words).
 enum class RoleFamily : uint8_t {
@@ -243,11 +251,28 @@ struct CorefEvidence {  // GAP pronoun → correct candidate (see coref.h)
   int64_t support = 0;
 };
 
+// Causal models: where a head's attention rests. Nearly every decoder head puts much of each row on
+// the first token, which every query can read (the attention sink, Xiao et al. 2023): that says
+// where the head parks its weight, not what it does. Its roles are then read from the rows without
+// the sink (the first position and the specials dropped, each row renormalised: HeadEvidence::stats),
+// and these shares, of the whole rows, are kept as evidence.
+struct SinkEvidence {
+  double sink_mass = 0;                                              // HeadStats::sink_mass of the whole rows
+  double first_mass = 0;                                             // HeadStats::first_mass of the whole rows
+  double sink_mass_norm = std::numeric_limits<double>::quiet_NaN();  // norm-weighted (NaN without value norms)
+  // What the head writes relative to its other keys: Σ_k a_k ‖f(x_k)‖ over the attention-weighted
+  // mean ‖f(x_k)‖ of the keys outside the sink, (1 − sink_mass) / (1 − sink_mass_norm) (exact per
+  // row; here from the means over rows). 1: as much as its other keys' values; near 0: almost
+  // nothing (the sink's value is small). NaN without value norms.
+  double written() const;
+};
+
 struct HeadEvidence {
-  HeadStats stats;  // token level, over the corpus
+  HeadStats stats;  // token level, over the corpus (causal models with `sink`: the rows without the sink)
   std::optional<ProbeEvidence> probe;
   std::optional<SyntaxEvidence> syntax;
   std::optional<CorefEvidence> coref;
+  std::optional<SinkEvidence> sink;
 };
 
 struct RoleScore {

@@ -47,6 +47,8 @@ std::string short_label(const RoleScore& r) {
       return "coref";
     case Role::kMixed:
       return "mixed";
+    case Role::kDormant:
+      return "dormant";
   }
   return "?";
 }

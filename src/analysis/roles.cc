@@ -62,6 +62,13 @@ constexpr std::array<RoleInfo, kRoleCount> kCatalogue = {{
     {Role::kMixed, "mixed", "Mixed", "No single pattern explains at least a quarter of this head's attention.",
      "Either a mixture of patterns or a function that depends on content this catalogue does not test.", "", 0xe8e8e8,
      RoleFamily::kOther},
+    {Role::kDormant, "dormant", "Dormant",
+     "Nearly all of its attention rests on the first token, whose value is small, so the head writes "
+     "almost nothing on this text.",
+     "A decoder head switched off for this input: it can wake up on other inputs, where it does the "
+     "job its other evidence describes.",
+     "Xiao et al. 2023 (attention sinks); Guo et al. 2024 (active-dormant attention heads)", 0x5a4a3f,
+     RoleFamily::kSink},
 }};
 
 constexpr std::array<RoleFamilyInfo, kRoleFamilyCount> kFamilies = {{
@@ -102,6 +109,14 @@ double skill(double accuracy, double baseline) {
 
 }  // namespace
 
+double SinkEvidence::written() const {
+  if (!usable(sink_mass_norm) || !usable(sink_mass)) return std::numeric_limits<double>::quiet_NaN();
+  const double rest_norm = 1.0 - sink_mass_norm, rest = 1.0 - sink_mass;
+  if (rest_norm <= 0)
+    return rest > 0 ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN();
+  return rest / rest_norm;
+}
+
 std::span<const RoleInfo> role_catalogue() { return kCatalogue; }
 
 std::span<const RoleFamilyInfo> role_families() { return kFamilies; }
@@ -138,6 +153,58 @@ Role role_from_id(std::string_view id) {
   throw Error("unknown head role '" + std::string(id) + "'; see role_catalogue() for the list");
 }
 
+namespace {
+
+// The primary and secondary roles from the best two scores: mixed when the best falls short.
+void choose(HeadRoles& out, const RoleScore& first, const RoleScore& second) {
+  if (first.score >= kMinRoleScore) {
+    out.primary = first;
+    out.secondary = second;
+  } else {
+    out.primary = RoleScore{Role::kMixed, first.score, "",
+                            "no pattern reaches " + pct(kMinRoleScore) + "; the strongest is " +
+                                std::string(role_info(first.role).name) + ": " + first.evidence};
+    out.secondary = first;
+  }
+  out.confidence = first.score;
+  out.margin = first.score - second.score;
+}
+
+// A causal head: `scores` were read from the rows without the sink. The sink's share joins them as
+// evidence (never the primary role); a head resting nearly all its weight there while writing
+// almost nothing is dormant, its best other role kept as secondary.
+HeadRoles read_without_sink(const SinkEvidence& sink, std::vector<RoleScore> scores) {
+  const double written = sink.written();
+  const std::string share = pct(sink.sink_mass);
+  for (RoleScore& r : scores)
+    if (r.role != Role::kSyntactic && r.role != Role::kCoreference && r.role != Role::kInduction &&
+        r.role != Role::kDuplicateToken)
+      r.evidence += " (of the attention left once the first token's " + share + " is set aside)";
+  const RoleScore none{Role::kMixed, 0.0, "", "no role could be scored"};
+  const RoleScore first = scores.empty() ? none : scores[0];
+  const RoleScore second = scores.size() > 1 ? scores[1] : none;
+  std::string rest = share + " of its attention rests on the first token";
+  if (usable(written)) rest += format(", and it writes %.2f times what its other keys' values carry", written);
+  RoleScore parked{Role::kSink, clip01(sink.sink_mass), "", rest};
+  HeadRoles out;
+  if (sink.sink_mass >= kDormantSinkMass && usable(written) && written <= kDormantWritten) {
+    out.primary = RoleScore{Role::kDormant, clip01(sink.sink_mass), "",
+                            rest + ": it reads the sink, whose value is small, and adds almost nothing"};
+    out.secondary = first;
+    out.confidence = out.primary.score;
+    out.margin = out.primary.score - first.score;
+  } else {
+    choose(out, first, second);
+  }
+  scores.push_back(parked);
+  std::stable_sort(scores.begin(), scores.end(),
+                   [](const RoleScore& a, const RoleScore& b) { return a.score > b.score; });
+  out.scores = std::move(scores);
+  return out;
+}
+
+}  // namespace
+
 HeadRoles assign_roles(const HeadEvidence& head) {
   const HeadStats& s = head.stats;
   std::vector<RoleScore> scores;
@@ -166,9 +233,11 @@ HeadRoles assign_roles(const HeadEvidence& head) {
                                  best_d < 0 ? "before it" : "after it"));
     }
 
-    add(Role::kSink, s.sink_mass, "",
-        pct(s.sink_mass) + " of its attention goes to the first token or to special tokens (first token " +
-            pct(s.first_mass) + ", later special tokens " + pct(s.end_special_mass) + ")");
+    if (!head.sink) {
+      add(Role::kSink, s.sink_mass, "",
+          pct(s.sink_mass) + " of its attention goes to the first token or to special tokens (first token " +
+              pct(s.first_mass) + ", later special tokens " + pct(s.end_special_mass) + ")");
+    }
 
     add(Role::kBroad, s.uniform_overlap, "",
         format("its attention is spread out: %s of it coincides with a uniform spread (normalised entropy %.2f, "
@@ -240,21 +309,12 @@ HeadRoles assign_roles(const HeadEvidence& head) {
   }
 
   HeadRoles out;
+  if (head.sink) return read_without_sink(*head.sink, std::move(scores));
   out.scores = scores;
   const RoleScore none{Role::kMixed, 0.0, "", "no role could be scored"};
   const RoleScore first = scores.empty() ? none : scores[0];
   const RoleScore second = scores.size() > 1 ? scores[1] : none;
-  if (first.score >= kMinRoleScore) {
-    out.primary = first;
-    out.secondary = second;
-  } else {
-    out.primary = RoleScore{Role::kMixed, first.score, "",
-                            "no pattern reaches " + pct(kMinRoleScore) + "; the strongest is " +
-                                std::string(role_info(first.role).name) + ": " + first.evidence};
-    out.secondary = first;
-  }
-  out.confidence = first.score;
-  out.margin = first.score - second.score;
+  choose(out, first, second);
   return out;
 }
 

@@ -14,6 +14,11 @@
 namespace headscope::analysis {
 namespace {
 
+// The rows without the sink start at the third kept position: a causal query's kept keys are the
+// kept positions up to it, and rows of one or two keys (the first words of every text) would count
+// as self-attending and evenly spread whatever the head does.
+constexpr int kMinFreeKeys = 3;
+
 std::vector<int32_t> index_of_kept(const std::vector<int32_t>& kept, int n) {
   std::vector<int32_t> index(static_cast<size_t>(n), -1);
   for (size_t i = 0; i < kept.size(); ++i) index[static_cast<size_t>(kept[i])] = static_cast<int32_t>(i);
@@ -33,6 +38,13 @@ const SequenceInfo& StreamPlan::token_plain_under(int64_t window) const {
   if (window == tokens.window) return token_plain.units;
   for (size_t i = 0; i < windowed_tokens.size(); ++i)
     if (windowed_tokens[i].window == window) return windowed_token_plain[i];
+  throw Error("attention stream: the plan has no sliding window of " + std::to_string(window) + " tokens");
+}
+
+const SequenceInfo& StreamPlan::token_free_under(int64_t window) const {
+  if (window == tokens.window || !sink_free) return token_free.units;
+  for (size_t i = 0; i < windowed_tokens.size(); ++i)
+    if (windowed_tokens[i].window == window) return windowed_token_free[i];
   throw Error("attention stream: the plan has no sliding window of " + std::to_string(window) + " tokens");
 }
 
@@ -64,6 +76,13 @@ StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_spe
     plan.token_plain_index = index_of_kept(plan.token_plain.kept, T);
     plan.word_plain_index = index_of_kept(plan.word_plain.kept, U);
   }
+  plan.sink_free = tokens.causal && T > 1;
+  if (plan.sink_free) {
+    plan.token_free = special_free_units(tokens, /*drop_first=*/true);
+    plan.word_free = special_free_units(plan.word_units, /*drop_first=*/true);
+    plan.token_free_index = index_of_kept(plan.token_free.kept, T);
+    plan.word_free_index = index_of_kept(plan.word_free.kept, U);
+  }
   plan.cells = std::min(T, overview_cells);
   plan.cell_of.resize(static_cast<size_t>(T));
   for (int t = 0; t < T; ++t) plan.cell_of[static_cast<size_t>(t)] = static_cast<int32_t>(int64_t(t) * plan.cells / T);
@@ -91,6 +110,10 @@ StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_spe
     const bool one_run = !kept.empty() && kept.back() - kept.front() + 1 == static_cast<int32_t>(kept.size());
     plan.windowed_token_plain.push_back(plan.token_plain.units);
     plan.windowed_token_plain.back().window = plan.has_specials && one_run ? w : 0;
+    const std::vector<int32_t>& free = plan.token_free.kept;
+    const bool free_run = !free.empty() && free.back() - free.front() + 1 == static_cast<int32_t>(free.size());
+    plan.windowed_token_free.push_back(plan.token_free.units);
+    plan.windowed_token_free.back().window = plan.sink_free && free_run ? w : 0;
   }
   plan.tokens = std::move(tokens);
   plan.gather = unit_gather(words);
@@ -99,13 +122,20 @@ StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_spe
 }
 
 HeadStream::HeadStream(const StreamPlan& plan, int64_t window)
-    : plan_(&plan), tokens_(&plan.tokens_under(window)), token_plain_(&plan.token_plain_under(window)) {
+    : plan_(&plan),
+      tokens_(&plan.tokens_under(window)),
+      token_plain_(&plan.token_plain_under(window)),
+      token_free_(&plan.token_free_under(window)) {
   const size_t T = static_cast<size_t>(plan.T());
   overview_.T = plan.T();
   overview_.cells = plan.cells;
   if (plan.has_specials) {
     token_row_.resize(T);
     unit_row_.resize(static_cast<size_t>(plan.words.n_units));
+  }
+  if (plan.sink_free) {
+    free_token_row_.resize(T);
+    free_unit_row_.resize(static_cast<size_t>(plan.words.n_units));
   }
 }
 
@@ -162,6 +192,11 @@ void HeadStream::add_stat_rows(const float* rows, int q0, int q1, int width) {
       drop_special_row(a, q, p.tokens, p.token_plain.kept, token_row_.data());
       const int qi = p.token_plain_index[static_cast<size_t>(q)];
       token_plain.add_rows(token_row_.data(), qi, qi + 1, *token_plain_);
+    }
+    if (p.sink_free && p.token_free_index[static_cast<size_t>(q)] >= kMinFreeKeys - 1) {
+      drop_special_row(a, q, p.tokens, p.token_free.kept, free_token_row_.data());
+      const int qi = p.token_free_index[static_cast<size_t>(q)];
+      token_free.add_rows(free_token_row_.data(), qi, qi + 1, *token_free_);
     }
   }
   next_row_ = q1;
@@ -269,6 +304,11 @@ void HeadStream::add_word_rows(const float* rows, int q0, int q1, int width) {
       drop_special_row(unit_row, u, p.word_units, p.word_plain.kept, unit_row_.data());
       const int ui = p.word_plain_index[static_cast<size_t>(u)];
       word_plain.add_rows(unit_row_.data(), ui, ui + 1, p.word_plain.units);
+    }
+    if (p.sink_free && p.word_free_index[static_cast<size_t>(u)] >= kMinFreeKeys - 1) {
+      drop_special_row(unit_row, u, p.word_units, p.word_free.kept, free_unit_row_.data());
+      const int ui = p.word_free_index[static_cast<size_t>(u)];
+      word_free.add_rows(free_unit_row_.data(), ui, ui + 1, p.word_free.units);
     }
     spare_rows_.push_back(std::move(open->second));
     open_.erase(open);

@@ -46,12 +46,20 @@ struct StreamPlan {
   // one run of positions (specials only before and after the text: BOS, EOS), else the plain
   // causal mask. The word level keeps the plain causal mask (a window does not cut along words).
   std::vector<SequenceInfo> windowed_tokens, windowed_token_plain;
+  // Causal models: every position but the first (the attention sink) and the specials, at both
+  // levels — the rows roles are read from (renormalised, as the links on the text are), with the
+  // windows as for token_plain (the kept tokens are one run unless a special sits inside the text).
+  bool sink_free = false;
+  WithoutSpecials token_free, word_free;
+  std::vector<int32_t> token_free_index, word_free_index;  // [T], [U] kept index, −1 for the sink or a special
+  std::vector<SequenceInfo> windowed_token_free;
 
   int T() const { return tokens.T(); }
   // `tokens` under `window` (0: tokens itself); throws Error for a window the plan was not made with.
   const SequenceInfo& tokens_under(int64_t window) const;
-  // token_plain.units under `window`, as above.
+  // token_plain.units and token_free.units under `window`, as above.
   const SequenceInfo& token_plain_under(int64_t window) const;
+  const SequenceInfo& token_free_under(int64_t window) const;
 };
 // layer_window: ModelConfig::window (may be empty), the windows the heads will ask for.
 StreamPlan make_stream_plan(SequenceInfo tokens, WordMap words, bool without_specials, int overview_cells,
@@ -84,6 +92,7 @@ class HeadStream {
   HeadOverview take_overview();
 
   HeadStatsAccumulator token, token_plain, word, word_plain;
+  HeadStatsAccumulator token_free, word_free;  // StreamPlan::sink_free only (causal models): rows without the sink
 
  private:
   void check_block(int next, int q0, int q1, int width) const;
@@ -91,11 +100,13 @@ class HeadStream {
   const StreamPlan* plan_;
   const SequenceInfo* tokens_;       // plan_->tokens under this head's window
   const SequenceInfo* token_plain_;  // plan_->token_plain.units under this head's window
+  const SequenceInfo* token_free_;   // plan_->token_free.units under this head's window
   int next_row_ = 0, next_overview_row_ = 0, next_word_row_ = 0;
-  HeadOverview overview_;           // sum, max and received as they accumulate
-  std::vector<double> offset_sum_;  // [2T − 1] Σ_q a_{q, q+d}, index d + T − 1
-  std::vector<float> token_row_;    // [T] a token row without specials (when the text has some)
-  std::vector<float> unit_row_;     // [U] a unit row without specials (when the text has some)
+  HeadOverview overview_;                              // sum, max and received as they accumulate
+  std::vector<double> offset_sum_;                     // [2T − 1] Σ_q a_{q, q+d}, index d + T − 1
+  std::vector<float> token_row_;                       // [T] a token row without specials (when the text has some)
+  std::vector<float> unit_row_;                        // [U] a unit row without specials (when the text has some)
+  std::vector<float> free_token_row_, free_unit_row_;  // [T], [U] rows without the sink (sink_free)
   std::vector<std::pair<int32_t, std::vector<float>>> open_;  // units with rows still being merged
   std::vector<std::vector<float>> spare_rows_;                // [U] rows of finished units, for reuse
 };

@@ -7,9 +7,9 @@
 
 namespace headscope::analysis {
 
-WithoutSpecials special_free_units(const SequenceInfo& units) {
+WithoutSpecials special_free_units(const SequenceInfo& units, bool drop_first) {
   WithoutSpecials out;
-  for (int32_t i = 0; i < units.T(); ++i)
+  for (int32_t i = drop_first ? 1 : 0; i < units.T(); ++i)
     if (units.kinds[static_cast<size_t>(i)] != TokenKind::kSpecial) out.kept.push_back(i);
   out.units.causal = units.causal;
   for (int32_t i : out.kept) {

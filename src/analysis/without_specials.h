@@ -27,8 +27,10 @@ struct WithoutSpecials {
 // when the shapes disagree.
 WithoutSpecials drop_special_units(const Tensor& attention, const SequenceInfo& units);
 
-// The kept positions and their SequenceInfo only (WithoutSpecials::attention left empty).
-WithoutSpecials special_free_units(const SequenceInfo& units);
+// The kept positions and their SequenceInfo only (WithoutSpecials::attention left empty). With
+// drop_first, position 0 goes too, special or not: the attention sink of a causal model, where
+// every query may read the first token and most heads park their weight there (Xiao et al. 2023).
+WithoutSpecials special_free_units(const SequenceInfo& units, bool drop_first = false);
 // Row q of [U, U] attention `src_row` ([U]) without the specials: `kept` columns, renormalised as
 // above, into dst [kept.size()]. drop_special_units() is this for every kept row of every head.
 void drop_special_row(const float* src_row, int q, const SequenceInfo& units, const std::vector<int32_t>& kept,

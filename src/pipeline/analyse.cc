@@ -21,10 +21,15 @@ namespace {
 
 // Every head's statistics at one level (`level` picks its accumulator from a HeadStream), then
 // roles from them plus the probe's evidence.
+// `free`: on a causal model (StreamPlan::sink_free), the rows without the sink, which the roles are
+// read from, with the sink shares of `whole` (the whole rows' statistics at this level; empty: this
+// level's own) kept as their evidence (SinkEvidence).
 LevelAnalysis analyse_level(const std::vector<analysis::HeadStream>& heads,
                             analysis::HeadStatsAccumulator analysis::HeadStream::*level, analysis::SequenceInfo units,
                             std::span<const analysis::ProbeEvidence> probe,
-                            std::span<const analysis::HeadEvidence> corpus) {
+                            std::span<const analysis::HeadEvidence> corpus,
+                            analysis::HeadStatsAccumulator analysis::HeadStream::*free = nullptr,
+                            std::span<const analysis::HeadStats> whole_rows = {}) {
   LevelAnalysis out;
   out.stats.reserve(heads.size());
   out.sums.reserve(heads.size());
@@ -35,6 +40,11 @@ LevelAnalysis analyse_level(const std::vector<analysis::HeadStream>& heads,
   std::vector<analysis::HeadEvidence> evidence(out.stats.size());
   for (size_t i = 0; i < out.stats.size(); ++i) {
     evidence[i].stats = out.stats[i];
+    if (free != nullptr) {
+      const analysis::HeadStats& whole = whole_rows.empty() ? out.stats[i] : whole_rows[i];
+      evidence[i].stats = (heads[i].*free).result();
+      evidence[i].sink = analysis::SinkEvidence{whole.sink_mass, whole.first_mass, whole.sink_mass_norm};
+    }
     if (i < probe.size()) evidence[i].probe = probe[i];
     if (i < corpus.size()) {
       if (!evidence[i].probe) evidence[i].probe = corpus[i].probe;
@@ -89,10 +99,10 @@ CaptureOptions capture_for(const AnalyseOptions& options, bool streamed) {
 }
 
 // One HeadStream's state for T tokens (stream.h): the overview, its marginals and the row
-// buffers of its four accumulators and of the word merge.
+// buffers of its accumulators (with a causal model's rows without the sink) and of the word merge.
 uint64_t stream_bytes_per_head(int64_t T, int cells) {
   const uint64_t t = uint64_t(T), c = uint64_t(std::min<int64_t>(T, cells));
-  return 2 * c * c * sizeof(float) + 3 * t * sizeof(double) + 9 * t * sizeof(float);
+  return 2 * c * c * sizeof(float) + 3 * t * sizeof(double) + 11 * t * sizeof(float);
 }
 
 void finish_analysis(RunAnalysis& run, std::vector<analysis::HeadStream>& streams, const analysis::StreamPlan& plan,
@@ -242,11 +252,16 @@ void finish_analysis(RunAnalysis& run, std::vector<analysis::HeadStream>& stream
   const int64_t heads = int64_t(streams.size());
   const int T = run.T();
   using analysis::HeadStream;
-  run.token_level = analyse_level(streams, &HeadStream::token, plan.tokens, probe, options.corpus);
-  run.word_level = analyse_level(streams, &HeadStream::word, plan.word_units, probe, options.corpus);
+  // A causal model's roles come from the rows without the sink at both levels (with or without specials).
+  const auto token_free = plan.sink_free ? &HeadStream::token_free : nullptr;
+  const auto word_free = plan.sink_free ? &HeadStream::word_free : nullptr;
+  run.token_level = analyse_level(streams, &HeadStream::token, plan.tokens, probe, options.corpus, token_free);
+  run.word_level = analyse_level(streams, &HeadStream::word, plan.word_units, probe, options.corpus, word_free);
   if (options.without_specials) {
-    run.token_plain = analyse_level(streams, &HeadStream::token_plain, plan.token_plain.units, probe, options.corpus);
-    run.word_plain = analyse_level(streams, &HeadStream::word_plain, plan.word_plain.units, probe, options.corpus);
+    run.token_plain = analyse_level(streams, &HeadStream::token_plain, plan.token_plain.units, probe, options.corpus,
+                                    token_free, run.token_level.stats);
+    run.word_plain = analyse_level(streams, &HeadStream::word_plain, plan.word_plain.units, probe, options.corpus,
+                                   word_free, run.word_level.stats);
   }
   run.overviews.reserve(streams.size());
   for (HeadStream& head : streams) run.overviews.push_back(head.take_overview());

@@ -226,3 +226,44 @@ TEST(AnalysisRoles, EveryRoleHasAFamilyAndDecodersAreNotToldOfCls) {
 
 }  // namespace
 }  // namespace headscope::analysis
+
+namespace headscope::analysis {
+namespace {
+
+// A causal head's roles come from its rows without the sink; the sink's share is evidence, never
+// the primary role; nearly all weight on the sink while writing almost nothing is dormant.
+TEST(AnalysisRoles, CausalHeadsAreReadWithoutTheSinkAndCanBeDormant) {
+  const HeadStats previous = stats_of([](int q) { return one_hot(q > 0 ? q - 1 : 0); });
+  // 95 % on the sink, and the sink's value a ninth of the others': writes (1 − 0.95) / (1 − 0.6).
+  SinkEvidence sink{0.95, 0.95, 0.6};
+  EXPECT_NEAR(sink.written(), 0.05 / 0.4, 1e-12);
+  HeadRoles r = assign_roles(HeadEvidence{previous, {}, {}, {}, sink});
+  EXPECT_EQ(r.primary.role, Role::kDormant);
+  EXPECT_NEAR(r.primary.score, 0.95, 1e-12);
+  EXPECT_EQ(r.secondary.role, Role::kPreviousToken);  // what it does when it does something
+  EXPECT_NE(r.primary.evidence.find("95 %"), std::string::npos) << r.primary.evidence;
+  EXPECT_NE(r.primary.evidence.find("0.13 times"), std::string::npos) << r.primary.evidence;
+
+  // The same share on a sink whose value is as large as the others': it writes, so not dormant;
+  // the previous-token role from the rows without the sink, the sink a score below it.
+  sink.sink_mass_norm = 0.96;
+  EXPECT_NEAR(sink.written(), 0.05 / 0.04, 1e-12);
+  r = assign_roles(HeadEvidence{previous, {}, {}, {}, sink});
+  EXPECT_EQ(r.primary.role, Role::kPreviousToken);
+  EXPECT_NE(r.primary.evidence.find("first token's 95 %"), std::string::npos) << r.primary.evidence;
+  const auto parked =
+      std::find_if(r.scores.begin(), r.scores.end(), [](const RoleScore& s) { return s.role == Role::kSink; });
+  ASSERT_NE(parked, r.scores.end());
+  EXPECT_NEAR(parked->score, 0.95, 1e-12);
+  for (size_t i = 1; i < r.scores.size(); ++i) EXPECT_GE(r.scores[i - 1].score, r.scores[i].score);
+
+  // Without value norms nothing is called dormant; below the sink threshold neither.
+  r = assign_roles(HeadEvidence{previous, {}, {}, {}, SinkEvidence{0.99, 0.99}});
+  EXPECT_EQ(r.primary.role, Role::kPreviousToken);
+  r = assign_roles(HeadEvidence{previous, {}, {}, {}, SinkEvidence{kDormantSinkMass - 0.01, 0.7, 0.0}});
+  EXPECT_EQ(r.primary.role, Role::kPreviousToken);
+  EXPECT_EQ(role_info(Role::kDormant).family, RoleFamily::kSink);
+}
+
+}  // namespace
+}  // namespace headscope::analysis

@@ -98,6 +98,32 @@ HeadStats dense_stats(const Tensor& attention, const SequenceInfo& units) {
 
 nlohmann::json as_json(const HeadStats& s) { return s; }
 
+// A causal head's rows without the sink, densely: position 0 and the specials dropped, every kept
+// row renormalised over its kept keys, and the rows of the first two kept positions (one or two
+// keys) left out of the statistics.
+HeadStats sink_free_stats(const Tensor& attention, const SequenceInfo& units) {
+  const int U = units.T();
+  const WithoutSpecials kept = special_free_units(units, /*drop_first=*/true);
+  const int K = static_cast<int>(kept.kept.size());
+  std::vector<float> dense(static_cast<size_t>(K) * K, 0.0f);
+  for (int qi = 0; qi < K; ++qi) {
+    const int q = kept.kept[static_cast<size_t>(qi)];
+    double mass = 0;
+    for (int ki = 0; ki < K; ++ki)
+      if (units.may_attend(q, kept.kept[static_cast<size_t>(ki)]))
+        mass += attention.ptr()[static_cast<int64_t>(q) * U + kept.kept[static_cast<size_t>(ki)]];
+    for (int ki = 0; ki < K; ++ki) {
+      const int k = kept.kept[static_cast<size_t>(ki)];
+      if (units.may_attend(q, k) && mass > 0)
+        dense[static_cast<size_t>(qi) * K + ki] =
+            static_cast<float>(attention.ptr()[static_cast<int64_t>(q) * U + k] / mass);
+    }
+  }
+  HeadStatsAccumulator acc;
+  for (int qi = 2; qi < K; ++qi) acc.add_rows(dense.data() + static_cast<int64_t>(qi) * K, qi, qi + 1, kept.units);
+  return acc.result();
+}
+
 void run_case(int T, bool causal, uint32_t seed) {
   SCOPED_TRACE("T=" + std::to_string(T) + (causal ? " causal" : " bidirectional") + " seed " + std::to_string(seed));
   std::mt19937 rng(seed);
@@ -121,6 +147,14 @@ void run_case(int T, bool causal, uint32_t seed) {
   EXPECT_EQ(as_json(head.word.result()), as_json(dense_stats(words, word_units)));
   EXPECT_EQ(as_json(head.token_plain.result()), as_json(dense_stats(token_plain.attention, token_plain.units)));
   EXPECT_EQ(as_json(head.word_plain.result()), as_json(dense_stats(word_plain.attention, word_plain.units)));
+  if (causal) {  // the rows roles are read from: without the first position and the specials, from the third kept row
+    ASSERT_TRUE(plan.sink_free);
+    EXPECT_EQ(as_json(head.token_free.result()), as_json(sink_free_stats(tokens, text.tokens)));
+    EXPECT_EQ(as_json(head.word_free.result()), as_json(sink_free_stats(words, word_units)));
+    if (T > 4) EXPECT_EQ(head.token_free.result().special_mass, 0.0);  // no special kept
+  } else {
+    EXPECT_FALSE(plan.sink_free);
+  }
 
   // Overview, column sums, offsets, summed here in double from the dense matrix.
   const int C = std::min(T, cells);

@@ -39,20 +39,22 @@ json read_json(const std::string& path) {
   return json::parse(in);
 }
 
-// `got` equals `want` with numbers compared to 1e-6 relative (strings, keys and shapes exactly).
-void expect_close(const json& got, const json& want, const std::string& where) {
+// `got` equals `want` with numbers compared to `tol` relative, absolute below 1 (strings, keys and
+// shapes exactly).
+void expect_close(const json& got, const json& want, const std::string& where, double tol = 1e-6) {
   if (want.is_number() && got.is_number()) {
     const double g = got.get<double>(), w = want.get<double>();
-    EXPECT_LE(std::abs(g - w), 1e-6 * std::max(1.0, std::abs(w))) << where << ": " << g << " vs " << w;
+    EXPECT_LE(std::abs(g - w), tol * std::max(1.0, std::abs(w))) << where << ": " << g << " vs " << w;
   } else if (want.is_object() || want.is_array()) {
     ASSERT_EQ(got.type(), want.type()) << where;
     ASSERT_EQ(got.size(), want.size()) << where;
     if (want.is_array()) {
-      for (size_t i = 0; i < want.size(); ++i) expect_close(got[i], want[i], where + "[" + std::to_string(i) + "]");
+      for (size_t i = 0; i < want.size(); ++i)
+        expect_close(got[i], want[i], where + "[" + std::to_string(i) + "]", tol);
     } else {
       for (const auto& [key, value] : want.items()) {
         ASSERT_TRUE(got.contains(key)) << where << ": no field \"" << key << "\"";
-        expect_close(got[key], value, where + "." + key);
+        expect_close(got[key], value, where + "." + key, tol);
       }
     }
   } else {
@@ -240,8 +242,10 @@ TEST(Schema, CliAndApiAgreeWithCorpusEvidenceOnTwentyTexts) {
     corpus_lines += std::string(text) + "\n";
   }
   // The atlas over the twenty texts with the same corpus evidence and each text's own roles: the
-  // same statistics and the same roles, head by head, as the API. (Numbers to 1e-6: the atlas
-  // streams its corpus texts, the API may keep dense maps.) The evidence itself is what the atlas
+  // same statistics and the same roles, head by head, as the API. (Numbers to 1e-5: the atlas runs
+  // its corpus texts in packed passes, the API each text alone — attention equal to float rounding,
+  // which sums over positions such as mean_offset, Σ a (k − q), carry at a few 1e-6 absolute.) The
+  // evidence itself is what the atlas
   // measures on the gold data (corpus_evidence() is an atlas run, src/pipeline/evidence.cc).
   testing::write_raw(dir.file("corpus.txt"), corpus_lines);
   analysis::AtlasOptions options;
@@ -259,8 +263,8 @@ TEST(Schema, CliAndApiAgreeWithCorpusEvidenceOnTwentyTexts) {
     ASSERT_EQ(at["heads"].size(), a["heads"].size());
     for (size_t i = 0; i < a["heads"].size(); ++i) {
       const std::string where = a["text"].get<std::string>() + ": head " + std::to_string(i);
-      expect_close(at["heads"][i]["stats"], a["heads"][i]["stats"], where + " stats");
-      expect_close(at["heads"][i]["roles"], a["heads"][i]["roles"], where + " roles");
+      expect_close(at["heads"][i]["stats"], a["heads"][i]["stats"], where + " stats", 1e-5);
+      expect_close(at["heads"][i]["roles"], a["heads"][i]["roles"], where + " roles", 1e-5);
       const std::string primary = a["heads"][i]["roles"]["primary"]["id"].get<std::string>();
       syntactic_or_coreference += primary == "syntactic" || primary == "coreference";
       ++roles_compared;

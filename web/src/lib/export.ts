@@ -5,6 +5,7 @@ import type { HeadReport, ModelInfo, RunResult, StatInfo } from './api';
 import { csvStatKeys } from './statistics';
 import { pixelsCanvas } from './heatmap';
 import { drawScene, sceneToSvg, type Scene } from './scene';
+import { tokenText } from './tokens';
 
 /** RFC 4180 quoting: fields with a comma, quote or line break are quoted, quotes doubled. */
 export function csvField(v: string | number | null | undefined): string {
@@ -70,7 +71,7 @@ export function statsToJson(model: ModelInfo, run: RunResult): string {
     text: run.text,
     level: run.level,
     special: run.special,
-    tokens: run.tokens.map((t) => t.text),
+    tokens: run.tokens.map(tokenText),
     heads: run.heads,
   };
   return JSON.stringify(out, null, 2);

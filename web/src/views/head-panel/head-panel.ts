@@ -5,6 +5,7 @@
 import type { AblateResult, AblationMode, HeadStats, LinkResult, ModelInfo } from '../../lib/api';
 import { showStat, statConstant, statInfo } from '../../lib/statistics';
 import { tokenShown } from '../../lib/units';
+import { linksText, recognisedText } from '../../lib/tokens';
 import { h, clear } from '../../lib/dom';
 import { fixed, percent, tokenLabel } from '../../lib/format';
 import { displayPixels } from '../../lib/heatmap';
@@ -352,6 +353,7 @@ export class HeadPanel implements ExportableView {
 
     const secondaryRole = roleInfo(model, secondary.id);
     const onText = report.on_text;
+    const tokenLabels = run.tokens.map(tokenShown);
     const discount = `weights without ${run.sink_columns ?? 'the first token'}, renormalised`;
     const textLine = !onText
       ? ''
@@ -359,10 +361,14 @@ export class HeadPanel implements ExportableView {
         ? h(
             'p',
             { id: 'head-on-text', 'data-recognised': onText.recognised ?? '' },
-            `${sentence(onText.recognised_text)} (${discount})`,
+            `${sentence(recognisedText(onText.recognised_text, onText.matching, tokenLabels))} (${discount})`,
           )
         : onText.links_text
-          ? h('p', { id: 'head-on-text' }, `Strongest links on this text (${discount}): ${onText.links_text}.`)
+          ? h(
+              'p',
+              { id: 'head-on-text' },
+              `Strongest links on this text (${discount}): ${linksText(onText.links, tokenLabels)}.`,
+            )
           : '';
     clear(this.info);
     this.info.append(
@@ -437,7 +443,7 @@ export class HeadPanel implements ExportableView {
     ) as HTMLDetailsElement;
     details.addEventListener('toggle', () => {
       if (!details.open || details.querySelector('#link-go')) return;
-      const labels = ctx.run.tokens.map((t) => tokenLabel(t.text));
+      const labels = ctx.run.tokens.map((t) => tokenLabel(tokenShown(t)));
       const pick = (id: string, initial: number) => {
         const sel = h('select', { id }) as HTMLSelectElement;
         labels.forEach((l, i) => sel.appendChild(h('option', { value: String(i) }, `${i}: ${l}`)));

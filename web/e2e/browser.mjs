@@ -165,7 +165,9 @@ export async function browserTests(base, suite, outDir) {
       // The formula with this model's sizes, and the explanation.
       assert.equal(await page.textContent('#projection-title'), 'Concat(head₁, …, head₁₂) · W_O');
       const diagram = await page.textContent('#concat-diagram');
-      for (const needle of ['12 × 32 = 384 dim', '384 × 384', '384 dim']) assert.ok(diagram.includes(needle), needle);
+      for (const needle of ['T × 384', '384 × 384']) assert.ok(diagram.includes(needle), needle);
+      const notes = await page.textContent('#concat-notes');
+      for (const needle of ['T × 32', '[T × 384] · [384 × 384] = [T × 384]']) assert.ok(notes.includes(needle), needle);
       assert.ok((await page.textContent('#why-roles')).length > 20);
       await shot('01-page-top.png');
       await shot('02-page-full.png', { fullPage: true });

@@ -412,18 +412,23 @@ export async function browserTests(base, suite, outDir) {
       await settle(page, () => page.click('.tab[data-view="compare"]'));
       pngSize(await save('#export-png', 'export-compare.png'));
       assert.ok(fs.readFileSync(await save('#export-svg', 'export-compare.svg'), 'utf8').includes('A − B'));
-      const csv = fs
+      const csvAll = fs
         .readFileSync(await save('#export-csv', 'export-stats.csv'), 'utf8')
         .trim()
         .split(/\r\n/);
+      // Four lines say what the file holds, the model, the text and the numbering.
+      assert.match(csvAll[3], /^# numbering: layers, heads and key\/value heads counted from 1/);
+      const csv = csvAll.filter((l) => !l.startsWith('#'));
       assert.equal(csv.length, 73);
       const run = await api(base, '/api/run', { text: typed });
       const header = csv[0].split(',');
       const row = csv[1 + 3 * 12 + 9].split(',');
       assert.equal(Number(row[header.indexOf('entropy_bits')]), run.heads[3 * 12 + 9].stats.entropy_bits);
+      assert.deepEqual([row[0], row[1]], ['4', '10'], 'layer 4, head 10 as the page counts them');
       const json = JSON.parse(fs.readFileSync(await save('#export-json', 'export-stats.json'), 'utf8'));
       assert.equal(json.heads.length, 72);
-      assert.deepEqual(json.heads[5], run.heads[5]);
+      const h5 = run.heads[5];
+      assert.deepEqual(json.heads[5], { ...h5, layer: h5.layer + 1, head: h5.head + 1, kv_head: h5.kv_head + 1 });
       await settle(page, () => page.click('.tab[data-view="layer"]'));
     });
 

@@ -14,9 +14,25 @@ export function csvField(v: string | number | null | undefined): string {
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
-/** One row per head: layer, head, roles, then every statistic at full precision, its columns
- *  those of the statistics catalogue (csvStatKeys). */
-export function statsToCsv(run: RunResult, catalogue: readonly StatInfo[]): string {
+/** What every export says about its numbers: the page's numbering (lib/numbering.ts). */
+export const EXPORT_NUMBERING =
+  'layers, heads and key/value heads counted from 1 as on the page (Layer 1 is the first layer; the API index is one less); token positions counted from 0';
+
+/** Lines that start with "#" before the column names: what the file holds, the model, the text
+ *  (as a JSON string, so that it stays on one line) and the numbering. */
+export function csvPreamble(what: string, modelName: string, text: string, numbering = EXPORT_NUMBERING): string[] {
+  return [
+    `# headscope ${what}`,
+    `# model: ${modelName}`,
+    `# text: ${JSON.stringify(text)}`,
+    `# numbering: ${numbering}`,
+  ];
+}
+
+/** One row per head: layer, head (counted from 1), roles, then every statistic at full
+ *  precision, its columns those of the statistics catalogue (csvStatKeys); after the lines of
+ *  csvPreamble. */
+export function statsToCsv(run: RunResult, catalogue: readonly StatInfo[], modelName = ''): string {
   const columns = csvStatKeys(catalogue);
   const header = [
     'layer',
@@ -30,11 +46,11 @@ export function statsToCsv(run: RunResult, catalogue: readonly StatInfo[]): stri
     ...columns,
     'evidence',
   ];
-  const lines = [header.join(',')];
+  const lines = [...csvPreamble('statistics of every head', modelName, run.text), header.join(',')];
   for (const h of run.heads) {
     const cells = [
-      h.layer,
-      h.head,
+      h.layer + 1,
+      h.head + 1,
       run.level,
       run.special,
       h.roles.primary.id,
@@ -54,6 +70,7 @@ export interface StatsExport {
   text: string;
   level: RunResult['level'];
   special: RunResult['special'];
+  numbering: string;
   tokens: string[];
   heads: HeadReport[];
 }
@@ -71,8 +88,9 @@ export function statsToJson(model: ModelInfo, run: RunResult): string {
     text: run.text,
     level: run.level,
     special: run.special,
+    numbering: EXPORT_NUMBERING,
     tokens: run.tokens.map(tokenText),
-    heads: run.heads,
+    heads: run.heads.map((h) => ({ ...h, layer: h.layer + 1, head: h.head + 1, kv_head: h.kv_head + 1 })),
   };
   return JSON.stringify(out, null, 2);
 }

@@ -472,7 +472,7 @@ export class CompositionView implements ExportableView {
     if (!r || !g || !this.ctx) return;
     const name = exportName([this.ctx.model.name, 'composition', this.gains.checked ? 'gains' : 'stored'], format);
     if (format === 'json') download(JSON.stringify(r), name, 'application/json');
-    else download(compositionCsv(g), name, 'text/csv');
+    else download(compositionCsv(g, this.ctx.model.name), name, 'text/csv');
   }
 
   exportParts(): (string | number)[] {

@@ -499,7 +499,7 @@ export class HeadPanel implements ExportableView {
 
   exportParts(): (string | number)[] {
     if (!this.ctx) return ['head'];
-    const parts = [`layer${this.ctx.state.layer}`, `head${this.ctx.state.head}`];
+    const parts = [`layer${this.ctx.state.layer + 1}`, `head${this.ctx.state.head + 1}`];
     return this.ctx.maps === 'weights' || this.ctx.run.streamed ? parts : [...parts, this.ctx.maps];
   }
 

@@ -307,7 +307,7 @@ export class HeadLensPanel {
   private download(): void {
     const s = this.shown;
     if (!s) return;
-    const name = exportName([s.model, 'head-lens', `L${s.result.layer}H${s.result.head}`], 'json');
+    const name = exportName([s.model, 'head-lens', `layer${s.result.layer + 1}-head${s.result.head + 1}`], 'json');
     download(JSON.stringify(s.result, null, 2), name, 'application/json');
   }
 }

@@ -630,11 +630,15 @@ export class PatchingView implements ExportableView {
     const name = exportName([this.model.name, 'patch', this.shownSite(), r.direction], format);
     if (format === 'json')
       download(JSON.stringify({ request: this.shown!.request, ...r }, null, 2), name, 'application/json');
-    else download(patchCsv(r), name, 'text/csv');
+    else download(patchCsv(r, this.model.name, this.shown!.request.clean ?? ''), name, 'text/csv');
   }
 
   exportParts(): (string | number)[] {
-    return ['patch', this.shownSite(), ...(this.sender ? [`path-L${this.sender.layer}H${this.sender.head}`] : [])];
+    return [
+      'patch',
+      this.shownSite(),
+      ...(this.sender ? [`path-layer${this.sender.layer + 1}-head${this.sender.head + 1}`] : []),
+    ];
   }
 
   scene(): Scene | null {

@@ -425,7 +425,7 @@ export class ProjectionView implements ExportableView {
   }
 
   exportParts(): (string | number)[] {
-    return this.ctx ? [`layer${this.ctx.state.layer}`, `token${this.ctx.state.token}`, 'wo'] : ['wo'];
+    return this.ctx ? [`layer${this.ctx.state.layer + 1}`, `token${this.ctx.state.token}`, 'wo'] : ['wo'];
   }
 
   scene(): Scene | null {

@@ -15,7 +15,7 @@ import { AUTO_IMPORTANCE_MAX_HEADS, AUTO_IMPORTANCE_MAX_TOKENS } from './views/a
 import { SCALES } from './lib/colour';
 import { h } from './lib/dom';
 import { download, exportName, scenePng, sceneSvg, statsToCsv, statsToJson } from './lib/export';
-import { stateFromQuery, stateToQuery, type ViewState } from './lib/state';
+import { enterCompare, stateFromQuery, stateToQuery, type ViewState } from './lib/state';
 import { unitsOf } from './lib/units';
 import { headWithIndex, layerWithIndex, NUMBERING_NOTE } from './lib/numbering';
 import { withCaption } from './lib/scene';
@@ -79,7 +79,9 @@ export class App {
         ...(model.causal
           ? {
               generate: (text: string, n: number) => void this.generate(text, n),
-              selectStep: (position: number) => this.setState({ token: position, lock: this.unitOfToken(position) }),
+              // A step shows the row that produced its token: the query one position before it.
+              selectStep: (position: number) =>
+                this.setState({ token: position - 1, lock: this.unitOfToken(position - 1) }),
             }
           : {}),
       },
@@ -200,6 +202,9 @@ export class App {
 
   setState(patch: Partial<ViewState>): void {
     const next = { ...this.state, ...patch };
+    // Compare opens on the selected head (and the next one), unless the change names the pair.
+    if (next.view === 'compare' && this.state.view !== 'compare' && !patch.compareA && !patch.compareB)
+      Object.assign(next, enterCompare(next, this.model));
     if (patch.level && patch.level !== this.state.level) next.lock = -1;
     if (patch.text !== undefined && patch.text !== this.state.text) {
       // A new text keeps a token and lock only when the change names them (Generate does).
@@ -286,6 +291,7 @@ export class App {
         maps,
         importance: typeof imp === 'object' ? imp : null,
         importanceStatus: typeof imp === 'string' ? imp : undefined,
+        generated: this.sentence.generationFor(run.text)?.generated.map((g) => g.position) ?? [],
       };
       this.ctx = ctx;
       this.drawn = null;
@@ -422,7 +428,8 @@ export class App {
     try {
       const g = await this.api.generate(text, n);
       this.sentence.setGeneration(g);
-      const first = g.generated[0]?.position ?? 0;
+      // The query that produced the first generated token (the prompt's last token).
+      const first = Math.max(0, (g.generated[0]?.position ?? 1) - 1);
       // Step 1 selected and locked (refresh finds its unit at the current level), the slider
       // focused so that the arrow keys move through the steps.
       this.lockStep = true;
@@ -490,7 +497,7 @@ export class App {
       [this.model.name, 'stats', run.level, ...(run.special === 'hide' ? ['no-specials'] : [])],
       format,
     );
-    if (format === 'csv') download(statsToCsv(run, this.model.statistics_catalogue), name, 'text/csv');
+    if (format === 'csv') download(statsToCsv(run, this.model.statistics_catalogue, this.model.name), name, 'text/csv');
     else download(statsToJson(this.model, run), name, 'application/json');
   }
 

@@ -4,6 +4,7 @@ import { h, clear } from '../../lib/dom';
 import { EXAMPLES } from './examples';
 import type { GenerateResult } from '../../lib/api';
 import { tokenLabel } from '../../lib/format';
+import { entryShown } from '../../lib/tokens';
 
 export interface SentenceCallbacks {
   analyse(text: string): void;
@@ -216,7 +217,7 @@ export class SentenceView {
         h(
           'p',
           { class: 'muted' },
-          'The step’s token is locked as the query in “Head lines” and decomposed through W_O below: its row is the attention the model computed when it produced the next token (in a causal model, the full text’s row t equals step t’s row). With the slider focused, the arrow keys move through the steps.',
+          'Each step shows the attention row that produced its token: the query one position before it is locked in “Head lines” (generated tokens are marked ✦ there) and decomposed through W_O below. In a causal model the full text’s row t is exactly what the model computed at that step. With the slider focused, the arrow keys move through the steps.',
         ),
         ...(g.retokenizes_same
           ? []
@@ -229,7 +230,8 @@ export class SentenceView {
             ]),
       );
     }
-    const at = g.generated.findIndex((st) => st.position === selectedToken);
+    // The selected token is the query that produced the step's token, one position before it.
+    const at = g.generated.findIndex((st) => st.position === selectedToken + 1);
     const step = g.generated[Math.max(0, at)];
     if (document.activeElement !== this.slider || Number(this.slider!.value) !== Math.max(0, at))
       this.slider!.value = String(Math.max(0, at));
@@ -239,7 +241,7 @@ export class SentenceView {
     }
     this.stepLabel!.textContent =
       at >= 0
-        ? ` ${at + 1} of ${g.generated.length}: “${tokenLabel(labels[step.position] ?? step.text, 20)}” at position ${step.position}`
+        ? ` ${at + 1} of ${g.generated.length}: “${tokenLabel(labels[step.position] ?? entryShown(step.text), 20)}” at position ${step.position}, produced by the row of “${tokenLabel(labels[step.position - 1] ?? '?', 20)}” (position ${step.position - 1})`
         : ` choose a step (1–${g.generated.length})`;
   }
 

@@ -76,6 +76,10 @@ export class App {
     this.sentence = new SentenceView(
       {
         analyse: (text) => this.setState({ text, lock: -1 }),
+        count: (text) => this.countText(text),
+        fit: (text) => this.fitText(text),
+        // The views show another text than the box (or the box is empty): they are dimmed.
+        stale: (why) => document.body.classList.toggle('stale', why !== null),
         ...(model.causal
           ? {
               generate: (text: string, n: number) => void this.generate(text, n),
@@ -347,6 +351,7 @@ export class App {
       if (this.importances.get(state.text) !== imp) void this.drawImportance(state.text);
       else document.body.setAttribute('data-importance', importanceState(imp));
       this.setBusy(null);
+      document.body.classList.remove('stale');
       document.body.setAttribute('data-ready', String(gen));
     } catch (e) {
       if (stale()) return;
@@ -395,9 +400,37 @@ export class App {
     document.body.setAttribute('data-importance', importanceState(imp));
   }
 
+  /** Tokens and words of a typed text (the counters under the box follow it while typing). */
+  private async countText(text: string): Promise<{ tokens: number; words: number }> {
+    const r = await this.api.tokenize(text);
+    const words = new Set(r.tokens.filter((t) => !t.special && t.word >= 0).map((t) => t.word));
+    return { tokens: r.n_tokens, words: words.size };
+  }
+
+  /** `text` cut so that the model reads all of it: to the server's byte limit, then to the end of
+   *  the last token that fits the token limit (special tokens included), checked again with the
+   *  tokenizer, so that "Truncate" takes one click. */
+  private async fitText(text: string): Promise<string> {
+    const { max_tokens, max_text_bytes } = this.model.limits;
+    let t = textBeforeByte(text, max_text_bytes).replace(/\uFFFD$/, '');
+    try {
+      for (let i = 0; i < 4; i++) {
+        const r = await this.api.tokenize(t);
+        if (r.n_tokens <= max_tokens) return t;
+        const content = r.tokens.filter((x) => !x.special);
+        const keep = Math.max(1, max_tokens - (r.n_tokens - content.length));
+        t = textBeforeByte(t, content[keep - 1]?.end ?? 0).trimEnd();
+      }
+    } catch {
+      // the tokenizer is out of reach: the analysis truncates what is left
+    }
+    return t;
+  }
+
   /** An error in words for a reader: a text over the server's size limit gets the truncate
-   *  button; anything else says what went wrong. */
+   *  button; anything else says what went wrong. The views keep the last text, dimmed. */
   private showError(text: string, e: unknown): void {
+    document.body.classList.add('stale');
     const limits = this.model.limits;
     if (e instanceof ApiError && e.code === 'text_too_long') {
       this.sentence.update(text, `This text is too long to analyse here.`, true);

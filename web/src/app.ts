@@ -11,7 +11,12 @@ import {
   type ModelInfo,
   type RunResult,
 } from './lib/api';
-import { AUTO_IMPORTANCE_MAX_HEADS, AUTO_IMPORTANCE_MAX_TOKENS } from './views/ablation/importance';
+import {
+  AUTO_IMPORTANCE_MAX_HEADS,
+  AUTO_IMPORTANCE_MAX_TOKENS,
+  importanceRefusal,
+  importanceTooLong,
+} from './views/ablation/importance';
 import { SCALES } from './lib/colour';
 import { h } from './lib/dom';
 import { download, exportName, scenePng, sceneSvg, statsToCsv, statsToJson } from './lib/export';
@@ -282,6 +287,7 @@ export class App {
       if (
         heads <= AUTO_IMPORTANCE_MAX_HEADS &&
         run.n_tokens <= AUTO_IMPORTANCE_MAX_TOKENS &&
+        importanceTooLong(run.n_tokens, heads) === null &&
         !run.streamed &&
         !this.importances.has(state.text)
       )
@@ -366,12 +372,15 @@ export class App {
   private measureImportance(text: string, redraw = true): void {
     const known = this.importances.get(text);
     if (known === 'measuring' || typeof known === 'object') return;
+    const heads = this.model.n_layer * this.model.n_head;
     this.importances.set(text, 'measuring');
     if (redraw) void this.drawImportance(text);
     this.api
       .importance(text)
       .then((r) => this.importances.set(text, r))
-      .catch((e) => this.importances.set(text, e instanceof ApiError ? e.message : String(e)))
+      .catch((e) =>
+        this.importances.set(text, e instanceof ApiError ? importanceRefusal(e.code, e.message, heads) : String(e)),
+      )
       .finally(() => void this.drawImportance(text));
   }
 

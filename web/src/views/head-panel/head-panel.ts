@@ -25,7 +25,7 @@ import { headName, headTag, headWithIndex, layerName, layerWithIndex } from '../
 import { AblateBox } from '../ablation/ablate-box';
 import '../ablation/ablation.css';
 import { importanceBadge } from '../ablation/badge';
-import { rankOf, rankText } from '../ablation/importance';
+import { importanceTooLong, rankOf, rankText } from '../ablation/importance';
 
 /** Exact weights of one head of a streamed run over a region (POST /api/tile). */
 export type TileFetcher = (layer: number, head: number, r: Region) => Promise<Tensor>;
@@ -183,42 +183,7 @@ export class HeadPanel implements ExportableView {
       h('span', { class: 'role-name', style: `--role: ${role.color}` }, primary.label),
     );
     this.title.setAttribute('data-role', primary.id);
-    clear(this.importanceLine);
-    const imp = ctx.importance;
-    if (imp) {
-      const i = state.layer * model.n_head + state.head;
-      this.importanceLine.append(
-        importanceBadge(ctx, state.layer, state.head),
-        ` ${rankText(imp, i)} on this text, zero ablation`,
-      );
-      this.importanceLine.dataset.rank = String(rankOf(imp, i));
-    } else {
-      delete this.importanceLine.dataset.rank;
-      const measuring = ctx.importanceStatus === 'measuring';
-      const n = model.n_layer * model.n_head;
-      this.importanceLine.append(
-        h(
-          'button',
-          {
-            type: 'button',
-            class: 'ghost',
-            id: 'measure-importance',
-            disabled: measuring,
-            onclick: () => this.onMeasure(),
-            title: `Removes each of the ${n} heads in turn from this text's forward pass and measures the change of the output`,
-          },
-          measuring ? 'Measuring importance…' : 'Measure importance',
-        ),
-        measuring
-          ? h('progress', { id: 'importance-progress', 'aria-label': `measuring the importance of ${n} heads` })
-          : '',
-        measuring
-          ? ` ${n} heads, one rerun each`
-          : ctx.importanceStatus
-            ? h('span', { class: 'error', id: 'importance-error' }, ` ${ctx.importanceStatus}`)
-            : ` of all ${n} heads on this text: how much the output changes when each is removed`,
-      );
-    }
+    this.drawImportanceLine(ctx);
     this.ablateBox.update(`${run.text}\u0000${state.layer}.${state.head}`, headTag(state.layer, state.head), (mode) =>
       this.onAblate(state.layer, state.head, mode),
     );
@@ -430,6 +395,52 @@ export class HeadPanel implements ExportableView {
         'Weight on [CLS]/[SEP] or the first token often moves small vectors (Kobayashi et al. 2020): when the share by norm is much lower, that attention is mostly a place to park, not information moved.',
       ),
     );
+  }
+
+  /** The head's importance on this text; before it is measured, the button (where the server can
+   *  measure it) or why it cannot be measured, in words. */
+  private drawImportanceLine(ctx: ViewContext): void {
+    const { model, state, run } = ctx;
+    clear(this.importanceLine);
+    const imp = ctx.importance;
+    if (imp) {
+      const i = state.layer * model.n_head + state.head;
+      this.importanceLine.append(
+        importanceBadge(ctx, state.layer, state.head),
+        ` ${rankText(imp, i)} on this text, zero ablation`,
+      );
+      this.importanceLine.dataset.rank = String(rankOf(imp, i));
+    } else {
+      delete this.importanceLine.dataset.rank;
+      const measuring = ctx.importanceStatus === 'measuring';
+      const n = model.n_layer * model.n_head;
+      const tooLong = importanceTooLong(run.n_tokens, n);
+      if (tooLong && !measuring) {
+        this.importanceLine.append(h('span', { class: 'muted', id: 'importance-unavailable' }, tooLong));
+      } else
+        this.importanceLine.append(
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'ghost',
+              id: 'measure-importance',
+              disabled: measuring,
+              onclick: () => this.onMeasure(),
+              title: `Removes each of the ${n} heads in turn from this text's forward pass and measures the change of the output`,
+            },
+            measuring ? 'Measuring importance…' : 'Measure importance',
+          ),
+          measuring
+            ? h('progress', { id: 'importance-progress', 'aria-label': `measuring the importance of ${n} heads` })
+            : '',
+          measuring
+            ? ` ${n} heads, one rerun each`
+            : ctx.importanceStatus
+              ? h('span', { class: 'error', id: 'importance-error' }, ` ${ctx.importanceStatus}`)
+              : ` of all ${n} heads on this text: how much the output changes when each is removed`,
+        );
+    }
   }
 
   /** "Which heads link A → B?": two token pickers and the heads ranked by that weight. The pickers

@@ -13,6 +13,7 @@ import {
   rankOf,
   topShare,
   unitLabel,
+  importanceTooLong,
 } from '../ablation/importance';
 import { h, clear } from '../../lib/dom';
 import { fixed, tokenLabel } from '../../lib/format';
@@ -182,6 +183,11 @@ export class WhyHeadsView {
     const n = model.n_layer * model.n_head;
     if (!importance) {
       const measuring = importanceStatus === 'measuring';
+      const tooLong = importanceTooLong(run.n_tokens, n);
+      if (tooLong && !measuring) {
+        box.append(h('p', { id: 'why-importance-unavailable' }, tooLong));
+        return box;
+      }
       box.append(
         h(
           'p',

@@ -5,7 +5,7 @@ import type { HeadReport, ModelInfo, RunResult, StatInfo } from './api';
 import { csvStatKeys } from './statistics';
 import { pixelsCanvas } from './heatmap';
 import { drawScene, sceneToSvg, type Scene } from './scene';
-import { tokenText } from './tokens';
+import { linksText, recognisedText, tokenText } from './tokens';
 
 /** RFC 4180 quoting: fields with a comma, quote or line break are quoted, quotes doubled. */
 export function csvField(v: string | number | null | undefined): string {
@@ -75,7 +75,29 @@ export interface StatsExport {
   heads: HeadReport[];
 }
 
+/** A head's report as the JSON export writes it: numbered from 1, and its links on the text
+ *  written with readable tokens (the server's sentences may hold byte-level marks such as Ċ). */
+function exportedHead(h: HeadReport, labels: string[]): HeadReport {
+  const on = h.on_text;
+  return {
+    ...h,
+    layer: h.layer + 1,
+    head: h.head + 1,
+    kv_head: h.kv_head + 1,
+    ...(on
+      ? {
+          on_text: {
+            ...on,
+            links_text: linksText(on.links, labels),
+            recognised_text: recognisedText(on.recognised_text, on.matching, labels),
+          },
+        }
+      : {}),
+  };
+}
+
 export function statsToJson(model: ModelInfo, run: RunResult): string {
+  const labels = run.tokens.map(tokenText);
   const out: StatsExport = {
     model: {
       name: model.name,
@@ -90,7 +112,7 @@ export function statsToJson(model: ModelInfo, run: RunResult): string {
     special: run.special,
     numbering: EXPORT_NUMBERING,
     tokens: run.tokens.map(tokenText),
-    heads: run.heads.map((h) => ({ ...h, layer: h.layer + 1, head: h.head + 1, kv_head: h.kv_head + 1 })),
+    heads: run.heads.map((h) => exportedHead(h, labels)),
   };
   return JSON.stringify(out, null, 2);
 }

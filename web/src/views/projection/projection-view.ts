@@ -47,7 +47,7 @@ function headBoxes(model: ModelInfo, roleColours: string[], headW: number, y: nu
       x: x + headW / 2,
       y: y + boxH / 2 + 4,
       text: headShort(i),
-      size: headW > 24 ? 11 : 9,
+      size: headW > 24 ? 11 : 10,
       fill: readableOn(colour),
       anchor: 'middle',
       weight: 'bold',
@@ -119,7 +119,7 @@ export function diagramScene(model: ModelInfo, roleColours: string[], width: num
   const [woOut, woIn] = model.w_o_shape;
   const y = 20,
     boxH = 46;
-  const headW = Math.max(16, Math.min(30, (width * 0.36) / model.n_head - 4));
+  const headW = Math.max(22, Math.min(30, (width * 0.36) / model.n_head - 4));
   const items: SceneItem[] = headBoxes(model, roleColours, headW, y, boxH);
   const band = kvGroups(model) ? 30 : 0;
   let x = 10 + model.n_head * (headW + 4);

@@ -383,8 +383,13 @@ export async function browserTests(base, suite, outDir) {
     });
 
     await suite.test('compare two heads and their difference', async () => {
+      const selected = `${params(page).get('layer')}.${params(page).get('head')}`;
       await settle(page, () => page.click('.tab[data-view="compare"]'));
+      // Compare opens on the selected head (kept where it already was A or B).
+      assert.ok([params(page).get('a'), params(page).get('b')].includes(selected), `${page.url()} for ${selected}`);
       await settle(page, () => page.selectOption('#compare-a-layer', '2'));
+      await settle(page, () => page.selectOption('#compare-a-head', '0'));
+      await settle(page, () => page.selectOption('#compare-b-layer', '0'));
       await settle(page, () => page.selectOption('#compare-b-head', '7'));
       const p = params(page);
       assert.equal(p.get('a'), '2.0');

@@ -114,8 +114,16 @@ export async function decoderTests(base, suite, outDir, tag = '', { generateInPa
 
     await suite.test('W_O diagram and model overview name the KV groups', async () => {
       const diagram = await page.textContent('#concat-diagram');
-      for (const l of labels) assert.ok(diagram.includes(`${l} share one K and one V`), l);
-      await part('#concat-diagram', '21-decoder-wo-groups.png');
+      for (let g = 1; g <= model.n_kv_head; g++) assert.ok(diagram.includes(`KV ${g}`), `KV ${g} under its heads`);
+      const notes = await page.textContent('#concat-notes');
+      // One key/value head for all query heads is multi-query attention; fewer, grouped-query.
+      if (model.n_kv_head === 1)
+        assert.match(notes, new RegExp(`Multi-query attention: all ${model.n_head} heads share one K and one V`));
+      else {
+        assert.match(notes, /Grouped-query attention/);
+        for (const l of labels) assert.ok(notes.includes(`${l} share one K and one V`), l);
+      }
+      await part('.panel.projection', '21-decoder-wo-groups.png');
       await page.click('.tab[data-view="model"]');
       await page.waitForSelector('#model-kv-groups:not([hidden])', { timeout: 120000 });
       const note = await page.textContent('#model-kv-groups');

@@ -183,6 +183,7 @@ function strip(
 ): HTMLCanvasElement {
   const canvas = document.createElement('canvas');
   canvas.className = 'strip';
+  canvas.dataset.n = String(values.length);
   const width = values.length * cell;
   const ctx = sizeCanvas(canvas, width, STRIP_HEIGHT);
   ctx.imageSmoothingEnabled = false;

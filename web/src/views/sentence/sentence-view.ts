@@ -298,7 +298,8 @@ export class SentenceView {
     this.countTimer = setTimeout(() => {
       count(text)
         .then(({ tokens, words }) => {
-          if (this.input.value.trim() !== text) return;
+          // The box changed, or this text was analysed meanwhile: its own counts are shown.
+          if (this.input.value.trim() !== text || this.analysed?.text.trim() === text) return;
           const over =
             tokens > this.maxTokens
               ? ` – over the ${this.maxTokens} the model reads at once, so only the beginning will be analysed`
@@ -309,7 +310,7 @@ export class SentenceView {
           );
         })
         .catch((e: unknown) => {
-          if (this.input.value.trim() === text)
+          if (this.input.value.trim() === text && this.analysed?.text.trim() !== text)
             this.setStatus(`This text cannot be analysed as it is: ${(e as Error).message}`, true);
         });
     }, COUNT_DELAY_MS);

@@ -165,7 +165,9 @@ export async function browserTests(base, suite, outDir) {
       // The formula with this model's sizes, and the explanation.
       assert.equal(await page.textContent('#projection-title'), 'Concat(head₁, …, head₁₂) · W_O');
       const diagram = await page.textContent('#concat-diagram');
-      for (const needle of ['12 × 32 = 384 dim', '384 × 384', '384 dim']) assert.ok(diagram.includes(needle), needle);
+      for (const needle of ['T × 384', '384 × 384']) assert.ok(diagram.includes(needle), needle);
+      const notes = await page.textContent('#concat-notes');
+      for (const needle of ['T × 32', '[T × 384] · [384 × 384] = [T × 384]']) assert.ok(notes.includes(needle), needle);
       assert.ok((await page.textContent('#why-roles')).length > 20);
       await shot('01-page-top.png');
       await shot('02-page-full.png', { fullPage: true });
@@ -381,8 +383,13 @@ export async function browserTests(base, suite, outDir) {
     });
 
     await suite.test('compare two heads and their difference', async () => {
+      const selected = `${params(page).get('layer')}.${params(page).get('head')}`;
       await settle(page, () => page.click('.tab[data-view="compare"]'));
+      // Compare opens on the selected head (kept where it already was A or B).
+      assert.ok([params(page).get('a'), params(page).get('b')].includes(selected), `${page.url()} for ${selected}`);
       await settle(page, () => page.selectOption('#compare-a-layer', '2'));
+      await settle(page, () => page.selectOption('#compare-a-head', '0'));
+      await settle(page, () => page.selectOption('#compare-b-layer', '0'));
       await settle(page, () => page.selectOption('#compare-b-head', '7'));
       const p = params(page);
       assert.equal(p.get('a'), '2.0');
@@ -410,18 +417,27 @@ export async function browserTests(base, suite, outDir) {
       await settle(page, () => page.click('.tab[data-view="compare"]'));
       pngSize(await save('#export-png', 'export-compare.png'));
       assert.ok(fs.readFileSync(await save('#export-svg', 'export-compare.svg'), 'utf8').includes('A − B'));
-      const csv = fs
+      const csvAll = fs
         .readFileSync(await save('#export-csv', 'export-stats.csv'), 'utf8')
         .trim()
         .split(/\r\n/);
+      // Four lines say what the file holds, the model, the text and the numbering.
+      assert.match(csvAll[3], /^# numbering: layers, heads and key\/value heads counted from 1/);
+      const csv = csvAll.filter((l) => !l.startsWith('#'));
       assert.equal(csv.length, 73);
       const run = await api(base, '/api/run', { text: typed });
       const header = csv[0].split(',');
       const row = csv[1 + 3 * 12 + 9].split(',');
       assert.equal(Number(row[header.indexOf('entropy_bits')]), run.heads[3 * 12 + 9].stats.entropy_bits);
+      assert.deepEqual([row[0], row[1]], ['4', '10'], 'layer 4, head 10 as the page counts them');
       const json = JSON.parse(fs.readFileSync(await save('#export-json', 'export-stats.json'), 'utf8'));
       assert.equal(json.heads.length, 72);
-      assert.deepEqual(json.heads[5], run.heads[5]);
+      const h5 = run.heads[5];
+      // Numbered from 1 as on the page; the links on the text are the API's, written with the page's token labels.
+      const { on_text: exported, ...rest } = json.heads[5];
+      const { on_text: served, ...api5 } = h5;
+      assert.deepEqual(rest, { ...api5, layer: h5.layer + 1, head: h5.head + 1, kv_head: h5.kv_head + 1 });
+      assert.deepEqual(exported?.links, served?.links);
       await settle(page, () => page.click('.tab[data-view="layer"]'));
     });
 

@@ -178,7 +178,11 @@ export async function compositionTests(base, suite, outDir, { tag }) {
           const json = JSON.parse((await save('#composition-json', 'composition.json')).toString('utf8'));
           assert.deepEqual(json.scores, api.body.scores);
           assert.deepEqual(json.top, api.body.top);
-          const csv = (await save('#composition-csv', 'composition.csv')).toString('utf8').trim().split('\n');
+          const csv = (await save('#composition-csv', 'composition.csv'))
+            .toString('utf8')
+            .trim()
+            .split('\n')
+            .filter((l) => !l.startsWith('#'));
           assert.equal(csv[0], 'sender_layer,sender_head,receiver_layer,receiver_head,q,k,v');
           assert.equal(csv.length - 1, (H * H * L * (L - 1)) / 2);
         });

@@ -114,8 +114,16 @@ export async function decoderTests(base, suite, outDir, tag = '', { generateInPa
 
     await suite.test('W_O diagram and model overview name the KV groups', async () => {
       const diagram = await page.textContent('#concat-diagram');
-      for (const l of labels) assert.ok(diagram.includes(`${l} share one K and one V`), l);
-      await part('#concat-diagram', '21-decoder-wo-groups.png');
+      for (let g = 1; g <= model.n_kv_head; g++) assert.ok(diagram.includes(`KV ${g}`), `KV ${g} under its heads`);
+      const notes = await page.textContent('#concat-notes');
+      // One key/value head for all query heads is multi-query attention; fewer, grouped-query.
+      if (model.n_kv_head === 1)
+        assert.match(notes, new RegExp(`Multi-query attention: all ${model.n_head} heads share one K and one V`));
+      else {
+        assert.match(notes, /Grouped-query attention/);
+        for (const l of labels) assert.ok(notes.includes(`${l} share one K and one V`), l);
+      }
+      await part('.panel.projection', '21-decoder-wo-groups.png');
       await page.click('.tab[data-view="model"]');
       await page.waitForSelector('#model-kv-groups:not([hidden])', { timeout: 120000 });
       const note = await page.textContent('#model-kv-groups');
@@ -124,45 +132,53 @@ export async function decoderTests(base, suite, outDir, tag = '', { generateInPa
     });
 
     if (generateInPage)
-      await suite.test('Generate appends tokens; the step slider locks each generated token as the query', async () => {
-        await page.click('.tab[data-view="lines"]');
-        await page.fill('#text-input', PROMPT);
-        const ready = () => page.evaluate(() => document.body.getAttribute('data-ready'));
-        let before = await ready();
-        await page.click('#analyse');
-        await page.waitForFunction((b) => document.body.getAttribute('data-ready') !== b, before, { timeout: 120000 });
-        before = await ready();
-        await page.click('#generate');
-        await page.waitForFunction(
-          (b) => {
-            const v = document.body.getAttribute('data-ready');
-            return v !== b && !v.startsWith('error');
-          },
-          before,
-          { timeout: 120000 },
-        );
-        await page.waitForSelector('#step-slider', { timeout: 120000 });
-        const g = await (await post('/api/generate', { text: PROMPT, max_new_tokens: 16 })).json();
-        assert.equal(await page.inputValue('#text-input'), g.text);
-        assert.equal(Number(await page.getAttribute('#step-slider', 'max')), g.generated.length - 1);
-        const step = Math.min(2, g.generated.length - 1);
-        before = await ready();
-        await page.$eval(
-          '#step-slider',
-          (el, v) => {
-            el.value = String(v);
-            el.dispatchEvent(new Event('input', { bubbles: true }));
-          },
-          step,
-        );
-        await page.waitForFunction((b) => document.body.getAttribute('data-ready') !== b, before, { timeout: 120000 });
-        const q = new URL(page.url()).searchParams;
-        assert.equal(Number(q.get('token')), g.generated[step].position);
-        assert.equal(Number(q.get('lock')), g.generated[step].position);
-        assert.ok((await page.textContent('#step-label')).includes(`${step + 1} of ${g.generated.length}`));
-        await part('.sentence', '23-decoder-generate-steps.png');
-        assert.deepEqual(pageErrors, []);
-      });
+      await suite.test(
+        'Generate appends tokens; the step slider locks the query that produced each generated token',
+        async () => {
+          await page.click('.tab[data-view="lines"]');
+          await page.fill('#text-input', PROMPT);
+          const ready = () => page.evaluate(() => document.body.getAttribute('data-ready'));
+          let before = await ready();
+          await page.click('#analyse');
+          await page.waitForFunction((b) => document.body.getAttribute('data-ready') !== b, before, {
+            timeout: 120000,
+          });
+          before = await ready();
+          await page.click('#generate');
+          await page.waitForFunction(
+            (b) => {
+              const v = document.body.getAttribute('data-ready');
+              return v !== b && !v.startsWith('error');
+            },
+            before,
+            { timeout: 120000 },
+          );
+          await page.waitForSelector('#step-slider', { timeout: 120000 });
+          const g = await (await post('/api/generate', { text: PROMPT, max_new_tokens: 16 })).json();
+          assert.equal(await page.inputValue('#text-input'), g.text);
+          assert.equal(Number(await page.getAttribute('#step-slider', 'max')), g.generated.length - 1);
+          const step = Math.min(2, g.generated.length - 1);
+          before = await ready();
+          await page.$eval(
+            '#step-slider',
+            (el, v) => {
+              el.value = String(v);
+              el.dispatchEvent(new Event('input', { bubbles: true }));
+            },
+            step,
+          );
+          await page.waitForFunction((b) => document.body.getAttribute('data-ready') !== b, before, {
+            timeout: 120000,
+          });
+          const q = new URL(page.url()).searchParams;
+          // The step's row is the one that produced its token: the query one position before it.
+          assert.equal(Number(q.get('token')), g.generated[step].position - 1);
+          assert.equal(Number(q.get('lock')), g.generated[step].position - 1);
+          assert.ok((await page.textContent('#step-label')).includes(`${step + 1} of ${g.generated.length}`));
+          await part('.sentence', '23-decoder-generate-steps.png');
+          assert.deepEqual(pageErrors, []);
+        },
+      );
   } finally {
     await browser.close();
   }

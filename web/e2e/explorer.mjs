@@ -251,7 +251,8 @@ export async function explorerTests(base, suite, outDir, { tag, folder, truncate
           const n = Number(await page.getAttribute('#step-slider', 'max')) + 1;
           const g = await post(base, '/api/generate', { text: prompt, max_new_tokens: 16 }); // greedy: the same steps
           assert.equal(g.generated.length, n);
-          const first = g.generated[0].position;
+          // A step locks the query that produced its token: the position before it.
+          const first = g.generated[0].position - 1;
           assert.equal(Number(params(page).get('token')), first);
           assert.equal(Number(params(page).get('lock')), first);
           assert.match(await page.textContent('#step-label'), new RegExp(`^ 1 of ${n}: `));
@@ -266,14 +267,14 @@ export async function explorerTests(base, suite, outDir, { tag, folder, truncate
               ` ${s} of ${n}: `,
               { timeout: 60000 },
             );
-            assert.equal(Number(params(page).get('lock')), g.generated[s - 1].position);
+            assert.equal(Number(params(page).get('lock')), g.generated[s - 1].position - 1);
           }
           await settle(page, () => page.keyboard.press('ArrowLeft'));
           assert.match(await page.textContent('#step-label'), new RegExp(`^ ${n - 1} of ${n}: `));
           await settle(page, () => page.reload());
           await page.waitForSelector('#step-slider');
           assert.match(await page.textContent('#step-label'), new RegExp(`^ ${n - 1} of ${n}: `));
-          assert.equal(Number(params(page).get('lock')), g.generated[n - 2].position);
+          assert.equal(Number(params(page).get('lock')), g.generated[n - 2].position - 1);
           await page.locator('.sentence').screenshot({ path: path.join(outDir, `13-${tag}-generation-steps.png`) });
         },
       );
@@ -329,11 +330,21 @@ export async function explorerTests(base, suite, outDir, { tag, folder, truncate
       await settle(mp, () => mp.click('.tab[data-view="lines"]'));
       const lines = await mp.locator('#lines-canvas').boundingBox();
       assert.ok(lines.x >= 0 && lines.x + lines.width <= 390, `lines view from ${lines.x} to ${lines.x + lines.width}`);
-      const strips = await mp.$$eval('.vector-strip canvas', (els) =>
-        els.map((e) => e.getBoundingClientRect()).map((r) => [r.left, r.right]),
+      // A strip keeps at least one pixel per number: a longer one scrolls inside its column.
+      const strips = await mp.$$eval('.vector-strip', (els) =>
+        els
+          .map((e) => [e.getBoundingClientRect(), e.scrollWidth, e.clientWidth, e.querySelector('canvas')])
+          .map(([r, sw, cw, c]) => [
+            r.left,
+            r.right,
+            sw > cw ? c.getBoundingClientRect().width / Number(c.dataset.n ?? 1) : 1,
+          ]),
       );
       assert.ok(strips.length > 0);
-      for (const [l, r] of strips) assert.ok(l >= 0 && r <= 390, `W_O strip from ${l} to ${r}`);
+      for (const [l, r, cell] of strips) {
+        assert.ok(l >= 0 && r <= 390, `W_O strip from ${l} to ${r}`);
+        assert.ok(cell >= 1, `a scrolled strip keeps ${cell} px per number`);
+      }
       assert.ok((await mp.evaluate(() => document.documentElement.scrollWidth)) <= 390);
       await mp.$eval('#views', (e) => e.scrollIntoView());
       await shot(mp, 'phone-lines');

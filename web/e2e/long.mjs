@@ -342,9 +342,9 @@ export async function longTests(base, suite, outDir, text, timings) {
       // The maps toggle: norm-weighted and rollout need the whole maps, so they are disabled with the reason.
       for (const m of ['norm', 'rollout']) {
         assert.equal(await page.locator(`#maps-toggle [data-maps="${m}"]`).isDisabled(), true, m);
-        assert.match(await page.getAttribute(`#maps-toggle [data-maps="${m}"]`, 'title'), /streamed/);
+        assert.match(await page.getAttribute(`#maps-toggle [data-maps="${m}"]`, 'title'), /too long to keep them all/);
       }
-      assert.match(await page.textContent('#maps-note'), /Norm-weighted unavailable: .*streamed/);
+      assert.match(await page.textContent('#maps-note'), /Norm-weighted maps need every full attention map/);
       await page.keyboard.press('1');
       assert.deepEqual(errors, []);
     });

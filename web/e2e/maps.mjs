@@ -168,7 +168,8 @@ export async function mapsTests(base, suite, outDir, { tag, quick = false }) {
         `${tag}: a view the run cannot show is disabled, with the reason in its title and a visible note`,
         async () => {
           // The server's reason as /api/run would give it for a long text (the long-text pass has the real one).
-          const reason = 'the rollout view multiplies every layer map: this text is over the limit of 1024';
+          const reason =
+            "the rollout view multiplies every layer's T x T map (n_layer · T³): this text's 1500 tokens are over the limit of 1024; analyse a shorter text";
           const other = await page.context().newPage();
           await other.route('**/api/run', async (route) => {
             const res = await route.fetch();
@@ -180,11 +181,12 @@ export async function mapsTests(base, suite, outDir, { tag, quick = false }) {
           await readyNumber(other);
           const button = other.locator('#maps-toggle [data-maps="rollout"]');
           assert.equal(await button.isDisabled(), true);
-          assert.match(await button.getAttribute('title'), /not available: the rollout view multiplies/);
+          // The server's reason in the reader's words: no T × T, no n_layer · T³.
+          assert.match(await button.getAttribute('title'), /not available: Rollout multiplies the maps of every layer/);
           assert.equal(await other.isVisible('#maps-note'), true);
           assert.match(
             await other.textContent('#maps-note'),
-            /Rollout unavailable \(weights shown\): the rollout view/,
+            /Rollout multiplies the maps of every layer.*Analyse a shorter text to see it \(the weights are shown instead\)\./,
           );
           assert.equal(await other.locator('#head-grid canvas').count(), model.n_head, 'the weights are drawn instead');
           assert.match(await other.textContent('.layer-view .legend figcaption'), /attention weight/);

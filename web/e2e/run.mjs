@@ -15,6 +15,8 @@
 //   HEADSCOPE_E2E_ONLY=window    only the sliding-window / multi-query pass on Gemma 3 (HEADSCOPE_WINDOW_MODEL)
 //   HEADSCOPE_E2E_ONLY=patching  only the Patching and Logit lens pass (patching.mjs) on both models
 //   HEADSCOPE_E2E_ONLY=composition  only the Composition pass (composition.mjs) on both models
+//   HEADSCOPE_E2E_ONLY=rough     only the rough-edges pass (rough.mjs) on MiniLM, SmolLM2 and Gemma 3
+//                    (HEADSCOPE_WINDOW_MODEL), at 1400×900 and 390×844
 //   CHROMIUM         the browser (default: /usr/bin/chromium)
 // Screenshots, exported files and the server log go to web/test-results/.
 import fs from 'node:fs';
@@ -30,6 +32,7 @@ import { startServer, Suite } from './harness.mjs';
 import { LONG_TOKENS, longTests, longText } from './long.mjs';
 import { mapsTests } from './maps.mjs';
 import { patchingTests } from './patching.mjs';
+import { roughTests } from './rough.mjs';
 
 const webDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const root = path.resolve(webDir, '..');
@@ -58,8 +61,11 @@ const onlyWindow = process.env.HEADSCOPE_E2E_ONLY === 'window';
 const onlyPatching = process.env.HEADSCOPE_E2E_ONLY === 'patching';
 // HEADSCOPE_E2E_ONLY=composition: only the Composition pass (composition.mjs), on both models.
 const onlyComposition = process.env.HEADSCOPE_E2E_ONLY === 'composition';
+// HEADSCOPE_E2E_ONLY=rough: only the rough-edges pass (rough.mjs), on the three models.
+const onlyRough = process.env.HEADSCOPE_E2E_ONLY === 'rough';
 // Any HEADSCOPE_E2E_ONLY: the passes not named are left out.
-const only = onlyExplorer || onlyLong || onlyMaps || onlyAblation || onlyWindow || onlyPatching || onlyComposition;
+const only =
+  onlyExplorer || onlyLong || onlyMaps || onlyAblation || onlyWindow || onlyPatching || onlyComposition || onlyRough;
 const outDir = path.join(webDir, 'test-results');
 
 function fail(message) {
@@ -243,6 +249,34 @@ async function compositionPass(modelDir, tag) {
 }
 if (!only || onlyComposition) await compositionPass(model, 'minilm');
 if (decoderModel && (!only || onlyComposition)) await compositionPass(decoderModel, 'smollm2');
+/** The rough-edges pass (rough.mjs) on its own server: a small token limit, so that the
+ *  importance refusal and Truncate cost short analyses. */
+async function roughPass(modelDir, tag, options, maxTokens = 64) {
+  const rlog = fs.createWriteStream(path.join(outDir, `server-rough-${tag}.log`));
+  rlog.path = path.join(outDir, `server-rough-${tag}.log`);
+  const rserver = await startServer({
+    bin,
+    model: modelDir,
+    webDir: dist,
+    log: rlog,
+    args: ['--max-tokens', String(maxTokens)],
+  });
+  console.log(`Rough edges (${path.basename(modelDir)}, 1400×900 and 390×844, at ${rserver.url})`);
+  try {
+    const suite = new Suite(`rough ${tag}`);
+    await roughTests(rserver.url, suite, outDir, { tag, ...options });
+    ok = suite.summary() && ok;
+  } finally {
+    await rserver.stop();
+    rlog.end();
+  }
+}
+if (!only || onlyRough) {
+  await roughPass(model, 'minilm', { truncate: true });
+  if (decoderModel) await roughPass(decoderModel, 'smollm2', { generate: true });
+  // Gemma 3: 72 heads, so importance is refused past 227 tokens; the server reads up to 256.
+  if (windowModel) await roughPass(windowModel, 'gemma', {}, 256);
+}
 if (only && !onlyLong) {
   // the long-text pass is left out
 } else if (longModel && !fs.existsSync(longConllu)) {

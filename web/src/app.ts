@@ -11,11 +11,16 @@ import {
   type ModelInfo,
   type RunResult,
 } from './lib/api';
-import { AUTO_IMPORTANCE_MAX_HEADS, AUTO_IMPORTANCE_MAX_TOKENS } from './views/ablation/importance';
+import {
+  AUTO_IMPORTANCE_MAX_HEADS,
+  AUTO_IMPORTANCE_MAX_TOKENS,
+  importanceRefusal,
+  importanceTooLong,
+} from './views/ablation/importance';
 import { SCALES } from './lib/colour';
 import { h } from './lib/dom';
 import { download, exportName, scenePng, sceneSvg, statsToCsv, statsToJson } from './lib/export';
-import { stateFromQuery, stateToQuery, type ViewState } from './lib/state';
+import { enterCompare, stateFromQuery, stateToQuery, type ViewState } from './lib/state';
 import { unitsOf } from './lib/units';
 import { headWithIndex, layerWithIndex, NUMBERING_NOTE } from './lib/numbering';
 import { withCaption } from './lib/scene';
@@ -76,10 +81,16 @@ export class App {
     this.sentence = new SentenceView(
       {
         analyse: (text) => this.setState({ text, lock: -1 }),
+        count: (text) => this.countText(text),
+        fit: (text) => this.fitText(text),
+        // The views show another text than the box (or the box is empty): they are dimmed.
+        stale: (why) => document.body.classList.toggle('stale', why !== null),
         ...(model.causal
           ? {
               generate: (text: string, n: number) => void this.generate(text, n),
-              selectStep: (position: number) => this.setState({ token: position, lock: this.unitOfToken(position) }),
+              // A step shows the row that produced its token: the query one position before it.
+              selectStep: (position: number) =>
+                this.setState({ token: position - 1, lock: this.unitOfToken(position - 1) }),
             }
           : {}),
       },
@@ -200,6 +211,9 @@ export class App {
 
   setState(patch: Partial<ViewState>): void {
     const next = { ...this.state, ...patch };
+    // Compare opens on the selected head (and the next one), unless the change names the pair.
+    if (next.view === 'compare' && this.state.view !== 'compare' && !patch.compareA && !patch.compareB)
+      Object.assign(next, enterCompare(next, this.model));
     if (patch.level && patch.level !== this.state.level) next.lock = -1;
     if (patch.text !== undefined && patch.text !== this.state.text) {
       // A new text keeps a token and lock only when the change names them (Generate does).
@@ -273,6 +287,7 @@ export class App {
       if (
         heads <= AUTO_IMPORTANCE_MAX_HEADS &&
         run.n_tokens <= AUTO_IMPORTANCE_MAX_TOKENS &&
+        importanceTooLong(run.n_tokens, heads) === null &&
         !run.streamed &&
         !this.importances.has(state.text)
       )
@@ -286,6 +301,7 @@ export class App {
         maps,
         importance: typeof imp === 'object' ? imp : null,
         importanceStatus: typeof imp === 'string' ? imp : undefined,
+        generated: this.sentence.generationFor(run.text)?.generated.map((g) => g.position) ?? [],
       };
       this.ctx = ctx;
       this.drawn = null;
@@ -341,6 +357,7 @@ export class App {
       if (this.importances.get(state.text) !== imp) void this.drawImportance(state.text);
       else document.body.setAttribute('data-importance', importanceState(imp));
       this.setBusy(null);
+      document.body.classList.remove('stale');
       document.body.setAttribute('data-ready', String(gen));
     } catch (e) {
       if (stale()) return;
@@ -355,12 +372,15 @@ export class App {
   private measureImportance(text: string, redraw = true): void {
     const known = this.importances.get(text);
     if (known === 'measuring' || typeof known === 'object') return;
+    const heads = this.model.n_layer * this.model.n_head;
     this.importances.set(text, 'measuring');
     if (redraw) void this.drawImportance(text);
     this.api
       .importance(text)
       .then((r) => this.importances.set(text, r))
-      .catch((e) => this.importances.set(text, e instanceof ApiError ? e.message : String(e)))
+      .catch((e) =>
+        this.importances.set(text, e instanceof ApiError ? importanceRefusal(e.code, e.message, heads) : String(e)),
+      )
       .finally(() => void this.drawImportance(text));
   }
 
@@ -389,9 +409,37 @@ export class App {
     document.body.setAttribute('data-importance', importanceState(imp));
   }
 
+  /** Tokens and words of a typed text (the counters under the box follow it while typing). */
+  private async countText(text: string): Promise<{ tokens: number; words: number }> {
+    const r = await this.api.tokenize(text);
+    const words = new Set(r.tokens.filter((t) => !t.special && t.word >= 0).map((t) => t.word));
+    return { tokens: r.n_tokens, words: words.size };
+  }
+
+  /** `text` cut so that the model reads all of it: to the server's byte limit, then to the end of
+   *  the last token that fits the token limit (special tokens included), checked again with the
+   *  tokenizer, so that "Truncate" takes one click. */
+  private async fitText(text: string): Promise<string> {
+    const { max_tokens, max_text_bytes } = this.model.limits;
+    let t = textBeforeByte(text, max_text_bytes).replace(/\uFFFD$/, '');
+    try {
+      for (let i = 0; i < 4; i++) {
+        const r = await this.api.tokenize(t);
+        if (r.n_tokens <= max_tokens) return t;
+        const content = r.tokens.filter((x) => !x.special);
+        const keep = Math.max(1, max_tokens - (r.n_tokens - content.length));
+        t = textBeforeByte(t, content[keep - 1]?.end ?? 0).trimEnd();
+      }
+    } catch {
+      // the tokenizer is out of reach: the analysis truncates what is left
+    }
+    return t;
+  }
+
   /** An error in words for a reader: a text over the server's size limit gets the truncate
-   *  button; anything else says what went wrong. */
+   *  button; anything else says what went wrong. The views keep the last text, dimmed. */
   private showError(text: string, e: unknown): void {
+    document.body.classList.add('stale');
     const limits = this.model.limits;
     if (e instanceof ApiError && e.code === 'text_too_long') {
       this.sentence.update(text, `This text is too long to analyse here.`, true);
@@ -422,7 +470,8 @@ export class App {
     try {
       const g = await this.api.generate(text, n);
       this.sentence.setGeneration(g);
-      const first = g.generated[0]?.position ?? 0;
+      // The query that produced the first generated token (the prompt's last token).
+      const first = Math.max(0, (g.generated[0]?.position ?? 1) - 1);
       // Step 1 selected and locked (refresh finds its unit at the current level), the slider
       // focused so that the arrow keys move through the steps.
       this.lockStep = true;
@@ -490,7 +539,7 @@ export class App {
       [this.model.name, 'stats', run.level, ...(run.special === 'hide' ? ['no-specials'] : [])],
       format,
     );
-    if (format === 'csv') download(statsToCsv(run, this.model.statistics_catalogue), name, 'text/csv');
+    if (format === 'csv') download(statsToCsv(run, this.model.statistics_catalogue, this.model.name), name, 'text/csv');
     else download(statsToJson(this.model, run), name, 'application/json');
   }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { HeadStats, RunResult } from './api';
-import { csvField, exportName, statsToCsv } from './export';
+import { csvField, EXPORT_NUMBERING, exportName, statsToCsv, statsToJson } from './export';
 import { STATISTICS_CATALOGUE } from './statistics-catalogue.fixture';
 import { csvStatKeys } from './statistics';
 import { sceneToSvg, MAX_VECTOR_CELLS, type Scene } from './scene';
@@ -58,17 +58,46 @@ describe('CSV export', () => {
   });
 
   it('writes one row per head with every statistic at full precision', () => {
-    const lines = statsToCsv(run, STATISTICS_CATALOGUE).trimEnd().split('\r\n');
+    const all = statsToCsv(run, STATISTICS_CATALOGUE, 'tiny-model').trimEnd().split('\r\n');
+    // What the file holds, the model, the text and the numbering, before the column names.
+    expect(all.slice(0, 4)).toEqual([
+      '# headscope statistics of every head',
+      '# model: tiny-model',
+      '# text: "a, b"',
+      `# numbering: ${EXPORT_NUMBERING}`,
+    ]);
+    expect(EXPORT_NUMBERING).toMatch(/^layers, heads and key\/value heads counted from 1/);
+    const lines = all.slice(4);
     expect(lines).toHaveLength(3);
     const header = lines[0].split(',');
     expect(header.slice(0, 5)).toEqual(['layer', 'head', 'level', 'special', 'primary_role']);
     expect(header).toContain('entropy_bits');
     const first = lines[1];
-    expect(first.startsWith('0,0,token,keep,previous_token,0.8,self,0.1,0.125,')).toBe(true);
+    // Layer 1, head 1 as on the page (the API's layer 0, head 0).
+    expect(first.startsWith('1,1,token,keep,previous_token,0.8,self,0.1,0.125,')).toBe(true);
+    expect(lines[2].startsWith('1,2,')).toBe(true);
     // The evidence has a comma and quotes, so it is quoted with doubled quotes.
     expect(first.endsWith(',"80 % goes to the previous token, ""a"""')).toBe(true);
     // duplicate_mass is null → empty cell, column count stays the same.
     expect(first.match(/,,/)).not.toBeNull();
+  });
+
+  it('writes the JSON with the same numbering and tokens as text', () => {
+    const model = { name: 'tiny-model', architecture: 'bert', n_layer: 1, n_head: 2, d_model: 4, d_head: 2 };
+    const withTokens: RunResult = {
+      ...run,
+      tokens: [
+        { id: 1, text: 'Ġa', display: 'a', begin: 0, end: 1, special: false, word: 0 },
+        { id: 2, text: 'Ã¼', begin: 1, end: 3, special: false, word: 0 },
+      ],
+    };
+    const json = JSON.parse(statsToJson(model as never, withTokens));
+    expect(json.numbering).toBe(EXPORT_NUMBERING);
+    expect(json.tokens).toEqual(['a', 'ü']);
+    expect(json.heads.map((h: { layer: number; head: number }) => [h.layer, h.head])).toEqual([
+      [1, 1],
+      [1, 2],
+    ]);
   });
 
   it('makes safe file names', () => {

@@ -5,6 +5,7 @@ import type { HeadReport, ModelInfo, RunResult, StatInfo } from './api';
 import { csvStatKeys } from './statistics';
 import { pixelsCanvas } from './heatmap';
 import { drawScene, sceneToSvg, type Scene } from './scene';
+import { linksText, recognisedText, tokenText } from './tokens';
 
 /** RFC 4180 quoting: fields with a comma, quote or line break are quoted, quotes doubled. */
 export function csvField(v: string | number | null | undefined): string {
@@ -13,9 +14,25 @@ export function csvField(v: string | number | null | undefined): string {
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
-/** One row per head: layer, head, roles, then every statistic at full precision, its columns
- *  those of the statistics catalogue (csvStatKeys). */
-export function statsToCsv(run: RunResult, catalogue: readonly StatInfo[]): string {
+/** What every export says about its numbers: the page's numbering (lib/numbering.ts). */
+export const EXPORT_NUMBERING =
+  'layers, heads and key/value heads counted from 1 as on the page (Layer 1 is the first layer; the API index is one less); token positions counted from 0';
+
+/** Lines that start with "#" before the column names: what the file holds, the model, the text
+ *  (as a JSON string, so that it stays on one line) and the numbering. */
+export function csvPreamble(what: string, modelName: string, text: string, numbering = EXPORT_NUMBERING): string[] {
+  return [
+    `# headscope ${what}`,
+    `# model: ${modelName}`,
+    `# text: ${JSON.stringify(text)}`,
+    `# numbering: ${numbering}`,
+  ];
+}
+
+/** One row per head: layer, head (counted from 1), roles, then every statistic at full
+ *  precision, its columns those of the statistics catalogue (csvStatKeys); after the lines of
+ *  csvPreamble. */
+export function statsToCsv(run: RunResult, catalogue: readonly StatInfo[], modelName = ''): string {
   const columns = csvStatKeys(catalogue);
   const header = [
     'layer',
@@ -29,11 +46,11 @@ export function statsToCsv(run: RunResult, catalogue: readonly StatInfo[]): stri
     ...columns,
     'evidence',
   ];
-  const lines = [header.join(',')];
+  const lines = [...csvPreamble('statistics of every head', modelName, run.text), header.join(',')];
   for (const h of run.heads) {
     const cells = [
-      h.layer,
-      h.head,
+      h.layer + 1,
+      h.head + 1,
       run.level,
       run.special,
       h.roles.primary.id,
@@ -53,11 +70,34 @@ export interface StatsExport {
   text: string;
   level: RunResult['level'];
   special: RunResult['special'];
+  numbering: string;
   tokens: string[];
   heads: HeadReport[];
 }
 
+/** A head's report as the JSON export writes it: numbered from 1, and its links on the text
+ *  written with readable tokens (the server's sentences may hold byte-level marks such as Ċ). */
+function exportedHead(h: HeadReport, labels: string[]): HeadReport {
+  const on = h.on_text;
+  return {
+    ...h,
+    layer: h.layer + 1,
+    head: h.head + 1,
+    kv_head: h.kv_head + 1,
+    ...(on
+      ? {
+          on_text: {
+            ...on,
+            links_text: linksText(on.links, labels),
+            recognised_text: recognisedText(on.recognised_text, on.matching, labels),
+          },
+        }
+      : {}),
+  };
+}
+
 export function statsToJson(model: ModelInfo, run: RunResult): string {
+  const labels = run.tokens.map(tokenText);
   const out: StatsExport = {
     model: {
       name: model.name,
@@ -70,8 +110,9 @@ export function statsToJson(model: ModelInfo, run: RunResult): string {
     text: run.text,
     level: run.level,
     special: run.special,
-    tokens: run.tokens.map((t) => t.text),
-    heads: run.heads,
+    numbering: EXPORT_NUMBERING,
+    tokens: run.tokens.map(tokenText),
+    heads: run.heads.map((h) => exportedHead(h, labels)),
   };
   return JSON.stringify(out, null, 2);
 }

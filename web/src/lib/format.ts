@@ -39,3 +39,8 @@ export function tokenLabel(text: string, maxLength = 14): string {
 export function visibleToken(text: string): string {
   return text.replace(/^ /, '␣').replace(/\n/g, '↵').replace(/\t/g, '⇥');
 }
+
+/** "multi-query attention" → "Multi-query attention". */
+export function sentenceCase(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}

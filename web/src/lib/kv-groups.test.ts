@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { headRange, kvGroups } from './kv-groups';
+import { attentionKind, kvCountText, headRange, kvGroups } from './kv-groups';
 import { isMasked, matrixPixels, MASKED_COLOURS } from './heatmap';
 
 /** The map a Llama-style model uses (transformers' repeat_kv): query head h reads KV head
@@ -70,5 +70,16 @@ describe('causal mask in heatmaps', () => {
     // The zero weight at (1, 0) keeps the palette's zero colour, which is not a masked grey.
     expect(greys).not.toContainEqual(rgb(causal, 1, 0));
     expect(rgb(causal, 1, 0)).toEqual(rgb(plain, 0, 1));
+  });
+});
+
+describe('attentionKind', () => {
+  it('names one KV head for all query heads multi-query, fewer grouped-query, as many multi-head', () => {
+    expect(attentionKind({ n_head: 4, n_kv_head: 1 })).toBe('multi-query attention'); // Gemma 3 270M
+    expect(attentionKind({ n_head: 9, n_kv_head: 3 })).toBe('grouped-query attention'); // SmolLM2-135M
+    expect(attentionKind({ n_head: 12, n_kv_head: 12 })).toBe('multi-head attention'); // MiniLM
+    expect(kvCountText(1, 4)).toBe('1 (MQA)');
+    expect(kvCountText(8, 64)).toBe('8 (GQA)');
+    expect(kvCountText(12, 12)).toBe('12 (one per head)');
   });
 });

@@ -45,3 +45,17 @@ const GROUP_COLOURS = ['#1f6feb', '#7c3aed', '#15803d', '#0e7490', '#be185d', '#
 export function groupColour(kv: number): string {
   return GROUP_COLOURS[kv % GROUP_COLOURS.length];
 }
+
+/** What the model's attention is called by how many key/value heads its query heads read: one
+ *  each (multi-head), one for all (multi-query, Shazeer 2019), or fewer than the query heads
+ *  (grouped-query, Ainslie et al. 2023). */
+export function attentionKind(model: { n_head: number; n_kv_head: number }): string {
+  if (model.n_kv_head >= model.n_head) return 'multi-head attention';
+  return model.n_kv_head === 1 ? 'multi-query attention' : 'grouped-query attention';
+}
+
+/** The short name in the table of head counts: "8 (GQA)", "1 (MQA)", "12 (one per head)". */
+export function kvCountText(kv: number, heads: number): string {
+  if (kv >= heads) return `${kv} (one per head)`;
+  return kv === 1 ? `${kv} (MQA)` : `${kv} (GQA)`;
+}

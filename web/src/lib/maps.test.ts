@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mapHead, parseMapView, shownMapView } from './maps';
+import { mapHead, mapsReasonText, parseMapView, shownMapView } from './maps';
 
 describe('map views', () => {
   it('falls back to the weights with the reason when the run cannot show a view', () => {
@@ -22,5 +22,23 @@ describe('map views', () => {
     expect(parseMapView('rollout')).toBe('rollout');
     expect(parseMapView('Norm')).toBe('weights');
     expect(parseMapView(null)).toBe('weights');
+  });
+});
+
+describe('mapsReasonText', () => {
+  it('tells the server’s two reasons in plain words, with the way out', () => {
+    const rollout = mapsReasonText(
+      'rollout',
+      "the rollout view multiplies every layer's T x T map (n_layer · T³): this text's 1500 tokens are over the limit of 1024; analyse a shorter text",
+    );
+    expect(rollout).toBe(
+      'Rollout multiplies the maps of every layer, which this page does for texts of up to 1,024 tokens; this text (1,500 tokens) is longer. Analyse a shorter text to see it',
+    );
+    const streamed = mapsReasonText(
+      'norm',
+      "the norm-weighted view needs the whole attention maps, and this text's 8192 tokens were streamed (dense maps are kept up to 256 MiB): analyse a shorter text",
+    );
+    expect(streamed).toContain('this text (8,192 tokens) is too long to keep them all');
+    expect(streamed).not.toMatch(/MiB|T³|T x T/);
   });
 });

@@ -46,3 +46,17 @@ export function mapHead(view: MapView, head: number): number {
 export function parseMapView(raw: string | null): MapView {
   return raw !== null && (MAP_VIEWS as readonly string[]).includes(raw) ? (raw as MapView) : 'weights';
 }
+
+/** Why a map view is unavailable, in words, with what to do. The server's reason (/api/run
+ *  "views", pipeline/explore.cc view_unavailable) speaks of T × T maps, n_layer · T³ and MiB;
+ *  the two cases it knows are told here in the reader's terms, anything else is kept. */
+export function mapsReasonText(view: MapView, reason: string): string {
+  const tokens = /this text's (\d+) tokens/.exec(reason)?.[1];
+  const text = tokens ? `this text (${Number(tokens).toLocaleString('en')} tokens)` : 'this text';
+  if (/streamed/.test(reason))
+    return `${MAP_LABELS[view]} maps need every full attention map, and ${text} is too long to keep them all (its maps were summarised as they were computed). Analyse a shorter text to see them`;
+  const limit = /over the limit of (\d+)/.exec(reason)?.[1];
+  if (view === 'rollout' && limit)
+    return `Rollout multiplies the maps of every layer, which this page does for texts of up to ${Number(limit).toLocaleString('en')} tokens; ${text} is longer. Analyse a shorter text to see it`;
+  return reason.replace(/\s*\(?limits::\w+\)?/g, '');
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_STATE, stateFromQuery, stateToQuery, type ViewState } from './state';
+import { compareNext, DEFAULT_STATE, enterCompare, stateFromQuery, stateToQuery, type ViewState } from './state';
 
 const shape = { n_layer: 6, n_head: 12 };
 const views = ['layer', 'model', 'lines', 'compare'];
@@ -72,5 +72,21 @@ describe('long texts and the URL', () => {
     expect(back.layer).toBe(3);
     expect(back.head).toBe(2);
     expect(stateToQuery({ ...DEFAULT_STATE, text: 'short one' })).toContain('text=short+one');
+  });
+});
+
+describe('Compare starts from the selected head', () => {
+  it('defaults A to the selected head and B to the next one', () => {
+    const s = stateFromQuery('?layer=2&head=5&view=compare', shape, ['layer', 'compare']);
+    expect(s.compareA).toEqual({ layer: 2, head: 5 });
+    expect(s.compareB).toEqual({ layer: 2, head: 6 });
+    expect(compareNext({ layer: 2, head: 11 }, shape)).toEqual({ layer: 3, head: 0 });
+    expect(compareNext({ layer: 5, head: 11 }, shape)).toEqual({ layer: 0, head: 0 });
+  });
+  it('entering Compare puts the selected head in A unless it is already A or B', () => {
+    const s = stateFromQuery('?layer=1&head=3&a=0.0&b=0.1&view=compare', shape, ['layer', 'compare']);
+    expect(enterCompare(s, shape)).toEqual({ compareA: { layer: 1, head: 3 }, compareB: { layer: 1, head: 4 } });
+    const kept = { ...s, layer: 0, head: 1 };
+    expect(enterCompare(kept, shape)).toEqual({ compareA: s.compareA, compareB: s.compareB });
   });
 });

@@ -99,6 +99,22 @@ function parseHeadRef(raw: string | null, shape: ModelShape, fallback: HeadRef):
   return layer < shape.n_layer && head < shape.n_head ? { layer, head } : fallback;
 }
 
+/** The head Compare sets beside `a`: the next head of its layer (the next layer's first head
+ *  after the last one; `a` itself in a one-head model). */
+export function compareNext(a: HeadRef, shape: ModelShape): HeadRef {
+  if (a.head + 1 < shape.n_head) return { layer: a.layer, head: a.head + 1 };
+  return shape.n_layer > 1 ? { layer: (a.layer + 1) % shape.n_layer, head: 0 } : a;
+}
+
+/** Entering Compare: the selected head becomes A (and the next head B) unless it is already one
+ *  of the two. */
+export function enterCompare(s: ViewState, shape: ModelShape): Pick<ViewState, 'compareA' | 'compareB'> {
+  const selected = { layer: s.layer, head: s.head };
+  const same = (r: HeadRef) => r.layer === s.layer && r.head === s.head;
+  if (same(s.compareA) || same(s.compareB)) return { compareA: s.compareA, compareB: s.compareB };
+  return { compareA: selected, compareB: compareNext(selected, shape) };
+}
+
 /** Texts whose URL encoding is longer than this stay out of the URL: the server refuses a request
  *  line over 8 KiB (414), so a long document's URL could not be opened again. */
 export const MAX_URL_TEXT = 6000;
@@ -138,17 +154,20 @@ export function stateFromQuery(query: string, shape: ModelShape, views: readonly
   const view = p.get('view');
   const scale = p.get('scale') as ScaleName | null;
   const level = p.get('level');
+  const layer = clampInt(p.get('layer'), 0, shape.n_layer - 1, d.layer);
+  const head = clampInt(p.get('head'), 0, shape.n_head - 1, d.head);
   return {
     text: text !== null && text.trim() !== '' ? text : d.text,
     view: view !== null && views.includes(view) ? view : d.view,
-    layer: clampInt(p.get('layer'), 0, shape.n_layer - 1, d.layer),
-    head: clampInt(p.get('head'), 0, shape.n_head - 1, d.head),
+    layer,
+    head,
     level: level === 'word' ? 'word' : 'token',
     hideSpecial: p.get('special') === 'hide',
     scale: scale !== null && SCALES.includes(scale) ? scale : d.scale,
     token: clampInt(p.get('token'), 0, 1 << 20, d.token),
-    compareA: parseHeadRef(p.get('a'), shape, d.compareA),
-    compareB: parseHeadRef(p.get('b'), shape, { layer: 0, head: Math.min(1, shape.n_head - 1) }),
+    // Without a and b, Compare starts from the selected head and the next one of its layer.
+    compareA: parseHeadRef(p.get('a'), shape, { layer, head }),
+    compareB: parseHeadRef(p.get('b'), shape, compareNext({ layer, head }, shape)),
     lock: clampInt(p.get('lock'), 0, 1 << 20, -1),
     maps: parseMapView(p.get('maps')),
     path: parsePath(p.get('path'), shape),

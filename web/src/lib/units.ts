@@ -4,6 +4,7 @@
 
 import type { RunResult, TokenInfo } from './api';
 import type { Level } from './state';
+import { tokenText } from './tokens';
 
 export interface Units {
   level: Level;
@@ -14,10 +15,10 @@ export interface Units {
   tokens: number[][];
 }
 
-/** The label of a token on the page: decoded (the server's `display`), its vocabulary entry as a
- *  fallback for a server that sends none. */
+/** The label of a token on the page: decoded (the server's `display`), its vocabulary entry
+ *  decoded (lib/tokens.ts) for a server that sends none. */
 export function tokenShown(t: TokenInfo): string {
-  return t.display ?? t.text;
+  return tokenText(t);
 }
 
 export function unitsOf(run: RunResult, level: Level): Units {

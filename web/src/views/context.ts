@@ -24,6 +24,8 @@ export interface ViewContext {
   importance?: ImportanceResult | null;
   /** While importance is not there: 'measuring', or the server's message when it was refused. */
   importanceStatus?: string;
+  /** Token positions the model generated (Generate) in this text; none for a typed text. */
+  generated?: number[];
 }
 
 /** A view whose picture can be exported as SVG and PNG. */

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { HeadImportance, ImportanceResult } from '../../lib/api';
 import {
+  importanceMaxTokens,
+  importanceRefusal,
+  importanceTooLong,
   barFraction,
   byImportance,
   effectOf,
@@ -61,5 +64,27 @@ describe('importance helpers', () => {
   it('scales bars to the largest effect and clamps negatives to 0', () => {
     expect(barFraction(imp, 3)).toBeCloseTo(0.75, 12);
     expect(barFraction(imp, 4)).toBe(0);
+  });
+});
+
+describe('importance refusals in words', () => {
+  it('says how long a text may be for the model, and what to do', () => {
+    expect(importanceMaxTokens(270)).toBe(60); // SmolLM2-135M: 16,384 / 270
+    expect(importanceMaxTokens(72)).toBe(227); // all-MiniLM-L6-v2, Gemma 3 270M
+    expect(importanceTooLong(60, 270)).toBeNull();
+    const why = importanceTooLong(61, 270)!;
+    expect(why).toContain('up to 60 tokens; this text has 61');
+    expect(why).toContain('Shorten it');
+    expect(why).not.toMatch(/limits::|kMax/);
+  });
+  it('translates the server’s text_too_long refusal, which names an internal constant', () => {
+    const server =
+      "/api/importance: the text is 80 tokens; at most 60 are allowed (importance reruns the text once for each of the model's 270 heads; limits::kMaxImportanceTokenPasses is 16384 tokens x heads): send a shorter text";
+    const said = importanceRefusal('text_too_long', server, 270);
+    expect(said).toContain('this text has 80');
+    expect(said).not.toMatch(/limits::|kMax|\/api\//);
+    expect(importanceRefusal('busy', 'the server is busy (limits::kMaxQueue)', 270)).toBe(
+      'Importance could not be measured: the server is busy',
+    );
   });
 });

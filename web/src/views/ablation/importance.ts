@@ -76,3 +76,30 @@ export function barFraction(imp: ImportanceResult, index: number): number {
   const v = imp.importance[index].ablation ?? 0;
   return max > 0 ? Math.max(0, Math.min(1, v / max)) : 0;
 }
+
+/** The work the server allows one importance request: tokens × heads (include/headscope/limits.h,
+ *  kMaxImportanceTokenPasses; the server refuses longer texts with "text_too_long"). Kept here so
+ *  that the page offers the button only where it can work. */
+export const IMPORTANCE_TOKEN_PASSES = 16384;
+
+/** The longest text (tokens, special tokens included) whose importance the server measures. */
+export function importanceMaxTokens(nHeads: number): number {
+  return Math.floor(IMPORTANCE_TOKEN_PASSES / Math.max(1, nHeads));
+}
+
+/** Why importance cannot be measured on a text of `nTokens` tokens, in words, with the way out;
+ *  null when it can. */
+export function importanceTooLong(nTokens: number, nHeads: number): string | null {
+  const max = importanceMaxTokens(nHeads);
+  if (nTokens <= max) return null;
+  return `Measuring importance reruns the text once for each of the ${nHeads} heads, which this server does for texts of up to ${max} tokens; this text has ${nTokens}. Shorten it to ${max} tokens or fewer, or remove single heads with “Ablate this head”.`;
+}
+
+/** The server's refusal of an importance request in words: a text too long for it says what to
+ *  do (the server's own message names internal constants); anything else keeps its message,
+ *  without internal names. */
+export function importanceRefusal(code: string, message: string, nHeads: number): string {
+  const m = /the text is (\d+) tokens/.exec(message);
+  if (code === 'text_too_long' && m) return importanceTooLong(Number(m[1]), nHeads) ?? message;
+  return `Importance could not be measured: ${message.replace(/\s*\(?limits::\w+\)?/g, '')}`;
+}

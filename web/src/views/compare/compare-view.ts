@@ -13,7 +13,7 @@ import type { HeadRef, ViewState } from '../../lib/state';
 import { THEME } from '../../lib/theme';
 import type { Tensor } from '../../lib/wire';
 import { headReport, type ExportableView, type ViewContext } from '../context';
-import { headName, headTag, layerName } from '../../lib/numbering';
+import { headName, layerName } from '../../lib/numbering';
 
 /** Largest side of each of the three heatmaps, in CSS pixels. */
 const COMPARE_SIZE = 250;
@@ -175,7 +175,7 @@ export class CompareView implements ExportableView {
   exportParts(): (string | number)[] {
     if (!this.ctx) return ['compare'];
     const { compareA: a, compareB: b } = this.ctx.state;
-    return ['compare', headTag(a.layer, a.head).replace(' ', ''), headTag(b.layer, b.head).replace(' ', '')];
+    return ['compare', `layer${a.layer + 1}-head${a.head + 1}`, 'vs', `layer${b.layer + 1}-head${b.head + 1}`];
   }
 
   scene(): Scene | null {

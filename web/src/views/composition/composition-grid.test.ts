@@ -91,10 +91,13 @@ describe('the composition grid', () => {
   });
 
   it('writes the CLI’s CSV: one row per pair whose receiver is later', () => {
-    const csv = compositionCsv(compositionGrid(reply())).trim().split('\n');
+    const all = compositionCsv(compositionGrid(reply()), 'm').trim().split('\n');
+    expect(all[1]).toBe('# model: m');
+    expect(all[3]).toMatch(/^# numbering: layers, heads and key\/value heads counted from 1/);
+    const csv = all.slice(4);
     expect(csv[0]).toBe('sender_layer,sender_head,receiver_layer,receiver_head,q,k,v');
     // 2 · 2 heads × (layer pairs 0→1, 0→2, 1→2) = 12 rows.
     expect(csv).toHaveLength(13);
-    expect(csv[1]).toBe('0,0,1,0,1.001,2.001,3.001');
+    expect(csv[1]).toBe('1,1,2,1,1.001,2.001,3.001'); // layer 0 head 0 → layer 1 head 0, counted from 1
   });
 });

@@ -7,6 +7,7 @@
 // n_head-wide block and only the blocks right of the diagonal (receiver in a later layer) hold a
 // score. It is the reply's [l1][h1][l2][h2] flattened in order.
 
+import { csvPreamble } from '../../lib/export';
 import type { CompositionKind, CompositionResult } from '../../lib/api';
 import { SEQUENTIAL_LUT } from '../../lib/colour';
 import { headTag } from '../../lib/numbering';
@@ -155,10 +156,15 @@ export function describeCell(
   return lines;
 }
 
-/** The CSV of `headscope composition --csv`: one row per pair whose receiver is in a later layer. */
-export function compositionCsv(grid: CompositionGrid): string {
+/** The columns of `headscope composition --csv`, one row per pair whose receiver is in a later
+ *  layer, with layers and heads counted from 1 as on the page and the lines of csvPreamble first
+ *  (composition reads the weights only: no text). */
+export function compositionCsv(grid: CompositionGrid, modelName = ''): string {
   const { n, nHead } = grid;
-  const lines = ['sender_layer,sender_head,receiver_layer,receiver_head,q,k,v'];
+  const lines = [
+    ...csvPreamble('composition scores of every pair of heads (from the weights, no text)', modelName, ''),
+    'sender_layer,sender_head,receiver_layer,receiver_head,q,k,v',
+  ];
   for (let i = 0; i < n; i++)
     for (let j = 0; j < n; j++) {
       if (!hasPath(i, j, nHead)) continue;
@@ -166,9 +172,15 @@ export function compositionCsv(grid: CompositionGrid): string {
         r = headAt(j, nHead);
       const at = i * n + j;
       lines.push(
-        [s.layer, s.head, r.layer, r.head, g7(grid.values.Q[at]), g7(grid.values.K[at]), g7(grid.values.V[at])].join(
-          ',',
-        ),
+        [
+          s.layer + 1,
+          s.head + 1,
+          r.layer + 1,
+          r.head + 1,
+          g7(grid.values.Q[at]),
+          g7(grid.values.K[at]),
+          g7(grid.values.V[at]),
+        ].join(','),
       );
     }
   return lines.join('\n') + '\n';

@@ -11,6 +11,8 @@
 // and its numbers; clicking one selects it, and from there the Patching view traces that path on
 // a prompt pair, or the Compare view shows the two heads' attention on the explorer's text.
 
+import { attentionKind } from '../../lib/kv-groups';
+import { sentenceCase } from '../../lib/format';
 import { ApiError, type CompositionKind, type CompositionPair, type CompositionResult } from '../../lib/api';
 import { SEQUENTIAL } from '../../lib/colour';
 import { canvasPoint, h, hideTooltip, pointerKind, showTooltip, sizeCanvas } from '../../lib/dom';
@@ -237,7 +239,7 @@ export class CompositionView implements ExportableView {
         ? h(
             'li',
             { id: 'composition-gqa' },
-            `Grouped-query attention: ${m.name}'s ${m.n_head} query heads per layer share ${m.n_kv_head} key/value heads, so each group of ${group} heads shares one W_K and W_V. K- and V-composition into the heads of one group then differ only through each head's own W_Q (K) or W_O (V).`,
+            `${sentenceCase(attentionKind(m))}: ${m.name}'s ${m.n_head} query heads per layer share ${m.n_kv_head} key/value heads, so each group of ${group} heads shares one W_K and W_V. K- and V-composition into the heads of one group then differ only through each head's own W_Q (K) or W_O (V).`,
           )
         : null,
       h(
@@ -470,7 +472,7 @@ export class CompositionView implements ExportableView {
     if (!r || !g || !this.ctx) return;
     const name = exportName([this.ctx.model.name, 'composition', this.gains.checked ? 'gains' : 'stored'], format);
     if (format === 'json') download(JSON.stringify(r), name, 'application/json');
-    else download(compositionCsv(g), name, 'text/csv');
+    else download(compositionCsv(g, this.ctx.model.name), name, 'text/csv');
   }
 
   exportParts(): (string | number)[] {

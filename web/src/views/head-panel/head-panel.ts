@@ -5,6 +5,7 @@
 import type { AblateResult, AblationMode, HeadStats, LinkResult, ModelInfo } from '../../lib/api';
 import { showStat, statConstant, statInfo } from '../../lib/statistics';
 import { tokenShown } from '../../lib/units';
+import { linksText, recognisedText } from '../../lib/tokens';
 import { h, clear } from '../../lib/dom';
 import { fixed, percent, tokenLabel } from '../../lib/format';
 import { displayPixels } from '../../lib/heatmap';
@@ -24,7 +25,7 @@ import { headName, headTag, headWithIndex, layerName, layerWithIndex } from '../
 import { AblateBox } from '../ablation/ablate-box';
 import '../ablation/ablation.css';
 import { importanceBadge } from '../ablation/badge';
-import { rankOf, rankText } from '../ablation/importance';
+import { importanceTooLong, rankOf, rankText } from '../ablation/importance';
 
 /** Exact weights of one head of a streamed run over a region (POST /api/tile). */
 export type TileFetcher = (layer: number, head: number, r: Region) => Promise<Tensor>;
@@ -182,42 +183,7 @@ export class HeadPanel implements ExportableView {
       h('span', { class: 'role-name', style: `--role: ${role.color}` }, primary.label),
     );
     this.title.setAttribute('data-role', primary.id);
-    clear(this.importanceLine);
-    const imp = ctx.importance;
-    if (imp) {
-      const i = state.layer * model.n_head + state.head;
-      this.importanceLine.append(
-        importanceBadge(ctx, state.layer, state.head),
-        ` ${rankText(imp, i)} on this text, zero ablation`,
-      );
-      this.importanceLine.dataset.rank = String(rankOf(imp, i));
-    } else {
-      delete this.importanceLine.dataset.rank;
-      const measuring = ctx.importanceStatus === 'measuring';
-      const n = model.n_layer * model.n_head;
-      this.importanceLine.append(
-        h(
-          'button',
-          {
-            type: 'button',
-            class: 'ghost',
-            id: 'measure-importance',
-            disabled: measuring,
-            onclick: () => this.onMeasure(),
-            title: `Removes each of the ${n} heads in turn from this text's forward pass and measures the change of the output`,
-          },
-          measuring ? 'Measuring importance…' : 'Measure importance',
-        ),
-        measuring
-          ? h('progress', { id: 'importance-progress', 'aria-label': `measuring the importance of ${n} heads` })
-          : '',
-        measuring
-          ? ` ${n} heads, one rerun each`
-          : ctx.importanceStatus
-            ? h('span', { class: 'error', id: 'importance-error' }, ` ${ctx.importanceStatus}`)
-            : ` of all ${n} heads on this text: how much the output changes when each is removed`,
-      );
-    }
+    this.drawImportanceLine(ctx);
     this.ablateBox.update(`${run.text}\u0000${state.layer}.${state.head}`, headTag(state.layer, state.head), (mode) =>
       this.onAblate(state.layer, state.head, mode),
     );
@@ -352,6 +318,7 @@ export class HeadPanel implements ExportableView {
 
     const secondaryRole = roleInfo(model, secondary.id);
     const onText = report.on_text;
+    const tokenLabels = run.tokens.map(tokenShown);
     const discount = `weights without ${run.sink_columns ?? 'the first token'}, renormalised`;
     const textLine = !onText
       ? ''
@@ -359,10 +326,14 @@ export class HeadPanel implements ExportableView {
         ? h(
             'p',
             { id: 'head-on-text', 'data-recognised': onText.recognised ?? '' },
-            `${sentence(onText.recognised_text)} (${discount})`,
+            `${sentence(recognisedText(onText.recognised_text, onText.matching, tokenLabels))} (${discount})`,
           )
         : onText.links_text
-          ? h('p', { id: 'head-on-text' }, `Strongest links on this text (${discount}): ${onText.links_text}.`)
+          ? h(
+              'p',
+              { id: 'head-on-text' },
+              `Strongest links on this text (${discount}): ${linksText(onText.links, tokenLabels)}.`,
+            )
           : '';
     clear(this.info);
     this.info.append(
@@ -426,6 +397,52 @@ export class HeadPanel implements ExportableView {
     );
   }
 
+  /** The head's importance on this text; before it is measured, the button (where the server can
+   *  measure it) or why it cannot be measured, in words. */
+  private drawImportanceLine(ctx: ViewContext): void {
+    const { model, state, run } = ctx;
+    clear(this.importanceLine);
+    const imp = ctx.importance;
+    if (imp) {
+      const i = state.layer * model.n_head + state.head;
+      this.importanceLine.append(
+        importanceBadge(ctx, state.layer, state.head),
+        ` ${rankText(imp, i)} on this text, zero ablation`,
+      );
+      this.importanceLine.dataset.rank = String(rankOf(imp, i));
+    } else {
+      delete this.importanceLine.dataset.rank;
+      const measuring = ctx.importanceStatus === 'measuring';
+      const n = model.n_layer * model.n_head;
+      const tooLong = importanceTooLong(run.n_tokens, n);
+      if (tooLong && !measuring) {
+        this.importanceLine.append(h('span', { class: 'muted', id: 'importance-unavailable' }, tooLong));
+      } else
+        this.importanceLine.append(
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'ghost',
+              id: 'measure-importance',
+              disabled: measuring,
+              onclick: () => this.onMeasure(),
+              title: `Removes each of the ${n} heads in turn from this text's forward pass and measures the change of the output`,
+            },
+            measuring ? 'Measuring importance…' : 'Measure importance',
+          ),
+          measuring
+            ? h('progress', { id: 'importance-progress', 'aria-label': `measuring the importance of ${n} heads` })
+            : '',
+          measuring
+            ? ` ${n} heads, one rerun each`
+            : ctx.importanceStatus
+              ? h('span', { class: 'error', id: 'importance-error' }, ` ${ctx.importanceStatus}`)
+              : ` of all ${n} heads on this text: how much the output changes when each is removed`,
+        );
+    }
+  }
+
   /** "Which heads link A → B?": two token pickers and the heads ranked by that weight. The pickers
    *  hold one option per token, so they are built when the section is first opened: a head switch on
    *  an 8,192-token text must not build 16,384 options. */
@@ -437,7 +454,7 @@ export class HeadPanel implements ExportableView {
     ) as HTMLDetailsElement;
     details.addEventListener('toggle', () => {
       if (!details.open || details.querySelector('#link-go')) return;
-      const labels = ctx.run.tokens.map((t) => tokenLabel(t.text));
+      const labels = ctx.run.tokens.map((t) => tokenLabel(tokenShown(t)));
       const pick = (id: string, initial: number) => {
         const sel = h('select', { id }) as HTMLSelectElement;
         labels.forEach((l, i) => sel.appendChild(h('option', { value: String(i) }, `${i}: ${l}`)));
@@ -493,7 +510,7 @@ export class HeadPanel implements ExportableView {
 
   exportParts(): (string | number)[] {
     if (!this.ctx) return ['head'];
-    const parts = [`layer${this.ctx.state.layer}`, `head${this.ctx.state.head}`];
+    const parts = [`layer${this.ctx.state.layer + 1}`, `head${this.ctx.state.head + 1}`];
     return this.ctx.maps === 'weights' || this.ctx.run.streamed ? parts : [...parts, this.ctx.maps];
   }
 

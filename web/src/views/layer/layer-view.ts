@@ -249,7 +249,7 @@ export class LayerView implements ExportableView {
 
   exportParts(): (string | number)[] {
     const parts = this.ctx
-      ? [`layer${this.ctx.state.layer}`, this.maps === 'rollout' ? 'rollout' : 'heads']
+      ? [`layer${this.ctx.state.layer + 1}`, this.maps === 'rollout' ? 'rollout' : 'heads']
       : ['layer'];
     return this.maps === 'norm' ? [...parts, 'norm'] : parts;
   }

@@ -25,7 +25,10 @@ describe('the logit lens table', () => {
         },
       ],
     } as unknown as LensResult;
-    expect(lensCsv(r)).toBe(
+    const lines = lensCsv(r, 'm', 'text').split('\r\n');
+    expect(lines[1]).toBe('# model: m');
+    expect(lines[3]).toMatch(/^# numbering: layer 0 is the embeddings/);
+    expect(lines.slice(4).join('\r\n')).toBe(
       'layer,kind,rank,id,token,probability,logit\r\n0,top,0,5," is, too",0.25,1.5\r\n0,followed,41,9, Paris,0.001,-2\r\n',
     );
   });

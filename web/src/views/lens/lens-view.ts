@@ -8,7 +8,7 @@
 import { attentionColour, readableOn } from '../../lib/colour';
 import { ApiError, type LensResult } from '../../lib/api';
 import { h } from '../../lib/dom';
-import { csvField, download, exportName } from '../../lib/export';
+import { csvField, csvPreamble, download, exportName } from '../../lib/export';
 import { tokenLabel, visibleToken } from '../../lib/format';
 import { layerName } from '../../lib/numbering';
 import type { Scene, SceneItem } from '../../lib/scene';
@@ -33,8 +33,16 @@ export function lensRowLabel(layer: number, nLayer: number): string {
 export const lensToken = visibleToken;
 
 /** The lens as CSV: one row per layer and listed token (kind "top" or "followed"). */
-export function lensCsv(r: LensResult): string {
-  const lines = ['layer,kind,rank,id,token,probability,logit'];
+export function lensCsv(r: LensResult, modelName = '', text = ''): string {
+  const lines = [
+    ...csvPreamble(
+      `logit lens at token position ${r.position}`,
+      modelName,
+      text,
+      'layer 0 is the embeddings, layer n the output of Layer n (layers counted from 1 as on the page); token positions and ranks counted from 0',
+    ),
+    'layer,kind,rank,id,token,probability,logit',
+  ];
   for (const l of r.layers)
     for (const [kind, list] of [
       ['top', l.top],
@@ -209,7 +217,7 @@ export class LensView implements ExportableView {
     if (!r || !this.ctx) return;
     const name = exportName([this.ctx.model.name, 'lens', `pos${r.position}`], format);
     if (format === 'json') download(JSON.stringify(r, null, 2), name, 'application/json');
-    else download(lensCsv(r), name, 'text/csv');
+    else download(lensCsv(r, this.ctx.model.name, this.ctx.run.text), name, 'text/csv');
   }
 
   exportParts(): (string | number)[] {

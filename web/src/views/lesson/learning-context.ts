@@ -2,6 +2,7 @@
 // sits in a transformer, why it matters (with head counts of well-known models and grouped-query
 // attention), and the key takeaways. Figures about this model come from /api/model.
 
+import { kvCountText } from '../../lib/kv-groups';
 import type { ModelInfo } from '../../lib/api';
 import { h } from '../../lib/dom';
 
@@ -72,7 +73,7 @@ export function learningContext(model: ModelInfo, ...intro: Node[]): HTMLElement
         h('td', {}, m.name),
         h('td', {}, String(m.layers)),
         h('td', {}, String(m.heads)),
-        h('td', {}, m.kv === m.heads ? `${m.kv} (one per head)` : `${m.kv} (GQA)`),
+        h('td', {}, kvCountText(m.kv, m.heads)),
       ),
     );
   body.appendChild(
@@ -82,7 +83,7 @@ export function learningContext(model: ModelInfo, ...intro: Node[]): HTMLElement
       h('td', {}, `${model.name} (this page)`),
       h('td', {}, String(model.n_layer)),
       h('td', {}, String(model.n_head)),
-      h('td', {}, model.n_kv_head === model.n_head ? `${model.n_kv_head} (one per head)` : `${model.n_kv_head} (GQA)`),
+      h('td', {}, kvCountText(model.n_kv_head, model.n_head)),
     ),
   );
   table.appendChild(body);

@@ -13,9 +13,11 @@ import {
   rankOf,
   topShare,
   unitLabel,
+  importanceTooLong,
 } from '../ablation/importance';
 import { h, clear } from '../../lib/dom';
 import { fixed, tokenLabel } from '../../lib/format';
+import { tokenShown } from '../../lib/units';
 import { roleInfo, roleStyle, type ViewContext } from '../context';
 import { headName, headTag, layerName } from '../../lib/numbering';
 
@@ -106,7 +108,7 @@ export class WhyHeadsView {
     // that remainder is where such heads differ: their roles once the special tokens are left out.
     // The special tokens this model put in the text ([CLS] and [SEP], <s>, ...); none, as with
     // SmolLM2 on plain text, leaves nothing to take out and the section away.
-    const specials = [...new Set(run.tokens.filter((t) => t.special).map((t) => t.text))];
+    const specials = [...new Set(run.tokens.filter((t) => t.special).map(tokenShown))];
     const sinkHeads = layerReports.filter((r) => r.roles.primary.id === SINK_ROLE);
     if (sinkHeads.length >= 2 && plain.level === run.level && specials.length > 0) {
       const plainReports = sinkHeads.map((r) => plain.heads[r.layer * model.n_head + r.head]);
@@ -140,7 +142,8 @@ export class WhyHeadsView {
       const total = norms.reduce((a, b) => a + b, 0) || 1;
       const top = order.slice(0, 3);
       const low = order[order.length - 1];
-      const token = run.tokens[dec.token]?.text ?? '?';
+      const t = run.tokens[dec.token];
+      const token = t ? tokenShown(t) : '?';
       this.body.append(
         h(
           'p',
@@ -180,6 +183,11 @@ export class WhyHeadsView {
     const n = model.n_layer * model.n_head;
     if (!importance) {
       const measuring = importanceStatus === 'measuring';
+      const tooLong = importanceTooLong(run.n_tokens, n);
+      if (tooLong && !measuring) {
+        box.append(h('p', { id: 'why-importance-unavailable' }, tooLong));
+        return box;
+      }
       box.append(
         h(
           'p',

@@ -93,6 +93,18 @@ export class LinesView implements ExportableView {
     return this.shown.index.indexOf(this.ctx.state.lock);
   }
 
+  /** The shown rows that hold a generated token (Generate), marked ✦. */
+  private generatedUnits(): Set<number> {
+    const out = new Set<number>();
+    const ctx = this.ctx;
+    if (!ctx?.generated?.length || !this.shown) return out;
+    const positions = new Set(ctx.generated);
+    this.shown.index.forEach((unit, i) => {
+      if (ctx.units.tokens[unit]?.some((t) => positions.has(t))) out.add(i);
+    });
+    return out;
+  }
+
   private focus(): Focus {
     const locked = this.lockedIndex();
     return locked >= 0 ? { side: 'query', index: locked } : this.hover;
@@ -138,14 +150,17 @@ export class LinesView implements ExportableView {
     if (!scene) return;
     drawScene(sizeCanvas(this.canvas, scene.width, scene.height), scene, pixelsCanvas);
     const locked = this.lockedIndex();
+    const generated = this.generatedUnits().size;
+    this.canvas.dataset.generated = String(generated);
     this.note.textContent =
-      locked >= 0
+      (locked >= 0
         ? `Locked on “${this.shown.labels[locked]}”: click it again or press Esc to release.`
-        : 'Hover (or tap) a token on the left to see where it looks, on the right to see who looks at it; click a left token (or tap it again) to lock it.';
+        : 'Hover (or tap) a token on the left to see where it looks, on the right to see who looks at it; click a left token (or tap it again) to lock it.') +
+      (generated > 0 ? ` ✦ marks the ${generated} generated ${generated === 1 ? 'token' : 'tokens'}.` : '');
   }
 
   exportParts(): (string | number)[] {
-    return this.ctx ? [`layer${this.ctx.state.layer}`, `head${this.ctx.state.head}`, 'lines'] : ['lines'];
+    return this.ctx ? [`layer${this.ctx.state.layer + 1}`, `head${this.ctx.state.head + 1}`, 'lines'] : ['lines'];
   }
 
   scene(): Scene | null {
@@ -176,16 +191,19 @@ export class LinesView implements ExportableView {
           opacity: Math.min(1, strength),
         });
       }
+    const generated = this.generatedUnits();
     for (let i = 0; i < n; i++) {
       const qActive = focus?.side === 'query' && focus.index === i;
+      const mark = generated.has(i) ? '✦ ' : '';
+      const plain = generated.has(i) ? THEME.accent : THEME.text;
       const kActive = focus?.side === 'key' && focus.index === i;
       items.push({
         kind: 'text',
         x: QX,
         y: y(i) + 4,
-        text: tokenLabel(labels[i], 18),
+        text: mark + tokenLabel(labels[i], 18),
         size: 12,
-        fill: qActive ? THEME.focus : THEME.text,
+        fill: qActive ? THEME.focus : plain,
         anchor: 'end',
         weight: qActive ? 'bold' : 'normal',
       });
@@ -193,9 +211,9 @@ export class LinesView implements ExportableView {
         kind: 'text',
         x: KX,
         y: y(i) + 4,
-        text: tokenLabel(labels[i], 18),
+        text: mark + tokenLabel(labels[i], 18),
         size: 12,
-        fill: kActive ? THEME.focus : THEME.text,
+        fill: kActive ? THEME.focus : plain,
         weight: kActive ? 'bold' : 'normal',
       });
       if (focus) {

@@ -13,7 +13,8 @@ import { shownMatrix } from '../../lib/display';
 import { drawScene, type Pixels, type Scene, type SceneItem } from '../../lib/scene';
 import { THEME } from '../../lib/theme';
 import type { Tensor } from '../../lib/wire';
-import { groupColour, kvGroups } from '../../lib/kv-groups';
+import { attentionKind, groupColour, kvGroups } from '../../lib/kv-groups';
+import { sentenceCase } from '../../lib/format';
 import { headReport, roleBadge, roleInfo, roleStyle, type ExportableView, type ViewContext } from '../context';
 import { headShort, headWithIndex, layerName } from '../../lib/numbering';
 
@@ -77,7 +78,7 @@ export class ModelView implements ExportableView {
     this.maps = ctx.maps;
     const { model, state, units } = ctx;
     this.el.querySelector('#model-intro')!.textContent =
-      'Rows are layers (input at the top), columns are heads. The coloured strip under each map names the role detected on this text. Under grouped-query attention the top line names the key/value head each column shares.' +
+      'Rows are layers (input at the top), columns are heads. The coloured strip under each map names the role detected on this text. Under grouped- or multi-query attention the top line names the key/value head each column shares.' +
       (ctx.maps === 'rollout'
         ? ' Rollout is one map per layer (every head and the residual so far), so each row repeats its layer’s map in every column; the roles are still each head’s.'
         : ctx.maps === 'norm'
@@ -113,7 +114,7 @@ export class ModelView implements ExportableView {
     const groups = kvGroups(model);
     this.groupsNote.hidden = !groups;
     this.groupsNote.textContent = groups
-      ? `Grouped-query attention: ${model.n_head} query heads share ${model.n_kv_head} key/value heads. ${groups.map((g) => g.label).join('; ')}.`
+      ? `${sentenceCase(attentionKind(model))}: ${model.n_head} query heads share ${model.n_kv_head === 1 ? 'one key/value head' : `${model.n_kv_head} key/value heads`}. ${groups.map((g) => g.label).join('; ')}.`
       : '';
     clear(this.legendSlot);
     this.legendSlot.appendChild(attentionLegend(state.scale, model.causal, ctx.maps));

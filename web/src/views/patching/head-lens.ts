@@ -12,7 +12,7 @@ import type { HeadLensEntry, HeadLensRequest, HeadLensResult, ModelInfo } from '
 import { append, h } from '../../lib/dom';
 import { download, exportName } from '../../lib/export';
 import { fixed, tokenLabel, visibleToken } from '../../lib/format';
-import { headRange } from '../../lib/kv-groups';
+import { attentionKind, headRange } from '../../lib/kv-groups';
 import { headTag } from '../../lib/numbering';
 
 /** Tokens listed as raised most and as lowered most. */
@@ -70,7 +70,7 @@ export function kvHeadText(
 ): string | null {
   if (model.n_kv_head >= model.n_head) return null;
   const group = model.kv_head_of.flatMap((kv, hd) => (kv === kvHead ? [hd] : []));
-  return `It reads key/value head ${kvHead + 1} (index ${kvHead}), shared by ${headRange(group)} (grouped-query attention).`;
+  return `It reads key/value head ${kvHead + 1} (index ${kvHead}), shared by ${headRange(group)} (${attentionKind(model)}).`;
 }
 
 /** The line an encoder gets instead of a lens. */
@@ -307,7 +307,7 @@ export class HeadLensPanel {
   private download(): void {
     const s = this.shown;
     if (!s) return;
-    const name = exportName([s.model, 'head-lens', `L${s.result.layer}H${s.result.head}`], 'json');
+    const name = exportName([s.model, 'head-lens', `layer${s.result.layer + 1}-head${s.result.head + 1}`], 'json');
     download(JSON.stringify(s.result, null, 2), name, 'application/json');
   }
 }

@@ -121,7 +121,11 @@ describe('effectLimit', () => {
 describe('patchCsv', () => {
   it('writes the columns of `headscope patch --csv`', () => {
     const csv = patchCsv(result([effect({ layer: 1, head: 2, value: 0.5, normalised: 0.25 })]));
-    expect(csv).toBe('site,layer,head,position,value,normalised\r\nhead,1,2,,0.5,0.25\r\n');
+    const [preamble, body] = [csv.split('\r\n').slice(0, 4), csv.split('\r\n').slice(4).join('\r\n')];
+    expect(preamble[0]).toMatch(/^# headscope activation patching/);
+    expect(preamble[3]).toMatch(/^# numbering: layers, heads and key\/value heads counted from 1/);
+    // Layer index 1, head index 2 are Layer 2, head 3 on the page.
+    expect(body).toBe('site,layer,head,position,value,normalised\r\nhead,2,3,,0.5,0.25\r\n');
     const path = patchCsv(
       result([], {
         results: undefined,
@@ -133,7 +137,7 @@ describe('patchCsv', () => {
         },
       }),
     );
-    expect(path).toBe('receivers,input,value,normalised\r\n1.2,k,1,\r\n');
+    expect(path.split('\r\n').slice(4).join('\r\n')).toBe('receivers,input,value,normalised\r\n2.3,k,1,\r\n');
   });
 });
 

@@ -12,7 +12,7 @@
 //   path patching      [n_layer, n_head]       every head after the senders is a receiver
 
 import type { ModelInfo, PatchEffect, PatchMetric, PatchResult, PatchSite } from '../../lib/api';
-import { csvField } from '../../lib/export';
+import { csvField, csvPreamble } from '../../lib/export';
 import { headRange } from '../../lib/kv-groups';
 import { headShort, layerName } from '../../lib/numbering';
 
@@ -165,16 +165,17 @@ export function effectLimit(cells: readonly (GridCell | null)[]): number {
 
 /** One row per result, as `headscope patch --csv` writes it: site,layer,head,position,value,normalised
  *  (path patching: receivers,input,value,normalised, receivers as "layer.head" joined by spaces). */
-export function patchCsv(result: PatchResult): string {
-  const lines: string[] = [];
+export function patchCsv(result: PatchResult, modelName = '', text = ''): string {
+  const lines = csvPreamble(`activation patching (${result.task}, ${result.n_pairs} pairs)`, modelName, text);
+  const n = (v: number | null | undefined) => (typeof v === 'number' ? v + 1 : v);
   if (result.results) {
     lines.push('site,layer,head,position,value,normalised');
     for (const e of result.results)
-      lines.push([e.site, e.layer, e.head, e.position, e.value, e.normalised].map(csvField).join(','));
+      lines.push([e.site, n(e.layer), n(e.head), e.position, e.value, e.normalised].map(csvField).join(','));
   } else if (result.path) {
     lines.push('receivers,input,value,normalised');
     for (const r of result.path.results) {
-      const who = r.receivers.length ? r.receivers.map(([l, h]) => `${l}.${h}`).join(' ') : 'logits';
+      const who = r.receivers.length ? r.receivers.map(([l, h]) => `${l + 1}.${h + 1}`).join(' ') : 'logits';
       lines.push([who, result.path.input, r.value, r.normalised].map(csvField).join(','));
     }
   }

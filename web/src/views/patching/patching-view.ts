@@ -28,7 +28,7 @@ import {
 } from '../../lib/api';
 import { h } from '../../lib/dom';
 import { download, exportName } from '../../lib/export';
-import { headRange } from '../../lib/kv-groups';
+import { attentionKind, headRange } from '../../lib/kv-groups';
 import { signedLegend, signedLegendItems } from '../../lib/legend';
 import { headTag } from '../../lib/numbering';
 import type { Scene, SceneItem } from '../../lib/scene';
@@ -444,7 +444,7 @@ export class PatchingView implements ExportableView {
     this.summary.textContent = `${metric}: clean ${num(result.clean)}, corrupted ${num(result.corrupt)} · ${result.direction} · ${result.passes} patched runs in ${result.seconds.wall.toFixed(1)} s. Colour: (patched − corrupted) / (clean − corrupted), 1 = the clean behaviour, 0 = the corrupted one.`;
     const groups = m.n_kv_head < m.n_head;
     this.kvNote.hidden = !((site === 'k' || site === 'v') && groups);
-    this.kvNote.textContent = `${m.name} shares each key/value head among ${m.n_head / m.n_kv_head} query heads (grouped-query attention): patching a key or value head changes it for its whole group of query heads, so each column is one key/value head and names the heads that read it.`;
+    this.kvNote.textContent = `${m.name} shares each key/value head among ${m.n_head / m.n_kv_head} query heads (${attentionKind(m)}): patching a key or value head changes it for its whole group of query heads, so each column is one key/value head and names the heads that read it.`;
     this.legend.replaceChildren(
       signedLegend(limit, 'normalised effect (red: towards the corrupted behaviour, blue: towards the clean one)'),
     );
@@ -630,11 +630,15 @@ export class PatchingView implements ExportableView {
     const name = exportName([this.model.name, 'patch', this.shownSite(), r.direction], format);
     if (format === 'json')
       download(JSON.stringify({ request: this.shown!.request, ...r }, null, 2), name, 'application/json');
-    else download(patchCsv(r), name, 'text/csv');
+    else download(patchCsv(r, this.model.name, this.shown!.request.clean ?? ''), name, 'text/csv');
   }
 
   exportParts(): (string | number)[] {
-    return ['patch', this.shownSite(), ...(this.sender ? [`path-L${this.sender.layer}H${this.sender.head}`] : [])];
+    return [
+      'patch',
+      this.shownSite(),
+      ...(this.sender ? [`path-layer${this.sender.layer + 1}-head${this.sender.head + 1}`] : []),
+    ];
   }
 
   scene(): Scene | null {

@@ -5,7 +5,7 @@
 import type { Decomposition, ModelInfo, RunResult } from '../../lib/api';
 import { readableOn } from '../../lib/colour';
 import { tokenShown } from '../../lib/units';
-import { canvasPoint, h, clear, hideTooltip, showTooltip, sizeCanvas } from '../../lib/dom';
+import { h, clear, hideTooltip, showTooltip, sizeCanvas } from '../../lib/dom';
 import { fixed, signed, subscript, tokenLabel } from '../../lib/format';
 import { pixelsCanvas, signedPixels } from '../../lib/heatmap';
 import { signedLegend, signedLegendItems } from '../../lib/legend';
@@ -31,74 +31,106 @@ export function concatFormula(nHead: number): string {
   return `Concat(head${subscript(1)}, …, head${subscript(nHead)}) · W_O`;
 }
 
-/** The diagram of the formula with the model's sizes (also used in exports). */
-export function diagramScene(model: ModelInfo, roleColours: string[], width: number): Scene {
+/** A size as the page writes it: 1,024. */
+const size = (n: number) => n.toLocaleString('en');
+
+/** The head boxes, and under grouped- or multi-query attention a bar per head in its KV group's
+ *  colour with the group's name under the bars (KV heads counted from 1, as the heads are). */
+function headBoxes(model: ModelInfo, roleColours: string[], headW: number, y: number, boxH: number): SceneItem[] {
   const items: SceneItem[] = [];
-  const concatDim = model.n_head * model.d_head;
-  const [woOut, woIn] = model.w_o_shape;
-  const y = 20,
-    boxH = 46;
-  const headW = Math.max(16, Math.min(30, (width * 0.36) / model.n_head - 4));
-  let x = 10;
   for (let i = 0; i < model.n_head; i++) {
     const colour = roleColours[i] ?? THEME.accent;
+    const x = 10 + i * (headW + 4);
     items.push({ kind: 'rect', x, y, w: headW, h: boxH, fill: colour, rx: 3 });
     items.push({
       kind: 'text',
       x: x + headW / 2,
       y: y + boxH / 2 + 4,
       text: headShort(i),
-      size: headW > 24 ? 11 : 9,
+      size: headW > 24 ? 11 : 10,
       fill: readableOn(colour),
       anchor: 'middle',
       weight: 'bold',
     });
-    x += headW + 4;
   }
-  // Under grouped-query attention, a bar under each head in its KV group's colour, the group's
-  // name under the bar, and one line saying what the group shares.
-  const groups = kvGroups(model);
-  const band = groups ? 30 : 0;
-  if (groups)
-    for (const g of groups) {
-      for (const hd of g.heads)
-        items.push({
-          kind: 'rect',
-          x: 10 + hd * (headW + 4),
-          y: y + boxH + 3,
-          w: headW,
-          h: 6,
-          fill: groupColour(g.kv),
-          rx: 2,
-        });
-      const x0 = 10 + g.heads[0] * (headW + 4),
-        x1 = 10 + g.heads[g.heads.length - 1] * (headW + 4) + headW;
+  for (const g of kvGroups(model) ?? []) {
+    for (const hd of g.heads)
       items.push({
-        kind: 'text',
-        x: (x0 + x1) / 2,
-        y: y + boxH + 22,
-        text: `KV ${g.kv}`,
-        size: 11,
+        kind: 'rect',
+        x: 10 + hd * (headW + 4),
+        y: y + boxH + 3,
+        w: headW,
+        h: 6,
         fill: groupColour(g.kv),
-        anchor: 'middle',
-        weight: 'bold',
+        rx: 2,
       });
-    }
-  items.push({
-    kind: 'text',
-    x: 10,
-    y: y + boxH + band + 18,
-    text: `${model.n_head} heads × d_head ${model.d_head}`,
-    size: 12,
-    fill: THEME.muted,
-  });
-  const arrow = (ax: number) =>
-    items.push({ kind: 'text', x: ax, y: y + boxH / 2 + 7, text: '→', size: 22, fill: THEME.muted, anchor: 'middle' });
-  const box = (bx: number, bw: number, title: string, sub: string, fill: string) => {
-    items.push({ kind: 'rect', x: bx, y, w: bw, h: boxH, fill, stroke: THEME.border, rx: 6 });
+    const x0 = 10 + g.heads[0] * (headW + 4),
+      x1 = 10 + g.heads[g.heads.length - 1] * (headW + 4) + headW;
     items.push({
       kind: 'text',
-      x: bx + bw / 2,
+      x: (x0 + x1) / 2,
+      y: y + boxH + 22,
+      text: `KV ${g.kv + 1}`,
+      size: 11,
+      fill: groupColour(g.kv),
+      anchor: 'middle',
+      weight: 'bold',
+    });
+  }
+  return items;
+}
+
+/** The lines under the diagram: the heads' sizes, how the shapes multiply, and what the heads
+ *  share under grouped- or multi-query attention. */
+export function diagramNotes(model: ModelInfo): string[] {
+  const concatDim = model.n_head * model.d_head;
+  const [woOut, woIn] = model.w_o_shape;
+  const notes = [
+    `T tokens. Each of the ${model.n_head} heads gives T × ${size(model.d_head)} (d_head = ${size(model.d_head)}); side by side: T × ${size(concatDim)}.`,
+    `W_O is stored as ${size(woOut)} × ${size(woIn)} (output × input), so the layer multiplies by its transpose:`,
+    `[T × ${size(woIn)}] · [${size(woIn)} × ${size(woOut)}] = [T × ${size(woOut)}].`,
+  ];
+  if (concatDim === model.d_model)
+    notes.push(
+      `Here h × d_head = ${model.n_head} × ${model.d_head} = d_model = ${size(model.d_model)}: the heads split the model width between them.`,
+    );
+  else
+    notes.push(
+      `Here h × d_head = ${size(concatDim)} is not d_model = ${size(model.d_model)}: W_O also changes the width.`,
+    );
+  const groups = kvGroups(model);
+  if (groups && model.n_kv_head === 1)
+    notes.push(
+      `Multi-query attention: all ${model.n_head} heads share one K and one V (each head still has its own Q, so its own attention pattern).`,
+    );
+  else if (groups) {
+    notes.push(
+      `Grouped-query attention: ${model.n_head} query heads share ${model.n_kv_head} key/value heads (each head still has its own Q, so its own attention pattern).`,
+    );
+    for (const g of groups) notes.push(`${g.label} share one K and one V.`);
+  }
+  return notes;
+}
+
+/** The diagram of the formula with the model's sizes, shapes written so that they multiply
+ *  (also used in exports). */
+export function diagramScene(model: ModelInfo, roleColours: string[], width: number, withNotes = true): Scene {
+  const concatDim = model.n_head * model.d_head;
+  const [woOut, woIn] = model.w_o_shape;
+  const y = 20,
+    boxH = 46;
+  const headW = Math.max(22, Math.min(30, (width * 0.36) / model.n_head - 4));
+  const items: SceneItem[] = headBoxes(model, roleColours, headW, y, boxH);
+  const band = kvGroups(model) ? 30 : 0;
+  let x = 10 + model.n_head * (headW + 4);
+  const sign = (text: string, size: number) =>
+    items.push({ kind: 'text', x, y: y + boxH / 2 + 7, text, size, fill: THEME.muted, anchor: 'middle' });
+  const box = (bw: number, title: string, sub: string, fill: string) => {
+    items.push({ kind: 'rect', x, y, w: bw, h: boxH, fill, stroke: THEME.border, rx: 6 });
+    const mid = x + bw / 2;
+    items.push({
+      kind: 'text',
+      x: mid,
       y: y + 20,
       text: title,
       size: 13,
@@ -106,47 +138,37 @@ export function diagramScene(model: ModelInfo, roleColours: string[], width: num
       anchor: 'middle',
       weight: 'bold',
     });
-    items.push({ kind: 'text', x: bx + bw / 2, y: y + 37, text: sub, size: 12, fill: THEME.text, anchor: 'middle' });
+    items.push({ kind: 'text', x: mid, y: y + 37, text: sub, size: 12, fill: THEME.text, anchor: 'middle' });
+    x += bw;
   };
   x += 18;
-  arrow(x);
+  sign('→', 22);
   x += 18;
-  box(x, 150, 'Concat', `${model.n_head} × ${model.d_head} = ${concatDim} dim`, THEME.panelAlt);
-  x += 150 + 16;
-  items.push({ kind: 'text', x, y: y + boxH / 2 + 6, text: '×', size: 18, fill: THEME.muted, anchor: 'middle' });
+  box(130, 'Concat', `T × ${size(concatDim)}`, THEME.panelAlt);
   x += 16;
-  box(x, 110, 'W_O', `${woOut} × ${woIn}`, THEME.codeBg);
-  x += 110 + 18;
-  arrow(x);
-  x += 18;
-  box(x, 120, 'Output', `${model.d_model} dim`, THEME.panelAlt);
-  let extra = 0;
-  if (concatDim === model.d_model) {
+  sign('·', 22);
+  x += 16;
+  box(130, 'W_Oᵀ', `${size(woIn)} × ${size(woOut)}`, THEME.codeBg);
+  x += 16;
+  sign('=', 18);
+  x += 16;
+  box(120, 'Output', `T × ${size(woOut)}`, THEME.panelAlt);
+  const notes = withNotes ? diagramNotes(model) : [];
+  notes.forEach((text, i) =>
     items.push({
       kind: 'text',
       x: 10,
-      y: y + boxH + band + 36,
-      text: `Here h × d_head = ${model.n_head} × ${model.d_head} = d_model = ${model.d_model}: the heads split the model width between them.`,
+      y: y + boxH + band + 18 + i * 17,
+      text,
       size: 12,
-      fill: THEME.muted,
-    });
-    extra = 18;
-  }
-  if (groups)
-    groups.forEach((g, i) => {
-      items.push({
-        kind: 'text',
-        x: 10,
-        y: y + boxH + band + 36 + extra + i * 17,
-        size: 12,
-        fill: THEME.text,
-        text: `${g.label} share one K and one V (each head still has its own Q, so its own attention pattern)`,
-      });
-    });
-  const groupLines = groups ? groups.length * 17 : 0;
+      fill: i < 4 ? THEME.muted : THEME.text,
+    }),
+  );
+  // About 6.7 px per character of 12 px text: the notes fit the exported picture.
+  const notesWidth = 20 + Math.max(0, ...notes.map((n) => n.length)) * 6.7;
   return {
-    width: Math.max(width, x + 130),
-    height: y + boxH + band + 28 + extra + groupLines,
+    width: Math.max(withNotes ? width : 0, x + 10, notesWidth),
+    height: y + boxH + band + 10 + notes.length * 17,
     background: THEME.panel,
     items,
   };
@@ -161,6 +183,7 @@ function strip(
 ): HTMLCanvasElement {
   const canvas = document.createElement('canvas');
   canvas.className = 'strip';
+  canvas.dataset.n = String(values.length);
   const width = values.length * cell;
   const ctx = sizeCanvas(canvas, width, STRIP_HEIGHT);
   ctx.imageSmoothingEnabled = false;
@@ -169,8 +192,13 @@ function strip(
     ctx.fillStyle = THEME.text;
     for (let s = segment; s < values.length; s += segment) ctx.fillRect(s * cell - 0.5, 0, 1, STRIP_HEIGHT);
   }
+  // As wide as its cells, narrowed to the column it sits in, but never below one pixel per
+  // number: a strip longer than that scrolls inside its column (.vector-strip).
+  canvas.style.width = `min(${width}px, max(100%, ${values.length}px))`;
   const show = (e: MouseEvent) => {
-    const i = Math.min(values.length - 1, Math.max(0, Math.floor(canvasPoint(canvas, e).x / cell)));
+    const r = canvas.getBoundingClientRect();
+    const at = Math.floor(((e.clientX - r.left) / Math.max(1, r.width)) * values.length);
+    const i = Math.min(values.length - 1, Math.max(0, at));
     showTooltip(e.clientX, e.clientY, describe(i, values[i]));
   };
   canvas.addEventListener('mousemove', show);
@@ -182,13 +210,15 @@ function strip(
 function topKey(rowValues: Float32Array, run: RunResult): { token: string; weight: number } {
   let best = 0;
   for (let k = 1; k < rowValues.length; k++) if (rowValues[k] > rowValues[best]) best = k;
-  return { token: run.tokens[best]?.text ?? '?', weight: rowValues[best] };
+  const t = run.tokens[best];
+  return { token: t ? tokenShown(t) : '?', weight: rowValues[best] };
 }
 
 export class ProjectionView implements ExportableView {
   readonly el: HTMLElement;
   private title: HTMLElement;
   private diagram: HTMLElement;
+  private notes: HTMLElement;
   private tokens: HTMLElement;
   private body: HTMLElement;
   private ctx: ViewContext | null = null;
@@ -199,6 +229,7 @@ export class ProjectionView implements ExportableView {
   constructor(private readonly callbacks: ProjectionCallbacks) {
     this.title = h('h2', { id: 'projection-title' });
     this.diagram = h('div', { class: 'diagram', id: 'concat-diagram' });
+    this.notes = h('ul', { class: 'diagram-notes', id: 'concat-notes' });
     this.tokens = h('div', { class: 'chips token-chips', role: 'group', 'aria-label': 'token to decompose' });
     this.body = h('div', { class: 'decomposition', id: 'decomposition' });
     this.el = h(
@@ -213,6 +244,7 @@ export class ProjectionView implements ExportableView {
         'Because the multiplication is linear, the output is exactly the sum of what each head adds on its own, which is how the layer blends the heads.',
       ),
       this.diagram,
+      this.notes,
       h('h3', {}, 'Follow one token through W_O'),
       h(
         'p',
@@ -234,7 +266,7 @@ export class ProjectionView implements ExportableView {
       { length: model.n_head },
       (_, i) => roleInfo(model, headReport(ctx, state.layer, i).roles.primary.id).color,
     );
-    this.diagram.innerHTML = sceneToSvg(diagramScene(model, colours, 900), () => '');
+    this.diagram.innerHTML = sceneToSvg(diagramScene(model, colours, 900, false), () => '');
     this.diagram.querySelector('svg')?.setAttribute('role', 'img');
     this.diagram
       .querySelector('svg')
@@ -244,6 +276,8 @@ export class ProjectionView implements ExportableView {
           `${concatFormula(model.n_head)}: ${model.n_head} heads of ${model.d_head} dimensions, W_O ${model.w_o_shape.join(' × ')}, output ${model.d_model}`,
         ),
       );
+    clear(this.notes);
+    for (const note of diagramNotes(model)) this.notes.appendChild(h('li', {}, note));
 
     if (this.chipsFor !== run) {
       this.chipsFor = run;
@@ -323,7 +357,7 @@ export class ProjectionView implements ExportableView {
         { 'data-head-output': String(i) },
       );
     }
-    step(2, `Concatenation: ${H} × ${dh} = ${H * dh} numbers, head by head`);
+    step(2, `Concatenation: ${H} × ${size(dh)} = ${size(H * dh)} numbers, head by head`);
     rowEl(
       'concat',
       strip(
@@ -333,10 +367,13 @@ export class ProjectionView implements ExportableView {
         (i, v) => [`concat ${i} = ${headName(Math.floor(i / dh))}, dim ${i % dh}`, signed(v)],
         dh,
       ),
-      `${H * dh} dim`,
+      `${size(H * dh)} numbers`,
     );
-    step(3, `Projection by W_O (${dec.w_o_shape[0]} × ${dec.w_o_shape[1]}), plus its bias`);
-    rowEl('W_O · concat', strip(dec.projection.data, outLimit, WIDE_CELL, dim('projection')), `${D} dim`);
+    step(
+      3,
+      `Projection: [1 × ${size(dec.w_o_shape[1])}] · W_Oᵀ [${size(dec.w_o_shape[1])} × ${size(dec.w_o_shape[0])}] = ${size(D)} numbers (W_O is ${size(dec.w_o_shape[0])} × ${size(dec.w_o_shape[1])}), plus the bias b_O`,
+    );
+    rowEl('concat · W_Oᵀ', strip(dec.projection.data, outLimit, WIDE_CELL, dim('projection')), `${size(D)} numbers`);
     rowEl(
       '+ b_O',
       strip(dec.bias.data, outLimit, WIDE_CELL, dim('bias')),
@@ -353,7 +390,7 @@ export class ProjectionView implements ExportableView {
     );
     step(
       4,
-      `The same output as a sum: W_O applied to each head's slot alone gives that head's contribution (${D} numbers)`,
+      `The same output as a sum: each head's ${size(dh)} numbers times its ${size(dh)} rows of W_Oᵀ give that head's contribution (${size(D)} numbers)`,
     );
     for (let i = 0; i < H; i++) {
       const bar = h(
@@ -389,7 +426,7 @@ export class ProjectionView implements ExportableView {
   }
 
   exportParts(): (string | number)[] {
-    return this.ctx ? [`layer${this.ctx.state.layer}`, `token${this.ctx.state.token}`, 'wo'] : ['wo'];
+    return this.ctx ? [`layer${this.ctx.state.layer + 1}`, `token${this.ctx.state.token}`, 'wo'] : ['wo'];
   }
 
   scene(): Scene | null {

@@ -4,6 +4,7 @@ import { h, clear } from '../../lib/dom';
 import { EXAMPLES } from './examples';
 import type { GenerateResult } from '../../lib/api';
 import { tokenLabel } from '../../lib/format';
+import { entryShown } from '../../lib/tokens';
 
 export interface SentenceCallbacks {
   analyse(text: string): void;
@@ -11,7 +12,16 @@ export interface SentenceCallbacks {
   generate?(text: string, maxNewTokens: number): void;
   /** A generated step was chosen: `position` is its token index in the analysed text. */
   selectStep?(position: number): void;
+  /** How many tokens and words a typed (not yet analysed) text has: the counters follow the box. */
+  count?(text: string): Promise<{ tokens: number; words: number }>;
+  /** The text cut so that the model reads all of it (Truncate): one click, whatever the cause. */
+  fit?(text: string): Promise<string>;
+  /** The views show another text than the box: `why` in words, or null when they match again. */
+  stale?(why: string | null): void;
 }
+
+/** Milliseconds of no typing before the counters ask the server for the typed text's tokens. */
+const COUNT_DELAY_MS = 250;
 
 /** Tokens one click of "Generate" appends (the server allows up to 32). */
 export const GENERATE_TOKENS = 16;
@@ -49,11 +59,16 @@ export class SentenceView {
   private stepLabel: HTMLElement | null = null;
   private stepsFor: GenerateResult | null = null;
   private wantFocus = false;
+  /** The analysed text and its status line, to restore when the box holds that text again. */
+  private analysed: { text: string; status: string; isError: boolean } | null = null;
+  private countTimer: ReturnType<typeof setTimeout> | undefined;
+  private maxTokens: number;
 
   constructor(
     private readonly callbacks: SentenceCallbacks,
     maxTokens: number,
   ) {
+    this.maxTokens = maxTokens;
     this.chips = h('div', { class: 'chips', role: 'group', 'aria-label': 'example sentences' });
     for (const ex of EXAMPLES) {
       this.chips.appendChild(
@@ -83,6 +98,7 @@ export class SentenceView {
         this.submit();
       }
     });
+    this.input.addEventListener('input', () => this.typed());
     this.status = h('span', { class: 'status', id: 'run-status', 'aria-live': 'polite' });
     this.hint = h('p', { class: 'hint' });
     const button = h(
@@ -100,6 +116,7 @@ export class SentenceView {
             onclick: () => {
               const text = this.input.value.trim();
               if (text) callbacks.generate!(text, GENERATE_TOKENS);
+              else this.showEmpty();
             },
           },
           `Generate ${GENERATE_TOKENS} tokens`,
@@ -168,9 +185,10 @@ export class SentenceView {
         {
           type: 'button',
           id: 'truncate',
-          onclick: () => {
-            this.input.value = keep;
-            this.callbacks.analyse(keep);
+          onclick: async () => {
+            const fitted = this.callbacks.fit ? await this.callbacks.fit(keep) : keep;
+            this.input.value = fitted;
+            this.callbacks.analyse(fitted);
           },
         },
         `Truncate to ${maxTokens} tokens`,
@@ -216,7 +234,7 @@ export class SentenceView {
         h(
           'p',
           { class: 'muted' },
-          'The step’s token is locked as the query in “Head lines” and decomposed through W_O below: its row is the attention the model computed when it produced the next token (in a causal model, the full text’s row t equals step t’s row). With the slider focused, the arrow keys move through the steps.',
+          'Each step shows the attention row that produced its token: the query one position before it is locked in “Head lines” (generated tokens are marked ✦ there) and decomposed through W_O below. In a causal model the full text’s row t is exactly what the model computed at that step. With the slider focused, the arrow keys move through the steps.',
         ),
         ...(g.retokenizes_same
           ? []
@@ -229,7 +247,8 @@ export class SentenceView {
             ]),
       );
     }
-    const at = g.generated.findIndex((st) => st.position === selectedToken);
+    // The selected token is the query that produced the step's token, one position before it.
+    const at = g.generated.findIndex((st) => st.position === selectedToken + 1);
     const step = g.generated[Math.max(0, at)];
     if (document.activeElement !== this.slider || Number(this.slider!.value) !== Math.max(0, at))
       this.slider!.value = String(Math.max(0, at));
@@ -239,7 +258,7 @@ export class SentenceView {
     }
     this.stepLabel!.textContent =
       at >= 0
-        ? ` ${at + 1} of ${g.generated.length}: “${tokenLabel(labels[step.position] ?? step.text, 20)}” at position ${step.position}`
+        ? ` ${at + 1} of ${g.generated.length}: “${tokenLabel(labels[step.position] ?? entryShown(step.text), 20)}” at position ${step.position}, produced by the row of “${tokenLabel(labels[step.position - 1] ?? '?', 20)}” (position ${step.position - 1})`
         : ` choose a step (1–${g.generated.length})`;
   }
 
@@ -251,18 +270,73 @@ export class SentenceView {
   private submit(): void {
     const text = this.input.value.trim();
     if (text) this.callbacks.analyse(text);
+    else this.showEmpty();
+  }
+
+  /** An empty box: nothing to analyse, and the views dimmed, since they show the last text. */
+  private showEmpty(): void {
+    clearTimeout(this.countTimer);
+    this.setStatus('The box is empty: type a text (or pick an example) and press Enter.', true);
+    this.callbacks.stale?.('empty');
+  }
+
+  /** While typing: the "Look for" hint and the example buttons follow the box, and the counters
+   *  count the typed text (after a short pause), saying that the views still show the last one. */
+  private typed(): void {
+    const text = this.input.value.trim();
+    this.showHint(text);
+    clearTimeout(this.countTimer);
+    if (text === '') return this.showEmpty();
+    if (this.analysed && text === this.analysed.text.trim()) {
+      this.setStatus(this.analysed.status, this.analysed.isError);
+      this.callbacks.stale?.(null);
+      return;
+    }
+    this.callbacks.stale?.('typing');
+    const count = this.callbacks.count;
+    if (!count) return;
+    this.countTimer = setTimeout(() => {
+      count(text)
+        .then(({ tokens, words }) => {
+          // The box changed, or this text was analysed meanwhile: its own counts are shown.
+          if (this.input.value.trim() !== text || this.analysed?.text.trim() === text) return;
+          const over =
+            tokens > this.maxTokens
+              ? ` – over the ${this.maxTokens} the model reads at once, so only the beginning will be analysed`
+              : '';
+          this.setStatus(
+            `${tokens} tokens · ${words} words typed${over}. Press Enter to analyse; the views below still show the last text.`,
+            false,
+          );
+        })
+        .catch((e: unknown) => {
+          if (this.input.value.trim() === text && this.analysed?.text.trim() !== text)
+            this.setStatus(`This text cannot be analysed as it is: ${(e as Error).message}`, true);
+        });
+    }, COUNT_DELAY_MS);
+  }
+
+  private setStatus(status: string, isError: boolean): void {
+    this.status.textContent = status;
+    this.status.classList.toggle('error', isError);
+  }
+
+  /** "Look for": the hint of the example the box holds, none for another text. */
+  private showHint(text: string): void {
+    const ex = EXAMPLES.find((e) => e.text === text);
+    for (const chip of this.chips.children)
+      chip.setAttribute('aria-pressed', String(chip.getAttribute('data-example') === ex?.label));
+    clear(this.hint);
+    if (ex) this.hint.append(h('strong', {}, 'Look for: '), ex.hint);
   }
 
   /** Shows the analysed text and how it was split; labels: each token as it reads (decoded). */
   update(text: string, status: string, isError = false, selectedToken = -1, labels: string[] = []): void {
     if (document.activeElement !== this.input) this.input.value = text;
     this.renderSteps(text, selectedToken, labels);
-    this.status.textContent = status;
-    this.status.classList.toggle('error', isError);
-    const ex = EXAMPLES.find((e) => e.text === text);
-    for (const chip of this.chips.children)
-      chip.setAttribute('aria-pressed', String(chip.getAttribute('data-example') === ex?.label));
-    clear(this.hint);
-    if (ex) this.hint.append(h('strong', {}, 'Look for: '), ex.hint);
+    this.analysed = { text, status, isError };
+    clearTimeout(this.countTimer);
+    this.setStatus(status, isError);
+    this.showHint(this.input.value.trim());
   }
 }

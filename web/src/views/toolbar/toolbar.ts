@@ -6,7 +6,7 @@ import { SCALES, type ScaleName } from '../../lib/colour';
 import type { Level, ViewState } from '../../lib/state';
 import type { ViewDefinition } from '../context';
 import { headWithIndex, layerWithIndex, NUMBERING_NOTE } from '../../lib/numbering';
-import { MAP_EXPLANATION, MAP_LABELS, MAP_VIEWS, type MapAvailability } from '../../lib/maps';
+import { MAP_EXPLANATION, MAP_LABELS, MAP_VIEWS, mapsReasonText, type MapAvailability } from '../../lib/maps';
 
 /** Above this many layers the buttons give way to a select (a 30-layer model's 30 buttons do not
  *  fit a toolbar); on narrow screens the select is used whatever the count (styles.css). */
@@ -170,11 +170,12 @@ export class Toolbar {
     const notes: string[] = [];
     for (const b of this.maps.querySelectorAll<HTMLButtonElement>('button')) {
       const m = b.getAttribute('data-maps') as keyof typeof MAP_LABELS;
-      const reason = views?.[m] ?? null;
+      const raw = views?.[m] ?? null;
+      const reason = raw === null ? null : mapsReasonText(m, raw);
       b.setAttribute('aria-pressed', String(m === state.maps));
       b.disabled = reason !== null;
-      b.title = reason ? `${MAP_LABELS[m]} is not available: ${reason}` : `${MAP_EXPLANATION[m]} (key n)`;
-      if (reason) notes.push(`${MAP_LABELS[m]} unavailable${m === state.maps ? ' (weights shown)' : ''}: ${reason}.`);
+      b.title = reason ? `${MAP_LABELS[m]} is not available: ${reason}.` : `${MAP_EXPLANATION[m]} (key n)`;
+      if (reason) notes.push(`${reason}${m === state.maps ? ' (the weights are shown instead)' : ''}.`);
     }
     if (state.maps !== 'weights' && !views?.[state.maps]) notes.unshift(MAP_EXPLANATION[state.maps]);
     this.mapsNote.hidden = notes.length === 0;

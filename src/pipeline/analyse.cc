@@ -349,7 +349,8 @@ std::vector<std::string> token_labels(const RunAnalysis& run) {
                         ? t.text
                         : run.text.substr(static_cast<size_t>(t.begin), static_cast<size_t>(t.end - t.begin));
     const size_t a = s.find_first_not_of(" \t\r\n"), b = s.find_last_not_of(" \t\r\n");
-    labels.push_back(a == std::string::npos ? t.text : s.substr(a, b - a + 1));
+    // A token of whitespace alone reads as its display form (␣, ↵), never the vocabulary's bytes (Ġ, Ċ).
+    labels.push_back(a == std::string::npos ? token_display(run.text, t) : s.substr(a, b - a + 1));
   }
   return labels;
 }

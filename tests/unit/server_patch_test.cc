@@ -234,7 +234,7 @@ TEST(ServerPatch, DecoderRefusalsSayWhatToChange) {
                  "the limit is");
   expect_refused(f.api.patch("{\"clean\": \"When Mary"), 400, "bad_json", "not valid JSON");
   // Every head at every position of a 14-token pair: 270 · 14 passes of 14 tokens.
-  expect_refused(patch(ioi({{"sites", {"head_position"}}})), 413, "too_much_work", "kMaxPatchTokenPasses");
+  expect_refused(patch(ioi({{"sites", {"head_position"}}})), 413, "too_much_work", "passes x tokens per request");
   expect_refused(patch(ioi({{"sites", {"head_position"}}})), 413, "too_much_work", "fewer \"layers\"");
 }
 

@@ -435,12 +435,13 @@ HttpReply Api::generate(std::string_view body) {
 namespace {
 
 // The token budget of an ablation request, checked on the encoding before any pass is run.
-void check_ablation_tokens(const Encoding& encoding, int64_t max, const char* endpoint, const std::string& why) {
+// `why` says in the reader's words what makes a longer text too much work; `instead`, what else to do.
+void check_ablation_tokens(const Encoding& encoding, int64_t max, const std::string& why, const std::string& instead) {
   const auto T = static_cast<int64_t>(encoding.size());
   if (T > max)
     throw RequestError{413, "text_too_long",
-                       std::string(endpoint) + ": the text is " + std::to_string(T) + " tokens; at most " +
-                           std::to_string(max) + " are allowed (" + why + "): send a shorter text"};
+                       "the text is " + std::to_string(T) + " tokens; at most " + std::to_string(max) +
+                           " are allowed (" + why + "): shorten it to " + std::to_string(max) + " tokens" + instead};
 }
 
 // `key`: [[layer, head], ...], 0-based, at least one, none twice ("heads" of /api/ablate, "senders"
@@ -496,8 +497,8 @@ HttpReply Api::ablate(std::string_view body) {
     req.text = parse_text_request(j, limits_, model_, cache_, /*reuse_cached=*/false);
     req.heads = parse_head_list(j, model_.config());
     req.mode = parse_ablation_mode(optional_enum(j, "mode", {"zero", "mean", "resample"}));
-    check_ablation_tokens(req.text.encoding, limits::kMaxAblateTokens, "/api/ablate",
-                          "an ablation reruns the text from the first ablated layer");
+    check_ablation_tokens(req.text.encoding, limits::kMaxAblateTokens,
+                          "an ablation reruns the text from the first ablated layer", "");
     const auto ticket = admit();
     const auto lock = cache_.exclusive_model();
     return json_reply(ablate_text(model_, req.text.encoding, req.heads, req.mode, ablation_reference_sentences(),
@@ -527,10 +528,10 @@ HttpReply Api::importance(std::string_view body) {
     const ModelConfig& c = model_.config();
     TextRequest req = parse_text_request(j, limits_, model_, cache_, /*reuse_cached=*/false);
     const int64_t n_heads = int64_t{c.n_layer} * c.n_head;
-    check_ablation_tokens(req.encoding, limits::kMaxImportanceTokenPasses / n_heads, "/api/importance",
-                          "importance reruns the text once for each of the model's " + std::to_string(n_heads) +
-                              " heads; limits::kMaxImportanceTokenPasses is " +
-                              std::to_string(limits::kMaxImportanceTokenPasses) + " tokens x heads");
+    check_ablation_tokens(req.encoding, limits::kMaxImportanceTokenPasses / n_heads,
+                          "measuring importance reruns the text once for each of the model's " +
+                              std::to_string(n_heads) + " heads",
+                          ", or ablate single heads instead");
     const std::string key = std::string(req.truncate ? "1" : "0") + req.text;
     if (const std::optional<std::string> cached = cached_importance(key)) {
       json out = json::parse(*cached);
@@ -717,7 +718,7 @@ void check_patch_cost(const PatchCost& cost, const PromptPairs& pairs) {
                          std::to_string(pairs.pairs.size()) + " pair(s) of " + std::to_string(T) + " tokens (" +
                          std::to_string(cost.token_passes) + " passes x tokens); this server runs at most " +
                          std::to_string(limits::kMaxPatchTokenPasses) +
-                         " per request (limits::kMaxPatchTokenPasses): patch fewer \"layers\", use fewer pairs or "
+                         " passes x tokens per request: patch fewer \"layers\", use fewer pairs or "
                          "shorter prompts, or patch whole heads (\"head\") instead of every position"};
 }
 

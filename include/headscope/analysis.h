@@ -294,6 +294,20 @@ struct HeadRoles {
   double margin = 0;      // primary.score - secondary.score
 };
 
+// ---- the head map (src/analysis/head_map.h; pipeline.h, head_map) ----
+
+// Every head of a model placed by how alike its attention is to every other head's over a corpus:
+// distance = √(mean Jensen–Shannon divergence, bits) of two heads' attention rows on the same query
+// rows; (x, y) their classical MDS. Head i = layer · n_head + head.
+struct HeadMap {
+  int n_layer = 0, n_head = 0;
+  int64_t texts = 0, rows = 0;      // texts and query rows compared
+  std::vector<double> distance;     // [N, N] row-major, 0 on the diagonal
+  std::vector<double> x, y;         // [N] the map
+  std::vector<double> eigenvalues;  // [2] the MDS's two leading eigenvalues, largest first
+  double explained = 0;             // their share of the positive eigenvalue mass
+};
+
 // ---- this text in words (src/analysis/links.cc) ----
 
 // One link of a head on one text: query token → key token, with the weight after the sink

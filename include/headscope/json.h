@@ -112,6 +112,12 @@ void to_json(nlohmann::json& j, const TextEvidence& text);
 }  // namespace analysis
 
 // The role catalogue: one RoleInfo object per role, in catalogue order.
+// "headscope.head_map/1" (pipeline.h, head_map): n_layer, n_head, texts, rows, explained,
+// eigenvalues, heads [{layer, head, kv_head, x, y}], distance [N][N]; and back (Error for JSON of
+// another shape).
+nlohmann::json head_map_json(const analysis::HeadMap& map, const ModelConfig& config);
+analysis::HeadMap head_map_from_json(const nlohmann::json& j);
+
 nlohmann::json role_catalogue_json();
 // The same with each description worded for `config` (analysis::role_description).
 nlohmann::json role_catalogue_json(const ModelConfig& config);

@@ -231,6 +231,8 @@ inline constexpr int64_t kMaxRolloutTokens = 1024;
 // report (UD PUD) and selection (UD EWT dev) files: 300 of each keep the relations the explorer
 // names above their 100-dependent support and take about 20 s on two cores for all-MiniLM-L6-v2.
 inline constexpr int64_t kEvidenceSentences = 300;
+// The head map's corpus: the first sentences of UD EWT dev (pipeline.h, cached_head_map).
+inline constexpr int64_t kHeadMapTexts = 40;
 // GAP rows run in each of the report and selection files for the same cache: ~15 s on two cores.
 inline constexpr int64_t kEvidenceGapRows = 200;
 // Links named in a head's text description ("'it' → 'trophy' 0.58; ..."): a sentence, not a table.

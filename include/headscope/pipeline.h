@@ -524,6 +524,18 @@ std::array<int64_t, 4> atlas_stage_sizes(const analysis::AtlasOptions& options);
 // tokens a next-token loss needs). Empty when importance is off for this model.
 std::vector<Encoding> atlas_importance_texts(const Model& model, const analysis::AtlasOptions& options);
 
+// ---- the head map (src/pipeline/evidence.cc; docs/roles.md, "Head map") ----
+
+// The head map of `model` over `texts` (each encoded with truncation; packed passes, attention
+// only): analysis::HeadMap. Error when no text has a token.
+analysis::HeadMap head_map(const Model& model, std::span<const std::string> texts);
+// The head map over the first limits::kHeadMapTexts sentences of UD EWT dev in the gold data
+// (EvidenceOptions::data_dir), cached beside the corpus evidence as
+// <cache dir>/<model folder>-<evidence key>-headmap.json ("headscope.head_map/1"); measured when no
+// cache holds it (and written), unless options.measure is off (then Error saying how to measure it).
+analysis::HeadMap cached_head_map(const Model& model, const std::string& model_path, const EvidenceOptions& options);
+// Its JSON, "headscope.head_map/1": headscope/json.h (head_map_json).
+
 // ---- head ablation (src/pipeline/ablate.cc; docs/causal.md) ----
 
 // Heads written "layer.head" (0-based), comma-separated: "3.1,2.8". Throws Error naming the item

@@ -591,6 +591,28 @@ class Model:
             raise Error(f"gains = {gains!r} is not True or False")
         return Composition(self, self._core.composition(_count(draws, "draws"), _seed(seed), bool(gains)))
 
+    def head_map(self, texts: Sequence[str]) -> dict[str, Any]:
+        """Every head placed by how alike its attention is to every other head's over ``texts``
+        (Clark et al. 2019; the explorer's head map, docs/roles.md "Head map").
+
+        Two heads' distance is the square root of the mean Jensen-Shannon divergence (bits) of their
+        attention rows on the same query rows; ``x``, ``y`` are the classical multidimensional
+        scaling of those distances. Returns the "headscope.head_map/1" dict with ``distance`` as a
+        float64 array [N, N] (N = n_layer * n_head, head i = layer * n_head + head) and
+        ``frame``: a DataFrame with a row per head (layer, head, kv_head, x, y) when pandas is there.
+        """
+        if isinstance(texts, str) or not texts:
+            raise Error("head_map needs a list of texts")
+        result = _json.loads(self._core.head_map([str(t) for t in texts]))
+        result["distance"] = np.asarray(result["distance"], dtype=np.float64)
+        try:
+            import pandas as pd
+
+            result["frame"] = pd.DataFrame(result["heads"])
+        except ImportError:  # pragma: no cover
+            pass
+        return result
+
 
 def load(path: str | os.PathLike, *, threads: int | None = None, strict: bool = False) -> Model:
     """Load a model: a Hugging Face directory (config.json, *.safetensors, tokenizer.json) or a .gguf file.

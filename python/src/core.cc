@@ -1065,7 +1065,18 @@ void register_circuits(nb::class_<PyModel>& model) {
       .def("head_lens", &head_lens, "text"_a, "layer"_a, "head"_a, "position"_a, "top_k"_a, "ids"_a, "truncate"_a,
            "One head's output read through the unembedding at one position (decoders).")
       .def("composition", &composition, "draws"_a, "seed"_a, "gains"_a,
-           "Q-, K- and V-composition of every pair of heads from the weights (`headscope composition`).");
+           "Q-, K- and V-composition of every pair of heads from the weights (`headscope composition`).")
+      .def(
+          "head_map",
+          [](const PyModel& self, const std::vector<std::string>& texts) {
+            std::string out;
+            {
+              nb::gil_scoped_release release;
+              out = headscope::head_map_json(headscope::head_map(*self.model, texts), self.model->config()).dump();
+            }
+            return out;
+          },
+          "texts"_a, "The head map over these texts (\"headscope.head_map/1\" JSON).");
 }
 
 // The loaded model: its description, tokenizer, and what runs on it.

@@ -23,7 +23,11 @@
 #include <string>
 #include <system_error>
 
+#include "analysis/head_map.h"
+#include "analysis/syntax.h"
 #include "headscope/error.h"
+#include "headscope/input.h"
+#include "headscope/json.h"
 #include "headscope/pipeline.h"
 #include "pipeline/atlas.h"
 #include "pipeline/probe.h"
@@ -257,6 +261,131 @@ CorpusEvidence corpus_evidence(const Model& model, const std::string& model_path
   }
   if (!write_cache(out, model_path, c)) out.path.clear();
   return out;
+}
+
+// ---- the head map ----
+
+analysis::HeadMap head_map(const Model& model, std::span<const std::string> texts) {
+  const ModelConfig& c = model.config();
+  analysis::HeadMapAccumulator acc(c.n_layer, c.n_head);
+  const CaptureOptions capture = CaptureOptions::attention_only();
+  std::vector<Encoding> batch;
+  int64_t rows = 0;
+  auto flush = [&] {
+    if (batch.empty()) return;
+    for (const Capture& cap : model.run_batch(batch, {&capture, 1})) acc.add(cap.attention);
+    batch.clear();
+    rows = 0;
+  };
+  for (const std::string& text : texts) {
+    Encoding e = model.encode(text, /*truncate=*/true);
+    if (e.size() == 0) continue;
+    if (rows + int64_t(e.size()) > 2048) flush();
+    rows += int64_t(e.size());
+    batch.push_back(std::move(e));
+  }
+  flush();
+  return acc.result();
+}
+
+json head_map_json(const analysis::HeadMap& m, const ModelConfig& config) {
+  json heads = json::array();
+  const std::vector<int> kv = kv_head_of(config);
+  for (int l = 0; l < m.n_layer; ++l)
+    for (int h = 0; h < m.n_head; ++h) {
+      const size_t i = size_t(l) * m.n_head + h;
+      heads.push_back({{"layer", l},
+                       {"head", h},
+                       {"kv_head", h < int(kv.size()) ? kv[size_t(h)] : h},
+                       {"x", m.x[i]},
+                       {"y", m.y[i]}});
+    }
+  const size_t N = size_t(m.n_layer) * m.n_head;
+  json distance = json::array();
+  for (size_t i = 0; i < N; ++i)
+    distance.push_back(std::vector<double>(m.distance.begin() + std::ptrdiff_t(i * N),
+                                           m.distance.begin() + std::ptrdiff_t((i + 1) * N)));
+  return {{"schema", "headscope.head_map/1"},
+          {"n_layer", m.n_layer},
+          {"n_head", m.n_head},
+          {"texts", m.texts},
+          {"rows", m.rows},
+          {"explained", m.explained},
+          {"eigenvalues", m.eigenvalues},
+          {"heads", heads},
+          {"distance", distance}};
+}
+
+analysis::HeadMap head_map_from_json(const json& j) {
+  try {
+    if (j.at("schema") != "headscope.head_map/1") throw Error("not a head map");
+    analysis::HeadMap m;
+    m.n_layer = j.at("n_layer").get<int>();
+    m.n_head = j.at("n_head").get<int>();
+    m.texts = j.at("texts").get<int64_t>();
+    m.rows = j.at("rows").get<int64_t>();
+    m.explained = j.at("explained").get<double>();
+    m.eigenvalues = j.at("eigenvalues").get<std::vector<double>>();
+    const size_t N = size_t(m.n_layer) * size_t(m.n_head);
+    const json& heads = j.at("heads");
+    const json& distance = j.at("distance");
+    if (m.n_layer <= 0 || m.n_head <= 0 || heads.size() != N || distance.size() != N) throw Error("its sizes disagree");
+    for (const json& h : heads) {
+      m.x.push_back(h.at("x").get<double>());
+      m.y.push_back(h.at("y").get<double>());
+    }
+    for (const json& row : distance) {
+      if (row.size() != N) throw Error("a distance row has the wrong length");
+      for (const json& d : row) m.distance.push_back(d.get<double>());
+    }
+    return m;
+  } catch (const json::exception& e) {
+    throw Error(std::string("head map JSON: ") + e.what());
+  } catch (const Error& e) {
+    throw Error(std::string("head map JSON: ") + e.what());
+  }
+}
+
+analysis::HeadMap cached_head_map(const Model& model, const std::string& model_path, const EvidenceOptions& options) {
+  const ModelConfig& c = model.config();
+  const std::string path =
+      cache_dir(options) + "/" + model_name(model_path) + "-" + evidence_key(model_path, options) + "-headmap.json";
+  std::error_code ec;
+  if (options.use_cache && fs::is_regular_file(path, ec) && fs::file_size(path, ec) <= limits::kMaxEvidenceFileBytes) {
+    try {
+      std::ifstream in(path, std::ios::binary);
+      analysis::HeadMap m = head_map_from_json(json::parse(in));
+      if (m.n_layer == c.n_layer && m.n_head == c.n_head) return m;
+    } catch (const std::exception&) {
+      // unreadable or of another model: measured again below
+    }
+  }
+  const std::string treebank = data_dir(options) + "/ud/en_ewt-ud-dev.conllu";
+  if (!options.measure)
+    throw Error("the head map of " + c.name + " is not measured yet (no " + path +
+                "): run `headscope serve` with --measure-corpus, or `make evidence`");
+  if (!is_file(treebank))
+    throw Error("the head map needs UD EWT dev (" + treebank + "); pass --data with the gold data folder");
+  std::vector<std::string> texts;
+  for (const analysis::DependencySentence& s :
+       analysis::parse_conllu(read_input_file(treebank, "treebank", limits::kMaxGoldFileBytes), treebank)) {
+    if (int64_t(texts.size()) >= limits::kHeadMapTexts) break;
+    std::string t;
+    for (const analysis::DependencyWord& w : s.words) t += (t.empty() ? "" : " ") + w.form;
+    texts.push_back(std::move(t));
+  }
+  if (options.progress) options.progress("head map", 0, int64_t(texts.size()));
+  const analysis::HeadMap m = head_map(model, texts);
+  if (options.progress) options.progress("head map", int64_t(texts.size()), int64_t(texts.size()));
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  const std::string tmp = path + ".tmp" + std::to_string(std::rand());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << head_map_json(m, c).dump() << "\n";
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) fs::remove(tmp, ec);
+  return m;
 }
 
 }  // namespace headscope

@@ -46,8 +46,8 @@ Census census(const RunAnalysis& run) {
     const analysis::HeadStats& s = a.stats[i];
     const analysis::Role role = a.roles[i].primary.role;
     const double written = (1.0 - s.sink_mass) / (1.0 - s.sink_mass_norm);
-    const bool rule = s.sink_mass >= analysis::kDormantSinkMass && std::isfinite(written) &&
-                      written <= analysis::kDormantWritten;
+    const bool rule =
+        s.sink_mass >= analysis::kDormantSinkMass && std::isfinite(written) && written <= analysis::kDormantWritten;
     EXPECT_EQ(role == analysis::Role::kDormant, rule)
         << "head " << i << ": sink " << s.sink_mass << ", norm-weighted " << s.sink_mass_norm;
     ++c.heads;
@@ -110,8 +110,8 @@ TEST_P(DecoderRoles, PudCensus) {
     all.heads += c.heads, all.dormant += c.dormant, all.sink += c.sink;
   });
   const double dormant = double(all.dormant) / all.heads;
-  std::printf("%s, 20 PUD sentences: %d text x head records, %.1f %% dormant, %d sink\n", GetParam().c_str(),
-              all.heads, 100 * dormant, all.sink);
+  std::printf("%s, 20 PUD sentences: %d text x head records, %.1f %% dormant, %d sink\n", GetParam().c_str(), all.heads,
+              100 * dormant, all.sink);
   EXPECT_EQ(all.sink, 0);
   if (GetParam() == "smollm2") {
     EXPECT_GE(dormant, 0.04);

@@ -528,10 +528,10 @@ HttpReply Api::importance(std::string_view body) {
     const ModelConfig& c = model_.config();
     TextRequest req = parse_text_request(j, limits_, model_, cache_, /*reuse_cached=*/false);
     const int64_t n_heads = int64_t{c.n_layer} * c.n_head;
-    check_ablation_tokens(req.encoding, limits::kMaxImportanceTokenPasses / n_heads,
-                          "measuring importance reruns the text once for each of the model's " +
-                              std::to_string(n_heads) + " heads",
-                          ", or ablate single heads instead");
+    check_ablation_tokens(
+        req.encoding, limits::kMaxImportanceTokenPasses / n_heads,
+        "measuring importance reruns the text once for each of the model's " + std::to_string(n_heads) + " heads",
+        ", or ablate single heads instead");
     const std::string key = std::string(req.truncate ? "1" : "0") + req.text;
     if (const std::optional<std::string> cached = cached_importance(key)) {
       json out = json::parse(*cached);
@@ -932,6 +932,38 @@ HttpReply Api::composition(std::string_view body) {
       scores = composition_of(req.options, computed);
     }
     json out = composition_json(*scores, req.top);
+    out["cached"] = !computed;
+    return json_reply(out);
+  });
+}
+
+// The head map: read from its cache beside the corpus evidence, or measured (a few seconds: the
+// first kHeadMapTexts EWT sentences, then every pair of heads) on the first request, then kept.
+HttpReply Api::head_map(std::string_view body) {
+  return guarded(body, [&](std::string_view b) {
+    if (!b.empty()) (void)parse_object(b, {});
+    const std::lock_guard<std::mutex> guard(head_map_mutex_);
+    bool computed = false;
+    if (!head_map_reply_) {
+      const auto ticket = admit();
+      const auto lock = cache_.exclusive_model();
+      analysis::HeadMap map;
+      std::string source;
+      if (head_map_options_) {
+        EvidenceOptions options = *head_map_options_;
+        options.measure = true;  // seconds, not the corpus evidence's minutes: measured on first use
+        map = cached_head_map(model_, head_map_path_, options);
+        source = "the first " + std::to_string(map.texts) + " sentences of UD EWT dev";
+      } else {
+        map = headscope::head_map(model_, ablation_reference_sentences());
+        source = std::to_string(map.texts) + " reference sentences shipped with the server";
+      }
+      json j = head_map_json(map, model_.config());
+      j["source"] = source;
+      head_map_reply_ = std::make_shared<const std::string>(j.dump());
+      computed = true;
+    }
+    json out = json::parse(*head_map_reply_);
     out["cached"] = !computed;
     return json_reply(out);
   });

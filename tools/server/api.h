@@ -20,6 +20,7 @@
 #include "headscope/circuits.h"
 #include "headscope/limits.h"
 #include "headscope/model.h"
+#include "headscope/pipeline.h"
 #include "server/compute_queue.h"
 #include "server/run_cache.h"
 #include "server/wire.h"
@@ -122,6 +123,14 @@ class Api {
   HttpReply head_lens(std::string_view body);    // POST /api/head_lens: one head's output read as logits (decoders)
   HttpReply tokenize(std::string_view body);     // POST /api/tokenize: a text's tokens (no model run)
   HttpReply composition(std::string_view body);  // POST /api/composition: Q-, K-, V-composition from the weights
+  HttpReply head_map(std::string_view body);     // POST /api/head_map: every head placed by how alike its attention is
+
+  // Where the head map's corpus and cache are (pipeline.h, cached_head_map): the model's folder and
+  // the evidence options. Without it the head map is measured on the server's reference sentences.
+  void set_head_map_source(std::string model_path, EvidenceOptions options) {
+    head_map_path_ = std::move(model_path);
+    head_map_options_ = std::move(options);
+  }
 
   // What the corpus evidence joined into the roles is (CorpusEvidence::source ...), for /api/model.
   void set_corpus_info(std::string source, bool syntax, bool coreference) {
@@ -170,6 +179,11 @@ class Api {
   std::shared_ptr<const CompositionScores> composition_of(const CompositionOptions& options, bool& computed);
   std::mutex composition_mutex_, composition_compute_mutex_;
   std::list<std::shared_ptr<const CompositionScores>> composition_cache_;
+  // The head map, measured (or read from its cache) on the first request and kept.
+  std::string head_map_path_;
+  std::optional<EvidenceOptions> head_map_options_;
+  std::mutex head_map_mutex_;
+  std::shared_ptr<const std::string> head_map_reply_;
 };
 
 }  // namespace headscope::server

@@ -88,6 +88,7 @@ void serve(const ServeOptions& opt) {
                          AnalyseOptions::Maps::kAuto, corpus.heads);
   server::Api api(*model, cache, limits);
   if (!opt.no_corpus) api.set_corpus_info(corpus.source, corpus.syntax, corpus.coreference);
+  api.set_head_map_source(opt.model, opt.evidence);
 
   server::HttpServer http;
   const int port = server::bind_http(http, opt.host, opt.port);

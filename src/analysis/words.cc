@@ -25,23 +25,29 @@ int32_t new_unit(WordMap& map, int32_t word, int32_t token) {
   return map.n_units++;
 }
 
+// A SentencePiece vocabulary read without a pre-tokenizer (Gemma, Llama 2) hands the whole text
+// over as one tokenizer word; its pieces mark where a word starts with ▁ (U+2581), which splits it.
+bool starts_word(const Token& t) { return t.text.rfind("\xE2\x96\x81", 0) == 0; }
+
 }  // namespace
 
 WordMap words_from_encoding(const Encoding& encoding) {
   WordMap map;
-  int32_t n_words = 0;
-  for (const Token& t : encoding.tokens) n_words = std::max(n_words, t.word + 1);
-  map.unit_of_word.assign(static_cast<size_t>(n_words), -1);
   map.unit_of_token.reserve(encoding.size());
+  int32_t previous_word = -1, unit = -1;  // the tokenizer word of the previous token, and its unit
   for (size_t i = 0; i < encoding.size(); ++i) {
     const Token& t = encoding.tokens[i];
     const auto ti = static_cast<int32_t>(i);
     if (t.special || t.word < 0) {
       map.unit_of_token.push_back(new_unit(map, -1, ti));
+      previous_word = -1;
       continue;
     }
-    int32_t& unit = map.unit_of_word[static_cast<size_t>(t.word)];
-    if (unit < 0) unit = new_unit(map, t.word, ti);
+    if (t.word != previous_word || starts_word(t)) {
+      unit = new_unit(map, static_cast<int32_t>(map.unit_of_word.size()), ti);
+      map.unit_of_word.push_back(unit);
+    }
+    previous_word = t.word;
     map.unit_of_token.push_back(unit);
   }
   return map;

@@ -51,6 +51,26 @@ void expect_units(const WordMap& m) {
 
 TEST(AnalysisWords, UnitsFromTheTokenizerWords) { expect_units(words_from_encoding(playing_ball())); }
 
+// A SentencePiece vocabulary without a pre-tokenizer (Gemma) gives the whole text as tokenizer word
+// 0: its pieces' word-start mark ▁ splits it, "didn't" staying one word as SentencePiece writes it.
+TEST(AnalysisWords, SentencePieceMarksSplitOneTokenizerWord) {
+  Encoding enc;
+  const char* pieces[] = {"The", "\xE2\x96\x81trophy", "\xE2\x96\x81didn", "'", "t", "\xE2\x96\x81fit"};
+  Token bos;
+  bos.text = "<bos>", bos.special = true, bos.word = -1;
+  enc.tokens.push_back(bos);
+  for (const char* p : pieces) {
+    Token t;
+    t.text = p, t.word = 0;
+    enc.tokens.push_back(t);
+  }
+  const WordMap m = words_from_encoding(enc);
+  EXPECT_EQ(m.n_units, 5);
+  EXPECT_EQ(m.unit_of_token, (std::vector<int32_t>{0, 1, 2, 3, 3, 3, 4}));
+  EXPECT_EQ(m.word_of_unit, (std::vector<int32_t>{-1, 0, 1, 2, 3}));
+  EXPECT_EQ(m.unit_of_word, (std::vector<int32_t>{1, 2, 3, 4}));
+}
+
 TEST(AnalysisWords, UnitsFromByteSpans) { expect_units(words_from_spans(playing_ball(), {{0, 7}, {8, 12}})); }
 
 TEST(AnalysisWords, ByteLevelTokensWithALeadingSpaceJoinTheirWord) {

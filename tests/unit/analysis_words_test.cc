@@ -55,7 +55,15 @@ TEST(AnalysisWords, UnitsFromTheTokenizerWords) { expect_units(words_from_encodi
 // 0: its pieces' word-start mark ▁ splits it, "didn't" staying one word as SentencePiece writes it.
 TEST(AnalysisWords, SentencePieceMarksSplitOneTokenizerWord) {
   Encoding enc;
-  const char* pieces[] = {"The", "\xE2\x96\x81trophy", "\xE2\x96\x81didn", "'", "t", "\xE2\x96\x81fit"};
+  const char* pieces[] = {"The",
+                          "\xE2\x96\x81"
+                          "trophy",
+                          "\xE2\x96\x81"
+                          "didn",
+                          "'",
+                          "t",
+                          "\xE2\x96\x81"
+                          "fit"};
   Token bos;
   bos.text = "<bos>", bos.special = true, bos.word = -1;
   enc.tokens.push_back(bos);

@@ -247,6 +247,22 @@ TEST(ServerLimits, RunBytesCountsTheCapture) {
   EXPECT_GT(run_bytes(smollm2, fit + 1), uint64_t{2048} << 20);
 }
 
+// The default --max-tokens: the model's own limit when a run that long fits the cache (SmolLM2's
+// 8,192 and MiniLM's 512 in the default 2 GiB), else the longest that fits.
+TEST(ServerLimits, DefaultMaxTokensIsWhatTheModelReadsWhileARunFits) {
+  ModelConfig shape = smollm2_shape();
+  shape.max_positions = 8192;
+  const ShapedModel smollm2(shape);
+  EXPECT_EQ(default_max_tokens(smollm2, uint64_t{2048} << 20), 8192);
+  shape.max_positions = 0;  // no limit of its own: the longest run that fits, here 20,115 tokens
+  EXPECT_EQ(default_max_tokens(ShapedModel(shape), uint64_t{2048} << 20),
+            max_tokens_within(ShapedModel(shape), uint64_t{2048} << 20));
+  const uint64_t small = uint64_t{64} << 20;
+  EXPECT_EQ(default_max_tokens(smollm2, small), max_tokens_within(smollm2, small));
+  EXPECT_LT(default_max_tokens(smollm2, small), 8192);
+  EXPECT_LE(run_bytes(smollm2, default_max_tokens(smollm2, small)), small);
+}
+
 TEST(ServerLimits, MaxTokensWithinFindsTheDenseLengthsWhenNoStreamedRunFits) {
   // run_bytes drops where the maps start to stream, so a bisection over all lengths could land on
   // either side; with 100 MiB no streamed SmolLM2 run fits (the overviews alone are 140 MB) and

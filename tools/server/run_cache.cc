@@ -29,6 +29,11 @@ bool streams_maps(const Model& model, int64_t T) { return cached_run_memory(mode
 
 uint64_t run_bytes(const Model& model, int64_t T) { return cached_run_memory(model, T).kept_bytes; }
 
+int64_t default_max_tokens(const Model& model, uint64_t budget_bytes) {
+  const int64_t reads = model.config().max_positions > 0 ? model.config().max_positions : int64_t{1} << 16;
+  return std::max<int64_t>(2, std::min({reads, int64_t{1} << 16, max_tokens_within(model, budget_bytes)}));
+}
+
 int64_t max_tokens_within(const Model& model, uint64_t budget_bytes) {
   // run_bytes grows with T on each side of the switch to streamed maps (where it drops): the
   // largest T that fits is searched among the streamed lengths first, then the dense ones.

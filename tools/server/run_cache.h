@@ -38,6 +38,9 @@ bool streams_maps(const Model& model, int64_t T);
 uint64_t run_bytes(const Model& model, int64_t T);
 // The largest T whose run_bytes fits in `budget_bytes` (0 when not even one token fits).
 int64_t max_tokens_within(const Model& model, uint64_t budget_bytes);
+// The server's default --max-tokens: as long as the model reads (its position limit; 65,536 when it
+// has none) while one run of that length fits the cache's budget, else the longest that fits.
+int64_t default_max_tokens(const Model& model, uint64_t budget_bytes);
 
 // Gives the memory the allocator holds free back to the system (glibc's malloc_trim; nothing
 // elsewhere). RunCache::get calls it after each new run, once the runs it evicted are released.

@@ -36,7 +36,7 @@ struct ServeOptions {
   int cache_runs = 4;
   int cache_mib = 2048;
   int max_body_kib = static_cast<int>(limits::kMaxRequestBodyBytes >> 10);
-  int max_tokens = 512;
+  int max_tokens = 0;  // 0: server::default_max_tokens
   LoadOptions load;
   EvidenceOptions evidence = [] {
     EvidenceOptions e;
@@ -76,7 +76,15 @@ void serve(const ServeOptions& opt) {
                c.architecture.c_str(), c.n_layer, c.n_head, c.d_model, seconds_since(t0));
 
   server::ApiLimits limits;
-  limits.max_tokens = c.max_positions > 0 ? std::min(opt.max_tokens, c.max_positions) : opt.max_tokens;
+  if (opt.max_tokens == 0) {
+    limits.max_tokens =
+        static_cast<int>(server::default_max_tokens(*model, static_cast<uint64_t>(opt.cache_mib) << 20));
+    std::fprintf(stderr, "headscope: texts of up to %d tokens (%s; --max-tokens to change)\n", limits.max_tokens,
+                 limits.max_tokens >= c.max_positions ? "as long as the model reads"
+                                                      : "the longest whose run fits --cache-mib");
+  } else {
+    limits.max_tokens = c.max_positions > 0 ? std::min(opt.max_tokens, c.max_positions) : opt.max_tokens;
+  }
   const uint64_t budget = check_cache_budget(*model, limits.max_tokens, opt.cache_mib);
 
   t0 = std::chrono::steady_clock::now();
@@ -139,11 +147,10 @@ void add_serve_command(CLI::App& app) {
                   "and --host); repeat for several");
   cmd->add_option("--web-dir", opt->web_dir, "Folder of the built web UI")->capture_default_str();
   cmd->add_option("--max-tokens", opt->max_tokens,
-                  "Longest text in tokens (at most the model's position limit). Short runs keep dense maps "
-                  "(8 x n_layer x n_head x T^2 bytes); longer ones stream them and keep queries, keys and "
-                  "pooled overviews (linear in T); one run must fit in --cache-mib")
-      ->check(CLI::Range(2, 1 << 16))
-      ->capture_default_str();
+                  "Longest text in tokens (at most the model's position limit; default: as long as the model "
+                  "reads while one run fits --cache-mib). Short runs keep dense maps (8 x n_layer x n_head x T^2 "
+                  "bytes); longer ones stream them and keep queries, keys and pooled overviews (linear in T)")
+      ->check(CLI::Range(2, 1 << 16));
   cmd->add_option("--cache-runs", opt->cache_runs, "Texts whose runs stay in memory")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();

@@ -683,5 +683,50 @@ TEST(ServerHttp, FullServerShedsAnIdleConnectionForANewOne) {
   }
 }
 
+// Two models side by side (serve --model A --model B): GET /api/models lists both, the header
+// Headscope-Model picks which answers (the default is the first), and a model index the server does
+// not have is a 400 bad_model; POST on /api/models is a 405 like any other route.
+TEST(ServerHttp, TwoModelsSideBySideAnswerByTheHeader) {
+  const auto tiny = Model::load((testing::goldens_dir("decoders") / "llama_gqa3").string());
+  RunCache cache_a(minilm(), 2, size_t{1} << 28, 512), cache_b(*tiny, 2, size_t{1} << 28, 64);
+  Api a(minilm(), cache_a), b(*tiny, cache_b);
+  HttpServer http;
+  const int port = bind_http(http, "127.0.0.1", 0);
+  ASSERT_GT(port, 0);
+  HttpOptions options;
+  options.host = "127.0.0.1";
+  options.port = port;
+  options.log_requests = false;
+  configure_http(http, std::vector<Api*>{&a, &b}, options);
+  std::thread serving([&] { http.serve(); });
+  while (!http.running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+
+  const Reply models = exchange(port, "GET /api/models HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  ASSERT_EQ(models.status, 200) << models.body;
+  const json list = json::parse(models.body)["models"];
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0]["index"], 0);
+  EXPECT_EQ(list[0]["model"]["name"], minilm().config().name);
+  EXPECT_EQ(list[1]["model"]["name"], tiny->config().name);
+  const std::string body = R"({"text": "the quick fox jumps over the dog"})";
+  const Reply first = server::exchange(port, post("/api/run", body));
+  const Reply second = server::exchange(port, post("/api/run", body, "Headscope-Model: 1\r\n"));
+  ASSERT_EQ(first.status, 200);
+  ASSERT_EQ(second.status, 200) << second.body.substr(0, 300);
+  EXPECT_EQ(json::parse(first.body)["heads"].size(),
+            size_t(minilm().config().n_layer) * size_t(minilm().config().n_head));
+  EXPECT_EQ(json::parse(second.body)["heads"].size(), size_t(tiny->config().n_layer) * size_t(tiny->config().n_head));
+  EXPECT_EQ(json::parse(server::exchange(port, post("/api/run", body, "Headscope-Model: 0\r\n")).body)["heads"].size(),
+            json::parse(first.body)["heads"].size());
+  for (const char* bad : {"2", "x", "-1", "10000"}) {
+    const Reply r = server::exchange(port, post("/api/run", body, std::string("Headscope-Model: ") + bad + "\r\n"));
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_EQ(error_code(r), "bad_model") << bad;
+  }
+  EXPECT_EQ(server::exchange(port, post("/api/models", "{}")).status, 405);
+  http.stop();
+  serving.join();
+}
+
 }  // namespace
 }  // namespace headscope::server

@@ -181,7 +181,7 @@ const std::vector<Route>& api_routes() {
       {"/api/tile", "POST", true},        {"/api/overview", "POST", true},  {"/api/ablate", "POST", true},
       {"/api/importance", "POST", true},  {"/api/link", "POST", true},      {"/api/patch", "POST", true},
       {"/api/logit_lens", "POST", true},  {"/api/head_lens", "POST", true}, {"/api/tokenize", "POST", true},
-      {"/api/composition", "POST", true}, {"/api/head_map", "POST", true},
+      {"/api/composition", "POST", true}, {"/api/head_map", "POST", true},  {"/api/models", "GET", false},
   };
   return routes;
 }

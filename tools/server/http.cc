@@ -14,6 +14,7 @@
 //             buffer) or, after a refusal, a bounded linger and close.
 #include "server/http.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <boost/asio.hpp>
@@ -175,7 +176,7 @@ class Session;
 struct ServerCore {
   HttpOptions options;
   GateOptions gate;
-  Api* api = nullptr;
+  std::vector<Api*> apis;  // [0] answers unless the request names another (header Headscope-Model)
   std::unique_ptr<StaticFiles> files;
   std::mutex mutex;
   std::map<uint64_t, std::weak_ptr<Session>> sessions;
@@ -359,13 +360,28 @@ class Session : public std::enable_shared_from_this<Session> {
     ++requests_;
     const RequestHead& head = parser_->head;
     if (!is_api_path(head.path)) return send(core_.files->get(head.method, head.path));
+    if (head.path == "/api/models" && (head.method == "GET" || head.method == "HEAD")) return send(models_reply());
     const Endpoint* endpoint = find_endpoint(head);
     if (!endpoint) return send(not_found(head.method, head.path));
-    if (!endpoint->heavy) return send(call_endpoint(*endpoint, *core_.api, parser_->body));
+    Api* api = core_.apis.front();
+    if (const std::vector<std::string_view> named = head.values("Headscope-Model"); !named.empty()) {
+      size_t k = 0;
+      const std::string_view v = named.back();
+      const bool digits =
+          !v.empty() && v.size() <= 3 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (digits) k = static_cast<size_t>(std::stoi(std::string(v)));
+      if (!digits || k >= core_.apis.size())
+        return send(Api::error(400, "bad_model",
+                               "header Headscope-Model: \"" + printable(v, 16) +
+                                   "\" names no model of this server (0 to " + std::to_string(core_.apis.size() - 1) +
+                                   ")"));
+      api = core_.apis[k];
+    }
+    if (!endpoint->heavy) return send(call_endpoint(*endpoint, *api, parser_->body));
     // Off the I/O threads: the handler may compute for seconds; its reply comes back to this strand.
-    asio::post(*core_.pool, [self = shared_from_this(), endpoint, body = std::move(parser_->body)]() mutable {
+    asio::post(*core_.pool, [self = shared_from_this(), endpoint, api, body = std::move(parser_->body)]() mutable {
       try {
-        HttpReply reply = call_endpoint(*endpoint, *self->core_.api, body);
+        HttpReply reply = call_endpoint(*endpoint, *api, body);
         asio::post(self->executor(), [self, reply = std::move(reply)]() mutable {
           self->guarded([&] { self->send(std::move(reply)); });
         });
@@ -374,6 +390,16 @@ class Session : public std::enable_shared_from_this<Session> {
         // handler runs, is destroyed with this task and its socket closed.
       }
     });
+  }
+
+  // GET /api/models: every model this server answers for, by the index a request names it with.
+  HttpReply models_reply() const {
+    std::string body = "{\"models\":[";
+    for (size_t k = 0; k < core_.apis.size(); ++k) {
+      const HttpReply info = core_.apis[k]->model_info();
+      body += (k ? "," : "") + std::string("{\"index\":") + std::to_string(k) + ",\"model\":" + info.body + "}";
+    }
+    return {200, "application/json", body + "]}", {}};
   }
 
   void refuse(HttpReply reply) { send(std::move(reply), /*close_after=*/true); }
@@ -528,22 +554,26 @@ int HttpServer::bind(const std::string& host, int port) {
   return -1;
 }
 
-void HttpServer::configure(Api& api, const HttpOptions& options) {
+void HttpServer::configure(Api& api, const HttpOptions& options) { configure(std::vector<Api*>{&api}, options); }
+
+void HttpServer::configure(std::vector<Api*> apis, const HttpOptions& options) {
   check_endpoints_in_gate_table();
+  if (apis.empty() || std::find(apis.begin(), apis.end(), nullptr) != apis.end())
+    throw Error("the server needs at least one model");
   Impl& s = *impl_;
   s.options = options;
   s.gate.bound_host = options.host;
   s.gate.port = options.port;
   s.gate.extra_hosts = options.allow_hosts;
   s.gate.max_body_bytes = options.max_body_bytes;
-  s.api = &api;
+  s.apis = std::move(apis);
   s.files = std::make_unique<StaticFiles>(options.web_dir);
   s.pool = std::make_unique<asio::thread_pool>(static_cast<size_t>(std::max(1, options.handler_threads)));
 }
 
 void HttpServer::serve() {
   Impl& s = *impl_;
-  if (!s.api) throw std::logic_error("HttpServer::serve before configure");
+  if (s.apis.empty()) throw std::logic_error("HttpServer::serve before configure");
   s.accept();
   const auto run = [&s] {
     for (;;) {

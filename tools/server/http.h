@@ -57,6 +57,10 @@ class HttpServer {
   // Serves `api` (and the UI in options.web_dir); `api` must outlive the server. Throws Error when
   // options.web_dir holds an index.html but cannot be resolved.
   void configure(Api& api, const HttpOptions& options);
+  // Several models side by side (serve --model A --model B): `apis[0]` answers by default, and a
+  // request with the header "Headscope-Model: k" is answered by apis[k] (400 bad_model for an index
+  // out of range); GET /api/models lists them.
+  void configure(std::vector<Api*> apis, const HttpOptions& options);
   // Accepts and serves connections on io_threads threads (this one among them) until stop().
   void serve();
   void stop();
@@ -70,5 +74,8 @@ class HttpServer {
 // The two steps every caller takes, by their names in docs/reliability.md.
 inline int bind_http(HttpServer& http, const std::string& host, int port) { return http.bind(host, port); }
 inline void configure_http(HttpServer& http, Api& api, const HttpOptions& options) { http.configure(api, options); }
+inline void configure_http(HttpServer& http, std::vector<Api*> apis, const HttpOptions& options) {
+  http.configure(std::move(apis), options);
+}
 
 }  // namespace headscope::server

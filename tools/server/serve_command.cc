@@ -28,7 +28,7 @@ namespace headscope::cli {
 namespace {
 
 struct ServeOptions {
-  std::string model = "models/all-MiniLM-L6-v2";
+  std::vector<std::string> models = {"models/all-MiniLM-L6-v2"};  // --model, once per model side by side
   std::string host = "127.0.0.1";
   int port = 8080;
   std::vector<std::string> allow_hosts;
@@ -68,35 +68,55 @@ uint64_t check_cache_budget(const Model& model, int max_tokens, int64_t cache_mi
   return budget;
 }
 
-void serve(const ServeOptions& opt) {
+// One model the server answers for: the model, its run cache and its API.
+struct Served {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<server::RunCache> cache;
+  std::unique_ptr<server::Api> api;
+};
+
+// Loads `path` with its probe and corpus evidence; `cache_mib` is this model's share of --cache-mib.
+std::unique_ptr<Served> serve_model(const ServeOptions& opt, const std::string& path, int cache_mib) {
+  auto s = std::make_unique<Served>();
   auto t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<Model> model = load_model(opt.model, opt.load);
-  const ModelConfig& c = model->config();
+  s->model = load_model(path, opt.load);
+  const Model& model = *s->model;
+  const ModelConfig& c = model.config();
   std::fprintf(stderr, "headscope: loaded %s (%s, %d layers x %d heads, d_model %d) in %.1f s\n", c.name.c_str(),
                c.architecture.c_str(), c.n_layer, c.n_head, c.d_model, seconds_since(t0));
-
   server::ApiLimits limits;
   if (opt.max_tokens == 0) {
-    limits.max_tokens =
-        static_cast<int>(server::default_max_tokens(*model, static_cast<uint64_t>(opt.cache_mib) << 20));
-    std::fprintf(stderr, "headscope: texts of up to %d tokens (%s; --max-tokens to change)\n", limits.max_tokens,
-                 limits.max_tokens >= c.max_positions ? "as long as the model reads"
-                                                      : "the longest whose run fits --cache-mib");
+    limits.max_tokens = static_cast<int>(server::default_max_tokens(model, static_cast<uint64_t>(cache_mib) << 20));
+    std::fprintf(
+        stderr, "headscope: texts of up to %d tokens (%s; --max-tokens to change)\n", limits.max_tokens,
+        limits.max_tokens >= c.max_positions ? "as long as the model reads" : "the longest whose run fits --cache-mib");
   } else {
     limits.max_tokens = c.max_positions > 0 ? std::min(opt.max_tokens, c.max_positions) : opt.max_tokens;
   }
-  const uint64_t budget = check_cache_budget(*model, limits.max_tokens, opt.cache_mib);
-
+  const uint64_t budget = check_cache_budget(model, limits.max_tokens, cache_mib);
   t0 = std::chrono::steady_clock::now();
-  std::vector<analysis::ProbeEvidence> probe = headscope::probe(*model);
+  std::vector<analysis::ProbeEvidence> probe = headscope::probe(model);
   std::fprintf(stderr, "headscope: induction probe over %zu heads in %.1f s\n", probe.size(), seconds_since(t0));
   CorpusEvidence corpus;
-  if (!opt.no_corpus) corpus = load_corpus_evidence(*model, opt.model, opt.evidence);
-  server::RunCache cache(*model, static_cast<size_t>(opt.cache_runs), budget, limits.max_tokens, std::move(probe),
-                         AnalyseOptions::Maps::kAuto, corpus.heads);
-  server::Api api(*model, cache, limits);
-  if (!opt.no_corpus) api.set_corpus_info(corpus.source, corpus.syntax, corpus.coreference);
-  api.set_head_map_source(opt.model, opt.evidence);
+  if (!opt.no_corpus) corpus = load_corpus_evidence(model, path, opt.evidence);
+  s->cache = std::make_unique<server::RunCache>(model, static_cast<size_t>(opt.cache_runs), budget, limits.max_tokens,
+                                                std::move(probe), AnalyseOptions::Maps::kAuto, corpus.heads);
+  s->api = std::make_unique<server::Api>(model, *s->cache, limits);
+  if (!opt.no_corpus) s->api->set_corpus_info(corpus.source, corpus.syntax, corpus.coreference);
+  s->api->set_head_map_source(path, opt.evidence);
+  return s;
+}
+
+void serve(const ServeOptions& opt) {
+  if (opt.models.empty() || opt.models.size() > 4) throw Error("serve: give one to four --model");
+  // Two models side by side share --cache-mib.
+  const int cache_mib = opt.cache_mib / static_cast<int>(opt.models.size());
+  std::vector<std::unique_ptr<Served>> served;
+  std::vector<server::Api*> apis;
+  for (const std::string& path : opt.models) {
+    served.push_back(serve_model(opt, path, cache_mib));
+    apis.push_back(served.back()->api.get());
+  }
 
   server::HttpServer http;
   const int port = server::bind_http(http, opt.host, opt.port);
@@ -110,7 +130,7 @@ void serve(const ServeOptions& opt) {
   http_options.allow_hosts = opt.allow_hosts;
   http_options.web_dir = opt.web_dir;
   http_options.max_body_bytes = static_cast<size_t>(opt.max_body_kib) << 10;
-  server::configure_http(http, api, http_options);
+  server::configure_http(http, apis, http_options);
   if (!std::filesystem::exists(std::filesystem::path(opt.web_dir) / "index.html"))
     std::fprintf(stderr,
                  "headscope: warning: no web UI at %s/index.html (run `npm run build` in web/, or pass --web-dir); "
@@ -136,7 +156,10 @@ void add_serve_command(CLI::App& app) {
   auto opt = std::make_shared<ServeOptions>();
   CLI::App* cmd = app.add_subcommand("serve", "Start the explorer: web UI and HTTP API (docs/api.md) on one model");
   add_load_flags(cmd, opt->load);
-  cmd->add_option("--model", opt->model, "Model directory (Hugging Face files) or .gguf file")->capture_default_str();
+  cmd->add_option("--model", opt->models,
+                  "Model directory (Hugging Face files) or .gguf file; give it twice to compare two models side by "
+                  "side (requests pick one with the header Headscope-Model: 0 or 1; GET /api/models lists them)")
+      ->capture_default_str();
   cmd->add_option("--port", opt->port, "TCP port; 0 picks a free one")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();

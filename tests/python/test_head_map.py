@@ -82,3 +82,23 @@ def test_head_map_equals_numpy(minilm):
 def test_head_map_refuses_no_texts(minilm, headscope):
     with pytest.raises(headscope.Error):
         minilm.head_map([])
+
+
+def test_cli_writes_the_same_map(minilm, cli, tmp_path):
+    """`headscope headmap --corpus FILE --json OUT` is Model.head_map on the same texts: the same floats."""
+    import json
+    import subprocess
+
+    corpus = tmp_path / "texts.txt"
+    corpus.write_text("\n".join(TEXTS) + "\n")
+    out = tmp_path / "map.json"
+    subprocess.run([str(cli), "headmap", "-m", str(MINILM), "--corpus", str(corpus), "--json", str(out),
+                    "--threads", "2"], check=True, capture_output=True)
+    got = json.loads(out.read_text())
+    ours = minilm.head_map(TEXTS)
+    assert got["schema"] == "headscope.head_map/1" and got["texts"] == len(TEXTS)
+    assert np.array_equal(np.asarray(got["distance"]), ours["distance"])
+    assert [h["x"] for h in got["heads"]] == [h["x"] for h in ours["heads"]]
+    bad = subprocess.run([str(cli), "headmap", "-m", str(MINILM), "--corpus", str(tmp_path / "missing.txt")],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "missing.txt" in bad.stderr

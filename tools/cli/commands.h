@@ -17,6 +17,7 @@ void add_generate_command(CLI::App& app);  // generate_command.cc
 void add_ablate_command(CLI::App& app);    // ablate_command.cc
 void add_patch_command(CLI::App& app);     // patch_command.cc
 void add_composition_command(CLI::App& app);
+void add_headmap_command(CLI::App& app);
 void add_lens_command(CLI::App& app);
 void add_merge_command(CLI::App& app);  // merge_command.cc
 

@@ -44,6 +44,16 @@ export interface ModelInfo {
   /** Every HeadStats field described once by the core (statistics_catalogue in docs/schema.md). */
   statistics_catalogue: StatInfo[];
   roles: RoleInfo[];
+  /** What the syntactic and coreference roles were measured on (the server adds it; absent in an
+   *  embedded result). `source` starts with "not measured yet" or "none" when there is no evidence. */
+  corpus_evidence?: CorpusEvidence;
+}
+
+/** GET /api/model's corpus_evidence: whether the corpus roles are on, and on what they were measured. */
+export interface CorpusEvidence {
+  source: string;
+  syntax: boolean;
+  coreference: boolean;
 }
 
 /** A statistic's catalogue entry (headscope/analysis.h, StatInfo): its HeadStats key, how to label

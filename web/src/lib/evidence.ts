@@ -6,10 +6,10 @@ import type { ModelInfo } from './api';
 import { h } from './dom';
 
 export const EVIDENCE_MISSING =
-  'No corpus evidence for this model yet: syntactic and coreference roles are off. Run `make evidence` (or start the server with --measure-corpus) to measure it once (about 2–3 minutes).';
+  'No corpus evidence for this model yet: syntactic and coreference roles are off. Run `make evidence` (or start the server with `--measure-corpus`) to measure it once (about 2–3 minutes).';
 
 export const EVIDENCE_OFF =
-  'No corpus evidence: this server was started without it (--no-corpus), so syntactic and coreference roles are off. Run `make evidence` once (about 2–3 minutes) and start the server without --no-corpus (or with --measure-corpus) to use them.';
+  'No corpus evidence: this server was started without it (`--no-corpus`), so syntactic and coreference roles are off. Run `make evidence` once (about 2–3 minutes) and start the server without `--no-corpus` (or with `--measure-corpus`) to use them.';
 
 export interface EvidenceStatus {
   /** Whether corpus evidence backs the syntactic and coreference roles. */
@@ -48,6 +48,11 @@ export function evidenceNote(model: Pick<ModelInfo, 'corpus_evidence'>, id: stri
       'data-evidence': status.measured ? 'present' : 'missing',
       role: status.measured ? null : 'note',
     },
-    status.text,
+    ...withCode(status.text),
   );
+}
+
+/** Text with `…` spans as <code> (commands and options). */
+function withCode(text: string): (string | HTMLElement)[] {
+  return text.split('`').map((part, i) => (i % 2 === 1 ? h('code', {}, part) : part));
 }

@@ -81,6 +81,8 @@ export class HeadMapView implements ExportableView {
   /** The head under the pointer (or last tapped), layer-major; -1 for none. */
   private hovered = -1;
   private generation = 0;
+  /** "Size by importance" as the reader left it (shown unticked while importance is not there). */
+  private sizeWanted = true;
   private pointer: () => string;
 
   constructor(private readonly callbacks: HeadMapCallbacks) {
@@ -95,7 +97,10 @@ export class HeadMapView implements ExportableView {
     this.legend = h('ul', { class: 'role-legend', id: 'headmap-legend' });
     this.evidence = h('div', { class: 'evidence-slot' });
     this.sizeBox = h('input', { type: 'checkbox', id: 'headmap-size', checked: true });
-    this.sizeBox.addEventListener('change', () => this.draw());
+    this.sizeBox.addEventListener('change', () => {
+      this.sizeWanted = this.sizeBox.checked;
+      this.draw();
+    });
     this.sizeReason = h('span', { class: 'muted small', id: 'headmap-size-reason' });
     this.body = this.layout();
     this.el = h(
@@ -212,6 +217,7 @@ export class HeadMapView implements ExportableView {
   private drawImportanceChoice(ctx: ViewContext): void {
     const measured = !!ctx.importance;
     this.sizeBox.disabled = !measured;
+    this.sizeBox.checked = measured && this.sizeWanted;
     this.sizeReason.textContent = measured
       ? ''
       : ctx.importanceStatus === 'measuring'

@@ -9,6 +9,7 @@
 //                    text comes from HEADSCOPE_LONG_TEXT (default: ../../shared/data/ud/en_ewt-ud-dev.conllu).
 //                    The analysis takes minutes on two cores; timings go to test-results/long-timings.json.
 //   HEADSCOPE_E2E_ONLY=explorer  only the first-minute-to-phone suite (explorer.mjs) on both models
+//   HEADSCOPE_E2E_ONLY=decoder   only the short decoder pass (decoder.mjs) on HEADSCOPE_DECODER_MODEL
 //   HEADSCOPE_E2E_ONLY=long      only the long-text pass
 //   HEADSCOPE_E2E_ONLY=maps      only the weights / norm-weighted / rollout pass (maps.mjs) on both models
 //   HEADSCOPE_E2E_ONLY=ablation  only the causal-evidence pass (ablation.mjs) on both models
@@ -66,6 +67,8 @@ const onlyPatching = process.env.HEADSCOPE_E2E_ONLY === 'patching';
 const onlyComposition = process.env.HEADSCOPE_E2E_ONLY === 'composition';
 // HEADSCOPE_E2E_ONLY=rough: only the rough-edges pass (rough.mjs), on the three models.
 const onlyRough = process.env.HEADSCOPE_E2E_ONLY === 'rough';
+// HEADSCOPE_E2E_ONLY=decoder: only the short decoder pass (decoder.mjs).
+const onlyDecoder = process.env.HEADSCOPE_E2E_ONLY === 'decoder';
 // HEADSCOPE_E2E_ONLY=headmap: only the Head map pass (headmap.mjs), on the three models.
 const onlyHeadMap = process.env.HEADSCOPE_E2E_ONLY === 'headmap';
 // Any HEADSCOPE_E2E_ONLY: the passes not named are left out.
@@ -78,6 +81,7 @@ const only =
   onlyPatching ||
   onlyComposition ||
   onlyRough ||
+  onlyDecoder ||
   onlyHeadMap;
 const outDir = path.join(webDir, 'test-results');
 
@@ -122,7 +126,7 @@ try {
   await server.stop();
   log.end();
 }
-if (decoderModel && !only) {
+if (decoderModel && (!only || onlyDecoder)) {
   // A second, short pass on a causal GQA model: its own server, its own log.
   const dlog = fs.createWriteStream(path.join(outDir, 'server-decoder.log'));
   dlog.path = path.join(outDir, 'server-decoder.log');

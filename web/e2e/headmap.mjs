@@ -345,6 +345,11 @@ async function downloadTests(suite, { page, api, model, L, H, tag, size, phone, 
     assert.equal(rows.length - 1, L * H);
     const last = api.heads[L * H - 1];
     assert.equal(rows[L * H], `${L},${H},${last.kv_head + 1},${last.x},${last.y}`);
+    // The toolbar's SVG export draws the map: its title and one round mark per head.
+    const svg = await save('#export-svg');
+    assert.equal(svg.name, `headscope-${model.name}-head-map.svg`);
+    assert.ok(svg.text.includes(`Head map of ${model.name}`), svg.text.slice(0, 300));
+    assert.ok((svg.text.match(/<rect [^>]*rx=/g) ?? []).length >= L * H, 'a mark per head');
   });
 }
 

@@ -267,7 +267,13 @@ export async function browserTests(base, suite, outDir) {
       shownNorms.forEach((n, i) => assert.equal(Math.fround(n), norms.readFloatLE(4 * i)));
       assert.equal((await page.$$('#decomposition [data-head-output]')).length, 12);
       assert.match(await page.textContent('#sum-check'), /✓/);
-      assert.match(await page.textContent('#why-contributions'), /^For “bob”, the heads adding most/);
+      // The token as it reads (the server's display form: the text it covers, "Bob" in the typed text).
+      const shown = (await api(base, '/api/tokenize', { text: typed })).tokens[3];
+      assert.ok(
+        (await page.textContent('#why-contributions')).startsWith(
+          `For “${shown.display ?? shown.text}”, the heads adding most`,
+        ),
+      );
       await part('.projection', '05-projection.png');
       await part('.why', '06-why-several-heads.png');
     });

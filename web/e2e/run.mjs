@@ -9,12 +9,15 @@
 //                    text comes from HEADSCOPE_LONG_TEXT (default: ../../shared/data/ud/en_ewt-ud-dev.conllu).
 //                    The analysis takes minutes on two cores; timings go to test-results/long-timings.json.
 //   HEADSCOPE_E2E_ONLY=explorer  only the first-minute-to-phone suite (explorer.mjs) on both models
+//   HEADSCOPE_E2E_ONLY=decoder   only the short decoder pass (decoder.mjs) on HEADSCOPE_DECODER_MODEL
 //   HEADSCOPE_E2E_ONLY=long      only the long-text pass
 //   HEADSCOPE_E2E_ONLY=maps      only the weights / norm-weighted / rollout pass (maps.mjs) on both models
 //   HEADSCOPE_E2E_ONLY=ablation  only the causal-evidence pass (ablation.mjs) on both models
 //   HEADSCOPE_E2E_ONLY=window    only the sliding-window / multi-query pass on Gemma 3 (HEADSCOPE_WINDOW_MODEL)
 //   HEADSCOPE_E2E_ONLY=patching  only the Patching and Logit lens pass (patching.mjs) on both models
 //   HEADSCOPE_E2E_ONLY=composition  only the Composition pass (composition.mjs) on both models
+//   HEADSCOPE_E2E_ONLY=headmap   only the Head map pass (headmap.mjs) on MiniLM, SmolLM2 and Gemma 3, and
+//                    the corpus-evidence notice on a server whose cache holds no evidence
 //   HEADSCOPE_E2E_ONLY=rough     only the rough-edges pass (rough.mjs) on MiniLM, SmolLM2 and Gemma 3
 //                    (HEADSCOPE_WINDOW_MODEL), at 1400×900 and 390×844
 //   CHROMIUM         the browser (default: /usr/bin/chromium)
@@ -28,6 +31,7 @@ import { browserTests } from './browser.mjs';
 import { compositionTests } from './composition.mjs';
 import { decoderTests, windowTests } from './decoder.mjs';
 import { explorerTests } from './explorer.mjs';
+import { headMapTests, missingEvidenceTests } from './headmap.mjs';
 import { startServer, Suite } from './harness.mjs';
 import { LONG_TOKENS, longTests, longText } from './long.mjs';
 import { mapsTests } from './maps.mjs';
@@ -63,9 +67,22 @@ const onlyPatching = process.env.HEADSCOPE_E2E_ONLY === 'patching';
 const onlyComposition = process.env.HEADSCOPE_E2E_ONLY === 'composition';
 // HEADSCOPE_E2E_ONLY=rough: only the rough-edges pass (rough.mjs), on the three models.
 const onlyRough = process.env.HEADSCOPE_E2E_ONLY === 'rough';
+// HEADSCOPE_E2E_ONLY=decoder: only the short decoder pass (decoder.mjs).
+const onlyDecoder = process.env.HEADSCOPE_E2E_ONLY === 'decoder';
+// HEADSCOPE_E2E_ONLY=headmap: only the Head map pass (headmap.mjs), on the three models.
+const onlyHeadMap = process.env.HEADSCOPE_E2E_ONLY === 'headmap';
 // Any HEADSCOPE_E2E_ONLY: the passes not named are left out.
 const only =
-  onlyExplorer || onlyLong || onlyMaps || onlyAblation || onlyWindow || onlyPatching || onlyComposition || onlyRough;
+  onlyExplorer ||
+  onlyLong ||
+  onlyMaps ||
+  onlyAblation ||
+  onlyWindow ||
+  onlyPatching ||
+  onlyComposition ||
+  onlyRough ||
+  onlyDecoder ||
+  onlyHeadMap;
 const outDir = path.join(webDir, 'test-results');
 
 function fail(message) {
@@ -109,7 +126,7 @@ try {
   await server.stop();
   log.end();
 }
-if (decoderModel && !only) {
+if (decoderModel && (!only || onlyDecoder)) {
   // A second, short pass on a causal GQA model: its own server, its own log.
   const dlog = fs.createWriteStream(path.join(outDir, 'server-decoder.log'));
   dlog.path = path.join(outDir, 'server-decoder.log');
@@ -276,6 +293,40 @@ if (!only || onlyRough) {
   if (decoderModel) await roughPass(decoderModel, 'smollm2', { generate: true });
   // Gemma 3: 72 heads, so importance is refused past 227 tokens; the server reads up to 256.
   if (windowModel) await roughPass(windowModel, 'gemma', {}, 256);
+}
+/** The Head map pass (headmap.mjs) on its own server; `args` adds server options. */
+async function headMapPass(modelDir, tag, run, args = []) {
+  const hlog = fs.createWriteStream(path.join(outDir, `server-headmap-${tag}.log`));
+  hlog.path = path.join(outDir, `server-headmap-${tag}.log`);
+  const hserver = await startServer({
+    bin,
+    model: modelDir,
+    webDir: dist,
+    log: hlog,
+    args: ['--max-tokens', '64', ...args],
+  });
+  console.log(`Head map (${path.basename(modelDir)}, ${tag}, at ${hserver.url})`);
+  try {
+    const suite = new Suite(`head map ${tag}`);
+    await run(hserver.url, suite);
+    ok = suite.summary() && ok;
+  } finally {
+    await hserver.stop();
+    hlog.end();
+  }
+}
+if (!only || onlyHeadMap) {
+  const mapTests = (tag) => (url, suite) => headMapTests(url, suite, outDir, { tag });
+  await headMapPass(model, 'minilm', mapTests('minilm'));
+  if (decoderModel) await headMapPass(decoderModel, 'smollm2', mapTests('smollm2'));
+  if (windowModel) await headMapPass(windowModel, 'gemma', mapTests('gemma'));
+  // A cache folder with no corpus evidence in it: the page says so and how to measure it.
+  const empty = fs.mkdtempSync(path.join(outDir, 'no-evidence-'));
+  await headMapPass(model, 'no-evidence', (url, suite) => missingEvidenceTests(url, suite, outDir), [
+    '--evidence-cache',
+    empty,
+  ]);
+  fs.rmSync(empty, { recursive: true, force: true });
 }
 if (only && !onlyLong) {
   // the long-text pass is left out

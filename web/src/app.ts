@@ -115,6 +115,7 @@ export class App {
       headLens: (request) => this.api.headLens(request),
       tokenize: (...args) => this.api.tokenize(...args),
       composition: (request) => this.api.composition(request),
+      headMap: () => this.api.headMap(),
     };
     this.views = new Map(VIEWS.map((v) => [v.id, v.create(host)]));
     this.headPanel = new HeadPanel(

@@ -71,6 +71,7 @@ class EmbeddedExplorer {
       headLens: (request) => this.api.headLens(request),
       tokenize: (...args) => this.api.tokenize(...args),
       composition: (request) => this.api.composition(request),
+      headMap: () => this.api.headMap(),
     };
     this.views = new Map(EMBEDDED_TAB_VIEWS.map((v) => [v.id, v.create(host)]));
     this.headPanel = new HeadPanel(

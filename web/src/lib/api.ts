@@ -44,6 +44,16 @@ export interface ModelInfo {
   /** Every HeadStats field described once by the core (statistics_catalogue in docs/schema.md). */
   statistics_catalogue: StatInfo[];
   roles: RoleInfo[];
+  /** What the syntactic and coreference roles were measured on (the server adds it; absent in an
+   *  embedded result). `source` starts with "not measured yet" or "none" when there is no evidence. */
+  corpus_evidence?: CorpusEvidence;
+}
+
+/** GET /api/model's corpus_evidence: whether the corpus roles are on, and on what they were measured. */
+export interface CorpusEvidence {
+  source: string;
+  syntax: boolean;
+  coreference: boolean;
 }
 
 /** A statistic's catalogue entry (headscope/analysis.h, StatInfo): its HeadStats key, how to label
@@ -509,6 +519,36 @@ export interface CompositionResult {
   cached: boolean;
 }
 
+/** One head of the head map, 0-based (layer, head, its key/value head) and its place on the map. */
+export interface HeadMapPoint {
+  layer: number;
+  head: number;
+  kv_head: number;
+  x: number;
+  y: number;
+}
+
+/** The reply of POST /api/head_map ("headscope.head_map/1"): every head placed by how alike its
+ *  attention is to every other head's over a corpus (classical MDS of √ mean Jensen–Shannon divergence). */
+export interface HeadMapResult {
+  schema: string;
+  n_layer: number;
+  n_head: number;
+  /** Texts and query rows of the corpus the heads were compared on. */
+  texts: number;
+  rows: number;
+  /** The two axes' share of the positive eigenvalue mass (0–1). */
+  explained: number;
+  eigenvalues: number[];
+  /** Layer-major: heads[l · n_head + h]. */
+  heads: HeadMapPoint[];
+  /** distance[i][j]: √ of the mean Jensen–Shannon divergence (bits) of heads i and j's rows. */
+  distance: number[][];
+  /** The corpus, in words. */
+  source: string;
+  cached: boolean;
+}
+
 /** An error reply of the API: {"error": {status, code, message}}. */
 export class ApiError extends Error {
   constructor(
@@ -572,6 +612,7 @@ export class ApiClient {
   private headLenses = new PromiseCache<HeadLensResult>(32);
   private tokenizations = new PromiseCache<TokenizeResult>(64);
   private compositions = new PromiseCache<CompositionResult>(4);
+  private headMaps = new PromiseCache<HeadMapResult>(1);
 
   constructor(private readonly base = '') {}
 
@@ -679,6 +720,11 @@ export class ApiClient {
     return this.compositions.get(JSON.stringify(request), async () =>
       (await this.post('/api/composition', request)).json(),
     );
+  }
+
+  /** Every head as a point on the head map (no text: measured once over the server's corpus). */
+  headMap(): Promise<HeadMapResult> {
+    return this.headMaps.get('{}', async () => (await this.post('/api/head_map', {})).json());
   }
 
   importance(text: string): Promise<ImportanceResult> {

@@ -51,6 +51,8 @@ export interface ViewHost {
   tokenize: ApiClient['tokenize'];
   /** Composition scores of every pair of heads (POST /api/composition). */
   composition: ApiClient['composition'];
+  /** Every head placed by how alike its attention is over a corpus (POST /api/head_map). */
+  headMap: ApiClient['headMap'];
 }
 
 /** A created tab view as the app drives it: shown in #views, exported by PNG/SVG. */

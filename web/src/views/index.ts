@@ -6,6 +6,7 @@
 import type { ViewDefinition } from './context';
 import { compareView } from './compare';
 import { compositionView } from './composition';
+import { headMapView } from './headmap';
 import { layerView } from './layer';
 import { lensView } from './lens';
 import { linesView } from './lines';
@@ -20,6 +21,7 @@ export const VIEWS: readonly ViewDefinition[] = [
   patchingView,
   lensView,
   compositionView,
+  headMapView,
 ];
 
 /** The registered ids, which the URL may name. */

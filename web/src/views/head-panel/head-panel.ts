@@ -3,6 +3,7 @@
 // function, and the head's attention drawn large with labels.
 
 import type { AblateResult, AblationMode, HeadStats, LinkResult, ModelInfo } from '../../lib/api';
+import { evidenceNote } from '../../lib/evidence';
 import { showStat, statConstant, statInfo } from '../../lib/statistics';
 import { tokenShown } from '../../lib/units';
 import { linksText, recognisedText } from '../../lib/tokens';
@@ -354,6 +355,7 @@ export class HeadPanel implements ExportableView {
         ' ',
         sentence(role.description),
       ),
+      evidenceNote(model, 'head-evidence') ?? '',
       this.ablateBox.el,
       this.linkSearch(ctx),
       h(

@@ -26,6 +26,8 @@ const LEAST_SET = 10;
 
 /** Role id of heads that park their attention on [CLS]/[SEP]/BOS (analysis/roles.h, kSink). */
 const SINK_ROLE = 'sink';
+/** Role id of decoder heads resting on the first token and writing almost nothing (kDormant). */
+const DORMANT_ROLE = 'dormant';
 
 function list(items: number[]): string {
   const s = items.map((i) => String(i + 1)); // head numbers, counted from 1 (lib/numbering.ts)
@@ -102,6 +104,8 @@ export class WhyHeadsView {
           ? `On this text ${layerName(state.layer).toLowerCase()} shows only two patterns, so its heads overlap more than the textbook picture suggests:`
           : `On this text every head of ${layerName(state.layer).toLowerCase()} shows the same dominant pattern; the differences between them are in the details (see the role scores of each head):`;
     this.body.append(h('h3', {}, `What the heads of ${model.name} do`), h('p', {}, spread), ul);
+    const dormant = this.dormantNote(ctx, layerReports);
+    if (dormant) this.body.append(dormant);
     this.body.append(this.removal(ctx, layerReports));
 
     // A head that parks most of its weight on special tokens still spends the rest somewhere, and
@@ -173,6 +177,23 @@ export class WhyHeadsView {
         `Across all ${model.n_layer * model.n_head} heads of the model on this text: ${parts.join(', ')}. `,
         'Roles here come from one sentence; `headscope atlas` measures them over a corpus, with syntactic and coreference roles checked against gold annotations.',
       ),
+    );
+  }
+
+  /** Dormant heads of the layer (decoders): resting on the first token, they add almost nothing to
+   *  this text; their next strongest pattern says what they do with the rest of their attention. */
+  private dormantNote(ctx: ViewContext, layerReports: HeadReport[]): HTMLElement | null {
+    const dormant = layerReports.filter((r) => r.roles.primary.id === DORMANT_ROLE);
+    if (dormant.length === 0) return null;
+    const rest = dormant
+      .map((r) => `${headName(r.head).toLowerCase()} ${roleInfo(ctx.model, r.roles.secondary.id).name.toLowerCase()}`)
+      .join(', ');
+    const n = dormant.length;
+    return h(
+      'p',
+      { id: 'why-dormant' },
+      `${n === 1 ? 'One head' : `${n} heads`} of ${layerName(ctx.state.layer).toLowerCase()} ${n === 1 ? 'is' : 'are'} dormant on this text: ${n === 1 ? 'it rests' : 'they rest'} nearly all ${n === 1 ? 'its' : 'their'} attention on the first token, whose value is small, and so ${n === 1 ? 'adds' : 'add'} almost nothing to the output (“Remove this head” in the panel above measures it). `,
+      `A dormant head can wake up on another text; what ${n === 1 ? 'it does' : 'they do'} with the attention left over is ${n === 1 ? 'its' : 'their'} next strongest pattern: ${rest}.`,
     );
   }
 

@@ -5,6 +5,7 @@ import { readableOn } from '../../lib/colour';
 import { h, clear, hideTooltip, showTooltip, sizeCanvas } from '../../lib/dom';
 import { fixed } from '../../lib/format';
 import { matrixPixels, pixelsCanvas } from '../../lib/heatmap';
+import { evidenceNote } from '../../lib/evidence';
 import { attentionLegend, attentionLegendItems } from '../../lib/legend';
 import { MAP_LABELS, mapHead, type MapView } from '../../lib/maps';
 import { headMatrix, maxPool, type Matrix } from '../../lib/matrix';
@@ -33,6 +34,8 @@ export class ModelView implements ExportableView {
   private legendSlot: HTMLElement;
   private roles: HTMLElement;
   private groupsNote: HTMLElement;
+  /** Whether the corpus roles are on and on what they were measured (lib/evidence.ts). */
+  private evidence: HTMLElement;
   private ctx: ViewContext | null = null;
   private thumbs: Pixels[] = [];
   private pooled: Matrix[] = [];
@@ -61,6 +64,7 @@ export class ModelView implements ExportableView {
     this.legendSlot = h('div', { class: 'legend-slot' });
     this.roles = h('ul', { class: 'role-legend', id: 'role-legend' });
     this.groupsNote = h('p', { class: 'muted kv-groups-note', id: 'model-kv-groups' });
+    this.evidence = h('div', { class: 'evidence-slot' });
     this.el = h(
       'section',
       { class: 'view model-view', 'aria-labelledby': 'model-title' },
@@ -69,6 +73,7 @@ export class ModelView implements ExportableView {
       this.groupsNote,
       h('div', { class: 'scroll-x' }, this.canvas),
       this.roles,
+      this.evidence,
     );
   }
 
@@ -120,6 +125,7 @@ export class ModelView implements ExportableView {
     this.legendSlot.appendChild(attentionLegend(state.scale, model.causal, ctx.maps));
     const counts = new Map<string, number>();
     for (const r of ctx.run.heads) counts.set(r.roles.primary.id, (counts.get(r.roles.primary.id) ?? 0) + 1);
+    this.evidence.replaceChildren(...[evidenceNote(model, 'model-evidence')].filter((x) => x !== null));
     clear(this.roles);
     for (const role of model.roles) {
       const n = counts.get(role.id);

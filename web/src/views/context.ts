@@ -51,6 +51,9 @@ export interface ViewHost {
   tokenize: ApiClient['tokenize'];
   /** Composition scores of every pair of heads (POST /api/composition). */
   composition: ApiClient['composition'];
+  /** Every model the server serves (GET /api/models; the page's own is index 0) and a client
+   *  that asks model `index`; absent where the page has no server (embedded results). */
+  models?: { list: readonly ModelInfo[]; client(index: number): ApiClient };
 }
 
 /** A created tab view as the app drives it: shown in #views, exported by PNG/SVG. */

@@ -11,6 +11,7 @@ import { lensView } from './lens';
 import { linesView } from './lines';
 import { modelView } from './model';
 import { patchingView } from './patching';
+import { twoModelsView } from './twomodels';
 
 export const VIEWS: readonly ViewDefinition[] = [
   layerView,
@@ -20,6 +21,7 @@ export const VIEWS: readonly ViewDefinition[] = [
   patchingView,
   lensView,
   compositionView,
+  twoModelsView,
 ];
 
 /** The registered ids, which the URL may name. */

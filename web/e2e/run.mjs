@@ -17,6 +17,8 @@
 //   HEADSCOPE_E2E_ONLY=composition  only the Composition pass (composition.mjs) on both models
 //   HEADSCOPE_E2E_ONLY=rough     only the rough-edges pass (rough.mjs) on MiniLM, SmolLM2 and Gemma 3
 //                    (HEADSCOPE_WINDOW_MODEL), at 1400×900 and 390×844
+//   HEADSCOPE_E2E_ONLY=twomodels  only "Compare models" (twomodels.mjs): one server with MiniLM and
+//                    SmolLM2, one with MiniLM and Gemma 3 (HEADSCOPE_WINDOW_MODEL), one with MiniLM alone
 //   CHROMIUM         the browser (default: /usr/bin/chromium)
 // Screenshots, exported files and the server log go to web/test-results/.
 import fs from 'node:fs';
@@ -33,6 +35,7 @@ import { LONG_TOKENS, longTests, longText } from './long.mjs';
 import { mapsTests } from './maps.mjs';
 import { patchingTests } from './patching.mjs';
 import { roughTests } from './rough.mjs';
+import { singleModelTests, twoModelsTests } from './twomodels.mjs';
 
 const webDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const root = path.resolve(webDir, '..');
@@ -63,9 +66,19 @@ const onlyPatching = process.env.HEADSCOPE_E2E_ONLY === 'patching';
 const onlyComposition = process.env.HEADSCOPE_E2E_ONLY === 'composition';
 // HEADSCOPE_E2E_ONLY=rough: only the rough-edges pass (rough.mjs), on the three models.
 const onlyRough = process.env.HEADSCOPE_E2E_ONLY === 'rough';
+// HEADSCOPE_E2E_ONLY=twomodels: only the "Compare models" pass (twomodels.mjs), on two-model servers.
+const onlyTwoModels = process.env.HEADSCOPE_E2E_ONLY === 'twomodels';
 // Any HEADSCOPE_E2E_ONLY: the passes not named are left out.
 const only =
-  onlyExplorer || onlyLong || onlyMaps || onlyAblation || onlyWindow || onlyPatching || onlyComposition || onlyRough;
+  onlyExplorer ||
+  onlyLong ||
+  onlyMaps ||
+  onlyAblation ||
+  onlyWindow ||
+  onlyPatching ||
+  onlyComposition ||
+  onlyRough ||
+  onlyTwoModels;
 const outDir = path.join(webDir, 'test-results');
 
 function fail(message) {
@@ -97,6 +110,10 @@ try {
     await apiTests(server.url, apiSuite);
     console.log('Browser (Chromium)');
     await browserTests(server.url, uiSuite, outDir);
+  }
+  if (!only || onlyTwoModels) {
+    console.log('Compare models on a server with one model');
+    await singleModelTests(server.url, uiSuite, outDir);
   }
   const a = apiSuite.summary(),
     b = uiSuite.summary();
@@ -276,6 +293,35 @@ if (!only || onlyRough) {
   if (decoderModel) await roughPass(decoderModel, 'smollm2', { generate: true });
   // Gemma 3: 72 heads, so importance is refused past 227 tokens; the server reads up to 256.
   if (windowModel) await roughPass(windowModel, 'gemma', {}, 256);
+}
+/** "Compare models" (twomodels.mjs) on a server with two models: MiniLM and `second`. */
+async function twoModelsPass(second, tag, options = {}) {
+  const tlog = fs.createWriteStream(path.join(outDir, `server-twomodels-${tag}.log`));
+  tlog.path = path.join(outDir, `server-twomodels-${tag}.log`);
+  const tserver = await startServer({
+    bin,
+    model,
+    webDir: dist,
+    log: tlog,
+    args: ['--model', second, '--max-tokens', '256'],
+  });
+  console.log(`Compare models (${path.basename(model)} and ${path.basename(second)} at ${tserver.url})`);
+  try {
+    const suite = new Suite(`twomodels ${tag}`);
+    await twoModelsTests(tserver.url, suite, outDir, { tag, ...options });
+    ok = suite.summary() && ok;
+    if (tserver.child.exitCode !== null) {
+      console.error(`e2e: the two-model server exited (code ${tserver.child.exitCode}) during the tests`);
+      ok = false;
+    }
+  } finally {
+    await tserver.stop();
+    tlog.end();
+  }
+}
+if (!only || onlyTwoModels) {
+  if (decoderModel) await twoModelsPass(decoderModel, 'smollm2');
+  if (windowModel) await twoModelsPass(windowModel, 'gemma', { quick: true });
 }
 if (only && !onlyLong) {
   // the long-text pass is left out

@@ -20,6 +20,8 @@
 //                    the corpus-evidence notice on a server whose cache holds no evidence
 //   HEADSCOPE_E2E_ONLY=rough     only the rough-edges pass (rough.mjs) on MiniLM, SmolLM2 and Gemma 3
 //                    (HEADSCOPE_WINDOW_MODEL), at 1400×900 and 390×844
+//   HEADSCOPE_E2E_ONLY=twomodels  only "Compare models" (twomodels.mjs): one server with MiniLM and
+//                    SmolLM2, one with MiniLM and Gemma 3 (HEADSCOPE_WINDOW_MODEL), one with MiniLM alone
 //   CHROMIUM         the browser (default: /usr/bin/chromium)
 // Screenshots, exported files and the server log go to web/test-results/.
 import fs from 'node:fs';
@@ -37,6 +39,7 @@ import { LONG_TOKENS, longTests, longText } from './long.mjs';
 import { mapsTests } from './maps.mjs';
 import { patchingTests } from './patching.mjs';
 import { roughTests } from './rough.mjs';
+import { singleModelTests, twoModelsTests } from './twomodels.mjs';
 
 const webDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const root = path.resolve(webDir, '..');
@@ -71,6 +74,8 @@ const onlyRough = process.env.HEADSCOPE_E2E_ONLY === 'rough';
 const onlyDecoder = process.env.HEADSCOPE_E2E_ONLY === 'decoder';
 // HEADSCOPE_E2E_ONLY=headmap: only the Head map pass (headmap.mjs), on the three models.
 const onlyHeadMap = process.env.HEADSCOPE_E2E_ONLY === 'headmap';
+// HEADSCOPE_E2E_ONLY=twomodels: only the "Compare models" pass (twomodels.mjs), on two-model servers.
+const onlyTwoModels = process.env.HEADSCOPE_E2E_ONLY === 'twomodels';
 // Any HEADSCOPE_E2E_ONLY: the passes not named are left out.
 const only =
   onlyExplorer ||
@@ -82,7 +87,8 @@ const only =
   onlyComposition ||
   onlyRough ||
   onlyDecoder ||
-  onlyHeadMap;
+  onlyHeadMap ||
+  onlyTwoModels;
 const outDir = path.join(webDir, 'test-results');
 
 function fail(message) {
@@ -114,6 +120,10 @@ try {
     await apiTests(server.url, apiSuite);
     console.log('Browser (Chromium)');
     await browserTests(server.url, uiSuite, outDir);
+  }
+  if (!only || onlyTwoModels) {
+    console.log('Compare models on a server with one model');
+    await singleModelTests(server.url, uiSuite, outDir);
   }
   const a = apiSuite.summary(),
     b = uiSuite.summary();
@@ -327,6 +337,35 @@ if (!only || onlyHeadMap) {
     empty,
   ]);
   fs.rmSync(empty, { recursive: true, force: true });
+}
+/** "Compare models" (twomodels.mjs) on a server with two models: MiniLM and `second`. */
+async function twoModelsPass(second, tag, options = {}) {
+  const tlog = fs.createWriteStream(path.join(outDir, `server-twomodels-${tag}.log`));
+  tlog.path = path.join(outDir, `server-twomodels-${tag}.log`);
+  const tserver = await startServer({
+    bin,
+    model,
+    webDir: dist,
+    log: tlog,
+    args: ['--model', second, '--max-tokens', '256'],
+  });
+  console.log(`Compare models (${path.basename(model)} and ${path.basename(second)} at ${tserver.url})`);
+  try {
+    const suite = new Suite(`twomodels ${tag}`);
+    await twoModelsTests(tserver.url, suite, outDir, { tag, ...options });
+    ok = suite.summary() && ok;
+    if (tserver.child.exitCode !== null) {
+      console.error(`e2e: the two-model server exited (code ${tserver.child.exitCode}) during the tests`);
+      ok = false;
+    }
+  } finally {
+    await tserver.stop();
+    tlog.end();
+  }
+}
+if (!only || onlyTwoModels) {
+  if (decoderModel) await twoModelsPass(decoderModel, 'smollm2');
+  if (windowModel) await twoModelsPass(windowModel, 'gemma', { quick: true });
 }
 if (only && !onlyLong) {
   // the long-text pass is left out

@@ -75,6 +75,8 @@ export class App {
     private readonly root: HTMLElement,
     private readonly api: ApiClient,
     private readonly model: ModelInfo,
+    /** Every model the server serves (GET /api/models), the page's own first. */
+    private readonly served: readonly ModelInfo[] = [model],
   ) {
     this.state = stateFromQuery(location.search, model, VIEW_IDS);
     const change = (patch: Partial<ViewState>) => this.setState(patch);
@@ -116,6 +118,7 @@ export class App {
       tokenize: (...args) => this.api.tokenize(...args),
       composition: (request) => this.api.composition(request),
       headMap: () => this.api.headMap(),
+      models: { list: this.served, client: (index) => (index === 0 ? this.api : this.api.forModel(index)) },
     };
     this.views = new Map(VIEWS.map((v) => [v.id, v.create(host)]));
     this.headPanel = new HeadPanel(

@@ -9,8 +9,10 @@ async function main(): Promise<void> {
   const root = document.getElementById('app')!;
   const api = new ApiClient();
   try {
-    const model = await api.model();
-    new App(root, api, model).mount();
+    // A server serving several models (serve --model A --model B) lists them; the page is about
+    // the first, and "Compare models" reads the others. A server without the list serves one.
+    const [model, served] = await Promise.all([api.model(), api.models().catch(() => null)]);
+    new App(root, api, model, served ? served.map((s) => s.model) : [model]).mount();
   } catch (e) {
     root.innerHTML = '';
     const p = document.createElement('p');

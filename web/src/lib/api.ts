@@ -548,6 +548,15 @@ export interface HeadMapResult {
   source: string;
   cached: boolean;
 }
+/** One model of GET /api/models: its 0-based index (the value of the Headscope-Model header that
+ *  asks it) and what GET /api/model answers for it. */
+export interface ServedModel {
+  index: number;
+  model: ModelInfo;
+}
+
+/** The header that sends a request to one model of a server serving several (docs/api.md). */
+export const MODEL_HEADER = 'Headscope-Model';
 
 /** An error reply of the API: {"error": {status, code, message}}. */
 export class ApiError extends Error {
@@ -614,12 +623,32 @@ export class ApiClient {
   private compositions = new PromiseCache<CompositionResult>(4);
   private headMaps = new PromiseCache<HeadMapResult>(1);
 
-  constructor(private readonly base = '') {}
+  /** The clients of the other models, one per index (forModel). */
+  private others = new Map<number, ApiClient>();
+
+  /** modelIndex: the model of a several-model server every request asks (the Headscope-Model
+   *  header); null sends no header, and the server answers for its first model. */
+  constructor(
+    private readonly base = '',
+    readonly modelIndex: number | null = null,
+  ) {}
+
+  /** A client whose every request goes to model `index` of the server (with its own caches). */
+  forModel(index: number): ApiClient {
+    if (index === this.modelIndex) return this;
+    let c = this.others.get(index);
+    if (!c) this.others.set(index, (c = new ApiClient(this.base, index)));
+    return c;
+  }
+
+  private headers(extra: Record<string, string> = {}): Record<string, string> {
+    return this.modelIndex === null ? extra : { ...extra, [MODEL_HEADER]: String(this.modelIndex) };
+  }
 
   private post(path: string, body: unknown): Promise<Response> {
     return fetch(this.base + path, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
+      headers: this.headers({ 'Content-Type': 'application/json' }),
       body: JSON.stringify(body),
     }).then(check);
   }
@@ -633,7 +662,12 @@ export class ApiClient {
   }
 
   async model(): Promise<ModelInfo> {
-    return (await check(await fetch(this.base + '/api/model'))).json();
+    return (await check(await fetch(this.base + '/api/model', { headers: this.headers() }))).json();
+  }
+
+  /** Every model the server serves (GET /api/models): one, or several (serve --model A --model B). */
+  async models(): Promise<ServedModel[]> {
+    return ((await (await check(await fetch(this.base + '/api/models'))).json()) as { models: ServedModel[] }).models;
   }
 
   run(text: string, level: Level, special: SpecialMode = 'keep'): Promise<RunResult> {

@@ -53,6 +53,9 @@ export interface ViewHost {
   composition: ApiClient['composition'];
   /** Every head placed by how alike its attention is over a corpus (POST /api/head_map). */
   headMap: ApiClient['headMap'];
+  /** Every model the server serves (GET /api/models; the page's own is index 0) and a client
+   *  that asks model `index`; absent where the page has no server (embedded results). */
+  models?: { list: readonly ModelInfo[]; client(index: number): ApiClient };
 }
 
 /** A created tab view as the app drives it: shown in #views, exported by PNG/SVG. */

@@ -12,6 +12,7 @@ import { lensView } from './lens';
 import { linesView } from './lines';
 import { modelView } from './model';
 import { patchingView } from './patching';
+import { twoModelsView } from './twomodels';
 
 export const VIEWS: readonly ViewDefinition[] = [
   layerView,
@@ -22,6 +23,7 @@ export const VIEWS: readonly ViewDefinition[] = [
   lensView,
   compositionView,
   headMapView,
+  twoModelsView,
 ];
 
 /** The registered ids, which the URL may name. */

@@ -263,8 +263,24 @@ TEST(Schema, CliAndApiAgreeWithCorpusEvidenceOnTwentyTexts) {
     ASSERT_EQ(at["heads"].size(), a["heads"].size());
     for (size_t i = 0; i < a["heads"].size(); ++i) {
       const std::string where = a["text"].get<std::string>() + ": head " + std::to_string(i);
-      expect_close(at["heads"][i]["stats"], a["heads"][i]["stats"], where + " stats", 1e-5);
-      expect_close(at["heads"][i]["roles"], a["heads"][i]["roles"], where + " roles", 1e-5);
+      // keys_90 counts keys: a weight at float rounding's distance from the 90 % line moves one
+      // row's count by one key (seen in the sanitized build), so it gets one key over the text's
+      // rows, and the evidence sentences that print it are left out; every other number to 1e-5.
+      json got_stats = at["heads"][i]["stats"], want_stats = a["heads"][i]["stats"];
+      const double rows = want_stats["n_queries"].get<double>();
+      EXPECT_LE(std::abs(got_stats["keys_90"].get<double>() - want_stats["keys_90"].get<double>()), 1.0 / rows + 1e-9)
+          << where;
+      EXPECT_LE(std::abs(got_stats["keys_90_share"].get<double>() - want_stats["keys_90_share"].get<double>()),
+                1.0 / rows + 1e-9)
+          << where;
+      for (json* j : {&got_stats, &want_stats}) j->erase("keys_90"), j->erase("keys_90_share");
+      expect_close(got_stats, want_stats, where + " stats", 1e-5);
+      json got_roles = at["heads"][i]["roles"], want_roles = a["heads"][i]["roles"];
+      for (json* r : {&got_roles, &want_roles}) {
+        (*r)["primary"].erase("evidence"), (*r)["secondary"].erase("evidence");
+        for (json& score : (*r)["scores"]) score.erase("evidence");
+      }
+      expect_close(got_roles, want_roles, where + " roles", 1e-5);
       const std::string primary = a["heads"][i]["roles"]["primary"]["id"].get<std::string>();
       syntactic_or_coreference += primary == "syntactic" || primary == "coreference";
       ++roles_compared;

@@ -200,9 +200,8 @@ TEST(AtlasCorpus, PackedTextsEqualTheirOwnStreamedAnalysis) {
       const HeadStats& got = a.texts[i].stats[size_t(h)];
       const HeadStats& want = run.token_level.stats[size_t(h)];
       EXPECT_EQ(got.n_queries, want.n_queries);
-      for (double HeadStats::*f :
-           {&HeadStats::entropy_bits, &HeadStats::sparsity, &HeadStats::max_attention, &HeadStats::avg_attention,
-            &HeadStats::first_mass, &HeadStats::sink_mass_norm, &HeadStats::mean_distance})
+      for (double HeadStats::*f : {&HeadStats::entropy_bits, &HeadStats::max_attention, &HeadStats::avg_attention,
+                                   &HeadStats::first_mass, &HeadStats::sink_mass_norm, &HeadStats::mean_distance})
         worst = std::max(worst, std::abs(got.*f - want.*f) / std::max(1.0, std::abs(want.*f)));
     }
   }

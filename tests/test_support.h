@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -91,6 +93,19 @@ inline const Model& default_model() {
 inline std::filesystem::path goldens_dir(const std::string& sub) {
   const std::string dir = env_or_fail("HEADSCOPE_GOLDENS");
   return dir.empty() ? std::filesystem::path("/nonexistent") : std::filesystem::path(dir) / sub;
+}
+
+// A real decoder of the goldens ("smollm2", "gemma3_270m": the GGUF its manifest names), loaded
+// once per test program.
+inline const Model& real_decoder(const std::string& golden) {
+  static std::map<std::string, std::unique_ptr<Model>> loaded;
+  auto& m = loaded[golden];
+  if (!m) {
+    std::ifstream in(goldens_dir("decoders") / golden / "golden" / "manifest.json");
+    if (!in) throw std::runtime_error("missing " + golden + " goldens: run `make goldens`");
+    m = Model::load(nlohmann::json::parse(in).at("gguf").get<std::string>());
+  }
+  return *m;
 }
 
 inline void write_raw(const std::string& path, const std::string& content) {

@@ -24,9 +24,7 @@
 #include <system_error>
 
 #include "analysis/head_map.h"
-#include "analysis/syntax.h"
 #include "headscope/error.h"
-#include "headscope/input.h"
 #include "headscope/json.h"
 #include "headscope/pipeline.h"
 #include "pipeline/atlas.h"
@@ -158,24 +156,29 @@ std::optional<CorpusEvidence> read_cache(const std::string& path, const std::str
   }
 }
 
-// Writes through a temporary file and a rename, so that a reader never sees half a file.
+// Writes `text` to `path` through a temporary file and a rename, so that a reader never sees half
+// a file; false when it could not be written.
+bool write_atomically(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  const std::string tmp = path + ".tmp" + std::to_string(std::rand());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!out) return false;
+    out << text;
+    if (!out) return false;
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) fs::remove(tmp, ec);
+  return !ec;
+}
+
 bool write_cache(const CorpusEvidence& e, const std::string& model_path, const ModelConfig& c) {
   json j = {{"schema", kSchema},    {"key", e.key},       {"model_path", model_path},
             {"source", e.source},   {"syntax", e.syntax}, {"coreference", e.coreference},
             {"n_layer", c.n_layer}, {"n_head", c.n_head}, {"heads", json::array()}};
   for (const analysis::HeadEvidence& h : e.heads) j["heads"].push_back(head_to_json(h));
-  std::error_code ec;
-  fs::create_directories(fs::path(e.path).parent_path(), ec);
-  const std::string tmp = e.path + ".tmp" + std::to_string(std::rand());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out) return false;
-    out << j.dump(1) << "\n";
-    if (!out) return false;
-  }
-  fs::rename(tmp, e.path, ec);
-  if (ec) fs::remove(tmp, ec);
-  return !ec;
+  return write_atomically(e.path, j.dump(1) + "\n");
 }
 
 }  // namespace
@@ -366,25 +369,15 @@ analysis::HeadMap cached_head_map(const Model& model, const std::string& model_p
                 "): run `headscope serve` with --measure-corpus, or `make evidence`");
   if (!is_file(treebank))
     throw Error("the head map needs UD EWT dev (" + treebank + "); pass --data with the gold data folder");
-  std::vector<std::string> texts;
-  for (const analysis::DependencySentence& s :
-       analysis::parse_conllu(read_input_file(treebank, "treebank", limits::kMaxGoldFileBytes), treebank)) {
+  std::vector<std::string> texts;  // each sentence's words joined by spaces, as a corpus job reads a treebank
+  for (CorpusText& t : read_corpus(treebank)) {
     if (int64_t(texts.size()) >= limits::kHeadMapTexts) break;
-    std::string t;
-    for (const analysis::DependencyWord& w : s.words) t += (t.empty() ? "" : " ") + w.form;
-    texts.push_back(std::move(t));
+    texts.push_back(std::move(t.text));
   }
   if (options.progress) options.progress("head map", 0, int64_t(texts.size()));
   const analysis::HeadMap m = head_map(model, texts);
   if (options.progress) options.progress("head map", int64_t(texts.size()), int64_t(texts.size()));
-  fs::create_directories(fs::path(path).parent_path(), ec);
-  const std::string tmp = path + ".tmp" + std::to_string(std::rand());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << head_map_json(m, c).dump() << "\n";
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) fs::remove(tmp, ec);
+  write_atomically(path, head_map_json(m, c).dump() + "\n");  // unwritable: measured again next time
   return m;
 }
 

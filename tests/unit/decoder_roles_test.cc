@@ -13,25 +13,14 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "analysis/syntax.h"
 #include "headscope/headscope.h"
-#include "headscope/input.h"
 #include "headscope/pipeline.h"
 #include "test_support.h"
 
 namespace headscope {
 namespace {
 
-const Model& decoder(const std::string& golden) {
-  static std::map<std::string, std::unique_ptr<Model>> loaded;
-  auto& m = loaded[golden];
-  if (!m) {
-    std::ifstream in(testing::goldens_dir("decoders") / golden / "golden" / "manifest.json");
-    if (!in) throw std::runtime_error("missing " + golden + " goldens: run `make goldens`");
-    m = Model::load(nlohmann::json::parse(in).at("gguf").get<std::string>());
-  }
-  return *m;
-}
+const Model& decoder(const std::string& golden) { return testing::real_decoder(golden); }
 
 struct Census {
   int heads = 0, dormant = 0, sink = 0;
@@ -95,15 +84,9 @@ TEST_P(DecoderRoles, PudCensus) {
   const std::string data = testing::env_or_fail("HEADSCOPE_DATA");
   ASSERT_FALSE(data.empty());
   const std::string path = data + "/ud/en_pud-ud-test.conllu";
-  const auto sentences = analysis::parse_conllu(read_input_file(path, "treebank", 1 << 26), path);
-  ASSERT_GE(sentences.size(), 20u);
-  std::vector<CorpusText> texts;
-  for (size_t i = 0; i < 20; ++i) {
-    CorpusText t;
-    t.id = sentences[i].id;
-    for (const analysis::DependencyWord& w : sentences[i].words) t.text += (t.text.empty() ? "" : " ") + w.form;
-    texts.push_back(std::move(t));
-  }
+  std::vector<CorpusText> texts = read_corpus(path);  // each sentence's words joined by spaces
+  ASSERT_GE(texts.size(), 20u);
+  texts.resize(20);
   Census all;
   analyse_corpus(model, texts, {}, CorpusOptions{}, [&](size_t, const CorpusText&, const RunAnalysis& run) {
     const Census c = census(run);

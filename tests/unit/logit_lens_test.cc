@@ -18,16 +18,7 @@
 namespace headscope {
 namespace {
 
-const Model& decoder(const std::string& golden) {
-  static std::map<std::string, std::unique_ptr<Model>> loaded;
-  auto& m = loaded[golden];
-  if (!m) {
-    std::ifstream in(headscope::testing::goldens_dir("decoders") / golden / "golden" / "manifest.json");
-    if (!in) throw std::runtime_error("missing " + golden + " goldens: run `make goldens`");
-    m = Model::load(nlohmann::json::parse(in).at("gguf").get<std::string>());
-  }
-  return *m;
-}
+const Model& decoder(const std::string& golden) { return testing::real_decoder(golden); }
 
 class LogitLensOn : public ::testing::TestWithParam<std::string> {};
 

@@ -234,6 +234,86 @@ PathPatchReport path_patch(const Model& model, PromptPairs& pairs, const PathPat
 // Per pair: the frozen run 2, plus one run 3 per receiver group (none for the logits).
 PatchCost path_patch_cost(const Model& model, const PromptPairs& pairs, const PathPatchRequest& request);
 
+// ---- Gradients: attribution patching and token saliency (docs/gradients.md) ----
+//
+// The seed of Model::gradients for a patching metric read at the last position: logit_diff, prob
+// and loss of answer_id (against wrong_id) for decoders; cosine for encoders, 1 − cos(mean-pooled
+// last hidden state, `reference`) — with no reference, the run's own embedding (whose gradient is 0).
+GradientSeed metric_seed(const Model& model, PatchMetric metric, int32_t answer_id, int32_t wrong_id,
+                         std::vector<double> reference = {});
+
+// Attribution patching (Nanda 2023; Syed et al. 2023, "Attribution Patching Outperforms Automated
+// Circuit Discovery"): the first-order estimate of every patch of a sweep from one forward pass of
+// each prompt and one backward pass of the base prompt,
+//   metric(base with a ← a_source) ≈ metric(base) + (a_source − a_base) · ∂metric/∂a |base,
+// for every site of PatchSweep (heads, head × position, q, k, v, patterns, residual positions,
+// blocks), and with `edges` for every edge sender head → receiver head's query, key or value input
+// (and → the logits): (c_sender,source − c_sender,base) · ∂metric/∂(the receiver's input through
+// that path alone) (Gradients::receivers), c the head's write into the residual stream (through
+// the sandwich norm's Jacobian at the base run on Gemma 2/3 and OLMo 2). Under grouped-query
+// attention a K or V edge ends at the receiver's key/value head. Edges need a decoder: a post-norm
+// encoder has no residual stream that every layer adds to.
+struct AttributionRequest {
+  std::vector<PatchSweep> sweeps = {PatchSweep::kHead};
+  bool edges = false;
+  PatchDirection direction = PatchDirection::kDenoise;
+  PatchMetric metric = PatchMetric::kLogitDiff;
+  std::vector<int> layers;  // sites in these layers only (empty: every layer); edges span every layer
+};
+struct EdgeEffect {
+  HeadRef sender;
+  HeadRef receiver;  // a query head for q; a key/value head for k and v; {n_layer, −1} for the logits
+  PathPatchRequest::Input input = PathPatchRequest::Input::kLogits;
+  double value = 0;       // the estimated change of the metric, mean over pairs
+  double normalised = 0;  // value / (clean − corrupt)
+};
+struct AttributionReport {
+  PatchReport sites;  // each effect's value: the estimated patched metric (base + change), mean over pairs
+  std::vector<EdgeEffect> edges;
+  int64_t forward_passes = 0, backward_passes = 0;
+};
+AttributionReport attribution_patch(const Model& model, PromptPairs& pairs, const AttributionRequest& request);
+
+// Token saliency: how much each token's embedding moves a metric of the text.
+//   gradient × input        e_t · ∂metric/∂e_t
+//   integrated gradients    (e_t − e'_t) · Σ_i w_i ∂metric/∂e |e' + α_i (e − e')   (Sundararajan et al. 2017)
+// e: the token embeddings the first layer reads (Gradients::token_embeddings); e': the baseline,
+// zeros or one token's embedding at every position, special tokens (BOS, [CLS], [SEP]) kept as
+// they are unless asked. The integration rules and their (α_i, w_i) are Captum's. Completeness:
+// integrated gradients sum to metric(e) − metric(e') up to the rule's error, which is reported.
+enum class SaliencyMethod { kGradientTimesInput, kIntegratedGradients };
+enum class IntegrationRule { kGaussLegendre, kRiemannLeft, kRiemannRight, kRiemannMiddle, kRiemannTrapezoid };
+const char* saliency_method_name(SaliencyMethod m);  // "grad_x_input", "integrated_gradients"
+const char* integration_rule_name(IntegrationRule r);  // Captum's: "gausslegendre", "riemann_left", ...
+SaliencyMethod saliency_method_from_name(const std::string& name);
+IntegrationRule integration_rule_from_name(const std::string& name);
+// The rule's α_i in [0, 1] and weights w_i (summing to 1) for `steps` points, as Captum builds them.
+void integration_points(IntegrationRule rule, int steps, std::vector<double>& alphas, std::vector<double>& weights);
+
+struct SaliencyRequest {
+  SaliencyMethod method = SaliencyMethod::kIntegratedGradients;
+  PatchMetric metric = PatchMetric::kLogitDiff;  // encoders: cosine
+  std::string answer, wrong;                     // decoders: the tokens after the text (wrong: logit_diff only)
+  std::string reference;                         // encoders: the text the cosine compares with
+  int steps = 50;                                // integrated gradients: 1 .. 1000 (Riemann rules: ≥ 2)
+  IntegrationRule rule = IntegrationRule::kGaussLegendre;
+  int32_t baseline_token = -1;  // −1: zero embeddings; else this token's embedding at every position
+  bool keep_special = true;     // special tokens keep their own embedding in the baseline
+};
+struct SaliencyReport {
+  SaliencyRequest request;
+  Encoding encoding;
+  int32_t answer_id = -1, wrong_id = -1;
+  std::vector<double> scores;  // [T] Σ over the embedding's dimensions of each token's attribution
+  Tensor attributions;         // [T, d_model]
+  double metric = 0;           // at the text
+  double baseline_metric = 0;  // at the baseline (integrated gradients)
+  double total = 0;            // Σ scores
+  double completeness_gap = 0;  // |total − (metric − baseline_metric)| (integrated gradients)
+  int64_t backward_passes = 0;
+};
+SaliencyReport saliency(const Model& model, const std::string& text, const SaliencyRequest& request);
+
 // ---- Composition scores (Elhage et al. 2021, "A Mathematical Framework for Transformer Circuits") ----
 //
 // How much a later head reads what an earlier head writes, from the weights alone. The residual

@@ -68,8 +68,17 @@ void to_json(nlohmann::json& j, const PatchEffect& effect);
 // "headscope.patch/1": {schema, model, task, seed, n_pairs, n_tokens, metric, direction, clean,
 // corrupt, seconds} and either results [PatchEffect] and passes (a sweep), or path {senders,
 // receivers, input, results [{receivers, value, normalised}], value and normalised (of the first
-// result)}, or set {heads [[l, h]], value, normalised} (heads patched together).
+// result)}, or set {heads [[l, h]], value, normalised} (heads patched together); method "exact",
+// "attribution" or "both", with attribution {results, clean, corrupt, edges [EdgeEffect],
+// forward_passes, backward_passes, seconds} and (both) agreement {spearman, pearson, top10_shared,
+// sites, misranked [PatchEffect]}; with attribution alone, results are the estimates.
 void to_json(nlohmann::json& j, const PatchExperiment& experiment);
+// {sender [l, h], receiver [l, h] (a key/value head for k and v; null for the logits), input, value, normalised}.
+void to_json(nlohmann::json& j, const EdgeEffect& edge);
+// "headscope.grad/1" (docs/gradients.md).
+void to_json(nlohmann::json& j, const TextGradients& grads);
+// "headscope.saliency/1" (docs/gradients.md).
+void to_json(nlohmann::json& j, const SaliencyExperiment& saliency);
 // {id, text, logit, probability, rank}.
 void to_json(nlohmann::json& j, const LensEntry& entry);
 // "headscope.lens/1": {schema, model, tokens, position, token (the token read there), top_k,

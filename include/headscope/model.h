@@ -212,6 +212,51 @@ struct AttentionWeights {
   Tensor output_gain;
 };
 
+// ---- Reverse mode (docs/gradients.md) ----
+//
+// The scalar a backward pass differentiates, read from the model's output: a decoder's logits
+// (the last row's [1, vocab], or every row's [T, vocab] with all_rows), an encoder's last hidden
+// states [T, d_model]. `metric(out, rows, width, d_out)` returns the metric and writes its
+// gradient with respect to `out` into d_out (same shape, zeroed before the call).
+struct GradientSeed {
+  bool all_rows = false;
+  std::function<double(const float* out, int64_t rows, int64_t width, float* d_out)> metric;
+};
+
+struct GradientOptions {
+  bool attention = true;            // d/d attention probabilities [n_layer, n_head, T, T]
+  bool queries_keys_values = true;  // d/d queries, keys, values (after QK-norm and RoPE, as captured)
+  // d/d the residual stream entering each layer through one head's query, key or value path only
+  // (the receivers of edge attribution patching): [n_layer, n_head + 2·n_kv_head, T, d_model],
+  // slot h < n_head the query of head h, n_head + g the key of key/value head g, n_head + n_kv_head
+  // + g its value. The slots of a layer sum to what its attention block sends back to its input.
+  bool receivers = false;
+  // Token embeddings to run instead of the encoding's own [T, d_model] (integrated gradients'
+  // interpolations); the encoding still gives positions and token types. Not owned.
+  const Tensor* embeddings = nullptr;
+  CaptureOptions forward;  // what the forward pass keeps besides hidden states (returned in `forward`)
+};
+
+// ∂metric/∂(every activation the forward pass captures), from one forward and one backward pass.
+// Shapes as in Capture; every tensor is empty unless asked for (GradientOptions) or always given.
+struct Gradients {
+  double metric = 0;
+  Capture forward;              // the forward pass's own capture (hidden states always)
+  Tensor token_embeddings;      // [T, d_model] the token embeddings the pass ran (E[id], × √d_model for Gemma)
+  Tensor embeddings;            // [T, d_model] ∂/∂ token_embeddings (always)
+  Tensor hidden_states;         // [n_layer + 1, T, d_model] ∂/∂ Capture::hidden_states (always)
+  // [T, d_model] ∂/∂ the residual stream after the last layer: before a decoder's final norm (what
+  // the logits read), an encoder's last hidden state (= hidden_states' last slot). Always.
+  Tensor final_residual;
+  Tensor head_outputs;          // [n_layer, n_head, T, d_head] (always)
+  Tensor attn_output;           // [n_layer, T, d_model] ∂/∂ Capture::attn_output (always)
+  Tensor mlp_outputs;           // [n_layer, T, d_model] ∂/∂ Capture::mlp_outputs (always)
+  Tensor attention;             // [n_layer, n_head, T, T]
+  Tensor queries;               // [n_layer, n_head, T, d_head]
+  Tensor keys, values;          // [n_layer, n_kv_head, T, d_head]
+  Tensor receivers;             // [n_layer, n_head + 2·n_kv_head, T, d_model]
+};
+
 // How Model::load treats what it reads.
 struct LoadOptions {
   // Weights holding NaN or ±Inf: by default the model loads and warnings() names each such
@@ -331,6 +376,17 @@ class Model {
   // attribution linearises every norm, analysis/attribution.h). Encoders throw Error.
   virtual LogitReadout final_readout() const;
 
+  // Reverse mode: one forward pass (keeping the residual stream entering every layer) and one
+  // backward pass that recomputes each layer's activations from it (docs/gradients.md). Throws
+  // ResourceError before allocating when gradient_bytes is over the run memory budget, and Error
+  // for a model without a backward pass, an empty or too long encoding, or embeddings of the
+  // wrong shape.
+  virtual Gradients gradients(const Encoding& encoding, const GradientSeed& seed,
+                              const GradientOptions& options = {}) const;
+  // What gradients() allocates for T tokens: the forward capture, the gradients asked for, one
+  // layer's recomputed activations and their gradients, and the seed's output rows.
+  virtual uint64_t gradient_bytes(int64_t T, const GradientOptions& options = {}) const;
+
   // The run memory budget in bytes (see LoadOptions::run_memory_budget), resolved per call so
   // that a long-lived server follows what the system has free.
   uint64_t run_memory_budget() const;
@@ -338,6 +394,8 @@ class Model {
   // the budget, with the estimate, what is available and the longest text that would fit. run()
   // and extend() call it; so does anything else that sizes buffers by T (generation's capture).
   void check_run_memory(int64_t T, uint64_t bytes, const CaptureOptions& options) const;
+  // The same for gradients() (the longest text found with gradient_bytes).
+  void check_gradient_memory(int64_t T, uint64_t bytes, const GradientOptions& options) const;
 
  private:
   std::vector<std::string> warnings_;

@@ -755,6 +755,18 @@ struct PairSource {
 // Exactly one of the three must be given; throws Error otherwise and for anything check_pairs refuses.
 PromptPairs load_prompt_pairs(const Model& model, const PairSource& source);
 
+// How an estimate of every site's effect agrees with the exact patching of the same sites:
+// Spearman's ρ and Pearson's r of the patched metrics over the sites, the sites among the exact
+// top 10 (by |normalised effect|) that the estimate also ranks in its top 10, and the sites the
+// estimate misranks most (the largest |rank difference|, up to 10).
+struct PatchAgreement {
+  double spearman = 0, pearson = 0;
+  int top10_shared = 0;
+  int64_t sites = 0;
+  std::vector<size_t> misranked;  // indices into the sweep's effects
+};
+PatchAgreement patch_agreement(const PatchReport& exact, const PatchReport& estimate);
+
 // `headscope patch`'s document ("headscope.patch/1"), also POST /api/patch's reply: a sweep or a
 // path patch over a set of pairs.
 struct PatchExperiment {
@@ -766,12 +778,21 @@ struct PatchExperiment {
   std::optional<HeadSetEffect> set;  // heads patched together, with:
   PatchMetric set_metric = PatchMetric::kLogitDiff;
   PatchDirection set_direction = PatchDirection::kDenoise;
+  // Attribution patching (docs/gradients.md): the first-order estimate of the sweep's sites (and
+  // edges); with `sweep` too (method "both"), how far the two agree over the sites.
+  std::optional<AttributionReport> attribution;
+  std::optional<PatchAgreement> agreement;
   Seconds seconds;
+  Seconds attribution_seconds;
 };
 PatchExperiment run_patch_sweep(const Model& model, PromptPairs& pairs, const PatchRequest& request);
 PatchExperiment run_path_patch(const Model& model, PromptPairs& pairs, const PathPatchRequest& request);
 PatchExperiment run_head_set_patch(const Model& model, PromptPairs& pairs, const std::vector<HeadRef>& heads,
                                    PatchDirection direction, PatchMetric metric);
+// Attribution patching of the request's sites (and edges): alone, or with `exact` beside the exact
+// sweep of the same sites and their agreement.
+PatchExperiment run_attribution_patch(const Model& model, PromptPairs& pairs, const AttributionRequest& request,
+                                      bool exact);
 // A sweep in parts (circuits.h, PatchParts, patch_sweep_parts), for a job split over shards of a
 // dataset of pairs: one shard's parts as bytes ("headscope.patch_parts/1" in CBOR: every double exact), read back with
 // patch_parts_from_bytes (Error for anything else), and the experiment of all the pairs' parts
@@ -785,6 +806,44 @@ PatchExperiment patch_experiment_from_parts(const ModelConfig& model, const std:
 // One CSV row per result: site,layer,head,position,value,normalised (path patching:
 // receivers,input,value,normalised).
 std::string patch_csv(const PatchExperiment& experiment);
+
+// ---- gradients of one text and token saliency (src/pipeline/grad.cc; docs/gradients.md) ----
+
+// What to differentiate: a patching metric at the text's last position (decoders: logit_diff of
+// answer against wrong, prob or loss of answer; encoders: cosine, 1 − cos of the sentence
+// embedding with the reference text's), and which gradients to keep.
+struct GradientRequest {
+  PatchMetric metric = PatchMetric::kLogitDiff;
+  std::string answer, wrong;  // decoders: tokens after the text (wrong: logit_diff only)
+  std::string reference;      // encoders: the text the cosine compares with
+  bool attention = true, queries_keys_values = true, receivers = false;
+};
+// "headscope.grad/1": the model, the text and its tokens, the metric and its value, and for every
+// gradient tensor its shape and largest |entry|; per layer the norm of ∂metric/∂(residual stream
+// entering it), per token the norm of ∂metric/∂(its embedding) and gradient × input.
+struct TextGradients {
+  ModelConfig model;
+  std::string text;
+  Encoding encoding;
+  GradientRequest request;
+  int32_t answer_id = -1, wrong_id = -1;
+  Gradients grads;
+  Seconds seconds;
+  std::vector<std::pair<std::string, const Tensor*>> tensors() const;  // name → gradient, the non-empty ones
+};
+// Throws Error for what the metric needs and lacks (answer tokens, a reference text), a text the
+// model refuses, and ResourceError over the memory budget (Model::gradient_bytes).
+TextGradients text_gradients(const Model& model, const std::string& text, const GradientRequest& request);
+
+// "headscope.saliency/1": the model, the text's tokens, the method, its options, the metric at the
+// text (and at the baseline), per-token scores, their total and the completeness gap.
+struct SaliencyExperiment {
+  ModelConfig model;
+  std::string text;
+  SaliencyReport report;
+  Seconds seconds;
+};
+SaliencyExperiment run_saliency(const Model& model, const std::string& text, const SaliencyRequest& request);
 
 // ---- circuits: the logit lens of one text (src/pipeline/lens.cc; the lens itself: circuits.h) ----
 

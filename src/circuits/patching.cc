@@ -12,9 +12,10 @@
 
 #include "headscope/circuits.h"
 #include "headscope/error.h"
+#include "circuits/patching_common.h"
 
 namespace headscope {
-namespace {
+namespace circuits {
 
 template <class E, size_t N>
 E from_name(const std::string& name, const std::array<std::pair<E, const char*>, N>& table, const char* what) {
@@ -101,13 +102,6 @@ double read_metric(PatchMetric metric, const Capture& cap, const PromptPair& pai
   return metric == PatchMetric::kLoss ? -log_p : std::exp(log_p);
 }
 
-// A pair's two runs with everything a patch may read, and their metrics.
-struct PairRuns {
-  Encoding base_encoding;
-  Capture base, source;  // base: the run patched into; source: where the values come from
-  double clean = 0, corrupt = 0;
-  std::vector<double> clean_embedding;  // encoders
-};
 
 CaptureOptions full_options(const Model& model) {
   CaptureOptions o;
@@ -333,7 +327,8 @@ PatchCost cost_over(const PromptPairs& pairs, int64_t passes) {
   return cost;
 }
 
-}  // namespace
+}  // namespace circuits
+using namespace circuits;  // NOLINT: the helpers above, shared with attribution patching (patching_common.h)
 
 const char* patch_metric_name(PatchMetric m) { return to_name(m, kMetrics); }
 const char* patch_direction_name(PatchDirection d) { return to_name(d, kDirections); }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include <omp.h>
+
 #include "capture/capture.h"
 #include "models/batch.h"
 #include "models/encoder.h"
@@ -11,6 +13,7 @@
 #include "models/tensor_table.h"
 #include "ops/activations.h"
 #include "ops/attention.h"
+#include "ops/backward.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
@@ -44,6 +47,9 @@ class EncoderModel final : public Model {
                                     std::span<const Tensor* const> prefixes,
                                     std::span<const CaptureOptions> options) const override;
   uint64_t run_bytes(int64_t T, const CaptureOptions& options) const override;
+  Gradients gradients(const Encoding& encoding, const GradientSeed& seed,
+                      const GradientOptions& options) const override;
+  uint64_t gradient_bytes(int64_t T, const GradientOptions& options) const override;
   void attention_from_qk(const Capture& capture, int layer, int head, int64_t q0, int64_t q1, int64_t k0, int64_t k1,
                          float* probs) const override {
     capture::attention_from_qk(capture, layer, head, q0, q1, k0, k1, attention_scale(), ops::KeyMask{}, probs);
@@ -75,6 +81,7 @@ class EncoderModel final : public Model {
   // `packed`: a run_batch pass, whose GEMMs take the blocked kernel at every row count, so that a
   // text's numbers do not depend on its companions.
   void run_layers(int first, std::vector<float>& x, std::span<const PackedText> texts, bool packed = false) const;
+  class Backward;  // below: one layer recomputed, then undone
   ModelConfig cfg_;
   std::unique_ptr<Tokenizer> tokenizer_;
   EncoderEmbedding embedding_;
@@ -287,6 +294,179 @@ void EncoderModel::run_layers(int first, std::vector<float>& x, std::span<const 
     ops::layer_norm(down.data(), T, D, b.ln_ffn_g.ptr(), b.ln_ffn_b.ptr(), cfg_.norm_eps, x.data());
     for (const PackedText& t : texts) t.rec->record_hidden(l + 1, x.data() + t.row0 * D);
   }
+}
+
+// ---- Reverse mode ----
+//
+// gradients(): one forward pass keeping the residual stream entering every layer (hidden states),
+// the metric read off the last hidden state, then the layers back from the last, each one's
+// activations computed again from its input (gradient checkpointing, as the decoder's) and undone:
+//   x_l → q|k|v = x_l W_qkvᵀ + b → p_h = softmax(q_h k_hᵀ · scale) → o_h = p_h v_h → a = concat W_Oᵀ + b_O
+//       → x_mid = LN(x_l + a) → f = W_2 GELU(W_1 x_mid + b_1) + b_2 → x_{l+1} = LN(x_mid + f)
+class EncoderModel::Backward {
+ public:
+  Backward(const EncoderModel& m, int64_t T, const GradientOptions& o, Gradients& g)
+      : m_(m), o_(o), g_(g), T_(T), D_(m.cfg_.d_model), F_(m.cfg_.d_ff), H_(m.cfg_.n_head), Dh_(m.cfg_.d_head) {
+    for (auto* v : {&x_in_, &s1_, &x_mid_, &s2_, &x_out_, &ds_, &dx_mid_}) v->resize(size_t(T * D_));
+    for (auto* v : {&qkv_, &dqkv_}) v->resize(size_t(T * 3 * D_));
+    for (auto* v : {&concat_, &dconcat_}) v->resize(size_t(T * D_));
+    for (auto* v : {&up_, &act_}) v->resize(size_t(T * F_));
+    probs_.resize(size_t(H_ * T * T));
+  }
+
+  void forward(int l, const float* x) {
+    const EncoderLayer& b = m_.layers_[size_t(l)];
+    const int64_t n = T_ * D_, D = D_;
+    const float eps = m_.cfg_.norm_eps;
+    std::copy_n(x, n, x_in_.data());
+    b.qkv.forward(x_in_.data(), T_, qkv_.data());
+    const ops::AttentionDims dims{T_, T_, H_, H_, Dh_, m_.attention_scale()};
+    const float* q = qkv_.data();
+    ops::attention(q, 3 * D, q + D, 3 * D, q + 2 * D, 3 * D, m_.kv_head_of_.data(), dims, ops::KeyMask{}, 0,
+                   probs_.data(), concat_.data(), D);
+    b.o.forward(concat_.data(), T_, s1_.data());
+    ops::add_inplace(s1_.data(), x_in_.data(), n);
+    ops::layer_norm(s1_.data(), T_, D, b.ln_attn_g.ptr(), b.ln_attn_b.ptr(), eps, x_mid_.data());
+    b.up.forward(x_mid_.data(), T_, up_.data());
+    act_ = up_;
+    ops::gelu_erf(act_.data(), T_ * F_);
+    b.down.forward(act_.data(), T_, s2_.data());
+    ops::add_inplace(s2_.data(), x_mid_.data(), n);
+    ops::layer_norm(s2_.data(), T_, D, b.ln_ffn_g.ptr(), b.ln_ffn_b.ptr(), eps, x_out_.data());
+  }
+
+  // dx: in ∂/∂x_{l+1}, out ∂/∂x_l.
+  void backward(int l, float* dx) {
+    const EncoderLayer& b = m_.layers_[size_t(l)];
+    const int64_t n = T_ * D_, D = D_, TT = T_ * T_;
+    const float eps = m_.cfg_.norm_eps;
+    // x_{l+1} = LN(x_mid + f): ∂f = ∂s2 = LN'ᵀ ∂x_{l+1}; ∂x_mid = ∂s2 + W_1ᵀ-path of ∂f.
+    ops::layer_norm_backward(s2_.data(), T_, D, b.ln_ffn_g.ptr(), eps, dx, ds_.data(), nullptr, nullptr);
+    std::copy_n(ds_.data(), n, g_.mlp_outputs.ptr() + l * n);
+    ops::linear_backward(nullptr, T_, F_, b.down.weights().ptr(), D, ds_.data(), act_.data(), nullptr, nullptr);
+    ops::gelu_erf_backward(up_.data(), act_.data(), act_.data(), T_ * F_);
+    ops::linear_backward(nullptr, T_, D, b.up.weights().ptr(), F_, act_.data(), dx_mid_.data(), nullptr, nullptr);
+    ops::add_inplace(dx_mid_.data(), ds_.data(), n);
+    // x_mid = LN(x_l + a): ∂a = ∂s1; ∂x_l = ∂s1 + W_qkvᵀ-path of ∂a.
+    ops::layer_norm_backward(s1_.data(), T_, D, b.ln_attn_g.ptr(), eps, dx_mid_.data(), ds_.data(), nullptr, nullptr);
+    std::copy_n(ds_.data(), n, g_.attn_output.ptr() + l * n);
+    ops::linear_backward(nullptr, T_, D, b.o.weights().ptr(), D, ds_.data(), dconcat_.data(), nullptr, nullptr);
+    std::fill(dqkv_.begin(), dqkv_.end(), 0.0f);
+    const float scale = m_.attention_scale();
+#pragma omp parallel
+    {
+      std::vector<float> scratch(size_t(2 * TT));
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t h = 0; h < H_; ++h) {
+        float* dp = o_.attention ? g_.attention.ptr() + (int64_t(l) * H_ + h) * TT : nullptr;
+        const float* q = qkv_.data() + h * Dh_;
+        float* dq = dqkv_.data() + h * Dh_;
+        ops::attention_head_backward(q, 3 * D, q + D, q + 2 * D, 3 * D, probs_.data() + h * TT,
+                                     dconcat_.data() + h * Dh_, D, T_, T_, Dh_, scale, 0.0f, dq, dq + D, dq + 2 * D,
+                                     dp, scratch.data());
+      }
+    }
+    per_head(l);
+    ops::linear_backward(nullptr, T_, D, b.qkv.weights().ptr(), 3 * D, dqkv_.data(), dx, nullptr, nullptr);
+    ops::add_inplace(dx, ds_.data(), n);
+    if (o_.receivers) receivers(l, b);
+  }
+  const float* output() const { return x_out_.data(); }
+
+ private:
+  // [L, H, T, Dh] records from the [T, 3·D] and [T, D] buffers.
+  void per_head(int l) {
+    const auto heads_of = [&](const float* src, int64_t ld, Tensor& dst) {
+      float* out = dst.ptr() + int64_t(l) * H_ * T_ * Dh_;
+      for (int64_t h = 0; h < H_; ++h)
+        for (int64_t t = 0; t < T_; ++t) std::copy_n(src + t * ld + h * Dh_, Dh_, out + (h * T_ + t) * Dh_);
+    };
+    heads_of(dconcat_.data(), D_, g_.head_outputs);
+    if (!o_.queries_keys_values) return;
+    heads_of(dqkv_.data(), 3 * D_, g_.queries);
+    heads_of(dqkv_.data() + D_, 3 * D_, g_.keys);
+    heads_of(dqkv_.data() + 2 * D_, 3 * D_, g_.values);
+  }
+  // Slot s of the 3·H (queries, keys, values of each head): its columns of ∂(q|k|v) through their
+  // rows of W_qkv alone (the heads read the stream itself: no norm in between).
+  void receivers(int l, const EncoderLayer& b) {
+    const int64_t slots = 3 * H_, n = T_ * D_;
+    std::vector<float> dy(static_cast<size_t>(T_ * Dh_));
+    for (int64_t s = 0; s < slots; ++s) {
+      const int64_t col = (s / H_) * D_ + (s % H_) * Dh_;
+      for (int64_t t = 0; t < T_; ++t) std::copy_n(dqkv_.data() + t * 3 * D_ + col, Dh_, dy.data() + t * Dh_);
+      ops::linear_backward(nullptr, T_, D_, b.qkv.weights().ptr() + col * D_, Dh_, dy.data(),
+                           g_.receivers.ptr() + (int64_t(l) * slots + s) * n, nullptr, nullptr);
+    }
+  }
+
+  const EncoderModel& m_;
+  const GradientOptions& o_;
+  Gradients& g_;
+  const int64_t T_, D_, F_, H_, Dh_;
+  std::vector<float> x_in_, qkv_, probs_, concat_, s1_, x_mid_, up_, act_, s2_, x_out_;
+  std::vector<float> ds_, dx_mid_, dqkv_, dconcat_;
+};
+
+uint64_t EncoderModel::gradient_bytes(int64_t T, const GradientOptions& o) const {
+  CaptureOptions fwd = o.forward;
+  fwd.hidden_states = true;
+  const uint64_t t = uint64_t(T), L = uint64_t(cfg_.n_layer), D = uint64_t(cfg_.d_model), F = uint64_t(cfg_.d_ff),
+                 H = uint64_t(cfg_.n_head);
+  uint64_t floats = 3 * t * D + (L + 1) * t * D + L * t * D + 2 * L * t * D;  // embeddings, hidden, heads, blocks
+  if (o.attention) floats += L * H * t * t;
+  if (o.queries_keys_values) floats += 3 * L * t * D;
+  if (o.receivers) floats += 3 * L * H * t * D;
+  floats += t * (15 * D + 2 * F) + H * t * t + uint64_t(std::max(1, omp_get_max_threads())) * 2 * t * t;
+  return run_bytes(T, fwd) + floats * sizeof(float);
+}
+
+// The seed reads the last hidden state [T, d_model] (the output of the last layer's LayerNorm).
+Gradients EncoderModel::gradients(const Encoding& enc, const GradientSeed& seed, const GradientOptions& options) const {
+  check_encoding(enc);
+  if (!seed.metric) throw Error("gradients: no metric to differentiate");
+  const int64_t T = int64_t(enc.size()), D = cfg_.d_model, L = cfg_.n_layer, H = cfg_.n_head, Dh = cfg_.d_head;
+  check_gradient_memory(T, gradient_bytes(T, options), options);
+  Gradients g;
+  // raw = word + position + type embeddings; x_0 = LN(raw). The token embeddings are the word rows.
+  std::vector<float> raw(size_t(T * D));
+  embed(enc, raw.data());
+  g.token_embeddings = Tensor({T, D});
+  for (int64_t t = 0; t < T; ++t)
+    std::copy_n(word_emb_.ptr() + int64_t(enc.tokens[size_t(t)].id) * D, D, g.token_embeddings.ptr() + t * D);
+  if (options.embeddings != nullptr) {
+    options.embeddings->expect_shape({T, D}, "gradients: the token embeddings");
+    for (int64_t i = 0; i < T * D; ++i) raw[size_t(i)] += options.embeddings->ptr()[i] - g.token_embeddings.ptr()[i];
+    g.token_embeddings = *options.embeddings;
+  }
+  CaptureOptions fwd = options.forward;
+  fwd.hidden_states = true;
+  Tensor prefix({L + 1, T, D});
+  ops::layer_norm(raw.data(), T, D, ln_emb_g_.ptr(), ln_emb_b_.ptr(), cfg_.norm_eps, prefix.ptr());
+  g.forward = options.embeddings == nullptr ? run(enc, fwd) : resume(enc, 0, prefix, fwd);
+  g.embeddings = Tensor({T, D});
+  g.hidden_states = Tensor({L + 1, T, D});
+  g.head_outputs = Tensor({L, H, T, Dh});
+  g.attn_output = Tensor({L, T, D});
+  g.mlp_outputs = Tensor({L, T, D});
+  if (options.attention) g.attention = Tensor({L, H, T, T});
+  if (options.queries_keys_values) g.queries = Tensor({L, H, T, Dh}), g.keys = g.queries, g.values = g.queries;
+  if (options.receivers) g.receivers = Tensor({L, 3 * H, T, D});
+  const float* hidden = g.forward.hidden_states.ptr();
+  std::vector<float> out(hidden + L * T * D, hidden + (L + 1) * T * D), dx(size_t(T * D), 0.0f);
+  g.metric = seed.metric(out.data(), T, D, dx.data());
+  std::copy_n(dx.data(), T * D, g.hidden_states.ptr() + L * T * D);
+  g.final_residual = Tensor({T, D});
+  std::copy_n(dx.data(), T * D, g.final_residual.ptr());
+  Backward pass(*this, T, options, g);
+  for (int64_t l = L - 1; l >= 0; --l) {
+    pass.forward(int(l), hidden + l * T * D);
+    pass.backward(int(l), dx.data());
+    std::copy_n(dx.data(), T * D, g.hidden_states.ptr() + l * T * D);
+  }
+  ops::layer_norm_backward(raw.data(), T, D, ln_emb_g_.ptr(), cfg_.norm_eps, dx.data(), g.embeddings.ptr(), nullptr,
+                           nullptr);
+  return g;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // headscope — the memory checks made before allocating: a model's weights before they are loaded
 // (check_load_memory) and every run's buffers (Model::check_run_memory).
 #include <algorithm>
+#include <functional>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -85,23 +86,46 @@ uint64_t Model::run_memory_budget() const {
   return available > limits::kRunMemoryMarginBytes ? available - limits::kRunMemoryMarginBytes : 0;
 }
 
-void Model::check_run_memory(int64_t T, uint64_t bytes, const CaptureOptions& options) const {
-  const uint64_t budget = run_memory_budget();
-  if (bytes <= budget) return;
-  // run_bytes grows with T: the longest whole run that fits, by bisection.
-  int64_t lo = 0, hi = std::min<int64_t>(T, config().max_positions);
+namespace {
+// The ResourceError of a pass over T tokens needing `bytes` over `budget`; `bytes_at(n)` grows with
+// n, and the longest text that fits is found by bisection.
+[[noreturn]] void refuse_run(const Model& m, int64_t T, uint64_t bytes, uint64_t budget, const char* what,
+                             const std::function<uint64_t(int64_t)>& bytes_at) {
+  int64_t lo = 0, hi = std::min<int64_t>(T, m.config().max_positions);
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo + 1) / 2;
-    if (run_bytes(mid, options) <= budget)
+    if (bytes_at(mid) <= budget)
       lo = mid;
     else
       hi = mid - 1;
   }
   const std::string fits =
       lo > 0 ? "the longest text that fits is about " + std::to_string(lo) + " tokens" : "not even one token fits";
-  throw ResourceError("a run over " + std::to_string(T) + " tokens needs about " + gib(bytes) +
+  throw ResourceError(std::string(what) + " over " + std::to_string(T) + " tokens needs about " + gib(bytes) +
                       " (captured tensors and working memory) but " + gib(budget) + " is available; " + fits +
                       " (shorten the text, or capture less)");
+}
+}  // namespace
+
+void Model::check_run_memory(int64_t T, uint64_t bytes, const CaptureOptions& options) const {
+  const uint64_t budget = run_memory_budget();
+  if (bytes <= budget) return;
+  refuse_run(*this, T, bytes, budget, "a run", [&](int64_t n) { return run_bytes(n, options); });
+}
+
+void Model::check_gradient_memory(int64_t T, uint64_t bytes, const GradientOptions& options) const {
+  const uint64_t budget = run_memory_budget();
+  if (bytes <= budget) return;
+  refuse_run(*this, T, bytes, budget, "a forward and backward pass",
+             [&](int64_t n) { return gradient_bytes(n, options); });
+}
+
+Gradients Model::gradients(const Encoding&, const GradientSeed&, const GradientOptions&) const {
+  throw Error(config().name + ": this model has no backward pass");
+}
+
+uint64_t Model::gradient_bytes(int64_t, const GradientOptions&) const {
+  throw Error(config().name + ": this model has no backward pass");
 }
 
 }  // namespace headscope

@@ -2,6 +2,7 @@
 // ops::matmul. ops/reference/backward.cc is the slow twin.
 #include "ops/backward.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -147,22 +148,49 @@ void rope_backward(float* dy, int64_t ld, int64_t T, int64_t n_heads, int64_t d_
 }
 
 void attention_head_backward(const float* q, int64_t ldq, const float* k, const float* v, int64_t ldk, const float* p,
-                             const float* d_out, int64_t ldo, int64_t Tq, int64_t Tk, int64_t d, float scale, float* dq,
-                             float* dk, float* dv, float* scratch) {
+                             const float* d_out, int64_t ldo, int64_t Tq, int64_t Tk, int64_t d, float scale,
+                             float softcap, float* dq, float* dk, float* dv, float* dp_out, float* scratch) {
+  float* ds = scratch;             // [Tq, Tk]: dp, then ds in place
+  float* pt = scratch + Tq * Tk;  // [Tk, Tq]: pᵀ, then dsᵀ
   // dp = do · vᵀ  [Tq, Tk]
-  matmul(d_out, ldo, v, ldk, scratch, Tk, Tq, Tk, d, /*trans_b=*/true);
+  matmul(d_out, ldo, v, ldk, ds, Tk, Tq, Tk, d, /*trans_b=*/true);
+  if (dp_out != nullptr) std::copy_n(ds, Tq * Tk, dp_out);
   // dv += pᵀ · do: [Tk, Tq] · [Tq, d]
-  std::vector<float> pt(size_t(Tk * Tq));
   for (int64_t i = 0; i < Tq; ++i)
-    for (int64_t j = 0; j < Tk; ++j) pt[size_t(j * Tq + i)] = p[i * Tk + j];
-  matmul(pt.data(), Tq, d_out, ldo, dv, ldk, Tk, d, Tq, /*trans_b=*/false, 1.0f, 1.0f);
-  softmax_backward(p, scratch, Tq, Tk, scratch);  // ds, in place
+    for (int64_t j = 0; j < Tk; ++j) pt[j * Tq + i] = p[i * Tk + j];
+  matmul(pt, Tq, d_out, ldo, dv, ldk, Tk, d, Tq, /*trans_b=*/false, 1.0f, 1.0f);
+  softmax_backward(p, ds, Tq, Tk, ds);  // ds, in place
+  if (softcap > 0.0f) {
+    // The capped score's derivative, from the raw score s = scale · q·k (recomputed into pt).
+    matmul(q, ldq, k, ldk, pt, Tk, Tq, Tk, d, /*trans_b=*/true, scale);
+    for (int64_t i = 0; i < Tq * Tk; ++i) {
+      const double t = std::tanh(double(pt[i]) / softcap);
+      ds[i] = static_cast<float>(ds[i] * (1.0 - t * t));
+    }
+  }
   // dq += scale · ds · k: [Tq, Tk] · [Tk, d]
-  matmul(scratch, Tk, k, ldk, dq, ldq, Tq, d, Tk, /*trans_b=*/false, scale, 1.0f);
+  matmul(ds, Tk, k, ldk, dq, ldq, Tq, d, Tk, /*trans_b=*/false, scale, 1.0f);
   // dk += scale · dsᵀ · q: [Tk, Tq] · [Tq, d]
   for (int64_t i = 0; i < Tq; ++i)
-    for (int64_t j = 0; j < Tk; ++j) pt[size_t(j * Tq + i)] = scratch[i * Tk + j];
-  matmul(pt.data(), Tq, q, ldq, dk, ldk, Tk, d, Tq, /*trans_b=*/false, scale, 1.0f);
+    for (int64_t j = 0; j < Tk; ++j) pt[j * Tq + i] = ds[i * Tk + j];
+  matmul(pt, Tq, q, ldq, dk, ldk, Tk, d, Tq, /*trans_b=*/false, scale, 1.0f);
+}
+
+void quant_linear_backward(const float* dy, int64_t T, const QuantMatrix& W, float* dx, bool accumulate) {
+  const int64_t out = W.rows(), in = W.cols();
+  if (!W.stored()) {
+    matmul(dy, out, W.fp32().ptr(), in, dx, in, T, in, out, /*trans_b=*/false, 1.0f, accumulate ? 1.0f : 0.0f);
+    return;
+  }
+  // A panel of output rows at a time: dx += dy[:, r0 .. r0 + n) · W[r0 .. r0 + n, :].
+  const int64_t panel = std::max<int64_t>(1, std::min<int64_t>(out, (int64_t{4} << 20) / (4 * in)));
+  std::vector<float> w(size_t(panel * in));
+  for (int64_t r0 = 0; r0 < out; r0 += panel) {
+    const int64_t n = std::min(panel, out - r0);
+    W.dequantize_rows(r0, n, w.data());
+    matmul(dy + r0, out, w.data(), in, dx, in, T, in, n, /*trans_b=*/false, 1.0f,
+           (accumulate || r0 > 0) ? 1.0f : 0.0f);
+  }
 }
 
 }  // namespace headscope::ops

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "ops/rope.h"
+#include "tensor/quant_matrix.h"
 
 namespace headscope::ops {
 
@@ -49,13 +50,21 @@ void linear_backward(const float* x, int64_t T, int64_t in, const float* W, int6
 void rope_backward(float* dy, int64_t ld, int64_t T, int64_t n_heads, int64_t d_head, const RopeTable& table,
                    int64_t d_rot, RopeLayout layout);
 
-// One head: s = scale · q kᵀ (masked keys excluded), p = softmax(s), o = p v. From p (as the
-// forward stored it; masked entries 0) and do:
-//   dp = do vᵀ,  dv += pᵀ do,  ds = softmax_backward(p, dp),  dq += scale · ds k,  dk += scale · dsᵀ q.
+// One head: s = scale · q kᵀ (masked keys excluded), [s = c · tanh(s / c) with soft-capping c > 0],
+// p = softmax(s), o = p v. From p (as the forward stored it; masked entries 0) and do:
+//   dp = do vᵀ,  dv += pᵀ do,  ds = softmax_backward(p, dp) [· (1 − tanh²(s / c))],
+//   dq += scale · ds k,  dk += scale · dsᵀ q.
 // q, dq: [Tq, ldq]; k, v, dk, dv: [Tk, ldk] (a head's d columns of wider rows); p: [Tq, Tk];
-// do: [Tq, ldo]. `scratch`: Tq · Tk floats. dq, dk, dv accumulate (GQA: a KV head sums its group).
+// do: [Tq, ldo]. dp_out (may be null): dp written, [Tq, Tk] — the gradient of the probabilities,
+// masked entries included (do · vᵀ there too, as autograd gives it). `scratch`: 2 · Tq · Tk floats.
+// dq, dk, dv accumulate (GQA: a KV head sums its group).
 void attention_head_backward(const float* q, int64_t ldq, const float* k, const float* v, int64_t ldk, const float* p,
-                             const float* d_out, int64_t ldo, int64_t Tq, int64_t Tk, int64_t d, float scale, float* dq,
-                             float* dk, float* dv, float* scratch);
+                             const float* d_out, int64_t ldo, int64_t Tq, int64_t Tk, int64_t d, float scale,
+                             float softcap, float* dq, float* dk, float* dv, float* dp_out, float* scratch);
+
+// dx[T, in] (+)= dy[T, out] · W[out, in] for a weight held as QuantMatrix: fp32 in one product, a
+// GGUF's blocks dequantised a panel of rows at a time (never the whole matrix). `accumulate`: add
+// to dx instead of writing it.
+void quant_linear_backward(const float* dy, int64_t T, const QuantMatrix& W, float* dx, bool accumulate);
 
 }  // namespace headscope::ops

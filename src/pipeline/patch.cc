@@ -1,6 +1,8 @@
 // headscope — patching experiments as the frontends run them (pipeline.h, docs/circuits.md): the
 // prompt pairs from wherever they come, the sweep or path patch, its timing, JSON and CSV.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -90,6 +92,78 @@ PatchExperiment run_path_patch(const Model& model, PromptPairs& pairs, const Pat
   return x;
 }
 
+namespace {
+// Ranks 1..n, ties sharing their mean rank.
+std::vector<double> ranks_of(const std::vector<double>& v) {
+  std::vector<size_t> order(v.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    for (size_t k = i; k <= j; ++k) r[order[k]] = 0.5 * double(i + j) + 1.0;
+    i = j + 1;
+  }
+  return r;
+}
+double pearson(const std::vector<double>& a, const std::vector<double>& b) {
+  const double n = double(a.size());
+  double ma = 0, mb = 0;
+  for (size_t i = 0; i < a.size(); ++i) ma += a[i] / n, mb += b[i] / n;
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    sab += (a[i] - ma) * (b[i] - mb), saa += (a[i] - ma) * (a[i] - ma), sbb += (b[i] - mb) * (b[i] - mb);
+  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : std::nan("");
+}
+// The indices of the k largest |x − origin|, largest first.
+std::vector<size_t> top_by_size(const std::vector<double>& x, double origin, size_t k) {
+  std::vector<size_t> order(x.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return std::fabs(x[a] - origin) > std::fabs(x[b] - origin); });
+  order.resize(std::min(k, order.size()));
+  return order;
+}
+}  // namespace
+
+PatchAgreement patch_agreement(const PatchReport& exact, const PatchReport& estimate) {
+  if (exact.effects.size() != estimate.effects.size())
+    throw Error("patch agreement: the two sweeps patched different sites");
+  PatchAgreement a;
+  a.sites = int64_t(exact.effects.size());
+  std::vector<double> x, y;
+  for (size_t i = 0; i < exact.effects.size(); ++i) x.push_back(exact.effects[i].value), y.push_back(estimate.effects[i].value);
+  const std::vector<double> rx = ranks_of(x), ry = ranks_of(y);
+  a.spearman = pearson(rx, ry);
+  a.pearson = pearson(x, y);
+  const double origin = exact.direction == PatchDirection::kDenoise ? exact.corrupt : exact.clean;
+  const std::vector<size_t> tx = top_by_size(x, origin, 10), ty = top_by_size(y, origin, 10);
+  for (size_t i : tx) a.top10_shared += std::count(ty.begin(), ty.end(), i) > 0;
+  std::vector<double> gap(x.size());
+  for (size_t i = 0; i < x.size(); ++i) gap[i] = std::fabs(rx[i] - ry[i]);
+  a.misranked = top_by_size(gap, 0.0, 10);
+  return a;
+}
+
+PatchExperiment run_attribution_patch(const Model& model, PromptPairs& pairs, const AttributionRequest& request,
+                                      bool exact) {
+  PatchExperiment x = experiment_of(model, pairs);
+  x.attribution_seconds = timed([&] { x.attribution = attribution_patch(model, pairs, request); });
+  if (exact) {
+    PatchRequest r;
+    r.sweeps = request.sweeps;
+    r.direction = request.direction;
+    r.metric = request.metric;
+    r.layers = request.layers;
+    x.seconds = timed([&] { x.sweep = patch_sweep(model, pairs, r); });
+    x.agreement = patch_agreement(*x.sweep, x.attribution->sites);
+  } else {
+    x.seconds = x.attribution_seconds;
+  }
+  return x;
+}
+
 PatchExperiment run_head_set_patch(const Model& model, PromptPairs& pairs, const std::vector<HeadRef>& heads,
                                    PatchDirection direction, PatchMetric metric) {
   PatchExperiment x = experiment_of(model, pairs);
@@ -157,13 +231,24 @@ PatchExperiment patch_experiment_from_parts(const ModelConfig& model, const std:
 std::string patch_csv(const PatchExperiment& x) {
   std::string csv;
   char line[256];
-  if (x.sweep) {
-    csv = "site,layer,head,position,value,normalised\n";
-    for (const PatchEffect& e : x.sweep->effects) {
-      std::snprintf(line, sizeof line, "%s,%d,%s,%s,%.9g,%.9g\n", patch_sweep_name(e.sweep), e.layer,
+  if (x.sweep || x.attribution) {
+    // Exact and estimated values side by side when both ran.
+    const PatchReport& r = x.sweep ? *x.sweep : x.attribution->sites;
+    const bool both = x.sweep && x.attribution;
+    csv = x.sweep ? "site,layer,head,position,value,normalised" : "site,layer,head,position,estimate,normalised";
+    csv += both ? ",estimate,estimate_normalised\n" : "\n";
+    for (size_t i = 0; i < r.effects.size(); ++i) {
+      const PatchEffect& e = r.effects[i];
+      std::snprintf(line, sizeof line, "%s,%d,%s,%s,%.9g,%.9g", patch_sweep_name(e.sweep), e.layer,
                     e.head >= 0 ? std::to_string(e.head).c_str() : "",
                     e.position >= 0 ? std::to_string(e.position).c_str() : "", e.value, e.normalised);
       csv += line;
+      if (both) {
+        const PatchEffect& a = x.attribution->sites.effects[i];
+        std::snprintf(line, sizeof line, ",%.9g,%.9g", a.value, a.normalised);
+        csv += line;
+      }
+      csv += "\n";
     }
   } else if (x.set) {
     std::snprintf(line, sizeof line, "%s,%.9g,%.9g\n", heads_text(x.set->heads).c_str(), x.set->value,
@@ -191,10 +276,38 @@ void to_json(nlohmann::json& j, const PatchEffect& e) {
   if (e.sweep == PatchSweep::kKey || e.sweep == PatchSweep::kValue) j["group"] = e.group;
 }
 
+void to_json(nlohmann::json& j, const EdgeEffect& e) {
+  j = {{"sender", {e.sender.layer, e.sender.head}},
+       {"receiver", e.input == PathPatchRequest::Input::kLogits ? nlohmann::json(nullptr)
+                                                                : nlohmann::json({e.receiver.layer, e.receiver.head})},
+       {"input", path_input_name(e.input)},
+       {"value", json_number(e.value)},
+       {"normalised", json_number(e.normalised)}};
+}
+
 void to_json(nlohmann::json& j, const PatchExperiment& x) {
   j = {{"schema", "headscope.patch/1"}, {"model", x.model}, {"task", x.task}, {"seed", x.seed}, {"seconds", x.seconds}};
-  if (x.sweep) {
-    const PatchReport& r = *x.sweep;
+  j["method"] = x.attribution ? (x.sweep ? "both" : "attribution") : "exact";
+  if (x.attribution) {
+    const AttributionReport& a = *x.attribution;
+    j["attribution"] = {{"results", a.sites.effects},
+                        {"clean", json_number(a.sites.clean)},
+                        {"corrupt", json_number(a.sites.corrupt)},
+                        {"edges", a.edges},
+                        {"forward_passes", a.forward_passes},
+                        {"backward_passes", a.backward_passes},
+                        {"seconds", x.attribution_seconds}};
+    if (x.agreement) {
+      const PatchAgreement& g = *x.agreement;
+      nlohmann::json mis = nlohmann::json::array();
+      for (size_t i : g.misranked) mis.push_back(x.sweep->effects[i]);
+      j["agreement"] = {{"spearman", json_number(g.spearman)}, {"pearson", json_number(g.pearson)},
+                        {"top10_shared", g.top10_shared},    {"sites", g.sites},
+                        {"misranked", mis}};
+    }
+  }
+  if (x.sweep || x.attribution) {
+    const PatchReport& r = x.sweep ? *x.sweep : x.attribution->sites;
     j["n_pairs"] = r.n_pairs;
     j["n_tokens"] = r.n_tokens;
     j["metric"] = patch_metric_name(r.metric);

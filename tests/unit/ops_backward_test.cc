@@ -223,10 +223,12 @@ TEST(OpsBackward, RopeBothLayouts) {
 }
 
 // One causal head, keys and values in wider rows (a KV head's slice), against differences of the
-// whole attention formula in q, k and v.
-TEST(OpsBackward, AttentionHeadCausal) {
+// whole attention formula in q, k and v; without and with soft-capping of the scores.
+class AttentionHead : public ::testing::TestWithParam<float> {};
+
+TEST_P(AttentionHead, CausalMatchesDifferences) {
   const int64_t T = 6, d = 4, ldq = 8, ldk = 12, ldo = 5;
-  const float scale = 0.5f;
+  const float scale = 0.5f, softcap = GetParam();
   const std::vector<float> q = random_floats(size_t(T * ldq), 16), k = random_floats(size_t(T * ldk), 17),
                            v = random_floats(size_t(T * ldk), 18), w = random_floats(size_t(T * ldo), 19);
   const auto forward = [&](const Vec& qs, const Vec& ks, const Vec& vs, Vec* probs) {
@@ -237,7 +239,7 @@ TEST(OpsBackward, AttentionHeadCausal) {
       for (int64_t j = 0; j <= i; ++j) {
         double dot = 0;
         for (int64_t c = 0; c < d; ++c) dot += qs[size_t(i * ldq + c)] * ks[size_t(j * ldk + c)];
-        s[size_t(j)] = scale * dot;
+        s[size_t(j)] = softcap > 0 ? softcap * std::tanh(scale * dot / softcap) : scale * dot;
         m = std::max(m, s[size_t(j)]);
       }
       for (int64_t j = 0; j <= i; ++j) z += std::exp(s[size_t(j)] - m);
@@ -260,17 +262,49 @@ TEST(OpsBackward, AttentionHeadCausal) {
   const Vec want_q = numeric_gradient([&](const Vec& x) { return forward(x, kd, vd, nullptr); }, qd, wd);
   const Vec want_k = numeric_gradient([&](const Vec& x) { return forward(qd, x, vd, nullptr); }, kd, wd);
   const Vec want_v = numeric_gradient([&](const Vec& x) { return forward(qd, kd, x, nullptr); }, vd, wd);
+  // dp = do · vᵀ at every entry, masked ones included.
+  std::vector<float> want_dp(size_t(T * T));
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t j = 0; j < T; ++j) {
+      double s = 0;
+      for (int64_t c = 0; c < d; ++c) s += double(wd[size_t(i * ldo + c)]) * v[size_t(j * ldk + c)];
+      want_dp[size_t(i * T + j)] = float(s);
+    }
   for (bool twin : {false, true}) {
-    std::vector<float> dq(q.size(), 0.0f), dk(k.size(), 0.0f), dv(v.size(), 0.0f), scratch(size_t(T * T));
+    std::vector<float> dq(q.size(), 0.0f), dk(k.size(), 0.0f), dv(v.size(), 0.0f), dp(size_t(T * T)),
+        scratch(size_t(2 * T * T));
     if (twin)
       reference::attention_head_backward(q.data(), ldq, k.data(), v.data(), ldk, p.data(), wd.data(), ldo, T, T, d,
-                                         scale, dq.data(), dk.data(), dv.data());
+                                         scale, softcap, dq.data(), dk.data(), dv.data(), dp.data());
     else
       attention_head_backward(q.data(), ldq, k.data(), v.data(), ldk, p.data(), wd.data(), ldo, T, T, d, scale,
-                              dq.data(), dk.data(), dv.data(), scratch.data());
+                              softcap, dq.data(), dk.data(), dv.data(), dp.data(), scratch.data());
     EXPECT_LE(relative_error(dq, want_q), kTolerance) << twin;
     EXPECT_LE(relative_error(dk, want_k), kTolerance) << twin;
     EXPECT_LE(relative_error(dv, want_v), kTolerance) << twin;
+    EXPECT_LE(relative_error(dp, to_double(want_dp)), 1e-6) << twin;
+  }
+}
+INSTANTIATE_TEST_SUITE_P(SoftCap, AttentionHead, ::testing::Values(0.0f, 1.5f));
+
+// dy · W for a weight kept in stored blocks (F32 blocks here, so the values are exact), over
+// several panels and a ragged last one, against the fp32 product and the twin.
+TEST(OpsBackward, QuantLinearBackwardPanelsEqualTheWholeProduct) {
+  const int64_t T = 3, out = 41, in = 65536;  // 16 rows of 64K columns per 4-MiB panel: 3 panels
+  const std::vector<float> w = random_floats(size_t(out * in), 30), dy = random_floats(size_t(T * out), 31);
+  const QuantMatrix stored = QuantMatrix::stored(io::GgmlType::F32, out, in,
+                                                 reinterpret_cast<const uint8_t*>(w.data()), nullptr);
+  Tensor wt({out, in});
+  std::copy(w.begin(), w.end(), wt.ptr());
+  const QuantMatrix fp32(wt);
+  std::vector<float> want(size_t(T * in), 0.0f);
+  reference::quant_linear_backward(dy.data(), T, stored, want.data());
+  for (const QuantMatrix* W : {&stored, &fp32}) {
+    std::vector<float> dx(size_t(T * in), 1.0f);
+    quant_linear_backward(dy.data(), T, *W, dx.data(), /*accumulate=*/false);
+    EXPECT_LE(relative_error(dx, to_double(want)), 1e-6) << W->stored();
+    quant_linear_backward(dy.data(), T, *W, dx.data(), /*accumulate=*/true);
+    for (size_t i = 0; i < dx.size(); i += 997) EXPECT_NEAR(dx[i], 2 * want[i], 1e-4 * (1 + std::abs(want[i])));
   }
 }
 

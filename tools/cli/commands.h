@@ -20,5 +20,6 @@ void add_composition_command(CLI::App& app);
 void add_headmap_command(CLI::App& app);
 void add_lens_command(CLI::App& app);
 void add_merge_command(CLI::App& app);  // merge_command.cc
+void add_grad_command(CLI::App& app);   // grad_command.cc: grad and saliency
 
 }  // namespace headscope::cli

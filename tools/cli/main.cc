@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   headscope::cli::add_generate_command(app);
   headscope::cli::add_ablate_command(app);
   headscope::cli::add_patch_command(app);
+  headscope::cli::add_grad_command(app);
   headscope::cli::add_composition_command(app);
   headscope::cli::add_headmap_command(app);
   headscope::cli::add_lens_command(app);

@@ -29,7 +29,8 @@ struct PatchArgs {
   std::string pairs_file, write_pairs;
   std::string sites = "head", direction, metric, layers;
   std::string senders, receivers, input = "q", heads;
-  std::string json_path, csv_path;
+  std::string json_path, csv_path, method = "exact";
+  bool edges = false;
   int top = 10;
   int threads = 0;
 };
@@ -109,6 +110,48 @@ void print_path(const PatchExperiment& x, int top) {
   }
 }
 
+void print_edges(const AttributionReport& r, int top) {
+  std::vector<const EdgeEffect*> order;
+  for (const EdgeEffect& e : r.edges) order.push_back(&e);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const EdgeEffect* a, const EdgeEffect* b) { return std::fabs(a->value) > std::fabs(b->value); });
+  std::printf("largest edges (estimated change of the metric; %zu edges):\n", r.edges.size());
+  for (size_t i = 0; i < std::min(order.size(), size_t(std::max(top, 0))); ++i) {
+    const EdgeEffect& e = *order[i];
+    const std::string to = e.input == PathPatchRequest::Input::kLogits
+                               ? std::string("logits")
+                               : std::to_string(e.receiver.layer) + (e.input == PathPatchRequest::Input::kQuery ? "." : ".kv") +
+                                     std::to_string(e.receiver.head) + " " + path_input_name(e.input);
+    std::printf("  %d.%d -> %-14s %+10.5f  (normalised %+.4f)\n", e.sender.layer, e.sender.head, to.c_str(), e.value,
+                e.normalised);
+  }
+}
+
+// --method attribution | both: the first-order estimate of the sweep (and edges), with the exact
+// sweep and their agreement for both.
+PatchExperiment attribution_sweep(const Model& model, PromptPairs& pairs, const PatchRequest& r, const PatchArgs& a) {
+  if (a.method != "attribution" && a.method != "both")
+    throw Error("--method: exact, attribution or both, not \"" + a.method + "\"");
+  AttributionRequest q;
+  q.sweeps = r.sweeps, q.direction = r.direction, q.metric = r.metric, q.layers = r.layers, q.edges = a.edges;
+  PatchExperiment x = run_attribution_patch(model, pairs, q, a.method == "both");
+  PatchExperiment shown = x;
+  shown.sweep = x.attribution->sites;
+  shown.seconds = x.attribution_seconds;
+  std::printf("attribution patching: %lld forward and %lld backward passes\n",
+              static_cast<long long>(x.attribution->forward_passes), static_cast<long long>(x.attribution->backward_passes));
+  print_sweep(shown, a.top);
+  if (x.agreement) {
+    std::printf("exact patching of the same sites in %.2f s:\n", x.seconds.wall);
+    print_sweep(x, a.top);
+    std::printf("agreement over %lld sites: Spearman %.4f, Pearson %.4f, %d of the exact top 10 in the estimate's\n",
+                static_cast<long long>(x.agreement->sites), x.agreement->spearman, x.agreement->pearson,
+                x.agreement->top10_shared);
+  }
+  if (a.edges) print_edges(*x.attribution, a.top);
+  return x;
+}
+
 void patch(PatchArgs& a) {
   if (a.threads > 0) omp_set_num_threads(a.threads);
   auto model = load_model(a.model, a.load);
@@ -149,8 +192,13 @@ void patch(PatchArgs& a) {
     r.direction = a.direction.empty() ? PatchDirection::kDenoise : patch_direction_from_name(a.direction);
     r.metric = metric;
     if (!a.layers.empty()) r.layers = parse_layers(a.layers);
-    x = run_patch_sweep(*model, pairs, r);
-    print_sweep(x, a.top);
+    if (a.method == "exact") {
+      if (a.edges) throw Error("--edges needs --method attribution (or both)");
+      x = run_patch_sweep(*model, pairs, r);
+      print_sweep(x, a.top);
+    } else {
+      x = attribution_sweep(*model, pairs, r, a);
+    }
   }
   if (!a.json_path.empty()) write_file(a.json_path, nlohmann::json(x).dump(1) + "\n");
   if (!a.csv_path.empty()) write_file(a.csv_path, patch_csv(x));
@@ -185,6 +233,12 @@ void add_patch_command(CLI::App& app) {
                   "denoise (corrupt run, clean values; default for sweeps) | noise (clean run, corrupt values; "
                   "default for path patching)");
   cmd->add_option("--metric", args->metric, "logit_diff (default) | prob | loss; encoders: cosine");
+  cmd->add_option("--method", args->method,
+                  "exact (resumed passes) | attribution (first-order estimate from one backward pass per pair) | "
+                  "both (and their agreement)")
+      ->capture_default_str();
+  cmd->add_flag("--edges", args->edges,
+                "with --method attribution: every edge sender head -> receiver head's q, k, v (and -> logits)");
   cmd->add_option("--heads", args->heads, "patch these heads' outputs together instead of a sweep, e.g. 9.6,9.9");
   cmd->add_option("--senders", args->senders, "path patching: sender heads, layer.head, e.g. 9.6,9.9");
   cmd->add_option("--receivers", args->receivers,

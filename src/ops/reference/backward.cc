@@ -96,19 +96,29 @@ void rope_backward(float* dy, int64_t ld, int64_t T, int64_t n_heads, int64_t d_
 }
 
 void attention_head_backward(const float* q, int64_t ldq, const float* k, const float* v, int64_t ldk, const float* p,
-                             const float* d_out, int64_t ldo, int64_t Tq, int64_t Tk, int64_t d, float scale, float* dq,
-                             float* dk, float* dv) {
+                             const float* d_out, int64_t ldo, int64_t Tq, int64_t Tk, int64_t d, float scale,
+                             float softcap, float* dq, float* dk, float* dv, float* dp_out) {
   std::vector<double> dp(size_t(Tq * Tk)), ds(size_t(Tq * Tk));
   for (int64_t i = 0; i < Tq; ++i)
     for (int64_t j = 0; j < Tk; ++j) {
       double s = 0;
       for (int64_t c = 0; c < d; ++c) s += double(d_out[i * ldo + c]) * v[j * ldk + c];
       dp[size_t(i * Tk + j)] = s;
+      if (dp_out) dp_out[i * Tk + j] = static_cast<float>(s);
     }
   for (int64_t i = 0; i < Tq; ++i) {
     double dot = 0;
     for (int64_t j = 0; j < Tk; ++j) dot += p[i * Tk + j] * dp[size_t(i * Tk + j)];
-    for (int64_t j = 0; j < Tk; ++j) ds[size_t(i * Tk + j)] = p[i * Tk + j] * (dp[size_t(i * Tk + j)] - dot);
+    for (int64_t j = 0; j < Tk; ++j) {
+      double g = p[i * Tk + j] * (dp[size_t(i * Tk + j)] - dot);
+      if (softcap > 0.0f) {  // through c · tanh(s / c), s = scale · q·k
+        double s = 0;
+        for (int64_t c = 0; c < d; ++c) s += double(q[i * ldq + c]) * k[j * ldk + c];
+        const double t = std::tanh(scale * s / softcap);
+        g *= 1.0 - t * t;
+      }
+      ds[size_t(i * Tk + j)] = g;
+    }
   }
   for (int64_t j = 0; j < Tk; ++j)
     for (int64_t c = 0; c < d; ++c) {
@@ -125,6 +135,17 @@ void attention_head_backward(const float* q, int64_t ldq, const float* k, const 
       double s = 0;
       for (int64_t j = 0; j < Tk; ++j) s += ds[size_t(i * Tk + j)] * k[j * ldk + c];
       dq[i * ldq + c] += static_cast<float>(scale * s);
+    }
+}
+
+void quant_linear_backward(const float* dy, int64_t T, const QuantMatrix& W, float* dx) {
+  const Tensor w = W.to_f32();
+  const int64_t out = W.rows(), in = W.cols();
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < in; ++i) {
+      double s = 0;
+      for (int64_t o = 0; o < out; ++o) s += double(dy[t * out + o]) * w.ptr()[o * in + i];
+      dx[t * in + i] = static_cast<float>(s);
     }
 }
 

@@ -1,0 +1,372 @@
+// headscope — the shared causal decoder's reverse mode (decoder.h has the forward pass it undoes).
+//
+// gradients() runs one forward pass that keeps the residual stream entering every layer (the
+// capture's hidden states), reads the metric off the logits, and walks the layers back from the
+// last. Each layer's activations are computed again from its input by the same ops the forward
+// pass ran (gradient checkpointing: one layer's activations in memory, not n_layer's; the price is
+// a second forward pass, a third of the work), then undone op by op with ops/backward.h:
+//
+//   x_l → h = Norm(x_l) → q|k|v = h W_qkvᵀ → [QK-norm] → RoPE → p_h = softmax(q_h k_gᵀ · scale) → o_h = p_h v_g
+//       → a = concat(o_h) W_Oᵀ + b_O → [Norm] → x_mid = x_l + a → Norm → FFN → [Norm] → x_{l+1} = x_mid + f
+//
+// and backwards: ∂x_mid = ∂x_{l+1} + Norm'ᵀ(FFN'ᵀ ∂f);  ∂x_l = ∂x_mid + Norm'ᵀ(W_qkv-path'ᵀ ∂a).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <omp.h>
+
+#include "models/decoder.h"
+#include "ops/activations.h"
+#include "ops/attention.h"
+#include "ops/backward.h"
+#include "ops/norm.h"
+
+namespace headscope::models {
+
+// One layer at a time: forward(l, x) recomputes and keeps layer l's activations from its input,
+// backward(l, dx) turns ∂/∂(its output) into ∂/∂(its input) and writes the layer's gradients.
+class DecoderModel::Backward {
+ public:
+  Backward(const DecoderModel& m, int64_t T, const GradientOptions& o, Gradients& g)
+      : m_(m),
+        c_(m.cfg_),
+        o_(o),
+        g_(g),
+        T_(T),
+        D_(c_.d_model),
+        F_(c_.d_ff),
+        H_(c_.n_head),
+        Hkv_(c_.n_kv_head),
+        Dh_(c_.d_head),
+        Q_(H_ * Dh_),
+        KV_(Hkv_ * Dh_),
+        QKV_(Q_ + 2 * KV_) {
+    for (auto* v : {&x_in_, &h_attn_, &a_pre_, &x_mid_, &h_ffn_, &f_pre_, &x_out_, &d_mid_, &dh_})
+      v->resize(size_t(T * D_));
+    for (auto* v : {&qkv_raw_, &qkv_, &dqkv_}) v->resize(size_t(T * QKV_));
+    for (auto* v : {&concat_, &dconcat_}) v->resize(size_t(T * Q_));
+    for (auto* v : {&gate_, &up_, &act_, &dgate_, &dup_}) v->resize(size_t(T * F_));
+    probs_.resize(size_t(H_ * T * T));
+    if (m.arch_.rope) rope_ = ops::rope_table(m.inv_freq_, 0, T);
+    if (!m.local_inv_freq_.empty()) local_rope_ = ops::rope_table(m.local_inv_freq_, 0, T);
+  }
+
+  // Layer l from its input x [T, d_model]: every activation the backward reads is kept.
+  void forward(int l, const float* x) {
+    const DecoderLayerWeights& b = m_.w_.layers[size_t(l)];
+    const DecoderArch& a = m_.arch_;
+    const int64_t n = T_ * D_;
+    std::copy_n(x, n, x_in_.data());
+    norm_or_copy(b.attn_norm, b.attn_norm_bias, x_in_.data(), h_attn_.data());
+    ops::quant_linear(h_attn_.data(), T_, b.w_qkv, b.b_qkv.empty() ? nullptr : b.b_qkv.ptr(), qkv_raw_.data());
+    qkv_ = qkv_raw_;
+    float *q = qkv_.data(), *k = q + Q_, *v = k + KV_;
+    for (int64_t t = 0; a.qk_norm && t < T_; ++t) {
+      if (a.qk_norm_whole) {
+        ops::rms_norm(q + t * QKV_, 1, Q_, b.q_norm.ptr(), c_.norm_eps, q + t * QKV_);
+        ops::rms_norm(k + t * QKV_, 1, KV_, b.k_norm.ptr(), c_.norm_eps, k + t * QKV_);
+      } else {
+        ops::rms_norm(q + t * QKV_, H_, Dh_, b.q_norm.ptr(), c_.norm_eps, q + t * QKV_);
+        ops::rms_norm(k + t * QKV_, Hkv_, Dh_, b.k_norm.ptr(), c_.norm_eps, k + t * QKV_);
+      }
+    }
+    if (a.rope) {
+      ops::rope_apply(q, QKV_, T_, H_, Dh_, table(b), rope(b).d_rot, rope(b).layout);
+      ops::rope_apply(k, QKV_, T_, Hkv_, Dh_, table(b), rope(b).d_rot, rope(b).layout);
+    }
+    const ops::AttentionDims dims{T_, T_, H_, Hkv_, Dh_, m_.attention_scale(l)};
+    ops::attention(q, QKV_, k, QKV_, v, QKV_, m_.kv_head_of_.data(), dims, m_.attention_mask(l), 0, probs_.data(),
+                   concat_.data(), Q_);
+    ops::quant_linear(concat_.data(), T_, b.w_o, b.b_o.ptr(), a_pre_.data());  // concat · W_Oᵀ + b_O
+    const float* attn = sandwich(b.post_attn_norm, a_pre_.data(), x_out_.data());
+    for (int64_t i = 0; i < n; ++i) x_mid_[size_t(i)] = x_in_[size_t(i)] + attn[i];
+    norm_or_copy(b.ffn_norm, b.ffn_norm_bias, x_mid_.data(), h_ffn_.data());
+    if (a.mlp == DecoderArch::Mlp::kGeluTanh) {
+      ops::quant_linear(h_ffn_.data(), T_, b.w_up, b.b_up.ptr(), up_.data());
+      act_ = up_;
+      ops::gelu_tanh(act_.data(), T_ * F_);
+      ops::quant_linear(act_.data(), T_, b.w_down, b.b_down.ptr(), f_pre_.data());
+    } else {
+      ops::quant_linear(h_ffn_.data(), T_, b.w_gate, nullptr, gate_.data());
+      ops::quant_linear(h_ffn_.data(), T_, b.w_up, nullptr, up_.data());
+      act_ = gate_;
+      if (a.mlp == DecoderArch::Mlp::kSwiGlu)
+        ops::silu_mul(act_.data(), up_.data(), T_ * F_);
+      else
+        ops::gelu_tanh_mul(act_.data(), up_.data(), T_ * F_);
+      ops::quant_linear(act_.data(), T_, b.w_down, nullptr, f_pre_.data());
+    }
+    const float* f = sandwich(b.post_ffn_norm, f_pre_.data(), dh_.data());
+    for (int64_t i = 0; i < n; ++i) x_out_[size_t(i)] = x_mid_[size_t(i)] + f[i];
+  }
+  const float* output() const { return x_out_.data(); }  // x_{l+1} [T, d_model]
+
+  // dx: in ∂/∂x_{l+1}, out ∂/∂x_l (both [T, d_model]).
+  void backward(int l, float* dx) {
+    const DecoderLayerWeights& b = m_.w_.layers[size_t(l)];
+    const int64_t n = T_ * D_;
+    // Feed-forward block: x_{l+1} = x_mid + [Norm](f_pre(Norm(x_mid))).
+    std::copy_n(dx, n, g_.mlp_outputs.ptr() + l * n);  // ∂/∂ what the block adds
+    std::copy_n(dx, n, d_mid_.data());
+    float* df = sandwich_backward(b.post_ffn_norm, f_pre_.data(), dx, dh_.data());
+    ops::quant_linear_backward(df, T_, b.w_down, act_.data(), /*accumulate=*/false);  // ∂act [T, F] (act_ reused)
+    if (m_.arch_.mlp == DecoderArch::Mlp::kGeluTanh) {
+      ops::gelu_tanh_backward(up_.data(), act_.data(), dup_.data(), T_ * F_);
+      ops::quant_linear_backward(dup_.data(), T_, b.w_up, dh_.data(), false);
+    } else {
+      if (m_.arch_.mlp == DecoderArch::Mlp::kSwiGlu)
+        ops::silu_mul_backward(gate_.data(), up_.data(), act_.data(), dgate_.data(), dup_.data(), T_ * F_);
+      else
+        ops::gelu_tanh_mul_backward(gate_.data(), up_.data(), act_.data(), dgate_.data(), dup_.data(), T_ * F_);
+      ops::quant_linear_backward(dgate_.data(), T_, b.w_gate, dh_.data(), false);
+      ops::quant_linear_backward(dup_.data(), T_, b.w_up, dh_.data(), true);
+    }
+    add_norm_backward(b.ffn_norm, x_mid_.data(), dh_.data(), d_mid_.data());
+    // Attention block: x_mid = x_l + [Norm](concat(o_h) W_Oᵀ + b_O).
+    float* da = sandwich_backward(b.post_attn_norm, a_pre_.data(), d_mid_.data(), dh_.data());
+    std::copy_n(da, n, g_.attn_output.ptr() + l * n);
+    ops::quant_linear_backward(da, T_, b.w_o, dconcat_.data(), false);  // ∂concat [T, H·Dh]
+    heads_backward(l);
+    if (o_.receivers) dqkv_post_rope_ = dqkv_;
+    qk_backward(b);
+    ops::quant_linear_backward(dqkv_.data(), T_, b.w_qkv, dh_.data(), false);  // ∂h [T, D]
+    std::copy_n(d_mid_.data(), n, dx);
+    add_norm_backward(b.attn_norm, x_in_.data(), dh_.data(), dx);
+    if (o_.receivers) receivers(l, b);
+  }
+
+ private:
+  const ops::RopeConfig& rope(const DecoderLayerWeights& b) const {
+    return b.local_rope ? m_.arch_.local_rope_config : m_.arch_.rope_config;
+  }
+  const ops::RopeTable& table(const DecoderLayerWeights& b) const { return b.local_rope ? local_rope_ : rope_; }
+
+  // out = Norm(in), or a copy without a pre-norm (OLMo 2)
+  void norm_or_copy(const Tensor& g, const Tensor& bias, const float* in, float* out) const {
+    if (!m_.arch_.pre_norm)
+      std::copy_n(in, T_ * D_, out);
+    else if (m_.arch_.norm == DecoderArch::Norm::kRms)
+      ops::rms_norm(in, T_, D_, g.ptr(), c_.norm_eps, out);
+    else
+      ops::layer_norm(in, T_, D_, g.ptr(), bias.ptr(), c_.norm_eps, out);
+  }
+  // dx += Norm'(x)ᵀ dh (or dh itself without a pre-norm); dh is overwritten.
+  void add_norm_backward(const Tensor& g, const float* x, float* dh, float* dx) const {
+    const int64_t n = T_ * D_;
+    if (m_.arch_.pre_norm) {
+      if (m_.arch_.norm == DecoderArch::Norm::kRms)
+        ops::rms_norm_backward(x, T_, D_, g.ptr(), c_.norm_eps, dh, dh, nullptr);
+      else
+        ops::layer_norm_backward(x, T_, D_, g.ptr(), c_.norm_eps, dh, dh, nullptr, nullptr);
+    }
+    for (int64_t i = 0; i < n; ++i) dx[i] += dh[i];
+  }
+  // A sandwich norm's output (Gemma 2/3, OLMo 2) in `scratch`, or `in` itself.
+  const float* sandwich(const Tensor& g, const float* in, float* scratch) const {
+    if (!m_.arch_.sandwich_norm) return in;
+    ops::rms_norm(in, T_, D_, g.ptr(), c_.norm_eps, scratch);
+    return scratch;
+  }
+  float* sandwich_backward(const Tensor& g, const float* in, float* dy, float* scratch) const {
+    if (!m_.arch_.sandwich_norm) return dy;
+    ops::rms_norm_backward(in, T_, D_, g.ptr(), c_.norm_eps, dy, scratch, nullptr);
+    return scratch;
+  }
+
+  // ∂concat → ∂p, ∂q, ∂k, ∂v of every head (after RoPE): one key/value group per thread, its query
+  // heads in turn, so a group's ∂k and ∂v sum its heads without a race.
+  void heads_backward(int l) {
+    std::fill(dqkv_.begin(), dqkv_.end(), 0.0f);
+    const int64_t group = H_ / Hkv_, T = T_, TT = T * T;
+    const float cap = m_.arch_.attention_softcap, scale = m_.attention_scale(l);
+#pragma omp parallel
+    {
+      std::vector<float> scratch(size_t(2 * TT));
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t gk = 0; gk < Hkv_; ++gk) {
+        const float* k = qkv_.data() + Q_ + gk * Dh_;
+        const float* v = k + KV_;
+        float* dk = dqkv_.data() + Q_ + gk * Dh_;
+        float* dv = dk + KV_;
+        for (int64_t h = gk * group; h < (gk + 1) * group; ++h) {
+          float* dp = o_.attention ? g_.attention.ptr() + (int64_t(l) * H_ + h) * TT : nullptr;
+          ops::attention_head_backward(qkv_.data() + h * Dh_, QKV_, k, v, QKV_, probs_.data() + h * TT,
+                                       dconcat_.data() + h * Dh_, Q_, T, T, Dh_, scale, cap,
+                                       dqkv_.data() + h * Dh_, dk, dv, dp, scratch.data());
+        }
+      }
+    }
+    // Per-head records [L, heads, T, Dh] from the row-major [T, heads·Dh] buffers.
+    const auto heads_of = [&](const float* src, int64_t ld, int64_t heads, Tensor& dst) {
+      float* out = dst.ptr() + int64_t(l) * heads * T * Dh_;
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t t = 0; t < T; ++t) std::copy_n(src + t * ld + h * Dh_, Dh_, out + (h * T + t) * Dh_);
+    };
+    heads_of(dconcat_.data(), Q_, H_, g_.head_outputs);
+    if (o_.queries_keys_values) {
+      heads_of(dqkv_.data(), QKV_, H_, g_.queries);
+      heads_of(dqkv_.data() + Q_, QKV_, Hkv_, g_.keys);
+      heads_of(dqkv_.data() + Q_ + KV_, QKV_, Hkv_, g_.values);
+    }
+  }
+
+  // ∂q, ∂k after RoPE → before QK-norm (in dqkv_, in place): RoPE's transpose, then the norm's.
+  void qk_backward(const DecoderLayerWeights& b) { qk_backward(b, dqkv_.data()); }
+  void qk_backward(const DecoderLayerWeights& b, float* d) const {
+    const DecoderArch& a = m_.arch_;
+    if (a.rope) {
+      ops::rope_backward(d, QKV_, T_, H_, Dh_, table(b), rope(b).d_rot, rope(b).layout);
+      ops::rope_backward(d + Q_, QKV_, T_, Hkv_, Dh_, table(b), rope(b).d_rot, rope(b).layout);
+    }
+    if (!a.qk_norm) return;
+    // The norm's input: the projection before QK-norm and RoPE (qkv_raw_).
+    for (int64_t t = 0; t < T_; ++t) {
+      const float* raw = qkv_raw_.data() + t * QKV_;
+      float* row = d + t * QKV_;
+      if (a.qk_norm_whole) {
+        ops::rms_norm_backward(raw, 1, Q_, b.q_norm.ptr(), c_.norm_eps, row, row, nullptr);
+        ops::rms_norm_backward(raw + Q_, 1, KV_, b.k_norm.ptr(), c_.norm_eps, row + Q_, row + Q_, nullptr);
+      } else {
+        ops::rms_norm_backward(raw, H_, Dh_, b.q_norm.ptr(), c_.norm_eps, row, row, nullptr);
+        ops::rms_norm_backward(raw + Q_, Hkv_, Dh_, b.k_norm.ptr(), c_.norm_eps, row + Q_, row + Q_, nullptr);
+      }
+    }
+  }
+
+  // Receivers (GradientOptions::receivers): ∂/∂x_l through one head's query, one key/value head's
+  // key or value alone — its columns of ∂(q|k|v after RoPE) kept, the rest zeroed, taken back
+  // through RoPE, QK-norm, W_qkv and the pre-norm. Recomputed from g_'s per-head gradients.
+  void receivers(int l, const DecoderLayerWeights& b) {
+    const int64_t slots = H_ + 2 * Hkv_, n = T_ * D_;
+    std::vector<float> d(static_cast<size_t>(T_ * QKV_)), rows, dh(static_cast<size_t>(n));
+    for (int64_t s = 0; s < slots; ++s) {
+      const bool value = s >= H_ + Hkv_;
+      const int64_t col = s < H_ ? s * Dh_ : !value ? Q_ + (s - H_) * Dh_ : Q_ + KV_ + (s - H_ - Hkv_) * Dh_;
+      std::fill(d.begin(), d.end(), 0.0f);
+      for (int64_t t = 0; t < T_; ++t) std::copy_n(dqkv_post_rope_.data() + t * QKV_ + col, Dh_, d.data() + t * QKV_ + col);
+      if (!value) qk_backward(b, d.data());
+      // The columns now non-zero: the head's own, or every query (key) column under OLMo 2's whole-row norm.
+      int64_t r0 = col, r1 = col + Dh_;
+      if (!value && m_.arch_.qk_norm && m_.arch_.qk_norm_whole) r0 = s < H_ ? 0 : Q_, r1 = s < H_ ? Q_ : Q_ + KV_;
+      rows.resize(size_t(T_ * (r1 - r0)));
+      for (int64_t t = 0; t < T_; ++t) std::copy(d.data() + t * QKV_ + r0, d.data() + t * QKV_ + r1, rows.data() + t * (r1 - r0));
+      ops::quant_linear_backward(rows.data(), T_, b.w_qkv.row_block(r0, r1 - r0), dh.data(), false);
+      float* out = g_.receivers.ptr() + (int64_t(l) * slots + s) * n;
+      std::fill(out, out + n, 0.0f);
+      add_norm_backward(b.attn_norm, x_in_.data(), dh.data(), out);
+    }
+  }
+
+  const DecoderModel& m_;
+  const ModelConfig& c_;
+  const GradientOptions& o_;
+  Gradients& g_;
+  const int64_t T_, D_, F_, H_, Hkv_, Dh_, Q_, KV_, QKV_;
+  // Layer l's activations (forward) and the backward's buffers.
+  std::vector<float> x_in_, h_attn_, qkv_raw_, qkv_, probs_, concat_, a_pre_, x_mid_, h_ffn_, gate_, up_, act_, f_pre_,
+      x_out_;
+  std::vector<float> d_mid_, dh_, dqkv_, dqkv_post_rope_, dconcat_, dgate_, dup_;
+  ops::RopeTable rope_, local_rope_;
+};
+
+namespace {
+Tensor zeros_if(bool on, std::vector<int64_t> shape) { return on ? Tensor(std::move(shape)) : Tensor(); }
+}  // namespace
+
+// What gradients() holds at once, in floats: the forward capture (run_bytes); the gradients
+// (embeddings twice, hidden states, head outputs, attention and feed-forward outputs, and those
+// asked for); one layer's activations and the backward's buffers (Backward); each KV group's
+// scratch 2·T² per thread; the seed's logits and their gradient [rows, vocab], and ∂h of the
+// final norm.
+uint64_t DecoderModel::gradient_bytes(int64_t T, const GradientOptions& o) const {
+  CaptureOptions fwd = o.forward;
+  fwd.hidden_states = true;
+  const uint64_t t = uint64_t(T), L = uint64_t(cfg_.n_layer), D = uint64_t(cfg_.d_model), F = uint64_t(cfg_.d_ff),
+                 H = uint64_t(cfg_.n_head), Hkv = uint64_t(cfg_.n_kv_head), Dh = uint64_t(cfg_.d_head),
+                 QKV = (H + 2 * Hkv) * Dh, slots = H + 2 * Hkv;
+  uint64_t floats = t * D * 2 + (L + 1) * t * D + L * H * t * Dh + 2 * L * t * D;
+  if (o.attention) floats += L * H * t * t;
+  if (o.queries_keys_values) floats += L * QKV * t;
+  if (o.receivers) floats += L * slots * t * D + t * (QKV + D) * 2;
+  floats += t * (9 * D + 4 * QKV + 2 * H * Dh + 5 * F) + H * t * t;
+  floats += uint64_t(std::max(1, omp_get_max_threads())) * 2 * t * t;
+  floats += 2 * t * uint64_t(cfg_.vocab_size) + 2 * t * D;
+  return run_bytes(T, fwd) + floats * sizeof(float);
+}
+
+Gradients DecoderModel::gradients(const Encoding& encoding, const GradientSeed& seed,
+                                  const GradientOptions& options) const {
+  const std::vector<int32_t> ids = encoding.ids();
+  check_ids(ids, 0);
+  if (!seed.metric) throw Error("gradients: no metric to differentiate");
+  const int64_t T = int64_t(ids.size()), D = cfg_.d_model, L = cfg_.n_layer, H = cfg_.n_head, Hkv = cfg_.n_kv_head,
+                Dh = cfg_.d_head, V = cfg_.vocab_size;
+  check_gradient_memory(T, gradient_bytes(T, options), options);
+  Gradients g;
+  // The token embeddings E[id] (· √d_model for Gemma), or the caller's; x_0 adds the positions (GPT-2).
+  if (options.embeddings != nullptr) {
+    options.embeddings->expect_shape({T, D}, "gradients: the token embeddings");
+    g.token_embeddings = *options.embeddings;
+  } else {
+    g.token_embeddings = Tensor({T, D});
+    for (int64_t t = 0; t < T; ++t) {
+      float* row = g.token_embeddings.ptr() + t * D;
+      w_.token_embedding.dequantize_rows(ids[size_t(t)], 1, row);
+      if (arch_.embedding_scale != 0.0f)
+        for (int64_t i = 0; i < D; ++i) row[i] *= arch_.embedding_scale;
+    }
+  }
+  CaptureOptions fwd = options.forward;
+  fwd.hidden_states = true;
+  if (options.embeddings == nullptr) {
+    g.forward = run(encoding, fwd);
+  } else {
+    Tensor prefix({L + 1, T, D});
+    std::copy_n(g.token_embeddings.ptr(), T * D, prefix.ptr());
+    if (!w_.position_embedding.empty())
+      for (int64_t i = 0; i < T * D; ++i) prefix.ptr()[i] += w_.position_embedding.ptr()[i];
+    g.forward = resume(encoding, 0, prefix, fwd);
+  }
+  g.embeddings = Tensor({T, D});
+  g.hidden_states = Tensor({L + 1, T, D});
+  g.head_outputs = Tensor({L, H, T, Dh});
+  g.attn_output = Tensor({L, T, D});
+  g.mlp_outputs = Tensor({L, T, D});
+  g.attention = zeros_if(options.attention, {L, H, T, T});
+  g.queries = zeros_if(options.queries_keys_values, {L, H, T, Dh});
+  g.keys = zeros_if(options.queries_keys_values, {L, Hkv, T, Dh});
+  g.values = zeros_if(options.queries_keys_values, {L, Hkv, T, Dh});
+  g.receivers = zeros_if(options.receivers, {L, H + 2 * Hkv, T, D});
+  Backward pass(*this, T, options, g);
+  const float* hidden = g.forward.hidden_states.ptr();
+  pass.forward(int(L - 1), hidden + (L - 1) * T * D);  // x_L, the final norm's input
+  // The metric from the logits of its rows: Norm_final(x_L) · E_outᵀ [· soft-cap].
+  const int64_t rows = seed.all_rows ? T : 1, first = T - rows;
+  const float* h_final = hidden + L * T * D;
+  std::vector<float> logits(size_t(rows * V)), dlogits(size_t(rows * V), 0.0f);
+  ops::quant_linear(h_final + first * D, rows, unembedding(), nullptr, logits.data());
+  if (arch_.final_softcap > 0.0f) ops::soft_cap(logits.data(), rows * V, arch_.final_softcap);
+  g.metric = seed.metric(logits.data(), rows, V, dlogits.data());
+  if (arch_.final_softcap > 0.0f)
+    ops::soft_cap_backward(logits.data(), dlogits.data(), dlogits.data(), rows * V, arch_.final_softcap);
+  float* dh_final = g.hidden_states.ptr() + L * T * D;
+  ops::quant_linear_backward(dlogits.data(), rows, unembedding(), dh_final + first * D, false);
+  std::vector<float> dx(dh_final, dh_final + T * D);
+  if (arch_.norm == DecoderArch::Norm::kRms)
+    ops::rms_norm_backward(pass.output(), T, D, w_.final_norm.ptr(), cfg_.norm_eps, dx.data(), dx.data(), nullptr);
+  else
+    ops::layer_norm_backward(pass.output(), T, D, w_.final_norm.ptr(), cfg_.norm_eps, dx.data(), dx.data(), nullptr,
+                             nullptr);
+  g.final_residual = Tensor({T, D});
+  std::copy_n(dx.data(), T * D, g.final_residual.ptr());
+  for (int64_t l = L - 1; l >= 0; --l) {
+    if (l < L - 1) pass.forward(int(l), hidden + l * T * D);
+    pass.backward(int(l), dx.data());
+    std::copy_n(dx.data(), T * D, g.hidden_states.ptr() + l * T * D);
+  }
+  std::copy_n(dx.data(), T * D, g.embeddings.ptr());  // x_0 = e + P: ∂e = ∂x_0
+  return g;
+}
+
+}  // namespace headscope::models

@@ -154,7 +154,14 @@ SaliencyReport saliency(const Model& model, const std::string& text, const Salie
       for (int64_t k = 0; k < T * D; ++k)
         point.ptr()[k] = static_cast<float>(base.ptr()[k] + alphas[i] * (double(e.ptr()[k]) - base.ptr()[k]));
       const Gradients gi = model.gradients(r.encoding, seed, go);
-      for (int64_t k = 0; k < T * D; ++k) acc[size_t(k)] += weights[i] * gi.embeddings.ptr()[k];
+      for (int64_t k = 0; k < T * D; ++k) {
+        if (!std::isfinite(gi.embeddings.ptr()[k]))
+          throw Error("integrated gradients: the gradient at α = " + std::to_string(alphas[i]) +
+                      " is not finite (a zero baseline sends zeros through the model's norms, whose gradient there is "
+                      "1/√eps); choose a rule that does not evaluate α = 0 (gausslegendre, riemann_middle, "
+                      "riemann_right) or a token baseline");
+        acc[size_t(k)] += weights[i] * gi.embeddings.ptr()[k];
+      }
       ++r.backward_passes;
     }
     for (int64_t k = 0; k < T * D; ++k)

@@ -52,6 +52,7 @@ __all__ = [
     "Error",
     "FileError",
     "Generation",
+    "Gradients",
     "HeadLens",
     "HeadRole",
     "HeadStats",
@@ -61,6 +62,7 @@ __all__ = [
     "PromptPairs",
     "ResourceError",
     "Result",
+    "Saliency",
     "Tokenizer",
     "analyse_attention",
     "greater_than_pairs",
@@ -443,6 +445,8 @@ class Model:
         senders: HeadSpec | None = None,
         receivers: HeadSpec | None = None,
         input: Literal["q", "k", "v", "logits"] = "q",
+        method: Literal["exact", "attribution", "both"] = "exact",
+        edges: bool = False,
     ) -> PatchResult:
         """Activation patching between a clean and a corrupted prompt (`headscope patch`, the same
         pipeline and JSON; docs/python.md, "Patching").
@@ -470,17 +474,79 @@ class Model:
         direction: "denoise" (the corrupted run given clean values; the default of sweeps and
             heads) or "noise" (the clean run given corrupted values; the default of path patching).
         metric: "logit_diff" (decoders' default), "prob", "loss"; encoders: "cosine" (their only one).
+        method: "exact", "attribution" (Model.attribution_patch) or "both" (and their .agreement).
 
         Returns a PatchResult (.map() gives the results as an array). Raises Error for prompts of
-        different token counts, an answer that is not one token, a head or layer the model lacks,
-        a metric the model does not have, or an unknown site, direction, task or input.
+        different token counts, a non-one-token answer, a head, layer or metric the model lacks.
         """
         source = _pair_source(self, (clean, corrupt, answer, wrong), pairs, task)
         raw, used = self._core.patch(
             *source, _count(n, "n"), _count(length, "length"), _seed(seed), _sites(sites), direction or "",
             metric or "", _layers(layers), _head_spec(heads, "heads"), _head_spec(senders, "senders"),
-            _head_spec(receivers, "receivers"), input)
+            _head_spec(receivers, "receivers"), input, method, bool(edges))
         return PatchResult(self, _json.loads(raw), PromptPairs._of(used))
+
+    def attribution_patch(self, **kwargs: Any) -> PatchResult:
+        """Attribution patching: Model.patch(..., method="attribution") (the same arguments, and
+        edges=True for every head-to-head edge). Each result's value is the first-order estimate of
+        the patched metric, base + (a_source - a_base) . d metric / d a (docs/gradients.md)."""
+        kwargs.setdefault("method", "attribution")
+        return self.patch(**kwargs)
+
+    def grad(
+        self,
+        text: str | bytes,
+        *,
+        answer: str | bytes | None = None,
+        wrong: str | bytes | None = None,
+        reference: str | bytes | None = None,
+        metric: Literal["logit_diff", "prob", "loss", "cosine"] | None = None,
+        attention: bool = True,
+        qkv: bool = True,
+        receivers: bool = False,
+    ) -> Gradients:
+        """The gradient of a metric of `text` with respect to every activation the forward pass
+        captures, from one forward and one backward pass (`headscope grad`; docs/gradients.md).
+
+        Decoders: the metric is read after the last token, logit_diff of `answer` against `wrong`
+        (default), "prob" or "loss" of `answer` (one token each, e.g. " Mary"); encoders: "cosine",
+        1 - cos of the mean-pooled embedding with `reference`'s. Returns a Gradients whose arrays
+        (float32) have the shapes of the run's captures: embeddings [T, d_model], hidden_states
+        [n_layer + 1, T, d_model], head_outputs [n_layer, n_head, T, d_head], attention [n_layer,
+        n_head, T, T], queries, keys, values, attn_output, mlp_outputs, final_residual and, with
+        receivers=True, receivers [n_layer, n_head + 2 n_kv_head, T, d_model] (each head's query,
+        key and value path back to the layer's input).
+        """
+        raw, arrays = self._core.grad(_utf8(text), metric or "", _utf8(answer or ""), _utf8(wrong or ""),
+                                      _utf8(reference or ""), bool(attention), bool(qkv), bool(receivers))
+        return Gradients(_json.loads(raw), arrays)
+
+    def saliency(
+        self,
+        text: str | bytes,
+        *,
+        answer: str | bytes | None = None,
+        wrong: str | bytes | None = None,
+        reference: str | bytes | None = None,
+        metric: Literal["logit_diff", "prob", "loss", "cosine"] | None = None,
+        method: Literal["integrated_gradients", "grad_x_input"] = "integrated_gradients",
+        steps: int = 50,
+        rule: Literal["gausslegendre", "riemann_left", "riemann_right", "riemann_middle",
+                      "riemann_trapezoid"] = "gausslegendre",
+        baseline: int | None = None,
+        keep_special: bool = True,
+    ) -> Saliency:
+        """How much each token of `text` moves the metric (`headscope saliency`; docs/gradients.md):
+        gradient x input, or integrated gradients from a baseline (zero embeddings, or the embedding
+        of token id `baseline` at every position; special tokens kept unless keep_special=False)
+        with Captum's integration `rule` over `steps` points. The metric as Model.grad. Returns a
+        Saliency: per-token .scores, .attributions [T, d_model], the metric at the text and the
+        baseline, and the completeness gap |sum(scores) - (metric - baseline metric)|.
+        """
+        raw, attributions = self._core.saliency(
+            _utf8(text), method, metric or "", _utf8(answer or ""), _utf8(wrong or ""), _utf8(reference or ""),
+            _count(steps, "steps"), rule, -1 if baseline is None else int(baseline), bool(keep_special))
+        return Saliency(_json.loads(raw), attributions)
 
     def logit_lens(
         self,
@@ -797,6 +863,50 @@ def _heads_text(heads: list) -> str:
     return ",".join(f"{layer}.{head}" for layer, head in heads) or "logits"
 
 
+class Gradients:
+    """What Model.grad returns: the "headscope.grad/1" document as `raw` and every gradient as a
+    float32 array (attributes named as the capture's tensors: embeddings, hidden_states,
+    final_residual, head_outputs, attn_output, mlp_outputs, attention, queries, keys, values,
+    receivers; None when not asked for) and the token embeddings the pass ran."""
+
+    NAMES = ("embeddings", "hidden_states", "final_residual", "head_outputs", "attn_output", "mlp_outputs",
+             "attention", "queries", "keys", "values", "receivers", "token_embeddings")
+
+    def __init__(self, raw: dict, arrays: dict) -> None:
+        self.raw = raw
+        self.metric: str = raw["metric"]
+        self.value: float = _num(raw["value"])
+        self.tokens: list[dict] = raw["tokens"]
+        for name in self.NAMES:
+            setattr(self, name, arrays.get(name))
+
+    def grad_x_input(self) -> np.ndarray:
+        """Per token: its embedding times the gradient there, summed over the embedding (float64 [T])."""
+        return (self.embeddings.astype(np.float64) * self.token_embeddings).sum(-1)
+
+    def __repr__(self) -> str:
+        return f"<headscope.Gradients {self.metric} = {self.value:.6g}, {len(self.tokens)} tokens>"
+
+
+class Saliency:
+    """What Model.saliency returns: the "headscope.saliency/1" document as `raw`, per-token
+    `scores` (float64 [T]), `attributions` (float32 [T, d_model]), `value` (the metric at the
+    text), and for integrated gradients `baseline_value` and `completeness_gap`."""
+
+    def __init__(self, raw: dict, attributions: np.ndarray) -> None:
+        self.raw = raw
+        self.method: str = raw["method"]
+        self.tokens: list[dict] = raw["tokens"]
+        self.scores = np.array([_num(t["score"]) for t in raw["tokens"]], dtype=np.float64)
+        self.attributions = attributions
+        self.value: float = _num(raw["value"])
+        self.baseline_value: float | None = _num(raw["baseline_value"]) if "baseline_value" in raw else None
+        self.completeness_gap: float | None = _num(raw["completeness_gap"]) if "completeness_gap" in raw else None
+
+    def __repr__(self) -> str:
+        return f"<headscope.Saliency {self.method}, {len(self.tokens)} tokens, total {self.scores.sum():.6g}>"
+
+
 class PatchResult:
     """What Model.patch returns: the experiment's JSON (`headscope patch --json`, schema
     "headscope.patch/1") as `raw`, and its parts.
@@ -827,6 +937,13 @@ class PatchResult:
         self.n_tokens: int | None = raw.get("n_tokens")
         self.path: dict | None = raw.get("path")
         self.set: dict | None = raw.get("set")
+        self.method: str = raw.get("method", "exact")
+        attribution = raw.get("attribution") or {}
+        self.estimates: list[dict] = attribution.get("results", [])
+        self.edges: list[dict] = attribution.get("edges", [])
+        self.agreement: dict | None = raw.get("agreement")
+        for r in self.estimates:
+            r["value"], r["normalised"] = _num(r["value"]), _num(r["normalised"])
         if self.path is not None:
             self.results: list[dict] = self.path["results"]
         else:
@@ -844,7 +961,18 @@ class PatchResult:
         """The sites a sweep patched, in the order asked ([] for path patching and heads together)."""
         return list(dict.fromkeys(r["site"] for r in self.results)) if self.path is None else []
 
-    def map(self, site: PatchSite | None = None, normalised: bool = True) -> np.ndarray:
+    def edge_frame(self) -> Any:
+        """The edges of attribution patching (edges=True) as a DataFrame: sender_layer, sender_head,
+        receiver_layer, receiver_head (a key/value head for k and v; -1 for the logits), input,
+        value (the estimated change of the metric), normalised."""
+        import pandas as pd
+
+        rows = [(e["sender"][0], e["sender"][1], *(e["receiver"] or (self.model.config.n_layer, -1)), e["input"],
+                 _num(e["value"]), _num(e["normalised"])) for e in self.edges]
+        return pd.DataFrame(rows, columns=["sender_layer", "sender_head", "receiver_layer", "receiver_head", "input",
+                                           "value", "normalised"])
+
+    def map(self, site: PatchSite | None = None, normalised: bool = True, estimate: bool = False) -> np.ndarray:
         """The results of one site as a float64 array, NaN where nothing was patched (layers left out):
 
         head, q, pattern  [n_layer, n_head]
@@ -855,8 +983,12 @@ class PatchResult:
         path patching     [n_layer, n_head]: each receiver patched alone (site: None)
 
         site: default the sweep's first site. normalised=False gives the raw metric of each
-        patched run instead of (value - corrupt) / (clean - corrupt).
+        patched run instead of (value - corrupt) / (clean - corrupt). estimate=True (method "both")
+        gives attribution patching's estimates instead of the exact results.
         """
+        if estimate and self.method == "both":
+            return PatchResult(self.model, {**self.raw, "results": self.estimates, "method": "attribution"},
+                               self.pairs).map(site, normalised)
         c = self.model.config
         key = "normalised" if normalised else "value"
         if self.set is not None:

@@ -495,6 +495,26 @@ std::string importance_from_parts_json(int n_layer, int n_head, bool causal, Flo
 
 std::string string_of(const nb::bytes& b) { return std::string(b.c_str(), b.size()); }
 
+// A sweep over `sites`: exact (resumed passes), attribution (first-order estimates, with edges) or both.
+PatchExperiment sweep_experiment(const Model& model, PromptPairs& pairs, const std::vector<std::string>& sites,
+                                 const std::string& direction, PatchMetric metric, const std::vector<int>& layers,
+                                 const std::string& method, bool edges) {
+  AttributionRequest r;
+  r.sweeps.clear();
+  for (const std::string& s : sites) r.sweeps.push_back(patch_sweep_from_name(s));
+  if (r.sweeps.empty()) throw Error("sites: name at least one site (head, q, k, v, pattern, resid, attn, mlp, ...)");
+  r.direction = direction.empty() ? PatchDirection::kDenoise : patch_direction_from_name(direction);
+  r.metric = metric;
+  r.layers = layers;
+  r.edges = edges;
+  if (method == "attribution" || method == "both") return run_attribution_patch(model, pairs, r, method == "both");
+  if (method != "exact") throw Error("method: exact, attribution or both, not '" + method + "'");
+  if (edges) throw Error("edges=True needs method='attribution' (or 'both')");
+  PatchRequest exact;
+  exact.sweeps = r.sweeps, exact.direction = r.direction, exact.metric = r.metric, exact.layers = r.layers;
+  return run_patch_sweep(model, pairs, exact);
+}
+
 // `headscope patch` (tools/cli/patch_command.cc) with its options as arguments: the pairs one of three
 // ways, then a sweep over sites, the heads patched together, or path patching from senders. Returns
 // the experiment's JSON ("headscope.patch/1") and the pairs it ran, as the pairs file's JSON.
@@ -505,7 +525,7 @@ std::pair<std::string, std::string> patch(std::shared_ptr<PyModel> m, nb::bytes 
                                           const std::string& direction, const std::string& metric,
                                           const std::vector<int>& layers, const std::string& heads,
                                           const std::string& senders, const std::string& receivers,
-                                          const std::string& input) {
+                                          const std::string& input, const std::string& method, bool edges) {
   PairSource source;
   source.clean = string_of(clean);
   source.corrupt = string_of(corrupt);
@@ -542,15 +562,7 @@ std::pair<std::string, std::string> patch(std::shared_ptr<PyModel> m, nb::bytes 
       r.metric = chosen;
       x = run_path_patch(model, pairs, r);
     } else {
-      PatchRequest r;
-      r.sweeps.clear();
-      for (const std::string& s : sites) r.sweeps.push_back(patch_sweep_from_name(s));
-      if (r.sweeps.empty())
-        throw Error("sites: name at least one site (head, q, k, v, pattern, resid, attn, mlp, ...)");
-      r.direction = direction.empty() ? PatchDirection::kDenoise : patch_direction_from_name(direction);
-      r.metric = chosen;
-      r.layers = layers;
-      x = run_patch_sweep(model, pairs, r);
+      x = sweep_experiment(model, pairs, sites, direction, chosen, layers, method, edges);
     }
     return {nlohmann::json(x).dump(), prompt_pairs_to_json(pairs)};
   } catch (const Error& e) {
@@ -686,6 +698,61 @@ nb::dict logit_lens(std::shared_ptr<PyModel> m, nb::bytes text_bytes, int64_t po
   d["token_ranks"] = token_ranks;
   d["logits"] = lens.logits.empty() ? nb::none() : nb::cast(array_from(std::move(lens.logits)));
   return d;
+}
+
+// ---- gradients (docs/gradients.md) ----
+
+PatchMetric metric_for(const Model& model, const std::string& metric) {
+  if (!metric.empty()) return patch_metric_from_name(metric);
+  return model.config().causal ? PatchMetric::kLogitDiff : PatchMetric::kCosine;
+}
+
+// `headscope grad`: the JSON ("headscope.grad/1") and every gradient as a float32 array, taken over.
+std::pair<std::string, nb::dict> grad(std::shared_ptr<PyModel> m, nb::bytes text_bytes, const std::string& metric,
+                                      nb::bytes answer, nb::bytes wrong, nb::bytes reference, bool attention,
+                                      bool qkv, bool receivers) {
+  const std::string text = string_of(text_bytes);
+  check_text_size(text);
+  TextGradients g;
+  {
+    nb::gil_scoped_release release;
+    std::lock_guard lock(m->run_mutex);
+    m->set_threads();
+    GradientRequest r;
+    r.metric = metric_for(*m->model, metric);
+    r.answer = string_of(answer), r.wrong = string_of(wrong), r.reference = string_of(reference);
+    r.attention = attention, r.queries_keys_values = qkv, r.receivers = receivers;
+    g = text_gradients(*m->model, text, r);
+  }
+  std::string json = nlohmann::json(g).dump();
+  nb::dict arrays;
+  for (const auto& [name, t] : g.tensors()) arrays[name.c_str()] = array_from(Tensor(*t));
+  arrays["token_embeddings"] = array_from(std::move(g.grads.token_embeddings));
+  return {json, arrays};
+}
+
+// `headscope saliency`: the JSON ("headscope.saliency/1") and the attributions [T, d_model].
+std::pair<std::string, Array> saliency_of(std::shared_ptr<PyModel> m, nb::bytes text_bytes, const std::string& method,
+                                          const std::string& metric, nb::bytes answer, nb::bytes wrong,
+                                          nb::bytes reference, int steps, const std::string& rule, int baseline,
+                                          bool keep_special) {
+  const std::string text = string_of(text_bytes);
+  check_text_size(text);
+  SaliencyExperiment x;
+  {
+    nb::gil_scoped_release release;
+    std::lock_guard lock(m->run_mutex);
+    m->set_threads();
+    SaliencyRequest r;
+    r.method = saliency_method_from_name(method);
+    r.metric = metric_for(*m->model, metric);
+    r.answer = string_of(answer), r.wrong = string_of(wrong), r.reference = string_of(reference);
+    r.steps = steps, r.rule = integration_rule_from_name(rule), r.baseline_token = baseline;
+    r.keep_special = keep_special;
+    x = run_saliency(*m->model, text, r);
+  }
+  std::string json = nlohmann::json(x).dump();
+  return {json, array_from(std::move(x.report.attributions))};
 }
 
 // One head's logit lens (pipeline.h, text_head_lens): its effect on every logit at one position, the
@@ -1046,7 +1113,7 @@ void register_circuits(nb::class_<PyModel>& model) {
   model
       .def("patch", &patch, "clean"_a, "corrupt"_a, "answer"_a, "wrong"_a, "pairs_json"_a, "pairs_name"_a, "task"_a,
            "n"_a, "length"_a, "seed"_a, "sites"_a, "direction"_a, "metric"_a, "layers"_a, "heads"_a, "senders"_a,
-           "receivers"_a, "input"_a,
+           "receivers"_a, "input"_a, "method"_a, "edges"_a,
            "`headscope patch`: (the experiment as JSON \"headscope.patch/1\", the pairs it ran as JSON).")
       .def("patch_parts", &patch_parts, "pairs_json"_a, "sites"_a, "direction"_a, "metric"_a, "layers"_a,
            "A sweep over these pairs in parts: (bytes to merge with patch_from_parts, the model as JSON).")
@@ -1062,6 +1129,10 @@ void register_circuits(nb::class_<PyModel>& model) {
           "text"_a, "The id of a token written as text; Error unless it is exactly one token.")
       .def("logit_lens", &logit_lens, "text"_a, "position"_a, "top_k"_a, "ids"_a, "logits"_a, "truncate"_a,
            "The logit lens of one text at one position (decoders).")
+      .def("grad", &grad, "text"_a, "metric"_a, "answer"_a, "wrong"_a, "reference"_a, "attention"_a, "qkv"_a,
+           "receivers"_a, "The gradients of a metric of one text (docs/gradients.md).")
+      .def("saliency", &saliency_of, "text"_a, "method"_a, "metric"_a, "answer"_a, "wrong"_a, "reference"_a, "steps"_a,
+           "rule"_a, "baseline"_a, "keep_special"_a, "Token saliency of one text (docs/gradients.md).")
       .def("head_lens", &head_lens, "text"_a, "layer"_a, "head"_a, "position"_a, "top_k"_a, "ids"_a, "truncate"_a,
            "One head's output read through the unembedding at one position (decoders).")
       .def("composition", &composition, "draws"_a, "seed"_a, "gains"_a,

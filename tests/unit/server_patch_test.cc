@@ -387,3 +387,93 @@ TEST(ServerTokenize, CountsAsTheModelEncodes) {
 
 }  // namespace
 }  // namespace headscope::server
+
+namespace headscope::server {
+namespace {
+
+// Attribution patching through /api/patch: the reply equals the pipeline's, its estimates are
+// base + Σ (o_clean − o_corrupt) · ∂metric/∂o from Model::gradients read here, "both" adds the
+// exact sweep and their agreement, and "edges" one edge per sender and later receiver input.
+TEST(ServerPatch, AttributionMethodEqualsThePipelineAndTheGradients) {
+  const Model& model = smollm2();
+  const ModelConfig& c = model.config();
+  ApiFixture f(model);
+  const HttpReply r = f.api.patch(ioi({{"method", "attribution"}, {"edges", true}}).dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = body_of(r);
+  EXPECT_EQ(j["method"], "attribution");
+  ASSERT_EQ(j["results"].size(), size_t(c.n_layer * c.n_head));
+  EXPECT_EQ(j["results"], j["attribution"]["results"]);
+  // Edges: every sender head to every later layer's q (per head), k and v (per key/value head), and the logits.
+  size_t edges = 0;
+  for (int l = 0; l < c.n_layer; ++l) edges += size_t(c.n_head) * (size_t(c.n_layer - 1 - l) * (c.n_head + 2 * c.n_kv_head) + 1);
+  EXPECT_EQ(j["attribution"]["edges"].size(), edges);
+
+  const Encoding clean = model.encode(kIoi), corrupt = model.encode(kIoiCorrupt);
+  GradientOptions go;
+  go.attention = go.queries_keys_values = false;
+  go.forward.attention = go.forward.contributions = false;
+  const Gradients g = model.gradients(corrupt, metric_seed(model, PatchMetric::kLogitDiff, token_id(model, " Mary"),
+                                                             token_id(model, " John")),
+                                      go);
+  CaptureOptions o = CaptureOptions::attention_only();
+  o.attention = false, o.head_outputs = true;
+  const Capture a = model.run(clean, o), b = model.run(corrupt, o);
+  const int64_t per_head = int64_t(a.T) * c.d_head;
+  for (const json& e : j["results"]) {
+    const int64_t off = (e["layer"].get<int64_t>() * c.n_head + e["head"].get<int64_t>()) * per_head;
+    double change = 0;
+    for (int64_t i = 0; i < per_head; ++i)
+      change += (double(a.head_outputs.ptr()[off + i]) - b.head_outputs.ptr()[off + i]) * g.head_outputs.ptr()[off + i];
+    EXPECT_NEAR(e["value"].get<double>(), g.metric + change, 1e-4 * (1 + std::fabs(change))) << e;
+  }
+  EXPECT_NEAR(j["corrupt"].get<double>(), g.metric, 1e-4);  // its runs record attention: another kernel path
+
+  const json both = body_of(f.api.patch(ioi({{"method", "both"}, {"layers", {20, 23}}}).dump()));
+  ASSERT_TRUE(both.contains("agreement")) << both.dump().substr(0, 300);
+  EXPECT_EQ(both["agreement"]["sites"], 2 * c.n_head);
+  EXPECT_GE(both["agreement"]["spearman"].get<double>(), -1.0);
+  EXPECT_NE(both["results"], both["attribution"]["results"]);  // exact beside the estimates
+}
+
+TEST(ServerSaliency, IntegratedGradientsEqualThePipelineAndRefuseInWords) {
+  const Model& model = smollm2();
+  ApiFixture f(model);
+  const json request = {{"text", kIoi}, {"answer", " Mary"}, {"wrong", " John"}, {"steps", 8}};
+  const HttpReply r = f.api.saliency(request.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = body_of(r);
+  SaliencyRequest s;
+  s.answer = " Mary", s.wrong = " John", s.steps = 8;
+  const SaliencyReport want = saliency(model, kIoi, s);
+  ASSERT_EQ(j["tokens"].size(), want.scores.size());
+  for (size_t t = 0; t < want.scores.size(); ++t) EXPECT_DOUBLE_EQ(j["tokens"][t]["score"].get<double>(), want.scores[t]);
+  EXPECT_DOUBLE_EQ(j["completeness_gap"].get<double>(), want.completeness_gap);
+  const auto refuse = [&](json extra) {
+    json b = request;
+    b.update(extra);
+    return f.api.saliency(b.dump());
+  };
+  expect_refused(refuse({{"steps", 0}}), 400, "bad_field", "between 1 and 1000");
+  expect_refused(refuse({{"rule", "simpson"}}), 400, "bad_field", "gausslegendre");
+  expect_refused(refuse({{"method", "lime"}}), 400, "bad_field", "grad_x_input");
+  expect_refused(refuse({{"baseline", 10000000}}), 400, "bad_field", "token id");
+  expect_refused(refuse({{"steps", 1000}}), 413, "too_much_work", "fewer steps");
+  expect_refused(refuse({{"answer", " Maryanne"}}), 400, "bad_field", "one token");
+  expect_refused(f.api.saliency(json({{"text", kBig}}).dump()), 400, "bad_field", "answer");
+  expect_refused(refuse({{"colour", 1}}), 400, "unknown_field", "colour");
+}
+
+TEST(ServerPatch, AttributionRefusals) {
+  ApiFixture f(smollm2());
+  expect_refused(f.api.patch(ioi({{"edges", true}}).dump()), 400, "bad_field", "needs \"method\"");
+  expect_refused(f.api.patch(ioi({{"method", "guess"}}).dump()), 400, "bad_field", "\"exact\", \"attribution\"");
+  expect_refused(f.api.patch(ioi({{"method", "attribution"}, {"senders", {{2, 0}}}}).dump()), 400, "bad_field",
+                 "belong to a sweep");
+  ApiFixture e(testing::default_model());
+  expect_refused(e.api.patch(json({{"clean", kBig}, {"corrupt", kSmall}, {"method", "attribution"}, {"edges", true}}).dump()),
+                 400, "bad_field", "encoder");
+}
+
+}  // namespace
+}  // namespace headscope::server

@@ -743,13 +743,42 @@ HeadSetRequest parse_head_set(const json& j, const ModelConfig& c) {
   return r;
 }
 
+// "method": exact (default), attribution (first-order estimates from one backward pass per pair,
+// docs/gradients.md) or both; "edges" (attribution) adds every head-to-head edge.
+struct SweepMethod {
+  std::string method = "exact";
+  bool edges = false;
+};
+SweepMethod parse_method(const json& j, bool sweep) {
+  SweepMethod m;
+  if (j.contains("method")) {
+    if (!j["method"].is_string() || (j["method"] != "exact" && j["method"] != "attribution" && j["method"] != "both"))
+      throw RequestError{400, "bad_field", "field \"method\" must be \"exact\", \"attribution\" or \"both\""};
+    m.method = j["method"].get<std::string>();
+  }
+  m.edges = optional_bool(j, "edges", false);
+  if ((m.method != "exact" || m.edges) && !sweep)
+    throw RequestError{400, "bad_field", "fields \"method\" and \"edges\" belong to a sweep (no \"heads\" or \"senders\")"};
+  if (m.edges && m.method == "exact")
+    throw RequestError{400, "bad_field", "field \"edges\" needs \"method\": \"attribution\" (or \"both\")"};
+  return m;
+}
+
+PatchExperiment run_sweep(const Model& model, PromptPairs& pairs, const headscope::PatchRequest& r,
+                          const SweepMethod& m) {
+  if (m.method == "exact") return run_patch_sweep(model, pairs, r);
+  AttributionRequest a;
+  a.sweeps = r.sweeps, a.direction = r.direction, a.metric = r.metric, a.layers = r.layers, a.edges = m.edges;
+  return refused_as_400("bad_field", [&] { return run_attribution_patch(model, pairs, a, m.method == "both"); });
+}
+
 }  // namespace
 
 HttpReply Api::patch(std::string_view body) {
   return guarded(body, [&](std::string_view b) {
     const json j =
         parse_object(b, {"clean", "corrupt", "answer", "wrong", "pairs", "task", "n", "seed", "length", "sites",
-                         "direction", "metric", "layers", "senders", "receivers", "input", "heads"});
+                         "direction", "metric", "layers", "senders", "receivers", "input", "heads", "method", "edges"});
     const ModelConfig& c = model_.config();
     std::optional<headscope::PatchRequest> sweep;
     std::optional<PathPatchRequest> path;
@@ -767,7 +796,8 @@ HttpReply Api::patch(std::string_view body) {
         throw RequestError{413, "text_too_long",
                            "the prompt \"" + p.clean + "\" is " + std::to_string(p.n_tokens) + " tokens; at most " +
                                std::to_string(limits_.max_tokens) + " are allowed: shorten it"};
-    if (!set)  // heads together: one resumed pass per pair, within what a sweep of one layer costs
+    const SweepMethod method = parse_method(j, sweep.has_value());
+    if (!set && method.method != "attribution")  // heads together: one resumed pass per pair; attribution: 3
       check_patch_cost(
           refused_as_400(
               "bad_field",
@@ -775,7 +805,7 @@ HttpReply Api::patch(std::string_view body) {
           pairs);
     const auto lock = cache_.exclusive_model();
     if (set) return json_reply(run_head_set_patch(model_, pairs, set->heads, set->direction, set->metric));
-    return json_reply(sweep ? run_patch_sweep(model_, pairs, *sweep) : run_path_patch(model_, pairs, *path));
+    return json_reply(sweep ? run_sweep(model_, pairs, *sweep, method) : run_path_patch(model_, pairs, *path));
   });
 }
 
@@ -853,6 +883,43 @@ HttpReply Api::tokenize(std::string_view body) {
     options.add_special_tokens = special;
     const Encoding e = model_.tokenizer().encode(text, options);
     return json_reply({{"text", text}, {"special", special}, {"n_tokens", e.size()}, {"tokens", tokens_json(text, e)}});
+  });
+}
+
+// ---- gradients: /api/saliency ----
+
+// "text", "method" (integrated_gradients | grad_x_input), "metric", "answer" and "wrong" (decoders),
+// "reference" (encoders), "steps", "rule", "baseline" (a token id; default zero embeddings),
+// "keep_special". Its work: about three passes per point on the path, within the patching budget.
+HttpReply Api::saliency(std::string_view body) {
+  return guarded(body, [&](std::string_view b) {
+    const json j = parse_object(b, {"text", "truncate", "method", "metric", "answer", "wrong", "reference", "steps",
+                                    "rule", "baseline", "keep_special"});
+    const ModelConfig& c = model_.config();
+    SaliencyRequest r;
+    r.method = parse_name(j, "method", SaliencyMethod::kIntegratedGradients, saliency_method_from_name);
+    r.metric = parse_metric(j, c);
+    r.rule = parse_name(j, "rule", IntegrationRule::kGaussLegendre, integration_rule_from_name);
+    for (auto [key, field] : {std::pair{"answer", &r.answer}, std::pair{"wrong", &r.wrong}, std::pair{"reference", &r.reference}})
+      if (j.contains(key)) *field = patch_text(j, key, limits_, false);
+    r.steps = optional_int(j, "steps").value_or(r.steps);
+    if (r.steps < 1 || r.steps > 1000) throw RequestError{400, "bad_field", "field \"steps\" must be between 1 and 1000"};
+    r.baseline_token = static_cast<int32_t>(optional_int(j, "baseline").value_or(-1));
+    if (r.baseline_token < -1 || r.baseline_token >= c.vocab_size)
+      throw RequestError{400, "bad_field", "field \"baseline\" must be a token id (0 to " + std::to_string(c.vocab_size - 1) + ")"};
+    r.keep_special = optional_bool(j, "keep_special", true);
+    TextRequest text = parse_text_request(j, limits_, model_, cache_, /*reuse_cached=*/false);
+    const int64_t T = int64_t(text.encoding.size());
+    const int64_t passes = r.method == SaliencyMethod::kIntegratedGradients ? 3 * (r.steps + 2) : 3;
+    if (passes * T > limits::kMaxPatchTokenPasses)
+      throw RequestError{413, "too_much_work",
+                         "integrated gradients over " + std::to_string(r.steps) + " steps of a " + std::to_string(T) +
+                             "-token text is about " + std::to_string(passes * T) +
+                             " passes x tokens; this server runs at most " +
+                             std::to_string(limits::kMaxPatchTokenPasses) + " per request: use fewer steps or a shorter text"};
+    const auto ticket = admit();
+    const auto lock = cache_.exclusive_model();
+    return json_reply(refused_as_400("bad_field", [&] { return run_saliency(model_, text.text, r); }));
   });
 }
 

@@ -122,6 +122,7 @@ class Api {
       std::string_view body);  // POST /api/logit_lens: every layer read as the model's logits (decoders)
   HttpReply head_lens(std::string_view body);    // POST /api/head_lens: one head's output read as logits (decoders)
   HttpReply tokenize(std::string_view body);     // POST /api/tokenize: a text's tokens (no model run)
+  HttpReply saliency(std::string_view body);     // POST /api/saliency: which tokens move a metric (docs/gradients.md)
   HttpReply composition(std::string_view body);  // POST /api/composition: Q-, K-, V-composition from the weights
   HttpReply head_map(std::string_view body);     // POST /api/head_map: every head placed by how alike its attention is
 

@@ -182,6 +182,7 @@ const std::vector<Route>& api_routes() {
       {"/api/importance", "POST", true},  {"/api/link", "POST", true},      {"/api/patch", "POST", true},
       {"/api/logit_lens", "POST", true},  {"/api/head_lens", "POST", true}, {"/api/tokenize", "POST", true},
       {"/api/composition", "POST", true}, {"/api/head_map", "POST", true},  {"/api/models", "GET", false},
+      {"/api/saliency", "POST", true},
   };
   return routes;
 }

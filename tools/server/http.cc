@@ -131,6 +131,7 @@ const std::vector<Endpoint>& endpoints() {
       {"/api/logit_lens", "POST", [](Api& a, std::string_view b) { return a.logit_lens(b); }, true},
       {"/api/head_lens", "POST", [](Api& a, std::string_view b) { return a.head_lens(b); }, true},
       {"/api/tokenize", "POST", [](Api& a, std::string_view b) { return a.tokenize(b); }, true},
+      {"/api/saliency", "POST", [](Api& a, std::string_view b) { return a.saliency(b); }, true},
       {"/api/composition", "POST", [](Api& a, std::string_view b) { return a.composition(b); }, true},
       {"/api/head_map", "POST", [](Api& a, std::string_view b) { return a.head_map(b); }, true},
   };

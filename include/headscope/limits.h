@@ -198,6 +198,10 @@ inline constexpr int kMaxPatchPairs = 20;
 // of all-MiniLM-L6-v2 per position over a 16-token pair (18,432: seconds), and per-position sweeps
 // of a decoder once they are narrowed to a few layers.
 inline constexpr int64_t kMaxPatchTokenPasses = 32768;
+// Model::gradients keeps every layer's activations from its forward pass when they fit in this
+// many bytes (short texts: attribution patching's prompts), so the backward reads them instead of
+// computing each layer again from its input; longer texts keep one layer at a time (recomputed).
+inline constexpr uint64_t kGradientTapeBytes = uint64_t{256} << 20;
 // Top tokens per layer of one /api/logit_lens reply, and the tokens it may follow through the layers.
 inline constexpr int kMaxLensTopK = 50;
 inline constexpr int kMaxLensTokens = 16;

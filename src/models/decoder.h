@@ -116,6 +116,10 @@ class DecoderModel final : public Model {
   Gradients gradients(const Encoding& encoding, const GradientSeed& seed,
                       const GradientOptions& options) const override;
   uint64_t gradient_bytes(int64_t T, const GradientOptions& options) const override;
+  // Whether gradients() keeps every layer's activations (limits::kGradientTapeBytes) instead of
+  // computing each layer again in the backward; one layer's activations and buffers in bytes.
+  bool keeps_every_layer(int64_t T, const GradientOptions& options) const;
+  uint64_t layer_tape_bytes(int64_t T) const;
 
   // What extend() allocates to add T tokens after `past` ones to a cache of `capacity` rows that
   // keeps `cache_layers` layers (every layer for generation, one for a whole run).
@@ -128,7 +132,8 @@ class DecoderModel final : public Model {
   float attention_scale(int layer) const;        // 1/√d_head (÷ (layer + 1) with GPT-2's option)
   ops::KeyMask attention_mask(int layer) const;  // causal, with the layer's sliding window
   class Pass;                                    // decoder.cc: one call of extend(), block by block
-  class Backward;                                // decoder_backward.cc: one layer recomputed, then undone
+  class Backward;                                // decoder_backward.cc: one layer's activations, then undone
+  Tensor token_embeddings(const std::vector<int32_t>& ids, const Tensor* given) const;  // E[id] (· scale), or `given`
   void check_ids(const std::vector<int32_t>& ids, int64_t past) const;  // T > 0, fits, ids in the vocabulary
   uint64_t gathered_logit_bytes(const CaptureOptions& options, int64_t T) const;
   const QuantMatrix& unembedding() const { return w_.lm_head.empty() ? w_.token_embedding : w_.lm_head; }

@@ -1,10 +1,11 @@
 // headscope — the shared causal decoder's reverse mode (decoder.h has the forward pass it undoes).
 //
-// gradients() runs one forward pass that keeps the residual stream entering every layer (the
-// capture's hidden states), reads the metric off the logits, and walks the layers back from the
-// last. Each layer's activations are computed again from its input by the same ops the forward
-// pass ran (gradient checkpointing: one layer's activations in memory, not n_layer's; the price is
-// a second forward pass, a third of the work), then undone op by op with ops/backward.h:
+// gradients() runs one forward pass, reads the metric off the logits, and walks the layers back
+// from the last, undoing each op with ops/backward.h. A short text's pass keeps every layer's
+// activations (up to limits::kGradientTapeBytes; the forward capture is read from them); a longer
+// one keeps the residual stream entering every layer (the capture's hidden states) and computes
+// each layer's activations again from its input before undoing it (gradient checkpointing: one
+// layer in memory, not n_layer; the price is a second forward pass, a third of the work):
 //
 //   x_l → h = Norm(x_l) → q|k|v = h W_qkvᵀ → [QK-norm] → RoPE → p_h = softmax(q_h k_gᵀ · scale) → o_h = p_h v_g
 //       → a = concat(o_h) W_Oᵀ + b_O → [Norm] → x_mid = x_l + a → Norm → FFN → [Norm] → x_{l+1} = x_mid + f
@@ -16,6 +17,8 @@
 
 #include <omp.h>
 
+#include "capture/capture.h"
+#include "headscope/limits.h"
 #include "models/decoder.h"
 #include "ops/activations.h"
 #include "ops/attention.h"
@@ -42,7 +45,7 @@ class DecoderModel::Backward {
         Q_(H_ * Dh_),
         KV_(Hkv_ * Dh_),
         QKV_(Q_ + 2 * KV_) {
-    for (auto* v : {&x_in_, &h_attn_, &a_pre_, &x_mid_, &h_ffn_, &f_pre_, &x_out_, &d_mid_, &dh_})
+    for (auto* v : {&x_in_, &h_attn_, &a_pre_, &x_mid_, &h_ffn_, &f_pre_, &f_out_, &x_out_, &d_mid_, &dh_})
       v->resize(size_t(T * D_));
     for (auto* v : {&qkv_raw_, &qkv_, &dqkv_}) v->resize(size_t(T * QKV_));
     for (auto* v : {&concat_, &dconcat_}) v->resize(size_t(T * Q_));
@@ -98,9 +101,30 @@ class DecoderModel::Backward {
       ops::quant_linear(act_.data(), T_, b.w_down, nullptr, f_pre_.data());
     }
     const float* f = sandwich(b.post_ffn_norm, f_pre_.data(), dh_.data());
+    std::copy_n(f, n, f_out_.data());
     for (int64_t i = 0; i < n; ++i) x_out_[size_t(i)] = x_mid_[size_t(i)] + f[i];
   }
   const float* output() const { return x_out_.data(); }  // x_{l+1} [T, d_model]
+
+  // Layer l's slots of a capture, from the kept activations: what run() records there.
+  void record(int l, Capture& c) const {
+    const int64_t n = T_ * D_, TT = T_ * T_;
+    if (!c.hidden_states.empty()) std::copy_n(x_in_.data(), n, c.hidden_states.ptr() + l * n);
+    if (!c.attention.empty()) std::copy_n(probs_.data(), H_ * TT, c.attention.ptr() + l * H_ * TT);
+    if (!c.attn_output.empty()) std::copy_n(a_pre_.data(), n, c.attn_output.ptr() + l * n);
+    if (!c.mlp_outputs.empty())
+      std::copy_n(f_out_.data(), n, c.mlp_outputs.ptr() + l * n);
+    const auto heads_of = [&](const float* src, int64_t ld, int64_t heads, Tensor& dst) {
+      if (dst.empty()) return;
+      float* out = dst.ptr() + int64_t(l) * heads * T_ * Dh_;
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t t = 0; t < T_; ++t) std::copy_n(src + t * ld + h * Dh_, Dh_, out + (h * T_ + t) * Dh_);
+    };
+    heads_of(concat_.data(), Q_, H_, c.head_outputs);
+    heads_of(qkv_.data(), QKV_, H_, c.queries);
+    heads_of(qkv_.data() + Q_, QKV_, Hkv_, c.keys);
+    heads_of(qkv_.data() + Q_ + KV_, QKV_, Hkv_, c.values);
+  }
 
   // dx: in ∂/∂x_{l+1}, out ∂/∂x_l (both [T, d_model]).
   void backward(int l, float* dx) {
@@ -265,34 +289,69 @@ class DecoderModel::Backward {
   const int64_t T_, D_, F_, H_, Hkv_, Dh_, Q_, KV_, QKV_;
   // Layer l's activations (forward) and the backward's buffers.
   std::vector<float> x_in_, h_attn_, qkv_raw_, qkv_, probs_, concat_, a_pre_, x_mid_, h_ffn_, gate_, up_, act_, f_pre_,
-      x_out_;
+      f_out_, x_out_;
   std::vector<float> d_mid_, dh_, dqkv_, dqkv_post_rope_, dconcat_, dgate_, dup_;
   ops::RopeTable rope_, local_rope_;
 };
 
 namespace {
 Tensor zeros_if(bool on, std::vector<int64_t> shape) { return on ? Tensor(std::move(shape)) : Tensor(); }
+
+// What the kept activations can give as a capture: what attribution patching and saliency read.
+bool tape_can_capture(const CaptureOptions& o) {
+  return !o.contributions && !o.value_norms && !o.attention_sink && !o.attention_head_sink && o.ablation == nullptr &&
+         (o.patches == nullptr || o.patches->empty()) && (!o.logits || o.last_logits);
+}
 }  // namespace
 
-// What gradients() holds at once, in floats: the forward capture (run_bytes); the gradients
-// (embeddings twice, hidden states, head outputs, attention and feed-forward outputs, and those
-// asked for); one layer's activations and the backward's buffers (Backward); each KV group's
-// scratch 2·T² per thread; the seed's logits and their gradient [rows, vocab], and ∂h of the
-// final norm.
+// One layer's activations and the backward's buffers (Backward), in floats; each KV group's
+// scratch 2·T² per thread comes on top.
+uint64_t DecoderModel::layer_tape_bytes(int64_t T) const {
+  const uint64_t t = uint64_t(T), D = uint64_t(cfg_.d_model), F = uint64_t(cfg_.d_ff), H = uint64_t(cfg_.n_head),
+                 Dh = uint64_t(cfg_.d_head), QKV = (H + 2 * uint64_t(cfg_.n_kv_head)) * Dh;
+  return (t * (10 * D + 3 * QKV + 2 * H * Dh + 5 * F) + H * t * t) * sizeof(float);
+}
+
+bool DecoderModel::keeps_every_layer(int64_t T, const GradientOptions& o) const {
+  return tape_can_capture(o.forward) && uint64_t(cfg_.n_layer) * layer_tape_bytes(T) <= limits::kGradientTapeBytes;
+}
+
+// What gradients() holds at once: the forward capture (run_bytes), or every layer's activations
+// when they are kept; the gradients (embeddings twice, hidden states, head outputs, attention and
+// feed-forward outputs, and those asked for); the receivers' buffers; each KV group's scratch; the
+// seed's logits and their gradient [rows, vocab]; ∂h of the final norm.
 uint64_t DecoderModel::gradient_bytes(int64_t T, const GradientOptions& o) const {
   CaptureOptions fwd = o.forward;
   fwd.hidden_states = true;
-  const uint64_t t = uint64_t(T), L = uint64_t(cfg_.n_layer), D = uint64_t(cfg_.d_model), F = uint64_t(cfg_.d_ff),
-                 H = uint64_t(cfg_.n_head), Hkv = uint64_t(cfg_.n_kv_head), Dh = uint64_t(cfg_.d_head),
-                 QKV = (H + 2 * Hkv) * Dh, slots = H + 2 * Hkv;
+  const uint64_t t = uint64_t(T), L = uint64_t(cfg_.n_layer), D = uint64_t(cfg_.d_model), H = uint64_t(cfg_.n_head),
+                 Hkv = uint64_t(cfg_.n_kv_head), Dh = uint64_t(cfg_.d_head), QKV = (H + 2 * Hkv) * Dh,
+                 slots = H + 2 * Hkv;
   uint64_t floats = t * D * 2 + (L + 1) * t * D + L * H * t * Dh + 2 * L * t * D;
   if (o.attention) floats += L * H * t * t;
   if (o.queries_keys_values) floats += L * QKV * t;
   if (o.receivers) floats += L * slots * t * D + t * (QKV + D) * 2;
-  floats += t * (9 * D + 4 * QKV + 2 * H * Dh + 5 * F) + H * t * t;
   floats += uint64_t(std::max(1, omp_get_max_threads())) * 2 * t * t;
   floats += 2 * t * uint64_t(cfg_.vocab_size) + 2 * t * D;
-  return run_bytes(T, fwd) + floats * sizeof(float);
+  const uint64_t layers = keeps_every_layer(T, o) ? L : 1;
+  return capture::capture_bytes(cfg_, T, T, fwd) + (keeps_every_layer(T, o) ? 0 : run_bytes(T, fwd)) +
+         layers * layer_tape_bytes(T) + floats * sizeof(float);
+}
+
+// The token embeddings E[id] (· √d_model for Gemma), or the caller's.
+Tensor DecoderModel::token_embeddings(const std::vector<int32_t>& ids, const Tensor* given) const {
+  const int64_t T = int64_t(ids.size()), D = cfg_.d_model;
+  if (given != nullptr) {
+    given->expect_shape({T, D}, "gradients: the token embeddings");
+    return *given;
+  }
+  Tensor e({T, D});
+  for (int64_t t = 0; t < T; ++t) {
+    float* row = e.ptr() + t * D;
+    w_.token_embedding.dequantize_rows(ids[size_t(t)], 1, row);
+    if (arch_.embedding_scale != 0.0f)
+      for (int64_t i = 0; i < D; ++i) row[i] *= arch_.embedding_scale;
+  }
+  return e;
 }
 
 Gradients DecoderModel::gradients(const Encoding& encoding, const GradientSeed& seed,
@@ -304,28 +363,30 @@ Gradients DecoderModel::gradients(const Encoding& encoding, const GradientSeed& 
                 Dh = cfg_.d_head, V = cfg_.vocab_size;
   check_gradient_memory(T, gradient_bytes(T, options), options);
   Gradients g;
-  // The token embeddings E[id] (· √d_model for Gemma), or the caller's; x_0 adds the positions (GPT-2).
-  if (options.embeddings != nullptr) {
-    options.embeddings->expect_shape({T, D}, "gradients: the token embeddings");
-    g.token_embeddings = *options.embeddings;
-  } else {
-    g.token_embeddings = Tensor({T, D});
-    for (int64_t t = 0; t < T; ++t) {
-      float* row = g.token_embeddings.ptr() + t * D;
-      w_.token_embedding.dequantize_rows(ids[size_t(t)], 1, row);
-      if (arch_.embedding_scale != 0.0f)
-        for (int64_t i = 0; i < D; ++i) row[i] *= arch_.embedding_scale;
-    }
-  }
+  g.token_embeddings = token_embeddings(ids, options.embeddings);
+  Tensor x0 = g.token_embeddings;  // x_0 = e + P (GPT-2's learned positions)
+  if (!w_.position_embedding.empty())
+    for (int64_t i = 0; i < T * D; ++i) x0.ptr()[i] += w_.position_embedding.ptr()[i];
   CaptureOptions fwd = options.forward;
   fwd.hidden_states = true;
-  if (options.embeddings == nullptr) {
+  // The forward pass: every layer kept (its capture read from them), or run() keeping each
+  // layer's input for the backward to start from.
+  const bool keep = keeps_every_layer(T, options);
+  std::vector<std::unique_ptr<Backward>> layers;
+  if (keep) {
+    g.forward = capture::allocate(cfg_, T, T, fwd, kv_head_of_);
+    const float* x = x0.ptr();
+    for (int64_t l = 0; l < L; ++l) {
+      layers.push_back(std::make_unique<Backward>(*this, T, options, g));
+      layers.back()->forward(int(l), x);
+      layers.back()->record(int(l), g.forward);
+      x = layers.back()->output();
+    }
+  } else if (options.embeddings == nullptr) {
     g.forward = run(encoding, fwd);
   } else {
     Tensor prefix({L + 1, T, D});
-    std::copy_n(g.token_embeddings.ptr(), T * D, prefix.ptr());
-    if (!w_.position_embedding.empty())
-      for (int64_t i = 0; i < T * D; ++i) prefix.ptr()[i] += w_.position_embedding.ptr()[i];
+    std::copy_n(x0.ptr(), T * D, prefix.ptr());
     g.forward = resume(encoding, 0, prefix, fwd);
   }
   g.embeddings = Tensor({T, D});
@@ -338,15 +399,26 @@ Gradients DecoderModel::gradients(const Encoding& encoding, const GradientSeed& 
   g.keys = zeros_if(options.queries_keys_values, {L, Hkv, T, Dh});
   g.values = zeros_if(options.queries_keys_values, {L, Hkv, T, Dh});
   g.receivers = zeros_if(options.receivers, {L, H + 2 * Hkv, T, D});
-  Backward pass(*this, T, options, g);
-  const float* hidden = g.forward.hidden_states.ptr();
-  pass.forward(int(L - 1), hidden + (L - 1) * T * D);  // x_L, the final norm's input
-  // The metric from the logits of its rows: Norm_final(x_L) · E_outᵀ [· soft-cap].
+  if (!keep) {
+    layers.push_back(std::make_unique<Backward>(*this, T, options, g));
+    layers.back()->forward(int(L - 1), g.forward.hidden_states.ptr() + (L - 1) * T * D);  // x_L
+  }
+  const auto layer = [&](int64_t l) -> Backward& { return keep ? *layers[size_t(l)] : *layers.front(); };
+  const float* x_last = layer(L - 1).output();
+  // h = Norm_final(x_L): the capture's last slot; then the metric from the logits of its rows,
+  // h · E_outᵀ [· soft-cap].
+  float* h_final = g.forward.hidden_states.ptr() + L * T * D;
+  if (keep) {
+    if (arch_.norm == DecoderArch::Norm::kRms)
+      ops::rms_norm(x_last, T, D, w_.final_norm.ptr(), cfg_.norm_eps, h_final);
+    else
+      ops::layer_norm(x_last, T, D, w_.final_norm.ptr(), w_.final_norm_bias.ptr(), cfg_.norm_eps, h_final);
+  }
   const int64_t rows = seed.all_rows ? T : 1, first = T - rows;
-  const float* h_final = hidden + L * T * D;
   std::vector<float> logits(size_t(rows * V)), dlogits(size_t(rows * V), 0.0f);
   ops::quant_linear(h_final + first * D, rows, unembedding(), nullptr, logits.data());
   if (arch_.final_softcap > 0.0f) ops::soft_cap(logits.data(), rows * V, arch_.final_softcap);
+  if (keep && !g.forward.logits.empty()) std::copy_n(logits.data() + (rows - 1) * V, V, g.forward.logits.ptr());
   g.metric = seed.metric(logits.data(), rows, V, dlogits.data());
   if (arch_.final_softcap > 0.0f)
     ops::soft_cap_backward(logits.data(), dlogits.data(), dlogits.data(), rows * V, arch_.final_softcap);
@@ -354,15 +426,15 @@ Gradients DecoderModel::gradients(const Encoding& encoding, const GradientSeed& 
   ops::quant_linear_backward(dlogits.data(), rows, unembedding(), dh_final + first * D, false);
   std::vector<float> dx(dh_final, dh_final + T * D);
   if (arch_.norm == DecoderArch::Norm::kRms)
-    ops::rms_norm_backward(pass.output(), T, D, w_.final_norm.ptr(), cfg_.norm_eps, dx.data(), dx.data(), nullptr);
+    ops::rms_norm_backward(x_last, T, D, w_.final_norm.ptr(), cfg_.norm_eps, dx.data(), dx.data(), nullptr);
   else
-    ops::layer_norm_backward(pass.output(), T, D, w_.final_norm.ptr(), cfg_.norm_eps, dx.data(), dx.data(), nullptr,
+    ops::layer_norm_backward(x_last, T, D, w_.final_norm.ptr(), cfg_.norm_eps, dx.data(), dx.data(), nullptr,
                              nullptr);
   g.final_residual = Tensor({T, D});
   std::copy_n(dx.data(), T * D, g.final_residual.ptr());
   for (int64_t l = L - 1; l >= 0; --l) {
-    if (l < L - 1) pass.forward(int(l), hidden + l * T * D);
-    pass.backward(int(l), dx.data());
+    if (!keep && l < L - 1) layer(l).forward(int(l), g.forward.hidden_states.ptr() + l * T * D);
+    layer(l).backward(int(l), dx.data());
     std::copy_n(dx.data(), T * D, g.hidden_states.ptr() + l * T * D);
   }
   std::copy_n(dx.data(), T * D, g.embeddings.ptr());  // x_0 = e + P: ∂e = ∂x_0

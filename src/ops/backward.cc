@@ -182,14 +182,19 @@ void quant_linear_backward(const float* dy, int64_t T, const QuantMatrix& W, flo
     matmul(dy, out, W.fp32().ptr(), in, dx, in, T, in, out, /*trans_b=*/false, 1.0f, accumulate ? 1.0f : 0.0f);
     return;
   }
-  // A panel of output rows at a time: dx += dy[:, r0 .. r0 + n) · W[r0 .. r0 + n, :].
+  // A panel of output rows at a time: dx += dy[:, r0 .. r0 + n) · W[r0 .. r0 + n, :]. Panels where
+  // dy is all zeros are skipped (a logit difference's gradient has two non-zero logits).
+  if (!accumulate) std::fill(dx, dx + T * in, 0.0f);
   const int64_t panel = std::max<int64_t>(1, std::min<int64_t>(out, (int64_t{4} << 20) / (4 * in)));
   std::vector<float> w(size_t(panel * in));
   for (int64_t r0 = 0; r0 < out; r0 += panel) {
     const int64_t n = std::min(panel, out - r0);
+    bool zero = true;
+    for (int64_t t = 0; t < T && zero; ++t)
+      for (int64_t r = r0; r < r0 + n && zero; ++r) zero = dy[t * out + r] == 0.0f;
+    if (zero) continue;
     W.dequantize_rows(r0, n, w.data());
-    matmul(dy + r0, out, w.data(), in, dx, in, T, in, n, /*trans_b=*/false, 1.0f,
-           (accumulate || r0 > 0) ? 1.0f : 0.0f);
+    matmul(dy + r0, out, w.data(), in, dx, in, T, in, n, /*trans_b=*/false, 1.0f, 1.0f);
   }
 }
 

@@ -16,6 +16,8 @@
 //   HEADSCOPE_E2E_ONLY=window    only the sliding-window / multi-query pass on Gemma 3 (HEADSCOPE_WINDOW_MODEL)
 //   HEADSCOPE_E2E_ONLY=patching  only the Patching and Logit lens pass (patching.mjs) on both models
 //   HEADSCOPE_E2E_ONLY=composition  only the Composition pass (composition.mjs) on both models
+//   HEADSCOPE_E2E_ONLY=gradients  only the gradients pass (gradients.mjs: attribution patching beside
+//                    exact patching, edges, saliency) on both models, at 1400×900 and 390×844
 //   HEADSCOPE_E2E_ONLY=headmap   only the Head map pass (headmap.mjs) on MiniLM, SmolLM2 and Gemma 3, and
 //                    the corpus-evidence notice on a server whose cache holds no evidence
 //   HEADSCOPE_E2E_ONLY=rough     only the rough-edges pass (rough.mjs) on MiniLM, SmolLM2 and Gemma 3
@@ -33,6 +35,7 @@ import { browserTests } from './browser.mjs';
 import { compositionTests } from './composition.mjs';
 import { decoderTests, windowTests } from './decoder.mjs';
 import { explorerTests } from './explorer.mjs';
+import { gradientsTests } from './gradients.mjs';
 import { headMapTests, missingEvidenceTests } from './headmap.mjs';
 import { startServer, Suite } from './harness.mjs';
 import { LONG_TOKENS, longTests, longText } from './long.mjs';
@@ -68,6 +71,8 @@ const onlyWindow = process.env.HEADSCOPE_E2E_ONLY === 'window';
 const onlyPatching = process.env.HEADSCOPE_E2E_ONLY === 'patching';
 // HEADSCOPE_E2E_ONLY=composition: only the Composition pass (composition.mjs), on both models.
 const onlyComposition = process.env.HEADSCOPE_E2E_ONLY === 'composition';
+// HEADSCOPE_E2E_ONLY=gradients: only the gradients pass (gradients.mjs), on both models.
+const onlyGradients = process.env.HEADSCOPE_E2E_ONLY === 'gradients';
 // HEADSCOPE_E2E_ONLY=rough: only the rough-edges pass (rough.mjs), on the three models.
 const onlyRough = process.env.HEADSCOPE_E2E_ONLY === 'rough';
 // HEADSCOPE_E2E_ONLY=decoder: only the short decoder pass (decoder.mjs).
@@ -85,6 +90,7 @@ const only =
   onlyWindow ||
   onlyPatching ||
   onlyComposition ||
+  onlyGradients ||
   onlyRough ||
   onlyDecoder ||
   onlyHeadMap ||
@@ -276,6 +282,27 @@ async function compositionPass(modelDir, tag) {
 }
 if (!only || onlyComposition) await compositionPass(model, 'minilm');
 if (decoderModel && (!only || onlyComposition)) await compositionPass(decoderModel, 'smollm2');
+/** The gradients pass (gradients.mjs) on its own server. */
+async function gradientsPass(modelDir, tag) {
+  const glog = fs.createWriteStream(path.join(outDir, `server-gradients-${tag}.log`));
+  glog.path = path.join(outDir, `server-gradients-${tag}.log`);
+  const gserver = await startServer({ bin, model: modelDir, webDir: dist, log: glog, args: ['--max-tokens', '64'] });
+  console.log(`Gradients (${path.basename(modelDir)}, 1400×900 and 390×844, at ${gserver.url})`);
+  try {
+    const suite = new Suite(`gradients ${tag}`);
+    await gradientsTests(gserver.url, suite, outDir, { tag });
+    ok = suite.summary() && ok;
+    if (gserver.child.exitCode !== null) {
+      console.error(`e2e: the gradients server exited (code ${gserver.child.exitCode}) during the tests`);
+      ok = false;
+    }
+  } finally {
+    await gserver.stop();
+    glog.end();
+  }
+}
+if (!only || onlyGradients) await gradientsPass(model, 'minilm');
+if (decoderModel && (!only || onlyGradients)) await gradientsPass(decoderModel, 'smollm2');
 /** The rough-edges pass (rough.mjs) on its own server: a small token limit, so that the
  *  importance refusal and Truncate cost short analyses. */
 async function roughPass(modelDir, tag, options, maxTokens = 64) {

@@ -67,6 +67,7 @@ class EmbeddedExplorer {
       change,
       attention: (...args) => this.api.attention(...args),
       patch: (request) => this.api.patch(request),
+      saliency: (request) => this.api.saliency(request),
       logitLens: (...args) => this.api.logitLens(...args),
       headLens: (request) => this.api.headLens(request),
       tokenize: (...args) => this.api.tokenize(...args),

@@ -334,6 +334,9 @@ export type PatchSite = 'head' | 'head_position' | 'q' | 'k' | 'v' | 'pattern' |
 export type PatchDirection = 'denoise' | 'noise';
 export type PatchMetric = 'logit_diff' | 'prob' | 'loss' | 'cosine';
 export type PathInput = 'q' | 'k' | 'v' | 'logits';
+/** How a sweep measures each site: patching it for real (one run per site), the first-order
+ *  estimate from gradients (attribution patching: one backward pass for every site), or both. */
+export type PatchMethod = 'exact' | 'attribution' | 'both';
 
 /** POST /api/patch: one prompt pair and either a sweep (sites) or path patching (senders). */
 export interface PatchRequest {
@@ -351,6 +354,10 @@ export interface PatchRequest {
   senders?: [number, number][];
   receivers?: [number, number][];
   input?: PathInput;
+  /** A sweep: exact (the default), attribution or both. */
+  method?: PatchMethod;
+  /** With attribution or both: also estimate every edge between heads (decoders only). */
+  edges?: boolean;
 }
 
 /** One result of a sweep (the pipeline's PatchEffect). */
@@ -368,6 +375,41 @@ export interface PatchEffect {
   normalised: number | null;
 }
 
+/** One edge of attribution patching: the sender head's output reaching one input of a later head
+ *  (or the logits directly). value: the estimated change of the metric along this edge alone. */
+export interface PatchEdge {
+  sender: [number, number];
+  /** null: the logits (input "logits"). */
+  receiver: [number, number] | null;
+  input: PathInput;
+  value: number | null;
+  normalised: number | null;
+}
+
+/** The first-order estimates of a sweep's sites (and edges), from one backward pass. An estimate's
+ *  value is base + (a_source − a_base) · gradient, the patched metric as a straight line predicts it. */
+export interface PatchAttribution {
+  results: PatchEffect[];
+  clean: number | null;
+  corrupt: number | null;
+  edges: PatchEdge[];
+  forward_passes: number;
+  backward_passes: number;
+  seconds: { wall: number; cpu: number };
+}
+
+/** How the estimates agree with the exact sweep of the same sites (method "both"). */
+export interface PatchAgreement {
+  /** Rank correlation of the patched metrics over the sites (null where undefined). */
+  spearman: number | null;
+  pearson: number | null;
+  /** Sites of the exact top 10 (by |effect|) that the estimate ranks in its top 10 too. */
+  top10_shared: number;
+  sites: number;
+  /** Results of the exact sweep whose rank the estimate gets most wrong, most first (up to 10). */
+  misranked: PatchEffect[];
+}
+
 /** The reply of POST /api/patch ("headscope.patch/1", the document `headscope patch --json` writes). */
 export interface PatchResult {
   schema: string;
@@ -380,9 +422,14 @@ export interface PatchResult {
   direction: PatchDirection;
   clean: number | null;
   corrupt: number | null;
-  /** A sweep: one entry per site, layer-major. */
+  /** A sweep: one entry per site, layer-major (method "attribution": the estimates). */
   results?: PatchEffect[];
   passes?: number;
+  method?: PatchMethod;
+  /** Methods "attribution" and "both". */
+  attribution?: PatchAttribution;
+  /** Method "both". */
+  agreement?: PatchAgreement;
   /** Path patching. */
   path?: {
     senders: [number, number][];
@@ -469,6 +516,59 @@ export interface HeadLensResult {
   suppressed: HeadLensEntry[];
   /** The named tokens in the order asked (or the prediction). */
   followed: HeadLensEntry[];
+}
+
+/** How saliency credits each input token: integrated gradients (the gradient averaged along a
+ *  straight path from a baseline to the text, times the difference) or gradient × input. */
+export type SaliencyMethod = 'integrated_gradients' | 'grad_x_input';
+export type SaliencyRule = 'gausslegendre' | 'riemann_left' | 'riemann_right' | 'riemann_middle' | 'trapezoid';
+
+/** POST /api/saliency: one text; decoders name the answer and wrong tokens, encoders a reference text. */
+export interface SaliencyRequest {
+  text: string;
+  method?: SaliencyMethod;
+  /** Decoders: logit_diff (default), prob or loss; encoders: cosine. */
+  metric?: PatchMetric;
+  answer?: string;
+  wrong?: string;
+  /** Encoders: the text whose sentence embedding the metric compares with. */
+  reference?: string;
+  /** Integrated gradients: points along the path (default 50). */
+  steps?: number;
+  rule?: SaliencyRule;
+  /** A token id whose embedding is the baseline; absent: zero embeddings. */
+  baseline?: number;
+  keep_special?: boolean;
+  truncate?: boolean;
+}
+
+/** A token of the text with its saliency score: its share of metric(text) − metric(baseline). */
+export interface SaliencyToken extends TokenInfo {
+  index: number;
+  score: number | null;
+}
+
+/** The reply of POST /api/saliency ("headscope.saliency/1"). */
+export interface SaliencyResult {
+  schema: string;
+  text: string;
+  tokens: SaliencyToken[];
+  method: SaliencyMethod;
+  metric: PatchMetric;
+  /** The metric at the text. */
+  value: number | null;
+  /** The sum of the scores. */
+  total: number | null;
+  /** Integrated gradients: the metric at the baseline (every token's embedding replaced), and
+   *  value − baseline_value − total, what the scores leave unexplained. Gradient × input has neither. */
+  baseline_value?: number | null;
+  completeness_gap?: number | null;
+  /** Integrated gradients: "zero" or the baseline token's id. */
+  baseline?: 'zero' | number;
+  steps?: number;
+  rule?: SaliencyRule;
+  backward_passes: number;
+  seconds: { wall: number; cpu: number };
 }
 
 /** POST /api/tokenize: a text's tokens as the model reads it (no model run). */
@@ -617,6 +717,7 @@ export class ApiClient {
   private ablations = new PromiseCache<AblateResult>(32);
   private importances = new PromiseCache<ImportanceResult>(8);
   private patches = new PromiseCache<PatchResult>(16);
+  private saliencies = new PromiseCache<SaliencyResult>(16);
   private lenses = new PromiseCache<LensResult>(16);
   private headLenses = new PromiseCache<HeadLensResult>(32);
   private tokenizations = new PromiseCache<TokenizeResult>(64);
@@ -727,6 +828,11 @@ export class ApiClient {
   /** Activation or path patching (docs/api.md); the same request is answered once. */
   patch(request: PatchRequest): Promise<PatchResult> {
     return this.patches.get(JSON.stringify(request), async () => (await this.post('/api/patch', request)).json());
+  }
+
+  /** Each token's saliency for a metric (integrated gradients or gradient × input). */
+  saliency(request: SaliencyRequest): Promise<SaliencyResult> {
+    return this.saliencies.get(JSON.stringify(request), async () => (await this.post('/api/saliency', request)).json());
   }
 
   /** The logit lens of `text` at `position` (null: the last token), following `tokens` (none: the prediction). */

@@ -43,6 +43,8 @@ export interface ViewHost {
   attention: ApiClient['attention'];
   /** Activation and path patching (POST /api/patch). */
   patch: ApiClient['patch'];
+  /** Each token's saliency for a metric (POST /api/saliency). */
+  saliency: ApiClient['saliency'];
   /** The logit lens of a text (POST /api/logit_lens). */
   logitLens: ApiClient['logitLens'];
   /** One head's logit lens (POST /api/head_lens, decoders). */

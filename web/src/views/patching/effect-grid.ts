@@ -62,6 +62,8 @@ export class EffectGrid {
       'aria-label': o.label,
       'data-rows': grid.rows.length,
       'data-columns': grid.columns.length,
+      // The colour scale's half-width (two grids drawn side by side share it).
+      'data-limit': this.limit,
       style: `grid-template-columns: max-content repeat(${grid.columns.length}, minmax(${positions ? 1.1 : 1.3}rem, ${grid.kind === 'kv' ? 5 : 2.4}rem))`,
     });
     el.appendChild(h('span', { class: 'corner' }));

@@ -1,5 +1,6 @@
-// Registration of "Patching": activation patching between a clean and a corrupted prompt, path
-// patching from a head (POST /api/patch) and the head's logit lens (POST /api/head_lens). It runs
+// Registration of "Patching": activation patching between a clean and a corrupted prompt (exact,
+// or estimated from gradients), path patching from a head (POST /api/patch), the head's logit lens
+// (POST /api/head_lens) and the clean prompt's saliency (POST /api/saliency). It runs
 // the model on prompts of its own, so it draws nothing from the explorer's run and works on any
 // text, streamed or not.
 import { mounted, type ViewDefinition } from '../context';
@@ -15,6 +16,8 @@ export const patchingView: ViewDefinition = {
     const view = new PatchingView({
       patch: (request) => host.patch(request),
       headLens: (request) => host.headLens(request),
+      saliency: (request) => host.saliency(request),
+      logitLens: (...args) => host.logitLens(...args),
       tokenize: (text, special) => host.tokenize(text, special),
       change: (patch) => host.change(patch),
     });

@@ -164,14 +164,28 @@ export function effectLimit(cells: readonly (GridCell | null)[]): number {
 }
 
 /** One row per result, as `headscope patch --csv` writes it: site,layer,head,position,value,normalised
- *  (path patching: receivers,input,value,normalised, receivers as "layer.head" joined by spaces). */
+ *  (path patching: receivers,input,value,normalised, receivers as "layer.head" joined by spaces).
+ *  Method "both" adds estimate_value,estimate_normalised: attribution patching's estimate of the
+ *  same site; method "attribution" writes the estimates as the values. */
 export function patchCsv(result: PatchResult, modelName = '', text = ''): string {
-  const lines = csvPreamble(`activation patching (${result.task}, ${result.n_pairs} pairs)`, modelName, text);
+  const what = {
+    exact: 'activation patching',
+    attribution: 'attribution patching (first-order estimates)',
+    both: 'activation patching beside attribution patching’s estimates',
+  }[result.method ?? 'exact'];
+  const lines = csvPreamble(`${what} (${result.task}, ${result.n_pairs} pairs)`, modelName, text);
   const n = (v: number | null | undefined) => (typeof v === 'number' ? v + 1 : v);
+  // Both: each exact result with the estimate of the same site beside it.
+  const estimates = result.method === 'both' ? result.attribution?.results : undefined;
+  const key = (e: PatchEffect) => `${e.site}|${e.layer}|${e.head ?? ''}|${e.position ?? ''}`;
+  const estimateOf = new Map((estimates ?? []).map((e) => [key(e), e]));
   if (result.results) {
-    lines.push('site,layer,head,position,value,normalised');
-    for (const e of result.results)
-      lines.push([e.site, n(e.layer), n(e.head), e.position, e.value, e.normalised].map(csvField).join(','));
+    lines.push(`site,layer,head,position,value,normalised${estimates ? ',estimate_value,estimate_normalised' : ''}`);
+    for (const e of result.results) {
+      const row = [e.site, n(e.layer), n(e.head), e.position, e.value, e.normalised];
+      if (estimates) row.push(estimateOf.get(key(e))?.value ?? null, estimateOf.get(key(e))?.normalised ?? null);
+      lines.push(row.map(csvField).join(','));
+    }
   } else if (result.path) {
     lines.push('receivers,input,value,normalised');
     for (const r of result.path.results) {

@@ -12,18 +12,27 @@
 // The head's logit lens is dimmed, and marked as such, when the clean prompt or the answers change.
 // Another view may ask for one path (state.path: the Composition view's pair of heads): it is traced
 // on the prompts shown, from the sender into that one receiver through the input named.
+//
+// Gradients: the sweep's method is exact patching, attribution patching (every site estimated to
+// first order from one backward pass; attribution-panel.ts) or both, the two maps side by side on
+// one colour scale with their agreement; and the saliency panel (saliency-panel.ts) colours the
+// clean prompt's tokens by how much of the metric each accounts for.
 
 import {
   ApiError,
   type HeadLensRequest,
   type HeadLensResult,
+  type LensResult,
   type ModelInfo,
   type PatchDirection,
+  type PatchMethod,
   type PatchMetric,
   type PatchRequest,
   type PatchResult,
   type PatchSite,
   type PathInput,
+  type SaliencyRequest,
+  type SaliencyResult,
   type TokenizeResult,
 } from '../../lib/api';
 import { h } from '../../lib/dom';
@@ -35,7 +44,9 @@ import type { Scene, SceneItem } from '../../lib/scene';
 import { DEFAULT_TEXT, type PathRef, type ViewState } from '../../lib/state';
 import { THEME } from '../../lib/theme';
 import type { ExportableView, ViewContext } from '../context';
+import { AttributionPanel } from './attribution-panel';
 import { EffectGrid } from './effect-grid';
+import { defaultAnswers, encoderEdgesLine, METHOD_LABELS, METHODS } from './gradients';
 import { HeadLensPanel, type LensInputs } from './head-lens';
 import {
   effectLimit,
@@ -52,10 +63,13 @@ import {
   type PatchGrid,
 } from './patch-grid';
 import { PromptBox } from './prompt-box';
+import { SaliencyPanel } from './saliency-panel';
 
 export interface PatchingCallbacks {
   patch(request: PatchRequest): Promise<PatchResult>;
   headLens(request: HeadLensRequest): Promise<HeadLensResult>;
+  saliency(request: SaliencyRequest): Promise<SaliencyResult>;
+  logitLens(text: string, position: number | null, tokens: string[], topK: number): Promise<LensResult>;
   tokenize(text: string, special: boolean): Promise<TokenizeResult>;
   change(patch: Partial<ViewState>): void;
 }
@@ -94,31 +108,97 @@ export class PatchingView implements ExportableView {
   private answer: PromptBox;
   private wrong: PromptBox;
   private answers: HTMLElement;
-  private metricNote: HTMLElement;
-  private count: HTMLElement;
-  private site: HTMLSelectElement;
-  private direction: HTMLSelectElement;
-  private metric: HTMLSelectElement;
-  private layers: HTMLInputElement;
-  private runButton: HTMLButtonElement;
-  private status: HTMLElement;
+  private metricNote = h('p', { class: 'muted small', id: 'patch-metric-note' });
+  private count = h('p', { class: 'patch-count', id: 'patch-count', 'aria-live': 'polite' });
+  private site = this.select(
+    'patch-site',
+    'what to patch',
+    SITES.map((s) => [s, SITE_LABELS[s]]),
+  );
+  private direction = this.select('patch-direction', 'direction', [
+    ['denoise', 'denoise: clean values into the corrupted run'],
+    ['noise', 'noise: corrupted values into the clean run'],
+  ]);
+  private metric = this.select('patch-metric', 'metric', []);
+  /** Exact patching, attribution patching's estimate, or both. */
+  private method = this.select(
+    'patch-method',
+    'method',
+    METHODS.map((m) => [m, METHOD_LABELS[m]]),
+  );
+  /** With an estimate: also estimate every edge between heads (decoders). */
+  private edgesBox = h('input', { type: 'checkbox', id: 'patch-edges-toggle' });
+  private edgesControl = h(
+    'label',
+    { class: 'control patch-edges-control', hidden: true },
+    h('span', {}, 'Edges'),
+    h('span', { class: 'patch-check' }, this.edgesBox, ' also estimate edges between heads'),
+  );
+  private edgesNote = h('p', { class: 'muted small', id: 'patch-edges-note', hidden: true });
+  private layers = h('input', {
+    id: 'patch-layers',
+    type: 'text',
+    placeholder: 'all',
+    'aria-label': 'layers to patch',
+    title: 'layers to patch, counted from 1: "all", "20-30", "1, 5, 9"',
+  });
+  private runButton = h(
+    'button',
+    { type: 'button', class: 'primary', id: 'patch-run', onclick: () => void this.run() },
+    'Run',
+  );
+  private status = h('p', { class: 'status', id: 'patch-status', 'aria-live': 'polite' });
   private result: HTMLElement;
-  private summary: HTMLElement;
-  private kvNote: HTMLElement;
-  private legend: HTMLElement;
-  private grid: EffectGrid;
+  private summary = h('p', { id: 'patch-summary' });
+  private kvNote = h('p', { class: 'muted small', id: 'patch-kv-note', hidden: true });
+  private legend = h('div', { class: 'legend-row' });
+  private grid = new EffectGrid({
+    id: 'patch-grid',
+    label: 'normalised effect of patching each site',
+    describe: (row, column, cell) => this.describe(row, column, cell),
+    clickable: (row, column) => this.clickable(row, column),
+    onCell: (row, column) => void this.pathFrom(row.layer, (row.head ?? column.head)!),
+  });
+  /** The main map's title: shown when an estimate is drawn ("Exact patching", or "Estimate"). */
+  private gridTitle = h('figcaption', { id: 'patch-map-exact-title', hidden: true });
+  /** The estimate's note, map (both), agreement and edges. */
+  private attribution = new AttributionPanel({
+    where: (row, column) => this.where(row, column),
+    clickable: (row, column) => this.clickable(row, column),
+    onCell: (row, column) => void this.pathFrom(row.layer, (row.head ?? column.head)!),
+  });
   private path: HTMLElement;
-  private pathTitle: HTMLElement;
-  private pathInput: HTMLSelectElement;
-  private pathStatus: HTMLElement;
-  private pathNote: HTMLElement;
-  private pathDirect: HTMLElement;
-  private pathGrid: EffectGrid;
-  private pathLinks: HTMLElement;
+  private pathTitle = h('h3', { id: 'path-title' });
+  private pathInput = this.select('path-input', 'receiver input', [
+    ['q', 'queries (q)'],
+    ['k', 'keys (k)'],
+    ['v', 'values (v)'],
+  ]);
+  private pathStatus = h('p', { class: 'status', id: 'path-status', 'aria-live': 'polite' });
+  private pathNote = h('p', { class: 'muted small', id: 'path-note' });
+  private pathDirect = h('p', { id: 'path-direct' });
+  private pathGrid = new EffectGrid({
+    id: 'path-grid',
+    label: 'normalised effect of the path from the selected head to each later head',
+    describe: (row, column, cell) => this.describePath(row, column, cell),
+  });
+  private pathLinks = h('p', { class: 'path-links' });
   /** The clicked head's logit lens (decoders), on the prompts of the sweep shown. */
   private headLens = new HeadLensPanel({
     headLens: (request) => this.callbacks.headLens(request),
     current: () => this.lensInputs(),
+    describeError: (e) => refusal(e),
+  });
+  /** Each token of the clean prompt coloured by its saliency. */
+  private saliency = new SaliencyPanel({
+    saliency: (request) => this.callbacks.saliency(request),
+    inputs: () => ({
+      text: this.clean.value,
+      answer: this.answer.value,
+      wrong: this.wrong.value,
+      metric: this.metric.value as PatchMetric,
+    }),
+    fillAnswers: () => this.fillAnswers(),
     describeError: (e) => refusal(e),
   });
   private model: ModelInfo | null = null;
@@ -148,49 +228,81 @@ export class PatchingView implements ExportableView {
     this.answer = box('patch-answer', 'Answer token', 'answer', 'e.g. " Mary"');
     this.wrong = box('patch-wrong', 'Wrong token', 'answer', 'e.g. " John"');
     this.answers = h('div', { class: 'patch-answers' }, this.answer.el, this.wrong.el);
-    this.metricNote = h('p', { class: 'muted small', id: 'patch-metric-note' });
-    this.count = h('p', { class: 'patch-count', id: 'patch-count', 'aria-live': 'polite' });
-    this.site = this.select(
-      'patch-site',
-      'what to patch',
-      SITES.map((s) => [s, SITE_LABELS[s]]),
-    );
-    this.direction = this.select('patch-direction', 'direction', [
-      ['denoise', 'denoise: clean values into the corrupted run'],
-      ['noise', 'noise: corrupted values into the clean run'],
-    ]);
-    this.metric = this.select('patch-metric', 'metric', []);
-    this.layers = h('input', {
-      id: 'patch-layers',
-      type: 'text',
-      placeholder: 'all',
-      'aria-label': 'layers to patch',
-      title: 'layers to patch, counted from 1: "all", "20-30", "1, 5, 9"',
-    });
     this.layers.addEventListener('input', () => this.edited());
-    this.runButton = h(
-      'button',
-      { type: 'button', class: 'primary', id: 'patch-run', onclick: () => void this.run() },
-      'Run',
+    this.method.addEventListener('change', () => this.drawMethodControls());
+    this.edgesBox.addEventListener('change', () => this.edited());
+    this.result = this.resultSection();
+    this.path = this.pathSection();
+    this.el = h(
+      'section',
+      { class: 'view patching-view', 'aria-labelledby': 'patching-title' },
+      h(
+        'div',
+        { class: 'view-head' },
+        h('h2', { id: 'patching-title' }, 'Activation patching: which heads carry the behaviour?'),
+      ),
+      h(
+        'p',
+        { class: 'muted' },
+        'Run the model on a clean prompt and on a corrupted one that differs only in the clue. Then copy one activation — a head’s output, say — from one run into the other and see how much of the clean behaviour comes back. A head whose output alone restores much of it carries the information.',
+      ),
+      this.clean.el,
+      this.corrupt.el,
+      this.count,
+      this.answers,
+      this.metricNote,
+      this.controls(),
+      this.edgesNote,
+      this.status,
+      this.result,
+      this.headLens.el,
+      this.path,
+      this.saliency.el,
     );
-    this.status = h('p', { class: 'status', id: 'patch-status', 'aria-live': 'polite' });
-    this.summary = h('p', { id: 'patch-summary' });
-    this.kvNote = h('p', { class: 'muted small', id: 'patch-kv-note', hidden: true });
-    this.legend = h('div', { class: 'legend-row' });
-    this.grid = new EffectGrid({
-      id: 'patch-grid',
-      label: 'normalised effect of patching each site',
-      describe: (row, column, cell) => this.describe(row, column, cell),
-      clickable: (row, column) => HEAD_SITES.includes(this.shownSite()) && (row.head ?? column.head) !== undefined,
-      onCell: (row, column) => void this.pathFrom(row.layer, (row.head ?? column.head)!),
-    });
-    this.result = h(
+  }
+
+  /** The row of sweep settings and buttons. */
+  private controls(): HTMLElement {
+    return h(
+      'div',
+      { class: 'patch-controls', id: 'patch-controls' },
+      h('label', { class: 'control' }, h('span', {}, 'Patch'), this.site),
+      h('label', { class: 'control' }, h('span', {}, 'Direction'), this.direction),
+      h('label', { class: 'control', id: 'patch-metric-control' }, h('span', {}, 'Metric'), this.metric),
+      h('label', { class: 'control' }, h('span', {}, 'Layers'), this.layers),
+      h('label', { class: 'control' }, h('span', {}, 'Method'), this.method),
+      this.edgesControl,
+      this.runButton,
+      h(
+        'button',
+        { type: 'button', class: 'ghost', id: 'patch-example', onclick: () => this.loadExample() },
+        'Example pair',
+      ),
+    );
+  }
+
+  /** The sweep's result: summary, notes, legend, the map (and the estimate's beside it), downloads. */
+  private resultSection(): HTMLElement {
+    return h(
       'div',
       { class: 'patch-result', id: 'patch-result', hidden: true },
       this.summary,
       this.kvNote,
+      this.attribution.note,
       this.legend,
-      h('div', { class: 'scroll-x' }, this.grid.el),
+      h(
+        'div',
+        { class: 'patch-maps' },
+        h(
+          'figure',
+          { class: 'patch-map', id: 'patch-map-exact' },
+          this.gridTitle,
+          h('div', { class: 'scroll-x' }, this.grid.el),
+        ),
+        this.attribution.estimate,
+      ),
+      this.attribution.agreement,
+      this.attribution.edges,
       h(
         'div',
         { class: 'patch-downloads' },
@@ -206,26 +318,15 @@ export class PatchingView implements ExportableView {
         ),
       ),
     );
-    this.pathTitle = h('h3', { id: 'path-title' });
-    this.pathInput = this.select('path-input', 'receiver input', [
-      ['q', 'queries (q)'],
-      ['k', 'keys (k)'],
-      ['v', 'values (v)'],
-    ]);
+  }
+
+  /** Path patching from a clicked head: its title, the receiver input, the grid and links. */
+  private pathSection(): HTMLElement {
     this.pathInput.addEventListener(
       'change',
       () => this.sender && void this.pathFrom(this.sender.layer, this.sender.head),
     );
-    this.pathStatus = h('p', { class: 'status', id: 'path-status', 'aria-live': 'polite' });
-    this.pathNote = h('p', { class: 'muted small', id: 'path-note' });
-    this.pathDirect = h('p', { id: 'path-direct' });
-    this.pathGrid = new EffectGrid({
-      id: 'path-grid',
-      label: 'normalised effect of the path from the selected head to each later head',
-      describe: (row, column, cell) => this.describePath(row, column, cell),
-    });
-    this.pathLinks = h('p', { class: 'path-links' });
-    this.path = h(
+    return h(
       'div',
       { class: 'patch-path', id: 'patch-path', hidden: true },
       this.pathTitle,
@@ -245,43 +346,22 @@ export class PatchingView implements ExportableView {
       h('div', { class: 'scroll-x' }, this.pathGrid.el),
       this.pathLinks,
     );
-    this.el = h(
-      'section',
-      { class: 'view patching-view', 'aria-labelledby': 'patching-title' },
-      h(
-        'div',
-        { class: 'view-head' },
-        h('h2', { id: 'patching-title' }, 'Activation patching: which heads carry the behaviour?'),
-      ),
-      h(
-        'p',
-        { class: 'muted' },
-        'Run the model on a clean prompt and on a corrupted one that differs only in the clue. Then copy one activation — a head’s output, say — from one run into the other and see how much of the clean behaviour comes back. A head whose output alone restores much of it carries the information.',
-      ),
-      this.clean.el,
-      this.corrupt.el,
-      this.count,
-      this.answers,
-      this.metricNote,
-      h(
-        'div',
-        { class: 'patch-controls' },
-        h('label', { class: 'control' }, h('span', {}, 'Patch'), this.site),
-        h('label', { class: 'control' }, h('span', {}, 'Direction'), this.direction),
-        h('label', { class: 'control', id: 'patch-metric-control' }, h('span', {}, 'Metric'), this.metric),
-        h('label', { class: 'control' }, h('span', {}, 'Layers'), this.layers),
-        this.runButton,
-        h(
-          'button',
-          { type: 'button', class: 'ghost', id: 'patch-example', onclick: () => this.loadExample() },
-          'Example pair',
-        ),
-      ),
-      this.status,
-      this.result,
-      this.headLens.el,
-      this.path,
-    );
+  }
+
+  /** The edges switch shows with an estimate; an encoder gets it disabled, with the reason. */
+  private drawMethodControls(): void {
+    const m = this.model;
+    const estimate = this.method.value !== 'exact';
+    this.edgesControl.hidden = !estimate;
+    this.edgesBox.disabled = !m?.causal;
+    if (!m?.causal) this.edgesBox.checked = false;
+    this.edgesNote.hidden = !estimate || !m || m.causal;
+    this.edgesNote.textContent = m && !m.causal ? encoderEdgesLine(m.name) : '';
+    this.edited();
+  }
+
+  private clickable(row: GridRow, column: GridColumn): boolean {
+    return HEAD_SITES.includes(this.shownSite()) && (row.head ?? column.head) !== undefined;
   }
 
   private select(id: string, label: string, options: [string, string][]): HTMLSelectElement {
@@ -318,7 +398,10 @@ export class PatchingView implements ExportableView {
       : `${model.name} is an encoder: it predicts no next token, so the metric is 1 − cos between the sentence embedding (the mean of the last layer) and the clean prompt's. No answer tokens are needed.`;
     this.shown = null;
     this.clearPath();
+    this.attribution.clear();
     this.result.hidden = true;
+    this.saliency.setModel(model);
+    this.drawMethodControls();
   }
 
   /** The user moved on from a path another view asked for: it leaves the state (and the URL), so
@@ -340,7 +423,27 @@ export class PatchingView implements ExportableView {
     this.shown = null;
     this.result.hidden = true;
     this.clearPath();
+    this.attribution.clear();
+    this.saliency.clear();
+    this.saliency.setReference(p.corrupt);
     this.edited();
+  }
+
+  /** Saliency on a decoder with an empty answer box: the model's two likeliest next tokens after
+   *  the clean prompt fill the empty boxes (the logit lens's last row is the model's output). */
+  private async fillAnswers(): Promise<{ answer: string; wrong: string } | string> {
+    const text = this.clean.value;
+    if (text.trim() === '') return 'Write a clean prompt first.';
+    const lens = await this.callbacks.logitLens(text, null, [], 3);
+    const top = lens.layers[lens.layers.length - 1]?.top.map((t) => t.text) ?? [];
+    const pair = defaultAnswers(this.answer.value, this.wrong.value, top);
+    if (pair.answer === '' || pair.wrong === '') return 'The model gave no next tokens to fill the answer boxes with.';
+    if (this.clean.value !== text)
+      return 'The clean prompt changed while its next tokens were read: press the button again.';
+    this.answer.set(pair.answer);
+    this.wrong.set(pair.wrong);
+    this.edited();
+    return pair;
   }
 
   /** Any edit: replies on their way are for the old values; shown results say they are out of date. */
@@ -348,6 +451,7 @@ export class PatchingView implements ExportableView {
     this.generation++;
     this.drawCount();
     this.headLens.check();
+    this.saliency.check();
     if (this.shown) {
       this.result.classList.add('stale');
       this.status.className = 'status';
@@ -393,6 +497,9 @@ export class PatchingView implements ExportableView {
     };
     if (m.causal) Object.assign(r, { answer: this.answer.value, wrong: this.wrong.value });
     if (layers.length) r.layers = layers;
+    const method = this.method.value as PatchMethod;
+    if (method !== 'exact') r.method = method;
+    if (method !== 'exact' && m.causal && this.edgesBox.checked) r.edges = true;
     return r;
   }
 
@@ -403,7 +510,7 @@ export class PatchingView implements ExportableView {
     const gen = ++this.generation;
     this.runButton.disabled = true;
     this.status.className = 'status';
-    this.status.textContent = `Patching ${SITE_LABELS[request.sites![0]]}…`;
+    this.status.textContent = `${request.method === 'attribution' ? 'Estimating' : 'Patching'} ${SITE_LABELS[request.sites![0]]}…`;
     this.el.setAttribute('data-state', 'running');
     try {
       const result = await this.callbacks.patch(request);
@@ -429,8 +536,14 @@ export class PatchingView implements ExportableView {
     const m = this.model!;
     const site = request.sites![0];
     const tokens = this.clean.tokens?.tokens.map((t) => t.display ?? t.text) ?? [];
+    const method = result.method ?? 'exact';
     const grid = sweepGrid(result, site, m, tokens);
-    const limit = effectLimit(grid.cells);
+    // Both: the estimate's map beside the exact one, on one colour scale.
+    const estimate =
+      method === 'both' && result.attribution
+        ? sweepGrid({ ...result, results: result.attribution.results }, site, m, tokens)
+        : null;
+    const limit = effectLimit([...grid.cells, ...(estimate?.cells ?? [])]);
     this.shown = { request, result, grid, limit };
     this.clearPath();
     this.result.hidden = false;
@@ -440,31 +553,45 @@ export class PatchingView implements ExportableView {
     this.status.textContent = HEAD_SITES.includes(site)
       ? `Click a head to trace where its effect goes (path patching)${m.causal ? ' and to read its logit lens' : ''}.`
       : '';
-    const metric = METRIC_LABELS[result.metric];
-    this.summary.textContent = `${metric}: clean ${num(result.clean)}, corrupted ${num(result.corrupt)} · ${result.direction} · ${result.passes} patched runs in ${result.seconds.wall.toFixed(1)} s. Colour: (patched − corrupted) / (clean − corrupted), 1 = the clean behaviour, 0 = the corrupted one.`;
+    this.summary.textContent = sweepSummary(result);
     const groups = m.n_kv_head < m.n_head;
     this.kvNote.hidden = !((site === 'k' || site === 'v') && groups);
     this.kvNote.textContent = `${m.name} shares each key/value head among ${m.n_head / m.n_kv_head} query heads (${attentionKind(m)}): patching a key or value head changes it for its whole group of query heads, so each column is one key/value head and names the heads that read it.`;
     this.legend.replaceChildren(
-      signedLegend(limit, 'normalised effect (red: towards the corrupted behaviour, blue: towards the clean one)'),
+      signedLegend(
+        limit,
+        `${method === 'exact' ? '' : method === 'both' ? 'both maps: ' : 'estimated '}normalised effect (red: towards the corrupted behaviour, blue: towards the clean one)`,
+      ),
     );
+    this.gridTitle.hidden = method === 'exact';
+    this.gridTitle.textContent = method === 'both' ? 'Exact patching' : 'Estimate (attribution patching)';
+    this.result.setAttribute('data-method', method);
     this.grid.update(grid, limit);
+    this.attribution.show(result, method, estimate, limit, request.edges === true);
   }
 
-  private describe(row: GridRow, column: GridColumn, cell: GridCell | null): string[] {
-    const r = this.shown?.result;
-    const where = [
+  /** A cell's place in words: "Layer 30 · H2", with the query heads of a key/value head. */
+  private where(row: GridRow, column: GridColumn): string {
+    return [
       row.label,
       column.group
         ? `KV head ${column.head! + 1}, read by ${headRange(column.group)} (patched for the whole group)`
         : column.label,
       column.position !== undefined ? `position ${column.position}` : '',
-    ].filter(Boolean);
-    if (!cell) return [where.join(' · '), 'not patched (outside the layers asked for)'];
+    ]
+      .filter(Boolean)
+      .join(' · ');
+  }
+
+  private describe(row: GridRow, column: GridColumn, cell: GridCell | null): string[] {
+    const r = this.shown?.result;
+    const where = this.where(row, column);
+    const est = r?.method === 'attribution' ? 'estimated ' : '';
+    if (!cell) return [where, 'not patched (outside the layers asked for)'];
     return [
-      where.join(' · '),
-      `normalised effect ${num(cell.normalised)}`,
-      `${r ? METRIC_LABELS[r.metric] : 'metric'} ${num(cell.value)} (clean ${num(r?.clean)}, corrupted ${num(r?.corrupt)})`,
+      where,
+      `${est}normalised effect ${num(cell.normalised)}`,
+      `${est}${r ? METRIC_LABELS[r.metric] : 'metric'} ${num(cell.value)} (clean ${num(r?.clean)}, corrupted ${num(r?.corrupt)})`,
     ];
   }
 
@@ -495,12 +622,15 @@ export class PatchingView implements ExportableView {
     this.forgetAskedPath();
     this.sender = { layer, head };
     this.grid.update(shown.grid, shown.limit, this.sender);
+    this.attribution.select(this.sender);
     const r = shown.request;
     void this.headLens.show(m, { text: r.clean, tokens: [r.answer ?? '', r.wrong ?? ''] }, layer, head);
     const input = this.pathInput.value as PathInput;
     const base: PatchRequest = { ...shown.request, senders: [[layer, head]] };
     delete base.sites;
     delete base.layers;
+    delete base.method;
+    delete base.edges;
     const gen = this.generation;
     this.path.hidden = false;
     this.path.setAttribute('data-state', 'running');
@@ -572,6 +702,8 @@ export class PatchingView implements ExportableView {
     const base: PatchRequest = { ...request, senders: [[p.sender.layer, p.sender.head]] };
     delete base.sites;
     delete base.layers;
+    delete base.method;
+    delete base.edges;
     try {
       const r = await this.callbacks.patch({
         ...base,
@@ -649,10 +781,13 @@ export class PatchingView implements ExportableView {
     ];
     const main = this.grid.sceneItems(16, 36);
     items.push(...main.items);
-    let y = 36 + main.height + 16;
+    // Both: the estimate's map to the right of the exact one, its title above it.
+    const estimate = this.attribution.sceneItems(16 + main.width + 32, 16);
+    items.push(...estimate.items);
+    let y = 36 + Math.max(main.height, estimate.height - 20) + 16;
     items.push(...signedLegendItems(16, y, 260, s.limit, 'normalised effect', THEME.text));
     y += 56;
-    let width = main.width + 32;
+    let width = main.width + 32 + (estimate.width ? estimate.width + 32 : 0);
     if (this.pathShown) {
       items.push({
         kind: 'text',
@@ -672,6 +807,22 @@ export class PatchingView implements ExportableView {
   }
 }
 
+/** The sweep's summary line: the metric of the two runs, the method's cost, what the colour means. */
+export function sweepSummary(result: PatchResult): string {
+  const a = result.attribution;
+  const method = result.method ?? 'exact';
+  const estimate = a
+    ? `${a.forward_passes} forward and ${a.backward_passes} backward ${a.backward_passes === 1 ? 'pass' : 'passes'} in ${a.seconds.wall.toFixed(2)} s`
+    : '';
+  const cost =
+    method === 'attribution' && a
+      ? `estimated from ${estimate}`
+      : method === 'both' && a
+        ? `exact: ${result.passes} patched runs in ${result.seconds.wall.toFixed(1)} s; estimate: ${estimate}`
+        : `${result.passes} patched runs in ${result.seconds.wall.toFixed(1)} s`;
+  return `${METRIC_LABELS[result.metric]}: clean ${num(result.clean)}, corrupted ${num(result.corrupt)} · ${result.direction} · ${cost}. Colour: (patched − corrupted) / (clean − corrupted), 1 = the clean behaviour, 0 = the corrupted one.`;
+}
+
 function num(v: number | null | undefined): string {
   if (v === null || v === undefined || !Number.isFinite(v)) return '–';
   return Math.abs(v) >= 100 || (Math.abs(v) < 1e-3 && v !== 0) ? v.toExponential(2) : v.toFixed(3);
@@ -683,6 +834,11 @@ export function refusal(e: unknown): string {
   switch (e.code) {
     case 'bad_pair':
       return `This pair cannot be patched: ${e.message.replace(/^prompt pair 1 \("[^]*?"\): /, '')}`;
+    case 'bad_field': {
+      // Saliency names its one text as a prompt pair: the prompt is in the box above.
+      const m = /^prompt pair 1 \("[^]*?"\): (.)/.exec(e.message);
+      return m ? m[1].toUpperCase() + e.message.slice(m[0].length) : e.message;
+    }
     case 'too_much_work':
       return `This would take too long here: ${e.message}`;
     case 'missing_field':

@@ -149,14 +149,16 @@ void add_edges(const Model& model, const Capture& src, const Capture& base, cons
       ops::matmul(delta.data(), Dh, w_o[size_t(lu)].ptr() + h * Dh, H * Dh, dc.data() + h * TD, D, T, D, Dh,
                   /*trans_b=*/true);
     }
-    // The receivers after layer lu, their gradients (through layer lu's sandwich norm if any).
+    // The receivers after layer lu, their gradients (through layer lu's sandwich norm if any; else
+    // the same rows for every lu, gathered once).
     int64_t r0 = 0;
     while (r0 < R && recv[size_t(r0)].layer <= lu) ++r0;
-    for (int64_t r = r0; r < R; ++r) {
+    const bool sandwich = !readout.attention_gain.empty();
+    for (int64_t r = r0; r < R && (sandwich || lu == 0); ++r) {
       const Receiver& v = recv[size_t(r)];
       const float* grad = v.slot < 0 ? g.final_residual.ptr() : g.receivers.ptr() + (v.layer * slots + v.slot) * TD;
       float* row = rmat.data() + r * TD;
-      if (!readout.attention_gain.empty())
+      if (sandwich)
         ops::rms_norm_backward(base.attn_output.ptr() + lu * TD, T, D, readout.attention_gain[size_t(lu)]->ptr(),
                                readout.eps, grad, row, nullptr);
       else

@@ -36,7 +36,7 @@ static double backward_gflop(const ModelConfig& c, int64_t T, bool edges) {
   double g = (linear + attention) * c.n_layer + 2.0 * D * c.vocab_size;
   if (edges) {
     const double slots = c.n_head + 2.0 * c.n_kv_head, L = c.n_layer;
-    g += 2.0 * T * D * (Q + 2 * KV) * L;               // receivers
+    g += 2.0 * T * D * (Q + 2 * KV) * L;                // receivers
     g += 2.0 * T * c.d_head * D * c.n_head * L;         // Δo_h W_O,hᵀ
     g += 2.0 * c.n_head * T * D * slots * L * (L - 1);  // edge scores: Σ_lu H · (later receivers) · T·D
   }
@@ -74,8 +74,7 @@ int main(int argc, char** argv) {
   const double peak = bench::sgemm_peak_gflops();
   const double heads_gflop = 2 * forward_gflop(c, T) + backward_gflop(c, T, false);
   const double edges_gflop = 2 * forward_gflop(c, T) + backward_gflop(c, T, true);
-  const double e = bench::median(exact_ms) / 1e3, h = bench::median(heads_ms) / 1e3,
-               g = bench::median(edges_ms) / 1e3;
+  const double e = bench::median(exact_ms) / 1e3, h = bench::median(heads_ms) / 1e3, g = bench::median(edges_ms) / 1e3;
   std::printf(
       "{\"model\": \"%s\", \"T\": %lld, \"threads\": %d, \"exact_heads_s\": %.3f, \"attribution_heads_s\": %.3f, "
       "\"attribution_heads_edges_s\": %.3f, \"edges\": %zu, \"speedup_heads\": %.1f, \"speedup_heads_edges\": %.1f, "

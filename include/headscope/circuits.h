@@ -283,7 +283,7 @@ AttributionReport attribution_patch(const Model& model, PromptPairs& pairs, cons
 // integrated gradients sum to metric(e) − metric(e') up to the rule's error, which is reported.
 enum class SaliencyMethod { kGradientTimesInput, kIntegratedGradients };
 enum class IntegrationRule { kGaussLegendre, kRiemannLeft, kRiemannRight, kRiemannMiddle, kRiemannTrapezoid };
-const char* saliency_method_name(SaliencyMethod m);  // "grad_x_input", "integrated_gradients"
+const char* saliency_method_name(SaliencyMethod m);    // "grad_x_input", "integrated_gradients"
 const char* integration_rule_name(IntegrationRule r);  // Captum's: "gausslegendre", "riemann_left", ...
 SaliencyMethod saliency_method_from_name(const std::string& name);
 IntegrationRule integration_rule_from_name(const std::string& name);
@@ -304,11 +304,11 @@ struct SaliencyReport {
   SaliencyRequest request;
   Encoding encoding;
   int32_t answer_id = -1, wrong_id = -1;
-  std::vector<double> scores;  // [T] Σ over the embedding's dimensions of each token's attribution
-  Tensor attributions;         // [T, d_model]
-  double metric = 0;           // at the text
-  double baseline_metric = 0;  // at the baseline (integrated gradients)
-  double total = 0;            // Σ scores
+  std::vector<double> scores;   // [T] Σ over the embedding's dimensions of each token's attribution
+  Tensor attributions;          // [T, d_model]
+  double metric = 0;            // at the text
+  double baseline_metric = 0;   // at the baseline (integrated gradients)
+  double total = 0;             // Σ scores
   double completeness_gap = 0;  // |total − (metric − baseline_metric)| (integrated gradients)
   int64_t backward_passes = 0;
 };

@@ -241,20 +241,20 @@ struct GradientOptions {
 // Shapes as in Capture; every tensor is empty unless asked for (GradientOptions) or always given.
 struct Gradients {
   double metric = 0;
-  Capture forward;              // the forward pass's own capture (hidden states always)
-  Tensor token_embeddings;      // [T, d_model] the token embeddings the pass ran (E[id], × √d_model for Gemma)
-  Tensor embeddings;            // [T, d_model] ∂/∂ token_embeddings (always)
-  Tensor hidden_states;         // [n_layer + 1, T, d_model] ∂/∂ Capture::hidden_states (always)
+  Capture forward;          // the forward pass's own capture (hidden states always)
+  Tensor token_embeddings;  // [T, d_model] the token embeddings the pass ran (E[id], × √d_model for Gemma)
+  Tensor embeddings;        // [T, d_model] ∂/∂ token_embeddings (always)
+  Tensor hidden_states;     // [n_layer + 1, T, d_model] ∂/∂ Capture::hidden_states (always)
   // [T, d_model] ∂/∂ the residual stream after the last layer: before a decoder's final norm (what
   // the logits read), an encoder's last hidden state (= hidden_states' last slot). Always.
   Tensor final_residual;
-  Tensor head_outputs;          // [n_layer, n_head, T, d_head] (always)
-  Tensor attn_output;           // [n_layer, T, d_model] ∂/∂ Capture::attn_output (always)
-  Tensor mlp_outputs;           // [n_layer, T, d_model] ∂/∂ Capture::mlp_outputs (always)
-  Tensor attention;             // [n_layer, n_head, T, T]
-  Tensor queries;               // [n_layer, n_head, T, d_head]
-  Tensor keys, values;          // [n_layer, n_kv_head, T, d_head]
-  Tensor receivers;             // [n_layer, n_head + 2·n_kv_head, T, d_model]
+  Tensor head_outputs;  // [n_layer, n_head, T, d_head] (always)
+  Tensor attn_output;   // [n_layer, T, d_model] ∂/∂ Capture::attn_output (always)
+  Tensor mlp_outputs;   // [n_layer, T, d_model] ∂/∂ Capture::mlp_outputs (always)
+  Tensor attention;     // [n_layer, n_head, T, T]
+  Tensor queries;       // [n_layer, n_head, T, d_head]
+  Tensor keys, values;  // [n_layer, n_kv_head, T, d_head]
+  Tensor receivers;     // [n_layer, n_head + 2·n_kv_head, T, d_model]
 };
 
 // How Model::load treats what it reads.

@@ -709,8 +709,8 @@ PatchMetric metric_for(const Model& model, const std::string& metric) {
 
 // `headscope grad`: the JSON ("headscope.grad/1") and every gradient as a float32 array, taken over.
 std::pair<std::string, nb::dict> grad(std::shared_ptr<PyModel> m, nb::bytes text_bytes, const std::string& metric,
-                                      nb::bytes answer, nb::bytes wrong, nb::bytes reference, bool attention,
-                                      bool qkv, bool receivers) {
+                                      nb::bytes answer, nb::bytes wrong, nb::bytes reference, bool attention, bool qkv,
+                                      bool receivers) {
   const std::string text = string_of(text_bytes);
   check_text_size(text);
   TextGradients g;

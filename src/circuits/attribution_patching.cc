@@ -26,8 +26,8 @@ GradientSeed metric_seed(const Model& model, PatchMetric metric, int32_t answer_
       const std::vector<double>& r = ref.empty() ? e : ref;
       if (int64_t(r.size()) != width) throw Error("the cosine metric's reference has the wrong width");
       double dot = 0, ee = 0, rr = 0;
-      for (int64_t i = 0; i < width; ++i) dot += e[size_t(i)] * r[size_t(i)], ee += e[size_t(i)] * e[size_t(i)],
-                                          rr += r[size_t(i)] * r[size_t(i)];
+      for (int64_t i = 0; i < width; ++i)
+        dot += e[size_t(i)] * r[size_t(i)], ee += e[size_t(i)] * e[size_t(i)], rr += r[size_t(i)] * r[size_t(i)];
       const double ne = std::sqrt(ee), nr = std::sqrt(rr), c = dot / (ne * nr);
       for (int64_t i = 0; i < width; ++i) {
         const double de = -(r[size_t(i)] / (ne * nr) - c * e[size_t(i)] / ee) / double(rows);
@@ -97,8 +97,8 @@ double site_change(const PatchEffect& e, const Capture& src, const Capture& base
       return head_block(src.attention, base.attention, g.attention, H, T);
     case PatchSweep::kResidual: {
       const int64_t off = (l * T + e.position) * D;
-      return dot_difference(src.hidden_states.ptr() + off, base.hidden_states.ptr() + off,
-                            g.hidden_states.ptr() + off, D);
+      return dot_difference(src.hidden_states.ptr() + off, base.hidden_states.ptr() + off, g.hidden_states.ptr() + off,
+                            D);
     }
     case PatchSweep::kAttention:
       return dot_difference(src.attn_output.ptr() + l * T * D, base.attn_output.ptr() + l * T * D,
@@ -144,7 +144,8 @@ void add_edges(const Model& model, const Capture& src, const Capture& base, cons
     // Δc of every head of layer lu: [H, T·D]
     for (int64_t h = 0; h < H; ++h) {
       const int64_t off = (lu * H + h) * T * Dh;
-      for (int64_t i = 0; i < T * Dh; ++i) delta[size_t(i)] = src.head_outputs.ptr()[off + i] - base.head_outputs.ptr()[off + i];
+      for (int64_t i = 0; i < T * Dh; ++i)
+        delta[size_t(i)] = src.head_outputs.ptr()[off + i] - base.head_outputs.ptr()[off + i];
       // [T, Dh] · W_O[:, h·Dh .. (h+1)·Dh)ᵀ: W_O is [D, H·Dh]
       ops::matmul(delta.data(), Dh, w_o[size_t(lu)].ptr() + h * Dh, H * Dh, dc.data() + h * TD, D, T, D, Dh,
                   /*trans_b=*/true);
@@ -178,8 +179,9 @@ AttributionReport attribution_patch(const Model& model, PromptPairs& pairs, cons
   circuits::check_pair_set(model, pairs, request.metric);
   const ModelConfig& c = model.config();
   if (request.edges && !c.causal)
-    throw Error(c.name + " is a post-norm encoder: each layer's LayerNorm rescales the whole stream, so there is no "
-                         "residual stream for edges to run along; edge attribution needs a decoder (sites work)");
+    throw Error(c.name +
+                " is a post-norm encoder: each layer's LayerNorm rescales the whole stream, so there is no "
+                "residual stream for edges to run along; edge attribution needs a decoder (sites work)");
   PatchRequest as_sweep;
   as_sweep.sweeps = request.sweeps;
   as_sweep.layers = request.layers;
@@ -206,15 +208,12 @@ AttributionReport attribution_patch(const Model& model, PromptPairs& pairs, cons
     go.forward = full;
     go.attention = go.queries_keys_values = true;
     go.receivers = request.edges;
-    const Gradients g =
-        model.gradients(denoise ? corrupt : clean, metric_seed(model, request.metric, pair.answer_id, pair.wrong_id,
-                                                               reference),
-                        go);
+    const Gradients g = model.gradients(
+        denoise ? corrupt : clean, metric_seed(model, request.metric, pair.answer_id, pair.wrong_id, reference), go);
     out.forward_passes += 2;
     out.backward_passes += 1;
-    const std::vector<double> ref = request.metric == PatchMetric::kCosine && !denoise
-                                        ? circuits::mean_pooled(g.forward)
-                                        : reference;
+    const std::vector<double> ref =
+        request.metric == PatchMetric::kCosine && !denoise ? circuits::mean_pooled(g.forward) : reference;
     const double source_metric = circuits::read_metric(request.metric, source, pair, ref);
     base_sum += g.metric;
     clean_sum += denoise ? source_metric : g.metric;

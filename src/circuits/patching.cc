@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "circuits/patching_common.h"
 #include "headscope/circuits.h"
 #include "headscope/error.h"
-#include "circuits/patching_common.h"
 
 namespace headscope {
 namespace circuits {
@@ -101,7 +101,6 @@ double read_metric(PatchMetric metric, const Capture& cap, const PromptPair& pai
   const double log_p = double(row[pair.answer_id]) - top - std::log(sum);
   return metric == PatchMetric::kLoss ? -log_p : std::exp(log_p);
 }
-
 
 CaptureOptions full_options(const Model& model) {
   CaptureOptions o;

@@ -13,7 +13,8 @@ namespace headscope {
 namespace {
 
 constexpr std::array<std::pair<SaliencyMethod, const char*>, 2> kMethods = {
-    {{SaliencyMethod::kGradientTimesInput, "grad_x_input"}, {SaliencyMethod::kIntegratedGradients, "integrated_gradients"}}};
+    {{SaliencyMethod::kGradientTimesInput, "grad_x_input"},
+     {SaliencyMethod::kIntegratedGradients, "integrated_gradients"}}};
 constexpr std::array<std::pair<IntegrationRule, const char*>, 5> kRules = {
     {{IntegrationRule::kGaussLegendre, "gausslegendre"},
      {IntegrationRule::kRiemannLeft, "riemann_left"},
@@ -90,11 +91,20 @@ void integration_points(IntegrationRule rule, int n, std::vector<double>& alphas
   for (int i = 0; i < n; ++i) {
     double a = 0;
     switch (rule) {
-      case IntegrationRule::kRiemannTrapezoid: a = double(i) / (n - 1); break;
-      case IntegrationRule::kRiemannLeft: a = (1.0 - 1.0 / n) * i / (n - 1); break;
-      case IntegrationRule::kRiemannMiddle: a = 1.0 / (2 * n) + (1.0 - 1.0 / n) * i / (n - 1); break;
-      case IntegrationRule::kRiemannRight: a = 1.0 / n + (1.0 - 1.0 / n) * i / (n - 1); break;
-      case IntegrationRule::kGaussLegendre: break;
+      case IntegrationRule::kRiemannTrapezoid:
+        a = double(i) / (n - 1);
+        break;
+      case IntegrationRule::kRiemannLeft:
+        a = (1.0 - 1.0 / n) * i / (n - 1);
+        break;
+      case IntegrationRule::kRiemannMiddle:
+        a = 1.0 / (2 * n) + (1.0 - 1.0 / n) * i / (n - 1);
+        break;
+      case IntegrationRule::kRiemannRight:
+        a = 1.0 / n + (1.0 - 1.0 / n) * i / (n - 1);
+        break;
+      case IntegrationRule::kGaussLegendre:
+        break;
     }
     alphas[size_t(i)] = double(float(a));
   }
@@ -120,8 +130,10 @@ SaliencyReport saliency(const Model& model, const std::string& text, const Salie
     r.answer_id = one.pairs[0].answer_id, r.wrong_id = one.pairs[0].wrong_id;
   } else {
     if (request.reference.empty())
-      throw Error("saliency on an encoder needs a reference text: its metric is 1 − cos of the two sentence embeddings");
-    reference = circuits::mean_pooled(model.run(model.encode(request.reference), CaptureOptions{false, false, false, true}));
+      throw Error(
+          "saliency on an encoder needs a reference text: its metric is 1 − cos of the two sentence embeddings");
+    reference =
+        circuits::mean_pooled(model.run(model.encode(request.reference), CaptureOptions{false, false, false, true}));
   }
   if (request.baseline_token >= c.vocab_size) throw Error("the baseline token is outside the vocabulary");
   const GradientSeed seed = metric_seed(model, request.metric, r.answer_id, r.wrong_id, reference);

@@ -112,8 +112,7 @@ class DecoderModel::Backward {
     if (!c.hidden_states.empty()) std::copy_n(x_in_.data(), n, c.hidden_states.ptr() + l * n);
     if (!c.attention.empty()) std::copy_n(probs_.data(), H_ * TT, c.attention.ptr() + l * H_ * TT);
     if (!c.attn_output.empty()) std::copy_n(a_pre_.data(), n, c.attn_output.ptr() + l * n);
-    if (!c.mlp_outputs.empty())
-      std::copy_n(f_out_.data(), n, c.mlp_outputs.ptr() + l * n);
+    if (!c.mlp_outputs.empty()) std::copy_n(f_out_.data(), n, c.mlp_outputs.ptr() + l * n);
     const auto heads_of = [&](const float* src, int64_t ld, int64_t heads, Tensor& dst) {
       if (dst.empty()) return;
       float* out = dst.ptr() + int64_t(l) * heads * T_ * Dh_;
@@ -216,8 +215,8 @@ class DecoderModel::Backward {
         for (int64_t h = gk * group; h < (gk + 1) * group; ++h) {
           float* dp = o_.attention ? g_.attention.ptr() + (int64_t(l) * H_ + h) * TT : nullptr;
           ops::attention_head_backward(qkv_.data() + h * Dh_, QKV_, k, v, QKV_, probs_.data() + h * TT,
-                                       dconcat_.data() + h * Dh_, Q_, T, T, Dh_, scale, cap,
-                                       dqkv_.data() + h * Dh_, dk, dv, dp, scratch.data());
+                                       dconcat_.data() + h * Dh_, Q_, T, T, Dh_, scale, cap, dqkv_.data() + h * Dh_, dk,
+                                       dv, dp, scratch.data());
         }
       }
     }
@@ -268,13 +267,15 @@ class DecoderModel::Backward {
       const bool value = s >= H_ + Hkv_;
       const int64_t col = s < H_ ? s * Dh_ : !value ? Q_ + (s - H_) * Dh_ : Q_ + KV_ + (s - H_ - Hkv_) * Dh_;
       std::fill(d.begin(), d.end(), 0.0f);
-      for (int64_t t = 0; t < T_; ++t) std::copy_n(dqkv_post_rope_.data() + t * QKV_ + col, Dh_, d.data() + t * QKV_ + col);
+      for (int64_t t = 0; t < T_; ++t)
+        std::copy_n(dqkv_post_rope_.data() + t * QKV_ + col, Dh_, d.data() + t * QKV_ + col);
       if (!value) qk_backward(b, d.data());
       // The columns now non-zero: the head's own, or every query (key) column under OLMo 2's whole-row norm.
       int64_t r0 = col, r1 = col + Dh_;
       if (!value && m_.arch_.qk_norm && m_.arch_.qk_norm_whole) r0 = s < H_ ? 0 : Q_, r1 = s < H_ ? Q_ : Q_ + KV_;
       rows.resize(size_t(T_ * (r1 - r0)));
-      for (int64_t t = 0; t < T_; ++t) std::copy(d.data() + t * QKV_ + r0, d.data() + t * QKV_ + r1, rows.data() + t * (r1 - r0));
+      for (int64_t t = 0; t < T_; ++t)
+        std::copy(d.data() + t * QKV_ + r0, d.data() + t * QKV_ + r1, rows.data() + t * (r1 - r0));
       ops::quant_linear_backward(rows.data(), T_, b.w_qkv.row_block(r0, r1 - r0), dh.data(), false);
       float* out = g_.receivers.ptr() + (int64_t(l) * slots + s) * n;
       std::fill(out, out + n, 0.0f);
@@ -428,8 +429,7 @@ Gradients DecoderModel::gradients(const Encoding& encoding, const GradientSeed& 
   if (arch_.norm == DecoderArch::Norm::kRms)
     ops::rms_norm_backward(x_last, T, D, w_.final_norm.ptr(), cfg_.norm_eps, dx.data(), dx.data(), nullptr);
   else
-    ops::layer_norm_backward(x_last, T, D, w_.final_norm.ptr(), cfg_.norm_eps, dx.data(), dx.data(), nullptr,
-                             nullptr);
+    ops::layer_norm_backward(x_last, T, D, w_.final_norm.ptr(), cfg_.norm_eps, dx.data(), dx.data(), nullptr, nullptr);
   g.final_residual = Tensor({T, D});
   std::copy_n(dx.data(), T * D, g.final_residual.ptr());
   for (int64_t l = L - 1; l >= 0; --l) {

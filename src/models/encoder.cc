@@ -362,8 +362,8 @@ class EncoderModel::Backward {
         const float* q = qkv_.data() + h * Dh_;
         float* dq = dqkv_.data() + h * Dh_;
         ops::attention_head_backward(q, 3 * D, q + D, q + 2 * D, 3 * D, probs_.data() + h * TT,
-                                     dconcat_.data() + h * Dh_, D, T_, T_, Dh_, scale, 0.0f, dq, dq + D, dq + 2 * D,
-                                     dp, scratch.data());
+                                     dconcat_.data() + h * Dh_, D, T_, T_, Dh_, scale, 0.0f, dq, dq + D, dq + 2 * D, dp,
+                                     scratch.data());
       }
     }
     per_head(l);

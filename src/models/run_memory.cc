@@ -1,10 +1,10 @@
 // headscope — the memory checks made before allocating: a model's weights before they are loaded
 // (check_load_memory) and every run's buffers (Model::check_run_memory).
 #include <algorithm>
-#include <functional>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 

@@ -150,7 +150,7 @@ void rope_backward(float* dy, int64_t ld, int64_t T, int64_t n_heads, int64_t d_
 void attention_head_backward(const float* q, int64_t ldq, const float* k, const float* v, int64_t ldk, const float* p,
                              const float* d_out, int64_t ldo, int64_t Tq, int64_t Tk, int64_t d, float scale,
                              float softcap, float* dq, float* dk, float* dv, float* dp_out, float* scratch) {
-  float* ds = scratch;             // [Tq, Tk]: dp, then ds in place
+  float* ds = scratch;            // [Tq, Tk]: dp, then ds in place
   float* pt = scratch + Tq * Tk;  // [Tk, Tq]: pᵀ, then dsᵀ
   // dp = do · vᵀ  [Tq, Tk]
   matmul(d_out, ldo, v, ldk, ds, Tk, Tq, Tk, d, /*trans_b=*/true);

@@ -31,18 +31,18 @@ double max_abs(const Tensor& t) {
 
 std::vector<std::pair<std::string, const Tensor*>> TextGradients::tensors() const {
   std::vector<std::pair<std::string, const Tensor*>> out;
-  for (const auto& [name, t] : std::initializer_list<std::pair<const char*, const Tensor*>>{
-           {"embeddings", &grads.embeddings},
-           {"hidden_states", &grads.hidden_states},
-           {"final_residual", &grads.final_residual},
-           {"head_outputs", &grads.head_outputs},
-           {"attn_output", &grads.attn_output},
-           {"mlp_outputs", &grads.mlp_outputs},
-           {"attention", &grads.attention},
-           {"queries", &grads.queries},
-           {"keys", &grads.keys},
-           {"values", &grads.values},
-           {"receivers", &grads.receivers}})
+  for (const auto& [name, t] :
+       std::initializer_list<std::pair<const char*, const Tensor*>>{{"embeddings", &grads.embeddings},
+                                                                    {"hidden_states", &grads.hidden_states},
+                                                                    {"final_residual", &grads.final_residual},
+                                                                    {"head_outputs", &grads.head_outputs},
+                                                                    {"attn_output", &grads.attn_output},
+                                                                    {"mlp_outputs", &grads.mlp_outputs},
+                                                                    {"attention", &grads.attention},
+                                                                    {"queries", &grads.queries},
+                                                                    {"keys", &grads.keys},
+                                                                    {"values", &grads.values},
+                                                                    {"receivers", &grads.receivers}})
     if (!t->data.empty()) out.emplace_back(name, t);
   return out;
 }
@@ -69,10 +69,12 @@ TextGradients text_gradients(const Model& model, const std::string& text, const 
     const int64_t T = c.T, D = c.d_model;
     reference.assign(size_t(D), 0.0);
     for (int64_t t = 0; t < T; ++t)
-      for (int64_t i = 0; i < D; ++i) reference[size_t(i)] += c.hidden_states.ptr()[(c.n_layer * T + t) * D + i] / double(T);
+      for (int64_t i = 0; i < D; ++i)
+        reference[size_t(i)] += c.hidden_states.ptr()[(c.n_layer * T + t) * D + i] / double(T);
   } else {
-    throw Error("gradients of an encoder's metric need a reference text (--reference): the metric is 1 − cos of "
-                "the two sentence embeddings");
+    throw Error(
+        "gradients of an encoder's metric need a reference text (--reference): the metric is 1 − cos of "
+        "the two sentence embeddings");
   }
   GradientOptions go;
   go.attention = request.attention;
@@ -97,7 +99,8 @@ SaliencyExperiment run_saliency(const Model& model, const std::string& text, con
 void to_json(nlohmann::json& j, const TextGradients& g) {
   const int64_t T = int64_t(g.encoding.size()), D = g.model.d_model;
   nlohmann::json tensors = nlohmann::json::object();
-  for (const auto& [name, t] : g.tensors()) tensors[name] = {{"shape", t->shape}, {"max_abs", json_number(max_abs(*t))}};
+  for (const auto& [name, t] : g.tensors())
+    tensors[name] = {{"shape", t->shape}, {"max_abs", json_number(max_abs(*t))}};
   nlohmann::json layers = nlohmann::json::array(), tokens = nlohmann::json::array();
   for (int64_t l = 0; l <= g.model.n_layer; ++l) {
     double s = 0;

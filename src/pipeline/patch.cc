@@ -133,7 +133,8 @@ PatchAgreement patch_agreement(const PatchReport& exact, const PatchReport& esti
   PatchAgreement a;
   a.sites = int64_t(exact.effects.size());
   std::vector<double> x, y;
-  for (size_t i = 0; i < exact.effects.size(); ++i) x.push_back(exact.effects[i].value), y.push_back(estimate.effects[i].value);
+  for (size_t i = 0; i < exact.effects.size(); ++i)
+    x.push_back(exact.effects[i].value), y.push_back(estimate.effects[i].value);
   const std::vector<double> rx = ranks_of(x), ry = ranks_of(y);
   a.spearman = pearson(rx, ry);
   a.pearson = pearson(x, y);
@@ -301,8 +302,10 @@ void to_json(nlohmann::json& j, const PatchExperiment& x) {
       const PatchAgreement& g = *x.agreement;
       nlohmann::json mis = nlohmann::json::array();
       for (size_t i : g.misranked) mis.push_back(x.sweep->effects[i]);
-      j["agreement"] = {{"spearman", json_number(g.spearman)}, {"pearson", json_number(g.pearson)},
-                        {"top10_shared", g.top10_shared},    {"sites", g.sites},
+      j["agreement"] = {{"spearman", json_number(g.spearman)},
+                        {"pearson", json_number(g.pearson)},
+                        {"top10_shared", g.top10_shared},
+                        {"sites", g.sites},
                         {"misranked", mis}};
     }
   }

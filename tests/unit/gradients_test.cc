@@ -57,15 +57,21 @@ TEST_P(Families, KeptAndRecomputedActivationsGiveTheSameGradients) {
   again.forward.contributions = true;  // a capture the kept activations cannot give: the run is made, layers recomputed
   const Gradients a = m->gradients(e, seed_of(*m), kept), b = m->gradients(e, seed_of(*m), again);
   EXPECT_NEAR(a.metric, b.metric, 1e-6);
-  for (const auto& [x, y] : {std::pair{&a.hidden_states, &b.hidden_states}, {&a.attention, &b.attention},
-                             {&a.head_outputs, &b.head_outputs}, {&a.receivers, &b.receivers},
-                             {&a.queries, &b.queries}, {&a.embeddings, &b.embeddings}})
+  for (const auto& [x, y] : {std::pair{&a.hidden_states, &b.hidden_states},
+                             {&a.attention, &b.attention},
+                             {&a.head_outputs, &b.head_outputs},
+                             {&a.receivers, &b.receivers},
+                             {&a.queries, &b.queries},
+                             {&a.embeddings, &b.embeddings}})
     EXPECT_LE(max_abs_diff(*x, *y), 1e-5 * max_abs(*y));
   // The forward capture read from the kept activations is run()'s.
   const Capture run = m->run(e, kept.forward);
-  for (const auto& [x, y] : {std::pair{&a.forward.attention, &run.attention}, {&a.forward.hidden_states, &run.hidden_states},
-                             {&a.forward.head_outputs, &run.head_outputs}, {&a.forward.queries, &run.queries},
-                             {&a.forward.values, &run.values}, {&a.forward.mlp_outputs, &run.mlp_outputs},
+  for (const auto& [x, y] : {std::pair{&a.forward.attention, &run.attention},
+                             {&a.forward.hidden_states, &run.hidden_states},
+                             {&a.forward.head_outputs, &run.head_outputs},
+                             {&a.forward.queries, &run.queries},
+                             {&a.forward.values, &run.values},
+                             {&a.forward.mlp_outputs, &run.mlp_outputs},
                              {&a.forward.attn_output, &run.attn_output}})
     EXPECT_LE(max_abs_diff(*x, *y), 1e-5 * (1 + max_abs(*y)));
 }

@@ -277,8 +277,8 @@ TEST_P(AttentionHead, CausalMatchesDifferences) {
       reference::attention_head_backward(q.data(), ldq, k.data(), v.data(), ldk, p.data(), wd.data(), ldo, T, T, d,
                                          scale, softcap, dq.data(), dk.data(), dv.data(), dp.data());
     else
-      attention_head_backward(q.data(), ldq, k.data(), v.data(), ldk, p.data(), wd.data(), ldo, T, T, d, scale,
-                              softcap, dq.data(), dk.data(), dv.data(), dp.data(), scratch.data());
+      attention_head_backward(q.data(), ldq, k.data(), v.data(), ldk, p.data(), wd.data(), ldo, T, T, d, scale, softcap,
+                              dq.data(), dk.data(), dv.data(), dp.data(), scratch.data());
     EXPECT_LE(relative_error(dq, want_q), kTolerance) << twin;
     EXPECT_LE(relative_error(dk, want_k), kTolerance) << twin;
     EXPECT_LE(relative_error(dv, want_v), kTolerance) << twin;
@@ -292,8 +292,8 @@ INSTANTIATE_TEST_SUITE_P(SoftCap, AttentionHead, ::testing::Values(0.0f, 1.5f));
 TEST(OpsBackward, QuantLinearBackwardPanelsEqualTheWholeProduct) {
   const int64_t T = 3, out = 41, in = 65536;  // 16 rows of 64K columns per 4-MiB panel: 3 panels
   const std::vector<float> w = random_floats(size_t(out * in), 30), dy = random_floats(size_t(T * out), 31);
-  const QuantMatrix stored = QuantMatrix::stored(io::GgmlType::F32, out, in,
-                                                 reinterpret_cast<const uint8_t*>(w.data()), nullptr);
+  const QuantMatrix stored =
+      QuantMatrix::stored(io::GgmlType::F32, out, in, reinterpret_cast<const uint8_t*>(w.data()), nullptr);
   Tensor wt({out, in});
   std::copy(w.begin(), w.end(), wt.ptr());
   const QuantMatrix fp32(wt);

@@ -406,16 +406,16 @@ TEST(ServerPatch, AttributionMethodEqualsThePipelineAndTheGradients) {
   EXPECT_EQ(j["results"], j["attribution"]["results"]);
   // Edges: every sender head to every later layer's q (per head), k and v (per key/value head), and the logits.
   size_t edges = 0;
-  for (int l = 0; l < c.n_layer; ++l) edges += size_t(c.n_head) * (size_t(c.n_layer - 1 - l) * (c.n_head + 2 * c.n_kv_head) + 1);
+  for (int l = 0; l < c.n_layer; ++l)
+    edges += size_t(c.n_head) * (size_t(c.n_layer - 1 - l) * (c.n_head + 2 * c.n_kv_head) + 1);
   EXPECT_EQ(j["attribution"]["edges"].size(), edges);
 
   const Encoding clean = model.encode(kIoi), corrupt = model.encode(kIoiCorrupt);
   GradientOptions go;
   go.attention = go.queries_keys_values = false;
   go.forward.attention = go.forward.contributions = false;
-  const Gradients g = model.gradients(corrupt, metric_seed(model, PatchMetric::kLogitDiff, token_id(model, " Mary"),
-                                                             token_id(model, " John")),
-                                      go);
+  const Gradients g = model.gradients(
+      corrupt, metric_seed(model, PatchMetric::kLogitDiff, token_id(model, " Mary"), token_id(model, " John")), go);
   CaptureOptions o = CaptureOptions::attention_only();
   o.attention = false, o.head_outputs = true;
   const Capture a = model.run(clean, o), b = model.run(corrupt, o);
@@ -447,7 +447,8 @@ TEST(ServerSaliency, IntegratedGradientsEqualThePipelineAndRefuseInWords) {
   s.answer = " Mary", s.wrong = " John", s.steps = 8;
   const SaliencyReport want = saliency(model, kIoi, s);
   ASSERT_EQ(j["tokens"].size(), want.scores.size());
-  for (size_t t = 0; t < want.scores.size(); ++t) EXPECT_DOUBLE_EQ(j["tokens"][t]["score"].get<double>(), want.scores[t]);
+  for (size_t t = 0; t < want.scores.size(); ++t)
+    EXPECT_DOUBLE_EQ(j["tokens"][t]["score"].get<double>(), want.scores[t]);
   EXPECT_DOUBLE_EQ(j["completeness_gap"].get<double>(), want.completeness_gap);
   const auto refuse = [&](json extra) {
     json b = request;
@@ -471,8 +472,9 @@ TEST(ServerPatch, AttributionRefusals) {
   expect_refused(f.api.patch(ioi({{"method", "attribution"}, {"senders", {{2, 0}}}}).dump()), 400, "bad_field",
                  "belong to a sweep");
   ApiFixture e(testing::default_model());
-  expect_refused(e.api.patch(json({{"clean", kBig}, {"corrupt", kSmall}, {"method", "attribution"}, {"edges", true}}).dump()),
-                 400, "bad_field", "encoder");
+  expect_refused(
+      e.api.patch(json({{"clean", kBig}, {"corrupt", kSmall}, {"method", "attribution"}, {"edges", true}}).dump()), 400,
+      "bad_field", "encoder");
 }
 
 }  // namespace

@@ -91,9 +91,9 @@ void salience(const GradArgs& a) {
   r.keep_special = !a.all_special;
   const SaliencyExperiment x = run_saliency(*model, text_of(a), r);
   const SaliencyReport& s = x.report;
-  std::printf("%s: %s of %s = %.6g over %zu tokens, %lld backward passes in %.2f s\n", x.model.name.c_str(), a.method.c_str(),
-              patch_metric_name(r.metric), s.metric, s.encoding.size(), static_cast<long long>(s.backward_passes),
-              x.seconds.wall);
+  std::printf("%s: %s of %s = %.6g over %zu tokens, %lld backward passes in %.2f s\n", x.model.name.c_str(),
+              a.method.c_str(), patch_metric_name(r.metric), s.metric, s.encoding.size(),
+              static_cast<long long>(s.backward_passes), x.seconds.wall);
   for (size_t t = 0; t < s.scores.size(); ++t)
     std::printf("  %3zu %-20s %+10.5f\n", t + 1, token_display(x.text, s.encoding.tokens[t]).c_str(), s.scores[t]);
   if (r.method == SaliencyMethod::kIntegratedGradients)

@@ -120,7 +120,8 @@ void print_edges(const AttributionReport& r, int top) {
     const EdgeEffect& e = *order[i];
     const std::string to = e.input == PathPatchRequest::Input::kLogits
                                ? std::string("logits")
-                               : std::to_string(e.receiver.layer) + (e.input == PathPatchRequest::Input::kQuery ? "." : ".kv") +
+                               : std::to_string(e.receiver.layer) +
+                                     (e.input == PathPatchRequest::Input::kQuery ? "." : ".kv") +
                                      std::to_string(e.receiver.head) + " " + path_input_name(e.input);
     std::printf("  %d.%d -> %-14s %+10.5f  (normalised %+.4f)\n", e.sender.layer, e.sender.head, to.c_str(), e.value,
                 e.normalised);
@@ -139,7 +140,8 @@ PatchExperiment attribution_sweep(const Model& model, PromptPairs& pairs, const 
   shown.sweep = x.attribution->sites;
   shown.seconds = x.attribution_seconds;
   std::printf("attribution patching: %lld forward and %lld backward passes\n",
-              static_cast<long long>(x.attribution->forward_passes), static_cast<long long>(x.attribution->backward_passes));
+              static_cast<long long>(x.attribution->forward_passes),
+              static_cast<long long>(x.attribution->backward_passes));
   print_sweep(shown, a.top);
   if (x.agreement) {
     std::printf("exact patching of the same sites in %.2f s:\n", x.seconds.wall);

@@ -758,7 +758,8 @@ SweepMethod parse_method(const json& j, bool sweep) {
   }
   m.edges = optional_bool(j, "edges", false);
   if ((m.method != "exact" || m.edges) && !sweep)
-    throw RequestError{400, "bad_field", "fields \"method\" and \"edges\" belong to a sweep (no \"heads\" or \"senders\")"};
+    throw RequestError{400, "bad_field",
+                       "fields \"method\" and \"edges\" belong to a sweep (no \"heads\" or \"senders\")"};
   if (m.edges && m.method == "exact")
     throw RequestError{400, "bad_field", "field \"edges\" needs \"method\": \"attribution\" (or \"both\")"};
   return m;
@@ -900,23 +901,26 @@ HttpReply Api::saliency(std::string_view body) {
     r.method = parse_name(j, "method", SaliencyMethod::kIntegratedGradients, saliency_method_from_name);
     r.metric = parse_metric(j, c);
     r.rule = parse_name(j, "rule", IntegrationRule::kGaussLegendre, integration_rule_from_name);
-    for (auto [key, field] : {std::pair{"answer", &r.answer}, std::pair{"wrong", &r.wrong}, std::pair{"reference", &r.reference}})
+    for (auto [key, field] :
+         {std::pair{"answer", &r.answer}, std::pair{"wrong", &r.wrong}, std::pair{"reference", &r.reference}})
       if (j.contains(key)) *field = patch_text(j, key, limits_, false);
     r.steps = optional_int(j, "steps").value_or(r.steps);
-    if (r.steps < 1 || r.steps > 1000) throw RequestError{400, "bad_field", "field \"steps\" must be between 1 and 1000"};
+    if (r.steps < 1 || r.steps > 1000)
+      throw RequestError{400, "bad_field", "field \"steps\" must be between 1 and 1000"};
     r.baseline_token = static_cast<int32_t>(optional_int(j, "baseline").value_or(-1));
     if (r.baseline_token < -1 || r.baseline_token >= c.vocab_size)
-      throw RequestError{400, "bad_field", "field \"baseline\" must be a token id (0 to " + std::to_string(c.vocab_size - 1) + ")"};
+      throw RequestError{400, "bad_field",
+                         "field \"baseline\" must be a token id (0 to " + std::to_string(c.vocab_size - 1) + ")"};
     r.keep_special = optional_bool(j, "keep_special", true);
     TextRequest text = parse_text_request(j, limits_, model_, cache_, /*reuse_cached=*/false);
     const int64_t T = int64_t(text.encoding.size());
     const int64_t passes = r.method == SaliencyMethod::kIntegratedGradients ? 3 * (r.steps + 2) : 3;
     if (passes * T > limits::kMaxPatchTokenPasses)
-      throw RequestError{413, "too_much_work",
-                         "integrated gradients over " + std::to_string(r.steps) + " steps of a " + std::to_string(T) +
-                             "-token text is about " + std::to_string(passes * T) +
-                             " passes x tokens; this server runs at most " +
-                             std::to_string(limits::kMaxPatchTokenPasses) + " per request: use fewer steps or a shorter text"};
+      throw RequestError{
+          413, "too_much_work",
+          "integrated gradients over " + std::to_string(r.steps) + " steps of a " + std::to_string(T) +
+              "-token text is about " + std::to_string(passes * T) + " passes x tokens; this server runs at most " +
+              std::to_string(limits::kMaxPatchTokenPasses) + " per request: use fewer steps or a shorter text"};
     const auto ticket = admit();
     const auto lock = cache_.exclusive_model();
     return json_reply(refused_as_400("bad_field", [&] { return run_saliency(model_, text.text, r); }));

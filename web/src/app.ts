@@ -582,12 +582,14 @@ export class App {
       inner,
       {
         title: `headscope · ${this.viewTitle(view)}`,
-        facts: `${this.model.name} · ${layerWithIndex(state.layer)} · ${headWithIndex(state.head)}${role ? ` – ${role.label}` : ''} · ${state.level}s${state.hideSpecial ? ', special tokens hidden' : ''} · ${state.scale} scale${view.exportParts().includes(ctx.maps) ? ` · ${MAP_LABELS[ctx.maps].toLowerCase()} maps` : ''}`,
+        facts:
+          view.captionFacts?.() ??
+          `${this.model.name} · ${layerWithIndex(state.layer)} · ${headWithIndex(state.head)}${role ? ` – ${role.label}` : ''} · ${state.level}s${state.hideSpecial ? ', special tokens hidden' : ''} · ${state.scale} scale${view.exportParts().includes(ctx.maps) ? ` · ${MAP_LABELS[ctx.maps].toLowerCase()} maps` : ''}`,
         text: run.text,
       },
       THEME,
     );
-    const name = exportName([this.model.name, ...view.exportParts()], format);
+    const name = exportName([...(view.exportSubject?.() ?? [this.model.name]), ...view.exportParts()], format);
     if (format === 'svg') download(sceneSvg(scene), name, 'image/svg+xml');
     else download(await scenePng(scene), name);
   }

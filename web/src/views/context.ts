@@ -36,6 +36,12 @@ export interface ExportableView {
   scene(): Scene | null;
   /** File name parts, e.g. ["layer2"]. */
   exportParts(): (string | number)[];
+  /** What a file name starts with after "headscope": the page's model unless the view says
+   *  otherwise (Compare models: ["A", "vs", "B"]). */
+  exportSubject?(): string[];
+  /** The caption's line of facts under the title, where the page's (model, layer, head, units,
+   *  scale) does not describe the picture. */
+  captionFacts?(): string;
 }
 
 /** What the app lends a tab view when it creates it. */

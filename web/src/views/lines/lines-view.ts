@@ -315,9 +315,26 @@ export class LinesView implements ExportableView {
     if (!this.ctx || !this.data) return null;
     const d = this.data;
     const focus = this.focus();
+    // A long text's window says which tokens it holds (positions counted from 0).
+    const t = d.tile;
     const items: SceneItem[] = [
-      { kind: 'text', x: QX, y: 16, text: 'query (looks)', size: 11, fill: THEME.muted, anchor: 'end' },
-      { kind: 'text', x: KX, y: 16, text: 'key (looked at)', size: 11, fill: THEME.muted },
+      {
+        kind: 'text',
+        x: QX,
+        y: 16,
+        text: t ? `queries ${t.q0}–${t.q1 - 1} of ${this.ctx.run.n_tokens}` : 'query (looks)',
+        size: 11,
+        fill: THEME.muted,
+        anchor: 'end',
+      },
+      {
+        kind: 'text',
+        x: KX,
+        y: 16,
+        text: t ? `keys ${t.k0}–${t.k1 - 1} (looked at)` : 'key (looked at)',
+        size: 11,
+        fill: THEME.muted,
+      },
       ...this.lineItems(focus),
       ...this.labelItems(focus),
     ];

@@ -92,7 +92,7 @@ async function checkHeadPanel(page, base, text, level, layer, head, special = 'k
   return report;
 }
 
-function pngSize(file) {
+export function pngSize(file) {
   const b = fs.readFileSync(file);
   assert.equal(b.toString('latin1', 1, 4), 'PNG', `${file} is a PNG`);
   return { width: b.readUInt32BE(16), height: b.readUInt32BE(20) };

@@ -2,7 +2,10 @@
 // `# text =` lines of the UD English EWT dev treebank and truncated by the server. The run's maps
 // are streamed, so the explorer draws pooled overviews and zooms into exact tiles: this suite
 // zooms (buttons, wheel, a dragged rectangle), pans, compares a hovered weight with the tile the
-// test fetches itself, and prints the timings (switching head, a zoomed tile).
+// test fetches itself, and prints the timings (switching head, a zoomed tile). The views that
+// work from overviews and tiles keep working: the model overview (every layer's overview), Head
+// lines (a window of exact weights, checked against /api/tile) and Compare heads (block by
+// block, its distance checked against /api/overview).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -332,20 +335,120 @@ export async function longTests(base, suite, outDir, text, timings) {
       await waitState('overview', `0,${T},0,${T}`);
     });
 
-    await suite.test('views that need every full map say so; no page errors', async () => {
+    /** A part of the page, taken from the whole page so that the sticky bars stay at its top. */
+    const shootPart = async (selector, name) => {
+      await page.evaluate(() => window.scrollTo(0, 0));
+      const box = await page.locator(selector).boundingBox();
+      await page.screenshot({ path: path.join(outDir, name), fullPage: true, clip: box });
+    };
+    const openView = async (key) => {
       await page.evaluate(() => document.activeElement?.blur());
       const before = await page.getAttribute('body', 'data-ready');
-      await page.keyboard.press('2');
-      await page.waitForFunction((b) => document.body.getAttribute('data-ready') !== b, before, { timeout: 60000 });
-      assert.equal(await page.isVisible('#long-notice'), true);
-      assert.match(await page.textContent('#long-notice'), /streamed/);
+      const t0 = Date.now();
+      await page.keyboard.press(key);
+      await page.waitForFunction((b) => document.body.getAttribute('data-ready') !== b, before, { timeout: 120000 });
+      assert.equal(await page.isVisible('#long-notice'), false, `view ${key}: no notice in its place`);
+      return Date.now() - t0;
+    };
+
+    await suite.test('Model overview: every head from the pooled overviews, none blank (timed)', async () => {
+      const ms = await openView('2');
+      timings.model_overview_ms = ms;
+      console.log(`    model overview of ${T} tokens (every layer's overview): ${ms} ms`);
+      assert.equal(await page.isVisible('#model-grid'), true);
+      assert.equal(await page.getAttribute('.model-view', 'data-streamed'), 'true');
+      const model = await (await fetch(`${base}/api/model`)).json();
+      assert.equal(Number(await page.getAttribute('#model-grid', 'data-heads')), model.n_layer * model.n_head);
+      assert.match(await page.textContent('#model-intro'), /long text \(8192 tokens\).*largest weight of every block/);
+      // Showing data: each thumbnail holds many colours (weights and the hatched future), not one.
+      const colours = await page.$eval('#model-grid', (c) => {
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        const seen = new Set();
+        for (let i = 0; i < d.length; i += 4 * 7) seen.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+        return seen.size;
+      });
+      assert.ok(colours > 40, `${colours} colours in the grid`);
+      await shootPart('.model-view', 'long-model-overview.png');
+    });
+
+    await suite.test('Head lines: a window of exact weights equal to /api/tile; its buttons move the map', async () => {
+      await openView('3');
+      const head = Number(new URL(page.url()).searchParams.get('head'));
+      assert.equal(await page.isVisible('#lines-window'), true);
+      await page.waitForFunction(() => document.querySelector('#lines-window')?.dataset.region === '0,64,0,64');
+      assert.equal(await page.getAttribute('#lines-window', 'data-follows'), 'false');
+      const tile = decodeTensor(
+        (await post(base, '/api/tile', { text, truncate: true, layer: 5, head, q0: 0, q1: 64, k0: 0, k1: 64 })).body,
+      );
+      const row = 40;
+      await page.locator('#lines-canvas').hover({ position: { x: 150, y: 28 + row * 20 + 10 } });
+      await page.waitForFunction(() => document.querySelector('.tooltip')?.style.display === 'block');
+      const tip = await page.textContent('.tooltip');
+      const weights = Array.from(tile.data.subarray(row * 64, row * 64 + 64));
+      const top = Math.max(...weights);
+      const inside = weights.reduce((a, b) => a + b, 0);
+      assert.ok(tip.includes(`: ${top.toFixed(4)}`), `tooltip ${tip}, strongest weight ${top}`);
+      assert.ok(tip.includes(`${inside.toFixed(3)} of its weight goes to the keys shown`), tip);
+      assert.ok(tip.includes(`token ${row}`), tip);
+      await page.mouse.move(5, 5);
+      // "Later tokens" moves the window by half and zooms the head panel's map to it: one tile.
+      await page.click('#lines-later');
+      await waitState('tile', '32,96,32,96');
+      await page.waitForFunction(() => document.querySelector('#lines-window')?.dataset.region === '32,96,32,96');
+      assert.equal(await page.getAttribute('#lines-window', 'data-follows'), 'true');
+      assert.match(await page.textContent('#lines-window-text'), /queries 32–95 → keys 32–95/);
+      assert.match(await page.textContent('#lines-note'), /exact weights of this window/);
+      assert.ok((await page.$eval('#lines-canvas', (c) => c.height)) > 64 * 20);
+      // The export names the window: ...-layer6-head<H>-lines-tokens32-95.png.
+      const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-png')]);
+      assert.match(download.suggestedFilename(), new RegExp(`-layer6-head${head + 1}-lines-tokens32-95\\.png$`));
+      await download.saveAs(path.join(outDir, 'long-head-lines-export.png'));
+      await page.$eval('.lines-view .scroll-y', (e) => (e.scrollTop = 0));
+      await shootPart('.lines-view', 'long-head-lines.png');
+      await page.click('#zoom-reset');
+      await waitState('overview', `0,${T},0,${T}`);
+    });
+
+    await suite.test('Compare heads: block by block from the overviews, the distance the test computes', async () => {
+      await openView('4');
+      const p = new URL(page.url()).searchParams;
+      const [a, b] = [p.get('a'), p.get('b')].map((r) => r.split('.').map(Number));
+      assert.equal(await page.getAttribute('.compare-view', 'data-streamed'), 'true');
+      assert.equal((await page.$$('.compare-fig canvas')).length, 3);
+      assert.equal(await page.isVisible('#compare-long-note'), true);
+      const shown = /block by block: (\d\.\d{3})/.exec(await page.textContent('#compare-summary'));
+      assert.ok(shown, await page.textContent('#compare-summary'));
+      // The same from /api/overview: the summed weights of each block over its rows, then the mean
+      // over rows of half the summed absolute differences.
+      const C = run.overview.cells,
+        starts = run.overview.starts;
+      const mass = async ([layer, head]) => {
+        const t = decodeTensor((await post(base, '/api/overview', { text, truncate: true, layer })).body);
+        const sum = t.data.subarray((head * 2 + 0) * C * C, (head * 2 + 1) * C * C);
+        return Float64Array.from(sum, (v, i) => v / (starts[Math.floor(i / C) + 1] - starts[Math.floor(i / C)]));
+      };
+      const [ma, mb] = [await mass(a), await mass(b)];
+      let total = 0;
+      for (let q = 0; q < C; q++) {
+        let d = 0;
+        for (let k = 0; k < C; k++) d += Math.abs(ma[q * C + k] - mb[q * C + k]);
+        total += d / 2;
+      }
+      assert.ok(Math.abs(total / C - Number(shown[1])) < 0.0006, `page ${shown[1]}, test ${(total / C).toFixed(4)}`);
+      await shootPart('.compare-view', 'long-compare.png');
+    });
+
+    await suite.test('what needs the full maps or head outputs says so; no page errors', async () => {
       // The maps toggle: norm-weighted and rollout need the whole maps, so they are disabled with the reason.
       for (const m of ['norm', 'rollout']) {
         assert.equal(await page.locator(`#maps-toggle [data-maps="${m}"]`).isDisabled(), true, m);
         assert.match(await page.getAttribute(`#maps-toggle [data-maps="${m}"]`, 'title'), /too long to keep them all/);
       }
       assert.match(await page.textContent('#maps-note'), /Norm-weighted maps need every full attention map/);
-      await page.keyboard.press('1');
+      // The W_O decomposition needs each head's output, which a streamed run does not keep.
+      assert.match(await page.textContent('#decomposition-note'), /W_O decomposition needs each head's output/);
+      assert.equal(await page.locator('.projection .token-chips').isVisible(), false);
+      await openView('1');
       assert.deepEqual(errors, []);
     });
   } finally {

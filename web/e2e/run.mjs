@@ -4,8 +4,9 @@
 //   HEADSCOPE_MODEL  the model directory (default: ../models/all-MiniLM-L6-v2)
 //   HEADSCOPE_DECODER_MODEL  a causal model with grouped-query attention for a short second pass
 //                    (default: ../models/SmolLM2-135M-Instruct; "skip" leaves the pass out)
-//   HEADSCOPE_LONG_MODEL  the model of the long-text pass: 8,192 tokens, streamed maps, zoom and
-//                    tiles (default: ../models/SmolLM2-135M-Instruct; "skip" leaves it out). Its
+//   HEADSCOPE_LONG_MODEL  the model of the long-text pass: 8,192 tokens, streamed maps, zoom,
+//                    tiles, and the model overview, Head lines and Compare heads drawn from them
+//                    (default: ../models/SmolLM2-135M-Instruct; "skip" leaves it out). Its
 //                    text comes from HEADSCOPE_LONG_TEXT (default: ../../shared/data/ud/en_ewt-ud-dev.conllu).
 //                    The analysis takes minutes on two cores; timings go to test-results/long-timings.json.
 //   HEADSCOPE_E2E_ONLY=explorer  only the first-minute-to-phone suite (explorer.mjs) on both models

@@ -1,12 +1,14 @@
 // "Compare models" on a server with two models (serve --model A --model B): both grids hold every
 // head, their rows line up by relative depth, the census and the A → B answer equal what the API
-// answers for each model (header Headscope-Model: 0 and 1), at 1400 × 900 and on a 390 × 844
-// phone; and a server with one model explains how to start one with two. Screenshots go to
-// test-results/ (prefix twomodels-<tag>-).
+// answers for each model (header Headscope-Model: 0 and 1), the PNG, SVG and CSV exports hold
+// both models, at 1400 × 900 and on a 390 × 844 phone (no sideways scrolling); and a server with
+// one model explains how to start one with two. Screenshots and exports go to test-results/
+// (prefix twomodels-<tag>-).
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
-import { CHROMIUM_ARGS } from './browser.mjs';
+import { CHROMIUM_ARGS, pngSize } from './browser.mjs';
 
 const TROPHY = 'The trophy did not fit in the suitcase because it was too big.';
 const VIEW = '#twomodels-view';
@@ -121,8 +123,55 @@ async function checkLink(page, base, runs) {
   }
 }
 
+/** Saves the download `click` starts as test-results/twomodels-<tag>-<suffix>; its name and path. */
+async function saveDownload(page, click, file) {
+  const [download] = await Promise.all([page.waitForEvent('download'), click()]);
+  await download.saveAs(file);
+  return { name: download.suggestedFilename(), file };
+}
+
+/** The toolbar's PNG and SVG and the view's CSV: named after both models, the picture with both
+ *  grids (a cell per head), the census and the A → B answers, the CSV one row per head counted
+ *  from 1 under the models and the text. */
+async function checkExports(page, models, runs, exportPath) {
+  const stem = `headscope-${models[0].name}-vs-${models[1].name}-models`;
+  const png = await saveDownload(page, () => page.click('#export-png'), exportPath('export.png'));
+  assert.equal(png.name, `${stem}.png`);
+  const size = pngSize(png.file);
+  assert.ok(size.width >= 1200 && size.height >= 1000, `PNG ${size.width}×${size.height}`);
+  const svg = await saveDownload(page, () => page.click('#export-svg'), exportPath('export.svg'));
+  assert.equal(svg.name, `${stem}.svg`);
+  const doc = fs.readFileSync(svg.file, 'utf8');
+  assert.ok(doc.startsWith('<svg xmlns="http://www.w3.org/2000/svg"'));
+  for (const s of ['headscope · Compare models view', models[0].name, models[1].name, 'Roles in each model'])
+    assert.ok(doc.includes(s), `the SVG names ${s}`);
+  assert.ok(doc.includes('Which heads link A → B?') && doc.includes('from ‘it’ to ‘trophy’'), 'the A → B answers');
+  const heads = models.reduce((n, m) => n + m.n_layer * m.n_head, 0);
+  assert.ok((doc.match(/<rect /g) ?? []).length > heads, 'a cell per head');
+  const csv = await saveDownload(page, () => page.click('#tm-export-csv'), exportPath('roles.csv'));
+  assert.equal(csv.name, `${stem}-roles.csv`);
+  const lines = fs.readFileSync(csv.file, 'utf8').trim().split(/\r\n/);
+  assert.equal(lines[0], '# headscope roles of every head of two models');
+  assert.equal(lines[1], `# model: ${models[0].name} and ${models[1].name}`);
+  assert.equal(lines[2], `# text: ${JSON.stringify(TROPHY)}`);
+  assert.match(lines[3], /^# numbering: layers, heads and key\/value heads counted from 1/);
+  assert.equal(lines[4].split(',').slice(0, 5).join(','), 'model,layer,head,kv_head,primary_role');
+  const rows = lines.slice(5).map((l) => l.split(','));
+  assert.equal(rows.length, heads);
+  assert.deepEqual(rows[0].slice(0, 3), [models[0].name, '1', '1'], 'the first row is Layer 1, Head 1');
+  for (const [model, layer, head, , role] of rows) {
+    const side = model === models[0].name ? 0 : 1;
+    const m = models[side];
+    assert.equal(
+      role,
+      runs[side].heads[(layer - 1) * m.n_head + (head - 1)].roles.primary.id,
+      `${model} ${layer}.${head}`,
+    );
+  }
+}
+
 /** The desktop checks on a two-model server. */
-async function desktopTests(browser, base, suite, shotPath, models, runs, quick) {
+async function desktopTests(browser, base, suite, { shotPath, exportPath }, models, runs, quick) {
   const page = await (await browser.newContext({ viewport: { width: 1400, height: 900 } })).newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
@@ -148,6 +197,9 @@ async function desktopTests(browser, base, suite, shotPath, models, runs, quick)
   await suite.test(`${tag}: the census equals the counts of /api/run on each model`, () => checkCensus(page, runs));
   await suite.test(`${tag}: "which heads link A → B?" equals /api/link on each model`, () =>
     checkLink(page, base, runs),
+  );
+  await suite.test(`${tag}: PNG and SVG of the view and the CSV of every head name both models`, () =>
+    checkExports(page, models, runs, exportPath),
   );
   if (!quick)
     await suite.test(`${tag}: a head's card; the first model's head opens in the layer view`, async () => {
@@ -177,7 +229,7 @@ async function phoneTests(browser, base, suite, shotPath, models) {
   });
   const page = await ctx.newPage();
   await suite.test(
-    `390×844: the two models stacked, aligned within their grids, nothing wider than the screen`,
+    `${models[0].name} + ${models[1].name} 390×844: the two models stacked, aligned within their grids, nothing wider than the screen`,
     async () => {
       await open(page, base);
       const g = await gridGeometry(page);
@@ -200,7 +252,7 @@ async function phoneTests(browser, base, suite, shotPath, models) {
 }
 
 /**
- * A server with two models: tag names the screenshots; quick leaves out the card and phone checks.
+ * A server with two models: tag names the screenshots; quick leaves out the card check.
  */
 export async function twoModelsTests(base, suite, outDir, { tag, quick = false }) {
   const listed = await (await fetch(base + '/api/models')).json();
@@ -218,9 +270,10 @@ export async function twoModelsTests(base, suite, outDir, { tag, quick = false }
     args: CHROMIUM_ARGS,
   });
   const shotPath = (name) => path.join(outDir, `twomodels-${tag}-${name}.png`);
+  const exportPath = (name) => path.join(outDir, `twomodels-${tag}-${name}`);
   try {
-    await desktopTests(browser, base, suite, shotPath, models, runs, quick);
-    if (!quick) await phoneTests(browser, base, suite, shotPath, models);
+    await desktopTests(browser, base, suite, { shotPath, exportPath }, models, runs, quick);
+    await phoneTests(browser, base, suite, shotPath, models);
   } finally {
     await browser.close();
   }

@@ -29,6 +29,7 @@ import { tokenShown } from './lib/units';
 import type { ExportableView, MountedView, ViewContext, ViewHost } from './views/context';
 import { HeadPanel, type TileFetcher } from './views/head-panel/head-panel';
 import type { Tensor } from './lib/wire';
+import type { Region } from './lib/long';
 import { VIEW_IDS, VIEWS } from './views';
 import { learningContext } from './views/lesson/learning-context';
 import { MAP_LABELS, MAP_VIEWS, shownMapView } from './lib/maps';
@@ -109,18 +110,7 @@ export class App {
       model.n_layer,
       model.n_head,
     );
-    const host: ViewHost = {
-      change,
-      attention: (...args) => this.api.attention(...args),
-      patch: (request) => this.api.patch(request),
-      saliency: (request) => this.api.saliency(request),
-      logitLens: (...args) => this.api.logitLens(...args),
-      headLens: (request) => this.api.headLens(request),
-      tokenize: (...args) => this.api.tokenize(...args),
-      composition: (request) => this.api.composition(request),
-      headMap: () => this.api.headMap(),
-      models: { list: this.served, client: (index) => (index === 0 ? this.api : this.api.forModel(index)) },
-    };
+    const host = this.viewHost();
     this.views = new Map(VIEWS.map((v) => [v.id, v.create(host)]));
     this.headPanel = new HeadPanel(
       (unit) => {
@@ -130,6 +120,7 @@ export class App {
       (format) => void this.exportScene(this.headPanel, format),
       (layer, head, mode) => this.api.ablate(this.state.text, [[layer, head]], mode),
       () => this.measureImportance(this.state.text),
+      (r) => this.onRegion(r),
     );
     this.projection = new ProjectionView({ selectToken: (token) => this.setState({ token }) });
     this.why = new WhyHeadsView(
@@ -140,6 +131,25 @@ export class App {
     this.progress = h('progress', { id: 'progress', 'aria-label': 'computing', hidden: true });
     this.help = this.helpDialog();
     this.longNotice = h('p', { class: 'panel muted', id: 'long-notice', hidden: true });
+  }
+
+  /** What the tab views may ask of the page: state changes and the server's answers. */
+  private viewHost(): ViewHost {
+    return {
+      change: (patch) => this.setState(patch),
+      attention: (...args) => this.api.attention(...args),
+      patch: (request) => this.api.patch(request),
+      saliency: (request) => this.api.saliency(request),
+      logitLens: (...args) => this.api.logitLens(...args),
+      headLens: (request) => this.api.headLens(request),
+      tokenize: (...args) => this.api.tokenize(...args),
+      composition: (request) => this.api.composition(request),
+      headMap: () => this.api.headMap(),
+      overview: (...args) => this.api.overview(...args),
+      tile: (...args) => this.api.tile(...args),
+      showRegion: (r) => this.headPanel.showRegion(r),
+      models: { list: this.served, client: (index) => (index === 0 ? this.api : this.api.forModel(index)) },
+    };
   }
 
   mount(): void {
@@ -271,94 +281,36 @@ export class App {
         this.api.run(s.text, s.level, 'hide'),
       ]);
       if (stale()) return;
-      this.fitState(run);
-      let units = unitsOf(run, this.state.level);
-      if (this.lockStep) {
-        // After Generate (or a reload of its steps): the selected step is the locked query.
-        this.lockStep = false;
-        const lock = units.tokens.findIndex((toks) => toks.includes(this.state.token));
-        if (lock !== this.state.lock) {
-          this.state = { ...this.state, lock };
-          history.replaceState(null, '', `${location.pathname}?${stateToQuery(this.state)}`);
-        }
-        units = unitsOf(run, this.state.level);
-      }
-      const state = this.state;
-      // Norm-weighted or rollout maps where this run can show them (not streamed, rollout within
-      // its token limit); the weights otherwise, and the toolbar says why.
-      const maps = shownMapView(state.maps, run.views).view;
-      // Importance of every head: measured at once for short texts on small models, else on request.
-      const heads = this.model.n_layer * this.model.n_head;
-      if (
-        heads <= AUTO_IMPORTANCE_MAX_HEADS &&
-        run.n_tokens <= AUTO_IMPORTANCE_MAX_TOKENS &&
-        importanceTooLong(run.n_tokens, heads) === null &&
-        !run.streamed &&
-        !this.importances.has(state.text)
-      )
-        this.measureImportance(state.text, false);
-      const imp = this.importances.get(state.text);
-      const ctx: ViewContext = {
-        model: this.model,
-        state,
-        run,
-        units,
-        maps,
-        importance: typeof imp === 'object' ? imp : null,
-        importanceStatus: typeof imp === 'string' ? imp : undefined,
-        generated: this.sentence.generationFor(run.text)?.generated.map((g) => g.position) ?? [],
-      };
-      this.ctx = ctx;
-      this.drawn = null;
-      this.sentence.update(
-        run.text,
-        `${run.n_tokens} tokens · ${run.words.filter((w) => !w.special).length} words${run.truncated ? ' · only the beginning analysed' : ''}`,
-        false,
-        state.token,
-        run.tokens.map(tokenShown),
-      );
-      this.sentence.showTruncation(
-        run.n_tokens,
-        run.truncated ? textBeforeByte(run.text, Math.max(0, ...run.tokens.map((t) => t.end))) : null,
-        `This text is longer than the ${run.n_tokens} tokens the model reads at once, so only its first ${run.n_tokens} tokens are analysed. `,
-      );
-      this.toolbar.update(state, run.views);
+      const ctx = this.prepare(run);
+      const { state } = ctx;
       // A long text's maps were streamed: the layer's pooled overview stands in for its maps, and
-      // the head panel zooms into exact tiles. Views that need every full map say so instead.
+      // the head panel zooms into exact tiles.
       const streamed = !!run.streamed;
       const layer = streamed
         ? await this.api.overview(state.text, state.layer)
         : await this.api.attention(state.text, state.level, state.layer);
       // The layer grid and the head panel draw the chosen maps; the other views keep the weights.
       const mapsLayer =
-        maps === 'weights' ? layer : await this.api.attention(state.text, state.level, state.layer, 'float32', maps);
-      const definition = VIEWS.find((v) => v.id === state.view) ?? VIEWS[0];
-      const follows = !!definition.followsMaps;
-      if (stale()) return;
-      const shownView = streamed && !definition.streamed ? null : definition.id;
-      for (const [id, v] of this.views) v.el.hidden = id !== shownView;
-      this.longNotice.hidden = shownView !== null;
-      if (shownView === null) {
-        const onStreamed = VIEWS.filter((v) => v.streamed).map((v) => `The ${v.label} view`);
-        this.longNotice.textContent = `This view needs every full attention map, which a long text (${run.n_tokens} tokens) does not keep: its maps were streamed through the statistics. ${onStreamed.join(' and ')} shows every head's pooled map, and the head panel below zooms into exact weights.`;
-      } else await this.activeView().render(follows ? ctx : { ...ctx, maps: 'weights' }, follows ? mapsLayer : layer);
+        ctx.maps === 'weights'
+          ? layer
+          : await this.api.attention(state.text, state.level, state.layer, 'float32', ctx.maps);
       if (stale()) return;
       const tile: TileFetcher | undefined = streamed
         ? (l, hd, r) => this.api.tile(state.text, l, hd, r.q0, r.q1, r.k0, r.k1)
         : undefined;
+      // The head panel first: on a long text a view may draw the region of its zoomable map.
       this.headPanel.update(ctx, mapsLayer, tile);
-      let dec: Decomposition | null = null;
-      try {
-        // A streamed run keeps no head outputs (the server answers 422): no W_O decomposition.
-        if (!streamed) dec = await this.api.decompose(state.text, state.layer, state.token);
-      } catch (e) {
-        if (!(e instanceof ApiError)) throw e;
-      }
+      const viewCtx = streamed ? { ...ctx, region: this.headPanel.region } : ctx;
+      this.ctx = viewCtx;
+      const follows = await this.renderView(viewCtx, layer, mapsLayer);
       if (stale()) return;
-      this.projection.update(ctx, dec);
+      const dec = await this.decomposition(ctx);
+      if (stale()) return;
+      this.projection.update(ctx, dec, streamed ? this.streamedDecomposition(run) : undefined);
       this.why.update(ctx, dec, plain);
       this.drawn = { layer, mapsLayer, follows, dec, plain, tile };
       // Importance that arrived while this refresh ran is drawn in now.
+      const imp = ctx.importance ?? ctx.importanceStatus;
       if (this.importances.get(state.text) !== imp) void this.drawImportance(state.text);
       else document.body.setAttribute('data-importance', importanceState(imp));
       this.setBusy(null);
@@ -370,6 +322,116 @@ export class App {
       this.showError(s.text, e);
       document.body.setAttribute('data-ready', `error-${gen}`);
     }
+  }
+
+  /** Fits the state to a new run and builds what every view receives; the text box, its counts
+   *  and the toolbar follow the run. */
+  private prepare(run: RunResult): ViewContext {
+    this.fitState(run);
+    let units = unitsOf(run, this.state.level);
+    if (this.lockStep) {
+      // After Generate (or a reload of its steps): the selected step is the locked query.
+      this.lockStep = false;
+      const lock = units.tokens.findIndex((toks) => toks.includes(this.state.token));
+      if (lock !== this.state.lock) {
+        this.state = { ...this.state, lock };
+        history.replaceState(null, '', `${location.pathname}?${stateToQuery(this.state)}`);
+      }
+      units = unitsOf(run, this.state.level);
+    }
+    const state = this.state;
+    // Importance of every head: measured at once for short texts on small models, else on request.
+    const heads = this.model.n_layer * this.model.n_head;
+    if (
+      heads <= AUTO_IMPORTANCE_MAX_HEADS &&
+      run.n_tokens <= AUTO_IMPORTANCE_MAX_TOKENS &&
+      importanceTooLong(run.n_tokens, heads) === null &&
+      !run.streamed &&
+      !this.importances.has(state.text)
+    )
+      this.measureImportance(state.text, false);
+    const imp = this.importances.get(state.text);
+    const ctx: ViewContext = {
+      model: this.model,
+      state,
+      run,
+      units,
+      // Norm-weighted or rollout maps where this run can show them (not streamed, rollout within
+      // its token limit); the weights otherwise, and the toolbar says why.
+      maps: shownMapView(state.maps, run.views).view,
+      importance: typeof imp === 'object' ? imp : null,
+      importanceStatus: typeof imp === 'string' ? imp : undefined,
+      generated: this.sentence.generationFor(run.text)?.generated.map((g) => g.position) ?? [],
+    };
+    this.ctx = ctx;
+    this.drawn = null;
+    this.showRun(run, state);
+    return ctx;
+  }
+
+  /** The text box's counts, the truncation note and the toolbar for a new run. */
+  private showRun(run: RunResult, state: ViewState): void {
+    this.sentence.update(
+      run.text,
+      `${run.n_tokens} tokens · ${run.words.filter((w) => !w.special).length} words${run.truncated ? ' · only the beginning analysed' : ''}`,
+      false,
+      state.token,
+      run.tokens.map(tokenShown),
+    );
+    this.sentence.showTruncation(
+      run.n_tokens,
+      run.truncated ? textBeforeByte(run.text, Math.max(0, ...run.tokens.map((t) => t.end))) : null,
+      `This text is longer than the ${run.n_tokens} tokens the model reads at once, so only its first ${run.n_tokens} tokens are analysed. `,
+    );
+    this.toolbar.update(state, run.views);
+  }
+
+  /** Shows the state's tab view and draws it; a view that cannot work on a long (streamed) text
+   *  gives way to a notice. Returns whether the view draws the chosen maps (else the weights). */
+  private async renderView(ctx: ViewContext, layer: Tensor, mapsLayer: Tensor): Promise<boolean> {
+    const definition = VIEWS.find((v) => v.id === ctx.state.view) ?? VIEWS[0];
+    const follows = !!definition.followsMaps;
+    const shownView = ctx.run.streamed && !definition.streamed ? null : definition.id;
+    for (const [id, v] of this.views) v.el.hidden = id !== shownView;
+    this.longNotice.hidden = shownView !== null;
+    if (shownView === null) {
+      const onStreamed = VIEWS.filter((v) => v.streamed).map((v) => v.label);
+      this.longNotice.textContent = `This view needs every full attention map, which a long text (${ctx.run.n_tokens} tokens) does not keep: its maps were streamed through the statistics. These views work on it: ${onStreamed.join(', ')}; the head panel below zooms into exact weights.`;
+    } else await this.activeView().render(follows ? ctx : { ...ctx, maps: 'weights' }, follows ? mapsLayer : layer);
+    return follows;
+  }
+
+  /** The W_O decomposition of the selected token, or null where the server has none. */
+  private async decomposition(ctx: ViewContext): Promise<Decomposition | null> {
+    // A streamed run keeps no head outputs (the server answers 422): no W_O decomposition.
+    if (ctx.run.streamed) return null;
+    try {
+      return await this.api.decompose(ctx.state.text, ctx.state.layer, ctx.state.token);
+    } catch (e) {
+      if (!(e instanceof ApiError)) throw e;
+      return null;
+    }
+  }
+
+  /** Why a long text has no W_O decomposition, in the reader's words. */
+  private streamedDecomposition(run: RunResult): string {
+    return `The W_O decomposition needs each head's output at every token, and the server does not keep those for a long text (${run.n_tokens} tokens, its maps streamed through the statistics). Analyse a shorter text to see how the heads' outputs add up to the layer's output.`;
+  }
+
+  /** The head panel's map moved to region `r` (a long text): a view that follows the region is
+   *  drawn again, with no new analysis. */
+  private onRegion(r: Region): void {
+    const ctx = this.ctx,
+      drawn = this.drawn;
+    if (!ctx || !drawn || !ctx.run.streamed) return;
+    this.ctx = { ...ctx, region: r };
+    const definition = VIEWS.find((v) => v.id === this.state.view);
+    const view = this.activeView();
+    if (!definition?.followsRegion || view.el.hidden) return;
+    void view.render(
+      drawn.follows ? this.ctx : { ...this.ctx, maps: 'weights' },
+      drawn.follows ? drawn.mapsLayer : drawn.layer,
+    );
   }
 
   /** Asks the server for every head's importance on `text`; the page is drawn again when it
@@ -521,12 +583,14 @@ export class App {
       inner,
       {
         title: `headscope · ${this.viewTitle(view)}`,
-        facts: `${this.model.name} · ${layerWithIndex(state.layer)} · ${headWithIndex(state.head)}${role ? ` – ${role.label}` : ''} · ${state.level}s${state.hideSpecial ? ', special tokens hidden' : ''} · ${state.scale} scale${view.exportParts().includes(ctx.maps) ? ` · ${MAP_LABELS[ctx.maps].toLowerCase()} maps` : ''}`,
+        facts:
+          view.captionFacts?.() ??
+          `${this.model.name} · ${layerWithIndex(state.layer)} · ${headWithIndex(state.head)}${role ? ` – ${role.label}` : ''} · ${state.level}s${state.hideSpecial ? ', special tokens hidden' : ''} · ${state.scale} scale${view.exportParts().includes(ctx.maps) ? ` · ${MAP_LABELS[ctx.maps].toLowerCase()} maps` : ''}`,
         text: run.text,
       },
       THEME,
     );
-    const name = exportName([this.model.name, ...view.exportParts()], format);
+    const name = exportName([...(view.exportSubject?.() ?? [this.model.name]), ...view.exportParts()], format);
     if (format === 'svg') download(sceneSvg(scene), name, 'image/svg+xml');
     else download(await scenePng(scene), name);
   }

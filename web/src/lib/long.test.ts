@@ -1,10 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { unitMask } from './heatmap';
 import {
+  blockMass,
   cellRange,
   clampRegion,
   fullRegion,
+  linesWindow,
   maxPoolRect,
+  overviewPart,
   panRegion,
   poolBounds,
   regionBetween,
@@ -67,5 +70,35 @@ describe('overview cells and pooling', () => {
     // A block placed in the text: rows 100–101, keys 90–91 are visible to them.
     expect(masked(0, 0, 2, 2, 1, 1, 100, 90)).toBe(false);
     expect(masked(0, 0, 2, 2, 1, 1, 100, 102)).toBe(true);
+  });
+});
+
+describe('long-text helpers for the model overview, Compare and Head lines', () => {
+  const info: OverviewInfo = { cells: 3, T: 7, starts: [0, 2, 4, 7], max_tile_cells: 1024 };
+  it('overviewPart picks one head’s summed or largest weights', () => {
+    const data = Float32Array.from({ length: 2 * 2 * 9 }, (_, i) => i);
+    expect(Array.from(overviewPart({ data }, 1, 0, 3))).toEqual([18, 19, 20, 21, 22, 23, 24, 25, 26]);
+    expect(overviewPart({ data }, 1, 1, 3)[0]).toBe(27);
+  });
+  it('blockMass divides each block by its rows, so rows sum to 1', () => {
+    // A causal head that looks at the first token only: block 0 of every row holds all the weight.
+    const sum = new Float32Array([2, 0, 0, 2, 0, 0, 3, 0, 0]);
+    const m = blockMass(sum, info);
+    expect(Array.from(m)).toEqual([1, 0, 0, 1, 0, 0, 1, 0, 0]);
+  });
+  it('linesWindow follows a small region and falls back to a window of its own', () => {
+    const small = { q0: 100, q1: 140, k0: 90, k1: 130 };
+    expect(linesWindow(small, 8192, 0)).toEqual({ ...small, follows: true });
+    expect(linesWindow(fullRegion(8192), 8192, 4000)).toEqual({
+      q0: 4000,
+      q1: 4064,
+      k0: 4000,
+      k1: 4064,
+      follows: false,
+    });
+    expect(linesWindow(undefined, 8192, 8190)).toEqual({ q0: 8128, q1: 8192, k0: 8128, k1: 8192, follows: false });
+    expect(linesWindow(undefined, 20, 5)).toEqual({ q0: 0, q1: 20, k0: 0, k1: 20, follows: false });
+    // A region of another, longer text is not followed.
+    expect(linesWindow({ q0: 600, q1: 610, k0: 600, k1: 610 }, 500, 0).follows).toBe(false);
   });
 });

@@ -117,3 +117,44 @@ export function maxPoolRect(
   }
   return { rows: R, cols: C, data: out };
 }
+
+/** Head `head`'s part of a layer's overview [n_head, 2, cells, cells]: 0 the summed weights of
+ *  each block, 1 the largest weight of each block (a view, not a copy). */
+export function overviewPart(overview: { data: Float32Array }, head: number, part: 0 | 1, cells: number): Float32Array {
+  const start = (head * 2 + part) * cells * cells;
+  return overview.data.subarray(start, start + cells * cells);
+}
+
+/**
+ * The weight a query of each block gives each block of keys, averaged over the block's queries:
+ * the summed weights of block (i, j) divided by the rows of block i. Every row of the result sums
+ * to 1 like a row of weights, so two heads compare block by block as two attention maps would.
+ */
+export function blockMass(sum: Float32Array, info: OverviewInfo): Float32Array {
+  const C = info.cells;
+  const out = new Float32Array(C * C);
+  for (let i = 0; i < C; i++) {
+    const rows = Math.max(1, info.starts[i + 1] - info.starts[i]);
+    for (let j = 0; j < C; j++) out[i * C + j] = sum[i * C + j] / rows;
+  }
+  return out;
+}
+
+/** Most tokens a side that Head lines draws for a long text (a line per pair: 64² at most). */
+export const LINES_MAX = 64;
+
+/**
+ * The tokens Head lines draws for a streamed run: the head panel's region when it holds at most
+ * `max` tokens a side (`follows`), else `max` tokens from `start` as both queries and keys.
+ */
+export function linesWindow(
+  region: Region | undefined,
+  T: number,
+  start: number,
+  max = LINES_MAX,
+): Region & { follows: boolean } {
+  if (region && region.q1 - region.q0 <= max && region.k1 - region.k0 <= max && region.q1 <= T && region.k1 <= T)
+    return { ...region, follows: true };
+  const [q0, q1] = fitRange(start, max, T);
+  return { q0, q1, k0: q0, k1: q1, follows: false };
+}

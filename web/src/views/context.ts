@@ -10,6 +10,7 @@ import type { Scene } from '../lib/scene';
 import type { ViewState } from '../lib/state';
 import type { Units } from '../lib/units';
 import type { MapView } from '../lib/maps';
+import type { Region } from '../lib/long';
 import type { Tensor } from '../lib/wire';
 
 export interface ViewContext {
@@ -26,6 +27,8 @@ export interface ViewContext {
   importanceStatus?: string;
   /** Token positions the model generated (Generate) in this text; none for a typed text. */
   generated?: number[];
+  /** A streamed run: the region of the text the head panel's zoomable map shows (token level). */
+  region?: Region;
 }
 
 /** A view whose picture can be exported as SVG and PNG. */
@@ -33,6 +36,12 @@ export interface ExportableView {
   scene(): Scene | null;
   /** File name parts, e.g. ["layer2"]. */
   exportParts(): (string | number)[];
+  /** What a file name starts with after "headscope": the page's model unless the view says
+   *  otherwise (Compare models: ["A", "vs", "B"]). */
+  exportSubject?(): string[];
+  /** The caption's line of facts under the title, where the page's (model, layer, head, units,
+   *  scale) does not describe the picture. */
+  captionFacts?(): string;
 }
 
 /** What the app lends a tab view when it creates it. */
@@ -55,6 +64,13 @@ export interface ViewHost {
   composition: ApiClient['composition'];
   /** Every head placed by how alike its attention is over a corpus (POST /api/head_map). */
   headMap: ApiClient['headMap'];
+  /** A streamed run's pooled maps of every head of a layer (POST /api/overview); absent where
+   *  the page has no server. */
+  overview?: ApiClient['overview'];
+  /** Exact weights of one head over a region of a streamed run (POST /api/tile). */
+  tile?: ApiClient['tile'];
+  /** Shows region `r` in the head panel's zoomable map (streamed runs). */
+  showRegion?(r: Region): void;
   /** Every model the server serves (GET /api/models; the page's own is index 0) and a client
    *  that asks model `index`; absent where the page has no server (embedded results). */
   models?: { list: readonly ModelInfo[]; client(index: number): ApiClient };
@@ -76,8 +92,11 @@ export interface ViewDefinition {
   readonly label: string;
   /** Draws the map view the toolbar chose (weights, norm-weighted, rollout); otherwise it is given the weights. */
   readonly followsMaps?: boolean;
-  /** Works on a long text whose maps were streamed (it draws the layer's pooled overview); otherwise the page says why it cannot. */
+  /** Works on a long text whose maps were streamed (from the pooled overviews, /api/overview, or
+   *  exact tiles, /api/tile); otherwise the page says why it cannot. */
   readonly streamed?: boolean;
+  /** Drawn again when the head panel's zoomable map moves to another region (streamed runs). */
+  readonly followsRegion?: boolean;
   /** Runs the model on prompts of its own (patching, the logit lens): embedded results, which
    *  carry one run and no model, leave it out. */
   readonly needsModel?: boolean;

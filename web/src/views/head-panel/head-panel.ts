@@ -109,18 +109,20 @@ export class HeadPanel implements ExportableView {
   /** onQuery: a cell was clicked; receives the unit index of its row (the query).
    *  onExport: the panel's own PNG / SVG buttons.
    *  onAblate: removes head (layer, head) from the current text's forward pass (POST /api/ablate).
-   *  onMeasure: "Measure importance": every head's ablation effect on the text (POST /api/importance). */
+   *  onMeasure: "Measure importance": every head's ablation effect on the text (POST /api/importance).
+   *  onRegion: a long text's zoomable map moved to another region. */
   constructor(
     onQuery: (unit: number) => void,
     onExport: (format: 'png' | 'svg') => void,
     private readonly onAblate: (layer: number, head: number, mode: AblationMode) => Promise<AblateResult>,
     private readonly onMeasure: () => void,
+    onRegion?: (r: Region) => void,
   ) {
     this.kicker = h('p', { class: 'kicker' });
     this.importanceLine = h('p', { class: 'muted small', id: 'head-importance' });
     this.title = h('h2', { id: 'head-title' });
     this.heatmap = new LabeledHeatmap(HEATMAP_SIZE, (q) => onQuery(this.shownIndex[q]));
-    this.zoom = new ZoomMap(HEATMAP_SIZE);
+    this.zoom = new ZoomMap(HEATMAP_SIZE, onRegion);
     this.figureNote = h('p', { class: 'muted small', id: 'head-figure-note' });
     this.legendSlot = h('div', { class: 'legend-slot' });
     this.info = h('div', { class: 'head-info' });
@@ -205,6 +207,16 @@ export class HeadPanel implements ExportableView {
       ),
     );
     this.updateInfo(ctx);
+  }
+
+  /** The region a long text's zoomable map shows; undefined while it shows no long text. */
+  get region(): Region | undefined {
+    return this.zoom.el.hidden ? undefined : this.zoom.shown;
+  }
+
+  /** Moves a long text's zoomable map to region `r` (as a zoom or pan would). */
+  showRegion(r: Region): void {
+    if (!this.zoom.el.hidden) this.zoom.setRegion(r);
   }
 
   /** A long text: the zoomable map (pooled overview, exact tiles once zoomed in), token level. */

@@ -62,8 +62,14 @@ export class ZoomMap {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private drag: { x: number; y: number; pan: boolean; region: Region; at: [number, number] } | null = null;
   private rubber: { a: [number, number]; b: [number, number] } | null = null;
+  /** The region last told to onRegion. */
+  private reported = '';
 
-  constructor(private readonly size: number) {
+  /** onRegion: the map moved to another region (a zoom, a pan, another text). */
+  constructor(
+    private readonly size: number,
+    private readonly onRegion?: (r: Region) => void,
+  ) {
     this.canvas = h('canvas', {
       class: 'zoom-map',
       id: 'zoom-map',
@@ -146,6 +152,7 @@ export class ZoomMap {
   private changed(delay = 0): void {
     this.draw();
     this.strips();
+    this.report();
     if (this.timer) clearTimeout(this.timer);
     const ticket = ++this.pending; // a tile still on its way for an earlier region is dropped
     // The user's last input that changed what is shown (a click, the end of a drag, the last wheel
@@ -201,6 +208,15 @@ export class ZoomMap {
         },
       );
     }, delay);
+  }
+
+  /** Tells onRegion about a region it has not been told yet. */
+  private report(): void {
+    const r = this.region;
+    const key = `${r.q0},${r.q1},${r.k0},${r.k1}`;
+    if (key === this.reported) return;
+    this.reported = key;
+    this.onRegion?.(r);
   }
 
   private hasTile(): boolean {

@@ -18,6 +18,7 @@ import { attentionKind, groupColour, kvGroups } from '../../lib/kv-groups';
 import { sentenceCase } from '../../lib/format';
 import { headReport, roleBadge, roleInfo, roleStyle, type ExportableView, type ViewContext } from '../context';
 import { headShort, headWithIndex, layerName } from '../../lib/numbering';
+import { maxPoolRect, overviewPart } from '../../lib/long';
 
 export interface ModelCallbacks {
   select(layer: number, head: number): void;
@@ -39,7 +40,8 @@ export class ModelView implements ExportableView {
   private ctx: ViewContext | null = null;
   private thumbs: Pixels[] = [];
   private pooled: Matrix[] = [];
-  private pooledFrom: { attention: Tensor; hideSpecial: boolean; units: number } | null = null;
+  /** What the thumbnails were pooled from: the attention, or a long text's text (its overviews). */
+  private pooledFrom: { attention: Tensor | string; hideSpecial: boolean; units: number } | null = null;
   /** The maps shown (lib/maps.ts); rollout repeats each layer's one map along its row. */
   private maps: MapView = 'weights';
   private thumbScale: ScaleName | null = null;
@@ -82,14 +84,7 @@ export class ModelView implements ExportableView {
     this.ctx = ctx;
     this.maps = ctx.maps;
     const { model, state, units } = ctx;
-    this.el.querySelector('#model-intro')!.textContent =
-      'Rows are layers (input at the top), columns are heads. The coloured strip under each map names the role detected on this text. Under grouped- or multi-query attention the top line names the key/value head each column shares.' +
-      (ctx.maps === 'rollout'
-        ? ' Rollout is one map per layer (every head and the residual so far), so each row repeats its layer’s map in every column; the roles are still each head’s.'
-        : ctx.maps === 'norm'
-          ? ' The maps are norm-weighted: α · ‖v W_O‖ per key, each row rescaled to sum 1.'
-          : '');
-    this.thumb = Math.max(24, Math.min(72, Math.floor((this.maxWidth - LABEL_W) / model.n_head) - GAP));
+    this.setIntro(ctx);
     // Pooling every head is the costly part: redo it only for new data; a new scale only
     // recolours, and a new selection only redraws.
     const from = this.pooledFrom;
@@ -105,24 +100,84 @@ export class ModelView implements ExportableView {
           this.pooled.push(
             maxPool(
               shownMatrix(headMatrix(attention, l, mapHead(ctx.maps, hd)), units, state.hideSpecial).matrix,
-              Math.ceil(this.thumb * Math.min(3, window.devicePixelRatio || 1)),
+              this.thumbPixels(),
             ),
           );
       this.pooledFrom = { attention, hideSpecial: state.hideSpecial, units: units.labels.length };
       this.thumbScale = null;
     }
+    this.finish(ctx);
+  }
+
+  /**
+   * A long text (maps streamed): each thumbnail from its head's pooled overview, the largest
+   * weight of each block of tokens, at token level. `overview(l)` gives layer l's overview
+   * [n_head, 2, cells, cells]; the layers are read once per text, a few at a time, and only
+   * their thumbnails are kept.
+   */
+  async updateStreamed(ctx: ViewContext, overview: (layer: number) => Promise<Tensor>): Promise<void> {
+    const { model, run } = ctx;
+    const info = run.overview!;
+    this.setIntro(ctx);
+    const from = this.pooledFrom;
+    if (!from || from.attention !== run.text) {
+      const pooled: Matrix[] = new Array(model.n_layer * model.n_head);
+      const px = this.thumbPixels();
+      const pool = async (l: number) => {
+        const t = await overview(l);
+        for (let hd = 0; hd < model.n_head; hd++) {
+          const p = maxPoolRect(overviewPart(t, hd, 1, info.cells), info.cells, info.cells, px, px);
+          pooled[l * model.n_head + hd] = { n: p.rows, data: p.data };
+        }
+      };
+      // Three layers in flight at a time: the server answers each from the run it keeps.
+      for (let l = 0; l < model.n_layer; l += 3)
+        await Promise.all([l, l + 1, l + 2].filter((x) => x < model.n_layer).map(pool));
+      this.pooled = pooled;
+      this.pooledFrom = { attention: run.text, hideSpecial: false, units: info.cells };
+      this.thumbScale = null;
+    }
+    this.ctx = ctx;
+    this.maps = 'weights';
+    this.finish(ctx);
+  }
+
+  /** Thumbnail side in device pixels: what a head is pooled to. */
+  private thumbPixels(): number {
+    return Math.ceil(this.thumb * Math.min(3, window.devicePixelRatio || 1));
+  }
+
+  private setIntro(ctx: ViewContext): void {
+    const info = ctx.run.streamed ? ctx.run.overview : undefined;
+    this.el.querySelector('#model-intro')!.textContent =
+      'Rows are layers (input at the top), columns are heads. The coloured strip under each map names the role detected on this text. Under grouped- or multi-query attention the top line names the key/value head each column shares.' +
+      (info
+        ? ` A long text (${ctx.run.n_tokens} tokens) keeps no full maps: each thumbnail shows the largest weight of every block of about ${Math.ceil(info.T / info.cells)} tokens, at token level with special tokens; the roles are measured on the whole text. Click a head to zoom into its exact weights in the head panel.`
+        : ctx.maps === 'rollout'
+          ? ' Rollout is one map per layer (every head and the residual so far), so each row repeats its layer’s map in every column; the roles are still each head’s.'
+          : ctx.maps === 'norm'
+            ? ' The maps are norm-weighted: α · ‖v W_O‖ per key, each row rescaled to sum 1.'
+            : '');
+    this.el.dataset.streamed = String(!!info);
+    this.thumb = Math.max(24, Math.min(72, Math.floor((this.maxWidth - LABEL_W) / ctx.model.n_head) - GAP));
+  }
+
+  /** Colours the pooled thumbnails (again only for a new scale), draws the grid and the legends. */
+  private finish(ctx: ViewContext): void {
+    const { model, state } = ctx;
     if (this.thumbScale !== state.scale) {
       this.thumbs = this.pooled.map((m) => matrixPixels(m, state.scale, model.causal));
       this.thumbScale = state.scale;
     }
     this.draw();
+    this.canvas.dataset.heads = String(this.thumbs.length);
     const groups = kvGroups(model);
     this.groupsNote.hidden = !groups;
     this.groupsNote.textContent = groups
       ? `${sentenceCase(attentionKind(model))}: ${model.n_head} query heads share ${model.n_kv_head === 1 ? 'one key/value head' : `${model.n_kv_head} key/value heads`}. ${groups.map((g) => g.label).join('; ')}.`
       : '';
     clear(this.legendSlot);
-    this.legendSlot.appendChild(attentionLegend(state.scale, model.causal, ctx.maps));
+    this.legendSlot.appendChild(attentionLegend(state.scale, model.causal, this.maps));
     const counts = new Map<string, number>();
     for (const r of ctx.run.heads) counts.set(r.roles.primary.id, (counts.get(r.roles.primary.id) ?? 0) + 1);
     this.evidence.replaceChildren(...[evidenceNote(model, 'model-evidence')].filter((x) => x !== null));
@@ -287,7 +342,7 @@ export class ModelView implements ExportableView {
         kind: 'text',
         x: 12,
         y: 22,
-        text: `${model.name}: ${model.n_layer} layers × ${model.n_head} heads, coloured by role (${state.level}s, ${MAP_LABELS[this.maps].toLowerCase()})`,
+        text: `${model.name}: ${model.n_layer} layers × ${model.n_head} heads, coloured by role (${this.ctx.run.streamed ? 'a long text: largest weight of each block of tokens' : `${state.level}s, ${MAP_LABELS[this.maps].toLowerCase()}`})`,
         size: 14,
         fill: THEME.text,
         weight: 'bold',

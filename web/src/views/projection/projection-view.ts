@@ -220,6 +220,7 @@ export class ProjectionView implements ExportableView {
   private diagram: HTMLElement;
   private notes: HTMLElement;
   private tokens: HTMLElement;
+  private pickNote: HTMLElement;
   private body: HTMLElement;
   private ctx: ViewContext | null = null;
   private dec: Decomposition | null = null;
@@ -232,6 +233,11 @@ export class ProjectionView implements ExportableView {
     this.notes = h('ul', { class: 'diagram-notes', id: 'concat-notes' });
     this.tokens = h('div', { class: 'chips token-chips', role: 'group', 'aria-label': 'token to decompose' });
     this.body = h('div', { class: 'decomposition', id: 'decomposition' });
+    this.pickNote = h(
+      'p',
+      { class: 'muted' },
+      'Pick a token ([ and ] step through them). Colours: red below zero, blue above, white at zero; hover a cell for its value.',
+    );
     this.el = h(
       'section',
       { class: 'panel projection', 'aria-labelledby': 'projection-title' },
@@ -246,11 +252,7 @@ export class ProjectionView implements ExportableView {
       this.diagram,
       this.notes,
       h('h3', {}, 'Follow one token through W_O'),
-      h(
-        'p',
-        { class: 'muted' },
-        'Pick a token ([ and ] step through them). Colours: red below zero, blue above, white at zero; hover a cell for its value.',
-      ),
+      this.pickNote,
       this.tokens,
       this.body,
     );
@@ -279,7 +281,9 @@ export class ProjectionView implements ExportableView {
     clear(this.notes);
     for (const note of diagramNotes(model)) this.notes.appendChild(h('li', {}, note));
 
-    if (this.chipsFor !== run) {
+    // A long (streamed) text has no decomposition to pick a token for: no chips, only the note.
+    this.pickNote.hidden = this.tokens.hidden = !!run.streamed;
+    if (this.chipsFor !== run && !run.streamed) {
       this.chipsFor = run;
       clear(this.tokens);
       run.tokens.forEach((t, i) =>

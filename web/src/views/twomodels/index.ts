@@ -20,8 +20,10 @@ export const twoModelsView: ViewDefinition = {
     });
     return {
       el: view.el,
-      scene: () => null,
-      exportParts: () => ['models'],
+      scene: () => view.scene(),
+      exportParts: () => view.exportParts(),
+      exportSubject: () => view.exportSubject(),
+      captionFacts: () => view.captionFacts(),
       render: async (ctx) => view.update(ctx),
     };
   },

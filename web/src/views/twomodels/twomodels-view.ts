@@ -12,6 +12,9 @@ import { linksText } from '../../lib/tokens';
 import { tokenShown } from '../../lib/units';
 import { roleInfo, type ViewContext } from '../context';
 import { censusRows, roleCensus, tokenCovering, type CensusEntry } from './align';
+import { download, exportName } from '../../lib/export';
+import type { Scene } from '../../lib/scene';
+import { twoModelsCsv, twoModelsScene, type LinkAnswer } from './twomodels-export';
 
 /** What the view asks of the page: the served models, a run and a link on model `index`, and
  *  opening a head of the page's own model (index 0) in the other views. */
@@ -56,6 +59,9 @@ export class TwoModelsView {
   private drawnKey = '';
   private generation = 0;
   private text = '';
+  /** The last answers to "which heads link A → B?", per side (for the exports); null: not asked. */
+  private links: (LinkAnswer | null)[] | null = null;
+  private csvButton: HTMLButtonElement;
 
   constructor(private readonly host: TwoModelsHost) {
     this.intro = h('p', { class: 'muted', id: 'tm-intro' });
@@ -64,10 +70,22 @@ export class TwoModelsView {
     this.sidesEl = h('div', { class: 'tm-sides', id: 'tm-sides' });
     this.census = h('section', { class: 'tm-census', id: 'tm-census', 'aria-labelledby': 'tm-census-title' });
     this.linkBox = h('section', { class: 'tm-link', id: 'tm-link', 'aria-labelledby': 'tm-link-title' });
+    this.csvButton = h(
+      'button',
+      {
+        type: 'button',
+        class: 'ghost',
+        id: 'tm-export-csv',
+        title: 'the role of every head of both models as CSV (the toolbar exports the view as PNG or SVG)',
+        disabled: true,
+        onclick: () => this.downloadCsv(),
+      },
+      'Download CSV',
+    );
     this.el = h(
       'section',
       { class: 'view twomodels-view', id: 'twomodels-view', 'aria-labelledby': 'twomodels-title' },
-      h('div', { class: 'view-head' }, h('h2', { id: 'twomodels-title' }, 'Two models on one text')),
+      h('div', { class: 'view-head' }, h('h2', { id: 'twomodels-title' }, 'Two models on one text'), this.csvButton),
       this.intro,
       this.single,
       this.choose,
@@ -142,6 +160,8 @@ export class TwoModelsView {
     const [a, b] = this.pair.map((i) => this.host.models[i]);
     this.intro.textContent = `The same text read by ${a.name} (${a.n_layer} layers × ${a.n_head} heads) and ${b.name} (${b.n_layer} × ${b.n_head}). Each cell is one head, coloured by the role it plays most clearly; the two grids have the same height, so rows at the same height sit at the same relative depth (layer l of L at (l + ½) / L), the first layer at the top. Point at or tap a head for its evidence.`;
     this.el.setAttribute('data-state', 'loading');
+    this.links = null;
+    this.csvButton.disabled = true;
     this.sides = this.pair.map((index, side) => this.sideShell(index, side));
     this.sidesEl.replaceChildren(...this.sides.map((s) => s.el));
     this.census.replaceChildren(h('h3', { id: 'tm-census-title' }, 'Roles in each model'), this.waiting('census'));
@@ -151,6 +171,7 @@ export class TwoModelsView {
     const runs = this.sides.map((s) => s.run);
     this.drawCensus(runs);
     this.drawLinkPickers(runs);
+    this.csvButton.disabled = !runs.some((r) => r);
     this.el.setAttribute('data-state', runs.every((r) => r) ? 'ready' : 'error');
   }
 
@@ -468,11 +489,12 @@ export class TwoModelsView {
       return el;
     });
     out.replaceChildren(...sides);
+    this.links = [null, null];
     await Promise.all(
-      this.pair.map(async (index, s) => {
+      sides.map(async (el, s) => {
         const mq = tokenCovering(runs[s].tokens, qt),
           mk = tokenCovering(runs[s].tokens, kt);
-        await this.linkSide(sides[s], index, runs[s], mq, mk, gen);
+        await this.linkSide(el, s, runs[s], mq, mk, gen);
       }),
     );
     if (gen === this.generation) this.linkBox.setAttribute('data-state', 'ready');
@@ -480,12 +502,13 @@ export class TwoModelsView {
 
   private async linkSide(
     el: HTMLElement,
-    index: number,
+    side: number,
     run: RunResult,
     q: number,
     k: number,
     gen: number,
   ): Promise<void> {
+    const index = this.pair[side];
     const m = this.host.models[index];
     const name = h('h4', {}, m.name);
     if (q < 0 || k < 0) {
@@ -500,6 +523,8 @@ export class TwoModelsView {
     try {
       const r = await this.host.link(index, this.text, q, k);
       if (gen !== this.generation) return;
+      if (this.links)
+        this.links[side] = { from: tokenShown(run.tokens[q]), to: tokenShown(run.tokens[k]), heads: r.heads };
       el.setAttribute('data-q', String(q));
       el.setAttribute('data-k', String(k));
       refill(
@@ -533,6 +558,47 @@ export class TwoModelsView {
       h('span', { class: 'muted small' }, `(${fixed(x.weight_no_sink, 2)} without ${sink}) `),
       h('span', { class: 'tm-swatch', style: `background: ${role.color}` }),
       ` ${x.roles.primary.label}`,
+    );
+  }
+
+  /** The two models as the exports name them. */
+  private pairModels(): [ModelInfo, ModelInfo] {
+    return [this.host.models[this.pair[0]], this.host.models[this.pair[1]]];
+  }
+
+  /** The view as a picture: both grids, the census and the A → B answers (null before any run). */
+  scene(): Scene | null {
+    if (this.host.models.length < 2 || !this.sides.some((s) => s.run)) return null;
+    return twoModelsScene(
+      this.sides.map((s) => ({ model: this.host.models[s.index], run: s.run })),
+      this.links,
+    );
+  }
+
+  exportParts(): (string | number)[] {
+    return ['models'];
+  }
+
+  /** File names start with both models: headscope-A-vs-B-models.png. */
+  exportSubject(): string[] {
+    if (this.host.models.length < 2) return [this.host.models[0]?.name ?? 'model'];
+    const [a, b] = this.pairModels();
+    return [a.name, 'vs', b.name];
+  }
+
+  captionFacts(): string {
+    if (this.host.models.length < 2) return '';
+    const [a, b] = this.pairModels();
+    return `${a.name} and ${b.name} · each head coloured by its primary role on this text`;
+  }
+
+  private downloadCsv(): void {
+    if (!this.sides.some((s) => s.run)) return;
+    const sides = this.sides.map((s) => ({ model: this.host.models[s.index], run: s.run }));
+    download(
+      twoModelsCsv(sides, this.text),
+      exportName([...this.exportSubject(), 'models', 'roles'], 'csv'),
+      'text/csv',
     );
   }
 }

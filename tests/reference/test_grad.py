@@ -45,6 +45,7 @@ TEXT = "Mary and John went in, John gave it to"
 # 320-token byte-level vocabularies; and the tiny BERTs.
 TINY_DECODERS = {
     "llama_gqa3": (" the", " for"),   # GQA 6 query heads over 2
+    "gemma": (" a", " is"),           # Gemma 1: GeGLU, √d_model embeddings
     "llama_mqa": (" the", " for"),    # one key/value head
     "qwen2": (" the", " for"),        # Q/K/V biases
     "qwen3": (" is", " be"),          # per-head QK-norm
@@ -55,7 +56,7 @@ TINY_DECODERS = {
     "gpt2": (" the", " a"),           # LayerNorm, learned positions, GELU-tanh
     "mistral_window": (" the", " a"),  # sliding window
 }
-TINY_ENCODERS = ["bert_bare"]
+TINY_ENCODERS = ["bert_bare", "roberta_mlm", "xlm_roberta", "distilbert_mlm"]
 
 
 def run_grad(model, text, extra, out_dir):
@@ -81,9 +82,12 @@ class Recorder:
         self.model, self.encoder, self.hooks, self.qkv = model, encoder, [], []
         self.o_in, self.o_out, self.mlp = [], [], []
         base = model.base_model if hasattr(model, "base_model") else model
-        layers = base.encoder.layer if encoder else (base.h if hasattr(base, "h") else base.layers)
+        layers = (base.transformer.layer if hasattr(base, "transformer") else base.encoder.layer) if encoder \
+            else (base.h if hasattr(base, "h") else base.layers)
         for layer in layers:
-            if encoder:
+            if encoder and hasattr(layer, "ffn"):  # DistilBERT
+                o_proj, mlp_out = layer.attention.out_lin, layer.ffn.lin2
+            elif encoder:
                 o_proj, mlp_out = layer.attention.output.dense, layer.output.dense
             elif hasattr(layer, "self_attn"):
                 o_proj = layer.self_attn.o_proj
@@ -213,7 +217,8 @@ def test_tiny_encoder_gradients_equal_autograd(name, tmp_path):
     doc, ours = run_grad(folder, TEXT, ["--reference", reference], tmp_path)
     model = transformers.AutoModel.from_pretrained(str(folder), dtype=torch.float32, attn_implementation="eager")
     ids = [t["id"] for t in doc["tokens"]]
-    tok = pr.load_hf(folder, True)[1]
+    import tokenizers
+    tok = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
     with torch.no_grad():
         ref = model(torch.tensor([pr.encode(tok, reference)])).last_hidden_state[0].mean(0)
     theirs = torch_grads(model, ids, True, "cosine", reference=ref)

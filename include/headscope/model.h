@@ -235,6 +235,11 @@ struct GradientOptions {
   // interpolations); the encoding still gives positions and token types. Not owned.
   const Tensor* embeddings = nullptr;
   CaptureOptions forward;  // what the forward pass keeps besides hidden states (returned in `forward`)
+  // Another text of the same length run forward beside this one (its capture in
+  // Gradients::companion, as run() records it with `forward`), with no backward: attribution
+  // patching's source prompt. A short pair shares the pass (each weight read once for both); a
+  // longer one runs it on its own. Not owned.
+  const Encoding* companion = nullptr;
 };
 
 // ∂metric/∂(every activation the forward pass captures), from one forward and one backward pass.
@@ -242,6 +247,7 @@ struct GradientOptions {
 struct Gradients {
   double metric = 0;
   Capture forward;          // the forward pass's own capture (hidden states always)
+  Capture companion;        // GradientOptions::companion's forward capture, if any
   Tensor token_embeddings;  // [T, d_model] the token embeddings the pass ran (E[id], × √d_model for Gemma)
   Tensor embeddings;        // [T, d_model] ∂/∂ token_embeddings (always)
   Tensor hidden_states;     // [n_layer + 1, T, d_model] ∂/∂ Capture::hidden_states (always)

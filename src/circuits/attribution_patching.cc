@@ -200,16 +200,24 @@ AttributionReport attribution_patch(const Model& model, PromptPairs& pairs, cons
   const bool denoise = request.direction == PatchDirection::kDenoise;
   for (const PromptPair& pair : pairs.pairs) {
     const Encoding clean = model.encode(pair.clean), corrupt = model.encode(pair.corrupt);
-    const CaptureOptions full = circuits::full_options(model);
-    const Capture source = model.run(denoise ? clean : corrupt, full);
-    std::vector<double> reference;  // the cosine's: the clean embedding
-    if (request.metric == PatchMetric::kCosine && denoise) reference = circuits::mean_pooled(source);
+    // The source prompt runs forward beside the base one (Model::gradients' companion: one pass
+    // over the weights for both when they are short); the base one gets the backward.
+    const Encoding& source_encoding = denoise ? clean : corrupt;
     GradientOptions go;
-    go.forward = full;
+    go.forward = circuits::full_options(model);
     go.attention = go.queries_keys_values = true;
     go.receivers = request.edges;
-    const Gradients g = model.gradients(
-        denoise ? corrupt : clean, metric_seed(model, request.metric, pair.answer_id, pair.wrong_id, reference), go);
+    std::vector<double> reference;  // the cosine's: the clean embedding, the source's when denoising
+    Capture early;                  // then the source runs first, its embedding seeding the metric
+    if (request.metric == PatchMetric::kCosine && denoise) {
+      early = model.run(source_encoding, go.forward);
+      reference = circuits::mean_pooled(early);
+    } else {
+      go.companion = &source_encoding;
+    }
+    Gradients g = model.gradients(denoise ? corrupt : clean,
+                                  metric_seed(model, request.metric, pair.answer_id, pair.wrong_id, reference), go);
+    const Capture& source = go.companion != nullptr ? g.companion : early;
     out.forward_passes += 2;
     out.backward_passes += 1;
     const std::vector<double> ref =

@@ -31,11 +31,14 @@ namespace headscope::models {
 // backward(l, dx) turns ∂/∂(its output) into ∂/∂(its input) and writes the layer's gradients.
 class DecoderModel::Backward {
  public:
-  Backward(const DecoderModel& m, int64_t T, const GradientOptions& o, Gradients& g)
+  // `texts`: 1, or 2 when a companion text of the same length runs in the same forward pass (its
+  // rows after the first text's; only the first text is undone).
+  Backward(const DecoderModel& m, int64_t T, const GradientOptions& o, Gradients& g, int64_t texts = 1)
       : m_(m),
         c_(m.cfg_),
         o_(o),
         g_(g),
+        R_(texts * T),
         T_(T),
         D_(c_.d_model),
         F_(c_.d_ff),
@@ -46,11 +49,11 @@ class DecoderModel::Backward {
         KV_(Hkv_ * Dh_),
         QKV_(Q_ + 2 * KV_) {
     for (auto* v : {&x_in_, &h_attn_, &a_pre_, &x_mid_, &h_ffn_, &f_pre_, &f_out_, &x_out_, &d_mid_, &dh_})
-      v->resize(size_t(T * D_));
-    for (auto* v : {&qkv_raw_, &qkv_, &dqkv_}) v->resize(size_t(T * QKV_));
-    for (auto* v : {&concat_, &dconcat_}) v->resize(size_t(T * Q_));
-    for (auto* v : {&gate_, &up_, &act_, &dgate_, &dup_}) v->resize(size_t(T * F_));
-    probs_.resize(size_t(H_ * T * T));
+      v->resize(size_t(R_ * D_));
+    for (auto* v : {&qkv_raw_, &qkv_, &dqkv_}) v->resize(size_t(R_ * QKV_));
+    for (auto* v : {&concat_, &dconcat_}) v->resize(size_t(R_ * Q_));
+    for (auto* v : {&gate_, &up_, &act_, &dgate_, &dup_}) v->resize(size_t(R_ * F_));
+    probs_.resize(size_t(texts * H_ * T * T));
     if (m.arch_.rope) rope_ = ops::rope_table(m.inv_freq_, 0, T);
     if (!m.local_inv_freq_.empty()) local_rope_ = ops::rope_table(m.local_inv_freq_, 0, T);
   }
@@ -59,13 +62,13 @@ class DecoderModel::Backward {
   void forward(int l, const float* x) {
     const DecoderLayerWeights& b = m_.w_.layers[size_t(l)];
     const DecoderArch& a = m_.arch_;
-    const int64_t n = T_ * D_;
+    const int64_t n = R_ * D_;
     std::copy_n(x, n, x_in_.data());
     norm_or_copy(b.attn_norm, b.attn_norm_bias, x_in_.data(), h_attn_.data());
-    ops::quant_linear(h_attn_.data(), T_, b.w_qkv, b.b_qkv.empty() ? nullptr : b.b_qkv.ptr(), qkv_raw_.data());
+    ops::quant_linear(h_attn_.data(), R_, b.w_qkv, b.b_qkv.empty() ? nullptr : b.b_qkv.ptr(), qkv_raw_.data());
     qkv_ = qkv_raw_;
     float *q = qkv_.data(), *k = q + Q_, *v = k + KV_;
-    for (int64_t t = 0; a.qk_norm && t < T_; ++t) {
+    for (int64_t t = 0; a.qk_norm && t < R_; ++t) {
       if (a.qk_norm_whole) {
         ops::rms_norm(q + t * QKV_, 1, Q_, b.q_norm.ptr(), c_.norm_eps, q + t * QKV_);
         ops::rms_norm(k + t * QKV_, 1, KV_, b.k_norm.ptr(), c_.norm_eps, k + t * QKV_);
@@ -74,31 +77,35 @@ class DecoderModel::Backward {
         ops::rms_norm(k + t * QKV_, Hkv_, Dh_, b.k_norm.ptr(), c_.norm_eps, k + t * QKV_);
       }
     }
-    if (a.rope) {
-      ops::rope_apply(q, QKV_, T_, H_, Dh_, table(b), rope(b).d_rot, rope(b).layout);
-      ops::rope_apply(k, QKV_, T_, Hkv_, Dh_, table(b), rope(b).d_rot, rope(b).layout);
+    // Each text's positions from 0 and its attention over its own keys.
+    for (int64_t r0 = 0; r0 < R_; r0 += T_) {
+      float *qt = q + r0 * QKV_, *kt = k + r0 * QKV_;
+      if (a.rope) {
+        ops::rope_apply(qt, QKV_, T_, H_, Dh_, table(b), rope(b).d_rot, rope(b).layout);
+        ops::rope_apply(kt, QKV_, T_, Hkv_, Dh_, table(b), rope(b).d_rot, rope(b).layout);
+      }
+      const ops::AttentionDims dims{T_, T_, H_, Hkv_, Dh_, m_.attention_scale(l)};
+      ops::attention(qt, QKV_, kt, QKV_, v + r0 * QKV_, QKV_, m_.kv_head_of_.data(), dims, m_.attention_mask(l), 0,
+                     probs_.data() + (r0 / T_) * H_ * T_ * T_, concat_.data() + r0 * Q_, Q_);
     }
-    const ops::AttentionDims dims{T_, T_, H_, Hkv_, Dh_, m_.attention_scale(l)};
-    ops::attention(q, QKV_, k, QKV_, v, QKV_, m_.kv_head_of_.data(), dims, m_.attention_mask(l), 0, probs_.data(),
-                   concat_.data(), Q_);
-    ops::quant_linear(concat_.data(), T_, b.w_o, b.b_o.ptr(), a_pre_.data());  // concat · W_Oᵀ + b_O
+    ops::quant_linear(concat_.data(), R_, b.w_o, b.b_o.ptr(), a_pre_.data());  // concat · W_Oᵀ + b_O
     const float* attn = sandwich(b.post_attn_norm, a_pre_.data(), x_out_.data());
     for (int64_t i = 0; i < n; ++i) x_mid_[size_t(i)] = x_in_[size_t(i)] + attn[i];
     norm_or_copy(b.ffn_norm, b.ffn_norm_bias, x_mid_.data(), h_ffn_.data());
     if (a.mlp == DecoderArch::Mlp::kGeluTanh) {
-      ops::quant_linear(h_ffn_.data(), T_, b.w_up, b.b_up.ptr(), up_.data());
+      ops::quant_linear(h_ffn_.data(), R_, b.w_up, b.b_up.ptr(), up_.data());
       act_ = up_;
-      ops::gelu_tanh(act_.data(), T_ * F_);
-      ops::quant_linear(act_.data(), T_, b.w_down, b.b_down.ptr(), f_pre_.data());
+      ops::gelu_tanh(act_.data(), R_ * F_);
+      ops::quant_linear(act_.data(), R_, b.w_down, b.b_down.ptr(), f_pre_.data());
     } else {
-      ops::quant_linear(h_ffn_.data(), T_, b.w_gate, nullptr, gate_.data());
-      ops::quant_linear(h_ffn_.data(), T_, b.w_up, nullptr, up_.data());
+      ops::quant_linear(h_ffn_.data(), R_, b.w_gate, nullptr, gate_.data());
+      ops::quant_linear(h_ffn_.data(), R_, b.w_up, nullptr, up_.data());
       act_ = gate_;
       if (a.mlp == DecoderArch::Mlp::kSwiGlu)
-        ops::silu_mul(act_.data(), up_.data(), T_ * F_);
+        ops::silu_mul(act_.data(), up_.data(), R_ * F_);
       else
-        ops::gelu_tanh_mul(act_.data(), up_.data(), T_ * F_);
-      ops::quant_linear(act_.data(), T_, b.w_down, nullptr, f_pre_.data());
+        ops::gelu_tanh_mul(act_.data(), up_.data(), R_ * F_);
+      ops::quant_linear(act_.data(), R_, b.w_down, nullptr, f_pre_.data());
     }
     const float* f = sandwich(b.post_ffn_norm, f_pre_.data(), dh_.data());
     std::copy_n(f, n, f_out_.data());
@@ -107,22 +114,23 @@ class DecoderModel::Backward {
   const float* output() const { return x_out_.data(); }  // x_{l+1} [T, d_model]
 
   // Layer l's slots of a capture, from the kept activations: what run() records there.
-  void record(int l, Capture& c) const {
-    const int64_t n = T_ * D_, TT = T_ * T_;
-    if (!c.hidden_states.empty()) std::copy_n(x_in_.data(), n, c.hidden_states.ptr() + l * n);
-    if (!c.attention.empty()) std::copy_n(probs_.data(), H_ * TT, c.attention.ptr() + l * H_ * TT);
-    if (!c.attn_output.empty()) std::copy_n(a_pre_.data(), n, c.attn_output.ptr() + l * n);
-    if (!c.mlp_outputs.empty()) std::copy_n(f_out_.data(), n, c.mlp_outputs.ptr() + l * n);
+  // `text`: 0, or 1 for the companion's rows.
+  void record(int l, Capture& c, int64_t text = 0) const {
+    const int64_t n = T_ * D_, TT = T_ * T_, r0 = text * T_;
+    if (!c.hidden_states.empty()) std::copy_n(x_in_.data() + r0 * D_, n, c.hidden_states.ptr() + l * n);
+    if (!c.attention.empty()) std::copy_n(probs_.data() + text * H_ * TT, H_ * TT, c.attention.ptr() + l * H_ * TT);
+    if (!c.attn_output.empty()) std::copy_n(a_pre_.data() + r0 * D_, n, c.attn_output.ptr() + l * n);
+    if (!c.mlp_outputs.empty()) std::copy_n(f_out_.data() + r0 * D_, n, c.mlp_outputs.ptr() + l * n);
     const auto heads_of = [&](const float* src, int64_t ld, int64_t heads, Tensor& dst) {
       if (dst.empty()) return;
       float* out = dst.ptr() + int64_t(l) * heads * T_ * Dh_;
       for (int64_t h = 0; h < heads; ++h)
         for (int64_t t = 0; t < T_; ++t) std::copy_n(src + t * ld + h * Dh_, Dh_, out + (h * T_ + t) * Dh_);
     };
-    heads_of(concat_.data(), Q_, H_, c.head_outputs);
-    heads_of(qkv_.data(), QKV_, H_, c.queries);
-    heads_of(qkv_.data() + Q_, QKV_, Hkv_, c.keys);
-    heads_of(qkv_.data() + Q_ + KV_, QKV_, Hkv_, c.values);
+    heads_of(concat_.data() + r0 * Q_, Q_, H_, c.head_outputs);
+    heads_of(qkv_.data() + r0 * QKV_, QKV_, H_, c.queries);
+    heads_of(qkv_.data() + r0 * QKV_ + Q_, QKV_, Hkv_, c.keys);
+    heads_of(qkv_.data() + r0 * QKV_ + Q_ + KV_, QKV_, Hkv_, c.values);
   }
 
   // dx: in ∂/∂x_{l+1}, out ∂/∂x_l (both [T, d_model]).
@@ -168,11 +176,11 @@ class DecoderModel::Backward {
   // out = Norm(in), or a copy without a pre-norm (OLMo 2)
   void norm_or_copy(const Tensor& g, const Tensor& bias, const float* in, float* out) const {
     if (!m_.arch_.pre_norm)
-      std::copy_n(in, T_ * D_, out);
+      std::copy_n(in, R_ * D_, out);
     else if (m_.arch_.norm == DecoderArch::Norm::kRms)
-      ops::rms_norm(in, T_, D_, g.ptr(), c_.norm_eps, out);
+      ops::rms_norm(in, R_, D_, g.ptr(), c_.norm_eps, out);
     else
-      ops::layer_norm(in, T_, D_, g.ptr(), bias.ptr(), c_.norm_eps, out);
+      ops::layer_norm(in, R_, D_, g.ptr(), bias.ptr(), c_.norm_eps, out);
   }
   // dx += Norm'(x)ᵀ dh (or dh itself without a pre-norm); dh is overwritten.
   void add_norm_backward(const Tensor& g, const float* x, float* dh, float* dx) const {
@@ -188,7 +196,7 @@ class DecoderModel::Backward {
   // A sandwich norm's output (Gemma 2/3, OLMo 2) in `scratch`, or `in` itself.
   const float* sandwich(const Tensor& g, const float* in, float* scratch) const {
     if (!m_.arch_.sandwich_norm) return in;
-    ops::rms_norm(in, T_, D_, g.ptr(), c_.norm_eps, scratch);
+    ops::rms_norm(in, R_, D_, g.ptr(), c_.norm_eps, scratch);
     return scratch;
   }
   float* sandwich_backward(const Tensor& g, const float* in, float* dy, float* scratch) const {
@@ -287,7 +295,7 @@ class DecoderModel::Backward {
   const ModelConfig& c_;
   const GradientOptions& o_;
   Gradients& g_;
-  const int64_t T_, D_, F_, H_, Hkv_, Dh_, Q_, KV_, QKV_;
+  const int64_t R_, T_, D_, F_, H_, Hkv_, Dh_, Q_, KV_, QKV_;  // R_: the forward's rows (T_ per text)
   // Layer l's activations (forward) and the backward's buffers.
   std::vector<float> x_in_, h_attn_, qkv_raw_, qkv_, probs_, concat_, a_pre_, x_mid_, h_ffn_, gate_, up_, act_, f_pre_,
       f_out_, x_out_;
@@ -314,7 +322,8 @@ uint64_t DecoderModel::layer_tape_bytes(int64_t T) const {
 }
 
 bool DecoderModel::keeps_every_layer(int64_t T, const GradientOptions& o) const {
-  return tape_can_capture(o.forward) && uint64_t(cfg_.n_layer) * layer_tape_bytes(T) <= limits::kGradientTapeBytes;
+  const int64_t rows = o.companion != nullptr ? 2 * T : T;  // (counts the companion's T² twice over: a bound)
+  return tape_can_capture(o.forward) && uint64_t(cfg_.n_layer) * layer_tape_bytes(rows) <= limits::kGradientTapeBytes;
 }
 
 // What gradients() holds at once: the forward capture (run_bytes), or every layer's activations
@@ -333,9 +342,10 @@ uint64_t DecoderModel::gradient_bytes(int64_t T, const GradientOptions& o) const
   if (o.receivers) floats += L * slots * t * D + t * (QKV + D) * 2;
   floats += uint64_t(std::max(1, omp_get_max_threads())) * 2 * t * t;
   floats += 2 * t * uint64_t(cfg_.vocab_size) + 2 * t * D;
-  const uint64_t layers = keeps_every_layer(T, o) ? L : 1;
-  return capture::capture_bytes(cfg_, T, T, fwd) + (keeps_every_layer(T, o) ? 0 : run_bytes(T, fwd)) +
-         layers * layer_tape_bytes(T) + floats * sizeof(float);
+  const bool keep = keeps_every_layer(T, o);
+  const uint64_t texts = o.companion != nullptr ? 2 : 1;
+  return texts * capture::capture_bytes(cfg_, T, T, fwd) + (keep ? 0 : run_bytes(T, fwd)) +
+         (keep ? L * layer_tape_bytes(int64_t(texts) * T) : layer_tape_bytes(T)) + floats * sizeof(float);
 }
 
 // The token embeddings E[id] (· √d_model for Gemma), or the caller's.
@@ -365,22 +375,39 @@ Gradients DecoderModel::gradients(const Encoding& encoding, const GradientSeed& 
   check_gradient_memory(T, gradient_bytes(T, options), options);
   Gradients g;
   g.token_embeddings = token_embeddings(ids, options.embeddings);
-  Tensor x0 = g.token_embeddings;  // x_0 = e + P (GPT-2's learned positions)
+  const bool keep = keeps_every_layer(T, options);
+  const Encoding* companion = options.companion;
+  if (companion != nullptr && int64_t(companion->size()) != T)
+    throw Error("gradients: the companion text is " + std::to_string(companion->size()) + " tokens, not " +
+                std::to_string(T));
+  const int64_t texts = keep && companion != nullptr ? 2 : 1;
+  // x_0 = e + P (GPT-2's learned positions), and the companion's after it when it shares the pass.
+  Tensor x0({texts * T, D});
+  std::copy_n(g.token_embeddings.ptr(), T * D, x0.ptr());
+  if (texts == 2) {
+    const std::vector<int32_t> other = companion->ids();
+    check_ids(other, 0);
+    const Tensor e = token_embeddings(other, nullptr);
+    std::copy_n(e.ptr(), T * D, x0.ptr() + T * D);
+  }
   if (!w_.position_embedding.empty())
-    for (int64_t i = 0; i < T * D; ++i) x0.ptr()[i] += w_.position_embedding.ptr()[i];
+    for (int64_t r = 0; r < texts * T; ++r)
+      for (int64_t i = 0; i < D; ++i) x0.ptr()[r * D + i] += w_.position_embedding.ptr()[(r % T) * D + i];
   CaptureOptions fwd = options.forward;
   fwd.hidden_states = true;
   // The forward pass: every layer kept (its capture read from them), or run() keeping each
   // layer's input for the backward to start from.
-  const bool keep = keeps_every_layer(T, options);
   std::vector<std::unique_ptr<Backward>> layers;
+  if (companion != nullptr && texts == 1) g.companion = run(*companion, fwd);
   if (keep) {
     g.forward = capture::allocate(cfg_, T, T, fwd, kv_head_of_);
+    if (texts == 2) g.companion = capture::allocate(cfg_, T, T, fwd, kv_head_of_);
     const float* x = x0.ptr();
     for (int64_t l = 0; l < L; ++l) {
-      layers.push_back(std::make_unique<Backward>(*this, T, options, g));
+      layers.push_back(std::make_unique<Backward>(*this, T, options, g, texts));
       layers.back()->forward(int(l), x);
       layers.back()->record(int(l), g.forward);
+      if (texts == 2) layers.back()->record(int(l), g.companion, 1);
       x = layers.back()->output();
     }
   } else if (options.embeddings == nullptr) {
@@ -410,10 +437,19 @@ Gradients DecoderModel::gradients(const Encoding& encoding, const GradientSeed& 
   // h · E_outᵀ [· soft-cap].
   float* h_final = g.forward.hidden_states.ptr() + L * T * D;
   if (keep) {
-    if (arch_.norm == DecoderArch::Norm::kRms)
-      ops::rms_norm(x_last, T, D, w_.final_norm.ptr(), cfg_.norm_eps, h_final);
-    else
-      ops::layer_norm(x_last, T, D, w_.final_norm.ptr(), w_.final_norm_bias.ptr(), cfg_.norm_eps, h_final);
+    for (int64_t t = 0; t < texts; ++t) {
+      Capture& c = t == 0 ? g.forward : g.companion;
+      float* h = c.hidden_states.ptr() + L * T * D;
+      if (arch_.norm == DecoderArch::Norm::kRms)
+        ops::rms_norm(x_last + t * T * D, T, D, w_.final_norm.ptr(), cfg_.norm_eps, h);
+      else
+        ops::layer_norm(x_last + t * T * D, T, D, w_.final_norm.ptr(), w_.final_norm_bias.ptr(), cfg_.norm_eps, h);
+    }
+    if (texts == 2 && !g.companion.logits.empty()) {  // the companion's last row (tape_can_capture: last_logits)
+      ops::quant_linear(g.companion.hidden_states.ptr() + (L * T + T - 1) * D, 1, unembedding(), nullptr,
+                        g.companion.logits.ptr());
+      if (arch_.final_softcap > 0.0f) ops::soft_cap(g.companion.logits.ptr(), V, arch_.final_softcap);
+    }
   }
   const int64_t rows = seed.all_rows ? T : 1, first = T - rows;
   std::vector<float> logits(size_t(rows * V)), dlogits(size_t(rows * V), 0.0f);

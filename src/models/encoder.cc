@@ -444,6 +444,7 @@ Gradients EncoderModel::gradients(const Encoding& enc, const GradientSeed& seed,
   Tensor prefix({L + 1, T, D});
   ops::layer_norm(raw.data(), T, D, ln_emb_g_.ptr(), ln_emb_b_.ptr(), cfg_.norm_eps, prefix.ptr());
   g.forward = options.embeddings == nullptr ? run(enc, fwd) : resume(enc, 0, prefix, fwd);
+  if (options.companion != nullptr) g.companion = run(*options.companion, fwd);
   g.embeddings = Tensor({T, D});
   g.hidden_states = Tensor({L + 1, T, D});
   g.head_outputs = Tensor({L, H, T, Dh});

@@ -186,7 +186,10 @@ void quant_linear_backward(const float* dy, int64_t T, const QuantMatrix& W, flo
   // dy is all zeros are skipped (a logit difference's gradient has two non-zero logits).
   if (!accumulate) std::fill(dx, dx + T * in, 0.0f);
   const int64_t panel = std::max<int64_t>(1, std::min<int64_t>(out, (int64_t{4} << 20) / (4 * in)));
-  std::vector<float> w(size_t(panel * in));
+  // The panel's scratch is kept per thread: zero-filling 4 MiB on every call cost more than the
+  // product at prompt lengths.
+  thread_local std::vector<float> w;
+  if (w.size() < size_t(panel * in)) w.resize(size_t(panel * in));
   for (int64_t r0 = 0; r0 < out; r0 += panel) {
     const int64_t n = std::min(panel, out - r0);
     bool zero = true;

@@ -76,6 +76,32 @@ TEST_P(Families, KeptAndRecomputedActivationsGiveTheSameGradients) {
     EXPECT_LE(max_abs_diff(*x, *y), 1e-5 * (1 + max_abs(*y)));
 }
 
+TEST_P(Families, ACompanionSharingThePassIsCapturedAsItsOwnRun) {
+  const auto m = tiny(GetParam());
+  if (!m) GTEST_SKIP() << "goldens missing";
+  const Encoding e = m->encode(kText), other = m->encode("Anna and Paul went in, Mark gave it to");
+  ASSERT_EQ(e.size(), other.size());
+  GradientOptions o;
+  o.forward = CaptureOptions::attention_only();
+  o.forward.head_outputs = o.forward.queries_keys = o.forward.values = o.forward.mlp_outputs = true;
+  o.forward.hidden_states = o.forward.logits = o.forward.last_logits = true;
+  const Gradients alone = m->gradients(e, seed_of(*m), o);
+  o.companion = &other;
+  const Gradients both = m->gradients(e, seed_of(*m), o);
+  EXPECT_LE(max_abs_diff(both.hidden_states, alone.hidden_states), 1e-5 * max_abs(alone.hidden_states));
+  EXPECT_LE(max_abs_diff(both.head_outputs, alone.head_outputs), 1e-5 * max_abs(alone.head_outputs));
+  const Capture run = m->run(other, o.forward);
+  for (const auto& [x, y] : {std::pair{&both.companion.attention, &run.attention},
+                             {&both.companion.hidden_states, &run.hidden_states},
+                             {&both.companion.head_outputs, &run.head_outputs},
+                             {&both.companion.keys, &run.keys},
+                             {&both.companion.values, &run.values},
+                             {&both.companion.mlp_outputs, &run.mlp_outputs},
+                             {&both.companion.attn_output, &run.attn_output},
+                             {&both.companion.logits, &run.logits}})
+    EXPECT_LE(max_abs_diff(*x, *y), 1e-5 * (1 + max_abs(*y)));
+}
+
 TEST_P(Families, TheGradientPredictsACentralDifferenceOfTheMetric) {
   const auto m = tiny(GetParam());
   if (!m) GTEST_SKIP() << "goldens missing";

@@ -20,6 +20,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "headscope/model.h"
@@ -241,6 +242,13 @@ PatchCost path_patch_cost(const Model& model, const PromptPairs& pairs, const Pa
 // last hidden state, `reference`) — with no reference, the run's own embedding (whose gradient is 0).
 GradientSeed metric_seed(const Model& model, PatchMetric metric, int32_t answer_id, int32_t wrong_id,
                          std::vector<double> reference = {});
+// The ids a decoder's metric reads after `text`: the answer and the wrong token (the answer again
+// when the metric needs no wrong one), each checked to be one token. Throws Error naming what is
+// missing (an answer; a wrong token for logit_diff) or what check_pairs refuses.
+std::pair<int32_t, int32_t> metric_token_ids(const Model& model, const std::string& text, PatchMetric metric,
+                                             const std::string& answer, const std::string& wrong);
+// An encoder's cosine reference: the mean-pooled last hidden state of a run of `reference`.
+std::vector<double> reference_embedding(const Model& model, const std::string& reference);
 
 // Attribution patching (Nanda 2023; Syed et al. 2023, "Attribution Patching Outperforms Automated
 // Circuit Discovery"): the first-order estimate of every patch of a sweep from one forward pass of

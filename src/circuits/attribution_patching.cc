@@ -62,6 +62,23 @@ GradientSeed metric_seed(const Model& model, PatchMetric metric, int32_t answer_
   return seed;
 }
 
+std::pair<int32_t, int32_t> metric_token_ids(const Model& model, const std::string& text, PatchMetric metric,
+                                             const std::string& answer, const std::string& wrong) {
+  if (answer.empty()) throw Error("a decoder's metric needs the answer token that follows the text (--answer)");
+  if (metric == PatchMetric::kLogitDiff && wrong.empty())
+    throw Error("the logit_diff metric needs a wrong token too (--wrong), or choose prob or loss");
+  PromptPairs one;
+  one.pairs.push_back({text, text, answer, wrong.empty() ? answer : wrong, ""});
+  check_pairs(model, one);
+  return {one.pairs[0].answer_id, one.pairs[0].wrong_id};
+}
+
+std::vector<double> reference_embedding(const Model& model, const std::string& reference) {
+  CaptureOptions o = CaptureOptions::attention_only();
+  o.attention = false, o.hidden_states = true;
+  return circuits::mean_pooled(model.run(model.encode(reference), o));
+}
+
 namespace {
 
 // Σ (a − b) ⊙ g over n elements.

@@ -17,22 +17,6 @@
 namespace headscope {
 namespace circuits {
 
-template <class E, size_t N>
-E from_name(const std::string& name, const std::array<std::pair<E, const char*>, N>& table, const char* what) {
-  std::string names;
-  for (const auto& [e, n] : table) {
-    if (name == n) return e;
-    names += std::string(names.empty() ? "" : ", ") + n;
-  }
-  throw Error("unknown " + std::string(what) + " \"" + name + "\" (one of: " + names + ")");
-}
-template <class E, size_t N>
-const char* to_name(E e, const std::array<std::pair<E, const char*>, N>& table) {
-  for (const auto& [x, n] : table)
-    if (x == e) return n;
-  return "?";
-}
-
 constexpr std::array<std::pair<PatchMetric, const char*>, 4> kMetrics = {{{PatchMetric::kLogitDiff, "logit_diff"},
                                                                           {PatchMetric::kProbability, "prob"},
                                                                           {PatchMetric::kLoss, "loss"},

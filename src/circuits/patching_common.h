@@ -1,12 +1,33 @@
-// headscope — what activation patching (patching.cc) and attribution patching
-// (attribution_patching.cc) share: the metrics read off a run, a pair's two runs, the sites of a
-// sweep and the checks of a request. Internal to src/circuits/.
+// headscope — what activation patching (patching.cc), attribution patching
+// (attribution_patching.cc) and saliency (saliency.cc) share: the names of their options, the metrics read off a run, a
+// pair's two runs, the sites of a sweep and the checks of a request. Internal to src/circuits/.
 #pragma once
+#include <array>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "headscope/circuits.h"
+#include "headscope/error.h"
 
 namespace headscope::circuits {
+
+// An enum value by its name in `table`, or Error listing the names; and the name of a value.
+template <class E, size_t N>
+E from_name(const std::string& name, const std::array<std::pair<E, const char*>, N>& table, const char* what) {
+  std::string names;
+  for (const auto& [e, n] : table) {
+    if (name == n) return e;
+    names += std::string(names.empty() ? "" : ", ") + n;
+  }
+  throw Error("unknown " + std::string(what) + " \"" + name + "\" (one of: " + names + ")");
+}
+template <class E, size_t N>
+const char* to_name(E e, const std::array<std::pair<E, const char*>, N>& table) {
+  for (const auto& [x, n] : table)
+    if (x == e) return n;
+  return "?";
+}
 
 // Refuses a metric the model cannot give (cosine on a decoder, a logit metric on an encoder).
 void check_metric(const Model& model, PatchMetric metric);

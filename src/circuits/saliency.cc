@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 #include <numbers>
+#include <tuple>
 #include <vector>
 
 #include "circuits/patching_common.h"
@@ -21,22 +22,6 @@ constexpr std::array<std::pair<IntegrationRule, const char*>, 5> kRules = {
      {IntegrationRule::kRiemannRight, "riemann_right"},
      {IntegrationRule::kRiemannMiddle, "riemann_middle"},
      {IntegrationRule::kRiemannTrapezoid, "riemann_trapezoid"}}};
-
-template <class E, size_t N>
-E from_name(const std::string& name, const std::array<std::pair<E, const char*>, N>& table, const char* what) {
-  std::string names;
-  for (const auto& [e, n] : table) {
-    if (name == n) return e;
-    names += std::string(names.empty() ? "" : ", ") + n;
-  }
-  throw Error(std::string("unknown ") + what + " '" + name + "' (one of: " + names + ")");
-}
-template <class E, size_t N>
-const char* to_name(E e, const std::array<std::pair<E, const char*>, N>& table) {
-  for (const auto& [v, n] : table)
-    if (v == e) return n;
-  return "?";
-}
 
 // Gauss–Legendre nodes and weights on [−1, 1] (Newton's method on P_n from the three-term
 // recurrence), as numpy.polynomial.legendre.leggauss gives them, ascending.
@@ -72,10 +57,14 @@ void gauss_legendre(int n, std::vector<double>& x, std::vector<double>& w) {
 
 }  // namespace
 
-const char* saliency_method_name(SaliencyMethod m) { return to_name(m, kMethods); }
-const char* integration_rule_name(IntegrationRule r) { return to_name(r, kRules); }
-SaliencyMethod saliency_method_from_name(const std::string& n) { return from_name(n, kMethods, "saliency method"); }
-IntegrationRule integration_rule_from_name(const std::string& n) { return from_name(n, kRules, "integration rule"); }
+const char* saliency_method_name(SaliencyMethod m) { return circuits::to_name(m, kMethods); }
+const char* integration_rule_name(IntegrationRule r) { return circuits::to_name(r, kRules); }
+SaliencyMethod saliency_method_from_name(const std::string& n) {
+  return circuits::from_name(n, kMethods, "saliency method");
+}
+IntegrationRule integration_rule_from_name(const std::string& n) {
+  return circuits::from_name(n, kRules, "integration rule");
+}
 
 void integration_points(IntegrationRule rule, int n, std::vector<double>& alphas, std::vector<double>& weights) {
   if (n < 1 || n > 1000) throw Error("integrated gradients: steps must be 1 .. 1000, not " + std::to_string(n));
@@ -120,20 +109,12 @@ SaliencyReport saliency(const Model& model, const std::string& text, const Salie
   const int64_t T = int64_t(r.encoding.size()), D = c.d_model;
   std::vector<double> reference;
   if (c.causal) {
-    if (request.answer.empty()) throw Error("saliency on a decoder needs the answer token that follows the text");
-    PromptPairs one;
-    PromptPair p{text, text, request.answer, request.wrong.empty() ? request.answer : request.wrong, "", -1, -1, 0};
-    if (request.metric == PatchMetric::kLogitDiff && request.wrong.empty())
-      throw Error("the logit_diff metric needs a wrong token too (or choose prob or loss)");
-    one.pairs.push_back(p);
-    check_pairs(model, one);
-    r.answer_id = one.pairs[0].answer_id, r.wrong_id = one.pairs[0].wrong_id;
+    std::tie(r.answer_id, r.wrong_id) = metric_token_ids(model, text, request.metric, request.answer, request.wrong);
   } else {
     if (request.reference.empty())
       throw Error(
           "saliency on an encoder needs a reference text: its metric is 1 − cos of the two sentence embeddings");
-    reference =
-        circuits::mean_pooled(model.run(model.encode(request.reference), CaptureOptions{false, false, false, true}));
+    reference = reference_embedding(model, request.reference);
   }
   if (request.baseline_token >= c.vocab_size) throw Error("the baseline token is outside the vocabulary");
   const GradientSeed seed = metric_seed(model, request.metric, r.answer_id, r.wrong_id, reference);

@@ -4,22 +4,15 @@
 #include <cmath>
 #include <ctime>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "headscope/error.h"
 #include "headscope/json.h"
 #include "headscope/pipeline.h"
+#include "pipeline/timed.h"
 
 namespace headscope {
 namespace {
-
-template <class F>
-Seconds timed(F&& f) {
-  const auto w0 = std::chrono::steady_clock::now();
-  const std::clock_t c0 = std::clock();
-  f();
-  return {std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count(),
-          double(std::clock() - c0) / CLOCKS_PER_SEC};
-}
 
 double max_abs(const Tensor& t) {
   double m = 0;
@@ -55,22 +48,9 @@ TextGradients text_gradients(const Model& model, const std::string& text, const 
   r.encoding = model.encode(text);
   std::vector<double> reference;
   if (model.config().causal) {
-    if (request.answer.empty()) throw Error("gradients of a decoder's metric need the answer token (--answer)");
-    if (request.metric == PatchMetric::kLogitDiff && request.wrong.empty())
-      throw Error("the logit_diff metric needs a wrong token too (--wrong), or choose prob or loss");
-    PromptPairs one;
-    one.pairs.push_back({text, text, request.answer, request.wrong.empty() ? request.answer : request.wrong, ""});
-    check_pairs(model, one);
-    r.answer_id = one.pairs[0].answer_id, r.wrong_id = one.pairs[0].wrong_id;
+    std::tie(r.answer_id, r.wrong_id) = metric_token_ids(model, text, request.metric, request.answer, request.wrong);
   } else if (!request.reference.empty()) {
-    CaptureOptions o = CaptureOptions::attention_only();
-    o.attention = false, o.hidden_states = true;
-    const Capture c = model.run(model.encode(request.reference), o);
-    const int64_t T = c.T, D = c.d_model;
-    reference.assign(size_t(D), 0.0);
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t i = 0; i < D; ++i)
-        reference[size_t(i)] += c.hidden_states.ptr()[(c.n_layer * T + t) * D + i] / double(T);
+    reference = reference_embedding(model, request.reference);
   } else {
     throw Error(
         "gradients of an encoder's metric need a reference text (--reference): the metric is 1 − cos of "

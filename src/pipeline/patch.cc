@@ -13,19 +13,10 @@
 #include "headscope/error.h"
 #include "headscope/json.h"
 #include "headscope/pipeline.h"
+#include "pipeline/timed.h"
 
 namespace headscope {
 namespace {
-
-// Runs f() and returns its wall and CPU seconds.
-template <class F>
-Seconds timed(F&& f) {
-  const auto wall = std::chrono::steady_clock::now();
-  const std::clock_t cpu = std::clock();
-  f();
-  return {std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count(),
-          double(std::clock() - cpu) / CLOCKS_PER_SEC};
-}
 
 nlohmann::json heads_json(const std::vector<HeadRef>& heads) {
   nlohmann::json a = nlohmann::json::array();

@@ -7,9 +7,11 @@
 //   forward; the attention's four products; the unembedding row), the receivers (each head's q, k,
 //   v columns back through W_qkv: one more W_qkv product), each sender's write Δo_h W_O,hᵀ, and the
 //   edge scores (senders × receivers dot products over T · d_model).
-// The backward recomputes each layer's forward from its input (gradient checkpointing): a third
-// pass that the floor does not count. Prints one JSON line.
-//   grad_bench MODEL [T=20] [THREADS=2] [REPEATS=3]
+// At these lengths the base prompt's activations are kept for the backward and the source prompt
+// runs in the same forward pass (Model::gradients' companion); a text too long for that keeps
+// each layer's input and recomputes the layer (checkpointing), a pass the floor does not count.
+// Prints one JSON line.
+//   grad_bench MODEL [T=20] [THREADS=2] [REPEATS=3] [EXACT_REPEATS=REPEATS]
 #include <omp.h>
 
 #include <cstdio>
@@ -36,21 +38,23 @@ static double backward_gflop(const ModelConfig& c, int64_t T, bool edges) {
   double g = (linear + attention) * c.n_layer + 2.0 * D * c.vocab_size;
   if (edges) {
     const double slots = c.n_head + 2.0 * c.n_kv_head, L = c.n_layer;
-    g += 2.0 * T * D * (Q + 2 * KV) * L;                // receivers
-    g += 2.0 * T * c.d_head * D * c.n_head * L;         // Δo_h W_O,hᵀ
-    g += 2.0 * c.n_head * T * D * slots * L * (L - 1);  // edge scores: Σ_lu H · (later receivers) · T·D
+    g += 2.0 * T * D * (Q + 2 * KV) * L;         // receivers
+    g += 2.0 * T * c.d_head * D * c.n_head * L;  // Δo_h W_O,hᵀ
+    // edge scores: each sender of layer lu against the receivers of the L − 1 − lu later layers and
+    // the logits, T·D products each: Σ_lu H · (slots · (L − 1 − lu) + 1) · 2·T·D.
+    g += 2.0 * c.n_head * T * D * (slots * L * (L - 1) / 2 + L);
   }
   return g / 1e9;
 }
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: grad_bench MODEL [T=20] [THREADS=2] [REPEATS=3]\n");
+    std::fprintf(stderr, "usage: grad_bench MODEL [T=20] [THREADS=2] [REPEATS=3] [EXACT_REPEATS=REPEATS]\n");
     return 1;
   }
   const auto arg = [&](int i, int fallback) { return argc > i ? std::atoi(argv[i]) : fallback; };
   const int64_t T = arg(2, 20);
-  const int threads = arg(3, 2), repeats = arg(4, 3);
+  const int threads = arg(3, 2), repeats = arg(4, 3), exact_repeats = arg(5, repeats);
   omp_set_num_threads(threads);
   const auto model = Model::load(argv[1]);
   const ModelConfig& c = model->config();
@@ -66,7 +70,7 @@ int main(int argc, char** argv) {
   AttributionReport with_edges;
   PatchReport exact;
   const std::vector<double> exact_ms =
-      bench::sorted_times_ms(repeats, [&] { exact = patch_sweep(*model, one, PatchRequest{}); });
+      bench::sorted_times_ms(exact_repeats, [&] { exact = patch_sweep(*model, one, PatchRequest{}); });
   const std::vector<double> heads_ms =
       bench::sorted_times_ms(repeats, [&] { (void)attribution_patch(*model, one, heads); });
   const std::vector<double> edges_ms =

@@ -149,44 +149,65 @@ std::vector<Receiver> receivers_of(const ModelConfig& c) {
 
 // Every edge's change for one pair, added to `sum` [senders, receivers] (senders in (layer, head)
 // order, receivers as receivers_of): Δc_s · ∂metric/∂(receiver input), Δc_s = Δo_s W_O[:, s]ᵀ,
-// through the sandwich norm's Jacobian at the base run when the model has one.
+// through the sandwich norm's Jacobian at the base run when the model has one. Without one every
+// sender layer meets the same receiver gradients, so the senders of kEdgeSenderLayers layers are
+// scored together in one product (the few receivers before the later ones' layers scored and
+// dropped); with one, each sender layer has its own.
+constexpr int kEdgeSenderLayers = 6;
 void add_edges(const Model& model, const Capture& src, const Capture& base, const Gradients& g,
                const std::vector<Receiver>& recv, const std::vector<Tensor>& w_o, std::vector<double>& sum) {
   const ModelConfig& c = model.config();
   const int64_t T = base.T, D = c.d_model, Dh = c.d_head, H = c.n_head, TD = T * D, R = int64_t(recv.size());
-  const int64_t slots = H + 2 * int64_t(c.n_kv_head);
+  const int64_t slots = H + 2 * int64_t(c.n_kv_head), L = c.n_layer;
   const LogitReadout readout = c.causal ? model.final_readout() : LogitReadout{};
-  std::vector<float> dc(size_t(H * TD)), rmat(size_t(R * TD)), scores(size_t(H * R)), delta(size_t(T * Dh));
-  for (int lu = 0; lu < c.n_layer; ++lu) {
-    // Δc of every head of layer lu: [H, T·D]
-    for (int64_t h = 0; h < H; ++h) {
-      const int64_t off = (lu * H + h) * T * Dh;
-      for (int64_t i = 0; i < T * Dh; ++i)
-        delta[size_t(i)] = src.head_outputs.ptr()[off + i] - base.head_outputs.ptr()[off + i];
-      // [T, Dh] · W_O[:, h·Dh .. (h+1)·Dh)ᵀ: W_O is [D, H·Dh]
-      ops::matmul(delta.data(), Dh, w_o[size_t(lu)].ptr() + h * Dh, H * Dh, dc.data() + h * TD, D, T, D, Dh,
-                  /*trans_b=*/true);
+  const bool sandwich = !readout.attention_gain.empty();
+  const int64_t group = sandwich ? 1 : kEdgeSenderLayers;
+  // Receiver r's gradient: a slot of Gradients::receivers (receivers_of runs through them in order
+  // from layer 1), the logits' the final residual; under a sandwich norm, taken back through
+  // layer lu's into rmat.
+  const auto gradient_of = [&](int64_t r) {
+    const Receiver& v = recv[size_t(r)];
+    return v.slot < 0 ? g.final_residual.ptr() : g.receivers.ptr() + (v.layer * slots + v.slot) * TD;
+  };
+  std::vector<float> dc(size_t(group * H * TD)), rmat(sandwich ? size_t(R * TD) : 0), scores(size_t(group * H * R));
+  for (int64_t l0 = 0; l0 < L; l0 += group) {
+    const int64_t layers = std::min(group, L - l0), senders = layers * H;
+    // Δc of every head of layers l0 .. l0 + layers: [senders, T·D], one head per thread.
+#pragma omp parallel
+    {
+      std::vector<float> delta(size_t(T * Dh));
+#pragma omp for schedule(static)
+      for (int64_t s = 0; s < senders; ++s) {
+        const int64_t lu = l0 + s / H, h = s % H, off = (lu * H + h) * T * Dh;
+        for (int64_t i = 0; i < T * Dh; ++i)
+          delta[size_t(i)] = src.head_outputs.ptr()[off + i] - base.head_outputs.ptr()[off + i];
+        // [T, Dh] · W_O[:, h·Dh .. (h+1)·Dh)ᵀ: W_O is [D, H·Dh]
+        ops::matmul(delta.data(), Dh, w_o[size_t(lu)].ptr() + h * Dh, H * Dh, dc.data() + s * TD, D, T, D, Dh,
+                    /*trans_b=*/true);
+      }
     }
-    // The receivers after layer lu, their gradients (through layer lu's sandwich norm if any; else
-    // the same rows for every lu, gathered once).
+    // The receivers after layer l0.
     int64_t r0 = 0;
-    while (r0 < R && recv[size_t(r0)].layer <= lu) ++r0;
-    const bool sandwich = !readout.attention_gain.empty();
-    for (int64_t r = r0; r < R && (sandwich || lu == 0); ++r) {
-      const Receiver& v = recv[size_t(r)];
-      const float* grad = v.slot < 0 ? g.final_residual.ptr() : g.receivers.ptr() + (v.layer * slots + v.slot) * TD;
-      float* row = rmat.data() + r * TD;
-      if (sandwich)
-        ops::rms_norm_backward(base.attn_output.ptr() + lu * TD, T, D, readout.attention_gain[size_t(lu)]->ptr(),
-                               readout.eps, grad, row, nullptr);
-      else
-        std::copy_n(grad, TD, row);
-    }
+    while (r0 < R && recv[size_t(r0)].layer <= l0) ++r0;
     const int64_t n = R - r0;
     if (n == 0) continue;
-    ops::matmul(dc.data(), TD, rmat.data() + r0 * TD, TD, scores.data(), n, H, n, TD, /*trans_b=*/true);
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t r = 0; r < n; ++r) sum[size_t((lu * H + h) * R + r0 + r)] += scores[size_t(h * n + r)];
+    if (sandwich) {
+#pragma omp parallel for schedule(static)
+      for (int64_t r = r0; r < R; ++r)
+        ops::rms_norm_backward(base.attn_output.ptr() + l0 * TD, T, D, readout.attention_gain[size_t(l0)]->ptr(),
+                               readout.eps, gradient_of(r), rmat.data() + r * TD, nullptr);
+      ops::matmul(dc.data(), TD, rmat.data() + r0 * TD, TD, scores.data(), n, senders, n, TD, /*trans_b=*/true);
+    } else {
+      // Receivers r0 .. R − 2 lie in order in Gradients::receivers; the logits' row is the last.
+      if (n > 1)
+        ops::matmul(dc.data(), TD, gradient_of(r0), TD, scores.data(), n, senders, n - 1, TD, /*trans_b=*/true);
+      ops::matmul(dc.data(), TD, gradient_of(R - 1), TD, scores.data() + (n - 1), n, senders, 1, TD, /*trans_b=*/true);
+    }
+    for (int64_t s = 0; s < senders; ++s) {
+      const int64_t lu = l0 + s / H, h = s % H;
+      for (int64_t r = r0; r < R; ++r)
+        if (recv[size_t(r)].layer > lu) sum[size_t((lu * H + h) * R + r)] += scores[size_t(s * n + r - r0)];
+    }
   }
 }
 

@@ -120,6 +120,7 @@ class DecoderModel final : public Model {
   // computing each layer again in the backward; one layer's activations and buffers in bytes.
   bool keeps_every_layer(int64_t T, const GradientOptions& options) const;
   uint64_t layer_tape_bytes(int64_t T) const;
+  uint64_t tape_scratch_bytes(int64_t T) const;
 
   // What extend() allocates to add T tokens after `past` ones to a cache of `capacity` rows that
   // keeps `cache_layers` layers (every layer for generation, one for a whole run).

@@ -14,6 +14,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
+#include <initializer_list>
+#include <utility>
 
 #include <omp.h>
 
@@ -23,6 +26,7 @@
 #include "ops/activations.h"
 #include "ops/attention.h"
 #include "ops/backward.h"
+#include "ops/matmul.h"
 #include "ops/norm.h"
 
 namespace headscope::models {
@@ -33,7 +37,11 @@ class DecoderModel::Backward {
  public:
   // `texts`: 1, or 2 when a companion text of the same length runs in the same forward pass (its
   // rows after the first text's; only the first text is undone).
-  Backward(const DecoderModel& m, int64_t T, const GradientOptions& o, Gradients& g, int64_t texts = 1)
+  // `kept`: layer_tape_bytes(texts · T) of arena for the layer's activations, `scratch`:
+  // tape_scratch_bytes(texts · T) for the backward's buffers (shared by every layer: they undo
+  // one at a time); null, the layer allocates both.
+  Backward(const DecoderModel& m, int64_t T, const GradientOptions& o, Gradients& g, int64_t texts = 1,
+           float* kept = nullptr, float* scratch = nullptr)
       : m_(m),
         c_(m.cfg_),
         o_(o),
@@ -48,12 +56,25 @@ class DecoderModel::Backward {
         Q_(H_ * Dh_),
         KV_(Hkv_ * Dh_),
         QKV_(Q_ + 2 * KV_) {
-    for (auto* v : {&x_in_, &h_attn_, &a_pre_, &x_mid_, &h_ffn_, &f_pre_, &f_out_, &x_out_, &d_mid_, &dh_})
-      v->resize(size_t(R_ * D_));
-    for (auto* v : {&qkv_raw_, &qkv_, &dqkv_}) v->resize(size_t(R_ * QKV_));
-    for (auto* v : {&concat_, &dconcat_}) v->resize(size_t(R_ * Q_));
-    for (auto* v : {&gate_, &up_, &act_, &dgate_, &dup_}) v->resize(size_t(R_ * F_));
-    probs_.resize(size_t(texts * H_ * T * T));
+    if (kept == nullptr) {
+      own_ = Tensor({int64_t((m.layer_tape_bytes(R_) + m.tape_scratch_bytes(R_)) / sizeof(float))},
+                    Tensor::Uninitialized{});
+      kept = own_.ptr();
+      scratch = kept + m.layer_tape_bytes(R_) / sizeof(float);
+    }
+    const auto bind = [](float*& arena, std::initializer_list<Slice*> slices, int64_t n) {
+      for (Slice* v : slices) v->bind(std::exchange(arena, arena + n), n);
+    };
+    bind(kept, {&x_in_, &h_attn_, &a_pre_, &x_mid_, &h_ffn_, &f_pre_, &f_out_, &x_out_}, R_ * D_);
+    bind(kept, {&qkv_raw_, &qkv_}, R_ * QKV_);
+    bind(kept, {&concat_}, R_ * Q_);
+    bind(kept, {&gate_, &up_, &act_}, R_ * F_);
+    bind(kept, {&probs_}, R_ * H_ * R_);  // texts · H · T² used (the bound counts (texts · T)²)
+    std::fill_n(probs_.data(), texts * H_ * T * T, 0.0f);
+    bind(scratch, {&d_mid_, &dh_}, R_ * D_);
+    bind(scratch, {&dqkv_, &dqkv_post_rope_}, R_ * QKV_);
+    bind(scratch, {&dconcat_}, R_ * Q_);
+    bind(scratch, {&dgate_, &dup_}, R_ * F_);
     if (m.arch_.rope) rope_ = ops::rope_table(m.inv_freq_, 0, T);
     if (!m.local_inv_freq_.empty()) local_rope_ = ops::rope_table(m.local_inv_freq_, 0, T);
   }
@@ -66,7 +87,7 @@ class DecoderModel::Backward {
     std::copy_n(x, n, x_in_.data());
     norm_or_copy(b.attn_norm, b.attn_norm_bias, x_in_.data(), h_attn_.data());
     ops::quant_linear(h_attn_.data(), R_, b.w_qkv, b.b_qkv.empty() ? nullptr : b.b_qkv.ptr(), qkv_raw_.data());
-    qkv_ = qkv_raw_;
+    qkv_.copy_from(qkv_raw_);
     float *q = qkv_.data(), *k = q + Q_, *v = k + KV_;
     for (int64_t t = 0; a.qk_norm && t < R_; ++t) {
       if (a.qk_norm_whole) {
@@ -94,13 +115,13 @@ class DecoderModel::Backward {
     norm_or_copy(b.ffn_norm, b.ffn_norm_bias, x_mid_.data(), h_ffn_.data());
     if (a.mlp == DecoderArch::Mlp::kGeluTanh) {
       ops::quant_linear(h_ffn_.data(), R_, b.w_up, b.b_up.ptr(), up_.data());
-      act_ = up_;
+      act_.copy_from(up_);
       ops::gelu_tanh(act_.data(), R_ * F_);
       ops::quant_linear(act_.data(), R_, b.w_down, b.b_down.ptr(), f_pre_.data());
     } else {
       ops::quant_linear(h_ffn_.data(), R_, b.w_gate, nullptr, gate_.data());
       ops::quant_linear(h_ffn_.data(), R_, b.w_up, nullptr, up_.data());
-      act_ = gate_;
+      act_.copy_from(gate_);
       if (a.mlp == DecoderArch::Mlp::kSwiGlu)
         ops::silu_mul(act_.data(), up_.data(), R_ * F_);
       else
@@ -159,7 +180,7 @@ class DecoderModel::Backward {
     std::copy_n(da, n, g_.attn_output.ptr() + l * n);
     ops::quant_linear_backward(da, T_, b.w_o, dconcat_.data(), false);  // ∂concat [T, H·Dh]
     heads_backward(l);
-    if (o_.receivers) dqkv_post_rope_ = dqkv_;
+    if (o_.receivers) dqkv_post_rope_.copy_from(dqkv_);
     qk_backward(b);
     ops::quant_linear_backward(dqkv_.data(), T_, b.w_qkv, dh_.data(), false);  // ∂h [T, D]
     std::copy_n(d_mid_.data(), n, dx);
@@ -183,15 +204,17 @@ class DecoderModel::Backward {
       ops::layer_norm(in, R_, D_, g.ptr(), bias.ptr(), c_.norm_eps, out);
   }
   // dx += Norm'(x)ᵀ dh (or dh itself without a pre-norm); dh is overwritten.
+  // dh ← a pre-norm's Norm'ᵀ dh at its input x (in place; nothing without a pre-norm).
+  void norm_backward(const Tensor& g, const float* x, float* dh) const {
+    if (!m_.arch_.pre_norm) return;
+    if (m_.arch_.norm == DecoderArch::Norm::kRms)
+      ops::rms_norm_backward(x, T_, D_, g.ptr(), c_.norm_eps, dh, dh, nullptr);
+    else
+      ops::layer_norm_backward(x, T_, D_, g.ptr(), c_.norm_eps, dh, dh, nullptr, nullptr);
+  }
   void add_norm_backward(const Tensor& g, const float* x, float* dh, float* dx) const {
-    const int64_t n = T_ * D_;
-    if (m_.arch_.pre_norm) {
-      if (m_.arch_.norm == DecoderArch::Norm::kRms)
-        ops::rms_norm_backward(x, T_, D_, g.ptr(), c_.norm_eps, dh, dh, nullptr);
-      else
-        ops::layer_norm_backward(x, T_, D_, g.ptr(), c_.norm_eps, dh, dh, nullptr, nullptr);
-    }
-    for (int64_t i = 0; i < n; ++i) dx[i] += dh[i];
+    norm_backward(g, x, dh);
+    for (int64_t i = 0, n = T_ * D_; i < n; ++i) dx[i] += dh[i];
   }
   // A sandwich norm's output (Gemma 2/3, OLMo 2) in `scratch`, or `in` itself.
   const float* sandwich(const Tensor& g, const float* in, float* scratch) const {
@@ -265,30 +288,69 @@ class DecoderModel::Backward {
     }
   }
 
+  // qk_backward for one query or key head's columns [T, Dh] (ld Dh) alone, starting at column
+  // `col` of q|k|v; `norm` its per-head QK-norm weight.
+  void head_qk_backward(const DecoderLayerWeights& b, const Tensor& norm, int64_t col, float* d) const {
+    if (m_.arch_.rope) ops::rope_backward(d, Dh_, T_, 1, Dh_, table(b), rope(b).d_rot, rope(b).layout);
+    if (!m_.arch_.qk_norm) return;
+    for (int64_t t = 0; t < T_; ++t)
+      ops::rms_norm_backward(qkv_raw_.data() + t * QKV_ + col, 1, Dh_, norm.ptr(), c_.norm_eps, d + t * Dh_,
+                             d + t * Dh_, nullptr);
+  }
+
   // Receivers (GradientOptions::receivers): ∂/∂x_l through one head's query, one key/value head's
   // key or value alone — its columns of ∂(q|k|v after RoPE) kept, the rest zeroed, taken back
   // through RoPE, QK-norm, W_qkv and the pre-norm. Recomputed from g_'s per-head gradients.
   void receivers(int l, const DecoderLayerWeights& b) {
     const int64_t slots = H_ + 2 * Hkv_, n = T_ * D_;
-    std::vector<float> d(static_cast<size_t>(T_ * QKV_)), rows, dh(static_cast<size_t>(n));
-    for (int64_t s = 0; s < slots; ++s) {
-      const bool value = s >= H_ + Hkv_;
-      const int64_t col = s < H_ ? s * Dh_ : !value ? Q_ + (s - H_) * Dh_ : Q_ + KV_ + (s - H_ - Hkv_) * Dh_;
-      std::fill(d.begin(), d.end(), 0.0f);
-      for (int64_t t = 0; t < T_; ++t)
-        std::copy_n(dqkv_post_rope_.data() + t * QKV_ + col, Dh_, d.data() + t * QKV_ + col);
-      if (!value) qk_backward(b, d.data());
-      // The columns now non-zero: the head's own, or every query (key) column under OLMo 2's whole-row norm.
-      int64_t r0 = col, r1 = col + Dh_;
-      if (!value && m_.arch_.qk_norm && m_.arch_.qk_norm_whole) r0 = s < H_ ? 0 : Q_, r1 = s < H_ ? Q_ : Q_ + KV_;
-      rows.resize(size_t(T_ * (r1 - r0)));
-      for (int64_t t = 0; t < T_; ++t)
-        std::copy(d.data() + t * QKV_ + r0, d.data() + t * QKV_ + r1, rows.data() + t * (r1 - r0));
-      ops::quant_linear_backward(rows.data(), T_, b.w_qkv.row_block(r0, r1 - r0), dh.data(), false);
-      float* out = g_.receivers.ptr() + (int64_t(l) * slots + s) * n;
-      std::fill(out, out + n, 0.0f);
-      add_norm_backward(b.attn_norm, x_in_.data(), dh.data(), out);
+    // W_qkv in fp32 once for the layer (a GGUF's blocks dequantised), then one slot per thread.
+    // (A Tensor: the next layer's call gets the same mapped buffer back, see tensor.h.)
+    Tensor w_f32;
+    const float* w = nullptr;
+    if (b.w_qkv.stored()) {
+      w_f32 = Tensor({QKV_, D_}, Tensor::Uninitialized{});
+      b.w_qkv.dequantize_rows(0, QKV_, w_f32.ptr());
+      w = w_f32.ptr();
+    } else {
+      w = b.w_qkv.fp32().ptr();
     }
+    // Under OLMo 2's whole-row QK-norm a query (key) slot reaches every query (key) column; else
+    // it stays in its head's Dh columns, taken back through RoPE and the head's norm alone.
+    const bool whole = m_.arch_.qk_norm && m_.arch_.qk_norm_whole;
+    std::exception_ptr failure;  // an exception may not leave a parallel region: kept, rethrown after
+#pragma omp parallel
+    {
+      std::vector<float> d(whole ? static_cast<size_t>(T_ * QKV_) : 0), rows, dh(static_cast<size_t>(n));
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t s = 0; s < slots; ++s) try {
+          const bool value = s >= H_ + Hkv_;
+          const int64_t col = s < H_ ? s * Dh_ : !value ? Q_ + (s - H_) * Dh_ : Q_ + KV_ + (s - H_ - Hkv_) * Dh_;
+          int64_t r0 = col, r1 = col + Dh_;  // the columns of ∂(q|k|v) the slot reaches
+          if (!value && whole) {
+            r0 = s < H_ ? 0 : Q_, r1 = s < H_ ? Q_ : Q_ + KV_;
+            std::fill(d.begin(), d.end(), 0.0f);
+            for (int64_t t = 0; t < T_; ++t)
+              std::copy_n(dqkv_post_rope_.data() + t * QKV_ + col, Dh_, d.data() + t * QKV_ + col);
+            qk_backward(b, d.data());
+            rows.resize(size_t(T_ * (r1 - r0)));
+            for (int64_t t = 0; t < T_; ++t)
+              std::copy(d.data() + t * QKV_ + r0, d.data() + t * QKV_ + r1, rows.data() + t * (r1 - r0));
+          } else {
+            rows.resize(size_t(T_ * Dh_));
+            for (int64_t t = 0; t < T_; ++t)
+              std::copy_n(dqkv_post_rope_.data() + t * QKV_ + col, Dh_, rows.data() + t * Dh_);
+            if (!value) head_qk_backward(b, s < H_ ? b.q_norm : b.k_norm, col, rows.data());
+          }
+          // ∂h = rows · W_qkv[r0 .. r1, :]  [T, D], then back through the pre-norm into the slot.
+          ops::matmul(rows.data(), r1 - r0, w + r0 * D_, D_, dh.data(), D_, T_, D_, r1 - r0, /*trans_b=*/false);
+          norm_backward(b.attn_norm, x_in_.data(), dh.data());
+          std::copy_n(dh.data(), n, g_.receivers.ptr() + (int64_t(l) * slots + s) * n);
+        } catch (...) {
+#pragma omp critical
+          if (!failure) failure = std::current_exception();
+        }
+    }
+    if (failure) std::rethrow_exception(failure);
   }
 
   const DecoderModel& m_;
@@ -297,9 +359,27 @@ class DecoderModel::Backward {
   Gradients& g_;
   const int64_t R_, T_, D_, F_, H_, Hkv_, Dh_, Q_, KV_, QKV_;  // R_: the forward's rows (T_ per text)
   // Layer l's activations (forward) and the backward's buffers.
-  std::vector<float> x_in_, h_attn_, qkv_raw_, qkv_, probs_, concat_, a_pre_, x_mid_, h_ffn_, gate_, up_, act_, f_pre_,
-      f_out_, x_out_;
-  std::vector<float> d_mid_, dh_, dqkv_, dqkv_post_rope_, dconcat_, dgate_, dup_;
+  // A slice of the tape's arena (no copies: copy_from copies the numbers).
+  class Slice {
+   public:
+    Slice() = default;
+    Slice(const Slice&) = delete;
+    Slice& operator=(const Slice&) = delete;
+    void bind(float* p, int64_t n) { p_ = p, n_ = n; }
+    float* data() const { return p_; }
+    float* begin() const { return p_; }
+    float* end() const { return p_ + n_; }
+    float& operator[](size_t i) const { return p_[i]; }
+    void copy_from(const Slice& other) { std::copy_n(other.p_, n_, p_); }
+
+   private:
+    float* p_ = nullptr;
+    int64_t n_ = 0;
+  };
+  Tensor own_;  // the arena when gradients() gave none
+  Slice x_in_, h_attn_, qkv_raw_, qkv_, probs_, concat_, a_pre_, x_mid_, h_ffn_, gate_, up_, act_, f_pre_, f_out_,
+      x_out_;
+  Slice d_mid_, dh_, dqkv_, dqkv_post_rope_, dconcat_, dgate_, dup_;
   ops::RopeTable rope_, local_rope_;
 };
 
@@ -313,17 +393,23 @@ bool tape_can_capture(const CaptureOptions& o) {
 }
 }  // namespace
 
-// One layer's activations and the backward's buffers (Backward), in floats; each KV group's
-// scratch 2·T² per thread comes on top.
+// One layer's kept activations (Backward) for T rows; the backward's buffers, shared by every
+// layer, in tape_scratch_bytes; each KV group's scratch 2·T² per thread comes on top.
 uint64_t DecoderModel::layer_tape_bytes(int64_t T) const {
   const uint64_t t = uint64_t(T), D = uint64_t(cfg_.d_model), F = uint64_t(cfg_.d_ff), H = uint64_t(cfg_.n_head),
                  Dh = uint64_t(cfg_.d_head), QKV = (H + 2 * uint64_t(cfg_.n_kv_head)) * Dh;
-  return (t * (10 * D + 3 * QKV + 2 * H * Dh + 5 * F) + H * t * t) * sizeof(float);
+  return (t * (8 * D + 2 * QKV + H * Dh + 3 * F) + H * t * t) * sizeof(float);
+}
+uint64_t DecoderModel::tape_scratch_bytes(int64_t T) const {
+  const uint64_t t = uint64_t(T), D = uint64_t(cfg_.d_model), F = uint64_t(cfg_.d_ff), H = uint64_t(cfg_.n_head),
+                 Dh = uint64_t(cfg_.d_head), QKV = (H + 2 * uint64_t(cfg_.n_kv_head)) * Dh;
+  return t * (2 * D + 2 * QKV + H * Dh + 2 * F) * sizeof(float);
 }
 
 bool DecoderModel::keeps_every_layer(int64_t T, const GradientOptions& o) const {
   const int64_t rows = o.companion != nullptr ? 2 * T : T;  // (counts the companion's T² twice over: a bound)
-  return tape_can_capture(o.forward) && uint64_t(cfg_.n_layer) * layer_tape_bytes(rows) <= limits::kGradientTapeBytes;
+  return tape_can_capture(o.forward) &&
+         uint64_t(cfg_.n_layer) * layer_tape_bytes(rows) + tape_scratch_bytes(rows) <= limits::kGradientTapeBytes;
 }
 
 // What gradients() holds at once: the forward capture (run_bytes), or every layer's activations
@@ -339,13 +425,15 @@ uint64_t DecoderModel::gradient_bytes(int64_t T, const GradientOptions& o) const
   uint64_t floats = t * D * 2 + (L + 1) * t * D + L * H * t * Dh + 2 * L * t * D;
   if (o.attention) floats += L * H * t * t;
   if (o.queries_keys_values) floats += L * QKV * t;
-  if (o.receivers) floats += L * slots * t * D + t * (QKV + D) * 2;
+  if (o.receivers) floats += L * slots * t * D + t * (QKV + D) * 2 + QKV * D;  // + W_qkv in fp32
   floats += uint64_t(std::max(1, omp_get_max_threads())) * 2 * t * t;
   floats += 2 * t * uint64_t(cfg_.vocab_size) + 2 * t * D;
   const bool keep = keeps_every_layer(T, o);
   const uint64_t texts = o.companion != nullptr ? 2 : 1;
   return texts * capture::capture_bytes(cfg_, T, T, fwd) + (keep ? 0 : run_bytes(T, fwd)) +
-         (keep ? L * layer_tape_bytes(int64_t(texts) * T) : layer_tape_bytes(T)) + floats * sizeof(float);
+         (keep ? L * layer_tape_bytes(int64_t(texts) * T) + tape_scratch_bytes(int64_t(texts) * T)
+               : layer_tape_bytes(T) + tape_scratch_bytes(T)) +
+         floats * sizeof(float);
 }
 
 // The token embeddings E[id] (· √d_model for Gemma), or the caller's.
@@ -397,14 +485,21 @@ Gradients DecoderModel::gradients(const Encoding& encoding, const GradientSeed& 
   fwd.hidden_states = true;
   // The forward pass: every layer kept (its capture read from them), or run() keeping each
   // layer's input for the backward to start from.
+  Tensor tape;  // before the layers that slice it
   std::vector<std::unique_ptr<Backward>> layers;
   if (companion != nullptr && texts == 1) g.companion = run(*companion, fwd);
   if (keep) {
     g.forward = capture::allocate(cfg_, T, T, fwd, kv_head_of_);
     if (texts == 2) g.companion = capture::allocate(cfg_, T, T, fwd, kv_head_of_);
+    // One arena for every layer's activations and the shared backward buffers: a large buffer,
+    // which the next pass of the same length finds mapped (tensor.h), where a layer's own
+    // allocations would fault in fresh pages on every pass.
+    const int64_t kept = int64_t(layer_tape_bytes(texts * T) / sizeof(float));
+    tape = Tensor({L * kept + int64_t(tape_scratch_bytes(texts * T) / sizeof(float))}, Tensor::Uninitialized{});
     const float* x = x0.ptr();
     for (int64_t l = 0; l < L; ++l) {
-      layers.push_back(std::make_unique<Backward>(*this, T, options, g, texts));
+      layers.push_back(
+          std::make_unique<Backward>(*this, T, options, g, texts, tape.ptr() + l * kept, tape.ptr() + L * kept));
       layers.back()->forward(int(l), x);
       layers.back()->record(int(l), g.forward);
       if (texts == 2) layers.back()->record(int(l), g.companion, 1);
@@ -426,7 +521,8 @@ Gradients DecoderModel::gradients(const Encoding& encoding, const GradientSeed& 
   g.queries = zeros_if(options.queries_keys_values, {L, H, T, Dh});
   g.keys = zeros_if(options.queries_keys_values, {L, Hkv, T, Dh});
   g.values = zeros_if(options.queries_keys_values, {L, Hkv, T, Dh});
-  g.receivers = zeros_if(options.receivers, {L, H + 2 * Hkv, T, D});
+  // Every slot of every layer is written by Backward::receivers.
+  if (options.receivers) g.receivers = Tensor({L, H + 2 * Hkv, T, D}, Tensor::Uninitialized{});
   if (!keep) {
     layers.push_back(std::make_unique<Backward>(*this, T, options, g));
     layers.back()->forward(int(L - 1), g.forward.hidden_states.ptr() + (L - 1) * T * D);  // x_L

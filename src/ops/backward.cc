@@ -2,11 +2,16 @@
 // ops::matmul. ops/reference/backward.cc is the slow twin.
 #include "ops/backward.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <vector>
 
+#include "ops/elementwise.h"
 #include "ops/matmul.h"
+#include "ops/quant_linear.h"
 
 namespace headscope::ops {
 namespace {
@@ -72,19 +77,20 @@ void rms_norm_backward(const float* x, int64_t T, int64_t d, const float* gamma,
     const float* dyr = dy + t * d;
     double ms = 0, gx = 0;
     for (int64_t i = 0; i < d; ++i) ms += double(xr[i]) * xr[i];
-    const double r = std::sqrt(ms / double(d) + double(eps));
-    for (int64_t i = 0; i < d; ++i) {
-      gx += double(dyr[i]) * gamma[i] * xr[i];
-      if (dgamma) dgamma[i] += static_cast<float>(double(dyr[i]) * xr[i] / r);
-    }
+    const double r = std::sqrt(ms / double(d) + double(eps)), inv_r = 1.0 / r;
+    for (int64_t i = 0; i < d; ++i) gx += double(dyr[i]) * gamma[i] * xr[i];
+    if (dgamma)
+      for (int64_t i = 0; i < d; ++i) dgamma[i] += static_cast<float>(double(dyr[i]) * xr[i] * inv_r);
     float* out = dx + t * d;
     const double k = gx / (double(d) * r * r * r);
-    for (int64_t i = 0; i < d; ++i) out[i] = static_cast<float>(double(dyr[i]) * gamma[i] / r - xr[i] * k);
+    // (Loops kept free of branches and divisions so that they vectorise: a receiver pass runs this
+    // some 450 times over a prompt.)
+    for (int64_t i = 0; i < d; ++i) out[i] = static_cast<float>(double(dyr[i]) * gamma[i] * inv_r - xr[i] * k);
   }
 }
 
 void gelu_erf_backward(const float* x, const float* dy, float* dx, int64_t n) {
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#pragma omp parallel for schedule(static) if (n > (1 << 14))
   for (int64_t i = 0; i < n; ++i) {
     const double v = x[i];
     const double d = 0.5 * (1.0 + std::erf(v * kInvSqrt2)) + v * kInvSqrt2Pi * std::exp(-0.5 * v * v);
@@ -93,12 +99,12 @@ void gelu_erf_backward(const float* x, const float* dy, float* dx, int64_t n) {
 }
 
 void gelu_tanh_backward(const float* x, const float* dy, float* dx, int64_t n) {
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#pragma omp parallel for schedule(static) if (n > (1 << 14))
   for (int64_t i = 0; i < n; ++i) dx[i] = static_cast<float>(dy[i] * gelu_tanh_derivative(x[i]));
 }
 
 void silu_mul_backward(const float* gate, const float* up, const float* dy, float* dgate, float* dup, int64_t n) {
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#pragma omp parallel for schedule(static) if (n > (1 << 14))
   for (int64_t i = 0; i < n; ++i) {
     const double g = gate[i], s = 1.0 / (1.0 + std::exp(-g)), dyi = dy[i], u = up[i];
     dgate[i] = static_cast<float>(dyi * u * s * (1.0 + g * (1.0 - s)));
@@ -107,7 +113,7 @@ void silu_mul_backward(const float* gate, const float* up, const float* dy, floa
 }
 
 void gelu_tanh_mul_backward(const float* gate, const float* up, const float* dy, float* dgate, float* dup, int64_t n) {
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#pragma omp parallel for schedule(static) if (n > (1 << 14))
   for (int64_t i = 0; i < n; ++i) {
     const double g = gate[i], dyi = dy[i], u = up[i];
     dgate[i] = static_cast<float>(dyi * u * gelu_tanh_derivative(g));
@@ -182,23 +188,51 @@ void quant_linear_backward(const float* dy, int64_t T, const QuantMatrix& W, flo
     matmul(dy, out, W.fp32().ptr(), in, dx, in, T, in, out, /*trans_b=*/false, 1.0f, accumulate ? 1.0f : 0.0f);
     return;
   }
-  // A panel of output rows at a time: dx += dy[:, r0 .. r0 + n) · W[r0 .. r0 + n, :]. Panels where
-  // dy is all zeros are skipped (a logit difference's gradient has two non-zero logits).
   if (!accumulate) std::fill(dx, dx + T * in, 0.0f);
-  const int64_t panel = std::max<int64_t>(1, std::min<int64_t>(out, (int64_t{4} << 20) / (4 * in)));
-  // The panel's scratch is kept per thread: zero-filling 4 MiB on every call cost more than the
-  // product at prompt lengths.
-  thread_local std::vector<float> w;
-  if (w.size() < size_t(panel * in)) w.resize(size_t(panel * in));
-  for (int64_t r0 = 0; r0 < out; r0 += panel) {
-    const int64_t n = std::min(panel, out - r0);
+  // Panels of output rows, dx += dy[:, r0 .. r0 + n) · W[r0 .. r0 + n, :]; panels where dy is all
+  // zeros are skipped (a logit difference's gradient has two non-zero logits). At prompt lengths
+  // the panels are shared between the threads, as in ops::quant_linear (each dequantises its own
+  // and runs its products alone), every thread summing into its own [T, in] partial, added to dx
+  // in thread order; a long input's products are large enough for sgemm's own threads.
+  const int64_t threads =
+      omp_in_parallel() || T > kBackwardSharedPanelsMaxRows ? 1 : std::max(1, omp_get_max_threads());
+  const int64_t max_rows = std::max<int64_t>(1, std::min<int64_t>(out, kQuantPanelBytes / (4 * in)));
+  int64_t n_panels = (out + max_rows - 1) / max_rows;
+  n_panels = (n_panels + threads - 1) / threads * threads;
+  const int64_t panel = (out + n_panels - 1) / n_panels;
+  n_panels = (out + panel - 1) / panel;
+  const auto panel_product = [&](int64_t p, std::vector<float>& w, float* acc) {
+    const int64_t r0 = p * panel, n = std::min(panel, out - r0);
     bool zero = true;
     for (int64_t t = 0; t < T && zero; ++t)
       for (int64_t r = r0; r < r0 + n && zero; ++r) zero = dy[t * out + r] == 0.0f;
-    if (zero) continue;
+    if (zero) return;
+    // The scratch is kept per thread: zero-filling 4 MiB on every call cost more than the product
+    // at prompt lengths.
+    if (w.size() < size_t(n * in)) w.resize(size_t(n * in));
     W.dequantize_rows(r0, n, w.data());
-    matmul(dy + r0, out, w.data(), in, dx, in, T, in, n, /*trans_b=*/false, 1.0f, 1.0f);
+    matmul(dy + r0, out, w.data(), in, acc, in, T, in, n, /*trans_b=*/false, 1.0f, 1.0f);
+  };
+  thread_local std::vector<float> w;
+  if (threads == 1) {
+    for (int64_t p = 0; p < n_panels; ++p) panel_product(p, w, dx);
+    return;
   }
+  std::vector<float> partial(size_t(threads * T * in), 0.0f);
+  std::exception_ptr failure;  // an exception may not leave a parallel region: kept, rethrown after
+#pragma omp parallel num_threads(int(threads))
+  {
+    float* acc = partial.data() + omp_get_thread_num() * T * in;
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < n_panels; ++p) try {
+        panel_product(p, w, acc);
+      } catch (...) {
+#pragma omp critical
+        if (!failure) failure = std::current_exception();
+      }
+  }
+  if (failure) std::rethrow_exception(failure);
+  for (int64_t k = 0; k < threads; ++k) add_inplace(dx, partial.data() + k * T * in, T * in);
 }
 
 }  // namespace headscope::ops

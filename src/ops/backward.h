@@ -65,6 +65,10 @@ void attention_head_backward(const float* q, int64_t ldq, const float* k, const 
 // dx[T, in] (+)= dy[T, out] · W[out, in] for a weight held as QuantMatrix: fp32 in one product, a
 // GGUF's blocks dequantised a panel of rows at a time (never the whole matrix). `accumulate`: add
 // to dx instead of writing it.
+// Rows of dy up to which the panels are shared between threads (each with its own [T, in]
+// partial of dx): past them one thread's products are large enough for sgemm's own threads, and
+// the partials would grow with T.
+constexpr int64_t kBackwardSharedPanelsMaxRows = 256;
 void quant_linear_backward(const float* dy, int64_t T, const QuantMatrix& W, float* dx, bool accumulate);
 
 }  // namespace headscope::ops

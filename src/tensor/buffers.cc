@@ -14,9 +14,13 @@ namespace headscope::detail {
 namespace {
 
 constexpr size_t kHugePage = size_t(2) << 20;
-constexpr size_t kLarge = size_t(4) << 20;         // below this, plain operator new
+// Below kLarge, plain operator new. Attribution patching of a prompt pair frees some sixty
+// tensors of 1-4 MiB (two captures, the gradients, every layer's W_O): taken from malloc's arenas,
+// their pages went back to the system when the arena's top was trimmed and were faulted in again
+// by the next pair; kept here (up to kCacheEntries buffers) they are reused.
+constexpr size_t kLarge = size_t(1) << 20;
 constexpr size_t kCacheLimit = size_t(768) << 20;  // most bytes kept for reuse
-constexpr size_t kCacheEntries = 16;
+constexpr size_t kCacheEntries = 128;
 constexpr std::align_val_t kLineAligned{64};  // every buffer starts on a cache line (aligned SIMD loads)
 
 struct Cache {

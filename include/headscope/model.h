@@ -381,6 +381,10 @@ class Model {
   // what the logit lens and direct logit attribution read (the lens applies final_softcap; the
   // attribution linearises every norm, analysis/attribution.h). Encoders throw Error.
   virtual LogitReadout final_readout() const;
+  // LogitReadout::attention_gain alone (each layer's sandwich-norm γ after attention: Gemma 2/3,
+  // OLMo 2; empty for other models): what edge attribution needs, without the fp32 unembedding a
+  // GGUF's final_readout() dequantises on first use (113 MB for SmolLM2, 671 MB for Gemma 3 270M).
+  virtual std::vector<const Tensor*> attention_output_gains() const { return {}; }
 
   // Reverse mode: one forward pass (keeping the residual stream entering every layer) and one
   // backward pass that recomputes each layer's activations from it (docs/gradients.md). Throws

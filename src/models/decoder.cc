@@ -118,8 +118,7 @@ LogitReadout DecoderModel::final_readout() const {
   r.norm_bias = &w_.final_norm_bias;
   r.rms = arch_.norm == DecoderArch::Norm::kRms;
   r.eps = cfg_.norm_eps;
-  if (arch_.sandwich_norm)
-    for (const DecoderLayerWeights& b : w_.layers) r.attention_gain.push_back(&b.post_attn_norm);
+  r.attention_gain = attention_output_gains();
   const QuantMatrix& U = unembedding();
   if (U.stored()) {
     std::call_once(unembedding_once_, [&] { unembedding_f32_ = U.to_f32(); });
@@ -128,6 +127,13 @@ LogitReadout DecoderModel::final_readout() const {
     r.unembedding = &U.fp32();
   }
   return r;
+}
+
+std::vector<const Tensor*> DecoderModel::attention_output_gains() const {
+  std::vector<const Tensor*> gains;
+  if (arch_.sandwich_norm)
+    for (const DecoderLayerWeights& b : w_.layers) gains.push_back(&b.post_attn_norm);
+  return gains;
 }
 
 AttentionWeights DecoderModel::attention_weights(int layer) const {

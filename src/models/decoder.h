@@ -104,6 +104,7 @@ class DecoderModel final : public Model {
   const Tensor& output_bias(int layer) const override { return w_.layers.at(size_t(layer)).b_o; }
   AttentionWeights attention_weights(int layer) const override;
   LogitReadout final_readout() const override;
+  std::vector<const Tensor*> attention_output_gains() const override;
   std::unique_ptr<DecoderState> start() const override;
   Capture extend(DecoderState& state, const std::vector<int32_t>& ids, const CaptureOptions& options,
                  std::vector<float>* next_logits) const override;

@@ -75,17 +75,21 @@ void rms_norm_backward(const float* x, int64_t T, int64_t d, const float* gamma,
   for (int64_t t = 0; t < T; ++t) {
     const float* xr = x + t * d;
     const float* dyr = dy + t * d;
+    // The two sums in double, in vector lanes; the row's result in float from them. (Edge
+    // attribution runs this some 450 times a pass over a prompt: loops kept free of branches and
+    // divisions so that they vectorise.)
     double ms = 0, gx = 0;
+#pragma omp simd reduction(+ : ms)
     for (int64_t i = 0; i < d; ++i) ms += double(xr[i]) * xr[i];
-    const double r = std::sqrt(ms / double(d) + double(eps)), inv_r = 1.0 / r;
+#pragma omp simd reduction(+ : gx)
     for (int64_t i = 0; i < d; ++i) gx += double(dyr[i]) * gamma[i] * xr[i];
+    const double r = std::sqrt(ms / double(d) + double(eps)), inv_r = 1.0 / r;
     if (dgamma)
       for (int64_t i = 0; i < d; ++i) dgamma[i] += static_cast<float>(double(dyr[i]) * xr[i] * inv_r);
     float* out = dx + t * d;
-    const double k = gx / (double(d) * r * r * r);
-    // (Loops kept free of branches and divisions so that they vectorise: a receiver pass runs this
-    // some 450 times over a prompt.)
-    for (int64_t i = 0; i < d; ++i) out[i] = static_cast<float>(double(dyr[i]) * gamma[i] * inv_r - xr[i] * k);
+    const float a = static_cast<float>(inv_r), k = static_cast<float>(gx / (double(d) * r * r * r));
+#pragma omp simd
+    for (int64_t i = 0; i < d; ++i) out[i] = dyr[i] * gamma[i] * a - xr[i] * k;
   }
 }
 

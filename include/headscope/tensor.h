@@ -15,10 +15,10 @@
 namespace headscope {
 
 namespace detail {
-// Storage behind every Tensor (src/tensor/buffers.cc), 64-byte aligned. Buffers of 1 MiB and more are aligned to
-// 2 MiB and marked for transparent huge pages (about 4× faster first touch than 4 KiB pages, see
-// ../shared/PERFORMANCE.md); when released, a bounded number of them is kept and handed out again
-// for a request of the same size. Runs of the same length ask for the same capture sizes, so a
+// Storage behind every Tensor (src/tensor/buffers.cc), 64-byte aligned. Buffers of 1 MiB and more are mapped
+// from the kernel, and from 4 MiB aligned to 2 MiB and marked for transparent huge pages (about 4× faster
+// first touch than 4 KiB pages, see ../shared/PERFORMANCE.md); when released, a bounded number of them is kept
+// and handed out again for a request of the same size. Runs of the same length ask for the same capture sizes, so a
 // second run writes into memory that is already mapped instead of faulting in fresh pages.
 void* acquire_buffer(size_t bytes);
 void release_buffer(void* p, size_t bytes) noexcept;

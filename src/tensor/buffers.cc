@@ -14,11 +14,15 @@ namespace headscope::detail {
 namespace {
 
 constexpr size_t kHugePage = size_t(2) << 20;
+constexpr size_t kPage = 4096;
 // Below kLarge, plain operator new. Attribution patching of a prompt pair frees some sixty
 // tensors of 1-4 MiB (two captures, the gradients, every layer's W_O): taken from malloc's arenas,
 // their pages went back to the system when the arena's top was trimmed and were faulted in again
 // by the next pair; kept here (up to kCacheEntries buffers) they are reused.
 constexpr size_t kLarge = size_t(1) << 20;
+// From kHuge on, buffers are whole huge pages; below, whole 4 KiB pages without the huge-page
+// advice: a 2.4 MB weight matrix in two huge pages would hold 4 MB resident.
+constexpr size_t kHuge = size_t(4) << 20;
 constexpr size_t kCacheLimit = size_t(768) << 20;  // most bytes kept for reuse
 constexpr size_t kCacheEntries = 128;
 constexpr std::align_val_t kLineAligned{64};  // every buffer starts on a cache line (aligned SIMD loads)
@@ -34,15 +38,23 @@ Cache& cache() {
   return *c;
 }
 
-size_t round_up(size_t bytes) { return (bytes + kHugePage - 1) / kHugePage * kHugePage; }
+size_t round_up(size_t bytes) {
+  const size_t unit = bytes >= kHuge ? kHugePage : kPage;
+  return (bytes + unit - 1) / unit * unit;
+}
 
 // Large buffers are mapped from the kernel and unmapped on release, never taken from malloc's
 // arenas: a server that runs texts of ever new lengths from many threads would otherwise leave
 // arenas fragmented by freed blocks of every size (glibc also raises its mmap threshold after the
 // first large free, so later blocks up to 32 MiB land in the arenas), and its RSS would keep
-// growing although every buffer is released. `size` is a multiple of kHugePage; the mapping is
-// made one huge page longer and trimmed so that it starts on a huge-page boundary.
+// growing although every buffer is released. From kHuge, `size` is a multiple of kHugePage; the
+// mapping is made one huge page longer and trimmed so that it starts on a huge-page boundary.
 void* map_aligned(size_t size) {
+  if (size < kHuge) {  // whole 4 KiB pages (round_up): no alignment or advice
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    return p;
+  }
   const size_t span = size + kHugePage;
   void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) throw std::bad_alloc();

@@ -305,15 +305,8 @@ class DecoderModel::Backward {
     const int64_t slots = H_ + 2 * Hkv_, n = T_ * D_;
     // W_qkv in fp32 once for the layer (a GGUF's blocks dequantised), then one slot per thread.
     // (A Tensor: the next layer's call gets the same mapped buffer back, see tensor.h.)
-    Tensor w_f32;
-    const float* w = nullptr;
-    if (b.w_qkv.stored()) {
-      w_f32 = Tensor({QKV_, D_}, Tensor::Uninitialized{});
-      b.w_qkv.dequantize_rows(0, QKV_, w_f32.ptr());
-      w = w_f32.ptr();
-    } else {
-      w = b.w_qkv.fp32().ptr();
-    }
+    const Tensor w_f32 = b.w_qkv.to_f32();  // an fp32 matrix is shared, not copied
+    const float* w = w_f32.ptr();
     // Under OLMo 2's whole-row QK-norm a query (key) slot reaches every query (key) column; else
     // it stays in its head's Dh columns, taken back through RoPE and the head's norm alone.
     const bool whole = m_.arch_.qk_norm && m_.arch_.qk_norm_whole;

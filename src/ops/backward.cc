@@ -200,11 +200,8 @@ void quant_linear_backward(const float* dy, int64_t T, const QuantMatrix& W, flo
   // in thread order; a long input's products are large enough for sgemm's own threads.
   const int64_t threads =
       omp_in_parallel() || T > kBackwardSharedPanelsMaxRows ? 1 : std::max(1, omp_get_max_threads());
-  const int64_t max_rows = std::max<int64_t>(1, std::min<int64_t>(out, kQuantPanelBytes / (4 * in)));
-  int64_t n_panels = (out + max_rows - 1) / max_rows;
-  n_panels = (n_panels + threads - 1) / threads * threads;
-  const int64_t panel = (out + n_panels - 1) / n_panels;
-  n_panels = (out + panel - 1) / panel;
+  const QuantPanels panels = quant_panels(out, in, threads, /*max_rows=*/out);
+  const int64_t panel = panels.rows, n_panels = panels.count;
   const auto panel_product = [&](int64_t p, std::vector<float>& w, float* acc) {
     const int64_t r0 = p * panel, n = std::min(panel, out - r0);
     bool zero = true;

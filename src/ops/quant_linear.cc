@@ -10,6 +10,18 @@
 
 namespace headscope::ops {
 
+QuantPanels quant_panels(int64_t out, int64_t in, int64_t threads, int64_t max_rows) {
+  if (out <= 0 || in <= 0) return {};
+  const int64_t rows =
+      std::clamp<int64_t>(kQuantPanelBytes / (int64_t(sizeof(float)) * in), 1, std::max<int64_t>(1, max_rows));
+  int64_t count = (out + rows - 1) / rows;
+  count = (count + threads - 1) / threads * threads;
+  QuantPanels p;
+  p.rows = (out + count - 1) / count;
+  p.count = (out + p.rows - 1) / p.rows;
+  return p;
+}
+
 void quant_linear(const float* x, int64_t T, const QuantMatrix& W, const float* bias, float* y,
                   bool gemv_for_few_rows) {
   const int64_t in = W.cols(), out = W.rows();
@@ -31,15 +43,9 @@ void quant_linear(const float* x, int64_t T, const QuantMatrix& W, const float* 
     quant_gemv(x, T, W, bias, y);
     return;
   }
-  // Panels of at most max_rows rows, as many as a multiple of the threads so that none waits for
-  // the others at the end: 576 rows on two threads are four panels of 144 rather than 256, 256
-  // and 64.
   const int64_t threads = omp_in_parallel() ? 1 : std::max(1, omp_get_max_threads());
-  const int64_t max_rows = std::clamp<int64_t>(kQuantPanelBytes / (int64_t(sizeof(float)) * in), 1, kQuantPanelRows);
-  int64_t n_panels = (out + max_rows - 1) / max_rows;
-  n_panels = (n_panels + threads - 1) / threads * threads;
-  const int64_t panel_rows = (out + n_panels - 1) / n_panels;
-  n_panels = (out + panel_rows - 1) / panel_rows;
+  const QuantPanels panels = quant_panels(out, in, threads);
+  const int64_t panel_rows = panels.rows, n_panels = panels.count;
   std::exception_ptr failure;  // an exception may not leave a parallel region: kept, rethrown after
 #pragma omp parallel
   {

@@ -25,6 +25,17 @@ namespace headscope::ops {
 constexpr int64_t kQuantPanelRows = 256;
 constexpr int64_t kQuantPanelBytes = int64_t{4} << 20;
 
+// How an `out` × `in` matrix is cut into panels of output rows: at most `max_rows` rows and
+// kQuantPanelBytes of fp32 each, and as many panels as a multiple of `threads`, so that none
+// waits for the others at the end (576 rows on two threads are four panels of 144 rather than
+// 256, 256 and 64). Panel p holds rows [p · rows, min(out, (p + 1) · rows)). The product and
+// its transpose (ops::quant_linear_backward) cut their panels here.
+struct QuantPanels {
+  int64_t rows = 0;   // rows per panel (the last may hold fewer)
+  int64_t count = 0;  // number of panels
+};
+QuantPanels quant_panels(int64_t out, int64_t in, int64_t threads, int64_t max_rows = kQuantPanelRows);
+
 // y[T, W.rows()] = x[T, W.cols()] · Wᵀ + bias (bias may be null). `gemv_for_few_rows` false
 // keeps the panel sgemm at every T, and runs fewer than kSameKernelMinRows rows as that many
 // (zeros after them), so that a row's result does not depend on how many rows come with it (a

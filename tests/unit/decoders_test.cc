@@ -324,7 +324,12 @@ TEST(Decoders, Gemma3_270mGguf) {
   EXPECT_EQ(c.vocab_size, 262144);
   // Gemma 3's published layout: five local layers (512-token window) to one global layer.
   for (int l = 0; l < c.n_layer; ++l) EXPECT_EQ(c.window.at(size_t(l)), (l + 1) % 6 == 0 ? 0 : 512) << "layer " << l;
-  check_model("Gemma 3 270M Q4_K_M", *model, prompts, Tolerance{1e-5f, 1e-6f, 1e-4f, true}, false);
+  // Hidden states within 2.5e-6 of their largest |value| (1.04e5 here, "massive activations"):
+  // 0.26 absolute, about 33 float32 steps at that magnitude after 18 layers. Measured: under
+  // 1e-6 on AMD Zen 4; 1.26e-6 on the 642-token prompt on an Intel Xeon (AVX-512), where the
+  // reference's and headscope's sgemm kernels sum in other orders. Attention and logits keep
+  // their absolute bounds.
+  check_model("Gemma 3 270M Q4_K_M", *model, prompts, Tolerance{1e-5f, 2.5e-6f, 1e-4f, true}, false);
 }
 
 // Options the Gemma loader does not implement are refused by name, never run wrong.

@@ -3,6 +3,22 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 
+/** Every failure of every suite of this process, repeated at the end of the run (failureReport)
+ *  so that a log's last lines name them. */
+const allFailures = [];
+
+/** The failures of every suite, one line each, or '' when none failed. */
+export function failureReport() {
+  if (allFailures.length === 0) return '';
+  const lines = allFailures.map(
+    ({ suite, name, error }) =>
+      `  ✗ ${suite} › ${name}: ${String(error?.message ?? error)
+        .split('\n')[0]
+        .slice(0, 300)}`,
+  );
+  return `e2e: ${allFailures.length} failed:\n${lines.join('\n')}`;
+}
+
 export class Suite {
   constructor(name) {
     this.name = name;
@@ -18,6 +34,7 @@ export class Suite {
       console.log(`  ✓ ${name} (${Date.now() - t0} ms)`);
     } catch (e) {
       this.failures.push({ name, error: e });
+      allFailures.push({ suite: this.name, name, error: e });
       console.log(
         `  ✗ ${name}\n      ${String(e && e.stack ? e.stack : e)
           .split('\n')

@@ -38,7 +38,7 @@ import { decoderTests, windowTests } from './decoder.mjs';
 import { explorerTests } from './explorer.mjs';
 import { gradientsTests } from './gradients.mjs';
 import { headMapTests, missingEvidenceTests } from './headmap.mjs';
-import { startServer, Suite } from './harness.mjs';
+import { failureReport, startServer, Suite } from './harness.mjs';
 import { LONG_TOKENS, longTests, longText } from './long.mjs';
 import { mapsTests } from './maps.mjs';
 import { patchingTests } from './patching.mjs';
@@ -119,6 +119,12 @@ log.path = path.join(outDir, 'server.log');
 const server = await startServer({ bin, model, webDir: dist, log });
 console.log(`e2e: ${bin} serving ${path.basename(model)} at ${server.url}`);
 let ok = false;
+/** A failure outside the tests (a server that exited), said now and again at the end. */
+const problems = [];
+const problem = (message) => {
+  console.error(message);
+  problems.push(message);
+};
 try {
   const apiSuite = new Suite('api');
   const uiSuite = new Suite('browser');
@@ -136,7 +142,7 @@ try {
     b = uiSuite.summary();
   ok = a && b;
   if (server.child.exitCode !== null) {
-    console.error(`e2e: the server exited (code ${server.child.exitCode}) during the tests`);
+    problem(`e2e: the server exited (code ${server.child.exitCode}) during the tests`);
     ok = false;
   }
 } finally {
@@ -157,7 +163,7 @@ if (decoderModel && (!only || onlyDecoder)) {
     if (!onlyExplorer) await decoderTests(dserver.url, suite, outDir);
     ok = suite.summary() && ok;
     if (dserver.child.exitCode !== null) {
-      console.error(`e2e: the decoder server exited (code ${dserver.child.exitCode}) during the tests`);
+      problem(`e2e: the decoder server exited (code ${dserver.child.exitCode}) during the tests`);
       ok = false;
     }
   } finally {
@@ -186,7 +192,7 @@ if (windowModel && (onlyWindow || !only)) {
     await windowTests(wserver.url, suite, outDir, longText(longConllu, 2800));
     ok = suite.summary() && ok;
     if (wserver.child.exitCode !== null) {
-      console.error(`e2e: the sliding-window server exited (code ${wserver.child.exitCode}) during the tests`);
+      problem(`e2e: the sliding-window server exited (code ${wserver.child.exitCode}) during the tests`);
       ok = false;
     }
   } finally {
@@ -294,7 +300,7 @@ async function gradientsPass(modelDir, tag) {
     await gradientsTests(gserver.url, suite, outDir, { tag });
     ok = suite.summary() && ok;
     if (gserver.child.exitCode !== null) {
-      console.error(`e2e: the gradients server exited (code ${gserver.child.exitCode}) during the tests`);
+      problem(`e2e: the gradients server exited (code ${gserver.child.exitCode}) during the tests`);
       ok = false;
     }
   } finally {
@@ -383,7 +389,7 @@ async function twoModelsPass(second, tag, options = {}) {
     await twoModelsTests(tserver.url, suite, outDir, { tag, ...options });
     ok = suite.summary() && ok;
     if (tserver.child.exitCode !== null) {
-      console.error(`e2e: the two-model server exited (code ${tserver.child.exitCode}) during the tests`);
+      problem(`e2e: the two-model server exited (code ${tserver.child.exitCode}) during the tests`);
       ok = false;
     }
   } finally {
@@ -416,7 +422,7 @@ if (only && !onlyLong) {
     await longTests(lserver.url, suite, outDir, longText(longConllu), timings);
     ok = suite.summary() && ok;
     if (lserver.child.exitCode !== null) {
-      console.error(`e2e: the long-text server exited (code ${lserver.child.exitCode}) during the tests`);
+      problem(`e2e: the long-text server exited (code ${lserver.child.exitCode}) during the tests`);
       ok = false;
     }
   } finally {
@@ -427,4 +433,8 @@ if (only && !onlyLong) {
   }
 }
 console.log(`e2e: screenshots and exports in ${path.relative(process.cwd(), outDir) || outDir}`);
+const report = failureReport();
+if (report) console.log(report);
+for (const p of problems) console.log(p);
+if (!ok && !report && problems.length === 0) console.log('e2e: failed outside a test (see above)');
 process.exit(ok ? 0 : 1);

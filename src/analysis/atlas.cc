@@ -69,10 +69,22 @@ void join_evidence(AtlasResult& r, const DependencyScorer& select_scorer, const 
       r.evidence[i] = options.evidence[i];
       r.evidence[i].stats = r.stats[i];
     }
+  // A causal model's roles come from the rows without the sink; the sink's shares stay as evidence.
+  const auto read_without_sink = [](HeadEvidence& e, const HeadStats& whole, const std::vector<HeadStats>& free,
+                                    size_t i) {
+    if (i >= free.size()) return;
+    e.stats = free[i];
+    e.sink = SinkEvidence{whole.sink_mass, whole.first_mass, whole.sink_mass_norm};
+  };
+  for (size_t i = 0; i < r.evidence.size(); ++i) read_without_sink(r.evidence[i], r.stats[i], r.free_stats, i);
   r.roles = assign_roles(r.evidence);
   for (TextRoles& t : r.texts) {
     std::vector<HeadEvidence> evidence = r.evidence;
-    for (size_t i = 0; i < evidence.size(); ++i) evidence[i].stats = t.stats[i];
+    for (size_t i = 0; i < evidence.size(); ++i) {
+      evidence[i].stats = t.stats[i];
+      evidence[i].sink.reset();
+      read_without_sink(evidence[i], t.stats[i], t.free_stats, i);
+    }
     t.roles = assign_roles(evidence);
   }
 }

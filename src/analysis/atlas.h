@@ -46,8 +46,9 @@ struct CorefResult {
 // One corpus text seen on its own (AtlasOptions::text_roles).
 struct TextRoles {
   std::string text;
-  std::vector<HeadStats> stats;  // [n_layer * n_head], token level
-  std::vector<HeadRoles> roles;  // [n_layer * n_head]
+  std::vector<HeadStats> stats;       // [n_layer * n_head], token level
+  std::vector<HeadStats> free_stats;  // causal models: without the sink (AtlasResult::free_stats)
+  std::vector<HeadRoles> roles;       // [n_layer * n_head]
 };
 
 // Every head ablated alone (zero ablation) over a few sentences, and the proxy (docs/causal.md).
@@ -68,7 +69,11 @@ struct AtlasResult {
   int64_t select_sentences = 0, report_sentences = 0, skipped_sentences = 0;
   std::vector<HeadStats> stats;       // [n_layer * n_head], token level
   std::vector<HeadStats> word_stats;  // [n_layer * n_head], word level (words.h)
-  std::vector<ProbeEvidence> probe;   // [n_layer * n_head]
+  // A causal model's token-level rows without the sink (StreamPlan::sink_free: the first position
+  // and the specials dropped, each row renormalised), which its roles are read from as every
+  // frontend's are, the sink shares of `stats` kept as their evidence; empty for an encoder.
+  std::vector<HeadStats> free_stats;
+  std::vector<ProbeEvidence> probe;  // [n_layer * n_head]
   std::vector<RelationResult> relations;
   DependencyScorer select_counts{0}, report_counts{0};  // raw counts behind `relations`
   std::vector<HeadSyntax> head_syntax;                  // [n_layer * n_head] best relation per head
@@ -89,7 +94,7 @@ CorefResult summarise_coref(const CorefScorer& select, const CorefScorer& report
 // Relations, each head's best relation and evidence (or AtlasOptions::evidence, when given, with
 // the statistics measured here), then roles for every head and every TextRoles entry: fills
 // relations, select_counts, report_counts, head_syntax, evidence, roles and texts[].roles of `r`
-// from its stats, probe and coref.
+// from its stats (a causal model's free_stats, with the sink shares of stats), probe and coref.
 void join_evidence(AtlasResult& r, const DependencyScorer& select, const DependencyScorer& report);
 
 }  // namespace headscope::analysis

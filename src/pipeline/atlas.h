@@ -34,6 +34,7 @@ struct AtlasPartial {
   analysis::DependencyScorer report{0}, select{0};
   analysis::CorefScorer coref_report{0}, coref_select{0};
   analysis::ModelStatsAccumulator token_stats, word_stats;  // over the report treebank (without a corpus)
+  analysis::ModelStatsAccumulator token_free_stats;         // the same, a causal model's rows without the sink
   int64_t report_sentences = 0, select_sentences = 0, skipped_sentences = 0;
   int64_t texts = 0, tokens = 0;                        // the sentences the statistics count
   std::vector<std::pair<std::string, double>> seconds;  // per stage, summed over shards
@@ -42,7 +43,7 @@ struct AtlasPartial {
 };
 // The shard's stages on `model` (the data files of `options`, read here).
 AtlasPartial atlas_partial(const Model& model, const analysis::AtlasOptions& options, const AtlasShard& shard);
-// As bytes (CBOR of "headscope.atlas_partial/1") and back; Error for bytes that are not a partial.
+// As bytes (CBOR of "headscope.atlas_partial/2") and back; Error for bytes that are not a partial.
 std::string atlas_partial_to_bytes(const AtlasPartial& partial);
 AtlasPartial atlas_partial_from_bytes(std::string_view bytes);
 

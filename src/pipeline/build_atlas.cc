@@ -168,6 +168,7 @@ CaptureOptions atlas_capture() {
 AtlasPartial run_data_stages(const Model& model, const AtlasOptions& options, const AtlasData& data,
                              const AtlasShard& shard) {
   const ModelConfig& c = model.config();
+  const int N = c.n_layer * c.n_head;
   const CaptureOptions capture = atlas_capture();
   auto progress = [&](std::string_view stage, int64_t done, int64_t total) {
     if (options.progress) options.progress(stage, done, total);
@@ -177,6 +178,12 @@ AtlasPartial run_data_stages(const Model& model, const AtlasOptions& options, co
                        const Tensor& units) {
     const SequenceInfo seq = describe_sequence(enc, text, c.causal);
     p.token_stats.add(cap.attention, seq, cap.value_norms);
+    if (c.causal) {  // the rows without the sink, through the head streams as analyse() reads them
+      const StreamPlan plan = make_stream_plan(seq, map, /*without_specials=*/false, 1, c.window);
+      std::vector<HeadStream> heads = make_head_streams(plan, N, c.window);
+      feed_stored(heads, cap.attention, cap.value_norms);
+      for (int h = 0; h < N; ++h) p.token_free_stats.merge_head(size_t(h), heads[size_t(h)].token_free);
+    }
     p.word_stats.add(units, describe_units(seq, map));
     ++p.texts;
     p.tokens += static_cast<int64_t>(enc.size());
@@ -292,6 +299,7 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
   const DependencyScorer& report_scorer = p.report;
   ModelStatsAccumulator& token_stats = p.token_stats;
   ModelStatsAccumulator& word_stats = p.word_stats;
+  ModelStatsAccumulator& token_free_stats = p.token_free_stats;
   const std::vector<std::string>& corpus = data.corpus;
 
   // ---- statistics over a separate corpus ----
@@ -304,11 +312,14 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
       for (int h = 0; h < N; ++h) {
         token_stats.merge_head(size_t(h), heads[size_t(h)].token);
         word_stats.merge_head(size_t(h), heads[size_t(h)].word);
+        if (c.causal) token_free_stats.merge_head(size_t(h), heads[size_t(h)].token_free);
       }
       if (options.text_roles) {
         TextRoles& t = r.texts.emplace_back();
         t.text = corpus[i];
         for (const HeadStream& h : heads) t.stats.push_back(h.token.result());
+        if (c.causal)
+          for (const HeadStream& h : heads) t.free_stats.push_back(h.token_free.result());
       }
       ++r.corpus_texts;
       r.corpus_tokens += static_cast<int64_t>(enc.size());
@@ -345,6 +356,7 @@ AtlasResult build_atlas(const Model& model, const std::string& model_path, const
   }
   r.stats = token_stats.result();
   r.word_stats = word_stats.result();
+  if (c.causal) r.free_stats = token_free_stats.result();
 
   // ---- induction / duplicate probe ----
   if (given) {
@@ -378,7 +390,8 @@ AtlasPartial::AtlasPartial(const ModelConfig& config)
       coref_report(config.n_layer * config.n_head),
       coref_select(config.n_layer * config.n_head),
       token_stats(config.n_layer, config.n_head, config.window),
-      word_stats(config.n_layer, config.n_head) {}
+      word_stats(config.n_layer, config.n_head),
+      token_free_stats(config.n_layer, config.n_head, config.window) {}
 
 void AtlasPartial::merge(const AtlasPartial& o) {
   if (o.n_layer != n_layer || o.n_head != n_head)
@@ -390,6 +403,7 @@ void AtlasPartial::merge(const AtlasPartial& o) {
   coref_select.merge(o.coref_select);
   token_stats.merge(o.token_stats);
   word_stats.merge(o.word_stats);
+  token_free_stats.merge(o.token_free_stats);
   report_sentences += o.report_sentences, select_sentences += o.select_sentences;
   skipped_sentences += o.skipped_sentences, texts += o.texts, tokens += o.tokens;
   for (const auto& stage : o.seconds) {
@@ -423,7 +437,7 @@ std::array<int64_t, 4> atlas_stage_sizes(const AtlasOptions& options) {
 }
 
 namespace {
-constexpr const char* kPartialSchema = "headscope.atlas_partial/1";
+constexpr const char* kPartialSchema = "headscope.atlas_partial/2";
 }
 
 std::string atlas_partial_to_bytes(const AtlasPartial& p) {
@@ -440,6 +454,7 @@ std::string atlas_partial_to_bytes(const AtlasPartial& p) {
       {"coref_select", p.coref_select.to_json()},
       {"token_stats", p.token_stats.to_json()},
       {"word_stats", p.word_stats.to_json()},
+      {"token_free_stats", p.token_free_stats.to_json()},
       {"counts", {p.report_sentences, p.select_sentences, p.skipped_sentences, p.texts, p.tokens}},
       {"seconds", std::move(seconds)}};
   const std::vector<uint8_t> cbor = nlohmann::json::to_cbor(j);
@@ -464,6 +479,7 @@ AtlasPartial atlas_partial_from_bytes(std::string_view bytes) {
       if (n != N) throw Error("a scorer counts " + std::to_string(n) + " heads, not " + std::to_string(N));
     p.token_stats.from_json(j.at("token_stats"));
     p.word_stats.from_json(j.at("word_stats"));
+    p.token_free_stats.from_json(j.at("token_free_stats"));
     const auto counts = j.at("counts").get<std::vector<int64_t>>();
     if (counts.size() != 5) throw Error("counts");
     p.report_sentences = counts[0], p.select_sentences = counts[1], p.skipped_sentences = counts[2];

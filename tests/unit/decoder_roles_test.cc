@@ -5,6 +5,7 @@
 //   trophy sentence, no probe, no corpus evidence: SmolLM2 29 dormant heads of 270, Gemma 3 none of 72;
 //   the first 20 UD PUD sentences: SmolLM2 9.3 % of text x head records dormant, Gemma 3 0.8 %.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <fstream>
@@ -13,8 +14,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "analysis/atlas.h"
 #include "headscope/headscope.h"
 #include "headscope/pipeline.h"
+#include "pipeline/atlas.h"
 #include "test_support.h"
 
 namespace headscope {
@@ -102,6 +105,66 @@ TEST_P(DecoderRoles, PudCensus) {
   } else {
     EXPECT_LE(dormant, 0.04);
   }
+}
+
+// The atlas reads a decoder's roles as analyse() does, from the rows without the sink with the
+// sink's shares as evidence (before, it labelled most decoder heads Sink from whole rows): with
+// the same (empty) evidence, each corpus text's roles in the atlas are those analyse() gives the
+// text, to the rounding of the atlas's packed passes; and the sink-free sums of shards merged equal
+// one pass's.
+TEST_P(DecoderRoles, AtlasReadsRolesWithoutTheSink) {
+  const Model& model = decoder(GetParam());
+  const int N = model.config().n_layer * model.config().n_head;
+  const std::string data = testing::env_or_fail("HEADSCOPE_DATA");
+  const std::string pud = data + "/ud/en_pud-ud-test.conllu";
+  std::vector<CorpusText> texts = read_corpus(pud);
+  ASSERT_GE(texts.size(), 30u);
+  texts.erase(texts.begin(), texts.begin() + 20);  // other sentences than the treebank stage's
+  texts.resize(6);
+  const std::string corpus = ::testing::TempDir() + "/atlas_corpus_" + GetParam() + ".txt";
+  {
+    std::ofstream f(corpus);
+    for (const CorpusText& t : texts) f << t.text << "\n";
+  }
+  analysis::AtlasOptions o;
+  o.report_treebank = pud;
+  o.max_sentences = 20;
+  o.corpus = corpus;
+  o.text_roles = true;
+  o.importance_texts = 0;
+  o.evidence.assign(size_t(N), analysis::HeadEvidence{});  // no probe, syntax or coreference
+  const analysis::AtlasResult atlas = build_atlas(model, GetParam(), o);
+  ASSERT_EQ(atlas.free_stats.size(), size_t(N));
+  int sink = 0;
+  for (const analysis::HeadRoles& r : atlas.roles) sink += r.primary.role == analysis::Role::kSink;
+  EXPECT_EQ(sink, 0);
+  for (const analysis::HeadEvidence& e : atlas.evidence) ASSERT_TRUE(e.sink.has_value());
+  ASSERT_EQ(atlas.texts.size(), texts.size());
+  int same = 0, total = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const RunAnalysis run = analyse(model, texts[i].text, model.encode(texts[i].text), {}, AnalyseOptions{});
+    ASSERT_EQ(atlas.texts[i].roles.size(), size_t(N));
+    for (size_t h = 0; h < size_t(N); ++h, ++total)
+      same += atlas.texts[i].roles[h].primary.role == run.token_level.roles[h].primary.role;
+  }
+  std::printf("%s atlas: %d sink heads; per-text roles equal to analyse() for %d of %d text x head records\n",
+              GetParam().c_str(), sink, same, total);
+  EXPECT_GE(same, total * 97 / 100);
+
+  // Shards of the treebank stage, merged, carry the same sink-free sums as one pass (one thread,
+  // as atlas_partial_test runs the encoder's: the sums are exact, the passes deterministic).
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  analysis::AtlasOptions tb = o;
+  tb.corpus.clear();
+  AtlasShard a, b;
+  a.report_end = 7;
+  b.report_begin = 7;
+  AtlasPartial merged = atlas_partial_from_bytes(atlas_partial_to_bytes(atlas_partial(model, tb, a)));
+  merged.merge(atlas_partial(model, tb, b));
+  EXPECT_EQ(merged.token_free_stats.to_json(), atlas_partial(model, tb, AtlasShard{}).token_free_stats.to_json());
+  EXPECT_NE(merged.token_free_stats.to_json(), AtlasPartial(model.config()).token_free_stats.to_json());
+  omp_set_num_threads(threads);
 }
 
 INSTANTIATE_TEST_SUITE_P(Decoders, DecoderRoles, ::testing::Values("smollm2", "gemma3_270m"));

@@ -233,7 +233,12 @@ RunAnalysis analyse_attention(const ModelConfig& config, std::string text, Encod
 // when it was streamed (the same kernel as the pass: equal to the dense map to float rounding).
 // Throws Error for a layer, head or range outside the run, an empty or inverted range, or a tile
 // over limits::kMaxTileCells.
-Tensor attention_tile(const Model& model, const RunAnalysis& run, int layer, int head, int q0, int q1, int k0, int k1);
+// `norm_weighted`: the same region of the norm-weighted view instead, α_qk · ‖f_h(x_k)‖ from the
+// run's value norms with each query's whole row (every key, not only the tile's) rescaled to sum 1:
+// the values attention_view() gives under AttentionView::kNorm, for a streamed run too (its rows
+// computed again, a few at a time). Throws Error when the run kept no value norms.
+Tensor attention_tile(const Model& model, const RunAnalysis& run, int layer, int head, int q0, int q1, int k0, int k1,
+                      bool norm_weighted = false);
 
 // ---- what heads move: norm-weighted attention, rollout, direct logit attribution ----
 // (src/pipeline/attribute.cc; formulas in docs/metrics.md)
@@ -510,7 +515,7 @@ struct AtlasShard {
   int64_t coref_select_begin = 0, coref_select_end = -1;
 };
 // The shard's treebank and GAP stages on `model` (the data files of `options`, read here), as a
-// partial's bytes (CBOR of "headscope.atlas_partial/1": integer counts and exact statistic sums,
+// partial's bytes (CBOR of "headscope.atlas_partial/2": integer counts and exact statistic sums,
 // no attention map). Partials of any split, merged in any order, hold bit for bit what one pass over
 // all the items counts; AtlasOptions::partial_bytes builds the atlas from them.
 std::string atlas_partial_bytes(const Model& model, const analysis::AtlasOptions& options, const AtlasShard& shard);

@@ -1432,11 +1432,14 @@ class Result:
         """float32 [n_layer, n_head, T]: |v_k W_O,h|, what head h moves from key k (zero-copy)."""
         return self._core.value_norms
 
-    def tile(self, layer: int, head: int, q0: int, q1: int, k0: int, k1: int) -> np.ndarray:
+    def tile(self, layer: int, head: int, q0: int, q1: int, k0: int, k1: int, view: str = "weights") -> np.ndarray:
         """Exact attention of one head over query rows q0..q1-1 and keys k0..k1-1:
         float32 [q1 - q0, k1 - k0]. From the stored maps, or computed again from the run's
-        queries and keys when it was streamed (equal to the dense map to float rounding)."""
-        return self._core.tile(layer, head, q0, q1, k0, k1)
+        queries and keys when it was streamed (equal to the dense map to float rounding).
+        view="norm": the norm-weighted shares of the same cells instead, a_qk |v_k W_O,h| with
+        each query's whole row (every key, not only the tile's) rescaled to sum 1, the values of
+        norm_weighted_attention(), on a streamed run too."""
+        return self._core.tile(layer, head, q0, q1, k0, k1, view)
 
     def json(self) -> str:
         """The run as the explorer's /api/run returns it (schema "headscope.run/2", docs/schema.md)."""

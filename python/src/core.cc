@@ -263,13 +263,16 @@ std::string run_json_text(const PyRun& r) {
   return j.dump();
 }
 
-Array tile(const PyRun& r, int layer, int head, int q0, int q1, int k0, int k1) {
+Array tile(const PyRun& r, int layer, int head, int q0, int q1, int k0, int k1, const std::string& view) {
+  if (view != "weights" && view != "norm")
+    throw Error("tile: view='" + view +
+                "'; give 'weights' or 'norm' (rollout has no tile: it needs every layer's whole maps)");
   Tensor t;
   {
     nb::gil_scoped_release release;
     std::lock_guard lock(r.owner->run_mutex);
     r.owner->set_threads();
-    t = attention_tile(*r.owner->model, *r.run, layer, head, q0, q1, k0, k1);
+    t = attention_tile(*r.owner->model, *r.run, layer, head, q0, q1, k0, k1, view == "norm");
   }
   return array_from(std::move(t));
 }
@@ -1240,8 +1243,9 @@ void register_run(nb::module_& m) {
       .def_prop_ro("encoding", [](const PyRun& r) { return encoding_tuple(r.run->encoding); })
       .def_prop_ro("truncated", [](const PyRun& r) { return r.run->encoding.truncated; })
       .def("json", &run_json_text, "The run as /api/run returns it (docs/schema.md).")
-      .def("tile", &tile, "layer"_a, "head"_a, "q0"_a, "q1"_a, "k0"_a, "k1"_a,
-           "Exact attention rows q0..q1-1 over keys k0..k1-1 of one head: [q1 - q0, k1 - k0].");
+      .def("tile", &tile, "layer"_a, "head"_a, "q0"_a, "q1"_a, "k0"_a, "k1"_a, "view"_a = "weights",
+           "Exact attention rows q0..q1-1 over keys k0..k1-1 of one head: [q1 - q0, k1 - k0]; view 'norm': "
+           "the norm-weighted shares of the same cells.");
 }
 
 // The module's functions: load, the catalogues and analyse_attention.

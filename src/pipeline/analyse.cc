@@ -378,7 +378,42 @@ std::vector<HeadLink> heads_linking(const Model& model, const RunAnalysis& run, 
   return out;
 }
 
-Tensor attention_tile(const Model& model, const RunAnalysis& run, int layer, int head, int q0, int q1, int k0, int k1) {
+namespace {
+
+// The norm-weighted shares of rows q0 .. q1 − 1 over keys k0 .. k1 − 1 (attention_tile's
+// `norm_weighted`): each row's weights over every key times the value norms, summed in double in
+// key order and divided as attention_view() does, so that a dense run's tile equals its view.
+Tensor norm_weighted_tile(const Model& model, const RunAnalysis& run, int layer, int head, int q0, int q1, int k0,
+                          int k1) {
+  const ModelConfig& c = model.config();
+  const int T = run.T();
+  const Tensor& norms = run.capture.value_norms;  // [L, H, T]
+  if (norms.numel() != int64_t{c.n_layer} * c.n_head * T)
+    throw Error("the norm-weighted view needs the run's value norms [n_layer, n_head, T], and this run kept none");
+  const float* n = norms.ptr() + (int64_t{layer} * c.n_head + head) * T;
+  Tensor tile({q1 - q0, k1 - k0}, Tensor::Uninitialized{});
+  const int rows = static_cast<int>(std::max<int64_t>(1, limits::kMaxTileCells / T));  // whole rows at a time
+  for (int r0 = q0; r0 < q1; r0 += rows) {
+    const int r1 = std::min(q1, r0 + rows);
+    const Tensor w = attention_tile(model, run, layer, head, r0, r1, 0, T);  // [r1 − r0, T]
+    for (int q = r0; q < r1; ++q) {
+      const float* a = w.ptr() + int64_t(q - r0) * T;
+      double total = 0;
+      for (int k = 0; k < T; ++k) total += a[k] * n[k];  // α_qk · ‖f_h(x_k)‖ in float, summed in double
+      float* out = tile.ptr() + int64_t(q - q0) * (k1 - k0);
+      for (int k = k0; k < k1; ++k) {
+        const float v = a[k] * n[k];
+        out[k - k0] = total > 0 ? static_cast<float>(v / total) : v;
+      }
+    }
+  }
+  return tile;
+}
+
+}  // namespace
+
+Tensor attention_tile(const Model& model, const RunAnalysis& run, int layer, int head, int q0, int q1, int k0, int k1,
+                      bool norm_weighted) {
   const ModelConfig& c = model.config();
   const int T = run.T();
   if (layer < 0 || layer >= c.n_layer || head < 0 || head >= c.n_head)
@@ -393,6 +428,7 @@ Tensor attention_tile(const Model& model, const RunAnalysis& run, int layer, int
     throw ResourceError("attention tile: " + std::to_string(q1 - q0) + " × " + std::to_string(k1 - k0) +
                         " cells is over the limit of " + std::to_string(limits::kMaxTileCells) +
                         "; ask for a smaller one");
+  if (norm_weighted) return norm_weighted_tile(model, run, layer, head, q0, q1, k0, k1);
   Tensor tile({q1 - q0, k1 - k0}, Tensor::Uninitialized{});
   if (run.capture.attention.empty()) {  // streamed: computed again from the kept queries and keys
     model.attention_from_qk(run.capture, layer, head, q0, q1, k0, k1, tile.ptr());

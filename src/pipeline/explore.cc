@@ -113,8 +113,9 @@ std::optional<std::string> view_unavailable(const RunAnalysis& run, AttentionVie
   const char* name = view == AttentionView::kNorm ? "norm-weighted" : "rollout";
   if (run.streamed)
     return std::string("the ") + name + " view needs the whole attention maps, and this text's " +
-           std::to_string(run.T()) + " tokens were streamed (dense maps are kept up to " +
-           std::to_string(limits::kDenseMapsBytes >> 20) + " MiB): analyse a shorter text";
+           std::to_string(run.T()) +
+           " tokens were streamed (whole maps are kept only while the run fits the "
+           "memory budget): analyse a shorter text";
   if (view == AttentionView::kRollout && run.T() > limits::kMaxRolloutTokens)
     return "the rollout view multiplies every layer's T x T map (n_layer · T³): this text's " +
            std::to_string(run.T()) + " tokens are over the limit of " + std::to_string(limits::kMaxRolloutTokens) +

@@ -81,6 +81,13 @@ def test_stream_tiles_equal_dense_maps(minilm):
         assert tile.shape == (T - 5, T - 3)
         np.testing.assert_allclose(tile, dense.attention[layer, head, 5:, : T - 3], atol=1e-6)
         assert np.array_equal(dense.tile(layer, head, 0, T, 0, T), dense.attention[layer, head])
+        # Norm-weighted shares, tile by tile, against numpy on the dense run's maps and value norms.
+        w = dense.attention[layer, head].astype(np.float64) * dense.value_norms[layer, head][None, :]
+        w /= w.sum(axis=-1, keepdims=True)
+        norm = streamed.tile(layer, head, 5, T, 0, T - 3, view="norm")
+        np.testing.assert_allclose(norm, w[5:, : T - 3], atol=1e-6)
+    with pytest.raises(ValueError, match="rollout has no tile"):
+        streamed.tile(0, 0, 0, 1, 0, 1, view="rollout")
     # The statistics do not depend on how the maps were held.
     for a, b in zip(dense.stats(), streamed.stats()):
         assert a.entropy_bits == pytest.approx(b.entropy_bits, abs=1e-6)

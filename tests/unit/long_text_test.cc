@@ -144,8 +144,31 @@ void check_stream_equals_dense(const Model& model, int tokens, const std::string
     for (size_t i = 0; i < a.data.size(); ++i) tile_worst = std::max(tile_worst, std::abs(a.data[i] - b.data[i]));
   }
   EXPECT_LE(tile_worst, 1e-6f);
-  std::printf("[ %s ] T = %d: largest statistic difference %.2e (relative), tile %.2e (absolute)\n", name.c_str(), T,
-              worst, double(tile_worst));
+
+  // Norm-weighted tiles: the dense run's are the cells of its norm-weighted view (the same
+  // arithmetic, bit for bit), the streamed run's the same from rows computed again.
+  float norm_worst = 0;
+  for (int trial = 0; trial < 4; ++trial) {
+    const int layer = int(rng() % c.n_layer), head = int(rng() % c.n_head);
+    const int q0 = int(rng() % (T - 1)), q1 = std::min(T, q0 + 1 + int(rng() % 300));
+    const int k0 = int(rng() % (T - 1)), k1 = std::min(T, k0 + 1 + int(rng() % 300));
+    const Tensor view =
+        attention_view(c, dense, AttentionView::kNorm, Level::kToken, layer, head, nullptr);  // [1, 1, T, T]
+    const Tensor a = attention_tile(model, dense, layer, head, q0, q1, k0, k1, /*norm_weighted=*/true);
+    const Tensor b = attention_tile(model, streamed, layer, head, q0, q1, k0, k1, /*norm_weighted=*/true);
+    ASSERT_EQ(b.shape, (std::vector<int64_t>{q1 - q0, k1 - k0}));
+    for (int q = q0; q < q1; ++q)
+      for (int k = k0; k < k1; ++k) {
+        const size_t i = size_t(q - q0) * size_t(k1 - k0) + size_t(k - k0);
+        ASSERT_EQ(a.data[i], view.data[size_t(q) * size_t(T) + size_t(k)]) << q << ", " << k;
+        norm_worst = std::max(norm_worst, std::abs(a.data[i] - b.data[i]));
+      }
+  }
+  EXPECT_LE(norm_worst, 1e-6f);
+  std::printf(
+      "[ %s ] T = %d: largest statistic difference %.2e (relative), tile %.2e, norm-weighted tile %.2e "
+      "(absolute)\n",
+      name.c_str(), T, worst, double(tile_worst), double(norm_worst));
 }
 
 TEST(LongText, StreamEqualsDenseOnTheDefaultModel) {
@@ -271,6 +294,16 @@ TEST(LongText, TilesRefuseBadRanges) {
   double sum = 0;
   for (float w : one.data) sum += w;
   EXPECT_NEAR(sum, 1.0, 1e-5);  // a whole row is a distribution
+  EXPECT_THROW(attention_tile(model, run, 0, 0, 0, T + 1, 0, T, /*norm_weighted=*/true), Error);
+  // Norm-weighted: a whole row also sums to 1; a row's part is its share of that row, α_k ‖f(x_k)‖
+  // over Σ α ‖f(x)‖, computed here from the weights and the value norms.
+  const Tensor norm_row = attention_tile(model, run, 5, 11, T - 1, T, 0, T, /*norm_weighted=*/true);
+  const Tensor part = attention_tile(model, run, 5, 11, T - 1, T, 2, 5, /*norm_weighted=*/true);
+  const float* n = run.capture.value_norms.ptr() + (5 * 12 + 11) * int64_t{T};
+  double total = 0, moved = 0;
+  for (int k = 0; k < T; ++k) total += double(one.data[size_t(k)]) * n[k], moved += norm_row.data[size_t(k)];
+  EXPECT_NEAR(moved, 1.0, 1e-5);
+  for (int k = 2; k < 5; ++k) EXPECT_NEAR(part.data[size_t(k - 2)], one.data[size_t(k)] * n[k] / total, 1e-6);
 }
 
 TEST(LongText, MemoryIsCheckedBeforeTheRun) {

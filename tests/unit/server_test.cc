@@ -214,6 +214,8 @@ class ShapedModel : public Model {
   ModelConfig config_;
 };
 
+constexpr uint64_t kGiB2 = uint64_t{2048} << 20;  // the server's default --cache-mib
+
 ModelConfig smollm2_shape() {
   ModelConfig c;
   c.n_layer = 30, c.n_head = 9, c.n_kv_head = 3, c.d_head = 64, c.d_model = 576, c.causal = true;
@@ -230,21 +232,21 @@ TEST(ServerLimits, RunBytesCountsTheCapture) {
   const uint64_t expected =
       4 * (2 * 6 * 12 * T * T + 6 * 12 * T * 32 + 6 * 12 * T * 384 + 6 * T * 384 + 6 * 12 * T) + overviews;
   const ShapedModel minilm_shape(c);
-  EXPECT_FALSE(streams_maps(minilm_shape, 512));  // the explorer's full maps at the model's limit
-  EXPECT_EQ(run_bytes(minilm_shape, 512), expected);
+  EXPECT_FALSE(streams_maps(minilm_shape, 512, kGiB2));  // the explorer's full maps at the model's limit
+  EXPECT_EQ(run_bytes(minilm_shape, 512, kGiB2), expected);
   // 2,300 tokens with dense maps needed ~11 GiB and got the server killed; they are streamed now,
   // and a run keeps queries, keys, value norms and overviews, linear in T: 8,192 tokens fit in the
   // default 2 GiB.
   const ShapedModel smollm2(smollm2_shape());
-  EXPECT_TRUE(streams_maps(smollm2, 2300));
+  EXPECT_TRUE(streams_maps(smollm2, 2300, kGiB2));
   const uint64_t T8 = 8192;
-  EXPECT_EQ(run_bytes(smollm2, 8192),
+  EXPECT_EQ(run_bytes(smollm2, 8192, kGiB2),
             30 * 9 * (2 * 256 * 256 * 4 + (3 * T8 - 1) * 8) + 4 * (30 * 9 * T8 * 64 + 30 * 3 * T8 * 64 + 30 * 9 * T8));
-  EXPECT_LT(run_bytes(smollm2, 8192), uint64_t{2048} << 20);
+  EXPECT_LT(run_bytes(smollm2, 8192, kGiB2), uint64_t{2048} << 20);
   const int64_t fit = max_tokens_within(smollm2, uint64_t{2048} << 20);
   EXPECT_GT(fit, 8192);
-  EXPECT_LE(run_bytes(smollm2, fit), uint64_t{2048} << 20);
-  EXPECT_GT(run_bytes(smollm2, fit + 1), uint64_t{2048} << 20);
+  EXPECT_LE(run_bytes(smollm2, fit, kGiB2), uint64_t{2048} << 20);
+  EXPECT_GT(run_bytes(smollm2, fit + 1, kGiB2), uint64_t{2048} << 20);
 }
 
 // The default --max-tokens: the model's own limit when a run that long fits the cache (SmolLM2's
@@ -260,21 +262,50 @@ TEST(ServerLimits, DefaultMaxTokensIsWhatTheModelReadsWhileARunFits) {
   const uint64_t small = uint64_t{64} << 20;
   EXPECT_EQ(default_max_tokens(smollm2, small), max_tokens_within(smollm2, small));
   EXPECT_LT(default_max_tokens(smollm2, small), 8192);
-  EXPECT_LE(run_bytes(smollm2, default_max_tokens(smollm2, small)), small);
+  EXPECT_LE(run_bytes(smollm2, default_max_tokens(smollm2, small), small), small);
 }
 
-TEST(ServerLimits, MaxTokensWithinFindsTheDenseLengthsWhenNoStreamedRunFits) {
-  // run_bytes drops where the maps start to stream, so a bisection over all lengths could land on
-  // either side; with 100 MiB no streamed SmolLM2 run fits (the overviews alone are 140 MB) and
-  // the answer is the longest dense one.
+// kAuto keeps the maps dense while what a dense run keeps fits the cache's budget (not a fixed
+// size of maps): SmolLM2's dense run, counted here as RunBytesCountsTheCapture counts MiniLM's,
+// decides the switch, which moves with the budget.
+TEST(ServerLimits, MapsStayDenseWhileTheRunFitsTheCache) {
   const ShapedModel smollm2(smollm2_shape());
-  const uint64_t budget = uint64_t{100} << 20;
-  const int64_t fit = max_tokens_within(smollm2, budget);
-  ASSERT_GT(fit, 0);
-  EXPECT_FALSE(streams_maps(smollm2, fit));
-  EXPECT_LE(run_bytes(smollm2, fit), budget);
-  EXPECT_GT(run_bytes(smollm2, fit + 1), budget);
-  for (int64_t t = fit + 1; t <= 20000; t += 97) EXPECT_GT(run_bytes(smollm2, t), budget) << t;
+  const uint64_t L = 30, H = 9, dh = 64, D = 576;
+  const auto dense_kept = [&](uint64_t T) {
+    const uint64_t cells = std::min<uint64_t>(T, 256);
+    return 4 * (2 * L * H * T * T + L * H * T * dh + L * H * T * D + L * T * D + L * H * T) +
+           L * H * (2 * cells * cells * 4 + (3 * T - 1) * 8);
+  };
+  for (const uint64_t budget : {kGiB2, uint64_t{1024} << 20, uint64_t{4096} << 20}) {
+    uint64_t last = 1;
+    while (dense_kept(last + 1) <= budget) ++last;
+    EXPECT_FALSE(streams_maps(smollm2, int64_t(last), budget)) << budget;
+    EXPECT_EQ(run_bytes(smollm2, int64_t(last), budget), dense_kept(last));
+    EXPECT_TRUE(streams_maps(smollm2, int64_t(last) + 1, budget)) << budget;
+    if (budget == kGiB2) EXPECT_EQ(last, 802u);  // 498 under the former fixed 512 MiB of maps
+  }
+  // A run the model's own memory budget refuses dense streams whatever the cache allows.
+  EXPECT_TRUE(streams_maps(smollm2, 20000, uint64_t{1} << 50));
+}
+
+TEST(ServerLimits, MaxTokensWithinIsTheLongestRunThatFits) {
+  // run_bytes drops where the maps start to stream, so a bisection over all lengths could land on
+  // either side. With 100 MiB SmolLM2's dense runs fit to a little over a hundred tokens and its
+  // streamed ones (overviews growing to 140 MB at 256 tokens) further: the answer is the longest
+  // of either kind; with more memory, a streamed one far beyond the dense ones.
+  const ShapedModel smollm2(smollm2_shape());
+  for (const uint64_t budget : {uint64_t{100} << 20, uint64_t{1024} << 20, kGiB2}) {
+    const int64_t fit = max_tokens_within(smollm2, budget);
+    ASSERT_GT(fit, 0) << budget;
+    EXPECT_LE(run_bytes(smollm2, fit, budget), budget);
+    EXPECT_GT(run_bytes(smollm2, fit + 1, budget), budget);
+    for (int64_t t = fit + 1; t <= 40000; t += 97) EXPECT_GT(run_bytes(smollm2, t, budget), budget) << t;
+    int64_t last_dense = 0;
+    while (!streams_maps(smollm2, last_dense + 1, budget)) ++last_dense;
+    EXPECT_GT(last_dense, 0) << budget;
+    EXPECT_TRUE(streams_maps(smollm2, fit, budget)) << budget;
+    EXPECT_GT(fit, last_dense) << budget;
+  }
 }
 
 TEST(ServerLimits, TheCacheCountsWhatARunKeeps) {
@@ -284,7 +315,7 @@ TEST(ServerLimits, TheCacheCountsWhatARunKeeps) {
   for (const AnalyseOptions::Maps maps : {AnalyseOptions::Maps::kDense, AnalyseOptions::Maps::kStream}) {
     RunCache cache(model, 1, size_t{1} << 30, 64, {}, maps);
     const auto run = cache.get("The cat sat on the mat because it was tired.", false);
-    const AnalyseMemory m = cached_run_memory(model, run->T(), maps);
+    const AnalyseMemory m = cached_run_memory(model, run->T(), size_t{1} << 30, maps);
     EXPECT_EQ(m.streamed, run->streamed);
     const uint64_t kept = run->bytes() - run->text.size();
     if (run->streamed) {
@@ -533,7 +564,7 @@ TEST(ServerViews, BadViewsAreClear4xx) {
     const HttpReply r = streamed.api.attention(json{{"text", kText}, {"layer", 1}, {"view", v}}.dump());
     EXPECT_EQ(r.status, 422) << v;
     EXPECT_EQ(error_code(r), "streamed");
-    EXPECT_NE(r.body.find(std::to_string(limits::kDenseMapsBytes >> 20) + " MiB"), std::string::npos) << r.body;
+    EXPECT_NE(r.body.find("memory budget"), std::string::npos) << r.body;
   }
 
   // Past the rollout budget (the explorer's default token limit is under it, so the rule is read directly).
@@ -575,6 +606,22 @@ TEST(ServerLongText, StreamedRunAnswersTilesAndOverviewsAndRefusesFullMaps) {
   for (int q = 0; q < T; ++q)
     for (int k = 2; k < 7; ++k)
       EXPECT_NEAR(tile.values[q * 5 + (k - 2)], full.values[(7 * T + q) * T + k], 1e-6) << q << "," << k;
+  // The norm-weighted view, refused whole on a streamed run, answers tile by tile: equal to the
+  // dense run's norm-weighted maps (whole rows rescaled, not the tile's part of them).
+  json norm_body = json::parse(tile_body(4, 7, 1, T, 2, 7));
+  norm_body["view"] = "norm";
+  const Decoded dense_norm =
+      decode(dense.api.attention(json{{"text", kText}, {"layer", 4}, {"view", "norm"}}.dump()));  // [1, H, T, T]
+  const Decoded norm_tile = decode(streamed.api.tile(norm_body.dump()));
+  ASSERT_EQ(norm_tile.shape, (std::vector<int64_t>{T - 1, 5}));
+  for (int q = 1; q < T; ++q)
+    for (int k = 2; k < 7; ++k)
+      EXPECT_NEAR(norm_tile.values[(q - 1) * 5 + (k - 2)], dense_norm.values[(7 * T + q) * T + k], 1e-6)
+          << q << "," << k;
+  norm_body["view"] = "rollout";  // no tile of rollout: it multiplies every layer's whole maps
+  const HttpReply rollout = streamed.api.tile(norm_body.dump());
+  EXPECT_EQ(rollout.status, 400);
+  EXPECT_NE(rollout.body.find("norm"), std::string::npos) << rollout.body;
 
   // One token a cell: both pooled maps are the map itself, and `received` its column sums.
   const Decoded maps = decode(streamed.api.overview(json{{"text", kText}, {"layer", 4}}.dump()));

@@ -319,7 +319,7 @@ HttpReply Api::attention(std::string_view body) {
 
 HttpReply Api::tile(std::string_view body) {
   return guarded(body, [&](std::string_view b) {
-    const json j = parse_object(b, {"text", "truncate", "layer", "head", "q0", "q1", "k0", "k1", "dtype"});
+    const json j = parse_object(b, {"text", "truncate", "layer", "head", "q0", "q1", "k0", "k1", "dtype", "view"});
     TileRequest req;
     req.text = parse_text_request(j, limits_, model_, cache_);
     const ModelConfig& c = model_.config();
@@ -328,6 +328,8 @@ HttpReply Api::tile(std::string_view body) {
     req.q0 = required_int(j, "q0"), req.q1 = required_int(j, "q1");
     req.k0 = required_int(j, "k0"), req.k1 = required_int(j, "k1");
     req.dtype = parse_dtype(j);
+    // Rollout has no tile: it multiplies every layer's whole maps.
+    req.norm_weighted = optional_enum(j, "view", {"weights", "norm"}) == "norm";
     // The size is known before the text is run: a tile over the budget is refused at once.
     const int64_t cells = int64_t{req.q1 - req.q0} * int64_t{req.k1 - req.k0};
     if (req.q1 > req.q0 && req.k1 > req.k0 && cells > limits::kMaxTileCells)
@@ -339,7 +341,8 @@ HttpReply Api::tile(std::string_view body) {
     const auto record = cache_.get(req.text.text, req.text.truncate, std::move(req.text.encoding));
     check_range(req.q0, req.q1, record->T(), "query rows");
     check_range(req.k0, req.k1, record->T(), "keys");
-    const Tensor t = attention_tile(model_, *record, req.layer, req.head, req.q0, req.q1, req.k0, req.k1);
+    const Tensor t =
+        attention_tile(model_, *record, req.layer, req.head, req.q0, req.q1, req.k0, req.k1, req.norm_weighted);
     const std::span<const float> values(t.ptr(), static_cast<size_t>(t.numel()));
     return HttpReply{
         200, "application/octet-stream", encode_tensor(values, {req.q1 - req.q0, req.k1 - req.k0}, req.dtype), {}};

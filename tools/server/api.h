@@ -69,6 +69,7 @@ struct TileRequest {
   int layer = 0, head = 0;
   int q0 = 0, q1 = 0, k0 = 0, k1 = 0;
   WireDtype dtype = WireDtype::kFloat32;
+  bool norm_weighted = false;  // "view": "norm", the norm-weighted shares (attention_tile)
 };
 // The pooled overview of one layer (every head, or one), or its per-key / per-offset profile.
 struct OverviewRequest {

@@ -12,22 +12,32 @@
 
 namespace headscope::server {
 
-AnalyseOptions cache_analyse_options(const Model& model, int64_t T, AnalyseOptions::Maps maps) {
+AnalyseOptions cache_analyse_options(const Model& model, int64_t T, uint64_t budget_bytes, AnalyseOptions::Maps maps) {
+  using Maps = AnalyseOptions::Maps;
   AnalyseOptions options;
   options.capture.hidden_states = false;  // the explorer shows attention and the W_O decomposition only
   options.without_specials = true;        // "hide special tokens"
   options.maps = maps;
-  if (analyse_memory(model, T, options).streamed) options.capture.head_outputs = options.capture.contributions = false;
+  if (maps == Maps::kAuto) {
+    options.maps = Maps::kDense;
+    const AnalyseMemory dense = analyse_memory(model, T, options);
+    if (dense.kept_bytes > budget_bytes || dense.dense_bytes > model.run_memory_budget()) options.maps = Maps::kStream;
+  }
+  if (options.maps == Maps::kStream) options.capture.head_outputs = options.capture.contributions = false;
   return options;
 }
 
-AnalyseMemory cached_run_memory(const Model& model, int64_t T, AnalyseOptions::Maps maps) {
-  return analyse_memory(model, T, cache_analyse_options(model, T, maps));
+AnalyseMemory cached_run_memory(const Model& model, int64_t T, uint64_t budget_bytes, AnalyseOptions::Maps maps) {
+  return analyse_memory(model, T, cache_analyse_options(model, T, budget_bytes, maps));
 }
 
-bool streams_maps(const Model& model, int64_t T) { return cached_run_memory(model, T).streamed; }
+bool streams_maps(const Model& model, int64_t T, uint64_t budget_bytes) {
+  return cached_run_memory(model, T, budget_bytes).streamed;
+}
 
-uint64_t run_bytes(const Model& model, int64_t T) { return cached_run_memory(model, T).kept_bytes; }
+uint64_t run_bytes(const Model& model, int64_t T, uint64_t budget_bytes) {
+  return cached_run_memory(model, T, budget_bytes).kept_bytes;
+}
 
 int64_t default_max_tokens(const Model& model, uint64_t budget_bytes) {
   const int64_t reads = model.config().max_positions > 0 ? model.config().max_positions : int64_t{1} << 16;
@@ -35,13 +45,14 @@ int64_t default_max_tokens(const Model& model, uint64_t budget_bytes) {
 }
 
 int64_t max_tokens_within(const Model& model, uint64_t budget_bytes) {
-  // run_bytes grows with T on each side of the switch to streamed maps (where it drops): the
-  // largest T that fits is searched among the streamed lengths first, then the dense ones.
+  // run_bytes grows with T on each side of the switch to streamed maps (where it drops; dense runs
+  // up to the switch fit by construction): the largest T that fits is searched among the streamed
+  // lengths first, then the dense ones.
   auto largest = [&](int64_t lo, int64_t hi) {  // largest T in [lo, hi] that fits, lo − 1 if none
     int64_t best = lo - 1;
     while (lo <= hi) {
       const int64_t mid = lo + (hi - lo) / 2;
-      if (run_bytes(model, mid) <= budget_bytes)
+      if (run_bytes(model, mid, budget_bytes) <= budget_bytes)
         best = mid, lo = mid + 1;
       else
         hi = mid - 1;
@@ -50,13 +61,13 @@ int64_t max_tokens_within(const Model& model, uint64_t budget_bytes) {
   };
   const int64_t top = int64_t{1} << 20;
   int64_t first_streamed = 1;
-  while (first_streamed <= top && !streams_maps(model, first_streamed)) first_streamed *= 2;
+  while (first_streamed <= top && !streams_maps(model, first_streamed, budget_bytes)) first_streamed *= 2;
   if (first_streamed <= top) {
     // The exact first streamed length, between the last power of two that was dense and this one.
     int64_t lo = first_streamed / 2 + 1, hi = first_streamed;
     while (lo < hi) {
       const int64_t mid = lo + (hi - lo) / 2;
-      if (streams_maps(model, mid))
+      if (streams_maps(model, mid, budget_bytes))
         hi = mid;
       else
         lo = mid + 1;
@@ -155,9 +166,9 @@ int64_t RunCache::runs_computed() const {
 }
 
 std::shared_ptr<const RunRecord> RunCache::compute(const std::string& text, bool truncate, Encoding encoding) const {
-  // Dense maps for short texts (the explorer reads them whole from /api/attention); streamed
-  // beyond, and then read through /api/overview and /api/tile (cache_analyse_options).
-  AnalyseOptions options = cache_analyse_options(model_, static_cast<int64_t>(encoding.size()), maps_);
+  // Dense maps while the run fits the budget (the explorer reads them whole from /api/attention);
+  // streamed beyond, and then read through /api/overview and /api/tile (cache_analyse_options).
+  AnalyseOptions options = cache_analyse_options(model_, static_cast<int64_t>(encoding.size()), budget_bytes_, maps_);
   options.corpus = corpus_;
   RunRecord run = analyse(model_, text, std::move(encoding), probe_, options);
   run.truncate = truncate;

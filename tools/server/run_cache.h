@@ -24,18 +24,22 @@ using headscope::Level;
 using headscope::LevelAnalysis;
 
 // How the cache analyses a T-token text: no hidden states, the special-free variants, the maps as
-// `maps` says (kAuto: as analyse_memory() decides). A run whose maps are streamed keeps no head
-// outputs or contributions: at 8,192 tokens those alone are gigabytes, and /api/decompose answers
-// only for dense runs. The corpus evidence is added by the cache.
-AnalyseOptions cache_analyse_options(const Model& model, int64_t T,
+// `maps` says. kAuto keeps them dense while such a run fits: the bytes it keeps (kept_bytes) within
+// the cache's `budget_bytes` and its peak (dense_bytes) within the model's run memory budget, so
+// that the explorer's norm-weighted, rollout and W_O views stay on as long as memory allows
+// (SmolLM2 dense up to 802 tokens in the default 2 GiB); streamed beyond. A run whose maps are
+// streamed keeps no head outputs or contributions: at 8,192 tokens those alone are gigabytes, and
+// /api/decompose answers only for dense runs. The corpus evidence is added by the cache.
+AnalyseOptions cache_analyse_options(const Model& model, int64_t T, uint64_t budget_bytes,
                                      AnalyseOptions::Maps maps = AnalyseOptions::Maps::kAuto);
 // analyse_memory() of such a run: whether its maps stream, and the bytes it keeps (kept_bytes),
-// which the cache's budget counts. The pipeline's rule; nothing here re-derives it.
-AnalyseMemory cached_run_memory(const Model& model, int64_t T, AnalyseOptions::Maps maps = AnalyseOptions::Maps::kAuto);
+// which the cache's budget counts. The pipeline's estimate; nothing here re-derives it.
+AnalyseMemory cached_run_memory(const Model& model, int64_t T, uint64_t budget_bytes,
+                                AnalyseOptions::Maps maps = AnalyseOptions::Maps::kAuto);
 // The same under kAuto, as --max-tokens is checked against --cache-mib before any run is made:
 // whether the maps of a T-token run are streamed, and the bytes it keeps.
-bool streams_maps(const Model& model, int64_t T);
-uint64_t run_bytes(const Model& model, int64_t T);
+bool streams_maps(const Model& model, int64_t T, uint64_t budget_bytes);
+uint64_t run_bytes(const Model& model, int64_t T, uint64_t budget_bytes);
 // The largest T whose run_bytes fits in `budget_bytes` (0 when not even one token fits).
 int64_t max_tokens_within(const Model& model, uint64_t budget_bytes);
 // The server's default --max-tokens: as long as the model reads (its position limit; 65,536 when it
@@ -52,8 +56,8 @@ class RunCache {
   // (the latest run is always kept, whatever its size). `max_tokens`: longest encoding run
   // (special tokens included). `probe`: [n_layer * n_head] from headscope::probe(), added to the
   // evidence of every run's roles, or empty.
-  // `maps`: how runs hold their attention maps (kAuto in the server: dense for short texts,
-  // streamed beyond limits::kDenseMapsBytes; tests force kStream or kDense).
+  // `maps`: how runs hold their attention maps (kAuto in the server: dense while a run fits the
+  // budget, see cache_analyse_options; tests force kStream or kDense).
   // `corpus`: [n_layer * n_head] corpus evidence (headscope::corpus_evidence) joined into every
   // run's roles, or empty.
   RunCache(const Model& model, size_t capacity, size_t budget_bytes, int max_tokens,

@@ -56,11 +56,11 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 uint64_t check_cache_budget(const Model& model, int max_tokens, int64_t cache_mib) {
   const ModelConfig& c = model.config();
   const uint64_t budget = static_cast<uint64_t>(cache_mib) << 20;
-  const uint64_t need = server::run_bytes(model, max_tokens);
+  const uint64_t need = server::run_bytes(model, max_tokens, budget);
   if (need > budget)
     throw ResourceError("--max-tokens " + std::to_string(max_tokens) + ": one run of that length on " + c.name +
                         " keeps " + std::to_string((need + (1 << 20) - 1) >> 20) + " MiB (" +
-                        (server::streams_maps(model, max_tokens)
+                        (server::streams_maps(model, max_tokens, budget)
                              ? std::string("streamed maps: queries, keys and overviews")
                              : std::string("dense maps: attention alone is 2 x n_layer x n_head x T^2 floats")) +
                         "), over --cache-mib " + std::to_string(cache_mib) + "; use --max-tokens " +

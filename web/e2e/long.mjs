@@ -178,6 +178,20 @@ export async function longTests(base, suite, outDir, text, timings) {
     return ms;
   }
 
+  /** Runs `action` (the Norm-weighted button) and waits until the map holds the exact tile of the
+   *  same region in `view`. */
+  async function timeTileView(action, view) {
+    await action();
+    await page.waitForFunction(
+      (v) => {
+        const c = document.querySelector('#zoom-map');
+        return c.dataset.state === 'tile' && (c.dataset.view ?? 'weights') === v;
+      },
+      view,
+      { timeout: 30000 },
+    );
+  }
+
   try {
     await suite.test('the explorer opens the long text: pooled layer grid and zoomable head map', async () => {
       // Typed, not put in the URL: a 46 KB text does not fit in a request line (the app leaves
@@ -283,6 +297,42 @@ export async function longTests(base, suite, outDir, text, timings) {
       await page.mouse.move(5, 5);
     });
 
+    await suite.test(
+      'Norm-weighted: the exact tile as norm-weighted shares, equal to /api/tile "view": "norm"',
+      async () => {
+        const r = (await mapState()).region.split(',').map(Number);
+        const head = Number(new URL(page.url()).searchParams.get('head'));
+        await timeTileView(() => page.click('#zoom-norm'), 'norm');
+        assert.equal(await page.getAttribute('#zoom-norm', 'aria-pressed'), 'true');
+        assert.match(await page.textContent('#zoom-status'), /exact norm-weighted shares \(1024 × 1024\)/);
+        const norm = await post(base, '/api/tile', {
+          text,
+          truncate: true,
+          layer: 5,
+          head,
+          q0: r[0],
+          q1: r[1],
+          k0: r[2],
+          k1: r[3],
+          view: 'norm',
+        });
+        assert.equal(norm.status, 200);
+        const t = decodeTensor(norm.body);
+        const box = await mapBox();
+        await page.mouse.move(box.x + 0.6 * box.width, box.y + 0.7 * box.height);
+        await page.waitForFunction(() => document.querySelector('.tooltip')?.style.display === 'block');
+        const [q, k] = (await page.getAttribute('#zoom-map', 'data-hover')).split(',').map(Number);
+        const tip = await page.textContent('.tooltip');
+        const m = /norm-weighted share (\d\.\d{4}) \(exact\)/.exec(tip);
+        assert.ok(m, `tooltip: ${tip}`);
+        assert.equal(m[1], t.data[(q - r[0]) * (r[3] - r[2]) + (k - r[2])].toFixed(4));
+        await shot('long-norm-tile.png');
+        await page.mouse.move(5, 5);
+        await timeTileView(() => page.click('#zoom-norm'), 'weights');
+        assert.match(await page.textContent('#zoom-status'), /exact weights \(1024 × 1024\)/);
+      },
+    );
+
     await suite.test('pan with the buttons and Shift+drag; the token strip follows (timed)', async () => {
       const ms = await timeTile(() => page.click('#pan-right'));
       assert.equal((await mapState()).region, '3584,4608,4096,5120');
@@ -356,7 +406,7 @@ export async function longTests(base, suite, outDir, text, timings) {
       timings.model_overview_ms = ms;
       console.log(`    model overview of ${T} tokens (every layer's overview): ${ms} ms`);
       assert.equal(await page.isVisible('#model-grid'), true);
-      assert.equal(await page.getAttribute('.model-view', 'data-streamed'), 'true');
+      assert.equal(await page.getAttribute('.model-view', 'data-pooled'), 'true');
       const model = await (await fetch(`${base}/api/model`)).json();
       assert.equal(Number(await page.getAttribute('#model-grid', 'data-heads')), model.n_layer * model.n_head);
       assert.match(await page.textContent('#model-intro'), /long text \(8192 tokens\).*largest weight of every block/);
@@ -448,6 +498,86 @@ export async function longTests(base, suite, outDir, text, timings) {
       // The W_O decomposition needs each head's output, which a streamed run does not keep.
       assert.match(await page.textContent('#decomposition-note'), /W_O decomposition needs each head's output/);
       assert.equal(await page.locator('.projection .token-chips').isVisible(), false);
+      await openView('1');
+      assert.deepEqual(errors, []);
+    });
+
+    await suite.test('on a 390 × 844 phone: the long text zooms to a norm-weighted tile', async () => {
+      const ctx = await browser.newContext({
+        viewport: { width: 390, height: 844 },
+        deviceScaleFactor: 2,
+        isMobile: true,
+        hasTouch: true,
+      });
+      try {
+        const phone = await ctx.newPage();
+        const phoneErrors = [];
+        phone.on('pageerror', (e) => phoneErrors.push(String(e)));
+        await phone.goto(`${base}/?layer=5&head=0`);
+        await phone.waitForFunction(() => document.body.hasAttribute('data-ready'), null, { timeout: 120000 });
+        await phone.fill('#text-input', text);
+        const before = await phone.getAttribute('body', 'data-ready');
+        await phone.press('#text-input', 'Enter');
+        await phone.waitForFunction((b) => document.body.getAttribute('data-ready') !== b, before, {
+          timeout: 120000,
+        });
+        for (let i = 0; i < 3; i++) await phone.click('#zoom-in');
+        await phone.click('#zoom-norm');
+        await phone.waitForFunction(
+          () => {
+            const c = document.querySelector('#zoom-map');
+            return c.dataset.state === 'tile' && c.dataset.view === 'norm';
+          },
+          null,
+          { timeout: 60000 },
+        );
+        assert.match(await phone.textContent('#zoom-status'), /exact norm-weighted shares/);
+        // The map and its controls fit the phone's width.
+        const box = await phone.locator('#zoom-map').boundingBox();
+        assert.ok(box.x >= 0 && box.x + box.width <= 390 + 1, `map at ${box.x} + ${box.width}`);
+        const controls = await phone.locator('.zoom-controls').boundingBox();
+        assert.ok(controls.x + controls.width <= 390 + 1, `controls ${controls.x} + ${controls.width}`);
+        await phone.$eval('#zoom-map', (c) => c.scrollIntoView({ block: 'center' }));
+        await phone.screenshot({ path: path.join(outDir, 'long-norm-tile-phone.png') });
+        assert.deepEqual(phoneErrors, []);
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    // Past 512 tokens a run stays dense while it fits the cache's budget (SmolLM2: up to 802 tokens
+    // in the default 2 GiB): the views that need whole maps or head outputs stay on, and the model
+    // overview pools its thumbnails from the overviews.
+    await suite.test('a text of ~700 tokens keeps dense maps: norm-weighted, rollout and W_O answer', async () => {
+      const cut = text.lastIndexOf(' ', 2900);
+      const mid = text.slice(0, cut);
+      const r = await post(base, '/api/run', { text: mid, level: 'token', special: 'keep' });
+      assert.equal(r.status, 200, JSON.stringify(r.body).slice(0, 400));
+      const n = r.body.n_tokens;
+      assert.ok(n > 512 && n < 802, `${n} tokens`);
+      assert.equal(r.body.streamed, false);
+      assert.equal(r.body.views.norm, null);
+      assert.equal(r.body.views.rollout, null);
+      for (const view of ['weights', 'norm', 'rollout']) {
+        const a = await post(base, '/api/attention', { text: mid, layer: 5, view, dtype: 'uint8' });
+        assert.equal(a.status, 200, `${view}: ${JSON.stringify(a.body).slice(0, 300)}`);
+      }
+      const d = await post(base, '/api/decompose', { text: mid, layer: 5, token: n - 1 });
+      assert.equal(d.status, 200, JSON.stringify(d.body).slice(0, 300));
+      const before = await page.getAttribute('body', 'data-ready');
+      await page.fill('#text-input', mid);
+      await page.press('#text-input', 'Enter');
+      await page.waitForFunction((b) => document.body.getAttribute('data-ready') !== b, before, { timeout: 120000 });
+      assert.match(await page.textContent('.text-meta'), new RegExp(`${n} tokens`));
+      for (const m of ['norm', 'rollout'])
+        assert.equal(await page.locator(`#maps-toggle [data-maps="${m}"]`).isDisabled(), false, m);
+      await openView('2');
+      assert.equal(await page.getAttribute('.model-view', 'data-pooled'), 'true');
+      assert.match(
+        await page.textContent('#model-intro'),
+        new RegExp(`long text \\(${n} tokens\\) the thumbnails are pooled`),
+      );
+      await shootPart('.model-view', 'long-dense-model-overview.png');
       await openView('1');
       assert.deepEqual(errors, []);
     });

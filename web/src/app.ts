@@ -296,7 +296,7 @@ export class App {
           : await this.api.attention(state.text, state.level, state.layer, 'float32', ctx.maps);
       if (stale()) return;
       const tile: TileFetcher | undefined = streamed
-        ? (l, hd, r) => this.api.tile(state.text, l, hd, r.q0, r.q1, r.k0, r.k1)
+        ? (l, hd, r, view) => this.api.tile(state.text, l, hd, r.q0, r.q1, r.k0, r.k1, view)
         : undefined;
       // The head panel first: on a long text a view may draw the region of its zoomable map.
       this.headPanel.update(ctx, mapsLayer, tile);

@@ -804,9 +804,19 @@ export class ApiClient {
     );
   }
 
-  /** Exact weights of head (layer, head) over rows q0 .. q1 − 1 and keys k0 .. k1 − 1: [q1 − q0, k1 − k0]. */
-  tile(text: string, layer: number, head: number, q0: number, q1: number, k0: number, k1: number): Promise<Tensor> {
-    const body = { text, truncate: true, layer, head, q0, q1, k0, k1 };
+  /** Exact weights of head (layer, head) over rows q0 .. q1 − 1 and keys k0 .. k1 − 1: [q1 − q0, k1 − k0];
+   *  view 'norm': the norm-weighted shares of the same cells. */
+  tile(
+    text: string,
+    layer: number,
+    head: number,
+    q0: number,
+    q1: number,
+    k0: number,
+    k1: number,
+    view: 'weights' | 'norm' = 'weights',
+  ): Promise<Tensor> {
+    const body = { text, truncate: true, layer, head, q0, q1, k0, k1, ...(view === 'norm' ? { view } : {}) };
     return this.tiles.get(JSON.stringify(body), async () =>
       decodeTensor(await (await this.post('/api/tile', body)).arrayBuffer()),
     );

@@ -40,5 +40,12 @@ describe('mapsReasonText', () => {
     );
     expect(streamed).toContain('this text (8,192 tokens) is too long to keep them all');
     expect(streamed).not.toMatch(/MiB|T³|T x T/);
+    // The way out that works on a long text: the head panel's exact tiles, norm-weighted.
+    expect(streamed).toContain('press Norm-weighted');
+    const rolloutStreamed = mapsReasonText(
+      'rollout',
+      "the rollout view needs ... this text's 8192 tokens were streamed",
+    );
+    expect(rolloutStreamed).not.toContain('Norm-weighted');
   });
 });

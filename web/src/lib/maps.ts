@@ -54,7 +54,7 @@ export function mapsReasonText(view: MapView, reason: string): string {
   const tokens = /this text's (\d+) tokens/.exec(reason)?.[1];
   const text = tokens ? `this text (${Number(tokens).toLocaleString('en')} tokens)` : 'this text';
   if (/streamed/.test(reason))
-    return `${MAP_LABELS[view]} maps need every full attention map, and ${text} is too long to keep them all (its maps were summarised as they were computed). Analyse a shorter text to see them`;
+    return `${MAP_LABELS[view]} maps need every full attention map, and ${text} is too long to keep them all (its maps were summarised as they were computed). Analyse a shorter text to see them${view === 'norm' ? ', or zoom into the head panel’s map and press Norm-weighted for the exact shares of the region on screen' : ''}`;
   const limit = /over the limit of (\d+)/.exec(reason)?.[1];
   if (view === 'rollout' && limit)
     return `Rollout multiplies the maps of every layer, which this page does for texts of up to ${Number(limit).toLocaleString('en')} tokens; ${text} is longer. Analyse a shorter text to see it`;

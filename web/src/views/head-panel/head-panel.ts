@@ -21,15 +21,15 @@ import { attentionLegend, attentionLegendItems } from '../../lib/legend';
 import { MAP_QUANTITY, mapHead } from '../../lib/maps';
 import { headReport, roleInfo, roleStyle, type ExportableView, type ViewContext } from '../context';
 import type { Region } from '../../lib/long';
-import { ZoomMap } from './zoom-map';
+import { ZoomMap, type TileView } from './zoom-map';
 import { headName, headTag, headWithIndex, layerName, layerWithIndex } from '../../lib/numbering';
 import { AblateBox } from '../ablation/ablate-box';
 import '../ablation/ablation.css';
 import { importanceBadge } from '../ablation/badge';
 import { importanceTooLong, rankOf, rankText } from '../ablation/importance';
 
-/** Exact weights of one head of a streamed run over a region (POST /api/tile). */
-export type TileFetcher = (layer: number, head: number, r: Region) => Promise<Tensor>;
+/** Exact weights of one head of a streamed run over a region, or its norm-weighted shares (POST /api/tile). */
+export type TileFetcher = (layer: number, head: number, r: Region, view?: TileView) => Promise<Tensor>;
 
 /** The lesson's four statistics: which field, how its value and note are shown; the label and
  *  help text are the catalogue's (lib/statistics.ts). */
@@ -233,7 +233,7 @@ export class HeadPanel implements ExportableView {
       causal: model.causal,
       window: layerWindow(model, state.layer, ctx.run.n_tokens),
       scale: state.scale,
-      fetchTile: (r) => tile(state.layer, state.head, r),
+      fetchTile: (r, view) => tile(state.layer, state.head, r, view),
     });
     this.figureNote.textContent = `A long text (${run.n_tokens} tokens): its maps were streamed through the statistics, not kept. Zoomed out, each pixel shows the largest weight of a block of tokens; zoom in (wheel, + / −, or drag a rectangle; Shift+drag pans) for the exact weights. The map is at token level${state.level === 'word' || state.hideSpecial ? ', with special tokens' : ''}; the statistics and roles are the whole text's.`;
   }

@@ -27,6 +27,10 @@ import type { Pixels } from '../../lib/scene';
 import { THEME } from '../../lib/theme';
 import type { Tensor } from '../../lib/wire';
 
+/** What an exact tile holds: the attention weights, or the norm-weighted shares (α · ‖v W_O‖,
+ *  each query's whole row rescaled to sum 1; /api/tile "view": "norm"). */
+export type TileView = 'weights' | 'norm';
+
 export interface ZoomMapData {
   /** Identifies the head (and text): a new key drops the exact tile. */
   key: string;
@@ -38,8 +42,8 @@ export interface ZoomMapData {
   /** The layer's sliding window in tokens (0: none). */
   window: number;
   scale: ScaleName;
-  /** Exact weights of a region: [q1 − q0, k1 − k0]. */
-  fetchTile(r: Region): Promise<Tensor>;
+  /** Exact weights of a region, or its norm-weighted shares: [q1 − q0, k1 − k0]. */
+  fetchTile(r: Region, view: TileView): Promise<Tensor>;
 }
 
 /** Tokens listed in the strip for each axis before it says "…". */
@@ -56,8 +60,17 @@ export class ZoomMap {
   private data: ZoomMapData | null = null;
   private region: Region = fullRegion(1);
   private overviewCanvas: HTMLCanvasElement | null = null;
-  /** The exact weights on screen: for `region` of head `key`. */
-  private tile: { key: string; region: Region; values: Float32Array; pixels: HTMLCanvasElement } | null = null;
+  /** The exact values on screen: for `region` of head `key`, weights or norm-weighted shares. */
+  private tile: {
+    key: string;
+    region: Region;
+    view: TileView;
+    values: Float32Array;
+    pixels: HTMLCanvasElement;
+  } | null = null;
+  /** What the exact tiles show (the Norm-weighted button). The pooled overview is always weights. */
+  private view: TileView = 'weights';
+  private viewButton: HTMLButtonElement;
   private pending = 0;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private drag: { x: number; y: number; pan: boolean; region: Region; at: [number, number] } | null = null;
@@ -88,6 +101,21 @@ export class ZoomMap {
           this.T,
         ),
       );
+    // The norm-weighted view of a long text, tile by tile: the whole maps are not kept, but each
+    // exact tile can be computed as norm-weighted shares from the run's value norms.
+    this.viewButton = h(
+      'button',
+      {
+        type: 'button',
+        class: 'ghost',
+        id: 'zoom-norm',
+        'aria-pressed': 'false',
+        title:
+          'exact tiles as norm-weighted shares: α · ‖v W_O‖ per key, each query’s whole row rescaled to sum 1 (the pooled overview stays weights)',
+        onclick: () => this.setView(this.view === 'norm' ? 'weights' : 'norm'),
+      },
+      'Norm-weighted',
+    ) as HTMLButtonElement;
     this.rowsStrip = h('p', { class: 'token-strip small', id: 'strip-rows' });
     this.keysStrip = h('p', { class: 'token-strip small', id: 'strip-keys' });
     this.el = h(
@@ -103,6 +131,7 @@ export class ZoomMap {
         button('▶', 'pan to later keys', pan(0, 0.5), 'pan-right'),
         button('▲', 'pan to earlier queries', pan(-0.5, 0), 'pan-up'),
         button('▼', 'pan to later queries', pan(0.5, 0), 'pan-down'),
+        this.viewButton,
         this.status,
       ),
       this.canvas,
@@ -142,6 +171,14 @@ export class ZoomMap {
     this.changed();
   }
 
+  /** What the exact tiles show; the tile on screen is asked for again in the other view. */
+  setView(view: TileView): void {
+    this.view = view;
+    this.viewButton.setAttribute('aria-pressed', String(view === 'norm'));
+    this.canvas.dataset.view = view;
+    this.changed();
+  }
+
   /** delay: milliseconds to wait for a further change before asking for the tile (wheel steps). */
   setRegion(r: Region, delay = 0): void {
     this.region = clampRegion(r, this.T);
@@ -165,14 +202,15 @@ export class ZoomMap {
     if (regionCells(r) > d.info.max_tile_cells) {
       this.setStatus(
         'overview',
-        `${this.describeRegion()} · pooled overview (largest weight of each block); zoom in to ${Math.floor(Math.sqrt(d.info.max_tile_cells))} × ${Math.floor(Math.sqrt(d.info.max_tile_cells))} tokens or less for exact weights`,
+        `${this.describeRegion()} · pooled overview (largest weight of each block); zoom in to ${Math.floor(Math.sqrt(d.info.max_tile_cells))} × ${Math.floor(Math.sqrt(d.info.max_tile_cells))} tokens or less for exact ${this.exactWhat()}`,
       );
       return;
     }
-    this.setStatus('loading', `${this.describeRegion()} · loading exact weights…`);
+    const view = this.view;
+    this.setStatus('loading', `${this.describeRegion()} · loading exact ${this.exactWhat()}…`);
     this.timer = setTimeout(() => {
       const t0 = performance.now();
-      d.fetchTile(r).then(
+      d.fetchTile(r, view).then(
         (t) => {
           if (ticket !== this.pending || this.data !== d) return;
           const rows = r.q1 - r.q0,
@@ -190,6 +228,7 @@ export class ZoomMap {
           this.tile = {
             key: d.key,
             region: r,
+            view,
             values: t.data,
             pixels: pixelsCanvas(rectPixels(pooled.data, pooled.rows, pooled.cols, d.scale, masked)),
           };
@@ -200,7 +239,7 @@ export class ZoomMap {
           requestAnimationFrame(() => {
             if (ticket !== this.pending || this.data !== d) return;
             this.canvas.dataset.inputToTileMs = (performance.now() - inputAt).toFixed(1);
-            this.setStatus('tile', `${this.describeRegion()} · exact weights (${rows} × ${cols})`);
+            this.setStatus('tile', `${this.describeRegion()} · exact ${this.exactWhat()} (${rows} × ${cols})`);
           });
         },
         (e: Error) => {
@@ -226,11 +265,17 @@ export class ZoomMap {
       !!t &&
       !!this.data &&
       t.key === this.data.key &&
+      t.view === this.view &&
       t.region.q0 === r.q0 &&
       t.region.q1 === r.q1 &&
       t.region.k0 === r.k0 &&
       t.region.k1 === r.k1
     );
+  }
+
+  /** What an exact tile holds, in words. */
+  private exactWhat(): string {
+    return this.view === 'norm' ? 'norm-weighted shares' : 'weights';
   }
 
   private setStatus(state: string, text: string): void {
@@ -362,7 +407,8 @@ export class ZoomMap {
     if (mask?.cell(q, k)) line = mask.reason(q, k);
     else if (this.hasTile()) {
       const r = this.region;
-      line = `weight ${this.tile!.values[(q - r.q0) * (r.k1 - r.k0) + (k - r.k0)].toFixed(4)} (exact)`;
+      const quantity = this.tile!.view === 'norm' ? 'norm-weighted share' : 'weight';
+      line = `${quantity} ${this.tile!.values[(q - r.q0) * (r.k1 - r.k0) + (k - r.k0)].toFixed(4)} (exact)`;
     } else {
       const C = d.info.cells;
       const ci = Math.floor((q * C) / d.info.T),

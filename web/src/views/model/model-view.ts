@@ -46,6 +46,8 @@ export class ModelView implements ExportableView {
   private maps: MapView = 'weights';
   private thumbScale: ScaleName | null = null;
   private thumb = 64;
+  /** The thumbnails come from the pooled overviews (a long text). */
+  private pooledThumbs = false;
 
   constructor(
     private readonly callbacks: ModelCallbacks,
@@ -118,7 +120,7 @@ export class ModelView implements ExportableView {
   async updateStreamed(ctx: ViewContext, overview: (layer: number) => Promise<Tensor>): Promise<void> {
     const { model, run } = ctx;
     const info = run.overview!;
-    this.setIntro(ctx);
+    this.setIntro(ctx, true);
     const from = this.pooledFrom;
     if (!from || from.attention !== run.text) {
       const pooled: Matrix[] = new Array(model.n_layer * model.n_head);
@@ -147,18 +149,20 @@ export class ModelView implements ExportableView {
     return Math.ceil(this.thumb * Math.min(3, window.devicePixelRatio || 1));
   }
 
-  private setIntro(ctx: ViewContext): void {
-    const info = ctx.run.streamed ? ctx.run.overview : undefined;
+  /** `pooled`: the thumbnails come from the pooled overviews (a long text, updateStreamed). */
+  private setIntro(ctx: ViewContext, pooled = false): void {
+    const info = pooled ? ctx.run.overview : undefined;
     this.el.querySelector('#model-intro')!.textContent =
       'Rows are layers (input at the top), columns are heads. The coloured strip under each map names the role detected on this text. Under grouped- or multi-query attention the top line names the key/value head each column shares.' +
       (info
-        ? ` A long text (${ctx.run.n_tokens} tokens) keeps no full maps: each thumbnail shows the largest weight of every block of about ${Math.ceil(info.T / info.cells)} tokens, at token level with special tokens; the roles are measured on the whole text. Click a head to zoom into its exact weights in the head panel.`
+        ? ` ${ctx.run.streamed ? `A long text (${ctx.run.n_tokens} tokens) keeps no full maps` : `On a long text (${ctx.run.n_tokens} tokens) the thumbnails are pooled`}: each thumbnail shows the largest weight of every block of about ${Math.ceil(info.T / info.cells)} tokens, at token level with special tokens; the roles are measured on the whole text. Click a head to zoom into its exact weights in the head panel.`
         : ctx.maps === 'rollout'
           ? ' Rollout is one map per layer (every head and the residual so far), so each row repeats its layer’s map in every column; the roles are still each head’s.'
           : ctx.maps === 'norm'
             ? ' The maps are norm-weighted: α · ‖v W_O‖ per key, each row rescaled to sum 1.'
             : '');
-    this.el.dataset.streamed = String(!!info);
+    this.pooledThumbs = !!info;
+    this.el.dataset.pooled = String(!!info);
     this.thumb = Math.max(24, Math.min(72, Math.floor((this.maxWidth - LABEL_W) / ctx.model.n_head) - GAP));
   }
 
@@ -342,7 +346,7 @@ export class ModelView implements ExportableView {
         kind: 'text',
         x: 12,
         y: 22,
-        text: `${model.name}: ${model.n_layer} layers × ${model.n_head} heads, coloured by role (${this.ctx.run.streamed ? 'a long text: largest weight of each block of tokens' : `${state.level}s, ${MAP_LABELS[this.maps].toLowerCase()}`})`,
+        text: `${model.name}: ${model.n_layer} layers × ${model.n_head} heads, coloured by role (${this.pooledThumbs ? 'a long text: largest weight of each block of tokens' : `${state.level}s, ${MAP_LABELS[this.maps].toLowerCase()}`})`,
         size: 14,
         fill: THEME.text,
         weight: 'bold',

@@ -178,6 +178,10 @@ export async function longTests(base, suite, outDir, text, timings) {
     return ms;
   }
 
+  /** POST /api/tile of layer 5's head `head` over region [q0, q1, k0, k1] of the long text. */
+  const layer5Tile = (head, [q0, q1, k0, k1], view = 'weights') =>
+    post(base, '/api/tile', { text, truncate: true, layer: 5, head, q0, q1, k0, k1, view });
+
   /** Runs `action` (the Norm-weighted button) and waits until the map holds the exact tile of the
    *  same region in `view`. */
   async function timeTileView(action, view) {
@@ -268,26 +272,8 @@ export async function longTests(base, suite, outDir, text, timings) {
         const tip = await page.textContent('.tooltip');
         const m = /weight (\d\.\d{4}) \(exact\)/.exec(tip);
         assert.ok(m, `tooltip: ${tip}`);
-        const one = await post(base, '/api/tile', {
-          text,
-          truncate: true,
-          layer: 5,
-          head,
-          q0: q,
-          q1: q + 1,
-          k0: k,
-          k1: k + 1,
-        });
-        const whole = await post(base, '/api/tile', {
-          text,
-          truncate: true,
-          layer: 5,
-          head,
-          q0: r[0],
-          q1: r[1],
-          k0: r[2],
-          k1: r[3],
-        });
+        const one = await layer5Tile(head, [q, q + 1, k, k + 1]);
+        const whole = await layer5Tile(head, r);
         const v1 = decodeTensor(one.body).data[0];
         const v2 = decodeTensor(whole.body).data[(q - r[0]) * (r[3] - r[2]) + (k - r[2])];
         assert.ok(Math.abs(v1 - v2) <= 1e-6, `1×1 tile ${v1}, region tile ${v2}`);
@@ -305,17 +291,7 @@ export async function longTests(base, suite, outDir, text, timings) {
         await timeTileView(() => page.click('#zoom-norm'), 'norm');
         assert.equal(await page.getAttribute('#zoom-norm', 'aria-pressed'), 'true');
         assert.match(await page.textContent('#zoom-status'), /exact norm-weighted shares \(1024 × 1024\)/);
-        const norm = await post(base, '/api/tile', {
-          text,
-          truncate: true,
-          layer: 5,
-          head,
-          q0: r[0],
-          q1: r[1],
-          k0: r[2],
-          k1: r[3],
-          view: 'norm',
-        });
+        const norm = await layer5Tile(head, r, 'norm');
         assert.equal(norm.status, 200);
         const t = decodeTensor(norm.body);
         const box = await mapBox();
